@@ -1,0 +1,311 @@
+//! The `Instance` resource: one agent session environment.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::meta::{Condition, ObjectMeta};
+
+/// One agent session: what should run (spec) and what jackin last saw (status).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Instance {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub spec: InstanceSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<InstanceStatus>,
+}
+
+impl Instance {
+    pub const KIND: &'static str = "Instance";
+
+    /// The status, defaulted when the object has never been observed.
+    pub fn status_or_default(&self) -> InstanceStatus {
+        self.status.clone().unwrap_or_default()
+    }
+}
+
+/// The phase an operator asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum DesiredPhase {
+    /// A container runs the agent; restored through the ladder when it is gone.
+    #[default]
+    Running,
+    /// No container; the unit directory and checkouts stay, restorable.
+    Kept,
+    /// Everything of the instance is removed, then the object itself.
+    Purged,
+}
+
+impl DesiredPhase {
+    pub const ALL: [DesiredPhase; 3] = [Self::Running, Self::Kept, Self::Purged];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "Running",
+            Self::Kept => "Kept",
+            Self::Purged => "Purged",
+        }
+    }
+}
+
+impl std::fmt::Display for DesiredPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InstanceSpec {
+    /// Desired phase; `Running` when omitted.
+    #[serde(default)]
+    pub phase: DesiredPhase,
+    /// Name of the Workspace policy this instance belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    pub role: RoleRef,
+    /// The agent to run: claude, codex, aider, …
+    pub agent: String,
+    /// A local image to run instead of building the role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Overrides the agent's launch argv.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<MountSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sidecars: Vec<Sidecar>,
+}
+
+/// The role whose repository's Dockerfile builds the image.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RoleRef {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<RoleSource>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RoleSource {
+    /// A git URL or a local repository path.
+    pub git: String,
+    /// Branch, tag or commit; the repository's `HEAD` when omitted.
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+}
+
+/// How a host directory reaches the container.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    /// The host directory itself; never assessed, never touched.
+    #[default]
+    Shared,
+    /// A `git worktree` on a scratch branch, under the unit's `git/`.
+    Worktree,
+    /// A local clone of the host's current branch, under the unit's `git/`.
+    Clone,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MountSpec {
+    /// Host path; `~/` expands to the operator's home.
+    pub src: String,
+    /// Absolute path inside the container.
+    pub dst: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub readonly: bool,
+    #[serde(default)]
+    pub isolation: Isolation,
+}
+
+/// An environment variable: a plain `value` (never a secret) or a reference
+/// in `valueFrom` that is resolved only when a container is created.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EnvVar {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_from: Option<EnvSource>,
+}
+
+/// Where a secret comes from. Exactly one field is set.
+///
+/// A struct of optional fields (rather than an enum) keeps the published
+/// schema structural, so the CRD installs into a cluster unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("minProperties" = 1, "maxProperties" = 1))]
+pub struct EnvSource {
+    /// Name of a variable in jackin's own environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_env: Option<String>,
+    /// Path of a file whose contents (trailing newline trimmed) are the value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// A 1Password secret reference, `op://vault/item/field`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_password: Option<String>,
+}
+
+/// A helper container that shares the instance's network.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Sidecar {
+    pub name: String,
+    pub image: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub privileged: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+}
+
+/// The phase jackin observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum InstancePhase {
+    Pending,
+    Launching,
+    Running,
+    Exited,
+    Crashed,
+    Kept,
+    Purging,
+    Failed,
+}
+
+impl InstancePhase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Launching => "Launching",
+            Self::Running => "Running",
+            Self::Exited => "Exited",
+            Self::Crashed => "Crashed",
+            Self::Kept => "Kept",
+            Self::Purging => "Purging",
+            Self::Failed => "Failed",
+        }
+    }
+}
+
+impl std::fmt::Display for InstancePhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InstanceStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<InstancePhase>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The instance's unique identity: container name and unit directory name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipe: Option<Recipe>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore: Option<RestoreRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionOutcome>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<MountStatus>,
+}
+
+/// The launch recipe, pinned at first launch and replayed by every restore.
+/// Holds references to secrets, never their values.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Recipe {
+    /// The image tag the container runs.
+    pub image: String,
+    /// The exact image the tag pointed at when pinned.
+    pub image_id: String,
+    /// The role commit the image was built from, when jackin built it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role_commit: Option<String>,
+    /// The role repository the image was built from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role_source: Option<String>,
+    /// The base image named by the Dockerfile's `FROM`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_image: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// Mounts with their sources resolved to absolute host paths.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<MountSpec>,
+    /// Variable names with their plain values or source references.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+    pub network: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sidecars: Vec<Sidecar>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Which rung of the restore ladder brought the container back, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RestoreRecord {
+    /// 0 running, 1 started, 2 recreated from the pinned image, 3 rebuilt.
+    pub tier: u8,
+    #[schemars(with = "String")]
+    pub at: Timestamp,
+}
+
+/// Where a session's outcome was learned from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OutcomeSource {
+    Marker,
+    Engine,
+    Unknown,
+}
+
+/// How the last session ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionOutcome {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub finished_at: Option<Timestamp>,
+    pub source: OutcomeSource,
+}
+
+/// The git assessment of one isolated mount.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MountStatus {
+    pub dst: String,
+    pub isolation: Isolation,
+    /// Where the checkout lives on the host.
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dirty_files: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unpushed_branches: Vec<String>,
+    /// Digest of the assessment; an acknowledgement must quote it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub digest: String,
+}

@@ -1,0 +1,17 @@
+//! jackin's resource model: the `Instance` and `Workspace` types, their
+//! validation, YAML reading and the generated schemas. No I/O happens here;
+//! everything is a pure function of its input, so every other crate can rely
+//! on these types without pulling in an engine or a filesystem.
+
+pub mod crd;
+pub mod identity;
+pub mod instance;
+pub mod manifest;
+pub mod meta;
+pub mod validate;
+pub mod workspace;
+
+pub use instance::{DesiredPhase, Instance, InstancePhase, InstanceSpec, InstanceStatus};
+pub use manifest::{ManifestError, Object};
+pub use meta::{API_VERSION, Condition, ConditionStatus, ObjectMeta};
+pub use workspace::{ExitPolicy, Workspace, WorkspaceSpec};

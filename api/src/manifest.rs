@@ -1,0 +1,469 @@
+//! Reading objects from YAML text.
+//!
+//! A file may hold several documents separated by `---`. Each document is read
+//! twice at most: once for its `kind`, once into the matching type with unknown
+//! fields rejected. Every error names the source, line, column and field path,
+//! including semantic errors from [`crate::validate`], whose paths are mapped
+//! back to positions through a location tree of the document.
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::Spanned;
+
+use crate::instance::Instance;
+use crate::validate::{self, FieldError};
+use crate::workspace::Workspace;
+
+/// An object read from a manifest.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Object {
+    Instance(Box<Instance>),
+    Workspace(Box<Workspace>),
+}
+
+impl Object {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Object::Instance(_) => Instance::KIND,
+            Object::Workspace(_) => Workspace::KIND,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Object::Instance(i) => &i.metadata.name,
+            Object::Workspace(w) => &w.metadata.name,
+        }
+    }
+}
+
+/// A problem in a manifest, located as precisely as the input allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestError {
+    /// File name (or `<stdin>`) the text came from.
+    pub source: String,
+    /// 1-based line; 0 when unknown.
+    pub line: usize,
+    /// 1-based column; 0 when unknown.
+    pub column: usize,
+    /// Field path such as `spec.mounts[1].dst`, when the error concerns a field.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}: ", self.source, self.line, self.column)?;
+        if let Some(field) = &self.field {
+            write!(f, "field `{field}`: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ManifestError {}
+
+/// Parses every document in `text`; `source` names it in errors.
+///
+/// All documents are checked, and all their errors returned, so an operator
+/// fixes a file in one round. On any error no object is returned.
+pub fn parse(source: &str, text: &str) -> Result<Vec<Object>, Vec<ManifestError>> {
+    let mut objects = Vec::new();
+    let mut errors = Vec::new();
+    for doc in split_documents(text) {
+        match parse_document(source, &doc) {
+            Ok(Some(obj)) => objects.push(obj),
+            Ok(None) => {}
+            Err(mut errs) => errors.append(&mut errs),
+        }
+    }
+    if errors.is_empty() {
+        Ok(objects)
+    } else {
+        Err(errors)
+    }
+}
+
+/// One document of a stream, padded with blank lines so that the parser's
+/// line numbers are the file's.
+struct Document {
+    text: String,
+    first_line: usize,
+}
+
+/// Splits a stream at its document markers. A marker is `---` or `...` at the
+/// start of a line followed by a space or the end of the line, which YAML
+/// forbids inside any document content, so splitting on it is exact.
+fn split_documents(text: &str) -> Vec<Document> {
+    let mut docs = Vec::new();
+    let mut current = String::new();
+    let mut first_line = 1;
+    let mut has_content = false;
+    let is_marker = |line: &str, marker: &str| {
+        line.strip_prefix(marker)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+    };
+    for (index, line) in text.lines().enumerate() {
+        let line_no = index + 1;
+        let start = is_marker(line, "---");
+        if start || is_marker(line, "...") {
+            if has_content {
+                docs.push(Document {
+                    text: std::mem::take(&mut current),
+                    first_line,
+                });
+            }
+            current = "\n".repeat(line_no - 1);
+            first_line = line_no;
+            has_content = false;
+            // Content after `---` on the same line belongs to the new
+            // document; blanking the marker keeps its columns.
+            let rest = &line[3..];
+            if start && !rest.trim().is_empty() && !rest.trim_start().starts_with('#') {
+                current.push_str("   ");
+                current.push_str(rest);
+                has_content = true;
+            }
+            current.push('\n');
+            continue;
+        }
+        let trimmed = line.trim_start();
+        if !trimmed.is_empty() && !trimmed.starts_with('#') {
+            if !has_content {
+                first_line = line_no;
+            }
+            has_content = true;
+        }
+        current.push_str(line);
+        current.push('\n');
+    }
+    if has_content {
+        docs.push(Document {
+            text: current,
+            first_line,
+        });
+    }
+    docs
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TypeMeta {
+    #[serde(default)]
+    kind: Option<Spanned<String>>,
+}
+
+fn parse_document(source: &str, doc: &Document) -> Result<Option<Object>, Vec<ManifestError>> {
+    let at_doc = |message: String| ManifestError {
+        source: source.to_owned(),
+        line: doc.first_line,
+        column: 1,
+        field: None,
+        message,
+    };
+    let type_meta: Option<TypeMeta> =
+        serde_saphyr::from_str(&doc.text).map_err(|e| vec![yaml_error(source, None, &e)])?;
+    let Some(type_meta) = type_meta else {
+        return Ok(None);
+    };
+    let Some(kind) = type_meta.kind else {
+        return Err(vec![at_doc(
+            "missing field `kind`: expected Instance or Workspace".into(),
+        )]);
+    };
+    let (object, result) = match kind.value.as_str() {
+        Instance::KIND => {
+            let obj: Instance = typed(source, &doc.text)?;
+            let result = validate::instance(&obj);
+            (Object::Instance(Box::new(obj)), result)
+        }
+        Workspace::KIND => {
+            let obj: Workspace = typed(source, &doc.text)?;
+            let result = validate::workspace(&obj);
+            (Object::Workspace(Box::new(obj)), result)
+        }
+        other => {
+            return Err(vec![ManifestError {
+                source: source.to_owned(),
+                line: kind.referenced.line() as usize,
+                column: kind.referenced.column() as usize,
+                field: Some("kind".into()),
+                message: format!("unknown kind {other:?}: expected Instance or Workspace"),
+            }]);
+        }
+    };
+    match result {
+        Ok(()) => Ok(Some(object)),
+        Err(field_errors) => Err(locate(source, doc, field_errors)),
+    }
+}
+
+/// Deserializes into `T`, tracking the field path for the error.
+fn typed<T: for<'de> Deserialize<'de>>(source: &str, text: &str) -> Result<T, Vec<ManifestError>> {
+    let mut path = None;
+    serde_saphyr::with_deserializer_from_str(text, |de| {
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let p = e.path().to_string();
+            // `?` marks a position serde could not name, `.` the root.
+            if p != "." && !p.ends_with('?') {
+                path = Some(p);
+            }
+            e.into_inner()
+        })
+    })
+    .map_err(|e| vec![yaml_error(source, path, &e)])
+}
+
+fn yaml_error(source: &str, field: Option<String>, err: &serde_saphyr::Error) -> ManifestError {
+    let (line, column) = err
+        .location()
+        .map(|l| (l.line() as usize, l.column() as usize))
+        .unwrap_or((0, 0));
+    let mut message = err.without_snippet().to_string();
+    // The parser appends the position we already print in front.
+    let suffix = format!(" at line {line}, column {column}");
+    if let Some(stripped) = message.strip_suffix(&suffix) {
+        message = stripped.to_owned();
+    }
+    ManifestError {
+        source: source.to_owned(),
+        line,
+        column,
+        field,
+        message,
+    }
+}
+
+fn locate(source: &str, doc: &Document, errors: Vec<FieldError>) -> Vec<ManifestError> {
+    let tree: Option<Spanned<Node>> = serde_saphyr::from_str(&doc.text).ok();
+    errors
+        .into_iter()
+        .map(|e| {
+            let (line, column) = tree
+                .as_ref()
+                .map(|t| t.lookup(&e.path))
+                .unwrap_or((doc.first_line, 1));
+            ManifestError {
+                source: source.to_owned(),
+                line,
+                column,
+                field: Some(e.path),
+                message: e.message,
+            }
+        })
+        .collect()
+}
+
+/// A document's shape with the position of every value, used only to place
+/// semantic errors.
+enum Node {
+    Leaf,
+    Map(Vec<(String, Spanned<Node>)>),
+    Seq(Vec<Spanned<Node>>),
+}
+
+trait Lookup {
+    /// Position of the deepest node along `path`.
+    fn lookup(&self, path: &str) -> (usize, usize);
+}
+
+impl Lookup for Spanned<Node> {
+    fn lookup(&self, path: &str) -> (usize, usize) {
+        let here = (
+            self.referenced.line() as usize,
+            self.referenced.column() as usize,
+        );
+        let path = path.strip_prefix('.').unwrap_or(path);
+        if path.is_empty() {
+            return here;
+        }
+        match &self.value {
+            Node::Map(entries) => {
+                // Keys may contain dots (label keys), so match the longest
+                // key that is followed by a separator or ends the path.
+                let found = entries
+                    .iter()
+                    .filter(|(k, _)| {
+                        path.strip_prefix(k.as_str())
+                            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+                    })
+                    .max_by_key(|(k, _)| k.len());
+                match found {
+                    Some((k, child)) => child.lookup(&path[k.len()..]),
+                    None => here,
+                }
+            }
+            Node::Seq(items) => {
+                let index = path
+                    .strip_prefix('[')
+                    .and_then(|rest| rest.split_once(']'))
+                    .and_then(|(i, rest)| Some((i.parse::<usize>().ok()?, rest)));
+                match index.and_then(|(i, rest)| Some((items.get(i)?, rest))) {
+                    Some((child, rest)) => child.lookup(rest),
+                    None => here,
+                }
+            }
+            Node::Leaf => here,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NodeVisitor;
+        impl<'de> Visitor<'de> for NodeVisitor {
+            type Value = Node;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any YAML value")
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
+                Node::deserialize(d)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Node::Seq(items))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    entries.push((key, map.next_value()?));
+                }
+                Ok(Node::Map(entries))
+            }
+        }
+        deserializer.deserialize_any(NodeVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INSTANCE: &str = "\
+apiVersion: jackin.dev/v1alpha1
+kind: Instance
+metadata:
+  name: architect-1
+spec:
+  role: {name: the-architect}
+  agent: claude
+  image: jackin/test:1
+";
+
+    fn one_error(text: &str) -> ManifestError {
+        let mut errors = parse("f.yaml", text).expect_err("accepted bad input");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        errors.remove(0)
+    }
+
+    #[test]
+    fn multiple_documents_and_empty_ones() {
+        let text = format!(
+            "# leading comment\n---\n{INSTANCE}---\n# only a comment\n---\n{}",
+            INSTANCE.replace("architect-1", "architect-2")
+        );
+        let objects = parse("f.yaml", &text).unwrap();
+        let names: Vec<_> = objects.iter().map(Object::name).collect();
+        assert_eq!(names, ["architect-1", "architect-2"]);
+    }
+
+    #[test]
+    fn unknown_field_names_line_column_and_path() {
+        let text = INSTANCE.replace("  agent: claude\n", "  agent: claude\n  agnet: codex\n");
+        let err = one_error(&text);
+        assert_eq!((err.line, err.column), (8, 3));
+        assert_eq!(err.field.as_deref(), Some("spec.agnet"));
+        assert!(err.message.contains("unknown field `agnet`"), "{err}");
+    }
+
+    #[test]
+    fn unknown_phase_lists_the_choices() {
+        let text = INSTANCE.replace("  agent: claude\n", "  agent: claude\n  phase: Paused\n");
+        let err = one_error(&text);
+        assert_eq!((err.line, err.column), (8, 10));
+        assert_eq!(err.field.as_deref(), Some("spec.phase"));
+        assert!(err.message.contains("Running, Kept, Purged"), "{err}");
+    }
+
+    #[test]
+    fn semantic_errors_are_located_in_later_documents() {
+        let bad = INSTANCE.replace("name: architect-1", "name: ../x");
+        let text = format!("{INSTANCE}---\n{bad}");
+        let err = one_error(&text);
+        assert_eq!((err.line, err.column), (13, 9));
+        assert_eq!(err.field.as_deref(), Some("metadata.name"));
+        assert_eq!(
+            err.to_string(),
+            format!("f.yaml:13:9: field `metadata.name`: {}", err.message)
+        );
+    }
+
+    #[test]
+    fn duplicate_mount_destination_points_at_the_second() {
+        let text =
+            format!("{INSTANCE}  mounts:\n  - {{src: /a, dst: /w}}\n  - src: /b\n    dst: /w\n");
+        let err = one_error(&text);
+        assert_eq!((err.line, err.column), (12, 10));
+        assert_eq!(err.field.as_deref(), Some("spec.mounts[1].dst"));
+    }
+
+    #[test]
+    fn broken_yaml_is_located() {
+        let err = one_error("kind: Instance\nspec: [unclosed\n");
+        assert_eq!((err.line, err.column), (2, 7), "{err}");
+        assert!(err.message.contains("unclosed"), "{err}");
+    }
+
+    #[test]
+    fn unknown_and_missing_kind() {
+        let err = one_error(&INSTANCE.replace("kind: Instance", "kind: Pod"));
+        assert_eq!((err.line, err.column), (2, 7));
+        let err = one_error(&INSTANCE.replace("kind: Instance\n", ""));
+        assert_eq!(err.line, 1);
+        assert!(err.message.contains("missing field `kind`"));
+    }
+
+    #[test]
+    fn label_keys_with_dots_are_located() {
+        let text = INSTANCE.replace(
+            "  name: architect-1\n",
+            "  name: architect-1\n  labels:\n    jackin.dev/a b: x\n",
+        );
+        let err = one_error(&text);
+        assert_eq!(err.field.as_deref(), Some("metadata.labels.jackin.dev/a b"));
+        assert_eq!((err.line, err.column), (6, 21));
+    }
+
+    #[test]
+    fn discard_is_an_alias_of_clean() {
+        let text = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: w}\nspec: {exitPolicy: discard}\n";
+        let Object::Workspace(ws) = &parse("w.yaml", text).unwrap()[0] else {
+            panic!("not a workspace")
+        };
+        assert_eq!(ws.spec.exit_policy, crate::workspace::ExitPolicy::Clean);
+    }
+}

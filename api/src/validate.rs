@@ -1,0 +1,484 @@
+//! Semantic validation beyond what the types enforce.
+//!
+//! Every check reports the field path in the same notation the YAML loader
+//! uses (`spec.mounts[1].dst`), so an error can be traced back to the line and
+//! column it came from. Nothing user-supplied reaches a path or an argv
+//! without passing through here first.
+
+use std::collections::HashSet;
+
+use crate::instance::{EnvVar, Instance, MountSpec};
+use crate::meta::{API_VERSION, ObjectMeta};
+use crate::workspace::Workspace;
+
+/// One rule an object breaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// Field path, e.g. `spec.mounts[1].dst`.
+    pub path: String,
+    /// What is wrong and what is expected.
+    pub message: String,
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+#[derive(Default)]
+struct Errors(Vec<FieldError>);
+
+impl Errors {
+    fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.0.push(FieldError {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    fn check(&mut self, path: &str, result: Result<(), String>) {
+        if let Err(message) = result {
+            self.push(path, message);
+        }
+    }
+}
+
+/// Longest DNS-1123 label, and so the longest object name.
+pub const MAX_NAME_LEN: usize = 63;
+
+/// Checks a DNS-1123 label: lower-case alphanumerics and `-`, starting and
+/// ending alphanumeric, at most 63 characters.
+pub fn dns_label(value: &str) -> Result<(), String> {
+    let expected = "expected a DNS-1123 label: lower-case letters, digits and '-', \
+                    starting and ending with a letter or digit, at most 63 characters";
+    let ok = !value.is_empty()
+        && value.len() <= MAX_NAME_LEN
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !value.starts_with('-')
+        && !value.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("invalid name {value:?}: {expected}"))
+    }
+}
+
+/// Checks an environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
+pub fn env_name(value: &str) -> Result<(), String> {
+    let mut bytes = value.bytes();
+    let ok = matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid variable name {value:?}: expected letters, digits and '_', not starting with a digit"
+        ))
+    }
+}
+
+/// A value that will be passed to a program as one argv element: must be
+/// non-empty, must not look like an option, must not hold control characters.
+fn argv_value(value: &str, what: &str) -> Result<(), String> {
+    if value.trim().is_empty() {
+        Err(format!("{what} must not be empty"))
+    } else if value.starts_with('-') {
+        Err(format!("{what} {value:?} must not start with '-'"))
+    } else if value.chars().any(char::is_control) {
+        Err(format!("{what} must not contain control characters"))
+    } else {
+        Ok(())
+    }
+}
+
+fn label_key(key: &str) -> Result<(), String> {
+    let ok = !key.is_empty()
+        && key.len() <= 253
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'/'))
+        && key.matches('/').count() <= 1;
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid key {key:?}: expected an optional DNS prefix and '/', then letters, digits, '.', '-' or '_'"
+        ))
+    }
+}
+
+fn metadata(errors: &mut Errors, meta: &ObjectMeta) {
+    errors.check("metadata.name", dns_label(&meta.name));
+    for key in meta.labels.keys() {
+        errors.check(&format!("metadata.labels.{key}"), label_key(key));
+    }
+    for key in meta.annotations.keys() {
+        errors.check(&format!("metadata.annotations.{key}"), label_key(key));
+    }
+}
+
+fn api_version(errors: &mut Errors, value: &str) {
+    if value != API_VERSION {
+        errors.push(
+            "apiVersion",
+            format!("unsupported apiVersion {value:?}: expected {API_VERSION:?}"),
+        );
+    }
+}
+
+/// Mount destinations are absolute, free of `..`, unique, and stay clear of
+/// `/jackin`, where jackin mounts its own state.
+fn mounts(errors: &mut Errors, base: &str, mounts: &[MountSpec]) {
+    let mut seen = HashSet::new();
+    for (i, mount) in mounts.iter().enumerate() {
+        let at = format!("{base}[{i}]");
+        if mount.src.trim().is_empty() {
+            errors.push(
+                format!("{at}.src"),
+                "must not be empty: expected a host path",
+            );
+        } else if mount.src.chars().any(char::is_control) {
+            errors.push(format!("{at}.src"), "must not contain control characters");
+        }
+        let dst = mount.dst.as_str();
+        let normalized = dst.trim_end_matches('/');
+        if !dst.starts_with('/') {
+            errors.push(
+                format!("{at}.dst"),
+                format!("{dst:?} is not absolute: expected a path starting with '/'"),
+            );
+        } else if dst.split('/').any(|part| part == ".." || part == ".") {
+            errors.push(
+                format!("{at}.dst"),
+                format!("{dst:?} contains '.' or '..': expected a normalized absolute path"),
+            );
+        } else if normalized.is_empty() {
+            errors.push(format!("{at}.dst"), "cannot mount over '/'");
+        } else if normalized == "/jackin" || normalized.starts_with("/jackin/") {
+            errors.push(
+                format!("{at}.dst"),
+                format!("{dst:?} is reserved for jackin's own state"),
+            );
+        } else if dst.chars().any(|c| c.is_control() || c == ':') {
+            errors.push(
+                format!("{at}.dst"),
+                "must not contain ':' or control characters",
+            );
+        } else if !seen.insert(normalized.to_owned()) {
+            errors.push(
+                format!("{at}.dst"),
+                format!("duplicate mount destination {dst:?}: each destination may appear once"),
+            );
+        }
+    }
+}
+
+fn env(errors: &mut Errors, vars: &[EnvVar]) {
+    let mut seen = HashSet::new();
+    for (i, var) in vars.iter().enumerate() {
+        let at = format!("spec.env[{i}]");
+        errors.check(&format!("{at}.name"), env_name(&var.name));
+        if !seen.insert(var.name.as_str()) {
+            errors.push(
+                format!("{at}.name"),
+                format!("duplicate variable {:?}", var.name),
+            );
+        }
+        match (&var.value, &var.value_from) {
+            (Some(_), Some(_)) => {
+                errors.push(at.clone(), "set either value or valueFrom, not both")
+            }
+            (None, None) => errors.push(
+                at.clone(),
+                "expected value (not a secret) or valueFrom (hostEnv, file or onePassword)",
+            ),
+            _ => {}
+        }
+        if let Some(source) = &var.value_from {
+            let at = format!("{at}.valueFrom");
+            let set = [
+                source.host_env.is_some(),
+                source.file.is_some(),
+                source.one_password.is_some(),
+            ]
+            .iter()
+            .filter(|s| **s)
+            .count();
+            if set != 1 {
+                errors.push(
+                    at.clone(),
+                    "expected exactly one of hostEnv, file, onePassword",
+                );
+            }
+            if let Some(name) = &source.host_env {
+                errors.check(&format!("{at}.hostEnv"), env_name(name));
+            }
+            if let Some(path) = &source.file
+                && path.trim().is_empty()
+            {
+                errors.push(format!("{at}.file"), "must not be empty: expected a path");
+            }
+            if let Some(reference) = &source.one_password {
+                errors.check(&format!("{at}.onePassword"), op_reference(reference));
+            }
+        }
+    }
+}
+
+/// `op://vault/item/field` (a section may sit between item and field).
+fn op_reference(reference: &str) -> Result<(), String> {
+    let expected = "expected a 1Password reference op://vault/item/field";
+    let Some(rest) = reference.strip_prefix("op://") else {
+        return Err(format!("{reference:?}: {expected}"));
+    };
+    let parts: Vec<&str> = rest.split('/').collect();
+    if (3..=4).contains(&parts.len())
+        && parts.iter().all(|p| !p.is_empty())
+        && !reference.chars().any(char::is_control)
+    {
+        Ok(())
+    } else {
+        Err(format!("{reference:?}: {expected}"))
+    }
+}
+
+/// Validates an Instance; returns every broken rule, not just the first.
+pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
+    let mut errors = Errors::default();
+    api_version(&mut errors, &obj.api_version);
+    metadata(&mut errors, &obj.metadata);
+    let spec = &obj.spec;
+    if let Some(ws) = &spec.workspace {
+        errors.check("spec.workspace", dns_label(ws));
+    }
+    errors.check("spec.role.name", dns_label(&spec.role.name));
+    errors.check("spec.agent", dns_label(&spec.agent));
+    if let Some(source) = &spec.role.source {
+        errors.check(
+            "spec.role.source.git",
+            argv_value(&source.git, "a repository"),
+        );
+        if let Some(git_ref) = &source.git_ref {
+            errors.check("spec.role.source.ref", argv_value(git_ref, "a ref"));
+            if git_ref.contains(char::is_whitespace) {
+                errors.push("spec.role.source.ref", "a ref must not contain spaces");
+            }
+        }
+    }
+    match &spec.image {
+        Some(image) => {
+            errors.check("spec.image", argv_value(image, "an image reference"));
+            if image.contains(char::is_whitespace) {
+                errors.push("spec.image", "an image reference must not contain spaces");
+            }
+        }
+        None if spec.role.source.is_none() => errors.push(
+            "spec.role.source",
+            "expected a role source to build from, or spec.image to run a local image",
+        ),
+        None => {}
+    }
+    if let Some(command) = &spec.command
+        && command.first().is_none_or(|c| c.is_empty())
+    {
+        errors.push(
+            "spec.command",
+            "expected a non-empty argv whose first element names the program",
+        );
+    }
+    mounts(&mut errors, "spec.mounts", &spec.mounts);
+    env(&mut errors, &spec.env);
+    let mut sidecar_names = HashSet::new();
+    for (i, sidecar) in spec.sidecars.iter().enumerate() {
+        let at = format!("spec.sidecars[{i}]");
+        errors.check(&format!("{at}.name"), dns_label(&sidecar.name));
+        if !sidecar_names.insert(sidecar.name.as_str()) {
+            errors.push(
+                format!("{at}.name"),
+                format!("duplicate sidecar {:?}", sidecar.name),
+            );
+        }
+        errors.check(
+            &format!("{at}.image"),
+            argv_value(&sidecar.image, "an image reference"),
+        );
+    }
+    if errors.0.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.0)
+    }
+}
+
+/// Validates a Workspace; returns every broken rule.
+pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
+    let mut errors = Errors::default();
+    api_version(&mut errors, &obj.api_version);
+    metadata(&mut errors, &obj.metadata);
+    mounts(&mut errors, "spec.mounts", &obj.spec.mounts);
+    if errors.0.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instance::{EnvSource, InstanceSpec, RoleRef};
+
+    fn sample() -> Instance {
+        Instance {
+            api_version: API_VERSION.into(),
+            kind: "Instance".into(),
+            metadata: ObjectMeta {
+                name: "architect-1".into(),
+                ..Default::default()
+            },
+            spec: InstanceSpec {
+                role: RoleRef {
+                    name: "the-architect".into(),
+                    source: None,
+                },
+                agent: "claude".into(),
+                image: Some("jackin/test:1".into()),
+                ..Default::default()
+            },
+            status: None,
+        }
+    }
+
+    fn paths(obj: &Instance) -> Vec<String> {
+        instance(obj)
+            .err()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| e.path)
+            .collect()
+    }
+
+    #[test]
+    fn a_valid_instance_passes() {
+        assert_eq!(instance(&sample()), Ok(()));
+    }
+
+    #[test]
+    fn names_must_be_dns_labels() {
+        for bad in ["../x", "X", "-a", "a-", "", "a_b", &"a".repeat(64)] {
+            assert!(dns_label(bad).is_err(), "{bad:?} accepted");
+        }
+        for good in ["a", "architect-1", &"a".repeat(63)] {
+            assert!(dns_label(good).is_ok(), "{good:?} rejected");
+        }
+        let mut obj = sample();
+        obj.metadata.name = "../x".into();
+        assert_eq!(paths(&obj), ["metadata.name"]);
+    }
+
+    #[test]
+    fn mount_destinations_are_absolute_normalized_and_unique() {
+        let mut obj = sample();
+        let mount = |dst: &str| MountSpec {
+            src: "/src".into(),
+            dst: dst.into(),
+            ..Default::default()
+        };
+        obj.spec.mounts = vec![
+            mount("/w/app"),
+            mount("relative"),
+            mount("/w/../etc"),
+            mount("/w/app/"),
+            mount("/jackin/state"),
+            mount("/"),
+        ];
+        assert_eq!(
+            paths(&obj),
+            [
+                "spec.mounts[1].dst",
+                "spec.mounts[2].dst",
+                "spec.mounts[3].dst",
+                "spec.mounts[4].dst",
+                "spec.mounts[5].dst"
+            ]
+        );
+    }
+
+    #[test]
+    fn env_references_must_be_well_formed() {
+        let mut obj = sample();
+        let from = |source: EnvSource| EnvVar {
+            name: "TOKEN".into(),
+            value: None,
+            value_from: Some(source),
+        };
+        obj.spec.env = vec![
+            EnvVar {
+                name: "MODE".into(),
+                value: Some("dev".into()),
+                value_from: None,
+            },
+            from(EnvSource {
+                one_password: Some("op://vault/item".into()),
+                ..Default::default()
+            }),
+            EnvVar {
+                name: "1BAD".into(),
+                value: None,
+                value_from: Some(EnvSource {
+                    host_env: Some("GITHUB_TOKEN".into()),
+                    file: Some("/x".into()),
+                    ..Default::default()
+                }),
+            },
+            EnvVar {
+                name: "MODE".into(),
+                value: None,
+                value_from: None,
+            },
+        ];
+        assert_eq!(
+            paths(&obj),
+            [
+                "spec.env[1].valueFrom.onePassword",
+                "spec.env[2].name",
+                "spec.env[2].valueFrom",
+                "spec.env[3].name",
+                "spec.env[3]"
+            ]
+        );
+        assert!(op_reference("op://vault/item/field").is_ok());
+        assert!(op_reference("op://vault/item/section/field").is_ok());
+    }
+
+    #[test]
+    fn a_build_source_or_an_image_is_required() {
+        let mut obj = sample();
+        obj.spec.image = None;
+        assert_eq!(paths(&obj), ["spec.role.source"]);
+    }
+
+    #[test]
+    fn values_that_reach_an_argv_cannot_look_like_options() {
+        let mut obj = sample();
+        obj.spec.image = Some("--privileged".into());
+        obj.spec.role.source = Some(crate::instance::RoleSource {
+            git: "-uhack".into(),
+            git_ref: Some("main branch".into()),
+        });
+        assert_eq!(
+            paths(&obj),
+            ["spec.role.source.git", "spec.role.source.ref", "spec.image"]
+        );
+    }
+
+    #[test]
+    fn wrong_api_version_is_reported() {
+        let mut obj = sample();
+        obj.api_version = "v1".into();
+        assert_eq!(paths(&obj), ["apiVersion"]);
+    }
+}
