@@ -1,1 +1,8 @@
+//! The control plane: the state store and index, and (growing here) the
+//! convergence loop that drives each instance toward its desired phase.
 
+pub mod index;
+pub mod store;
+
+pub use index::{IndexRepair, IndexRow};
+pub use store::{ApplyOutcome, Store, StoreError};

@@ -1,0 +1,125 @@
+//! `jackin apply`: read every document first, apply only if all are valid.
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use jackin_api::Object;
+use jackin_api::manifest::{self, ManifestError};
+use jackin_controller::Store;
+
+use crate::args::ApplyArgs;
+
+/// A set of problems already worded for the operator; printed as is.
+#[derive(Debug)]
+pub struct InvalidInput(pub Vec<String>);
+
+impl std::fmt::Display for InvalidInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.join("\n"))
+    }
+}
+
+impl std::error::Error for InvalidInput {}
+
+/// Nothing is opened or written before every input has been read and
+/// validated.
+pub fn run(open_store: impl FnOnce() -> Result<Store>, args: &ApplyArgs) -> Result<()> {
+    let paths: Vec<&PathBuf> = args.files.iter().chain(&args.paths).collect();
+    if paths.is_empty() {
+        bail!("no files given\nhint: jackin apply -f FILE_OR_DIR (`-` reads stdin)");
+    }
+    let objects = load(&paths)?;
+    let store = open_store()?;
+    for obj in &objects {
+        let outcome = match (obj, args.dry_run) {
+            (Object::Instance(i), false) => store.apply_instance(i)?,
+            (Object::Instance(i), true) => store.plan_instance(i)?,
+            (Object::Workspace(w), false) => store.apply_workspace(w)?,
+            (Object::Workspace(w), true) => store.plan_workspace(w)?,
+        };
+        let suffix = if args.dry_run { " (dry run)" } else { "" };
+        println!(
+            "{}/{} {}{suffix}",
+            obj.kind().to_lowercase(),
+            obj.name(),
+            outcome.as_str()
+        );
+    }
+    Ok(())
+}
+
+/// Reads and validates every document of every path. Any error anywhere
+/// fails the whole load, reporting all errors at once.
+fn load(paths: &[&PathBuf]) -> Result<Vec<Object>> {
+    let mut files = Vec::new();
+    for path in paths {
+        expand(path, &mut files)?;
+    }
+    let mut objects = Vec::new();
+    let mut errors: Vec<ManifestError> = Vec::new();
+    for file in &files {
+        let (source, text) = if file.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("reading stdin")?;
+            ("<stdin>".to_owned(), text)
+        } else {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            (file.display().to_string(), text)
+        };
+        match manifest::parse(&source, &text) {
+            Ok(mut objs) => objects.append(&mut objs),
+            Err(mut errs) => errors.append(&mut errs),
+        }
+    }
+    let mut messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    let mut seen = HashSet::new();
+    for obj in &objects {
+        if !seen.insert((obj.kind(), obj.name())) {
+            messages.push(format!(
+                "{}/{} appears more than once in the input",
+                obj.kind().to_lowercase(),
+                obj.name()
+            ));
+        }
+    }
+    if !messages.is_empty() {
+        return Err(InvalidInput(messages).into());
+    }
+    if objects.is_empty() {
+        bail!("no objects found in the given files");
+    }
+    Ok(objects)
+}
+
+/// A directory contributes its `*.yaml` and `*.yml` files, sorted by name.
+fn expand(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    if path.as_os_str() == "-" || !path.is_dir() {
+        out.push(path.to_owned());
+        return Ok(());
+    }
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(path).with_context(|| format!("reading {}", path.display()))? {
+        let entry = entry.with_context(|| format!("reading {}", path.display()))?;
+        let file = entry.path();
+        let is_yaml = file
+            .extension()
+            .is_some_and(|ext| ext == "yaml" || ext == "yml");
+        if is_yaml && file.is_file() {
+            found.push(file);
+        }
+    }
+    if found.is_empty() {
+        bail!(
+            "{}: no *.yaml or *.yml files in this directory",
+            path.display()
+        );
+    }
+    found.sort();
+    out.append(&mut found);
+    Ok(())
+}

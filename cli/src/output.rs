@@ -1,0 +1,286 @@
+//! Rendering objects for people (tables, describe) and scripts (YAML, JSON).
+
+use std::fmt::Write;
+
+use anyhow::Result;
+use jackin_api::{Instance, Workspace};
+use jiff::Timestamp;
+use serde::Serialize;
+
+/// A multi-document YAML stream: re-applying it changes nothing.
+pub fn yaml_stream<T: Serialize>(objects: &[T]) -> Result<String> {
+    let mut out = String::new();
+    for (i, obj) in objects.iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        out.push_str(&serde_saphyr::to_string(obj)?);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// One object as itself, several as a Kubernetes-style `List`.
+pub fn json<T: Serialize>(objects: &[T], single: bool) -> Result<String> {
+    let value = if single && objects.len() == 1 {
+        serde_json::to_value(&objects[0])?
+    } else {
+        serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects})
+    };
+    Ok(serde_json::to_string_pretty(&value)? + "\n")
+}
+
+/// `5s`, `3m`, `2h`, `4d`, as `kubectl` shows ages.
+pub fn age(since: Option<Timestamp>, now: Timestamp) -> String {
+    let Some(since) = since else {
+        return "-".into();
+    };
+    let secs = (now.as_second() - since.as_second()).max(0);
+    match secs {
+        s if s < 120 => format!("{s}s"),
+        s if s < 2 * 3600 => format!("{}m", s / 60),
+        s if s < 2 * 86400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86400),
+    }
+}
+
+/// Left-aligned columns separated by three spaces.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i + 1 == cells.len() {
+                text.push_str(cell);
+            } else {
+                let _ = write!(text, "{cell:<w$}   ");
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+fn or_dash(value: Option<impl ToString>) -> String {
+    value.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> String {
+    let mut header = vec!["NAME", "DESIRED", "PHASE", "RESTORE", "AGE"];
+    if wide {
+        header.extend(["CONTAINER", "WORKSPACE", "ROLE", "AGENT", "READY"]);
+    }
+    let rows: Vec<Vec<String>> = objects
+        .iter()
+        .map(|obj| {
+            let status = obj.status_or_default();
+            let mut row = vec![
+                obj.metadata.name.clone(),
+                obj.spec.phase.to_string(),
+                or_dash(status.phase),
+                or_dash(status.restore.as_ref().map(|r| format!("tier {}", r.tier))),
+                age(obj.metadata.creation_timestamp, now),
+            ];
+            if wide {
+                let ready = status.conditions.iter().find(|c| c.type_ == "Ready");
+                row.extend([
+                    or_dash(status.container_name),
+                    or_dash(obj.spec.workspace.as_ref()),
+                    obj.spec.role.name.clone(),
+                    obj.spec.agent.clone(),
+                    or_dash(ready.map(|c| c.reason.clone())),
+                ]);
+            }
+            row
+        })
+        .collect();
+    table(&header, &rows)
+}
+
+pub fn workspace_table(objects: &[Workspace], now: Timestamp) -> String {
+    let rows: Vec<Vec<String>> = objects
+        .iter()
+        .map(|ws| {
+            vec![
+                ws.metadata.name.clone(),
+                ws.spec.exit_policy.as_str().to_owned(),
+                or_dash(ws.spec.keep.max),
+                ws.spec.mounts.len().to_string(),
+                age(ws.metadata.creation_timestamp, now),
+            ]
+        })
+        .collect();
+    table(&["NAME", "EXIT-POLICY", "KEEP-MAX", "MOUNTS", "AGE"], &rows)
+}
+
+/// The human view of one instance: identity, what is asked, what is seen.
+pub fn describe(obj: &Instance, now: Timestamp) -> String {
+    let status = obj.status_or_default();
+    let spec = &obj.spec;
+    let mut out = String::new();
+    let mut field = |key: &str, value: String| {
+        let _ = writeln!(out, "{:<18}{value}", format!("{key}:"));
+    };
+    field("Name", obj.metadata.name.clone());
+    field("UID", or_dash(obj.metadata.uid.as_ref()));
+    field("Container", or_dash(status.container_name.as_ref()));
+    field(
+        "Created",
+        format!(
+            "{} ({} ago)",
+            or_dash(obj.metadata.creation_timestamp),
+            age(obj.metadata.creation_timestamp, now)
+        ),
+    );
+    field(
+        "Generation",
+        format!(
+            "{} (observed {})",
+            or_dash(obj.metadata.generation),
+            or_dash(status.observed_generation)
+        ),
+    );
+    field("Desired phase", spec.phase.to_string());
+    field("Phase", or_dash(status.phase));
+    field("Workspace", or_dash(spec.workspace.as_ref()));
+    let role_source = spec
+        .role
+        .source
+        .as_ref()
+        .map(|s| format!("{} @ {}", s.git, s.git_ref.as_deref().unwrap_or("HEAD")));
+    field(
+        "Role",
+        format!(
+            "{}{}",
+            spec.role.name,
+            role_source.map(|s| format!(" ({s})")).unwrap_or_default()
+        ),
+    );
+    field("Agent", spec.agent.clone());
+    if let Some(image) = &spec.image {
+        field("Image", image.clone());
+    }
+    if let Some(command) = &spec.command {
+        field("Command", command.join(" "));
+    }
+    if !spec.mounts.is_empty() {
+        out.push_str("Mounts:\n");
+        for m in &spec.mounts {
+            let ro = if m.readonly { ", read-only" } else { "" };
+            let _ = writeln!(out, "  {} -> {} ({:?}{ro})", m.src, m.dst, m.isolation);
+        }
+    }
+    if !spec.env.is_empty() {
+        out.push_str("Env:\n");
+        for var in &spec.env {
+            let source = match (&var.value, &var.value_from) {
+                (Some(v), _) => format!("= {v}"),
+                (None, Some(from)) => {
+                    if let Some(name) = &from.host_env {
+                        format!("from host env {name}")
+                    } else if let Some(path) = &from.file {
+                        format!("from file {path}")
+                    } else {
+                        format!(
+                            "from 1Password {}",
+                            from.one_password.as_deref().unwrap_or("")
+                        )
+                    }
+                }
+                (None, None) => String::new(),
+            };
+            let _ = writeln!(out, "  {} {source}", var.name);
+        }
+    }
+    if let Some(recipe) = &status.recipe {
+        out.push_str("Pinned recipe:\n");
+        let _ = writeln!(out, "  image:       {} ({})", recipe.image, recipe.image_id);
+        if let Some(commit) = &recipe.role_commit {
+            let _ = writeln!(out, "  role commit: {commit}");
+        }
+        if let Some(base) = &recipe.base_image {
+            let _ = writeln!(out, "  base image:  {base}");
+        }
+    }
+    if let Some(restore) = &status.restore {
+        let _ = writeln!(
+            out,
+            "{:<18}tier {} at {}",
+            "Last restore:", restore.tier, restore.at
+        );
+    }
+    if let Some(session) = &status.session {
+        let _ = writeln!(
+            out,
+            "{:<18}exit {} at {} (from {:?})",
+            "Last session:",
+            or_dash(session.exit_code),
+            or_dash(session.finished_at),
+            session.source
+        );
+    }
+    if !status.conditions.is_empty() {
+        let rows: Vec<Vec<String>> = status
+            .conditions
+            .iter()
+            .map(|c| {
+                vec![
+                    c.type_.clone(),
+                    format!("{:?}", c.status),
+                    c.reason.clone(),
+                    age(Some(c.last_transition_time), now),
+                    c.message.clone(),
+                ]
+            })
+            .collect();
+        out.push_str("Conditions:\n");
+        for line in table(&["TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"], &rows).lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_like_kubectl() {
+        let now = Timestamp::from_second(1_000_000).unwrap();
+        let ago = |s: i64| Some(Timestamp::from_second(1_000_000 - s).unwrap());
+        assert_eq!(age(ago(5), now), "5s");
+        assert_eq!(age(ago(600), now), "10m");
+        assert_eq!(age(ago(3 * 3600), now), "3h");
+        assert_eq!(age(ago(5 * 86400), now), "5d");
+        assert_eq!(age(None, now), "-");
+    }
+
+    #[test]
+    fn tables_align_columns() {
+        let text = table(
+            &["NAME", "PHASE"],
+            &[
+                vec!["a".into(), "Running".into()],
+                vec!["long-name".into(), "-".into()],
+            ],
+        );
+        assert_eq!(
+            text,
+            "NAME        PHASE\na           Running\nlong-name   -\n"
+        );
+    }
+}

@@ -1,0 +1,202 @@
+//! The instance index, `data/instances.json`: one row per instance so that
+//! listing never has to open every unit. It is a cache of the units' own
+//! objects and can always be rebuilt from them; a corrupt index is moved
+//! aside (never silently emptied) and rebuilt.
+
+use std::fs;
+use std::io::ErrorKind;
+
+use jackin_api::{DesiredPhase, Instance, InstancePhase};
+use jackin_reconcilers::Layout;
+use jackin_reconcilers::fsutil::write_atomic;
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::store::StoreError;
+
+const INDEX_VERSION: u32 = 1;
+
+/// What the index knows of one instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexRow {
+    pub name: String,
+    pub uid: String,
+    pub container_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    pub role: String,
+    pub agent: String,
+    pub desired: DesiredPhase,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<InstancePhase>,
+}
+
+impl IndexRow {
+    /// The row describing `obj`; `None` when it has no identity yet.
+    pub fn of(obj: &Instance) -> Option<Self> {
+        let status = obj.status.as_ref()?;
+        Some(Self {
+            name: obj.metadata.name.clone(),
+            uid: obj.metadata.uid.clone()?,
+            container_name: status.container_name.clone()?,
+            workspace: obj.spec.workspace.clone(),
+            role: obj.spec.role.name.clone(),
+            agent: obj.spec.agent.clone(),
+            desired: obj.spec.phase,
+            phase: status.phase,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Index {
+    version: u32,
+    /// Sorted by name.
+    instances: Vec<IndexRow>,
+}
+
+/// How the index was found when it was loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexRepair {
+    /// It was missing and has been rebuilt from `units` units.
+    Rebuilt { units: usize },
+    /// It could not be read; it was kept as `kept_as` and rebuilt.
+    Corrupt { kept_as: String, units: usize },
+}
+
+impl Default for Index {
+    fn default() -> Self {
+        Self {
+            version: INDEX_VERSION,
+            instances: Vec::new(),
+        }
+    }
+}
+
+impl Index {
+    pub fn rows(&self) -> &[IndexRow] {
+        &self.instances
+    }
+
+    pub fn find(&self, name: &str) -> Option<&IndexRow> {
+        self.instances
+            .binary_search_by(|r| r.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.instances[i])
+    }
+
+    /// Inserts or replaces the row for `row.name`; returns whether it changed.
+    pub fn upsert(&mut self, row: IndexRow) -> bool {
+        match self
+            .instances
+            .binary_search_by(|r| r.name.as_str().cmp(&row.name))
+        {
+            Ok(i) if self.instances[i] == row => false,
+            Ok(i) => {
+                self.instances[i] = row;
+                true
+            }
+            Err(i) => {
+                self.instances.insert(i, row);
+                true
+            }
+        }
+    }
+
+    /// Reads the index. `Ok(None)` when it does not exist; `Err(text)` with
+    /// the parse error when it exists but cannot be read as an index.
+    pub fn read(layout: &Layout) -> Result<Result<Option<Index>, String>, StoreError> {
+        let path = layout.index_file();
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Ok(None)),
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        Ok(match serde_json::from_slice::<Index>(&bytes) {
+            Ok(index) if index.version == INDEX_VERSION && index.is_sorted() => Ok(Some(index)),
+            Ok(index) => Err(format!(
+                "version {} or row order not understood",
+                index.version
+            )),
+            Err(e) => Err(e.to_string()),
+        })
+    }
+
+    fn is_sorted(&self) -> bool {
+        self.instances.windows(2).all(|w| w[0].name < w[1].name)
+    }
+
+    pub fn write(&self, layout: &Layout) -> Result<(), StoreError> {
+        let path = layout.index_file();
+        let mut bytes = serde_json::to_vec_pretty(self).expect("the index serializes");
+        bytes.push(b'\n');
+        write_atomic(&path, &bytes).map_err(|e| StoreError::io(&path, e))
+    }
+
+    /// Builds an index from the units on disk. Units whose object cannot be
+    /// read are left out and left alone: they may hold a conversation.
+    pub fn rebuild(layout: &Layout) -> Result<(Index, usize), StoreError> {
+        let data = layout.data_dir();
+        let entries = match fs::read_dir(&data) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok((Index::default(), 0)),
+            Err(e) => return Err(StoreError::io(&data, e)),
+        };
+        let mut index = Index::default();
+        let mut units = 0;
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io(&data, e))?;
+            let Some(container) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            if !entry.path().is_dir() || container.starts_with('.') {
+                continue;
+            }
+            match crate::store::read_object(layout, &container) {
+                Ok(Some(obj)) => {
+                    if let Some(row) = IndexRow::of(&obj) {
+                        index.upsert(row);
+                        units += 1;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!("left unit {container} out of the index: {e}"),
+            }
+        }
+        Ok((index, units))
+    }
+
+    /// Loads the index, rebuilding it when it is missing or corrupt. The
+    /// caller holds the index lock.
+    pub fn load_or_repair(layout: &Layout) -> Result<(Index, Option<IndexRepair>), StoreError> {
+        match Self::read(layout)? {
+            Ok(Some(index)) => Ok((index, None)),
+            Ok(None) => {
+                let (index, units) = Self::rebuild(layout)?;
+                // With no units there is nothing to record, and no news.
+                if units == 0 {
+                    return Ok((index, None));
+                }
+                index.write(layout)?;
+                Ok((index, Some(IndexRepair::Rebuilt { units })))
+            }
+            Err(reason) => {
+                let stamp = Timestamp::now().strftime("%Y%m%dT%H%M%S%.fZ").to_string();
+                let kept = layout.corrupt_index_file(&stamp);
+                fs::rename(layout.index_file(), &kept)
+                    .map_err(|e| StoreError::io(&layout.index_file(), e))?;
+                tracing::warn!("index unreadable ({reason}); kept as {}", kept.display());
+                let (index, units) = Self::rebuild(layout)?;
+                index.write(layout)?;
+                Ok((
+                    index,
+                    Some(IndexRepair::Corrupt {
+                        kept_as: kept.display().to_string(),
+                        units,
+                    }),
+                ))
+            }
+        }
+    }
+}

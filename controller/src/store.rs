@@ -1,0 +1,451 @@
+//! The state store: instance objects in their units, the index beside them,
+//! workspace policies under `workspaces/`.
+//!
+//! Lock order, always: a unit's sibling lock, then the index lock. Creating an
+//! instance holds the index lock alone while it checks the name is free,
+//! mints the identity and writes the unit, so two processes can never create
+//! the same name twice. Every write is atomic; nothing is written when
+//! nothing changed.
+
+use std::fs;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use jackin_api::identity::container_name;
+use jackin_api::manifest;
+use jackin_api::meta::set_condition;
+use jackin_api::{
+    ConditionStatus, DesiredPhase, Instance, InstancePhase, InstanceStatus, Object, ObjectMeta,
+    Workspace,
+};
+use jackin_reconcilers::Layout;
+use jackin_reconcilers::fsutil::{FileLock, ensure_private_dir, write_atomic};
+use jiff::Timestamp;
+
+use crate::index::{Index, IndexRepair, IndexRow};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: cannot read the stored object: {message}")]
+    Unreadable { path: PathBuf, message: String },
+    #[error("instance {0:?} not found\nhint: `jackin get instances` lists them")]
+    InstanceNotFound(String),
+    #[error(
+        "{kind}/{name}: metadata.uid {given:?} does not match the stored object's {stored:?}\n\
+         hint: remove metadata.uid from the file, or delete the stored object first"
+    )]
+    UidMismatch {
+        kind: &'static str,
+        name: String,
+        given: String,
+        stored: String,
+    },
+    #[error("instance {0:?} was removed while it was being updated; apply again")]
+    Vanished(String),
+}
+
+impl StoreError {
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+/// What applying an object did (or, in a dry run, would do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApplyOutcome {
+    Created,
+    Configured,
+    Unchanged,
+}
+
+impl ApplyOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Configured => "configured",
+            Self::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// Reads a unit's object; `Ok(None)` when the unit has none.
+pub(crate) fn read_object(
+    layout: &Layout,
+    container: &str,
+) -> Result<Option<Instance>, StoreError> {
+    let path = layout.object_file(container);
+    let bytes = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StoreError::io(&path, e)),
+    };
+    let obj: Instance = serde_json::from_slice(&bytes).map_err(|e| StoreError::Unreadable {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    // The directory name is the identity; an object that disagrees (or whose
+    // name is unsafe) is not trusted.
+    let status_container = obj
+        .status
+        .as_ref()
+        .and_then(|s| s.container_name.as_deref());
+    if status_container != Some(container) || jackin_api::validate::instance(&obj).is_err() {
+        return Err(StoreError::Unreadable {
+            path,
+            message: "the object does not validate or names another unit".into(),
+        });
+    }
+    Ok(Some(obj))
+}
+
+fn write_object(layout: &Layout, container: &str, obj: &Instance) -> Result<(), StoreError> {
+    let path = layout.object_file(container);
+    let mut bytes = serde_json::to_vec_pretty(obj).expect("an instance serializes");
+    bytes.push(b'\n');
+    write_atomic(&path, &bytes).map_err(|e| StoreError::io(&path, e))
+}
+
+/// The store rooted at one `JACKIN_HOME`.
+#[derive(Debug, Clone)]
+pub struct Store {
+    layout: Layout,
+}
+
+impl Store {
+    /// Opens the store and repairs a missing or corrupt index on the way, so
+    /// that every command starts from a sound index. Returns what was repaired.
+    pub fn open(layout: Layout) -> Result<(Self, Option<IndexRepair>), StoreError> {
+        let store = Self { layout };
+        let (_, repair) = store.load_index()?;
+        Ok((store, repair))
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    fn lock_index(&self) -> Result<FileLock, StoreError> {
+        let path = self.layout.index_lock_file();
+        FileLock::acquire(&path).map_err(|e| StoreError::io(&path, e))
+    }
+
+    fn lock_unit(&self, container: &str) -> Result<FileLock, StoreError> {
+        let path = self.layout.unit_lock_file(container);
+        FileLock::acquire(&path).map_err(|e| StoreError::io(&path, e))
+    }
+
+    fn index(&self) -> Result<Index, StoreError> {
+        Ok(self.load_index()?.0)
+    }
+
+    /// The index, repaired first when it is missing or corrupt. A sound
+    /// index needs no lock (writers replace it atomically), and a home with
+    /// no data yet has nothing to read or repair: neither case writes.
+    fn load_index(&self) -> Result<(Index, Option<IndexRepair>), StoreError> {
+        if let Ok(Some(index)) = Index::read(&self.layout)? {
+            return Ok((index, None));
+        }
+        if !self.layout.data_dir().exists() {
+            return Ok((Index::default(), None));
+        }
+        let _lock = self.lock_index()?;
+        Index::load_or_repair(&self.layout)
+    }
+
+    /// Updates the index row of `obj` under the index lock.
+    fn index_upsert(&self, obj: &Instance) -> Result<(), StoreError> {
+        let Some(row) = IndexRow::of(obj) else {
+            return Ok(());
+        };
+        let _lock = self.lock_index()?;
+        let (mut index, _) = Index::load_or_repair(&self.layout)?;
+        if index.upsert(row) {
+            index.write(&self.layout)?;
+        }
+        Ok(())
+    }
+
+    /// Every instance, sorted by name.
+    pub fn list_instances(&self) -> Result<Vec<Instance>, StoreError> {
+        let index = self.index()?;
+        let mut out = Vec::with_capacity(index.rows().len());
+        for row in index.rows() {
+            if let Some(obj) = read_object(&self.layout, &row.container_name)? {
+                out.push(obj);
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn get_instance(&self, name: &str) -> Result<Instance, StoreError> {
+        let index = self.index()?;
+        let row = index
+            .find(name)
+            .ok_or_else(|| StoreError::InstanceNotFound(name.to_owned()))?;
+        read_object(&self.layout, &row.container_name)?
+            .ok_or_else(|| StoreError::InstanceNotFound(name.to_owned()))
+    }
+
+    /// Reports what applying `applied` would do, writing nothing.
+    pub fn plan_instance(&self, applied: &Instance) -> Result<ApplyOutcome, StoreError> {
+        let index = self.index()?;
+        let Some(row) = index.find(&applied.metadata.name) else {
+            return Ok(ApplyOutcome::Created);
+        };
+        let mut stored = read_object(&self.layout, &row.container_name)?
+            .ok_or_else(|| StoreError::Vanished(applied.metadata.name.clone()))?;
+        merge_instance(&mut stored, applied)
+    }
+
+    /// Creates or updates an instance from an applied manifest. The status
+    /// and jackin-owned metadata of `applied` are ignored.
+    pub fn apply_instance(&self, applied: &Instance) -> Result<ApplyOutcome, StoreError> {
+        let name = &applied.metadata.name;
+        let container = {
+            let _index_lock = self.lock_index()?;
+            let (mut index, _) = Index::load_or_repair(&self.layout)?;
+            match index.find(name) {
+                Some(row) => row.container_name.clone(),
+                None => {
+                    let obj = self.create_instance(applied)?;
+                    index.upsert(IndexRow::of(&obj).expect("a new instance has an identity"));
+                    index.write(&self.layout)?;
+                    return Ok(ApplyOutcome::Created);
+                }
+            }
+        };
+        self.update_instance(name, &container, |stored| merge_instance(stored, applied))
+    }
+
+    /// Sets the desired phase of an existing instance.
+    pub fn set_phase(&self, name: &str, phase: DesiredPhase) -> Result<ApplyOutcome, StoreError> {
+        let container = self
+            .index()?
+            .find(name)
+            .map(|row| row.container_name.clone())
+            .ok_or_else(|| StoreError::InstanceNotFound(name.to_owned()))?;
+        self.update_instance(name, &container, |stored| {
+            if stored.spec.phase == phase {
+                return Ok(ApplyOutcome::Unchanged);
+            }
+            stored.spec.phase = phase;
+            bump_generation(&mut stored.metadata);
+            Ok(ApplyOutcome::Configured)
+        })
+    }
+
+    /// Mints the identity, writes the unit. The caller holds the index lock.
+    fn create_instance(&self, applied: &Instance) -> Result<Instance, StoreError> {
+        let uid = uuid::Uuid::new_v4();
+        let id = &uid.simple().to_string()[..8];
+        let container = container_name(
+            id,
+            applied.spec.workspace.as_deref(),
+            &applied.spec.role.name,
+        );
+        let now = Timestamp::now();
+        let mut obj = applied.clone();
+        obj.metadata.uid = Some(uid.to_string());
+        obj.metadata.generation = Some(1);
+        obj.metadata.creation_timestamp = Some(now);
+        let mut status = InstanceStatus {
+            phase: Some(InstancePhase::Pending),
+            container_name: Some(container.clone()),
+            ..Default::default()
+        };
+        set_condition(
+            &mut status.conditions,
+            "Ready",
+            ConditionStatus::False,
+            "Pending",
+            "waiting for the convergence loop",
+            now,
+        );
+        obj.status = Some(status);
+        // The sibling lock belongs to the unit from its first moment.
+        let _unit_lock = self.lock_unit(&container)?;
+        let unit = self.layout.unit_dir(&container);
+        ensure_private_dir(&unit).map_err(|e| StoreError::io(&unit, e))?;
+        write_object(&self.layout, &container, &obj)?;
+        Ok(obj)
+    }
+
+    /// Read-modify-write of one instance under its unit lock. `change`
+    /// returns the outcome; nothing is written when it is `Unchanged`.
+    fn update_instance(
+        &self,
+        name: &str,
+        container: &str,
+        change: impl FnOnce(&mut Instance) -> Result<ApplyOutcome, StoreError>,
+    ) -> Result<ApplyOutcome, StoreError> {
+        let _unit_lock = self.lock_unit(container)?;
+        let mut obj = read_object(&self.layout, container)?
+            .ok_or_else(|| StoreError::Vanished(name.to_owned()))?;
+        let outcome = change(&mut obj)?;
+        if outcome != ApplyOutcome::Unchanged {
+            write_object(&self.layout, container, &obj)?;
+            self.index_upsert(&obj)?;
+        }
+        Ok(outcome)
+    }
+
+    pub fn list_workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
+        let dir = self.layout.workspaces_dir();
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io(&dir, e)),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io(&dir, e))?;
+            if let Some(name) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".yaml"))
+                && jackin_api::validate::dns_label(name).is_ok()
+            {
+                names.push(name.to_owned());
+            }
+        }
+        names.sort();
+        let mut out = Vec::new();
+        for name in names {
+            if let Some(ws) = self.read_workspace(&name)? {
+                out.push(ws);
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn get_workspace(&self, name: &str) -> Result<Option<Workspace>, StoreError> {
+        self.read_workspace(name)
+    }
+
+    fn read_workspace(&self, name: &str) -> Result<Option<Workspace>, StoreError> {
+        let path = self.layout.workspace_file(name);
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        let unreadable = |message: String| StoreError::Unreadable {
+            path: path.clone(),
+            message,
+        };
+        let objects = manifest::parse(&path.display().to_string(), &text).map_err(|errs| {
+            unreadable(
+                errs.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        })?;
+        match objects.into_iter().next() {
+            Some(Object::Workspace(ws)) if ws.metadata.name == name => Ok(Some(*ws)),
+            _ => Err(unreadable(format!("expected Workspace {name:?}"))),
+        }
+    }
+
+    /// What applying a workspace would do, writing nothing.
+    pub fn plan_workspace(&self, applied: &Workspace) -> Result<ApplyOutcome, StoreError> {
+        match self.read_workspace(&applied.metadata.name)? {
+            None => Ok(ApplyOutcome::Created),
+            Some(mut stored) => merge_workspace(&mut stored, applied),
+        }
+    }
+
+    pub fn apply_workspace(&self, applied: &Workspace) -> Result<ApplyOutcome, StoreError> {
+        let lock_path = self.layout.workspaces_lock_file();
+        let _lock = FileLock::acquire(&lock_path).map_err(|e| StoreError::io(&lock_path, e))?;
+        let (obj, outcome) = match self.read_workspace(&applied.metadata.name)? {
+            None => {
+                let mut obj = applied.clone();
+                obj.metadata.uid = Some(uuid::Uuid::new_v4().to_string());
+                obj.metadata.generation = Some(1);
+                obj.metadata.creation_timestamp = Some(Timestamp::now());
+                (obj, ApplyOutcome::Created)
+            }
+            Some(mut stored) => {
+                let outcome = merge_workspace(&mut stored, applied)?;
+                (stored, outcome)
+            }
+        };
+        if outcome != ApplyOutcome::Unchanged {
+            let path = self.layout.workspace_file(&obj.metadata.name);
+            let mut text = serde_saphyr::to_string(&obj).expect("a workspace serializes");
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            write_atomic(&path, text.as_bytes()).map_err(|e| StoreError::io(&path, e))?;
+        }
+        Ok(outcome)
+    }
+}
+
+fn bump_generation(meta: &mut ObjectMeta) {
+    meta.generation = Some(meta.generation.unwrap_or(0) + 1);
+}
+
+/// Takes the operator-owned parts of an applied object (spec, labels,
+/// annotations) into the stored one; jackin-owned metadata and status stay.
+/// The generation moves only when the spec changed.
+fn merge<S: PartialEq + Clone>(
+    kind: &'static str,
+    stored: (&mut ObjectMeta, &mut S),
+    applied: (&ObjectMeta, &S),
+) -> Result<ApplyOutcome, StoreError> {
+    let (stored_meta, stored_spec) = stored;
+    let (applied_meta, applied_spec) = applied;
+    if let (Some(given), Some(uid)) = (&applied_meta.uid, &stored_meta.uid)
+        && given != uid
+    {
+        return Err(StoreError::UidMismatch {
+            kind,
+            name: stored_meta.name.clone(),
+            given: given.clone(),
+            stored: uid.clone(),
+        });
+    }
+    let spec_changed = stored_spec != applied_spec;
+    let meta_changed = stored_meta.labels != applied_meta.labels
+        || stored_meta.annotations != applied_meta.annotations;
+    if !spec_changed && !meta_changed {
+        return Ok(ApplyOutcome::Unchanged);
+    }
+    *stored_spec = applied_spec.clone();
+    stored_meta.labels = applied_meta.labels.clone();
+    stored_meta.annotations = applied_meta.annotations.clone();
+    if spec_changed {
+        bump_generation(stored_meta);
+    }
+    Ok(ApplyOutcome::Configured)
+}
+
+fn merge_instance(stored: &mut Instance, applied: &Instance) -> Result<ApplyOutcome, StoreError> {
+    merge(
+        Instance::KIND,
+        (&mut stored.metadata, &mut stored.spec),
+        (&applied.metadata, &applied.spec),
+    )
+}
+
+fn merge_workspace(
+    stored: &mut Workspace,
+    applied: &Workspace,
+) -> Result<ApplyOutcome, StoreError> {
+    merge(
+        Workspace::KIND,
+        (&mut stored.metadata, &mut stored.spec),
+        (&applied.metadata, &applied.spec),
+    )
+}

@@ -1,0 +1,222 @@
+//! The Docker engine adapter: the only code that talks to the engine.
+//!
+//! Every call maps the engine's answer into three cases a reconciler can act
+//! on safely: the object exists, the engine says it does not (404), or the
+//! engine could not be asked. The last is never read as "missing", so an
+//! engine that does not answer can never trigger a destructive step.
+
+use std::collections::HashMap;
+
+use bollard::Docker;
+use bollard::errors::Error as BollardError;
+pub use bollard::models;
+use bollard::models::{ContainerCreateBody, ContainerInspectResponse, ContainerSummary};
+use bollard::query_parameters::{
+    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder,
+    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
+};
+use futures::StreamExt;
+use jackin_api::meta::{LABEL_INSTANCE, LABEL_MANAGED, LABEL_UID};
+
+/// Where the engine is reached when `DOCKER_HOST` is unset.
+pub const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(
+        "cannot reach the Docker engine at {endpoint}: {source}\n\
+         hint: start dockerd, or point DOCKER_HOST at a running engine"
+    )]
+    Unreachable {
+        endpoint: String,
+        #[source]
+        source: BollardError,
+    },
+    #[error("the Docker engine refused to {action}: {message} (HTTP {status})")]
+    Refused {
+        action: String,
+        status: u16,
+        message: String,
+    },
+    #[error("image build failed: {0}")]
+    Build(String),
+}
+
+/// A connection to one Docker engine, at a negotiated API version.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    docker: Docker,
+    endpoint: String,
+}
+
+/// The labels that mark an engine object as owned by one instance.
+pub fn owner_labels(instance: &str, uid: &str) -> HashMap<String, String> {
+    HashMap::from([
+        (LABEL_MANAGED.to_owned(), "true".to_owned()),
+        (LABEL_INSTANCE.to_owned(), instance.to_owned()),
+        (LABEL_UID.to_owned(), uid.to_owned()),
+    ])
+}
+
+impl Engine {
+    /// Connects to `DOCKER_HOST` (or the default socket) and negotiates the
+    /// API version, which also proves the engine answers.
+    pub async fn connect() -> Result<Self, EngineError> {
+        let endpoint = std::env::var("DOCKER_HOST")
+            .ok()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| DEFAULT_HOST.to_owned());
+        let unreachable = |source| EngineError::Unreachable {
+            endpoint: endpoint.clone(),
+            source,
+        };
+        let docker = Docker::connect_with_host(&endpoint).map_err(unreachable)?;
+        let docker = docker.negotiate_version().await.map_err(unreachable)?;
+        Ok(Self { docker, endpoint })
+    }
+
+    /// The negotiated API version, e.g. `1.41`.
+    pub fn api_version(&self) -> String {
+        self.docker.client_version().to_string()
+    }
+
+    fn classify(&self, action: &str, err: BollardError) -> EngineError {
+        match err {
+            BollardError::DockerResponseServerError {
+                status_code,
+                message,
+            } => EngineError::Refused {
+                action: action.to_owned(),
+                status: status_code,
+                message,
+            },
+            other => EngineError::Unreachable {
+                endpoint: self.endpoint.clone(),
+                source: other,
+            },
+        }
+    }
+
+    /// `Ok(None)` only when the engine answered 404.
+    fn absent_on_404<T>(
+        &self,
+        action: &str,
+        result: Result<T, BollardError>,
+    ) -> Result<Option<T>, EngineError> {
+        match result {
+            Ok(value) => Ok(Some(value)),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(err) => Err(self.classify(action, err)),
+        }
+    }
+
+    /// Containers, running or not, that carry every label in `labels`.
+    pub async fn list_containers(
+        &self,
+        labels: &[(&str, &str)],
+    ) -> Result<Vec<ContainerSummary>, EngineError> {
+        let filters = HashMap::from([(
+            "label".to_owned(),
+            labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        )]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        self.docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|e| self.classify("list containers", e))
+    }
+
+    /// Creates a container named `name`; returns its id.
+    pub async fn create_container(
+        &self,
+        name: &str,
+        body: ContainerCreateBody,
+    ) -> Result<String, EngineError> {
+        let options = CreateContainerOptionsBuilder::default().name(name).build();
+        self.docker
+            .create_container(Some(options), body)
+            .await
+            .map(|r| r.id)
+            .map_err(|e| self.classify(&format!("create container {name}"), e))
+    }
+
+    /// `None` when the engine has no such container.
+    pub async fn inspect_container(
+        &self,
+        name: &str,
+    ) -> Result<Option<ContainerInspectResponse>, EngineError> {
+        let result = self.docker.inspect_container(name, None).await;
+        self.absent_on_404(&format!("inspect container {name}"), result)
+    }
+
+    /// Removes a container, stopping it first; `false` when it was already gone.
+    pub async fn remove_container(&self, name: &str) -> Result<bool, EngineError> {
+        let options = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(false)
+            .build();
+        let result = self.docker.remove_container(name, Some(options)).await;
+        Ok(self
+            .absent_on_404(&format!("remove container {name}"), result)?
+            .is_some())
+    }
+
+    /// Builds an image from a tar build context, reporting each line of the
+    /// builder's output to `progress`; returns the image id.
+    pub async fn build_image(
+        &self,
+        context_tar: Vec<u8>,
+        tag: &str,
+        labels: &HashMap<String, String>,
+        mut progress: impl FnMut(&str),
+    ) -> Result<String, EngineError> {
+        let options = BuildImageOptionsBuilder::default()
+            .t(tag)
+            .rm(true)
+            .forcerm(true)
+            .labels(labels)
+            .build();
+        let mut stream =
+            self.docker
+                .build_image(options, None, Some(bollard::body_full(context_tar.into())));
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| self.classify(&format!("build {tag}"), e))?;
+            if let Some(detail) = info.error_detail {
+                return Err(EngineError::Build(detail.message.unwrap_or_default()));
+            }
+            if let Some(line) = info.stream.as_deref().map(str::trim_end)
+                && !line.is_empty()
+            {
+                progress(line);
+            }
+        }
+        self.image_id(tag)
+            .await?
+            .ok_or_else(|| EngineError::Build(format!("the build finished but {tag} is missing")))
+    }
+
+    /// The id of a local image, `None` when the engine has no such image.
+    pub async fn image_id(&self, reference: &str) -> Result<Option<String>, EngineError> {
+        let result = self.docker.inspect_image(reference).await;
+        Ok(self
+            .absent_on_404(&format!("inspect image {reference}"), result)?
+            .and_then(|image| image.id))
+    }
+
+    /// Removes an image; `false` when it was already gone.
+    pub async fn remove_image(&self, reference: &str) -> Result<bool, EngineError> {
+        let options = RemoveImageOptionsBuilder::default().force(true).build();
+        let result = self
+            .docker
+            .remove_image(reference, Some(options), None)
+            .await;
+        Ok(self
+            .absent_on_404(&format!("remove image {reference}"), result)?
+            .is_some())
+    }
+}

@@ -1,0 +1,97 @@
+//! Durable file operations: atomic replacement, private permissions, locks.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
+
+/// Creates `dir` and its missing parents with mode 0700.
+pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// Replaces `path` with `contents` so that a reader sees either the old or the
+/// new file, never a torn one, even across a crash: write a temporary file in
+/// the same directory (mode 0600), fsync it, rename it over `path`, fsync the
+/// directory.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| io::Error::other(format!("{} has no parent", path.display())))?;
+    ensure_private_dir(dir)?;
+    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+    tmp.write_all(contents)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    File::open(dir)?.sync_all()
+}
+
+/// An exclusive advisory lock on a file, released when dropped.
+#[derive(Debug)]
+pub struct FileLock {
+    _file: File,
+}
+
+impl FileLock {
+    fn open(path: &Path) -> io::Result<File> {
+        if let Some(dir) = path.parent() {
+            ensure_private_dir(dir)?;
+        }
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(path)
+    }
+
+    /// Waits for the lock.
+    pub fn acquire(path: &Path) -> io::Result<Self> {
+        let file = Self::open(path)?;
+        file.lock()?;
+        Ok(Self { _file: file })
+    }
+
+    /// Takes the lock only if nobody holds it.
+    pub fn try_acquire(path: &Path) -> io::Result<Option<Self>> {
+        let file = Self::open(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Self { _file: file })),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn atomic_write_is_private_and_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/b/file.json");
+        write_atomic(&path, b"one").unwrap();
+        write_atomic(&path, b"two").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"two");
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&dir.path().join("a/b")), 0o700);
+        // No temporary file is left beside it.
+        assert_eq!(fs::read_dir(dir.path().join("a/b")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_held_lock_is_not_granted_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.lock");
+        let held = FileLock::acquire(&path).unwrap();
+        assert!(FileLock::try_acquire(&path).unwrap().is_none());
+        drop(held);
+        assert!(FileLock::try_acquire(&path).unwrap().is_some());
+    }
+}

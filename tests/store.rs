@@ -1,0 +1,304 @@
+//! The state store and the CLI contract, through the real `jackin` binary.
+
+mod support;
+
+use std::path::Path;
+
+use jackin_api::{Object, manifest};
+use support::{Home, examples_dir, instance_yaml};
+
+fn parse(text: &str) -> Vec<Object> {
+    manifest::parse("<output>", text).expect("jackin's own output parses")
+}
+
+#[test]
+fn apply_examples_then_get_round_trips_and_reapply_writes_nothing() {
+    let home = Home::new();
+    let examples = examples_dir();
+    let examples = examples.to_str().unwrap();
+
+    let first = home.ok(&["apply", examples]);
+    assert_eq!(
+        first,
+        "instance/architect-1 created\nworkspace/jackin created\n"
+    );
+
+    let before = home.snapshot();
+    let second = home.ok(&["apply", "-f", examples]);
+    assert_eq!(
+        second,
+        "instance/architect-1 unchanged\nworkspace/jackin unchanged\n"
+    );
+    home.assert_unchanged(&before, "an unchanged apply");
+
+    // What get prints is what was applied, plus what jackin owns.
+    let yaml = home.ok(&["get", "-o", "yaml"]);
+    let printed = parse(&yaml);
+    let Object::Instance(printed) = &printed[0] else {
+        panic!("expected an instance")
+    };
+    let applied =
+        parse(&std::fs::read_to_string(Path::new(examples).join("instance.yaml")).unwrap());
+    let Object::Instance(applied) = &applied[0] else {
+        panic!("expected an instance")
+    };
+    assert_eq!(printed.spec, applied.spec);
+    assert_eq!(printed.metadata.labels, applied.metadata.labels);
+    assert_eq!(printed.metadata.generation, Some(1));
+    assert!(printed.metadata.uid.is_some());
+
+    // Feeding the output back changes nothing either.
+    let again = home.write_input("roundtrip.yaml", &yaml);
+    let before = home.snapshot();
+    assert_eq!(
+        home.ok(&["apply", again.to_str().unwrap()]),
+        "instance/architect-1 unchanged\n"
+    );
+    home.assert_unchanged(&before, "re-applying get's output");
+
+    let ws = home.ok(&["get", "workspaces", "jackin", "-o", "yaml"]);
+    let Object::Workspace(ws) = &parse(&ws)[0] else {
+        panic!("expected a workspace")
+    };
+    assert_eq!(ws.spec.keep.max, Some(3));
+}
+
+#[test]
+fn get_json_prints_the_whole_object() {
+    let home = Home::new();
+    let input = home.write_input("a.yaml", &instance_yaml("alpha"));
+    home.ok(&["apply", input.to_str().unwrap()]);
+    let json: serde_json::Value =
+        serde_json::from_str(&home.ok(&["get", "alpha", "-o", "json"])).unwrap();
+    assert_eq!(json["apiVersion"], "jackin.dev/v1alpha1");
+    assert_eq!(json["kind"], "Instance");
+    assert_eq!(json["metadata"]["name"], "alpha");
+    assert_eq!(json["spec"]["phase"], "Running");
+    assert_eq!(json["status"]["phase"], "Pending");
+    let container = json["status"]["containerName"].as_str().unwrap();
+    assert!(
+        container.starts_with("jk-") && container.ends_with("-tester"),
+        "{container}"
+    );
+
+    let list: serde_json::Value =
+        serde_json::from_str(&home.ok(&["get", "instances", "-o", "json"])).unwrap();
+    assert_eq!(list["kind"], "List");
+    assert_eq!(list["items"][0]["metadata"]["name"], "alpha");
+}
+
+#[test]
+fn generation_moves_with_the_spec_only() {
+    let home = Home::new();
+    let input = home.write_input("a.yaml", &instance_yaml("alpha"));
+    home.ok(&["apply", input.to_str().unwrap()]);
+    let generation = |home: &Home| {
+        let json: serde_json::Value =
+            serde_json::from_str(&home.ok(&["get", "alpha", "-o", "json"])).unwrap();
+        json["metadata"]["generation"].as_i64().unwrap()
+    };
+    assert_eq!(generation(&home), 1);
+
+    // A label is metadata: configured, same generation.
+    let labelled =
+        instance_yaml("alpha").replace("  name: alpha\n", "  name: alpha\n  labels: {a: b}\n");
+    let input = home.write_input("a.yaml", &labelled);
+    assert_eq!(
+        home.ok(&["apply", input.to_str().unwrap()]),
+        "instance/alpha configured\n"
+    );
+    assert_eq!(generation(&home), 1);
+
+    let out = home.ok(&["set-phase", "alpha", "kept"]);
+    assert!(out.starts_with("instance/alpha configured"), "{out}");
+    assert_eq!(generation(&home), 2);
+    let out = home.ok(&["set-phase", "alpha", "kept"]);
+    assert!(out.starts_with("instance/alpha unchanged"), "{out}");
+    assert_eq!(generation(&home), 2);
+}
+
+/// Each bad input exits 1, names file:line:column and the field, and leaves
+/// the home exactly as it was.
+#[test]
+fn bad_input_is_located_and_writes_nothing() {
+    let home = Home::new();
+    let good = home.write_input("good.yaml", &instance_yaml("alpha"));
+    home.ok(&["apply", good.to_str().unwrap()]);
+
+    let base = instance_yaml("beta");
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "broken.yaml",
+            "kind: Instance\nspec: [unclosed\n".into(),
+            "broken.yaml:2:7:",
+        ),
+        (
+            "unknown-field.yaml",
+            base.replace("  agent: claude\n", "  agent: claude\n  agnet: codex\n"),
+            "unknown-field.yaml:8:3: field `spec.agnet`: unknown field `agnet`",
+        ),
+        (
+            "bad-name.yaml",
+            base.replace("name: beta", "name: ../x"),
+            "bad-name.yaml:4:9: field `metadata.name`: invalid name \"../x\"",
+        ),
+        (
+            "dup-mounts.yaml",
+            format!("{base}  mounts:\n  - {{src: /a, dst: /w}}\n  - {{src: /b, dst: /w}}\n"),
+            "dup-mounts.yaml:11:20: field `spec.mounts[1].dst`: duplicate mount destination",
+        ),
+        (
+            "bad-phase.yaml",
+            base.replace("  agent: claude\n", "  agent: claude\n  phase: Paused\n"),
+            "bad-phase.yaml:8:10: field `spec.phase`: unknown variant `Paused`",
+        ),
+    ];
+    for (file, text, expected) in cases {
+        let path = home.write_input(file, &text);
+        let before = home.snapshot();
+        // A good file beside the bad one is not applied either.
+        let stderr = home.fails(&["apply", good.to_str().unwrap(), path.to_str().unwrap()]);
+        assert!(
+            stderr.contains(expected),
+            "{file}: expected {expected:?} in:\n{stderr}"
+        );
+        home.assert_unchanged(&before, file);
+    }
+    // A fresh home is not even created by bad input.
+    let fresh = Home::new();
+    let bad = home.write_input("bad.yaml", &base.replace("name: beta", "name: ../x"));
+    fresh.fails(&["apply", bad.to_str().unwrap()]);
+    assert!(fresh.snapshot().is_empty(), "{:?}", fresh.snapshot().keys());
+}
+
+#[test]
+fn dry_run_writes_nothing() {
+    let home = Home::new();
+    let input = home.write_input("a.yaml", &instance_yaml("alpha"));
+    let before = home.snapshot();
+    assert_eq!(
+        home.ok(&["apply", "--dry-run", input.to_str().unwrap()]),
+        "instance/alpha created (dry run)\n"
+    );
+    home.assert_unchanged(&before, "apply --dry-run");
+    home.ok(&["apply", input.to_str().unwrap()]);
+    let before = home.snapshot();
+    let out = home.ok(&["delete", "alpha", "--dry-run"]);
+    assert!(out.contains("(dry run)"), "{out}");
+    home.assert_unchanged(&before, "delete --dry-run");
+}
+
+#[test]
+fn eight_concurrent_applies_leave_eight_rows() {
+    let home = Home::new();
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            let path = home.write_input(&format!("i{i}.yaml"), &instance_yaml(&format!("par-{i}")));
+            home.command(&["apply", path.to_str().unwrap()])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(home.path().join("data/instances.json")).unwrap())
+            .unwrap();
+    let names: Vec<&str> = index["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["name"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = (0..8).map(|i| format!("par-{i}")).collect();
+    assert_eq!(names, expected);
+}
+
+fn applied_home(names: &[&str]) -> Home {
+    let home = Home::new();
+    for name in names {
+        let path = home.write_input(&format!("{name}.yaml"), &instance_yaml(name));
+        home.ok(&["apply", path.to_str().unwrap()]);
+    }
+    home
+}
+
+fn listed_names(home: &Home) -> Vec<String> {
+    let list: serde_json::Value = serde_json::from_str(&home.ok(&["get", "-o", "json"])).unwrap();
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_deleted_index_is_rebuilt_from_the_units() {
+    let home = applied_home(&["alpha", "beta"]);
+    let index = home.path().join("data/instances.json");
+    let original = std::fs::read(&index).unwrap();
+    std::fs::remove_file(&index).unwrap();
+
+    let out = home.jackin(&["get", "-o", "json"]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("rebuilt it from 2 unit(s)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(listed_names(&home), ["alpha", "beta"]);
+    assert_eq!(std::fs::read(&index).unwrap(), original);
+}
+
+#[test]
+fn a_corrupt_index_is_kept_aside_and_rebuilt() {
+    let home = applied_home(&["alpha", "beta"]);
+    let data = home.path().join("data");
+    std::fs::write(data.join("instances.json"), b"{\"version\": 1, \"instan").unwrap();
+
+    let out = home.jackin(&["get"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unreadable"));
+    assert_eq!(listed_names(&home), ["alpha", "beta"]);
+
+    let kept: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("instances.json.corrupt-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(
+        std::fs::read(data.join(&kept[0])).unwrap(),
+        b"{\"version\": 1, \"instan"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_and_unknown_names_exit_1() {
+    let home = Home::new();
+    assert_eq!(
+        home.jackin(&["set-phase", "x", "paused"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(home.jackin(&["frobnicate"]).status.code(), Some(2));
+    let stderr = home.fails(&["describe", "nobody"]);
+    assert!(stderr.contains("instance \"nobody\" not found"), "{stderr}");
+    let stderr = home.fails(&["describe", "../etc"]);
+    assert!(stderr.contains("invalid name"), "{stderr}");
+}
+
+#[test]
+fn completions_are_generated() {
+    let home = Home::new();
+    let script = home.ok(&["completions", "bash"]);
+    assert!(script.contains("set-phase"));
+}

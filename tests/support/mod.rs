@@ -1,0 +1,203 @@
+//! Shared by the integration tests: a private `JACKIN_HOME` per test, a way
+//! to run the real `jackin` binary in it, and engine fixtures.
+//!
+//! Each test binary uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::SystemTime;
+
+use jackin_reconcilers::Engine;
+
+/// Every file of a home with its modification time and contents.
+pub type Snapshot = BTreeMap<PathBuf, (SystemTime, Vec<u8>)>;
+
+/// A private, throw-away `JACKIN_HOME`.
+pub struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::Builder::new()
+                .prefix("jackin-test-")
+                .tempdir()
+                .expect("a temporary directory"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A `jackin` command bound to this home, not yet run.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_jackin"));
+        cmd.env("JACKIN_HOME", self.path()).args(args);
+        cmd
+    }
+
+    pub fn jackin(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("jackin runs")
+    }
+
+    /// Runs `jackin` and insists on success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.jackin(args);
+        assert!(
+            out.status.success(),
+            "jackin {args:?} failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8 output")
+    }
+
+    /// Runs `jackin` and insists on exit status 1; returns stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.jackin(args);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "jackin {args:?} should fail with 1; stdout:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8(out.stderr).expect("utf-8 output")
+    }
+
+    /// Every file under the home with its modification time and contents.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![self.path().to_owned()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    let meta = std::fs::metadata(&path).unwrap();
+                    let bytes = std::fs::read(&path).unwrap();
+                    out.insert(path, (meta.modified().unwrap(), bytes));
+                }
+            }
+        }
+        out
+    }
+
+    /// Asserts that no file under the home changed since `before`, naming
+    /// the ones that did. Files under `input/` (the tests' own) are ignored.
+    pub fn assert_unchanged(&self, before: &Snapshot, what: &str) {
+        let input = self.path().join("input");
+        let after = self.snapshot();
+        let mut changed: Vec<String> = before
+            .keys()
+            .chain(after.keys())
+            .filter(|p| !p.starts_with(&input) && before.get(*p) != after.get(*p))
+            .map(|p| p.display().to_string())
+            .collect();
+        changed.dedup();
+        assert!(changed.is_empty(), "{what} changed: {changed:#?}");
+    }
+
+    /// A file in a scratch directory beside the home.
+    pub fn write_input(&self, name: &str, text: &str) -> PathBuf {
+        let dir = self.path().join("input");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+/// The repository's `examples/` directory.
+pub fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+/// A minimal valid instance manifest.
+pub fn instance_yaml(name: &str) -> String {
+    format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata:\n  name: {name}\nspec:\n  \
+         role: {{name: tester}}\n  agent: claude\n  image: {BUSYBOX_IMAGE}\n"
+    )
+}
+
+/// The image every engine test runs: a static busybox on an empty base, since
+/// the engine here can pull nothing. Kept between tests as a fixture and
+/// marked with [`FIXTURE_LABEL`] so the test command removes it at the end.
+pub const BUSYBOX_IMAGE: &str = "jackin-test/busybox:1";
+pub const FIXTURE_LABEL: &str = "jackin.dev/test-fixture";
+
+/// Where Debian's `busybox-static` puts its binary.
+const BUSYBOX_PATHS: [&str; 2] = ["/bin/busybox", "/usr/bin/busybox"];
+
+/// Builds [`BUSYBOX_IMAGE`] unless the engine has it already.
+pub async fn busybox_image(engine: &Engine) -> String {
+    if engine.image_id(BUSYBOX_IMAGE).await.unwrap().is_some() {
+        return BUSYBOX_IMAGE.to_owned();
+    }
+    let busybox = BUSYBOX_PATHS
+        .iter()
+        .find(|p| Path::new(p).exists())
+        .expect("busybox is installed (Debian package busybox-static)");
+    let dockerfile = "FROM scratch\n\
+                      COPY busybox /bin/busybox\n\
+                      RUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n\
+                      ENV PATH=/bin\n";
+    let mut tar = tar::Builder::new(Vec::new());
+    let mut add = |name: &str, bytes: &[u8], mode: u32| {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(mode);
+        header.set_cksum();
+        tar.append_data(&mut header, name, bytes).unwrap();
+    };
+    add("Dockerfile", dockerfile.as_bytes(), 0o644);
+    add("busybox", &std::fs::read(busybox).unwrap(), 0o755);
+    let context = tar.into_inner().unwrap();
+    let labels = [(FIXTURE_LABEL.to_owned(), "true".to_owned())].into();
+    engine
+        .build_image(context, BUSYBOX_IMAGE, &labels, |_| {})
+        .await
+        .expect("the busybox image builds");
+    BUSYBOX_IMAGE.to_owned()
+}
+
+/// A unique label value per test, and removal of every container carrying
+/// it when the test ends, passed or failed.
+pub struct EngineCleanup {
+    pub run_id: String,
+}
+
+/// Label put on every container a test creates directly.
+pub const RUN_LABEL: &str = "jackin.dev/test-run";
+
+impl EngineCleanup {
+    pub fn new() -> Self {
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        Self {
+            run_id: format!("t{}-{nanos}", std::process::id()),
+        }
+    }
+}
+
+impl Drop for EngineCleanup {
+    fn drop(&mut self) {
+        // Drop cannot await, so ask the docker CLI; by label, never by name.
+        let filter = format!("label={RUN_LABEL}={}", self.run_id);
+        let listed = Command::new("docker")
+            .args(["ps", "-aq", "--filter", &filter])
+            .output();
+        if let Ok(out) = listed {
+            for id in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                let _ = Command::new("docker").args(["rm", "-f", id]).output();
+            }
+        }
+    }
+}
