@@ -244,6 +244,9 @@ pub struct Recipe {
     /// The role repository the image was built from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role_source: Option<String>,
+    /// The ref the spec named when the recipe was pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role_ref: Option<String>,
     /// The base image named by the Dockerfile's `FROM`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_image: Option<String>,

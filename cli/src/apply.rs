@@ -25,12 +25,21 @@ impl std::error::Error for InvalidInput {}
 
 /// Nothing is opened or written before every input has been read and
 /// validated.
-pub fn run(open_store: impl FnOnce() -> Result<Store>, args: &ApplyArgs) -> Result<()> {
+pub async fn run(
+    open_store: impl FnOnce() -> Result<Store>,
+    args: &ApplyArgs,
+    verbose: bool,
+) -> Result<()> {
     let paths: Vec<&PathBuf> = args.files.iter().chain(&args.paths).collect();
     if paths.is_empty() {
         bail!("no files given\nhint: jackin apply -f FILE_OR_DIR (`-` reads stdin)");
     }
     let objects = load(&paths)?;
+    let has_instances = objects.iter().any(|o| matches!(o, Object::Instance(_)));
+    let engine = match (has_instances, args.dry_run) {
+        (true, false) => Some(crate::connect().await?),
+        _ => None,
+    };
     let store = open_store()?;
     for obj in &objects {
         let outcome = match (obj, args.dry_run) {
@@ -47,7 +56,15 @@ pub fn run(open_store: impl FnOnce() -> Result<Store>, args: &ApplyArgs) -> Resu
             outcome.as_str()
         );
     }
-    Ok(())
+    let Some(engine) = engine else {
+        return Ok(());
+    };
+    let names: Vec<String> = objects
+        .iter()
+        .filter(|o| matches!(o, Object::Instance(_)))
+        .map(|o| o.name().to_owned())
+        .collect();
+    crate::converge_and_report(store, engine, &names, &args.wait, verbose).await
 }
 
 /// Reads and validates every document of every path. Any error anywhere

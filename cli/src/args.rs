@@ -1,6 +1,7 @@
 //! The command line, as clap sees it.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use jackin_api::DesiredPhase;
@@ -13,6 +14,9 @@ pub struct Cli {
     /// More log output on stderr (-v info, -vv debug, -vvv trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// How log lines on stderr are written.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -28,24 +32,30 @@ pub enum Command {
         /// Instance name.
         name: String,
     },
-    /// Set an instance's desired phase.
+    /// Set an instance's desired phase and converge to it.
     SetPhase {
         /// Instance name.
         name: String,
         /// The phase to converge to.
         phase: PhaseArg,
-        /// Print what would change, change nothing.
+        /// Print the steps it would take, change nothing.
         #[arg(long)]
         dry_run: bool,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
     /// Remove an instance and everything it owns (desired phase Purged).
     Delete {
         /// Instance name.
         name: String,
-        /// Print what would change, change nothing.
+        /// Print the steps it would take, change nothing.
         #[arg(long)]
         dry_run: bool,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
+    /// Run the convergence loop continuously (or one pass with --once).
+    Controller(ControllerArgs),
     /// Print or write the CustomResourceDefinitions of jackin's resources.
     Crds {
         /// Write one file per CRD into this directory instead of printing.
@@ -67,6 +77,60 @@ pub struct ApplyArgs {
     /// Validate and print what would change, write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+/// How a one-shot command waits for the convergence it asked for.
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// Give up waiting after this long (e.g. 90s, 5m, 1h).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Record the desired state and return; a running controller converges it.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ControllerArgs {
+    /// Reconciles running at once.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub concurrency: usize,
+    /// Look at every instance this often, events or not (e.g. 5m).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub resync: Duration,
+    /// One pass over every instance from a single engine snapshot, then exit.
+    #[arg(long)]
+    pub once: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// `90`, `90s`, `5m`, `1h`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration: expected e.g. 90s, 5m or 1h"))?;
+    let seconds = match unit {
+        "s" => value,
+        "m" => value * 60,
+        "h" => value * 3600,
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?}: expected s, m or h"
+            ));
+        }
+    };
+    Ok(Duration::from_secs(seconds))
 }
 
 #[derive(Debug, Args)]
@@ -104,5 +168,20 @@ impl From<PhaseArg> for DesiredPhase {
             PhaseArg::Kept => DesiredPhase::Kept,
             PhaseArg::Purged => DesiredPhase::Purged,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("m").is_err());
     }
 }

@@ -3,23 +3,32 @@
 mod apply;
 mod args;
 mod output;
+mod progress;
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, anyhow, bail};
 use clap::{CommandFactory, Parser};
 use jackin_api::{DesiredPhase, validate};
-use jackin_controller::{ApplyOutcome, IndexRepair, Store};
-use jackin_reconcilers::Layout;
+use jackin_controller::{IndexRepair, Outcome, Progress, Reconciler, Store, converge, run};
+use jackin_reconcilers::decide::decide;
+use jackin_reconcilers::observe::Observation;
+use jackin_reconcilers::{Engine, Layout};
 use jiff::Timestamp;
 
-use crate::args::{Cli, Command, Format, GetArgs};
+use crate::args::{Cli, Command, ControllerArgs, Format, GetArgs, LogFormat, WaitArgs};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
-    match run(cli) {
+    init_logging(cli.verbose, cli.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts");
+    match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             if let Some(invalid) = err.downcast_ref::<apply::InvalidInput>() {
@@ -34,18 +43,21 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, format: LogFormat) {
     let level = match verbose {
         0 => tracing::Level::WARN,
         1 => tracing::Level::INFO,
         2 => tracing::Level::DEBUG,
         _ => tracing::Level::TRACE,
     };
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+        .with_target(false);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
 }
 
 fn open_store() -> Result<Store> {
@@ -64,9 +76,16 @@ fn open_store() -> Result<Store> {
     Ok(store)
 }
 
-fn run(cli: Cli) -> Result<()> {
+/// Connects to the engine before anything is written, so that a command
+/// that cannot converge changes nothing.
+async fn connect() -> Result<Engine> {
+    Ok(Engine::connect().await?)
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let verbose = cli.verbose > 0;
     match cli.command {
-        Command::Apply(args) => apply::run(open_store, &args),
+        Command::Apply(args) => apply::run(open_store, &args, verbose).await,
         Command::Get(args) => get(&open_store()?, &args),
         Command::Describe { name } => {
             check_name(&name)?;
@@ -78,8 +97,14 @@ fn run(cli: Cli) -> Result<()> {
             name,
             phase,
             dry_run,
-        } => set_phase(&name, phase.into(), dry_run),
-        Command::Delete { name, dry_run } => set_phase(&name, DesiredPhase::Purged, dry_run),
+            wait,
+        } => set_phase(&name, phase.into(), dry_run, &wait, verbose).await,
+        Command::Delete {
+            name,
+            dry_run,
+            wait,
+        } => set_phase(&name, DesiredPhase::Purged, dry_run, &wait, verbose).await,
+        Command::Controller(args) => controller(&args).await,
         Command::Crds { out } => crds(out.as_deref()),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "jackin", &mut std::io::stdout());
@@ -92,26 +117,144 @@ fn check_name(name: &str) -> Result<()> {
     validate::dns_label(name).map_err(|message| anyhow!("{message}"))
 }
 
-fn set_phase(name: &str, phase: DesiredPhase, dry_run: bool) -> Result<()> {
+/// Converges `names` unless told not to wait, reporting progress and results.
+pub async fn converge_and_report(
+    store: Store,
+    engine: Engine,
+    names: &[String],
+    wait: &WaitArgs,
+    verbose: bool,
+) -> Result<()> {
+    if wait.no_wait || names.is_empty() {
+        return Ok(());
+    }
+    let reporter = progress::Reporter::new(verbose);
+    let mut reconciler = Reconciler::new(store, engine);
+    reconciler.progress = reporter.sink();
+    let results = converge::converge(&reconciler, names, wait.timeout).await;
+    reporter.finish();
+    let mut failed = 0;
+    for (name, result) in results {
+        match result {
+            Ok(Outcome::Converged { phase, tier }) => {
+                let how = match tier {
+                    Some(tier) => format!(" (restored, tier {tier})"),
+                    None => String::new(),
+                };
+                println!("instance/{name} {phase}{how}");
+            }
+            Ok(Outcome::Gone) => println!("instance/{name} purged"),
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: instance/{name}: {e}");
+            }
+        }
+    }
+    if failed > 0 {
+        bail!(
+            "{failed} instance(s) did not converge\nhint: `jackin describe NAME` shows the conditions"
+        );
+    }
+    Ok(())
+}
+
+async fn set_phase(
+    name: &str,
+    phase: DesiredPhase,
+    dry_run: bool,
+    wait: &WaitArgs,
+    verbose: bool,
+) -> Result<()> {
     check_name(name)?;
     let store = open_store()?;
     let current = store.get_instance(name)?;
-    let outcome = if dry_run {
-        if current.spec.phase == phase {
-            ApplyOutcome::Unchanged
-        } else {
-            ApplyOutcome::Configured
+    let engine = connect().await?;
+    if dry_run {
+        let uid = current.metadata.uid.clone().unwrap_or_default();
+        let recipe = current.status.as_ref().and_then(|s| s.recipe.as_ref());
+        let view = Observation::of_instance(&engine, &uid)
+            .await?
+            .view(&uid, recipe);
+        let mut planned = current.clone();
+        planned.spec.phase = phase;
+        let plan = decide(&planned, &view);
+        let container = current
+            .status
+            .as_ref()
+            .and_then(|s| s.container_name.clone())
+            .unwrap_or_default();
+        println!("instance/{name} ({container}) to {phase} would (dry run):");
+        if plan.steps.is_empty() {
+            println!("  - nothing");
         }
-    } else {
-        store.set_phase(name, phase)?
-    };
-    let suffix = if dry_run { " (dry run)" } else { "" };
+        for step in &plan.steps {
+            println!("  - {}", step.describe());
+        }
+        return Ok(());
+    }
+    let outcome = store.set_phase(name, phase)?;
     println!(
-        "instance/{name} {} (desired phase {phase}, was {}){suffix}",
+        "instance/{name} {} (desired phase {phase}, was {})",
         outcome.as_str(),
         current.spec.phase
     );
+    converge_and_report(store, engine, &[name.to_owned()], wait, verbose).await
+}
+
+async fn controller(args: &ControllerArgs) -> Result<()> {
+    let store = open_store()?;
+    let engine = connect().await?;
+    let mut reconciler = Reconciler::new(store, engine);
+    reconciler.progress = Arc::new(|name: &str, event: Progress<'_>| match event {
+        Progress::Step(step) => tracing::info!(instance = name, "{}", step.describe()),
+        Progress::Build(line) => tracing::debug!(instance = name, "build: {line}"),
+    });
+    if args.once {
+        let names: Vec<String> = reconciler
+            .store
+            .rows()?
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        let before = reconciler.engine.calls();
+        let results = reconciler.pass(&names, |_| true, |_| {}).await?;
+        let calls = reconciler.engine.calls() - before;
+        let failed: Vec<String> = results
+            .iter()
+            .filter_map(|(name, r)| r.as_ref().err().map(|e| format!("instance/{name}: {e}")))
+            .collect();
+        println!(
+            "pass complete: {} instance(s), {} converged, {calls} engine call(s)",
+            results.len(),
+            results.len() - failed.len()
+        );
+        if !failed.is_empty() {
+            bail!("{}", failed.join("\n"));
+        }
+        return Ok(());
+    }
+    let options = run::Options {
+        concurrency: args.concurrency,
+        resync: args.resync,
+        ..Default::default()
+    };
+    tracing::info!(
+        engine = reconciler.engine.endpoint(),
+        concurrency = options.concurrency,
+        "controller started"
+    );
+    run::run(reconciler, options, shutdown_signal()).await;
     Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM can be handled");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }
 
 fn get(store: &Store, args: &GetArgs) -> Result<()> {

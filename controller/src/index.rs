@@ -104,6 +104,20 @@ impl Index {
         }
     }
 
+    /// Removes the row for `name`; returns whether there was one.
+    pub fn remove(&mut self, name: &str) -> bool {
+        match self
+            .instances
+            .binary_search_by(|r| r.name.as_str().cmp(name))
+        {
+            Ok(i) => {
+                self.instances.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Reads the index. `Ok(None)` when it does not exist; `Err(text)` with
     /// the parse error when it exists but cannot be read as an index.
     pub fn read(layout: &Layout) -> Result<Result<Option<Index>, String>, StoreError> {

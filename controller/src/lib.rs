@@ -5,4 +5,10 @@ pub mod index;
 pub mod store;
 
 pub use index::{IndexRepair, IndexRow};
+pub use reconcile::{Outcome, Progress, ReconcileError, Reconciler};
 pub use store::{ApplyOutcome, Store, StoreError};
+pub mod backoff;
+pub mod converge;
+pub mod queue;
+pub mod reconcile;
+pub mod run;

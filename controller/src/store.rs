@@ -114,6 +114,43 @@ fn write_object(layout: &Layout, container: &str, obj: &Instance) -> Result<(), 
     write_atomic(&path, &bytes).map_err(|e| StoreError::io(&path, e))
 }
 
+/// An instance held under its unit lock, for a reconcile.
+#[derive(Debug)]
+pub struct InstanceGuard {
+    _lock: FileLock,
+    layout: Layout,
+    pub container: String,
+    pub obj: Instance,
+    saved: Instance,
+}
+
+impl InstanceGuard {
+    /// Writes the object and its index row if they changed since the last
+    /// save; a pass that changed nothing writes nothing.
+    pub fn save(&mut self) -> Result<(), StoreError> {
+        if self.obj == self.saved {
+            return Ok(());
+        }
+        write_object(&self.layout, &self.container, &self.obj)?;
+        Store {
+            layout: self.layout.clone(),
+        }
+        .index_upsert(&self.obj)?;
+        self.saved = self.obj.clone();
+        Ok(())
+    }
+}
+
+/// What `lock_instance` found.
+#[derive(Debug)]
+pub enum Locked {
+    Present(Box<InstanceGuard>),
+    /// An index row whose object is gone: a purge interrupted while or after
+    /// the unit was removed. Only leftovers remain to be cleared.
+    Orphan(IndexRow),
+    Absent,
+}
+
 /// The store rooted at one `JACKIN_HOME`.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -169,6 +206,49 @@ impl Store {
         let _lock = self.lock_index()?;
         let (mut index, _) = Index::load_or_repair(&self.layout)?;
         if index.upsert(row) {
+            index.write(&self.layout)?;
+        }
+        Ok(())
+    }
+
+    /// The index rows, sorted by name.
+    pub fn rows(&self) -> Result<Vec<IndexRow>, StoreError> {
+        Ok(self.index()?.rows().to_vec())
+    }
+
+    /// Takes an instance's unit lock (waiting for it) and reads the object.
+    pub fn lock_instance(&self, name: &str) -> Result<Locked, StoreError> {
+        let Some(row) = self.index()?.find(name).cloned() else {
+            return Ok(Locked::Absent);
+        };
+        let container = row.container_name.clone();
+        let lock = self.lock_unit(&container)?;
+        match read_object(&self.layout, &container)? {
+            Some(obj) => Ok(Locked::Present(Box::new(InstanceGuard {
+                _lock: lock,
+                layout: self.layout.clone(),
+                container,
+                saved: obj.clone(),
+                obj,
+            }))),
+            // A purge interrupted while it removed the unit.
+            None if row.desired == DesiredPhase::Purged
+                || !self.layout.unit_dir(&container).exists() =>
+            {
+                Ok(Locked::Orphan(row))
+            }
+            None => Err(StoreError::Unreadable {
+                path: self.layout.object_file(&container),
+                message: "the unit has no object".into(),
+            }),
+        }
+    }
+
+    /// Removes an instance's index row: the last step of a purge.
+    pub fn drop_row(&self, name: &str) -> Result<(), StoreError> {
+        let _lock = self.lock_index()?;
+        let (mut index, _) = Index::load_or_repair(&self.layout)?;
+        if index.remove(name) {
             index.write(&self.layout)?;
         }
         Ok(())

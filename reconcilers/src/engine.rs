@@ -6,16 +6,22 @@
 //! engine that does not answer can never trigger a destructive step.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bollard::Docker;
 use bollard::errors::Error as BollardError;
 pub use bollard::models;
-use bollard::models::{ContainerCreateBody, ContainerInspectResponse, ContainerSummary};
-use bollard::query_parameters::{
-    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder,
-    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
+use bollard::models::{
+    ContainerCreateBody, ContainerInspectResponse, ContainerSummary, EventMessage, ImageSummary,
+    Network, NetworkCreateRequest,
 };
-use futures::StreamExt;
+use bollard::query_parameters::{
+    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, EventsOptionsBuilder,
+    ListContainersOptionsBuilder, ListImagesOptionsBuilder, ListNetworksOptionsBuilder,
+    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, StopContainerOptionsBuilder,
+};
+use futures::{Stream, StreamExt};
 use jackin_api::meta::{LABEL_INSTANCE, LABEL_MANAGED, LABEL_UID};
 
 /// Where the engine is reached when `DOCKER_HOST` is unset.
@@ -47,6 +53,9 @@ pub enum EngineError {
 pub struct Engine {
     docker: Docker,
     endpoint: String,
+    /// Requests made through this connection (and its clones); the measure
+    /// of what a reconcile pass costs.
+    calls: Arc<AtomicU64>,
 }
 
 /// The labels that mark an engine object as owned by one instance.
@@ -56,6 +65,13 @@ pub fn owner_labels(instance: &str, uid: &str) -> HashMap<String, String> {
         (LABEL_INSTANCE.to_owned(), instance.to_owned()),
         (LABEL_UID.to_owned(), uid.to_owned()),
     ])
+}
+
+fn label_filter(labels: &[(&str, &str)]) -> HashMap<String, Vec<String>> {
+    HashMap::from([(
+        "label".to_owned(),
+        labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+    )])
 }
 
 impl Engine {
@@ -72,12 +88,31 @@ impl Engine {
         };
         let docker = Docker::connect_with_host(&endpoint).map_err(unreachable)?;
         let docker = docker.negotiate_version().await.map_err(unreachable)?;
-        Ok(Self { docker, endpoint })
+        Ok(Self {
+            docker,
+            endpoint,
+            calls: Arc::default(),
+        })
+    }
+
+    /// Where the engine is reached, for messages.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// How many requests this connection has made so far.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    fn count(&self) -> &Docker {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        &self.docker
     }
 
     /// The negotiated API version, e.g. `1.41`.
     pub fn api_version(&self) -> String {
-        self.docker.client_version().to_string()
+        self.count().client_version().to_string()
     }
 
     fn classify(&self, action: &str, err: BollardError) -> EngineError {
@@ -117,18 +152,95 @@ impl Engine {
         &self,
         labels: &[(&str, &str)],
     ) -> Result<Vec<ContainerSummary>, EngineError> {
-        let filters = HashMap::from([(
-            "label".to_owned(),
-            labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
-        )]);
+        let filters = label_filter(labels);
         let options = ListContainersOptionsBuilder::default()
             .all(true)
             .filters(&filters)
             .build();
-        self.docker
+        self.count()
             .list_containers(Some(options))
             .await
             .map_err(|e| self.classify("list containers", e))
+    }
+
+    /// Networks that carry every label in `labels`.
+    pub async fn list_networks(
+        &self,
+        labels: &[(&str, &str)],
+    ) -> Result<Vec<Network>, EngineError> {
+        let filters = label_filter(labels);
+        let options = ListNetworksOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        self.count()
+            .list_networks(Some(options))
+            .await
+            .map_err(|e| self.classify("list networks", e))
+    }
+
+    /// Every local image, with its id and tags.
+    pub async fn list_images(&self) -> Result<Vec<ImageSummary>, EngineError> {
+        let options = ListImagesOptionsBuilder::default().all(false).build();
+        self.count()
+            .list_images(Some(options))
+            .await
+            .map_err(|e| self.classify("list images", e))
+    }
+
+    /// Creates a bridge network; returns its id.
+    pub async fn create_network(
+        &self,
+        name: &str,
+        labels: HashMap<String, String>,
+    ) -> Result<String, EngineError> {
+        let request = NetworkCreateRequest {
+            name: name.to_owned(),
+            driver: Some("bridge".into()),
+            labels: Some(labels),
+            ..Default::default()
+        };
+        self.count()
+            .create_network(request)
+            .await
+            .map(|r| r.id)
+            .map_err(|e| self.classify(&format!("create network {name}"), e))
+    }
+
+    /// Removes a network; `false` when it was already gone.
+    pub async fn remove_network(&self, name: &str) -> Result<bool, EngineError> {
+        let result = self.count().remove_network(name).await;
+        Ok(self
+            .absent_on_404(&format!("remove network {name}"), result)?
+            .is_some())
+    }
+
+    pub async fn start_container(&self, name: &str) -> Result<(), EngineError> {
+        self.count()
+            .start_container(name, None)
+            .await
+            .map_err(|e| self.classify(&format!("start container {name}"), e))
+    }
+
+    /// Stops a container, giving its process `grace_secs` before SIGKILL.
+    pub async fn stop_container(&self, name: &str, grace_secs: i32) -> Result<(), EngineError> {
+        let options = StopContainerOptionsBuilder::default().t(grace_secs).build();
+        let result = self.count().stop_container(name, Some(options)).await;
+        self.absent_on_404(&format!("stop container {name}"), result)
+            .map(drop)
+    }
+
+    /// The engine's event stream, filtered by label. Events are hints that
+    /// something changed, not a log: the stream may drop them under load.
+    pub fn events(
+        &self,
+        labels: &[(&str, &str)],
+    ) -> impl Stream<Item = Result<EventMessage, EngineError>> + use<> {
+        let filters = label_filter(labels);
+        let options = EventsOptionsBuilder::default().filters(&filters).build();
+        let this = self.clone();
+        self.count()
+            .events(Some(options))
+            .map(move |item| item.map_err(|e| this.classify("stream events", e)))
     }
 
     /// Creates a container named `name`; returns its id.
@@ -138,7 +250,7 @@ impl Engine {
         body: ContainerCreateBody,
     ) -> Result<String, EngineError> {
         let options = CreateContainerOptionsBuilder::default().name(name).build();
-        self.docker
+        self.count()
             .create_container(Some(options), body)
             .await
             .map(|r| r.id)
@@ -150,7 +262,7 @@ impl Engine {
         &self,
         name: &str,
     ) -> Result<Option<ContainerInspectResponse>, EngineError> {
-        let result = self.docker.inspect_container(name, None).await;
+        let result = self.count().inspect_container(name, None).await;
         self.absent_on_404(&format!("inspect container {name}"), result)
     }
 
@@ -160,7 +272,7 @@ impl Engine {
             .force(true)
             .v(false)
             .build();
-        let result = self.docker.remove_container(name, Some(options)).await;
+        let result = self.count().remove_container(name, Some(options)).await;
         Ok(self
             .absent_on_404(&format!("remove container {name}"), result)?
             .is_some())
@@ -202,7 +314,7 @@ impl Engine {
 
     /// The id of a local image, `None` when the engine has no such image.
     pub async fn image_id(&self, reference: &str) -> Result<Option<String>, EngineError> {
-        let result = self.docker.inspect_image(reference).await;
+        let result = self.count().inspect_image(reference).await;
         Ok(self
             .absent_on_404(&format!("inspect image {reference}"), result)?
             .and_then(|image| image.id))

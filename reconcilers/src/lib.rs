@@ -1,9 +1,18 @@
-//! Observing and changing the world: the on-disk layout, durable file
-//! operations and the Docker engine adapter.
+//! Observing and changing the world. Each pass of the convergence loop is
+//! `observe` (one snapshot of the engine), `decide` (a pure plan; the restore
+//! ladder lives there), then `act` (one engine call or filesystem operation
+//! per step). Around them: the launch recipe, secret resolution, git, the
+//! on-disk layout, durable file operations and the Docker engine adapter.
 
+pub mod act;
+pub mod decide;
 pub mod engine;
 pub mod fsutil;
+pub mod git;
 pub mod layout;
+pub mod observe;
+pub mod recipe;
+pub mod secrets;
 
 pub use engine::{Engine, EngineError};
 pub use layout::Layout;

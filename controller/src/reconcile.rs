@@ -1,0 +1,332 @@
+//! One reconcile of one instance: lock it, observe, decide, act step by step
+//! (persisting the status after each), and observe again until the plan is
+//! empty. Used alike by the one-shot commands and the controller.
+
+use std::sync::Arc;
+
+use jackin_api::instance::{Instance, InstancePhase, RestoreRecord};
+use jackin_api::meta::{remove_condition, set_condition};
+use jackin_api::{ConditionStatus, DesiredPhase};
+use jackin_reconcilers::act::{self, ActError, Context};
+use jackin_reconcilers::decide::{Plan, Step, decide};
+use jackin_reconcilers::observe::Observation;
+use jackin_reconcilers::{Engine, EngineError, Layout, recipe};
+use jiff::Timestamp;
+
+use crate::store::{InstanceGuard, Locked, Store, StoreError};
+
+/// How many observe-decide-act rounds one reconcile may take. A healthy
+/// instance converges in two (act, then confirm); more means something keeps
+/// undoing the work, which is reported rather than fought forever.
+const MAX_ROUNDS: usize = 4;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("{step}: {error}")]
+    Step {
+        step: String,
+        #[source]
+        error: ActError,
+    },
+    #[error("did not converge after {MAX_ROUNDS} rounds: something keeps changing its objects")]
+    NotConverging,
+}
+
+impl ReconcileError {
+    /// Whether retrying without a change elsewhere cannot help.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, Self::Step { error, .. } if error.is_permanent())
+    }
+}
+
+/// Where a reconcile left the instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The instance is in its desired phase.
+    Converged {
+        phase: InstancePhase,
+        /// The restore tier performed by this reconcile, if any.
+        tier: Option<u8>,
+    },
+    /// The instance no longer exists (purged, or never did).
+    Gone,
+}
+
+/// What a reconcile reports as it goes.
+#[derive(Debug)]
+pub enum Progress<'a> {
+    Step(&'a Step),
+    /// A line of build output.
+    Build(&'a str),
+}
+
+/// Receives progress as `(instance name, event)`.
+pub type ProgressSink = Arc<dyn Fn(&str, Progress<'_>) + Send + Sync>;
+
+/// Everything a reconcile needs, cheap to clone into tasks.
+#[derive(Clone)]
+pub struct Reconciler {
+    pub store: Store,
+    pub engine: Engine,
+    pub progress: ProgressSink,
+}
+
+impl Reconciler {
+    pub fn new(store: Store, engine: Engine) -> Self {
+        Self {
+            store,
+            engine,
+            progress: Arc::new(|_, _| {}),
+        }
+    }
+
+    fn layout(&self) -> &Layout {
+        self.store.layout()
+    }
+
+    /// Reconciles `name`. `snapshot` is an observation of the whole engine
+    /// taken for a pass over many instances; without it (or after acting)
+    /// the instance is observed on its own.
+    pub async fn reconcile(
+        &self,
+        name: &str,
+        snapshot: Option<&Observation>,
+    ) -> Result<Outcome, ReconcileError> {
+        let store = self.store.clone();
+        let owned_name = name.to_owned();
+        // The unit lock may be held by another process: wait off the runtime.
+        let locked = tokio::task::spawn_blocking(move || store.lock_instance(&owned_name))
+            .await
+            .expect("locking does not panic")?;
+        let mut guard = match locked {
+            Locked::Absent => return Ok(Outcome::Gone),
+            Locked::Orphan(row) => {
+                self.finish_orphan(&row.container_name, name)?;
+                return Ok(Outcome::Gone);
+            }
+            Locked::Present(guard) => guard,
+        };
+        let workspace = match &guard.obj.spec.workspace {
+            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
+            None => None,
+        };
+        let ctx = Context {
+            engine: &self.engine,
+            layout: self.layout(),
+            workspace: workspace.as_ref(),
+            home: std::env::home_dir(),
+        };
+        let uid = guard.obj.metadata.uid.clone().unwrap_or_default();
+        let mut tier = None;
+        let mut fresh;
+        let (mut observation, mut shared) = match snapshot {
+            Some(snapshot) => (snapshot, true),
+            None => {
+                fresh = Observation::of_instance(&self.engine, &uid).await?;
+                (&fresh, false)
+            }
+        };
+        for _ in 0..MAX_ROUNDS {
+            let recipe = guard.obj.status.as_ref().and_then(|s| s.recipe.as_ref());
+            let view = observation.view(&uid, recipe);
+            let plan = decide(&guard.obj, &view);
+            note_drift(&mut guard.obj, &ctx);
+            if plan.is_empty() {
+                settle(&mut guard.obj, &plan);
+                guard.save()?;
+                return Ok(Outcome::Converged {
+                    phase: plan.target,
+                    tier,
+                });
+            }
+            // A shared snapshot may predate this instance's lock: never act
+            // on it, look again first.
+            if !shared {
+                if plan.tier.is_some() {
+                    tier = plan.tier;
+                }
+                if self.execute(&ctx, &mut guard, &plan, name).await? {
+                    return Ok(Outcome::Gone);
+                }
+            }
+            fresh = Observation::of_instance(&self.engine, &uid).await?;
+            observation = &fresh;
+            shared = false;
+        }
+        Err(ReconcileError::NotConverging)
+    }
+
+    /// Runs a plan's steps, saving the status after each. Returns whether
+    /// the instance is gone (a purge completed).
+    async fn execute(
+        &self,
+        ctx: &Context<'_>,
+        guard: &mut InstanceGuard,
+        plan: &Plan,
+        name: &str,
+    ) -> Result<bool, ReconcileError> {
+        let status = guard.obj.status.get_or_insert_default();
+        if plan.target == InstancePhase::Running && status.phase != Some(InstancePhase::Launching) {
+            status.phase = Some(InstancePhase::Launching);
+            guard.save()?;
+        }
+        let mut unit_removed = false;
+        for step in &plan.steps {
+            (self.progress)(name, Progress::Step(step));
+            if *step == Step::DropIndexRow {
+                self.store.drop_row(name)?;
+                return Ok(true);
+            }
+            let sink = self.progress.clone();
+            let mut on_build = |line: &str| sink(name, Progress::Build(line));
+            if let Err(error) = act::act(ctx, step, &mut guard.obj, &mut on_build).await {
+                if !unit_removed {
+                    record_failure(&mut guard.obj, &error);
+                    guard.save()?;
+                }
+                return Err(ReconcileError::Step {
+                    step: step.describe(),
+                    error,
+                });
+            }
+            if *step == Step::StartContainer
+                && let Some(tier) = plan.tier
+            {
+                guard.obj.status.get_or_insert_default().restore = Some(RestoreRecord {
+                    tier,
+                    at: Timestamp::now(),
+                });
+            }
+            // Once the unit is gone, saving would write the object back.
+            unit_removed |= *step == Step::RemoveUnitDir;
+            if !unit_removed {
+                guard.save()?;
+            }
+        }
+        Ok(false)
+    }
+
+    /// One pass over `names` from a single snapshot of the engine: an
+    /// instance that needs nothing costs no further engine call, so a no-op
+    /// pass makes one list call per object kind whatever the number of
+    /// instances. `claim` and `release` let a caller keep names that are
+    /// already being reconciled out of the pass.
+    pub async fn pass(
+        &self,
+        names: &[String],
+        claim: impl Fn(&str) -> bool,
+        release: impl Fn(&str),
+    ) -> Result<Vec<(String, Result<Outcome, ReconcileError>)>, EngineError> {
+        let snapshot = Observation::all(&self.engine).await?;
+        let mut results = Vec::with_capacity(names.len());
+        for name in names {
+            if !claim(name) {
+                continue;
+            }
+            let result = self.reconcile(name, Some(&snapshot)).await;
+            release(name);
+            results.push((name.clone(), result));
+        }
+        Ok(results)
+    }
+
+    /// Clears what an interrupted purge left after the unit's object went.
+    fn finish_orphan(&self, container: &str, name: &str) -> Result<(), ReconcileError> {
+        let layout = self.layout();
+        for (path, dir) in [
+            (layout.unit_dir(container), true),
+            (layout.sockets_dir(container), true),
+            (layout.unit_lock_file(container), false),
+        ] {
+            let result = if dir {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            if let Err(e) = result
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                return Err(StoreError::io(&path, e).into());
+            }
+        }
+        self.store.drop_row(name)?;
+        Ok(())
+    }
+}
+
+/// The status of a converged instance: its phase, the generation it
+/// reflects, and a `Ready` condition that says so.
+fn settle(obj: &mut Instance, plan: &Plan) {
+    let generation = obj.metadata.generation;
+    let desired = obj.spec.phase;
+    let status = obj.status.get_or_insert_default();
+    status.phase = Some(plan.target);
+    status.observed_generation = generation;
+    let now = Timestamp::now();
+    match desired {
+        DesiredPhase::Running => set_condition(
+            &mut status.conditions,
+            "Ready",
+            ConditionStatus::True,
+            "Running",
+            "the container is running",
+            now,
+        ),
+        _ => set_condition(
+            &mut status.conditions,
+            "Ready",
+            ConditionStatus::False,
+            "Kept",
+            "no container; the session is kept and can be resumed with `jackin set-phase NAME running`",
+            now,
+        ),
+    };
+}
+
+fn record_failure(obj: &mut Instance, error: &ActError) {
+    let status = obj.status.get_or_insert_default();
+    if error.is_permanent() {
+        status.phase = Some(InstancePhase::Failed);
+    }
+    set_condition(
+        &mut status.conditions,
+        "Ready",
+        ConditionStatus::False,
+        error.reason(),
+        &error.to_string(),
+        Timestamp::now(),
+    );
+}
+
+/// `SpecDrift` says which spec fields no longer match the pinned recipe.
+fn note_drift(obj: &mut Instance, ctx: &Context<'_>) {
+    let Some(status) = obj.status.as_ref() else {
+        return;
+    };
+    let (Some(pinned), Some(container)) = (&status.recipe, &status.container_name) else {
+        return;
+    };
+    let wanted = recipe::wanted(obj, ctx.workspace, container, ctx.home.as_deref());
+    let fields = recipe::drift(pinned, &wanted);
+    let status = obj.status.get_or_insert_default();
+    if fields.is_empty() {
+        remove_condition(&mut status.conditions, "SpecDrift");
+    } else {
+        set_condition(
+            &mut status.conditions,
+            "SpecDrift",
+            ConditionStatus::True,
+            "SpecChanged",
+            &format!(
+                "spec.{} changed after the recipe was pinned; the session keeps running as \
+                 pinned. Purge and apply again to launch a session with the new spec",
+                fields.join(", spec.")
+            ),
+            Timestamp::now(),
+        );
+    }
+}

@@ -1,0 +1,226 @@
+//! `jackin controller`: the convergence loop, running continuously.
+//!
+//! Work arrives from three watches, each of which only enqueues names (the
+//! engine's event stream drops events under load, so an event is a hint to
+//! look, never a fact to act on):
+//!
+//! - the engine's event stream, filtered by our label; after a reconnect,
+//!   every instance is looked at again, since events may have been missed;
+//! - the store: a changed object file or index means a changed spec;
+//! - a periodic resync pass over every instance from one engine snapshot.
+//!
+//! Workers take names from the queue (never two reconciles of one instance at
+//! once; the unit lock also keeps a second process out), bounded by the
+//! concurrency limit. A failed reconcile is retried with exponential backoff
+//! and jitter, reset by success.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use futures::StreamExt;
+use jackin_api::meta::{LABEL_INSTANCE, LABEL_MANAGED};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::backoff;
+use crate::queue::Queue;
+use crate::reconcile::{Outcome, ReconcileError, Reconciler};
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Reconciles running at once.
+    pub concurrency: usize,
+    /// How often every instance is looked at regardless of events.
+    pub resync: Duration,
+    /// How often the store is checked for changed objects.
+    pub store_poll: Duration,
+    /// The longest wait between retries of a failing instance.
+    pub max_backoff: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            concurrency: 4,
+            resync: Duration::from_secs(300),
+            store_poll: Duration::from_secs(2),
+            max_backoff: Duration::from_secs(300),
+        }
+    }
+}
+
+type Delays = Box<dyn Iterator<Item = Duration> + Send>;
+
+/// Shared by the watches and the workers.
+struct Shared {
+    reconciler: Reconciler,
+    queue: Queue,
+    options: Options,
+    backoffs: Mutex<HashMap<String, Delays>>,
+}
+
+impl Shared {
+    fn enqueue_all(&self) {
+        match self.reconciler.store.rows() {
+            Ok(rows) => {
+                let now = Instant::now();
+                for row in rows {
+                    self.queue.enqueue(&row.name, now);
+                }
+            }
+            Err(e) => tracing::error!("cannot read the index: {e}"),
+        }
+    }
+
+    /// Records a reconcile's result: success resets the instance's backoff,
+    /// failure schedules the next attempt.
+    fn record(&self, name: &str, result: &Result<Outcome, ReconcileError>) {
+        let mut backoffs = self.backoffs.lock().expect("backoff lock");
+        match result {
+            Ok(outcome) => {
+                backoffs.remove(name);
+                tracing::debug!(instance = name, ?outcome, "reconciled");
+            }
+            Err(e) => {
+                let delays = backoffs
+                    .entry(name.to_owned())
+                    .or_insert_with(|| Box::new(backoff::delays(self.options.max_backoff)));
+                let delay = delays.next().unwrap_or(self.options.max_backoff);
+                tracing::warn!(instance = name, retry_in = ?delay, "reconcile failed: {e}");
+                self.queue.enqueue(name, Instant::now() + delay);
+            }
+        }
+    }
+}
+
+/// Runs until `shutdown` completes, then lets in-flight reconciles finish.
+pub async fn run(reconciler: Reconciler, options: Options, shutdown: impl Future<Output = ()>) {
+    let shared = Arc::new(Shared {
+        reconciler,
+        queue: Queue::default(),
+        options,
+        backoffs: Mutex::default(),
+    });
+    shared.enqueue_all();
+    let watches = [
+        tokio::spawn(watch_events(shared.clone())),
+        tokio::spawn(watch_store(shared.clone())),
+        tokio::spawn(resync(shared.clone())),
+    ];
+    let workers = tokio::spawn(work(shared.clone()));
+    shutdown.await;
+    tracing::info!("shutting down: waiting for running reconciles");
+    for watch in &watches {
+        watch.abort();
+    }
+    shared.queue.close();
+    let _ = workers.await;
+    tracing::info!("stopped");
+}
+
+async fn work(shared: Arc<Shared>) {
+    let permits = Arc::new(Semaphore::new(shared.options.concurrency.max(1)));
+    let mut running = JoinSet::new();
+    while let Some(name) = shared.queue.next().await {
+        let permit = permits.clone().acquire_owned().await.expect("never closed");
+        let shared = shared.clone();
+        running.spawn(async move {
+            let result = shared.reconciler.reconcile(&name, None).await;
+            shared.queue.done(&name);
+            shared.record(&name, &result);
+            drop(permit);
+        });
+        // Reap finished tasks as we go.
+        while running.try_join_next().is_some() {}
+    }
+    while running.join_next().await.is_some() {}
+}
+
+async fn watch_events(shared: Arc<Shared>) {
+    let mut delays = backoff::delays(Duration::from_secs(30));
+    loop {
+        let mut events = shared.reconciler.engine.events(&[(LABEL_MANAGED, "true")]);
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) => {
+                    delays = backoff::delays(Duration::from_secs(30));
+                    let attributes = event.actor.and_then(|a| a.attributes);
+                    if let Some(name) = attributes.as_ref().and_then(|a| a.get(LABEL_INSTANCE)) {
+                        tracing::debug!(instance = %name, action = ?event.action, "engine event");
+                        shared.queue.enqueue(name, Instant::now());
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("engine event stream failed: {e}");
+                    break;
+                }
+            }
+        }
+        let delay = delays.next().unwrap_or(Duration::from_secs(30));
+        tokio::time::sleep(delay).await;
+        // Events may have been missed while disconnected: look at everything.
+        tracing::info!("event stream reconnecting; re-listing every instance");
+        shared.enqueue_all();
+    }
+}
+
+/// Polls the index for new instances and every object file for changes.
+async fn watch_store(shared: Arc<Shared>) {
+    let mut seen: HashMap<String, Option<SystemTime>> = HashMap::new();
+    loop {
+        tokio::time::sleep(shared.options.store_poll).await;
+        let layout = shared.reconciler.store.layout();
+        let modified =
+            |path: &std::path::Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        let Ok(rows) = shared.reconciler.store.rows() else {
+            continue;
+        };
+        let mut current = HashMap::with_capacity(rows.len());
+        for row in rows {
+            let mtime = modified(&layout.object_file(&row.container_name));
+            if seen.get(&row.name) != Some(&mtime) {
+                shared.queue.enqueue(&row.name, Instant::now());
+            }
+            current.insert(row.name, mtime);
+        }
+        seen = current;
+    }
+}
+
+async fn resync(shared: Arc<Shared>) {
+    loop {
+        tokio::time::sleep(shared.options.resync).await;
+        let names: Vec<String> = match shared.reconciler.store.rows() {
+            Ok(rows) => rows.into_iter().map(|r| r.name).collect(),
+            Err(e) => {
+                tracing::error!("resync: cannot read the index: {e}");
+                continue;
+            }
+        };
+        let before = shared.reconciler.engine.calls();
+        let pass = shared
+            .reconciler
+            .pass(
+                &names,
+                |n| shared.queue.try_claim(n),
+                |n| shared.queue.done(n),
+            )
+            .await;
+        match pass {
+            Ok(results) => {
+                for (name, result) in &results {
+                    shared.record(name, result);
+                }
+                tracing::info!(
+                    instances = results.len(),
+                    engine_calls = shared.reconciler.engine.calls() - before,
+                    "resync pass complete"
+                );
+            }
+            Err(e) => tracing::warn!("resync: cannot observe the engine: {e}"),
+        }
+    }
+}

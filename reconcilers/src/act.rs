@@ -1,0 +1,316 @@
+//! Carrying out one step of a plan: the only place where a decision touches
+//! the engine or the disk. Each step is idempotent, so a pass interrupted
+//! anywhere is finished by the next one.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use jackin_api::instance::{Instance, InstancePhase, Isolation, RoleSource};
+use jackin_api::workspace::WorkspaceSpec;
+
+use crate::decide::Step;
+use crate::engine::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use crate::engine::{Engine, EngineError};
+use crate::fsutil::ensure_private_dir;
+use crate::layout::Layout;
+use crate::observe::LABEL_SIDECAR;
+use crate::recipe::{self, RecipeError};
+use crate::secrets::{self, SecretError};
+
+/// Where the agent's home is mounted inside the container.
+pub const AGENT_HOME: &str = "/home/agent";
+/// Where the unit's `state/` directory is mounted inside the container.
+pub const STATE_DIR: &str = "/jackin/state";
+/// Seconds a container gets to stop before it is killed.
+const STOP_GRACE_SECS: i32 = 10;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ActError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Recipe(#[from] RecipeError),
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+impl ActError {
+    /// Whether trying again without a change elsewhere cannot help; the
+    /// instance is then `Failed` until its spec or the world changes.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            Self::Recipe(e) => e.is_permanent(),
+            Self::Unsupported(_) => true,
+            _ => false,
+        }
+    }
+
+    /// The condition reason that names this kind of failure.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Engine(EngineError::Unreachable { .. }) => "EngineUnreachable",
+            Self::Engine(_) => "EngineError",
+            Self::Recipe(RecipeError::CommitUnavailable { .. } | RecipeError::NothingToRebuild) => {
+                "RecipeUnavailable"
+            }
+            Self::Recipe(RecipeError::ImageNotFound(_)) => "ImageNotFound",
+            Self::Recipe(_) => "BuildFailed",
+            Self::Secret(_) => "SecretUnavailable",
+            Self::Io { .. } => "FilesystemError",
+            Self::Unsupported(_) => "Unsupported",
+        }
+    }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ActError + '_ {
+    move |source| ActError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// What a step needs besides the instance itself.
+pub struct Context<'a> {
+    pub engine: &'a Engine,
+    pub layout: &'a Layout,
+    /// The instance's Workspace policy, when it names one that exists.
+    pub workspace: Option<&'a WorkspaceSpec>,
+    /// The operator's home, for `~` in mount sources.
+    pub home: Option<PathBuf>,
+}
+
+/// The name of a sidecar's container.
+pub fn sidecar_name(container: &str, sidecar: &str) -> String {
+    format!("{container}-{sidecar}")
+}
+
+/// Runs `step` for `obj`, recording in its status what the step changed.
+/// `DropIndexRow` belongs to the store and is not handled here.
+pub async fn act(
+    ctx: &Context<'_>,
+    step: &Step,
+    obj: &mut Instance,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<(), ActError> {
+    let container = obj
+        .status
+        .as_ref()
+        .and_then(|s| s.container_name.clone())
+        .expect("a stored instance has an identity");
+    let engine = ctx.engine;
+    match step {
+        Step::PinRecipe => pin(ctx, obj, &container, progress).await?,
+        Step::RebuildImage => rebuild(ctx, obj, progress).await?,
+        Step::CreateNetwork => {
+            let labels = recipe_of(obj).labels.clone().into_iter().collect();
+            engine
+                .create_network(&recipe_of(obj).network, labels)
+                .await?;
+        }
+        Step::CreateSidecar(name) => {
+            let recipe = recipe_of(obj);
+            let sidecar = recipe
+                .sidecars
+                .iter()
+                .find(|s| &s.name == name)
+                .expect("decide only names pinned sidecars");
+            let mut labels: std::collections::HashMap<String, String> =
+                recipe.labels.clone().into_iter().collect();
+            labels.insert(LABEL_SIDECAR.into(), name.clone());
+            let body = ContainerCreateBody {
+                image: Some(sidecar.image.clone()),
+                cmd: sidecar.command.clone(),
+                labels: Some(labels),
+                host_config: Some(HostConfig {
+                    privileged: Some(sidecar.privileged),
+                    network_mode: Some(recipe.network.clone()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            engine
+                .create_container(&sidecar_name(&container, name), body)
+                .await?;
+        }
+        Step::StartSidecar(name) => {
+            engine
+                .start_container(&sidecar_name(&container, name))
+                .await?;
+        }
+        Step::CreateContainer => create_container(ctx, obj, &container).await?,
+        Step::StartContainer => engine.start_container(&container).await?,
+        Step::StopContainer => engine.stop_container(&container, STOP_GRACE_SECS).await?,
+        Step::RemoveContainer => {
+            engine.remove_container(&container).await?;
+        }
+        Step::RemoveSidecar(name) => {
+            engine
+                .remove_container(&sidecar_name(&container, name))
+                .await?;
+        }
+        Step::RemoveNetwork => {
+            engine.remove_network(&container).await?;
+        }
+        Step::StampPurging => {
+            obj.status.get_or_insert_default().phase = Some(InstancePhase::Purging);
+        }
+        Step::RemoveUnitDir => remove(&ctx.layout.unit_dir(&container), true)?,
+        Step::RemoveSocketsDir => remove(&ctx.layout.sockets_dir(&container), true)?,
+        Step::RemoveUnitLock => remove(&ctx.layout.unit_lock_file(&container), false)?,
+        Step::DropIndexRow => unreachable!("the store drops index rows"),
+    }
+    Ok(())
+}
+
+fn recipe_of(obj: &Instance) -> &jackin_api::instance::Recipe {
+    obj.status
+        .as_ref()
+        .and_then(|s| s.recipe.as_ref())
+        .expect("decide plans engine objects only after pinning")
+}
+
+/// Removes a file or directory; what is already gone is fine.
+fn remove(path: &Path, dir: bool) -> Result<(), ActError> {
+    let result = if dir {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    match result {
+        Err(e) if e.kind() != ErrorKind::NotFound => Err(io(path)(e)),
+        _ => Ok(()),
+    }
+}
+
+async fn pin(
+    ctx: &Context<'_>,
+    obj: &mut Instance,
+    container: &str,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<(), ActError> {
+    for dir in [
+        ctx.layout.unit_dir(container).join("home"),
+        ctx.layout.unit_dir(container).join("state"),
+    ] {
+        ensure_private_dir(&dir).map_err(io(&dir))?;
+    }
+    let mut pinned = recipe::wanted(obj, ctx.workspace, container, ctx.home.as_deref());
+    if let Some(m) = pinned
+        .mounts
+        .iter()
+        .find(|m| m.isolation != Isolation::Shared)
+    {
+        return Err(ActError::Unsupported(format!(
+            "mount {}: isolation {:?} is not supported yet; use shared",
+            m.dst, m.isolation
+        )));
+    }
+    match (&obj.spec.image, &obj.spec.role.source) {
+        (Some(image), _) => {
+            pinned.image_id = ctx
+                .engine
+                .image_id(image)
+                .await?
+                .ok_or_else(|| RecipeError::ImageNotFound(image.clone()))?;
+        }
+        (None, Some(source)) => {
+            let built =
+                recipe::build_role(ctx.engine, &obj.spec.role.name, source, None, progress).await?;
+            pinned.image = built.tag;
+            pinned.image_id = built.id;
+            pinned.role_commit = Some(built.commit);
+            pinned.base_image = built.base;
+        }
+        (None, None) => unreachable!("validation requires an image or a role source"),
+    }
+    obj.status.get_or_insert_default().recipe = Some(pinned);
+    Ok(())
+}
+
+async fn rebuild(
+    ctx: &Context<'_>,
+    obj: &mut Instance,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<(), ActError> {
+    let recipe = recipe_of(obj);
+    let (Some(git), Some(commit)) = (&recipe.role_source, &recipe.role_commit) else {
+        return Err(RecipeError::NothingToRebuild.into());
+    };
+    let source = RoleSource {
+        git: git.clone(),
+        git_ref: None,
+    };
+    let base = recipe.base_image.clone();
+    let built = recipe::build_role(
+        ctx.engine,
+        &obj.spec.role.name,
+        &source,
+        Some((commit, base.as_deref())),
+        progress,
+    )
+    .await?;
+    let recipe = obj
+        .status
+        .as_mut()
+        .and_then(|s| s.recipe.as_mut())
+        .expect("checked above");
+    recipe.image = built.tag;
+    recipe.image_id = built.id;
+    Ok(())
+}
+
+async fn create_container(
+    ctx: &Context<'_>,
+    obj: &Instance,
+    container: &str,
+) -> Result<(), ActError> {
+    let recipe = recipe_of(obj);
+    let unit = ctx.layout.unit_dir(container);
+    let bind = |src: String, dst: &str, read_only: bool| Mount {
+        target: Some(dst.to_owned()),
+        source: Some(src),
+        typ: Some(MountType::BIND),
+        read_only: Some(read_only),
+        ..Default::default()
+    };
+    let mut mounts = vec![
+        bind(unit.join("home").display().to_string(), AGENT_HOME, false),
+        bind(unit.join("state").display().to_string(), STATE_DIR, false),
+    ];
+    mounts.extend(
+        recipe
+            .mounts
+            .iter()
+            .map(|m| bind(m.src.clone(), &m.dst, m.readonly)),
+    );
+    // Resolved here, handed to the engine, kept nowhere.
+    let mut env = secrets::resolve(&recipe.env)?;
+    if !recipe.env.iter().any(|v| v.name == "HOME") {
+        env.push(format!("HOME={AGENT_HOME}"));
+    }
+    let body = ContainerCreateBody {
+        image: Some(recipe.image_id.clone()),
+        cmd: (!recipe.command.is_empty()).then(|| recipe.command.clone()),
+        env: Some(env),
+        labels: Some(recipe.labels.clone().into_iter().collect()),
+        hostname: Some(container.to_owned()),
+        tty: Some(true),
+        open_stdin: Some(true),
+        host_config: Some(HostConfig {
+            network_mode: Some(recipe.network.clone()),
+            mounts: Some(mounts),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    ctx.engine.create_container(container, body).await?;
+    Ok(())
+}

@@ -1,0 +1,414 @@
+//! Deciding what to do: a pure function of (desired phase, status, observed)
+//! that returns a plan. Nothing here touches the engine or the disk, so every
+//! row of the table below is a unit test.
+//!
+//! For desired `Running` the decision over the observed container *is* the
+//! restore ladder. It reuses before it recreates, because the further down it
+//! goes the less of the original session comes back:
+//!
+//! | observed container            | steps                                  | tier |
+//! |-------------------------------|----------------------------------------|------|
+//! | running                       | none                                   | 0    |
+//! | exists, stopped               | start it (same writable layer)         | 1    |
+//! | missing, pinned image present | create from the pinned recipe, start   | 2    |
+//! | missing, pinned image missing | rebuild at the pinned commit, then 2   | 3    |
+//! | no recipe pinned yet          | pin (build or resolve), create, start  | launch |
+//!
+//! `Kept` tears down the engine objects and keeps the unit. `Purged` stamps
+//! `Purging` first (so a crash mid-way leaves an honest record), tears down,
+//! then removes the unit, the sockets directory, the sibling lock and finally
+//! the index row.
+
+use jackin_api::DesiredPhase;
+use jackin_api::instance::{Instance, InstancePhase};
+
+use crate::observe::InstanceView;
+
+/// One step of a plan: one engine call or one filesystem operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Resolve the image (build the role or look up `spec.image`) and pin
+    /// the launch recipe into the status.
+    PinRecipe,
+    /// Rebuild the pinned image at the pinned role commit and base (tier 3).
+    RebuildImage,
+    CreateNetwork,
+    CreateSidecar(String),
+    StartSidecar(String),
+    /// Create the main container from the pinned recipe, secrets resolved now.
+    CreateContainer,
+    StartContainer,
+    StopContainer,
+    RemoveContainer,
+    RemoveSidecar(String),
+    RemoveNetwork,
+    /// Record `Purging` in the object and the index before anything goes.
+    StampPurging,
+    RemoveUnitDir,
+    RemoveSocketsDir,
+    RemoveUnitLock,
+    DropIndexRow,
+}
+
+impl Step {
+    /// A short description for progress lines and events.
+    pub fn describe(&self) -> String {
+        match self {
+            Step::PinRecipe => "pinning the launch recipe".into(),
+            Step::RebuildImage => "rebuilding the image at the pinned commit".into(),
+            Step::CreateNetwork => "creating the network".into(),
+            Step::CreateSidecar(n) => format!("creating sidecar {n}"),
+            Step::StartSidecar(n) => format!("starting sidecar {n}"),
+            Step::CreateContainer => "creating the container".into(),
+            Step::StartContainer => "starting the container".into(),
+            Step::StopContainer => "stopping the container".into(),
+            Step::RemoveContainer => "removing the container".into(),
+            Step::RemoveSidecar(n) => format!("removing sidecar {n}"),
+            Step::RemoveNetwork => "removing the network".into(),
+            Step::StampPurging => "marking the instance Purging".into(),
+            Step::RemoveUnitDir => "removing the unit directory".into(),
+            Step::RemoveSocketsDir => "removing the sockets directory".into(),
+            Step::RemoveUnitLock => "removing the unit lock".into(),
+            Step::DropIndexRow => "dropping the index row".into(),
+        }
+    }
+}
+
+/// What to do next, and what the status should say once it is done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub steps: Vec<Step>,
+    /// The restore tier these steps perform, when they restore a session
+    /// (tier 0 is the empty plan of a running container, not recorded).
+    pub tier: Option<u8>,
+    /// The phase the instance is in once the steps have run.
+    pub target: InstancePhase,
+}
+
+impl Plan {
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+}
+
+/// The next steps for `obj`, given what the engine holds of it.
+pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
+    match obj.spec.phase {
+        DesiredPhase::Running => running(obj, view),
+        DesiredPhase::Kept => Plan {
+            steps: teardown(view),
+            tier: None,
+            target: InstancePhase::Kept,
+        },
+        DesiredPhase::Purged => {
+            let stamped = obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Purging);
+            let mut steps = Vec::new();
+            if !stamped {
+                steps.push(Step::StampPurging);
+            }
+            steps.extend(teardown(view));
+            steps.extend([
+                Step::RemoveUnitDir,
+                Step::RemoveSocketsDir,
+                Step::RemoveUnitLock,
+                Step::DropIndexRow,
+            ]);
+            Plan {
+                steps,
+                tier: None,
+                target: InstancePhase::Purging,
+            }
+        }
+    }
+}
+
+/// The restore ladder.
+fn running(obj: &Instance, view: &InstanceView) -> Plan {
+    let pinned = obj.status.as_ref().is_some_and(|s| s.recipe.is_some());
+    let mut steps = Vec::new();
+    let tier = if !pinned {
+        steps.push(Step::PinRecipe);
+        None
+    } else {
+        match &view.container {
+            Some(c) if c.running => Some(0),
+            Some(_) => Some(1),
+            None if view.image_present => Some(2),
+            None => Some(3),
+        }
+    };
+    if tier == Some(3) {
+        steps.push(Step::RebuildImage);
+    }
+    steps.extend(support(obj, view));
+    match tier {
+        Some(0) => {}
+        Some(1) => steps.push(Step::StartContainer),
+        _ => steps.extend([Step::CreateContainer, Step::StartContainer]),
+    }
+    Plan {
+        steps,
+        // Tier 0 needs nothing; a launch is not a restore.
+        tier: tier.filter(|t| *t > 0),
+        target: InstancePhase::Running,
+    }
+}
+
+/// The network and sidecars the container needs, created or started as
+/// needed; sidecars the recipe no longer names are removed.
+fn support(obj: &Instance, view: &InstanceView) -> Vec<Step> {
+    let mut steps = Vec::new();
+    if view.network.is_none() {
+        steps.push(Step::CreateNetwork);
+    }
+    let wanted: Vec<String> = match obj.status.as_ref().and_then(|s| s.recipe.as_ref()) {
+        Some(recipe) => recipe.sidecars.iter().map(|s| s.name.clone()).collect(),
+        // Not pinned yet: the recipe will carry the spec's sidecars.
+        None => obj.spec.sidecars.iter().map(|s| s.name.clone()).collect(),
+    };
+    for name in &wanted {
+        match view.sidecars.get(name) {
+            Some(c) if c.running => {}
+            Some(_) => steps.push(Step::StartSidecar(name.clone())),
+            None => steps.extend([
+                Step::CreateSidecar(name.clone()),
+                Step::StartSidecar(name.clone()),
+            ]),
+        }
+    }
+    for name in view.sidecars.keys() {
+        if !wanted.contains(name) {
+            steps.push(Step::RemoveSidecar(name.clone()));
+        }
+    }
+    steps
+}
+
+/// Everything the engine holds of the instance, removed; the unit stays.
+fn teardown(view: &InstanceView) -> Vec<Step> {
+    let mut steps = Vec::new();
+    if let Some(c) = &view.container {
+        if c.running {
+            steps.push(Step::StopContainer);
+        }
+        steps.push(Step::RemoveContainer);
+    }
+    steps.extend(view.sidecars.keys().cloned().map(Step::RemoveSidecar));
+    if view.network.is_some() {
+        steps.push(Step::RemoveNetwork);
+    }
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::ContainerView;
+    use Step::*;
+    use jackin_api::instance::{InstanceStatus, Recipe, Sidecar};
+    use jackin_api::{API_VERSION, ObjectMeta};
+
+    fn instance(phase: DesiredPhase, pinned: bool, status_phase: InstancePhase) -> Instance {
+        let mut obj = Instance {
+            api_version: API_VERSION.into(),
+            kind: "Instance".into(),
+            metadata: ObjectMeta {
+                name: "a".into(),
+                ..Default::default()
+            },
+            spec: Default::default(),
+            status: Some(InstanceStatus {
+                phase: Some(status_phase),
+                ..Default::default()
+            }),
+        };
+        obj.spec.phase = phase;
+        if pinned {
+            obj.status.as_mut().unwrap().recipe = Some(Recipe {
+                image: "img".into(),
+                image_id: "sha256:1".into(),
+                network: "jk-1-a".into(),
+                ..Default::default()
+            });
+        }
+        obj
+    }
+
+    fn container(running: bool) -> Option<ContainerView> {
+        Some(ContainerView {
+            name: "jk-1-a".into(),
+            running,
+        })
+    }
+
+    /// The observed states of the main container and its support.
+    fn view(container_state: Option<bool>, network: bool, image: bool) -> InstanceView {
+        InstanceView {
+            container: container_state.and_then(container),
+            sidecars: Default::default(),
+            network: network.then(|| "jk-1-a".into()),
+            image_present: image,
+        }
+    }
+
+    #[test]
+    fn running_is_the_restore_ladder() {
+        let obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        let cases: Vec<(InstanceView, Vec<Step>, Option<u8>)> = vec![
+            // Tier 0: running, nothing to do.
+            (view(Some(true), true, true), vec![], None),
+            // Tier 1: stopped, start it.
+            (view(Some(false), true, true), vec![StartContainer], Some(1)),
+            // Tier 2: gone, image present.
+            (
+                view(None, true, true),
+                vec![CreateContainer, StartContainer],
+                Some(2),
+            ),
+            // Tier 3: gone with its image.
+            (
+                view(None, true, false),
+                vec![RebuildImage, CreateContainer, StartContainer],
+                Some(3),
+            ),
+            // Tier 2 with the network gone too.
+            (
+                view(None, false, true),
+                vec![CreateNetwork, CreateContainer, StartContainer],
+                Some(2),
+            ),
+        ];
+        for (observed, steps, tier) in cases {
+            let plan = decide(&obj, &observed);
+            assert_eq!(plan.steps, steps, "{observed:?}");
+            assert_eq!(plan.tier, tier, "{observed:?}");
+            assert_eq!(plan.target, InstancePhase::Running);
+        }
+    }
+
+    #[test]
+    fn a_first_launch_pins_then_creates() {
+        let obj = instance(DesiredPhase::Running, false, InstancePhase::Pending);
+        let plan = decide(&obj, &view(None, false, false));
+        assert_eq!(
+            plan.steps,
+            [PinRecipe, CreateNetwork, CreateContainer, StartContainer]
+        );
+        assert_eq!(plan.tier, None);
+    }
+
+    #[test]
+    fn sidecars_are_created_started_and_pruned() {
+        let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
+        recipe.sidecars = vec![
+            Sidecar {
+                name: "dind".into(),
+                image: "x".into(),
+                ..Default::default()
+            },
+            Sidecar {
+                name: "cache".into(),
+                image: "x".into(),
+                ..Default::default()
+            },
+        ];
+        let mut observed = view(Some(true), true, true);
+        observed
+            .sidecars
+            .insert("cache".into(), container(false).unwrap());
+        observed
+            .sidecars
+            .insert("stale".into(), container(true).unwrap());
+        let plan = decide(&obj, &observed);
+        assert_eq!(
+            plan.steps,
+            [
+                CreateSidecar("dind".into()),
+                StartSidecar("dind".into()),
+                StartSidecar("cache".into()),
+                RemoveSidecar("stale".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn kept_tears_down_the_engine_objects_only() {
+        let obj = instance(DesiredPhase::Kept, true, InstancePhase::Running);
+        let cases = [
+            (
+                view(Some(true), true, true),
+                vec![StopContainer, RemoveContainer, RemoveNetwork],
+            ),
+            (
+                view(Some(false), true, true),
+                vec![RemoveContainer, RemoveNetwork],
+            ),
+            (view(None, false, true), vec![]),
+        ];
+        for (observed, steps) in cases {
+            let plan = decide(&obj, &observed);
+            assert_eq!(plan.steps, steps, "{observed:?}");
+            assert_eq!(plan.target, InstancePhase::Kept);
+        }
+    }
+
+    #[test]
+    fn purged_stamps_first_and_drops_the_row_last() {
+        let obj = instance(DesiredPhase::Purged, true, InstancePhase::Running);
+        let plan = decide(&obj, &view(Some(true), true, true));
+        assert_eq!(
+            plan.steps,
+            [
+                StampPurging,
+                StopContainer,
+                RemoveContainer,
+                RemoveNetwork,
+                RemoveUnitDir,
+                RemoveSocketsDir,
+                RemoveUnitLock,
+                DropIndexRow
+            ]
+        );
+        // Interrupted after the stamp and the container: the rest remains.
+        let obj = instance(DesiredPhase::Purged, true, InstancePhase::Purging);
+        let plan = decide(&obj, &view(None, true, true));
+        assert_eq!(
+            plan.steps,
+            [
+                RemoveNetwork,
+                RemoveUnitDir,
+                RemoveSocketsDir,
+                RemoveUnitLock,
+                DropIndexRow
+            ]
+        );
+    }
+
+    /// Every desired phase over every observed state yields a plan whose
+    /// steps never both create and remove the same object.
+    #[test]
+    fn the_whole_table_is_consistent() {
+        for desired in DesiredPhase::ALL {
+            for pinned in [false, true] {
+                for state in [None, Some(false), Some(true)] {
+                    for network in [false, true] {
+                        for image in [false, true] {
+                            let obj = instance(desired, pinned, InstancePhase::Running);
+                            let plan = decide(&obj, &view(state, network, image));
+                            let creates = plan.steps.contains(&CreateContainer);
+                            let removes = plan.steps.contains(&RemoveContainer);
+                            assert!(!(creates && removes), "{desired:?} {state:?}");
+                            if desired != DesiredPhase::Running {
+                                assert!(!creates && !plan.steps.contains(&PinRecipe));
+                            }
+                            if desired == DesiredPhase::Running && state == Some(true) && pinned {
+                                assert!(!plan.steps.contains(&StartContainer));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! What the engine holds, read once per pass.
+//!
+//! A pass lists containers, networks and images once each, whatever the
+//! number of instances, and every instance's view is cut from that one
+//! snapshot by its uid label. Ownership is decided by label, never by name.
+
+use std::collections::{BTreeMap, HashSet};
+
+use jackin_api::instance::Recipe;
+use jackin_api::meta::{LABEL_MANAGED, LABEL_UID};
+
+use crate::engine::models::{ContainerSummary, ContainerSummaryStateEnum, Network};
+use crate::engine::{Engine, EngineError};
+
+/// Label naming the sidecar a container plays, absent on the main container.
+pub const LABEL_SIDECAR: &str = "jackin.dev/sidecar";
+
+/// One container as a reconciler needs to see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerView {
+    pub name: String,
+    pub running: bool,
+}
+
+/// Everything of one instance the engine holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstanceView {
+    pub container: Option<ContainerView>,
+    pub sidecars: BTreeMap<String, ContainerView>,
+    pub network: Option<String>,
+    /// Whether the pinned image (by id) is present.
+    pub image_present: bool,
+}
+
+/// One snapshot of the engine's managed objects.
+#[derive(Debug, Clone, Default)]
+pub struct Observation {
+    containers: Vec<ContainerSummary>,
+    networks: Vec<Network>,
+    image_ids: HashSet<String>,
+}
+
+impl Observation {
+    /// Lists every managed container and network, and every image: three
+    /// engine calls.
+    pub async fn all(engine: &Engine) -> Result<Self, EngineError> {
+        Self::take(engine, &[(LABEL_MANAGED, "true")]).await
+    }
+
+    /// The same, narrowed to one instance by its uid.
+    pub async fn of_instance(engine: &Engine, uid: &str) -> Result<Self, EngineError> {
+        Self::take(engine, &[(LABEL_MANAGED, "true"), (LABEL_UID, uid)]).await
+    }
+
+    async fn take(engine: &Engine, labels: &[(&str, &str)]) -> Result<Self, EngineError> {
+        let (containers, networks, images) = futures::try_join!(
+            engine.list_containers(labels),
+            engine.list_networks(labels),
+            engine.list_images(),
+        )?;
+        Ok(Self {
+            containers,
+            networks,
+            image_ids: images.into_iter().map(|i| i.id).collect(),
+        })
+    }
+
+    /// The part of the snapshot that belongs to the instance with `uid`.
+    pub fn view(&self, uid: &str, recipe: Option<&Recipe>) -> InstanceView {
+        let owned = |labels: Option<&std::collections::HashMap<String, String>>| {
+            labels.is_some_and(|l| {
+                l.get(LABEL_MANAGED).map(String::as_str) == Some("true")
+                    && l.get(LABEL_UID).map(String::as_str) == Some(uid)
+            })
+        };
+        let mut view = InstanceView::default();
+        for c in &self.containers {
+            if !owned(c.labels.as_ref()) {
+                continue;
+            }
+            let name = c
+                .names
+                .as_ref()
+                .and_then(|n| n.first())
+                .map(|n| n.trim_start_matches('/').to_owned())
+                .unwrap_or_default();
+            let container = ContainerView {
+                name,
+                running: matches!(
+                    c.state,
+                    Some(
+                        ContainerSummaryStateEnum::RUNNING | ContainerSummaryStateEnum::RESTARTING
+                    )
+                ),
+            };
+            match c.labels.as_ref().and_then(|l| l.get(LABEL_SIDECAR)) {
+                Some(sidecar) => {
+                    view.sidecars.insert(sidecar.clone(), container);
+                }
+                None => view.container = Some(container),
+            }
+        }
+        view.network = self
+            .networks
+            .iter()
+            .find(|n| owned(n.labels.as_ref()))
+            .and_then(|n| n.name.clone());
+        view.image_present = recipe.is_some_and(|r| self.image_ids.contains(&r.image_id));
+        view
+    }
+}

@@ -1,0 +1,368 @@
+//! The pinned launch recipe: what a session was launched with, captured once
+//! and replayed by every restore (seed defect F14: never re-resolve against
+//! today's configuration or the role's current head).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+use jackin_api::instance::{Instance, MountSpec, Recipe, RoleSource};
+use jackin_api::meta::LABEL_MANAGED;
+use jackin_api::workspace::WorkspaceSpec;
+
+use crate::engine::{Engine, EngineError, owner_labels};
+use crate::git::{GitError, Mirror};
+
+/// Label on images jackin built: the role they came from.
+pub const LABEL_ROLE: &str = "jackin.dev/role";
+/// Label on images jackin built: the role commit they came from.
+pub const LABEL_ROLE_COMMIT: &str = "jackin.dev/role-commit";
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecipeError {
+    #[error(
+        "image {0:?} is not present on the engine\nhint: build or load it, or drop spec.image to build the role"
+    )]
+    ImageNotFound(String),
+    #[error("{source_repo}: ref {git_ref:?} names no commit")]
+    RefNotFound {
+        source_repo: String,
+        git_ref: String,
+    },
+    #[error(
+        "{source_repo}: the pinned commit {commit} can no longer be found, so the session's image \
+         cannot be rebuilt as it was\nhint: restore the commit in the repository, or purge the instance"
+    )]
+    CommitUnavailable { source_repo: String, commit: String },
+    #[error("the pinned image is gone and the recipe has no role commit to rebuild it from")]
+    NothingToRebuild,
+    #[error("{source_repo} has no Dockerfile at {commit}")]
+    NoDockerfile { source_repo: String, commit: String },
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("preparing the build context: {0}")]
+    Context(#[from] std::io::Error),
+}
+
+impl RecipeError {
+    /// Whether trying again without a change elsewhere cannot help.
+    pub fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            Self::RefNotFound { .. }
+                | Self::CommitUnavailable { .. }
+                | Self::NothingToRebuild
+                | Self::NoDockerfile { .. }
+        )
+    }
+}
+
+/// `~/x` and `~` against the operator's home; anything else as written.
+pub fn expand_home(src: &str, home: Option<&Path>) -> String {
+    match (src.strip_prefix('~'), home) {
+        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+            format!("{}{rest}", home.display())
+        }
+        _ => src.to_owned(),
+    }
+}
+
+/// The recipe the spec asks for now, except for the image, which pinning
+/// fills in. Workspace mounts come first; an instance mount with the same
+/// destination replaces the workspace's.
+pub fn wanted(
+    obj: &Instance,
+    workspace: Option<&WorkspaceSpec>,
+    container: &str,
+    home: Option<&Path>,
+) -> Recipe {
+    let mut mounts: Vec<MountSpec> = Vec::new();
+    let spec = &obj.spec;
+    let workspace_mounts = workspace.map(|w| w.mounts.as_slice()).unwrap_or_default();
+    for m in workspace_mounts.iter().chain(&spec.mounts) {
+        let mut m = m.clone();
+        m.src = expand_home(&m.src, home);
+        match mounts.iter_mut().find(|e| e.dst == m.dst) {
+            Some(existing) => *existing = m,
+            None => mounts.push(m),
+        }
+    }
+    let uid = obj.metadata.uid.as_deref().unwrap_or_default();
+    Recipe {
+        image: spec.image.clone().unwrap_or_default(),
+        image_id: String::new(),
+        role_commit: None,
+        role_source: spec.role.source.as_ref().map(|s| s.git.clone()),
+        role_ref: spec.role.source.as_ref().and_then(|s| s.git_ref.clone()),
+        base_image: None,
+        command: spec.command.clone().unwrap_or_default(),
+        mounts,
+        env: spec.env.clone(),
+        network: container.to_owned(),
+        sidecars: spec.sidecars.clone(),
+        labels: owner_labels(&obj.metadata.name, uid).into_iter().collect(),
+    }
+}
+
+/// The recipe fields on which the current spec disagrees with the pinned
+/// recipe. The pinned session keeps running as pinned; this only explains.
+pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
+    let mut fields = Vec::new();
+    // An explicit image is compared by reference; a built one by its source.
+    if !wanted.image.is_empty() && wanted.image != pinned.image {
+        fields.push("image");
+    }
+    if wanted.role_source != pinned.role_source && wanted.image.is_empty() {
+        fields.push("role.source.git");
+    }
+    if wanted.role_ref != pinned.role_ref && wanted.image.is_empty() {
+        fields.push("role.source.ref");
+    }
+    if wanted.command != pinned.command {
+        fields.push("command");
+    }
+    if wanted.mounts != pinned.mounts {
+        fields.push("mounts");
+    }
+    if wanted.env != pinned.env {
+        fields.push("env");
+    }
+    if wanted.sidecars != pinned.sidecars {
+        fields.push("sidecars");
+    }
+    fields
+}
+
+/// An image jackin built from a role repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltImage {
+    pub tag: String,
+    pub id: String,
+    pub commit: String,
+    /// `reference@id` of the final stage's base, when it is a local image.
+    pub base: Option<String>,
+}
+
+/// The image of the final build stage's `FROM`, skipping flags and stage
+/// aliases; `None` when the final stage builds on an earlier stage.
+pub fn final_base(dockerfile: &str) -> Option<String> {
+    let mut stages: Vec<String> = Vec::new();
+    let mut base = None;
+    for line in dockerfile.lines() {
+        let mut words = line.split_whitespace();
+        if !words.next().is_some_and(|w| w.eq_ignore_ascii_case("FROM")) {
+            continue;
+        }
+        let rest: Vec<&str> = words.filter(|w| !w.starts_with("--")).collect();
+        let image = rest.first()?.to_string();
+        base = (!stages.contains(&image.to_lowercase())).then(|| image.clone());
+        if let [_, kw, alias] = rest.as_slice()
+            && kw.eq_ignore_ascii_case("AS")
+        {
+            stages.push(alias.to_lowercase());
+        }
+    }
+    base
+}
+
+/// `dockerfile` with the final stage's base replaced by `image`, so a
+/// rebuild lands on the recorded base even if its tag has moved since.
+pub fn pin_final_base(dockerfile: &str, image: &str) -> String {
+    let lines: Vec<&str> = dockerfile.lines().collect();
+    let last_from = lines.iter().rposition(|l| {
+        l.split_whitespace()
+            .next()
+            .is_some_and(|w| w.eq_ignore_ascii_case("FROM"))
+    });
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if Some(i) == last_from {
+            let mut replaced = false;
+            let words: Vec<String> = line
+                .split_whitespace()
+                .enumerate()
+                .map(|(n, w)| {
+                    if n > 0 && !replaced && !w.starts_with("--") {
+                        replaced = true;
+                        image.to_owned()
+                    } else {
+                        w.to_owned()
+                    }
+                })
+                .collect();
+            out.push_str(&words.join(" "));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A tar archive with the file at `path` replaced by `contents`.
+fn replace_in_tar(archive: &[u8], path: &str, contents: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut input = tar::Archive::new(archive);
+    let mut output = tar::Builder::new(Vec::new());
+    for entry in input.entries()? {
+        let mut entry = entry?;
+        let mut header = entry.header().clone();
+        if entry.path()?.to_str() == Some(path) {
+            header.set_size(contents.len() as u64);
+            header.set_cksum();
+            output.append(&header, contents)?;
+        } else {
+            let mut data = Vec::new();
+            entry.read_to_end(&mut data)?;
+            output.append(&header, data.as_slice())?;
+        }
+    }
+    output.into_inner()
+}
+
+/// Builds the role's image. A first launch resolves `source.ref` (the
+/// repository's HEAD when unset); a tier-3 rebuild passes the pinned commit
+/// and base, which are used as they are, never re-resolved.
+pub async fn build_role(
+    engine: &Engine,
+    role: &str,
+    source: &RoleSource,
+    pinned: Option<(&str, Option<&str>)>,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<BuiltImage, RecipeError> {
+    let repo = source.git.clone();
+    let mirror = {
+        let repo = repo.clone();
+        tokio::task::spawn_blocking(move || Mirror::clone(&repo))
+            .await
+            .expect("the clone task does not panic")?
+    };
+    let commit = match pinned {
+        Some((commit, _)) => mirror
+            .resolve(commit)?
+            .filter(|c| c == commit)
+            .ok_or_else(|| RecipeError::CommitUnavailable {
+                source_repo: repo.clone(),
+                commit: commit.to_owned(),
+            })?,
+        None => {
+            let git_ref = source.git_ref.as_deref().unwrap_or("HEAD");
+            mirror
+                .resolve(git_ref)?
+                .ok_or_else(|| RecipeError::RefNotFound {
+                    source_repo: repo.clone(),
+                    git_ref: git_ref.to_owned(),
+                })?
+        }
+    };
+    let dockerfile = mirror
+        .show(&commit, "Dockerfile")
+        .map_err(|_| RecipeError::NoDockerfile {
+            source_repo: repo.clone(),
+            commit: commit.clone(),
+        })?;
+    let dockerfile = String::from_utf8_lossy(&dockerfile).into_owned();
+    let mut context = mirror.archive(&commit)?;
+    drop(mirror);
+
+    let recorded_base = pinned.and_then(|(_, base)| base);
+    let base_ref = final_base(&dockerfile);
+    if let Some((_, id)) = recorded_base.and_then(|b| b.rsplit_once('@'))
+        && engine.image_id(id).await?.is_some()
+    {
+        let pinned_dockerfile = pin_final_base(&dockerfile, id);
+        context = replace_in_tar(&context, "Dockerfile", pinned_dockerfile.as_bytes())?;
+    }
+
+    let tag = format!("jackin/{role}:{}", &commit[..12.min(commit.len())]);
+    let labels = HashMap::from([
+        (LABEL_MANAGED.to_owned(), "true".to_owned()),
+        (LABEL_ROLE.to_owned(), role.to_owned()),
+        (LABEL_ROLE_COMMIT.to_owned(), commit.clone()),
+    ]);
+    let id = engine
+        .build_image(context, &tag, &labels, |line| progress(line))
+        .await?;
+    let base = match recorded_base {
+        Some(base) => Some(base.to_owned()),
+        None => match &base_ref {
+            Some(r) if r != "scratch" => engine.image_id(r).await?.map(|id| format!("{r}@{id}")),
+            _ => None,
+        },
+    };
+    Ok(BuiltImage {
+        tag,
+        id,
+        commit,
+        base,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn final_base_names_the_last_stage_image() {
+        assert_eq!(
+            final_base("FROM busybox:1\nRUN x\n"),
+            Some("busybox:1".into())
+        );
+        assert_eq!(
+            final_base("from --platform=linux/amd64 alpine AS build\nFROM debian:12\n"),
+            Some("debian:12".into())
+        );
+        // The final stage builds on an earlier stage: no external base.
+        assert_eq!(final_base("FROM alpine AS build\nFROM build\n"), None);
+        assert_eq!(final_base("RUN x\n"), None);
+    }
+
+    #[test]
+    fn pinning_the_base_rewrites_only_the_final_from() {
+        let text = "FROM a AS build\nRUN x\nFROM --platform=linux/amd64 b:1 AS final\nCMD y\n";
+        assert_eq!(
+            pin_final_base(text, "sha256:abc"),
+            "FROM a AS build\nRUN x\nFROM --platform=linux/amd64 sha256:abc AS final\nCMD y\n"
+        );
+    }
+
+    #[test]
+    fn home_expansion() {
+        let home = Some(Path::new("/home/op"));
+        assert_eq!(expand_home("~/src/app", home), "/home/op/src/app");
+        assert_eq!(expand_home("~", home), "/home/op");
+        assert_eq!(expand_home("~other/x", home), "~other/x");
+        assert_eq!(expand_home("/abs", home), "/abs");
+    }
+
+    #[test]
+    fn tar_entries_are_replaced() {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (name, data) in [("Dockerfile", "FROM a\n"), ("file", "x")] {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            builder
+                .append_data(&mut header, name, data.as_bytes())
+                .unwrap();
+        }
+        let archive = builder.into_inner().unwrap();
+        let replaced = replace_in_tar(&archive, "Dockerfile", b"FROM b\n").unwrap();
+        let mut files = Vec::new();
+        for entry in tar::Archive::new(replaced.as_slice()).entries().unwrap() {
+            let mut entry = entry.unwrap();
+            let mut text = String::new();
+            entry.read_to_string(&mut text).unwrap();
+            files.push((entry.path().unwrap().display().to_string(), text));
+        }
+        assert_eq!(
+            files,
+            [
+                ("Dockerfile".to_owned(), "FROM b\n".to_owned()),
+                ("file".to_owned(), "x".to_owned())
+            ]
+        );
+    }
+}
