@@ -17,14 +17,14 @@ fn apply_examples_then_get_round_trips_and_reapply_writes_nothing() {
     let examples = examples_dir();
     let examples = examples.to_str().unwrap();
 
-    let first = home.ok(&["apply", examples]);
+    let first = home.ok(&["apply", "--no-wait", examples]);
     assert_eq!(
         first,
         "instance/architect-1 created\nworkspace/jackin created\n"
     );
 
     let before = home.snapshot();
-    let second = home.ok(&["apply", "-f", examples]);
+    let second = home.ok(&["apply", "--no-wait", "-f", examples]);
     assert_eq!(
         second,
         "instance/architect-1 unchanged\nworkspace/jackin unchanged\n"
@@ -51,7 +51,7 @@ fn apply_examples_then_get_round_trips_and_reapply_writes_nothing() {
     let again = home.write_input("roundtrip.yaml", &yaml);
     let before = home.snapshot();
     assert_eq!(
-        home.ok(&["apply", again.to_str().unwrap()]),
+        home.ok(&["apply", "--no-wait", again.to_str().unwrap()]),
         "instance/architect-1 unchanged\n"
     );
     home.assert_unchanged(&before, "re-applying get's output");
@@ -67,7 +67,7 @@ fn apply_examples_then_get_round_trips_and_reapply_writes_nothing() {
 fn get_json_prints_the_whole_object() {
     let home = Home::new();
     let input = home.write_input("a.yaml", &instance_yaml("alpha"));
-    home.ok(&["apply", input.to_str().unwrap()]);
+    home.ok(&["apply", "--no-wait", input.to_str().unwrap()]);
     let json: serde_json::Value =
         serde_json::from_str(&home.ok(&["get", "alpha", "-o", "json"])).unwrap();
     assert_eq!(json["apiVersion"], "jackin.dev/v1alpha1");
@@ -91,7 +91,7 @@ fn get_json_prints_the_whole_object() {
 fn generation_moves_with_the_spec_only() {
     let home = Home::new();
     let input = home.write_input("a.yaml", &instance_yaml("alpha"));
-    home.ok(&["apply", input.to_str().unwrap()]);
+    home.ok(&["apply", "--no-wait", input.to_str().unwrap()]);
     let generation = |home: &Home| {
         let json: serde_json::Value =
             serde_json::from_str(&home.ok(&["get", "alpha", "-o", "json"])).unwrap();
@@ -104,15 +104,15 @@ fn generation_moves_with_the_spec_only() {
         instance_yaml("alpha").replace("  name: alpha\n", "  name: alpha\n  labels: {a: b}\n");
     let input = home.write_input("a.yaml", &labelled);
     assert_eq!(
-        home.ok(&["apply", input.to_str().unwrap()]),
+        home.ok(&["apply", "--no-wait", input.to_str().unwrap()]),
         "instance/alpha configured\n"
     );
     assert_eq!(generation(&home), 1);
 
-    let out = home.ok(&["set-phase", "alpha", "kept"]);
+    let out = home.ok(&["set-phase", "alpha", "kept", "--no-wait"]);
     assert!(out.starts_with("instance/alpha configured"), "{out}");
     assert_eq!(generation(&home), 2);
-    let out = home.ok(&["set-phase", "alpha", "kept"]);
+    let out = home.ok(&["set-phase", "alpha", "kept", "--no-wait"]);
     assert!(out.starts_with("instance/alpha unchanged"), "{out}");
     assert_eq!(generation(&home), 2);
 }
@@ -123,7 +123,7 @@ fn generation_moves_with_the_spec_only() {
 fn bad_input_is_located_and_writes_nothing() {
     let home = Home::new();
     let good = home.write_input("good.yaml", &instance_yaml("alpha"));
-    home.ok(&["apply", good.to_str().unwrap()]);
+    home.ok(&["apply", "--no-wait", good.to_str().unwrap()]);
 
     let base = instance_yaml("beta");
     let cases: Vec<(&str, String, &str)> = vec![
@@ -157,7 +157,12 @@ fn bad_input_is_located_and_writes_nothing() {
         let path = home.write_input(file, &text);
         let before = home.snapshot();
         // A good file beside the bad one is not applied either.
-        let stderr = home.fails(&["apply", good.to_str().unwrap(), path.to_str().unwrap()]);
+        let stderr = home.fails(&[
+            "apply",
+            "--no-wait",
+            good.to_str().unwrap(),
+            path.to_str().unwrap(),
+        ]);
         assert!(
             stderr.contains(expected),
             "{file}: expected {expected:?} in:\n{stderr}"
@@ -167,7 +172,7 @@ fn bad_input_is_located_and_writes_nothing() {
     // A fresh home is not even created by bad input.
     let fresh = Home::new();
     let bad = home.write_input("bad.yaml", &base.replace("name: beta", "name: ../x"));
-    fresh.fails(&["apply", bad.to_str().unwrap()]);
+    fresh.fails(&["apply", "--no-wait", bad.to_str().unwrap()]);
     assert!(fresh.snapshot().is_empty(), "{:?}", fresh.snapshot().keys());
 }
 
@@ -177,11 +182,11 @@ fn dry_run_writes_nothing() {
     let input = home.write_input("a.yaml", &instance_yaml("alpha"));
     let before = home.snapshot();
     assert_eq!(
-        home.ok(&["apply", "--dry-run", input.to_str().unwrap()]),
+        home.ok(&["apply", "--no-wait", "--dry-run", input.to_str().unwrap()]),
         "instance/alpha created (dry run)\n"
     );
     home.assert_unchanged(&before, "apply --dry-run");
-    home.ok(&["apply", input.to_str().unwrap()]);
+    home.ok(&["apply", "--no-wait", input.to_str().unwrap()]);
     let before = home.snapshot();
     let out = home.ok(&["delete", "alpha", "--dry-run"]);
     assert!(out.contains("(dry run)"), "{out}");
@@ -194,7 +199,7 @@ fn eight_concurrent_applies_leave_eight_rows() {
     let children: Vec<_> = (0..8)
         .map(|i| {
             let path = home.write_input(&format!("i{i}.yaml"), &instance_yaml(&format!("par-{i}")));
-            home.command(&["apply", path.to_str().unwrap()])
+            home.command(&["apply", "--no-wait", path.to_str().unwrap()])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -226,7 +231,7 @@ fn applied_home(names: &[&str]) -> Home {
     let home = Home::new();
     for name in names {
         let path = home.write_input(&format!("{name}.yaml"), &instance_yaml(name));
-        home.ok(&["apply", path.to_str().unwrap()]);
+        home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
     }
     home
 }

@@ -36,9 +36,11 @@ pub async fn run(
     }
     let objects = load(&paths)?;
     let has_instances = objects.iter().any(|o| matches!(o, Object::Instance(_)));
-    let engine = match (has_instances, args.dry_run) {
-        (true, false) => Some(crate::connect().await?),
-        _ => None,
+    // Converging needs the engine: connect before writing anything, so a
+    // command that cannot converge leaves the store as it was.
+    let engine = match has_instances && !args.dry_run && !args.wait.no_wait {
+        true => Some(crate::connect().await?),
+        false => None,
     };
     let store = open_store()?;
     for obj in &objects {

@@ -168,6 +168,14 @@ async fn set_phase(
     check_name(name)?;
     let store = open_store()?;
     let current = store.get_instance(name)?;
+    if wait.no_wait && !dry_run {
+        let outcome = store.set_phase(name, phase)?;
+        println!(
+            "instance/{name} {} (desired phase {phase})",
+            outcome.as_str()
+        );
+        return Ok(());
+    }
     let engine = connect().await?;
     if dry_run {
         let uid = current.metadata.uid.clone().unwrap_or_default();

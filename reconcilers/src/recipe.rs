@@ -51,7 +51,8 @@ impl RecipeError {
     pub fn is_permanent(&self) -> bool {
         matches!(
             self,
-            Self::RefNotFound { .. }
+            Self::ImageNotFound(_)
+                | Self::RefNotFound { .. }
                 | Self::CommitUnavailable { .. }
                 | Self::NothingToRebuild
                 | Self::NoDockerfile { .. }
