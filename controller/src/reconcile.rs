@@ -13,7 +13,7 @@ use jackin_reconcilers::observe::Observation;
 use jackin_reconcilers::{Engine, EngineError, Layout, recipe};
 use jiff::Timestamp;
 
-use crate::store::{InstanceGuard, Locked, Store, StoreError};
+use crate::store::{InstanceGuard, Store, StoreError};
 
 /// How many observe-decide-act rounds one reconcile may take. A healthy
 /// instance converges in two (act, then confirm); more means something keeps
@@ -102,13 +102,8 @@ impl Reconciler {
         let locked = tokio::task::spawn_blocking(move || store.lock_instance(&owned_name))
             .await
             .expect("locking does not panic")?;
-        let mut guard = match locked {
-            Locked::Absent => return Ok(Outcome::Gone),
-            Locked::Orphan(row) => {
-                self.finish_orphan(&row.container_name, name)?;
-                return Ok(Outcome::Gone);
-            }
-            Locked::Present(guard) => guard,
+        let Some(mut guard) = locked else {
+            return Ok(Outcome::Gone);
         };
         let workspace = match &guard.obj.spec.workspace {
             Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
@@ -232,29 +227,6 @@ impl Reconciler {
             results.push((name.clone(), result));
         }
         Ok(results)
-    }
-
-    /// Clears what an interrupted purge left after the unit's object went.
-    fn finish_orphan(&self, container: &str, name: &str) -> Result<(), ReconcileError> {
-        let layout = self.layout();
-        for (path, dir) in [
-            (layout.unit_dir(container), true),
-            (layout.sockets_dir(container), true),
-            (layout.unit_lock_file(container), false),
-        ] {
-            let result = if dir {
-                std::fs::remove_dir_all(&path)
-            } else {
-                std::fs::remove_file(&path)
-            };
-            if let Err(e) = result
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                return Err(StoreError::io(&path, e).into());
-            }
-        }
-        self.store.drop_row(name)?;
-        Ok(())
     }
 }
 

@@ -141,16 +141,6 @@ impl InstanceGuard {
     }
 }
 
-/// What `lock_instance` found.
-#[derive(Debug)]
-pub enum Locked {
-    Present(Box<InstanceGuard>),
-    /// An index row whose object is gone: a purge interrupted while or after
-    /// the unit was removed. Only leftovers remain to be cleared.
-    Orphan(IndexRow),
-    Absent,
-}
-
 /// The store rooted at one `JACKIN_HOME`.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -217,31 +207,67 @@ impl Store {
     }
 
     /// Takes an instance's unit lock (waiting for it) and reads the object.
-    pub fn lock_instance(&self, name: &str) -> Result<Locked, StoreError> {
-        let Some(row) = self.index()?.find(name).cloned() else {
-            return Ok(Locked::Absent);
+    pub fn lock_instance(&self, name: &str) -> Result<Option<Box<InstanceGuard>>, StoreError> {
+        let Some(row) = self.live_row(name)? else {
+            return Ok(None);
         };
-        let container = row.container_name.clone();
+        let container = row.container_name;
         let lock = self.lock_unit(&container)?;
-        match read_object(&self.layout, &container)? {
-            Some(obj) => Ok(Locked::Present(Box::new(InstanceGuard {
-                _lock: lock,
-                layout: self.layout.clone(),
-                container,
-                saved: obj.clone(),
-                obj,
-            }))),
-            // A purge interrupted while it removed the unit.
-            None if row.desired == DesiredPhase::Purged
-                || !self.layout.unit_dir(&container).exists() =>
-            {
-                Ok(Locked::Orphan(row))
-            }
-            None => Err(StoreError::Unreadable {
-                path: self.layout.object_file(&container),
-                message: "the unit has no object".into(),
-            }),
+        // The purge this lock waited for may have removed the instance.
+        let Some(obj) = read_object(&self.layout, &container)? else {
+            drop(lock);
+            return self.lock_instance(name);
+        };
+        Ok(Some(Box::new(InstanceGuard {
+            _lock: lock,
+            layout: self.layout.clone(),
+            container,
+            saved: obj.clone(),
+            obj,
+        })))
+    }
+
+    /// The index row of `name`, if its instance still exists. A row whose
+    /// object is gone is what a purge interrupted at its last steps leaves
+    /// behind; that purge is finished here and the row reported absent.
+    fn live_row(&self, name: &str) -> Result<Option<IndexRow>, StoreError> {
+        let Some(row) = self.index()?.find(name).cloned() else {
+            return Ok(None);
+        };
+        let container = &row.container_name;
+        if self.layout.object_file(container).exists() {
+            return Ok(Some(row));
         }
+        let unit = self.layout.unit_dir(container);
+        if row.desired != DesiredPhase::Purged && unit.exists() {
+            return Err(StoreError::Unreadable {
+                path: self.layout.object_file(container),
+                message: "the unit has no object".into(),
+            });
+        }
+        let lock = self.lock_unit(container)?;
+        if self.layout.object_file(container).exists() {
+            return Ok(Some(row));
+        }
+        for (path, is_dir) in [
+            (unit, true),
+            (self.layout.sockets_dir(container), true),
+            (self.layout.unit_lock_file(container), false),
+        ] {
+            let result = if is_dir {
+                fs::remove_dir_all(&path)
+            } else {
+                fs::remove_file(&path)
+            };
+            match result {
+                Err(e) if e.kind() != ErrorKind::NotFound => return Err(StoreError::io(&path, e)),
+                _ => {}
+            }
+        }
+        drop(lock);
+        self.drop_row(name)?;
+        tracing::info!(instance = name, "finished an interrupted purge");
+        Ok(None)
     }
 
     /// Removes an instance's index row: the last step of a purge.
@@ -267,18 +293,14 @@ impl Store {
     }
 
     pub fn get_instance(&self, name: &str) -> Result<Instance, StoreError> {
-        let index = self.index()?;
-        let row = index
-            .find(name)
-            .ok_or_else(|| StoreError::InstanceNotFound(name.to_owned()))?;
-        read_object(&self.layout, &row.container_name)?
-            .ok_or_else(|| StoreError::InstanceNotFound(name.to_owned()))
+        let not_found = || StoreError::InstanceNotFound(name.to_owned());
+        let row = self.live_row(name)?.ok_or_else(not_found)?;
+        read_object(&self.layout, &row.container_name)?.ok_or_else(not_found)
     }
 
     /// Reports what applying `applied` would do, writing nothing.
     pub fn plan_instance(&self, applied: &Instance) -> Result<ApplyOutcome, StoreError> {
-        let index = self.index()?;
-        let Some(row) = index.find(&applied.metadata.name) else {
+        let Some(row) = self.live_row(&applied.metadata.name)? else {
             return Ok(ApplyOutcome::Created);
         };
         let mut stored = read_object(&self.layout, &row.container_name)?
@@ -290,6 +312,8 @@ impl Store {
     /// and jackin-owned metadata of `applied` are ignored.
     pub fn apply_instance(&self, applied: &Instance) -> Result<ApplyOutcome, StoreError> {
         let name = &applied.metadata.name;
+        // Finishes an interrupted purge of this name before looking it up.
+        self.live_row(name)?;
         let container = {
             let _index_lock = self.lock_index()?;
             let (mut index, _) = Index::load_or_repair(&self.layout)?;
@@ -309,9 +333,8 @@ impl Store {
     /// Sets the desired phase of an existing instance.
     pub fn set_phase(&self, name: &str, phase: DesiredPhase) -> Result<ApplyOutcome, StoreError> {
         let container = self
-            .index()?
-            .find(name)
-            .map(|row| row.container_name.clone())
+            .live_row(name)?
+            .map(|row| row.container_name)
             .ok_or_else(|| StoreError::InstanceNotFound(name.to_owned()))?;
         self.update_instance(name, &container, |stored| {
             if stored.spec.phase == phase {

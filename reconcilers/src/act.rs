@@ -48,6 +48,9 @@ impl ActError {
     pub fn is_permanent(&self) -> bool {
         match self {
             Self::Recipe(e) => e.is_permanent(),
+            // The engine found the request itself invalid; asking again
+            // unchanged gets the same answer.
+            Self::Engine(EngineError::Refused { status: 400, .. }) => true,
             Self::Unsupported(_) => true,
             _ => false,
         }
@@ -305,6 +308,9 @@ async fn create_container(
         tty: Some(true),
         open_stdin: Some(true),
         host_config: Some(HostConfig {
+            // An init process forwards signals to the agent and reaps the
+            // processes it leaves behind.
+            init: Some(true),
             network_mode: Some(recipe.network.clone()),
             mounts: Some(mounts),
             ..Default::default()

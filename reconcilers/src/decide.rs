@@ -14,7 +14,8 @@
 //! | missing, pinned image missing | rebuild at the pinned commit, then 2   | 3    |
 //! | no recipe pinned yet          | pin (build or resolve), create, start  | launch |
 //!
-//! `Kept` tears down the engine objects and keeps the unit. `Purged` stamps
+//! `Kept` stops the container gracefully, tears down the engine objects and
+//! keeps the unit. `Purged` stamps
 //! `Purging` first (so a crash mid-way leaves an honest record), tears down,
 //! then removes the unit, the sockets directory, the sibling lock and finally
 //! the index row.
@@ -96,7 +97,7 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
     match obj.spec.phase {
         DesiredPhase::Running => running(obj, view),
         DesiredPhase::Kept => Plan {
-            steps: teardown(view),
+            steps: teardown(view, true),
             tier: None,
             target: InstancePhase::Kept,
         },
@@ -106,7 +107,8 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
             if !stamped {
                 steps.push(Step::StampPurging);
             }
-            steps.extend(teardown(view));
+            // Nothing of the session survives a purge: no graceful stop.
+            steps.extend(teardown(view, false));
             steps.extend([
                 Step::RemoveUnitDir,
                 Step::RemoveSocketsDir,
@@ -185,10 +187,11 @@ fn support(obj: &Instance, view: &InstanceView) -> Vec<Step> {
 }
 
 /// Everything the engine holds of the instance, removed; the unit stays.
-fn teardown(view: &InstanceView) -> Vec<Step> {
+/// A graceful stop first gives the agent time to write its state.
+fn teardown(view: &InstanceView, graceful: bool) -> Vec<Step> {
     let mut steps = Vec::new();
     if let Some(c) = &view.container {
-        if c.running {
+        if c.running && graceful {
             steps.push(Step::StopContainer);
         }
         steps.push(Step::RemoveContainer);
@@ -361,7 +364,6 @@ mod tests {
             plan.steps,
             [
                 StampPurging,
-                StopContainer,
                 RemoveContainer,
                 RemoveNetwork,
                 RemoveUnitDir,

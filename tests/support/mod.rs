@@ -19,7 +19,77 @@ pub struct Home {
     dir: tempfile::TempDir,
 }
 
+impl Drop for Home {
+    /// Removes every engine object of every instance this home still holds,
+    /// by uid label, so a failed test leaves nothing running.
+    fn drop(&mut self) {
+        let uids = self.uids();
+        if !uids.is_empty() {
+            remove_by_uid(&uids);
+        }
+    }
+}
+
+/// Removes the containers and networks whose `jackin.dev/uid` is in `uids`.
+pub fn remove_by_uid(uids: &[String]) {
+    let format = "{{.ID}} {{.Label \"jackin.dev/uid\"}}";
+    let managed = "label=jackin.dev/managed=true";
+    let kinds: [(&[&str], &[&str]); 2] = [
+        (
+            &["ps", "-a", "--filter", managed, "--format", format],
+            &["rm", "-f"],
+        ),
+        (
+            &["network", "ls", "--filter", managed, "--format", format],
+            &["network", "rm"],
+        ),
+    ];
+    for (list, remove) in kinds {
+        let Ok(out) = Command::new("docker").args(list).output() else {
+            return;
+        };
+        let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| {
+                let (id, uid) = line.split_once(' ')?;
+                uids.iter().any(|u| u == uid).then(|| id.to_owned())
+            })
+            .collect();
+        if !ids.is_empty() {
+            let _ = Command::new("docker").args(remove).args(&ids).output();
+        }
+    }
+}
+
 impl Home {
+    /// The uids of the instances whose units are under this home.
+    pub fn uids(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.path().join("data")) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|e| {
+                let object = e.ok()?.path().join(".jackin/instance.json");
+                let json: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(object).ok()?).ok()?;
+                Some(json["metadata"]["uid"].as_str()?.to_owned())
+            })
+            .collect()
+    }
+
+    /// `jackin get NAME -o json`, parsed.
+    pub fn object(&self, name: &str) -> serde_json::Value {
+        serde_json::from_str(&self.ok(&["get", name, "-o", "json"])).expect("get prints JSON")
+    }
+
+    /// The container name of an instance.
+    pub fn container(&self, name: &str) -> String {
+        self.object(name)["status"]["containerName"]
+            .as_str()
+            .expect("the instance has an identity")
+            .to_owned()
+    }
+
     pub fn new() -> Self {
         Self {
             dir: tempfile::Builder::new()
@@ -134,6 +204,18 @@ pub const FIXTURE_LABEL: &str = "jackin.dev/test-fixture";
 /// Where Debian's `busybox-static` puts its binary.
 const BUSYBOX_PATHS: [&str; 2] = ["/bin/busybox", "/usr/bin/busybox"];
 
+/// [`busybox_image`] for tests without a runtime of their own.
+pub fn ensure_busybox() -> String {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let engine = Engine::connect().await.expect("a Docker engine answers");
+            busybox_image(&engine).await
+        })
+}
+
 /// Builds [`BUSYBOX_IMAGE`] unless the engine has it already.
 pub async fn busybox_image(engine: &Engine) -> String {
     if engine.image_id(BUSYBOX_IMAGE).await.unwrap().is_some() {
@@ -146,7 +228,8 @@ pub async fn busybox_image(engine: &Engine) -> String {
     let dockerfile = "FROM scratch\n\
                       COPY busybox /bin/busybox\n\
                       RUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n\
-                      ENV PATH=/bin\n";
+                      ENV PATH=/bin\n\
+                      CMD [\"sleep\", \"3600\"]\n";
     let mut tar = tar::Builder::new(Vec::new());
     let mut add = |name: &str, bytes: &[u8], mode: u32| {
         let mut header = tar::Header::new_gnu();
@@ -164,6 +247,143 @@ pub async fn busybox_image(engine: &Engine) -> String {
         .await
         .expect("the busybox image builds");
     BUSYBOX_IMAGE.to_owned()
+}
+
+/// Runs `docker ARGS…`, insisting on success; returns trimmed stdout.
+pub fn docker(args: &[&str]) -> String {
+    let out = Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker runs");
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Names of the containers and networks labelled with `uid`.
+pub fn engine_objects(uid: &str) -> (Vec<String>, Vec<String>) {
+    let filter = format!("label=jackin.dev/uid={uid}");
+    let split = |s: String| -> Vec<String> { s.lines().map(str::to_owned).collect() };
+    (
+        split(docker(&[
+            "ps",
+            "-a",
+            "--filter",
+            &filter,
+            "--format",
+            "{{.Names}}",
+        ])),
+        split(docker(&[
+            "network",
+            "ls",
+            "--filter",
+            &filter,
+            "--format",
+            "{{.Name}}",
+        ])),
+    )
+}
+
+/// A unique, DNS-safe name for this test process and call.
+pub fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A role repository: a git repository with a Dockerfile that bakes the
+/// file `marker` into the image on top of the busybox test image. Images
+/// built from it carry its unique role name and are removed on drop.
+pub struct RoleRepo {
+    dir: tempfile::TempDir,
+    pub role: String,
+}
+
+impl RoleRepo {
+    pub fn new(marker: &str) -> Self {
+        let repo = Self {
+            dir: tempfile::Builder::new()
+                .prefix("jackin-role-")
+                .tempdir()
+                .unwrap(),
+            role: unique("role"),
+        };
+        repo.git(&["init", "--quiet", "--initial-branch=main"]);
+        repo.git(&["config", "user.email", "test@jackin.dev"]);
+        repo.git(&["config", "user.name", "jackin test"]);
+        std::fs::write(
+            repo.path().join("Dockerfile"),
+            format!("FROM {BUSYBOX_IMAGE}\nCOPY marker /marker\nCMD [\"sleep\", \"3600\"]\n"),
+        )
+        .unwrap();
+        repo.commit_marker(marker);
+        repo
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(self.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Commits `marker` as the file's new contents; returns the commit.
+    pub fn commit_marker(&self, marker: &str) -> String {
+        std::fs::write(self.path().join("marker"), marker).unwrap();
+        self.git(&["add", "."]);
+        self.git(&["commit", "--quiet", "-m", marker]);
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// An Instance that builds this role at `main`.
+    pub fn instance_yaml(&self, name: &str) -> String {
+        format!(
+            "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata:\n  name: {name}\nspec:\n  \
+             role: {{name: {}, source: {{git: {}, ref: main}}}}\n  agent: claude\n",
+            self.role,
+            self.path().display()
+        )
+    }
+}
+
+impl Drop for RoleRepo {
+    fn drop(&mut self) {
+        let filter = format!("label=jackin.dev/role={}", self.role);
+        if let Ok(out) = Command::new("docker")
+            .args(["images", "-q", "--filter", &filter])
+            .output()
+        {
+            let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect();
+            if !ids.is_empty() {
+                let _ = Command::new("docker")
+                    .args(["rmi", "-f"])
+                    .args(&ids)
+                    .output();
+            }
+        }
+    }
 }
 
 /// A unique label value per test, and removal of every container carrying

@@ -1,0 +1,468 @@
+//! The convergence loop against the real engine and real git repositories:
+//! launch, every rung of the restore ladder, keep, purge, the pinned
+//! recipe, secrets by reference, crash safety and engine failures.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use support::{Home, RoleRepo, docker, engine_objects, ensure_busybox, instance_yaml};
+
+/// Applies `yaml` as `file` and insists on success; returns stdout.
+fn apply(home: &Home, file: &str, yaml: &str) -> String {
+    let path = home.write_input(file, yaml);
+    home.ok(&["apply", path.to_str().unwrap()])
+}
+
+fn restore_tier(home: &Home, name: &str) -> Option<i64> {
+    home.object(name)["status"]["restore"]["tier"].as_i64()
+}
+
+#[test]
+fn launch_then_tier_1_after_stop_and_tier_2_after_rm() {
+    ensure_busybox();
+    let home = Home::new();
+    let yaml = instance_yaml("alpha").replace(
+        "  agent: claude\n",
+        "  agent: claude\n  command: [sleep, \"3600\"]\n",
+    );
+    assert_eq!(
+        apply(&home, "a.yaml", &yaml),
+        "instance/alpha created\ninstance/alpha Running\n"
+    );
+    let obj = home.object("alpha");
+    assert_eq!(obj["status"]["phase"], "Running");
+    assert_eq!(obj["status"]["observedGeneration"], 1);
+    let container = home.container("alpha");
+    let uid = obj["metadata"]["uid"].as_str().unwrap().to_owned();
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.State.Running}}", &container]),
+        "true"
+    );
+    let image_id = obj["status"]["recipe"]["imageId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Tier 0: running, nothing to do, nothing written.
+    let before = home.snapshot();
+    assert_eq!(
+        apply(&home, "a.yaml", &yaml),
+        "instance/alpha unchanged\ninstance/alpha Running\n"
+    );
+    home.assert_unchanged(&before, "a converged re-apply");
+
+    // Tier 1: the same container, started again.
+    let id = docker(&["inspect", "-f", "{{.Id}}", &container]);
+    docker(&["stop", "-t", "1", &container]);
+    assert!(apply(&home, "a.yaml", &yaml).ends_with("instance/alpha Running (restored, tier 1)\n"));
+    assert_eq!(restore_tier(&home, "alpha"), Some(1));
+    assert_eq!(docker(&["inspect", "-f", "{{.Id}}", &container]), id);
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.State.Running}}", &container]),
+        "true"
+    );
+
+    // Tier 2: a new container from the pinned image.
+    docker(&["rm", "-f", &container]);
+    assert!(apply(&home, "a.yaml", &yaml).ends_with("instance/alpha Running (restored, tier 2)\n"));
+    assert_eq!(restore_tier(&home, "alpha"), Some(2));
+    assert_ne!(docker(&["inspect", "-f", "{{.Id}}", &container]), id);
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.Image}}", &container]),
+        image_id
+    );
+    let (containers, networks) = engine_objects(&uid);
+    assert_eq!((containers.len(), networks.len()), (1, 1));
+}
+
+#[test]
+fn tier_3_rebuilds_the_pinned_commit_not_the_new_head() {
+    ensure_busybox();
+    let home = Home::new();
+    let repo = RoleRepo::new("pinned-v1");
+    let yaml = repo.instance_yaml("builder");
+    let first = apply(&home, "b.yaml", &yaml);
+    assert!(first.ends_with("instance/builder Running\n"), "{first}");
+    let container = home.container("builder");
+    assert_eq!(docker(&["exec", &container, "cat", "/marker"]), "pinned-v1");
+    let recipe = home.object("builder")["status"]["recipe"].clone();
+    let pinned_commit = recipe["roleCommit"].as_str().unwrap().to_owned();
+    assert_eq!(pinned_commit, repo.git(&["rev-parse", "HEAD"]));
+    assert!(
+        recipe["baseImage"]
+            .as_str()
+            .unwrap()
+            .starts_with("jackin-test/busybox:1@sha256:")
+    );
+
+    // The role moves on; the container and its image go away.
+    let head = repo.commit_marker("new-head-v2");
+    assert_ne!(head, pinned_commit);
+    docker(&["rm", "-f", &container]);
+    docker(&["rmi", "-f", recipe["imageId"].as_str().unwrap()]);
+
+    let out = apply(&home, "b.yaml", &yaml);
+    assert!(
+        out.ends_with("instance/builder Running (restored, tier 3)\n"),
+        "{out}"
+    );
+    assert_eq!(docker(&["exec", &container, "cat", "/marker"]), "pinned-v1");
+    let after = home.object("builder")["status"]["recipe"].clone();
+    assert_eq!(after["roleCommit"], pinned_commit.as_str());
+    assert_eq!(after["baseImage"], recipe["baseImage"]);
+    assert_eq!(restore_tier(&home, "builder"), Some(3));
+}
+
+#[test]
+fn a_vanished_pinned_commit_fails_without_deleting_anything() {
+    ensure_busybox();
+    let home = Home::new();
+    let repo = RoleRepo::new("doomed");
+    let yaml = repo.instance_yaml("lost");
+    apply(&home, "l.yaml", &yaml);
+    let container = home.container("lost");
+    let recipe = home.object("lost")["status"]["recipe"].clone();
+
+    // Rewrite history so the pinned commit no longer exists anywhere.
+    repo.git(&["checkout", "--quiet", "--orphan", "rewritten"]);
+    repo.commit_marker("rewritten");
+    repo.git(&["branch", "-D", "main"]);
+    repo.git(&["branch", "-m", "main"]);
+    repo.git(&["reflog", "expire", "--expire=now", "--all"]);
+    repo.git(&["gc", "--quiet", "--prune=now"]);
+    docker(&["rm", "-f", &container]);
+    docker(&["rmi", "-f", recipe["imageId"].as_str().unwrap()]);
+
+    let path = home.write_input("l.yaml", &yaml);
+    let stderr = home.fails(&["apply", path.to_str().unwrap()]);
+    assert!(stderr.contains("can no longer be found"), "{stderr}");
+    let obj = home.object("lost");
+    assert_eq!(obj["status"]["phase"], "Failed");
+    let ready = &obj["status"]["conditions"][0];
+    assert_eq!(
+        (ready["type"].as_str(), ready["reason"].as_str()),
+        (Some("Ready"), Some("RecipeUnavailable"))
+    );
+    assert_eq!(obj["status"]["recipe"], recipe, "the recipe is kept");
+    assert!(
+        home.path()
+            .join("data")
+            .join(&container)
+            .join(".jackin/instance.json")
+            .exists()
+    );
+}
+
+#[test]
+fn kept_keeps_the_unit_and_running_again_restores_it() {
+    ensure_busybox();
+    let home = Home::new();
+    apply(&home, "k.yaml", &instance_yaml("keeper"));
+    let container = home.container("keeper");
+    let uid = home.object("keeper")["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Something the agent wrote in its home, which is bind-mounted.
+    docker(&[
+        "exec",
+        &container,
+        "sh",
+        "-c",
+        "echo remembered > $HOME/notes",
+    ]);
+
+    let out = home.ok(&["set-phase", "keeper", "kept"]);
+    assert!(out.ends_with("instance/keeper Kept\n"), "{out}");
+    assert_eq!(engine_objects(&uid), (vec![], vec![]));
+    let unit = home.path().join("data").join(&container);
+    assert!(unit.join("home/notes").exists());
+    assert!(
+        home.path()
+            .join("data")
+            .join(format!("{container}.lock"))
+            .exists()
+    );
+    assert_eq!(home.object("keeper")["status"]["phase"], "Kept");
+
+    let out = home.ok(&["set-phase", "keeper", "running"]);
+    assert!(
+        out.ends_with("instance/keeper Running (restored, tier 2)\n"),
+        "{out}"
+    );
+    assert_eq!(
+        docker(&["exec", &container, "sh", "-c", "cat $HOME/notes"]),
+        "remembered"
+    );
+}
+
+#[test]
+fn purge_leaves_nothing_of_the_instance() {
+    ensure_busybox();
+    let home = Home::new();
+    let yaml = instance_yaml("goner").replace(
+        "  agent: claude\n",
+        &format!(
+            "  agent: claude\n  sidecars: [{{name: helper, image: {}, command: [sleep, \"3600\"]}}]\n",
+            support::BUSYBOX_IMAGE
+        ),
+    );
+    apply(&home, "g.yaml", &yaml);
+    let container = home.container("goner");
+    let uid = home.object("goner")["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (containers, networks) = engine_objects(&uid);
+    assert_eq!((containers.len(), networks.len()), (2, 1), "{containers:?}");
+    std::fs::create_dir_all(home.path().join("sockets").join(&container)).unwrap();
+
+    let out = home.ok(&["delete", "goner"]);
+    assert!(out.ends_with("instance/goner purged\n"), "{out}");
+    assert_eq!(engine_objects(&uid), (vec![], vec![]));
+    let data = home.path().join("data");
+    assert!(!data.join(&container).exists());
+    assert!(!data.join(format!("{container}.lock")).exists());
+    assert!(!home.path().join("sockets").join(&container).exists());
+    assert!(
+        home.ok(&["get"]).lines().count() == 1,
+        "only the header remains"
+    );
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.join("instances.json")).unwrap()).unwrap();
+    assert_eq!(index["instances"], serde_json::json!([]));
+}
+
+#[test]
+fn secrets_reach_the_container_and_nothing_else() {
+    ensure_busybox();
+    let home = Home::new();
+    let env_canary = "canary-env-7Qz1";
+    let file_canary = "canary-file-9Xw4";
+    let secret_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret_file.path(), format!("{file_canary}\n")).unwrap();
+    let yaml = instance_yaml("secretive").replace(
+        "  agent: claude\n",
+        &format!(
+            "  agent: claude\n  env:\n  - {{name: FROM_ENV, valueFrom: {{hostEnv: JACKIN_TEST_CANARY}}}}\n  \
+             - {{name: FROM_FILE, valueFrom: {{file: {}}}}}\n",
+            secret_file.path().display()
+        ),
+    );
+    let path = home.write_input("s.yaml", &yaml);
+    let out = home
+        .command(&["-vvv", "apply", path.to_str().unwrap()])
+        .env("JACKIN_TEST_CANARY", env_canary)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let container = home.container("secretive");
+    let env = docker(&["inspect", "-f", "{{json .Config.Env}}", &container]);
+    assert!(env.contains(&format!("FROM_ENV={env_canary}")), "{env}");
+    assert!(env.contains(&format!("FROM_FILE={file_canary}")), "{env}");
+
+    let logs = [out.stdout, out.stderr].concat();
+    let json = home.ok(&["get", "secretive", "-o", "json"]);
+    let describe = home.ok(&["describe", "secretive"]);
+    for canary in [env_canary, file_canary] {
+        assert!(
+            !String::from_utf8_lossy(&logs).contains(canary),
+            "{canary} in the logs"
+        );
+        assert!(!json.contains(canary), "{canary} in get -o json");
+        assert!(!describe.contains(canary), "{canary} in describe");
+        for (file, (_, bytes)) in home.snapshot() {
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(canary),
+                "{canary} in {}",
+                file.display()
+            );
+        }
+    }
+    // The references themselves are recorded.
+    assert!(json.contains("JACKIN_TEST_CANARY"));
+}
+
+#[test]
+fn spec_drift_is_reported_and_the_pinned_session_kept() {
+    ensure_busybox();
+    let home = Home::new();
+    let yaml = instance_yaml("drifter").replace(
+        "  agent: claude\n",
+        "  agent: claude\n  command: [sleep, \"3600\"]\n",
+    );
+    apply(&home, "d.yaml", &yaml);
+    let container = home.container("drifter");
+    let id = docker(&["inspect", "-f", "{{.Id}}", &container]);
+    let changed = yaml.replace("\"3600\"", "\"7200\"");
+    let out = apply(&home, "d.yaml", &changed);
+    assert!(out.starts_with("instance/drifter configured\n"), "{out}");
+    let obj = home.object("drifter");
+    let drift = obj["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "SpecDrift")
+        .expect("a SpecDrift condition");
+    assert!(
+        drift["message"].as_str().unwrap().contains("spec.command"),
+        "{drift}"
+    );
+    assert_eq!(
+        obj["status"]["recipe"]["command"],
+        serde_json::json!(["sleep", "3600"])
+    );
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.Id}}", &container]),
+        id,
+        "not rebuilt"
+    );
+    // Going back to the pinned spec clears the condition.
+    apply(&home, "d.yaml", &yaml);
+    let obj = home.object("drifter");
+    assert!(
+        !obj["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "SpecDrift")
+    );
+}
+
+#[test]
+fn an_engine_that_does_not_answer_changes_nothing() {
+    ensure_busybox();
+    let home = Home::new();
+    apply(&home, "u.yaml", &instance_yaml("steady"));
+    let before = home.snapshot();
+    let out = home
+        .command(&["set-phase", "steady", "kept"])
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot reach the Docker engine at unix:///nonexistent/docker.sock"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint:"), "{stderr}");
+    home.assert_unchanged(&before, "set-phase against a dead engine");
+    assert_eq!(home.object("steady")["spec"]["phase"], "Running");
+}
+
+/// Kills a one-shot converge with SIGKILL as each of its steps begins, then
+/// runs it again: it always ends converged, with exactly one of everything.
+#[test]
+fn killed_at_any_step_the_next_run_converges_without_leaks() {
+    ensure_busybox();
+    let home = Home::new();
+    let yaml = instance_yaml("crashy").replace(
+        "  agent: claude\n",
+        &format!(
+            "  agent: claude\n  command: [sleep, \"3600\"]\n  sidecars: [{{name: side, image: {}, command: [sleep, \"3600\"]}}]\n",
+            support::BUSYBOX_IMAGE
+        ),
+    );
+    let path = home.write_input("c.yaml", &yaml);
+    let path = path.to_str().unwrap();
+    // Launch steps: pin, network, sidecar create, sidecar start, create, start.
+    for kill_at in 1..=6 {
+        run_and_kill_at_step(&home, &["apply", path], kill_at);
+        let out = home.ok(&["apply", path]);
+        assert!(
+            out.contains("instance/crashy Running"),
+            "kill at {kill_at}: {out}"
+        );
+        let uid = home.object("crashy")["metadata"]["uid"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let (containers, networks) = engine_objects(&uid);
+        assert_eq!(
+            (containers.len(), networks.len()),
+            (2, 1),
+            "kill at {kill_at}: {containers:?}"
+        );
+        let units = std::fs::read_dir(home.path().join("data"))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().is_dir())
+            .count();
+        assert_eq!(units, 1, "kill at {kill_at}: a stray unit");
+        // Purge, killed at each of its steps too, then finished.
+        run_and_kill_at_step(&home, &["delete", "crashy"], kill_at);
+        let out = home.jackin(&["delete", "crashy"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let gone =
+            text.contains("purged") || String::from_utf8_lossy(&out.stderr).contains("not found");
+        assert!(
+            gone,
+            "kill at {kill_at}: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(engine_objects(&uid), (vec![], vec![]), "kill at {kill_at}");
+        let leftovers: Vec<_> = std::fs::read_dir(home.path().join("data"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("jk-"))
+            .collect();
+        assert!(leftovers.is_empty(), "kill at {kill_at}: {leftovers:?}");
+    }
+    // Purge steps: stamp, container, sidecar, network, unit, sockets, lock,
+    // row. The first six were hit above; the last two here.
+    for kill_at in 7..=8 {
+        home.ok(&["apply", path]);
+        let uid = home.object("crashy")["metadata"]["uid"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        run_and_kill_at_step(&home, &["delete", "crashy"], kill_at);
+        let out = home.jackin(&["delete", "crashy"]);
+        assert!(matches!(out.status.code(), Some(0 | 1)));
+        assert_eq!(
+            engine_objects(&uid),
+            (vec![], vec![]),
+            "purge kill at {kill_at}"
+        );
+        assert!(
+            !std::fs::read_dir(home.path().join("data"))
+                .unwrap()
+                .any(|e| e.unwrap().file_name().to_string_lossy().starts_with("jk-")),
+            "purge kill at {kill_at}"
+        );
+        assert!(
+            home.ok(&["get"]).lines().count() == 1,
+            "purge kill at {kill_at}"
+        );
+    }
+}
+
+/// Runs `jackin ARGS` and SIGKILLs it as its `step`-th step line appears
+/// (or lets it finish if it has fewer steps).
+fn run_and_kill_at_step(home: &Home, args: &[&str], step: usize) {
+    let mut child = home
+        .command(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut seen = 0;
+    for line in BufReader::new(stderr).lines() {
+        let line = line.unwrap();
+        if line.starts_with("instance/") {
+            seen += 1;
+            if seen == step {
+                child.kill().unwrap();
+                break;
+            }
+        }
+    }
+    let _ = child.wait();
+}
