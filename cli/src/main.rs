@@ -50,9 +50,11 @@ fn init_logging(verbose: u8, format: LogFormat) {
         2 => tracing::Level::DEBUG,
         _ => tracing::Level::TRACE,
     };
+    use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false);
     match format {
         LogFormat::Text => builder.init(),

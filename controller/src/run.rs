@@ -82,7 +82,13 @@ impl Shared {
         match result {
             Ok(outcome) => {
                 backoffs.remove(name);
-                tracing::debug!(instance = name, ?outcome, "reconciled");
+                match outcome {
+                    Outcome::Converged {
+                        tier: Some(tier), ..
+                    } => tracing::info!(instance = name, tier, "restored"),
+                    Outcome::Gone => tracing::info!(instance = name, "purged"),
+                    _ => tracing::debug!(instance = name, ?outcome, "reconciled"),
+                }
             }
             Err(e) => {
                 let delays = backoffs
