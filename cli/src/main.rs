@@ -287,12 +287,17 @@ fn get(store: &Store, args: &GetArgs) -> Result<()> {
         check_name(name)?;
     }
     let now = Timestamp::now();
+    let table = matches!(args.output, Format::Table | Format::Wide);
     let text = match kind {
         Kind::Instances => {
             let objects = match name {
                 Some(name) => vec![store.get_instance(name)?],
                 None => store.list_instances()?,
             };
+            if objects.is_empty() && table {
+                eprintln!("No instances found.");
+                return Ok(());
+            }
             match args.output {
                 Format::Table => output::instance_table(&objects, false, now),
                 Format::Wide => output::instance_table(&objects, true, now),
@@ -309,6 +314,10 @@ fn get(store: &Store, args: &GetArgs) -> Result<()> {
                 ],
                 None => store.list_workspaces()?,
             };
+            if objects.is_empty() && table {
+                eprintln!("No workspaces found.");
+                return Ok(());
+            }
             match args.output {
                 Format::Table | Format::Wide => output::workspace_table(&objects, now),
                 Format::Yaml => output::yaml_stream(&objects)?,

@@ -51,7 +51,9 @@ impl ActError {
             // The engine found the request itself invalid; asking again
             // unchanged gets the same answer.
             Self::Engine(EngineError::Refused { status: 400, .. }) => true,
-            Self::Unsupported(_) => true,
+            // A secret that cannot be resolved needs the operator (a variable
+            // to export, a file to write, `op signin`).
+            Self::Secret(_) | Self::Unsupported(_) => true,
             _ => false,
         }
     }
