@@ -24,8 +24,7 @@ use bollard::query_parameters::{
 use futures::{Stream, StreamExt};
 use jackin_api::meta::{LABEL_INSTANCE, LABEL_MANAGED, LABEL_UID};
 
-/// Where the engine is reached when `DOCKER_HOST` is unset.
-pub const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
+use crate::endpoint::{self, EndpointError, Inputs};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -46,6 +45,8 @@ pub enum EngineError {
     },
     #[error("image build failed: {0}")]
     Build(String),
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
 }
 
 /// A connection to one Docker engine, at a negotiated API version.
@@ -75,22 +76,37 @@ fn label_filter(labels: &[(&str, &str)]) -> HashMap<String, Vec<String>> {
 }
 
 impl Engine {
-    /// Connects to `DOCKER_HOST` (or the default socket) and negotiates the
-    /// API version, which also proves the engine answers.
+    /// Connects to the engine the environment selects (see
+    /// [`endpoint::resolve`]) and negotiates the API version, which also
+    /// proves the engine answers.
     pub async fn connect() -> Result<Self, EngineError> {
-        let endpoint = std::env::var("DOCKER_HOST")
-            .ok()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| DEFAULT_HOST.to_owned());
+        let endpoint = endpoint::resolve(&Inputs::from_env())?;
         let unreachable = |source| EngineError::Unreachable {
-            endpoint: endpoint.clone(),
+            endpoint: endpoint.host.clone(),
             source,
         };
-        let docker = Docker::connect_with_host(&endpoint).map_err(unreachable)?;
+        const TIMEOUT_SECS: u64 = 120;
+        let docker = match &endpoint.tls {
+            Some(tls) => Docker::connect_with_ssl(
+                &endpoint.host,
+                &tls.key,
+                &tls.cert,
+                &tls.ca,
+                TIMEOUT_SECS,
+                bollard::API_DEFAULT_VERSION,
+            ),
+            None => Docker::connect_with_host(&endpoint.host),
+        }
+        .map_err(unreachable)?;
         let docker = docker.negotiate_version().await.map_err(unreachable)?;
+        tracing::debug!(
+            host = endpoint.host,
+            source = endpoint.source,
+            "engine selected"
+        );
         Ok(Self {
             docker,
-            endpoint,
+            endpoint: endpoint.host,
             calls: Arc::default(),
         })
     }

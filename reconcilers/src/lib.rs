@@ -6,6 +6,7 @@
 
 pub mod act;
 pub mod decide;
+pub mod endpoint;
 pub mod engine;
 pub mod fsutil;
 pub mod git;
