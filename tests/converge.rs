@@ -7,7 +7,10 @@ mod support;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use support::{Home, RoleRepo, docker, engine_objects, ensure_busybox, instance_yaml};
+use support::{
+    Home, RoleRepo, docker, engine_objects, ensure_busybox, instance_yaml, instance_yaml_with,
+    sidecar_line,
+};
 
 /// Applies `yaml` as `file` and insists on success; returns stdout.
 fn apply(home: &Home, file: &str, yaml: &str) -> String {
@@ -23,10 +26,7 @@ fn restore_tier(home: &Home, name: &str) -> Option<i64> {
 fn launch_then_tier_1_after_stop_and_tier_2_after_rm() {
     ensure_busybox();
     let home = Home::new();
-    let yaml = instance_yaml("alpha").replace(
-        "  agent: claude\n",
-        "  agent: claude\n  command: [sleep, \"3600\"]\n",
-    );
+    let yaml = instance_yaml_with("alpha", "  command: [sleep, \"3600\"]\n");
     assert_eq!(
         apply(&home, "a.yaml", &yaml),
         "instance/alpha created\ninstance/alpha Running\n"
@@ -202,13 +202,7 @@ fn kept_keeps_the_unit_and_running_again_restores_it() {
 fn purge_leaves_nothing_of_the_instance() {
     ensure_busybox();
     let home = Home::new();
-    let yaml = instance_yaml("goner").replace(
-        "  agent: claude\n",
-        &format!(
-            "  agent: claude\n  sidecars: [{{name: helper, image: {}, command: [sleep, \"3600\"]}}]\n",
-            support::BUSYBOX_IMAGE
-        ),
-    );
+    let yaml = instance_yaml_with("goner", &sidecar_line("helper"));
     apply(&home, "g.yaml", &yaml);
     let container = home.container("goner");
     let uid = home.object("goner")["metadata"]["uid"]
@@ -240,10 +234,10 @@ fn secrets_reach_the_container_and_nothing_else() {
     let file_canary = "canary-file-9Xw4";
     let secret_file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(secret_file.path(), format!("{file_canary}\n")).unwrap();
-    let yaml = instance_yaml("secretive").replace(
-        "  agent: claude\n",
+    let yaml = instance_yaml_with(
+        "secretive",
         &format!(
-            "  agent: claude\n  env:\n  - {{name: FROM_ENV, valueFrom: {{hostEnv: JACKIN_TEST_CANARY}}}}\n  \
+            "  env:\n  - {{name: FROM_ENV, valueFrom: {{hostEnv: JACKIN_TEST_CANARY}}}}\n  \
              - {{name: FROM_FILE, valueFrom: {{file: {}}}}}\n",
             secret_file.path().display()
         ),
@@ -290,10 +284,7 @@ fn secrets_reach_the_container_and_nothing_else() {
 fn spec_drift_is_reported_and_the_pinned_session_kept() {
     ensure_busybox();
     let home = Home::new();
-    let yaml = instance_yaml("drifter").replace(
-        "  agent: claude\n",
-        "  agent: claude\n  command: [sleep, \"3600\"]\n",
-    );
+    let yaml = instance_yaml_with("drifter", "  command: [sleep, \"3600\"]\n");
     apply(&home, "d.yaml", &yaml);
     let container = home.container("drifter");
     let id = docker(&["inspect", "-f", "{{.Id}}", &container]);
@@ -360,12 +351,9 @@ fn an_engine_that_does_not_answer_changes_nothing() {
 fn killed_at_any_step_the_next_run_converges_without_leaks() {
     ensure_busybox();
     let home = Home::new();
-    let yaml = instance_yaml("crashy").replace(
-        "  agent: claude\n",
-        &format!(
-            "  agent: claude\n  command: [sleep, \"3600\"]\n  sidecars: [{{name: side, image: {}, command: [sleep, \"3600\"]}}]\n",
-            support::BUSYBOX_IMAGE
-        ),
+    let yaml = instance_yaml_with(
+        "crashy",
+        &format!("  command: [sleep, \"3600\"]\n{}", sidecar_line("side")),
     );
     let path = home.write_input("c.yaml", &yaml);
     let path = path.to_str().unwrap();

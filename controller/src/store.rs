@@ -19,7 +19,7 @@ use jackin_api::{
     Workspace,
 };
 use jackin_reconcilers::Layout;
-use jackin_reconcilers::fsutil::{FileLock, ensure_private_dir, write_atomic};
+use jackin_reconcilers::fsutil::{FileLock, ensure_private_dir, remove_if_exists, write_atomic};
 use jiff::Timestamp;
 
 use crate::index::{Index, IndexRepair, IndexRow};
@@ -188,17 +188,23 @@ impl Store {
         Index::load_or_repair(&self.layout)
     }
 
-    /// Updates the index row of `obj` under the index lock.
-    fn index_upsert(&self, obj: &Instance) -> Result<(), StoreError> {
-        let Some(row) = IndexRow::of(obj) else {
-            return Ok(());
-        };
+    /// Changes the index under its lock; `change` returns whether it
+    /// changed anything, and only then is the index written.
+    fn edit_index(&self, change: impl FnOnce(&mut Index) -> bool) -> Result<(), StoreError> {
         let _lock = self.lock_index()?;
         let (mut index, _) = Index::load_or_repair(&self.layout)?;
-        if index.upsert(row) {
+        if change(&mut index) {
             index.write(&self.layout)?;
         }
         Ok(())
+    }
+
+    /// Updates the index row of `obj`.
+    fn index_upsert(&self, obj: &Instance) -> Result<(), StoreError> {
+        match IndexRow::of(obj) {
+            Some(row) => self.edit_index(|index| index.upsert(row)),
+            None => Ok(()),
+        }
     }
 
     /// The index rows, sorted by name.
@@ -249,20 +255,12 @@ impl Store {
         if self.layout.object_file(container).exists() {
             return Ok(Some(row));
         }
-        for (path, is_dir) in [
-            (unit, true),
-            (self.layout.sockets_dir(container), true),
-            (self.layout.unit_lock_file(container), false),
+        for path in [
+            unit,
+            self.layout.sockets_dir(container),
+            self.layout.unit_lock_file(container),
         ] {
-            let result = if is_dir {
-                fs::remove_dir_all(&path)
-            } else {
-                fs::remove_file(&path)
-            };
-            match result {
-                Err(e) if e.kind() != ErrorKind::NotFound => return Err(StoreError::io(&path, e)),
-                _ => {}
-            }
+            remove_if_exists(&path).map_err(|e| StoreError::io(&path, e))?;
         }
         drop(lock);
         self.drop_row(name)?;
@@ -272,12 +270,7 @@ impl Store {
 
     /// Removes an instance's index row: the last step of a purge.
     pub fn drop_row(&self, name: &str) -> Result<(), StoreError> {
-        let _lock = self.lock_index()?;
-        let (mut index, _) = Index::load_or_repair(&self.layout)?;
-        if index.remove(name) {
-            index.write(&self.layout)?;
-        }
-        Ok(())
+        self.edit_index(|index| index.remove(name))
     }
 
     /// Every instance, sorted by name.

@@ -2,7 +2,6 @@
 //! the engine or the disk. Each step is idempotent, so a pass interrupted
 //! anywhere is finished by the next one.
 
-use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use jackin_api::instance::{Instance, InstancePhase, Isolation, RoleSource};
@@ -11,7 +10,7 @@ use jackin_api::workspace::WorkspaceSpec;
 use crate::decide::Step;
 use crate::engine::models::{ContainerCreateBody, HostConfig, Mount, MountType};
 use crate::engine::{Engine, EngineError};
-use crate::fsutil::ensure_private_dir;
+use crate::fsutil::{ensure_private_dir, remove_if_exists};
 use crate::layout::Layout;
 use crate::observe::LABEL_SIDECAR;
 use crate::recipe::{self, RecipeError};
@@ -167,9 +166,9 @@ pub async fn act(
         Step::StampPurging => {
             obj.status.get_or_insert_default().phase = Some(InstancePhase::Purging);
         }
-        Step::RemoveUnitDir => remove(&ctx.layout.unit_dir(&container), true)?,
-        Step::RemoveSocketsDir => remove(&ctx.layout.sockets_dir(&container), true)?,
-        Step::RemoveUnitLock => remove(&ctx.layout.unit_lock_file(&container), false)?,
+        Step::RemoveUnitDir => remove(&ctx.layout.unit_dir(&container))?,
+        Step::RemoveSocketsDir => remove(&ctx.layout.sockets_dir(&container))?,
+        Step::RemoveUnitLock => remove(&ctx.layout.unit_lock_file(&container))?,
         Step::DropIndexRow => unreachable!("the store drops index rows"),
     }
     Ok(())
@@ -182,17 +181,8 @@ fn recipe_of(obj: &Instance) -> &jackin_api::instance::Recipe {
         .expect("decide plans engine objects only after pinning")
 }
 
-/// Removes a file or directory; what is already gone is fine.
-fn remove(path: &Path, dir: bool) -> Result<(), ActError> {
-    let result = if dir {
-        std::fs::remove_dir_all(path)
-    } else {
-        std::fs::remove_file(path)
-    };
-    match result {
-        Err(e) if e.kind() != ErrorKind::NotFound => Err(io(path)(e)),
-        _ => Ok(()),
-    }
+fn remove(path: &Path) -> Result<(), ActError> {
+    remove_if_exists(path).map_err(io(path))
 }
 
 async fn pin(

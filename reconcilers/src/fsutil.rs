@@ -29,6 +29,20 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Removes a file, or a directory with everything in it; what is already
+/// gone is not an error, so a removal interrupted anywhere can be re-run.
+pub fn remove_if_exists(path: &Path) -> io::Result<()> {
+    let result = match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => fs::remove_dir_all(path),
+        Ok(_) => fs::remove_file(path),
+        Err(e) => Err(e),
+    };
+    match result {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// An exclusive advisory lock on a file, released when dropped.
 #[derive(Debug)]
 pub struct FileLock {

@@ -195,6 +195,19 @@ pub fn instance_yaml(name: &str) -> String {
     )
 }
 
+/// [`instance_yaml`] with more `spec` lines (each indented two spaces).
+pub fn instance_yaml_with(name: &str, spec_lines: &str) -> String {
+    instance_yaml(name).replace(
+        "  agent: claude\n",
+        &format!("  agent: claude\n{spec_lines}"),
+    )
+}
+
+/// A busybox sidecar named `name`, as a `spec` line.
+pub fn sidecar_line(name: &str) -> String {
+    format!("  sidecars: [{{name: {name}, image: {BUSYBOX_IMAGE}, command: [sleep, \"3600\"]}}]\n")
+}
+
 /// The image every engine test runs: a static busybox on an empty base, since
 /// the engine here can pull nothing. Kept between tests as a fixture and
 /// marked with [`FIXTURE_LABEL`] so the test command removes it at the end.
