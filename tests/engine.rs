@@ -15,7 +15,7 @@ async fn create_inspect_and_remove_a_labelled_container() {
     let image = busybox_image(&engine).await;
     let name = format!("jk-{}-adapter", cleanup.run_id);
 
-    let mut labels = owner_labels("adapter-test", "uid-1");
+    let mut labels = owner_labels("adapter-test", "uid-1", &cleanup.run_id);
     labels.insert(RUN_LABEL.into(), cleanup.run_id.clone());
     let body = ContainerCreateBody {
         image: Some(image),

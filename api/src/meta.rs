@@ -14,6 +14,9 @@ pub const API_VERSION: &str = "jackin.dev/v1alpha1";
 pub const LABEL_MANAGED: &str = "jackin.dev/managed";
 /// Label naming the instance an engine object belongs to.
 pub const LABEL_INSTANCE: &str = "jackin.dev/instance";
+/// Label naming the `JACKIN_HOME` an engine object belongs to, so that
+/// homes sharing one engine never sweep each other's objects.
+pub const LABEL_HOME: &str = "jackin.dev/home";
 /// Label carrying the instance's uid, so a re-created namesake never adopts
 /// another incarnation's leftovers.
 pub const LABEL_UID: &str = "jackin.dev/uid";

@@ -43,6 +43,9 @@ pub async fn run(
         false => None,
     };
     let store = open_store()?;
+    if !args.dry_run {
+        crate::sweep_files_quietly(&store)?;
+    }
     for obj in &objects {
         let outcome = match (obj, args.dry_run) {
             (Object::Instance(i), false) => store.apply_instance(i)?,

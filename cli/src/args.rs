@@ -56,6 +56,15 @@ pub enum Command {
     },
     /// Run the convergence loop continuously (or one pass with --once).
     Controller(ControllerArgs),
+    /// Repair and remove what crashes and others left behind.
+    Prune {
+        /// Print what would be done, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Also remove images jackin built that no instance pins.
+        #[arg(long)]
+        images: bool,
+    },
     /// Print or write the CustomResourceDefinitions of jackin's resources.
     Crds {
         /// Write one file per CRD into this directory instead of printing.
@@ -103,6 +112,9 @@ pub struct ControllerArgs {
     /// One pass over every instance from a single engine snapshot, then exit.
     #[arg(long)]
     pub once: bool,
+    /// Run the sweeps (what `jackin prune` does) this often (e.g. 10m).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub sweep: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{CommandFactory, Parser};
 use jackin_api::{DesiredPhase, validate};
-use jackin_controller::{IndexRepair, Outcome, Progress, Reconciler, Store, converge, run};
+use jackin_controller::{IndexRepair, Outcome, Progress, Reconciler, Store, converge, run, sweep};
 use jackin_reconcilers::decide::decide;
 use jackin_reconcilers::observe::Observation;
 use jackin_reconcilers::{Engine, Layout};
@@ -107,6 +107,7 @@ async fn run(cli: Cli) -> Result<()> {
             wait,
         } => set_phase(&name, DesiredPhase::Purged, dry_run, &wait, verbose).await,
         Command::Controller(args) => controller(&args).await,
+        Command::Prune { dry_run, images } => prune(dry_run, images).await,
         Command::Crds { out } => crds(out.as_deref()),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "jackin", &mut std::io::stdout());
@@ -157,6 +158,24 @@ pub async fn converge_and_report(
             "{failed} instance(s) did not converge\nhint: `jackin describe NAME` shows the conditions"
         );
     }
+    // A newly kept session may push its workspace over `keep.max`.
+    let mut purges = Vec::new();
+    for finding in sweep::enforce_keep_caps(&reconciler.store, false)? {
+        println!("{}", finding.describe(false));
+        if let sweep::Finding::KeepCapPurge { name, .. } = finding {
+            purges.push(name);
+        }
+    }
+    if !purges.is_empty() {
+        Box::pin(converge_and_report(
+            reconciler.store,
+            reconciler.engine,
+            &purges,
+            wait,
+            verbose,
+        ))
+        .await?;
+    }
     Ok(())
 }
 
@@ -169,6 +188,9 @@ async fn set_phase(
 ) -> Result<()> {
     check_name(name)?;
     let store = open_store()?;
+    if !dry_run {
+        sweep_files_quietly(&store)?;
+    }
     let current = store.get_instance(name)?;
     if wait.no_wait && !dry_run {
         let outcome = store.set_phase(name, phase)?;
@@ -227,7 +249,9 @@ async fn controller(args: &ControllerArgs) -> Result<()> {
             .map(|r| r.name)
             .collect();
         let before = reconciler.engine.calls();
-        let results = reconciler.pass(&names, |_| true, |_| {}).await?;
+        let results = reconciler
+            .pass(&names, args.concurrency, |_| true, |_| {})
+            .await?;
         let calls = reconciler.engine.calls() - before;
         let failed: Vec<String> = results
             .iter()
@@ -246,6 +270,7 @@ async fn controller(args: &ControllerArgs) -> Result<()> {
     let options = run::Options {
         concurrency: args.concurrency,
         resync: args.resync,
+        sweep: args.sweep,
         ..Default::default()
     };
     tracing::info!(
@@ -254,6 +279,38 @@ async fn controller(args: &ControllerArgs) -> Result<()> {
         "controller started"
     );
     run::run(reconciler, options, shutdown_signal()).await;
+    Ok(())
+}
+
+async fn prune(dry_run: bool, images: bool) -> Result<()> {
+    let store = open_store()?;
+    let engine = connect().await?;
+    let findings = sweep::sweep(&store, &engine, sweep::Options { dry_run, images }).await?;
+    if findings.is_empty() {
+        println!("nothing to prune");
+    }
+    for finding in &findings {
+        println!("{}", finding.describe(dry_run));
+    }
+    let purges: Vec<String> = findings
+        .into_iter()
+        .filter_map(|f| match f {
+            sweep::Finding::KeepCapPurge { name, .. } if !dry_run => Some(name),
+            _ => None,
+        })
+        .collect();
+    let wait = WaitArgs {
+        timeout: std::time::Duration::from_secs(300),
+        no_wait: false,
+    };
+    converge_and_report(store, engine, &purges, &wait, false).await
+}
+
+/// The cheap, local sweeps, run before a one-shot command does its work.
+fn sweep_files_quietly(store: &Store) -> Result<()> {
+    for finding in sweep::sweep_files(store, false)? {
+        eprintln!("note: {}", finding.describe(false));
+    }
     Ok(())
 }
 

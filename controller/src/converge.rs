@@ -6,6 +6,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::time::Instant;
 
+use jackin_reconcilers::observe::Observation;
+
 use crate::backoff;
 use crate::reconcile::{Outcome, ReconcileError, Reconciler};
 
@@ -19,8 +21,24 @@ pub async fn converge(
     timeout: Duration,
 ) -> Vec<(String, Result<Outcome, ReconcileError>)> {
     let deadline = Instant::now() + timeout;
+    // One snapshot serves every instance's first look, so instances that are
+    // already converged cost no engine call of their own.
+    let snapshot = match Observation::all(&reconciler.engine).await {
+        Ok(snapshot) => Some(snapshot),
+        Err(e) => {
+            tracing::warn!("no shared snapshot, observing one by one: {e}");
+            None
+        }
+    };
+    let snapshot = snapshot.as_ref();
     let mut results: Vec<_> = futures::stream::iter(names.iter().enumerate())
-        .map(|(i, name)| async move { (i, name.clone(), one(reconciler, name, deadline).await) })
+        .map(|(i, name)| async move {
+            (
+                i,
+                name.clone(),
+                one(reconciler, name, snapshot, deadline).await,
+            )
+        })
         .buffer_unordered(PARALLEL)
         .collect()
         .await;
@@ -31,11 +49,12 @@ pub async fn converge(
 async fn one(
     reconciler: &Reconciler,
     name: &str,
+    mut snapshot: Option<&Observation>,
     deadline: Instant,
 ) -> Result<Outcome, ReconcileError> {
     let mut delays = backoff::delays(Duration::from_secs(10));
     loop {
-        match reconciler.reconcile(name, None).await {
+        match reconciler.reconcile(name, snapshot.take()).await {
             Ok(outcome) => return Ok(outcome),
             Err(e) if e.is_permanent() => return Err(e),
             Err(e) => {

@@ -12,3 +12,4 @@ pub mod converge;
 pub mod queue;
 pub mod reconcile;
 pub mod run;
+pub mod sweep;

@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+
 use jackin_api::instance::{Instance, InstancePhase, RestoreRecord};
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::{ConditionStatus, DesiredPhase};
@@ -109,11 +112,16 @@ impl Reconciler {
             Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
             None => None,
         };
+        let home_id = self
+            .layout()
+            .home_id_or_create(&uuid::Uuid::new_v4().simple().to_string())
+            .map_err(|e| StoreError::io(&self.layout().home_id_file(), e))?;
         let ctx = Context {
             engine: &self.engine,
             layout: self.layout(),
             workspace: workspace.as_ref(),
             home: std::env::home_dir(),
+            home_id,
         };
         let uid = guard.obj.metadata.uid.clone().unwrap_or_default();
         let mut tier = None;
@@ -174,6 +182,7 @@ impl Reconciler {
             (self.progress)(name, Progress::Step(step));
             if *step == Step::DropIndexRow {
                 self.store.drop_row(name)?;
+                crash_here_if_asked(step);
                 return Ok(true);
             }
             let sink = self.progress.clone();
@@ -201,6 +210,7 @@ impl Reconciler {
             if !unit_removed {
                 guard.save()?;
             }
+            crash_here_if_asked(step);
         }
         Ok(false)
     }
@@ -213,20 +223,43 @@ impl Reconciler {
     pub async fn pass(
         &self,
         names: &[String],
+        concurrency: usize,
         claim: impl Fn(&str) -> bool,
         release: impl Fn(&str),
     ) -> Result<Vec<(String, Result<Outcome, ReconcileError>)>, EngineError> {
         let snapshot = Observation::all(&self.engine).await?;
+        let mut waiting = names.iter().filter(|name| claim(name)).cloned();
+        let mut running = FuturesUnordered::new();
         let mut results = Vec::with_capacity(names.len());
-        for name in names {
-            if !claim(name) {
-                continue;
+        loop {
+            while running.len() < concurrency.max(1) {
+                let Some(name) = waiting.next() else { break };
+                let snapshot = &snapshot;
+                running.push(async move {
+                    let result = self.reconcile(&name, Some(snapshot)).await;
+                    (name, result)
+                });
             }
-            let result = self.reconcile(name, Some(&snapshot)).await;
-            release(name);
-            results.push((name.clone(), result));
+            let Some((name, result)) = running.next().await else {
+                break;
+            };
+            release(&name);
+            results.push((name, result));
         }
         Ok(results)
+    }
+}
+
+/// Fault injection for tests: with `JACKIN_CRASH_AFTER=<step kind>` (see
+/// [`Step::kind`]), a debug build exits at once, without cleaning up, right
+/// after that step and its status save, as a crash or SIGKILL would. Release
+/// builds do not read the variable.
+fn crash_here_if_asked(step: &Step) {
+    if cfg!(debug_assertions)
+        && std::env::var("JACKIN_CRASH_AFTER").is_ok_and(|kind| kind == step.kind())
+    {
+        eprintln!("JACKIN_CRASH_AFTER: exiting after {}", step.kind());
+        std::process::exit(86);
     }
 }
 
@@ -282,7 +315,13 @@ fn note_drift(obj: &mut Instance, ctx: &Context<'_>) {
     let (Some(pinned), Some(container)) = (&status.recipe, &status.container_name) else {
         return;
     };
-    let wanted = recipe::wanted(obj, ctx.workspace, container, ctx.home.as_deref());
+    let wanted = recipe::wanted(
+        obj,
+        ctx.workspace,
+        container,
+        ctx.home.as_deref(),
+        &ctx.home_id,
+    );
     let fields = recipe::drift(pinned, &wanted);
     let status = obj.status.get_or_insert_default();
     if fields.is_empty() {

@@ -9,6 +9,8 @@
 //! - the store: a changed object file or index means a changed spec;
 //! - a periodic resync pass over every instance from one engine snapshot.
 //!
+//! The sweeps (`sweep.rs`) run at start and then on a slower cadence.
+//!
 //! Workers take names from the queue (never two reconciles of one instance at
 //! once; the unit lock also keeps a second process out), bounded by the
 //! concurrency limit. A failed reconcile is retried with exponential backoff
@@ -28,6 +30,7 @@ use tokio::time::Instant;
 use crate::backoff;
 use crate::queue::Queue;
 use crate::reconcile::{Outcome, ReconcileError, Reconciler};
+use crate::sweep;
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -39,6 +42,8 @@ pub struct Options {
     pub store_poll: Duration,
     /// The longest wait between retries of a failing instance.
     pub max_backoff: Duration,
+    /// How often the sweeps run (the first time at start).
+    pub sweep: Duration,
 }
 
 impl Default for Options {
@@ -48,6 +53,7 @@ impl Default for Options {
             resync: Duration::from_secs(300),
             store_poll: Duration::from_secs(2),
             max_backoff: Duration::from_secs(300),
+            sweep: Duration::from_secs(600),
         }
     }
 }
@@ -115,6 +121,7 @@ pub async fn run(reconciler: Reconciler, options: Options, shutdown: impl Future
         tokio::spawn(watch_events(shared.clone())),
         tokio::spawn(watch_store(shared.clone())),
         tokio::spawn(resync(shared.clone())),
+        tokio::spawn(sweeps(shared.clone())),
     ];
     let workers = tokio::spawn(work(shared.clone()));
     shutdown.await;
@@ -196,6 +203,29 @@ async fn watch_store(shared: Arc<Shared>) {
     }
 }
 
+/// The sweeps, at start and then on their slower cadence. Instances whose
+/// rows were corrected are reconciled right away.
+async fn sweeps(shared: Arc<Shared>) {
+    loop {
+        let store = &shared.reconciler.store;
+        match sweep::sweep(store, &shared.reconciler.engine, sweep::Options::default()).await {
+            Ok(findings) => {
+                for finding in findings {
+                    tracing::warn!("sweep: {}", finding.describe(false));
+                    if let sweep::Finding::RowCorrected { name, .. }
+                    | sweep::Finding::UnitIndexed { name, .. }
+                    | sweep::Finding::KeepCapPurge { name, .. } = finding
+                    {
+                        shared.queue.enqueue(&name, Instant::now());
+                    }
+                }
+            }
+            Err(e) => tracing::warn!("sweep failed: {e}"),
+        }
+        tokio::time::sleep(shared.options.sweep).await;
+    }
+}
+
 async fn resync(shared: Arc<Shared>) {
     loop {
         tokio::time::sleep(shared.options.resync).await;
@@ -211,6 +241,7 @@ async fn resync(shared: Arc<Shared>) {
             .reconciler
             .pass(
                 &names,
+                shared.options.concurrency,
                 |n| shared.queue.try_claim(n),
                 |n| shared.queue.done(n),
             )

@@ -160,7 +160,7 @@ impl Store {
         &self.layout
     }
 
-    fn lock_index(&self) -> Result<FileLock, StoreError> {
+    pub(crate) fn lock_index(&self) -> Result<FileLock, StoreError> {
         let path = self.layout.index_lock_file();
         FileLock::acquire(&path).map_err(|e| StoreError::io(&path, e))
     }
@@ -231,6 +231,28 @@ impl Store {
             saved: obj.clone(),
             obj,
         })))
+    }
+
+    /// Like [`Store::lock_instance`], but `None` at once when someone else
+    /// holds the unit lock (or the instance is gone).
+    pub fn try_lock_instance(&self, name: &str) -> Result<Option<InstanceGuard>, StoreError> {
+        let Some(row) = self.live_row(name)? else {
+            return Ok(None);
+        };
+        let container = row.container_name;
+        let path = self.layout.unit_lock_file(&container);
+        let Some(lock) = FileLock::try_acquire(&path).map_err(|e| StoreError::io(&path, e))? else {
+            return Ok(None);
+        };
+        Ok(
+            read_object(&self.layout, &container)?.map(|obj| InstanceGuard {
+                _lock: lock,
+                layout: self.layout.clone(),
+                container,
+                saved: obj.clone(),
+                obj,
+            }),
+        )
     }
 
     /// The index row of `name`, if its instance still exists. A row whose

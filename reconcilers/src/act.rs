@@ -89,6 +89,8 @@ pub struct Context<'a> {
     pub workspace: Option<&'a WorkspaceSpec>,
     /// The operator's home, for `~` in mount sources.
     pub home: Option<PathBuf>,
+    /// This `JACKIN_HOME`'s id, labelled on everything created.
+    pub home_id: String,
 }
 
 /// The name of a sidecar's container.
@@ -163,6 +165,9 @@ pub async fn act(
         Step::RemoveNetwork => {
             engine.remove_network(&container).await?;
         }
+        Step::RemoveVolume(name) => {
+            engine.remove_volume(name).await?;
+        }
         Step::StampPurging => {
             obj.status.get_or_insert_default().phase = Some(InstancePhase::Purging);
         }
@@ -197,7 +202,13 @@ async fn pin(
     ] {
         ensure_private_dir(&dir).map_err(io(&dir))?;
     }
-    let mut pinned = recipe::wanted(obj, ctx.workspace, container, ctx.home.as_deref());
+    let mut pinned = recipe::wanted(
+        obj,
+        ctx.workspace,
+        container,
+        ctx.home.as_deref(),
+        &ctx.home_id,
+    );
     if let Some(m) = pinned
         .mounts
         .iter()
@@ -217,8 +228,15 @@ async fn pin(
                 .ok_or_else(|| RecipeError::ImageNotFound(image.clone()))?;
         }
         (None, Some(source)) => {
-            let built =
-                recipe::build_role(ctx.engine, &obj.spec.role.name, source, None, progress).await?;
+            let built = recipe::build_role(
+                ctx.engine,
+                &ctx.home_id,
+                &obj.spec.role.name,
+                source,
+                None,
+                progress,
+            )
+            .await?;
             pinned.image = built.tag;
             pinned.image_id = built.id;
             pinned.role_commit = Some(built.commit);
@@ -246,6 +264,7 @@ async fn rebuild(
     let base = recipe.base_image.clone();
     let built = recipe::build_role(
         ctx.engine,
+        &ctx.home_id,
         &obj.spec.role.name,
         &source,
         Some((commit, base.as_deref())),

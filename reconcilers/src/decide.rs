@@ -14,8 +14,8 @@
 //! | missing, pinned image missing | rebuild at the pinned commit, then 2   | 3    |
 //! | no recipe pinned yet          | pin (build or resolve), create, start  | launch |
 //!
-//! `Kept` stops the container gracefully, tears down the engine objects and
-//! keeps the unit. `Purged` stamps
+//! `Kept` stops the container gracefully, removes the container, sidecars and
+//! network, and keeps the unit and volumes. `Purged` stamps
 //! `Purging` first (so a crash mid-way leaves an honest record), tears down,
 //! then removes the unit, the sockets directory, the sibling lock and finally
 //! the index row.
@@ -43,6 +43,7 @@ pub enum Step {
     RemoveContainer,
     RemoveSidecar(String),
     RemoveNetwork,
+    RemoveVolume(String),
     /// Record `Purging` in the object and the index before anything goes.
     StampPurging,
     RemoveUnitDir,
@@ -52,6 +53,29 @@ pub enum Step {
 }
 
 impl Step {
+    /// A stable name of the kind of step, e.g. `remove-unit-dir`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Step::PinRecipe => "pin-recipe",
+            Step::RebuildImage => "rebuild-image",
+            Step::CreateNetwork => "create-network",
+            Step::CreateSidecar(_) => "create-sidecar",
+            Step::StartSidecar(_) => "start-sidecar",
+            Step::CreateContainer => "create-container",
+            Step::StartContainer => "start-container",
+            Step::StopContainer => "stop-container",
+            Step::RemoveContainer => "remove-container",
+            Step::RemoveSidecar(_) => "remove-sidecar",
+            Step::RemoveNetwork => "remove-network",
+            Step::RemoveVolume(_) => "remove-volume",
+            Step::StampPurging => "stamp-purging",
+            Step::RemoveUnitDir => "remove-unit-dir",
+            Step::RemoveSocketsDir => "remove-sockets-dir",
+            Step::RemoveUnitLock => "remove-unit-lock",
+            Step::DropIndexRow => "drop-index-row",
+        }
+    }
+
     /// A short description for progress lines and events.
     pub fn describe(&self) -> String {
         match self {
@@ -66,6 +90,7 @@ impl Step {
             Step::RemoveContainer => "removing the container".into(),
             Step::RemoveSidecar(n) => format!("removing sidecar {n}"),
             Step::RemoveNetwork => "removing the network".into(),
+            Step::RemoveVolume(n) => format!("removing volume {n}"),
             Step::StampPurging => "marking the instance Purging".into(),
             Step::RemoveUnitDir => "removing the unit directory".into(),
             Step::RemoveSocketsDir => "removing the sockets directory".into(),
@@ -109,6 +134,7 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
             }
             // Nothing of the session survives a purge: no graceful stop.
             steps.extend(teardown(view, false));
+            steps.extend(view.volumes.iter().cloned().map(Step::RemoveVolume));
             steps.extend([
                 Step::RemoveUnitDir,
                 Step::RemoveSocketsDir,
@@ -250,6 +276,7 @@ mod tests {
             container: container_state.and_then(container),
             sidecars: Default::default(),
             network: network.then(|| "jk-1-a".into()),
+            volumes: Vec::new(),
             image_present: image,
         }
     }
@@ -372,13 +399,17 @@ mod tests {
                 DropIndexRow
             ]
         );
-        // Interrupted after the stamp and the container: the rest remains.
+        // Interrupted after the stamp and the container: the rest remains;
+        // the instance's volumes go too (a kept instance keeps them).
         let obj = instance(DesiredPhase::Purged, true, InstancePhase::Purging);
-        let plan = decide(&obj, &view(None, true, true));
+        let mut observed = view(None, true, true);
+        observed.volumes = vec!["certs".into()];
+        let plan = decide(&obj, &observed);
         assert_eq!(
             plan.steps,
             [
                 RemoveNetwork,
+                RemoveVolume("certs".into()),
                 RemoveUnitDir,
                 RemoveSocketsDir,
                 RemoveUnitLock,

@@ -14,15 +14,16 @@ use bollard::errors::Error as BollardError;
 pub use bollard::models;
 use bollard::models::{
     ContainerCreateBody, ContainerInspectResponse, ContainerSummary, EventMessage, ImageSummary,
-    Network, NetworkCreateRequest,
+    Network, NetworkCreateRequest, Volume,
 };
 use bollard::query_parameters::{
     BuildImageOptionsBuilder, CreateContainerOptionsBuilder, EventsOptionsBuilder,
     ListContainersOptionsBuilder, ListImagesOptionsBuilder, ListNetworksOptionsBuilder,
-    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, StopContainerOptionsBuilder,
+    ListVolumesOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
+    RemoveVolumeOptionsBuilder, StopContainerOptionsBuilder,
 };
 use futures::{Stream, StreamExt};
-use jackin_api::meta::{LABEL_INSTANCE, LABEL_MANAGED, LABEL_UID};
+use jackin_api::meta::{LABEL_HOME, LABEL_INSTANCE, LABEL_MANAGED, LABEL_UID};
 
 use crate::endpoint::{self, EndpointError, Inputs};
 
@@ -59,10 +60,11 @@ pub struct Engine {
     calls: Arc<AtomicU64>,
 }
 
-/// The labels that mark an engine object as owned by one instance.
-pub fn owner_labels(instance: &str, uid: &str) -> HashMap<String, String> {
+/// The labels that mark an engine object as owned by one instance of one home.
+pub fn owner_labels(instance: &str, uid: &str, home_id: &str) -> HashMap<String, String> {
     HashMap::from([
         (LABEL_MANAGED.to_owned(), "true".to_owned()),
+        (LABEL_HOME.to_owned(), home_id.to_owned()),
         (LABEL_INSTANCE.to_owned(), instance.to_owned()),
         (LABEL_UID.to_owned(), uid.to_owned()),
     ])
@@ -194,6 +196,28 @@ impl Engine {
             .map_err(|e| self.classify("list networks", e))
     }
 
+    /// Volumes that carry every label in `labels`.
+    pub async fn list_volumes(&self, labels: &[(&str, &str)]) -> Result<Vec<Volume>, EngineError> {
+        let filters = label_filter(labels);
+        let options = ListVolumesOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        self.count()
+            .list_volumes(Some(options))
+            .await
+            .map(|r| r.volumes.unwrap_or_default())
+            .map_err(|e| self.classify("list volumes", e))
+    }
+
+    /// Removes a volume; `false` when it was already gone.
+    pub async fn remove_volume(&self, name: &str) -> Result<bool, EngineError> {
+        let options = RemoveVolumeOptionsBuilder::default().force(true).build();
+        let result = self.count().remove_volume(name, Some(options)).await;
+        Ok(self
+            .absent_on_404(&format!("remove volume {name}"), result)?
+            .is_some())
+    }
+
     /// Every local image, with its id and tags.
     pub async fn list_images(&self) -> Result<Vec<ImageSummary>, EngineError> {
         let options = ListImagesOptionsBuilder::default().all(false).build();
@@ -282,11 +306,12 @@ impl Engine {
         self.absent_on_404(&format!("inspect container {name}"), result)
     }
 
-    /// Removes a container, stopping it first; `false` when it was already gone.
+    /// Removes a container, killing it first, with its anonymous volumes
+    /// (which nothing else could ever reuse); `false` when it was already gone.
     pub async fn remove_container(&self, name: &str) -> Result<bool, EngineError> {
         let options = RemoveContainerOptionsBuilder::default()
             .force(true)
-            .v(false)
+            .v(true)
             .build();
         let result = self.count().remove_container(name, Some(options)).await;
         Ok(self

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! $JACKIN_HOME (default ~/.jackin)
+//!   home-id                        this home's id, labelled on its engine objects
 //!   data/instances.json            index, one row per instance; rebuildable
 //!   data/instances.json.lock
 //!   data/<container>/              the per-instance unit
@@ -10,6 +11,7 @@
 //!     .jackin/events.jsonl         bounded event log
 //!     home/  state/  git/
 //!   data/<container>.lock          per-instance lock (sibling of the unit)
+//!   data/.orphaned/<container>-<timestamp>/   unreadable units, moved aside
 //!   sockets/<container>/
 //!   workspaces/<name>.yaml
 //! ```
@@ -17,6 +19,7 @@
 //! Only names that passed DNS-1123 validation are joined onto these paths, so
 //! no user input can climb out of the root.
 
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
 /// The environment variable that overrides the state root.
@@ -44,6 +47,52 @@ impl Layout {
         &self.root
     }
 
+    /// The file holding this home's id (see [`Layout::home_id`]).
+    pub fn home_id_file(&self) -> PathBuf {
+        self.root.join("home-id")
+    }
+
+    /// This home's id, labelled on every engine object it creates; `None`
+    /// before the home has created any.
+    pub fn home_id(&self) -> std::io::Result<Option<String>> {
+        match std::fs::read_to_string(self.home_id_file()) {
+            Ok(id) => Ok(Some(id.trim().to_owned())),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// This home's id, created on first use. Exactly one of several
+    /// processes racing to create it wins; the others read its id.
+    pub fn home_id_or_create(&self, fresh: &str) -> std::io::Result<String> {
+        if let Some(id) = self.home_id()? {
+            return Ok(id);
+        }
+        crate::fsutil::ensure_private_dir(&self.root)?;
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(self.home_id_file());
+        match created {
+            Ok(mut file) => {
+                file.write_all(fresh.as_bytes())?;
+                file.sync_all()?;
+                Ok(fresh.to_owned())
+            }
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                // The winner may not have written its id yet.
+                for _ in 0..50 {
+                    if let Some(id) = self.home_id()?.filter(|id| !id.is_empty()) {
+                        return Ok(id);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(std::io::Error::other("home-id exists but stays empty"))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     pub fn data_dir(&self) -> PathBuf {
         self.root.join("data")
     }
@@ -60,6 +109,11 @@ impl Layout {
     pub fn corrupt_index_file(&self, stamp: &str) -> PathBuf {
         self.data_dir()
             .join(format!("instances.json.corrupt-{stamp}"))
+    }
+
+    /// Where units that cannot be read are moved aside, never deleted.
+    pub fn orphaned_dir(&self) -> PathBuf {
+        self.data_dir().join(".orphaned")
     }
 
     pub fn unit_dir(&self, container: &str) -> PathBuf {

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 use jackin_api::instance::Recipe;
 use jackin_api::meta::{LABEL_MANAGED, LABEL_UID};
 
-use crate::engine::models::{ContainerSummary, ContainerSummaryStateEnum, Network};
+use crate::engine::models::{ContainerSummary, ContainerSummaryStateEnum, Network, Volume};
 use crate::engine::{Engine, EngineError};
 
 /// Label naming the sidecar a container plays, absent on the main container.
@@ -28,6 +28,8 @@ pub struct InstanceView {
     pub container: Option<ContainerView>,
     pub sidecars: BTreeMap<String, ContainerView>,
     pub network: Option<String>,
+    /// Volumes labelled as the instance's, by name.
+    pub volumes: Vec<String>,
     /// Whether the pinned image (by id) is present.
     pub image_present: bool,
 }
@@ -37,12 +39,13 @@ pub struct InstanceView {
 pub struct Observation {
     containers: Vec<ContainerSummary>,
     networks: Vec<Network>,
+    volumes: Vec<Volume>,
     image_ids: HashSet<String>,
 }
 
 impl Observation {
-    /// Lists every managed container and network, and every image: three
-    /// engine calls.
+    /// Lists every managed container, network and volume, and every image:
+    /// four engine calls.
     pub async fn all(engine: &Engine) -> Result<Self, EngineError> {
         Self::take(engine, &[(LABEL_MANAGED, "true")]).await
     }
@@ -53,14 +56,16 @@ impl Observation {
     }
 
     async fn take(engine: &Engine, labels: &[(&str, &str)]) -> Result<Self, EngineError> {
-        let (containers, networks, images) = futures::try_join!(
+        let (containers, networks, volumes, images) = futures::try_join!(
             engine.list_containers(labels),
             engine.list_networks(labels),
+            engine.list_volumes(labels),
             engine.list_images(),
         )?;
         Ok(Self {
             containers,
             networks,
+            volumes,
             image_ids: images.into_iter().map(|i| i.id).collect(),
         })
     }
@@ -105,6 +110,12 @@ impl Observation {
             .iter()
             .find(|n| owned(n.labels.as_ref()))
             .and_then(|n| n.name.clone());
+        view.volumes = self
+            .volumes
+            .iter()
+            .filter(|v| owned(Some(&v.labels)))
+            .map(|v| v.name.clone())
+            .collect();
         view.image_present = recipe.is_some_and(|r| self.image_ids.contains(&r.image_id));
         view
     }

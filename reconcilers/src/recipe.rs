@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::Path;
 
 use jackin_api::instance::{Instance, MountSpec, Recipe, RoleSource};
-use jackin_api::meta::LABEL_MANAGED;
+use jackin_api::meta::{LABEL_HOME, LABEL_MANAGED};
 use jackin_api::workspace::WorkspaceSpec;
 
 use crate::engine::{Engine, EngineError, owner_labels};
@@ -78,6 +78,7 @@ pub fn wanted(
     workspace: Option<&WorkspaceSpec>,
     container: &str,
     home: Option<&Path>,
+    home_id: &str,
 ) -> Recipe {
     let mut mounts: Vec<MountSpec> = Vec::new();
     let spec = &obj.spec;
@@ -103,7 +104,9 @@ pub fn wanted(
         env: spec.env.clone(),
         network: container.to_owned(),
         sidecars: spec.sidecars.clone(),
-        labels: owner_labels(&obj.metadata.name, uid).into_iter().collect(),
+        labels: owner_labels(&obj.metadata.name, uid, home_id)
+            .into_iter()
+            .collect(),
     }
 }
 
@@ -227,6 +230,7 @@ fn replace_in_tar(archive: &[u8], path: &str, contents: &[u8]) -> std::io::Resul
 /// and base, which are used as they are, never re-resolved.
 pub async fn build_role(
     engine: &Engine,
+    home_id: &str,
     role: &str,
     source: &RoleSource,
     pinned: Option<(&str, Option<&str>)>,
@@ -279,6 +283,7 @@ pub async fn build_role(
     let tag = format!("jackin/{role}:{}", &commit[..12.min(commit.len())]);
     let labels = HashMap::from([
         (LABEL_MANAGED.to_owned(), "true".to_owned()),
+        (LABEL_HOME.to_owned(), home_id.to_owned()),
         (LABEL_ROLE.to_owned(), role.to_owned()),
         (LABEL_ROLE_COMMIT.to_owned(), commit.clone()),
     ]);

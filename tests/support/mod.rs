@@ -77,6 +77,16 @@ impl Home {
             .collect()
     }
 
+    /// This home's id (the `jackin.dev/home` label of its engine objects),
+    /// made now if no command has made it yet.
+    pub fn home_id(&self) -> String {
+        let path = self.path().join("home-id");
+        if !path.exists() {
+            std::fs::write(&path, unique("home")).unwrap();
+        }
+        std::fs::read_to_string(path).unwrap().trim().to_owned()
+    }
+
     /// `jackin get NAME -o json`, parsed.
     pub fn object(&self, name: &str) -> serde_json::Value {
         serde_json::from_str(&self.ok(&["get", name, "-o", "json"])).expect("get prints JSON")

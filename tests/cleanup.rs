@@ -1,0 +1,517 @@
+//! Nothing leaks: purges interrupted at every step, each sweep, ownership by
+//! label only, `prune --dry-run`, the keep cap, and a soak of random
+//! operations that must end with nothing left.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use support::{
+    BUSYBOX_IMAGE, Home, RoleRepo, docker, engine_objects, ensure_busybox, instance_yaml,
+    instance_yaml_with, sidecar_line, unique,
+};
+
+fn apply(home: &Home, file: &str, yaml: &str) -> String {
+    let path = home.write_input(file, yaml);
+    home.ok(&["apply", path.to_str().unwrap()])
+}
+
+fn uid(home: &Home, name: &str) -> String {
+    home.object(name)["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A volume carrying an instance's labels, as a sidecar setup would make.
+fn labelled_volume(home: &Home, name: &str, instance: &str, uid: &str) -> String {
+    docker(&[
+        "volume",
+        "create",
+        "--label",
+        "jackin.dev/managed=true",
+        "--label",
+        &format!("jackin.dev/home={}", home.home_id()),
+        "--label",
+        &format!("jackin.dev/instance={instance}"),
+        "--label",
+        &format!("jackin.dev/uid={uid}"),
+        name,
+    ])
+}
+
+fn volumes_of(uid: &str) -> Vec<String> {
+    let out = docker(&[
+        "volume",
+        "ls",
+        "-q",
+        "--filter",
+        &format!("label=jackin.dev/uid={uid}"),
+    ]);
+    out.lines().map(str::to_owned).collect()
+}
+
+/// Asserts that nothing of the instance with `uid` and unit `container` is
+/// left: engine objects, unit, lock, sockets, index row.
+fn assert_nothing_left(home: &Home, name: &str, uid: &str, container: &str, what: &str) {
+    assert_eq!(
+        engine_objects(uid),
+        (vec![], vec![]),
+        "{what}: engine objects"
+    );
+    assert!(volumes_of(uid).is_empty(), "{what}: volumes");
+    let data = home.path().join("data");
+    assert!(!data.join(container).exists(), "{what}: unit");
+    assert!(
+        !data.join(format!("{container}.lock")).exists(),
+        "{what}: lock"
+    );
+    assert!(
+        !home.path().join("sockets").join(container).exists(),
+        "{what}: sockets"
+    );
+    let index = std::fs::read_to_string(data.join("instances.json")).unwrap();
+    assert!(
+        !index.contains(&format!("\"{name}\"")),
+        "{what}: index row\n{index}"
+    );
+}
+
+/// An instance with a sidecar, a labelled volume and a sockets directory:
+/// every kind of thing a purge removes.
+fn full_instance(home: &Home, name: &str) -> (String, String) {
+    let yaml = instance_yaml_with(name, &sidecar_line("side"));
+    apply(home, &format!("{name}.yaml"), &yaml);
+    let uid = uid(home, name);
+    let container = home.container(name);
+    labelled_volume(home, &format!("{container}-certs"), name, &uid);
+    std::fs::create_dir_all(home.path().join("sockets").join(&container)).unwrap();
+    (uid, container)
+}
+
+/// Crashes a purge right after `step` (fault injection), then lets one
+/// controller pass finish it.
+fn interrupted_purge(step: &str) {
+    ensure_busybox();
+    let home = Home::new();
+    let (uid, container) = full_instance(&home, "victim");
+    let out = home
+        .command(&["delete", "victim"])
+        .env("JACKIN_CRASH_AFTER", step)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(86),
+        "the purge did not crash after {step}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pass = home.ok(&["controller", "--once"]);
+    assert!(pass.starts_with("pass complete"), "{pass}");
+    assert_nothing_left(
+        &home,
+        "victim",
+        &uid,
+        &container,
+        &format!("crash after {step}"),
+    );
+}
+
+macro_rules! interrupted_purge_tests {
+    ($($test:ident => $step:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                interrupted_purge($step);
+            }
+        )*
+    };
+}
+
+interrupted_purge_tests! {
+    purge_interrupted_after_stamping_is_finished => "stamp-purging",
+    purge_interrupted_after_the_container_is_finished => "remove-container",
+    purge_interrupted_after_a_sidecar_is_finished => "remove-sidecar",
+    purge_interrupted_after_the_network_is_finished => "remove-network",
+    purge_interrupted_after_a_volume_is_finished => "remove-volume",
+    purge_interrupted_after_the_unit_dir_is_finished => "remove-unit-dir",
+    purge_interrupted_after_the_sockets_dir_is_finished => "remove-sockets-dir",
+    purge_interrupted_after_the_lock_is_finished => "remove-unit-lock",
+    purge_interrupted_after_the_row_is_finished => "drop-index-row",
+}
+
+#[test]
+fn a_purge_removes_the_instances_volumes_too() {
+    ensure_busybox();
+    let home = Home::new();
+    let (uid, container) = full_instance(&home, "whole");
+    assert_eq!(volumes_of(&uid).len(), 1);
+    // Kept keeps the volume; purged removes it.
+    home.ok(&["set-phase", "whole", "kept"]);
+    assert_eq!(volumes_of(&uid).len(), 1);
+    home.ok(&["delete", "whole"]);
+    assert_nothing_left(&home, "whole", &uid, &container, "purge");
+}
+
+#[test]
+fn rows_claiming_running_without_a_container_are_corrected() {
+    ensure_busybox();
+    let home = Home::new();
+    apply(&home, "r.yaml", &instance_yaml("vanishing"));
+    docker(&["rm", "-f", &home.container("vanishing")]);
+    let out = home.ok(&["prune"]);
+    assert!(out.contains("corrected instance/vanishing"), "{out}");
+    let obj = home.object("vanishing");
+    assert_eq!(obj["status"]["phase"], "Exited");
+    let ready = &obj["status"]["conditions"][0];
+    assert_eq!(ready["reason"], "ContainerMissing");
+    // Converging restores it.
+    let out = apply(&home, "r.yaml", &instance_yaml("vanishing"));
+    assert!(out.contains("(restored, tier 2)"), "{out}");
+}
+
+#[test]
+fn units_missing_from_the_index_are_indexed_again() {
+    let home = Home::new();
+    for name in ["one", "two"] {
+        let path = home.write_input(&format!("{name}.yaml"), &instance_yaml(name));
+        home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
+    }
+    // An index that lost a row (an old version, a crash mid-create).
+    let index_path = home.path().join("data/instances.json");
+    let mut index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&index_path).unwrap()).unwrap();
+    index["instances"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|r| r["name"] == "one");
+    std::fs::write(&index_path, serde_json::to_vec(&index).unwrap()).unwrap();
+
+    let out = home.ok(&["prune"]);
+    assert!(out.contains("indexed unit"), "{out}");
+    assert!(out.contains("(instance/two)"), "{out}");
+    let list = home.ok(&["get", "-o", "json"]);
+    assert!(list.contains("\"two\""), "{list}");
+}
+
+#[test]
+fn unreadable_units_are_moved_aside_never_deleted() {
+    let home = Home::new();
+    let unit = home.path().join("data/jk-0badc0de-x");
+    std::fs::create_dir_all(unit.join(".jackin")).unwrap();
+    std::fs::create_dir_all(unit.join("home")).unwrap();
+    std::fs::write(unit.join(".jackin/instance.json"), "{ not json").unwrap();
+    std::fs::write(unit.join("home/conversation.jsonl"), "precious").unwrap();
+
+    let out = home.ok(&["prune"]);
+    assert!(
+        out.contains("moved aside unreadable unit jk-0badc0de-x"),
+        "{out}"
+    );
+    assert!(!unit.exists());
+    let aside: Vec<_> = std::fs::read_dir(home.path().join("data/.orphaned"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(aside.len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(aside[0].join("home/conversation.jsonl")).unwrap(),
+        "precious"
+    );
+}
+
+#[test]
+fn orphan_locks_are_removed_unless_held() {
+    let home = Home::new();
+    let data = home.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let orphan = data.join("jk-00000000-gone.lock");
+    let repo_lock = data.join("role.repo.lock");
+    let held = data.join("jk-11111111-busy.lock");
+    for path in [&orphan, &repo_lock, &held] {
+        std::fs::write(path, "").unwrap();
+    }
+    // This test process holds one of them, as a running jackin would.
+    let holder = std::fs::File::open(&held).unwrap();
+    holder.lock().unwrap();
+
+    let out = home.ok(&["prune"]);
+    assert!(!orphan.exists(), "{out}");
+    assert!(!repo_lock.exists(), "{out}");
+    assert!(held.exists(), "a held lock was removed: {out}");
+    drop(holder);
+}
+
+#[test]
+fn engine_objects_of_vanished_instances_go_and_decoys_stay() {
+    ensure_busybox();
+    let home = Home::new();
+    let ghost_uid = format!("ghost-{}", unique("uid"));
+    let ghost = unique("ghost");
+    let labels = |args: &mut Vec<String>| {
+        for label in [
+            "jackin.dev/managed=true".to_owned(),
+            format!("jackin.dev/home={}", home.home_id()),
+            format!("jackin.dev/instance={ghost}"),
+            format!("jackin.dev/uid={ghost_uid}"),
+        ] {
+            args.push("--label".into());
+            args.push(label);
+        }
+    };
+    let mut create = vec!["create".to_owned(), "--name".into(), ghost.clone()];
+    labels(&mut create);
+    create.push(BUSYBOX_IMAGE.into());
+    docker(&create.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut network = vec!["network".to_owned(), "create".into()];
+    labels(&mut network);
+    network.push(ghost.clone());
+    docker(&network.iter().map(String::as_str).collect::<Vec<_>>());
+    labelled_volume(&home, &ghost, &ghost, &ghost_uid);
+    // The same, but of another home sharing the engine: not ours to sweep.
+    let neighbour = Home::new();
+    let foreign = labelled_volume(&neighbour, &unique("foreign"), "theirs", &ghost_uid);
+    // Named like ours, without our labels: never touched.
+    let decoy = format!("jk-{}-decoy", unique("d"));
+    docker(&["run", "-d", "--name", &decoy, BUSYBOX_IMAGE, "sleep", "600"]);
+
+    let out = home.ok(&["prune"]);
+    assert!(out.contains(&format!("removed container {ghost}")), "{out}");
+    assert!(out.contains(&format!("removed network {ghost}")), "{out}");
+    assert!(out.contains(&format!("removed volume {ghost}")), "{out}");
+    assert_eq!(engine_objects(&ghost_uid), (vec![], vec![]));
+    assert_eq!(
+        volumes_of(&ghost_uid),
+        [foreign.clone()],
+        "another home's volume was swept"
+    );
+    docker(&["volume", "rm", &foreign]);
+
+    // The controller's sweep leaves the decoy alone too.
+    let pass = home.ok(&["controller", "--once"]);
+    assert!(pass.starts_with("pass complete"), "{pass}");
+    let mut controller = home.command(&["controller"]).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let _ = controller.kill();
+    let _ = controller.wait();
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.State.Running}}", &decoy]),
+        "true"
+    );
+    docker(&["rm", "-f", &decoy]);
+}
+
+#[test]
+fn a_volume_whose_unit_was_moved_aside_is_kept_and_reported() {
+    let home = Home::new();
+    let uid = format!("abad1dea-{}", unique("u"));
+    let unit = home.path().join("data/jk-abad1dea-lost");
+    std::fs::create_dir_all(unit.join(".jackin")).unwrap();
+    std::fs::write(unit.join(".jackin/instance.json"), "garbage").unwrap();
+    let volume = labelled_volume(&home, &unique("vol"), "lost", &uid);
+    let out = home.ok(&["prune"]);
+    assert!(out.contains("moved aside unreadable unit"), "{out}");
+    assert!(out.contains(&format!("kept volume {volume}")), "{out}");
+    assert_eq!(volumes_of(&uid), [volume.clone()]);
+    docker(&["volume", "rm", &volume]);
+}
+
+#[test]
+fn prune_images_removes_only_unpinned_role_images() {
+    ensure_busybox();
+    let home = Home::new();
+    let repo = RoleRepo::new("img-v1");
+    apply(&home, "a.yaml", &repo.instance_yaml("pinned"));
+    apply(&home, "b.yaml", &repo.instance_yaml("dropped"));
+    let pinned_id = home.object("pinned")["status"]["recipe"]["imageId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // A second image of the role, at a new commit, pinned by nobody once
+    // its instance is purged.
+    repo.commit_marker("img-v2");
+    home.ok(&["delete", "dropped"]);
+    apply(&home, "c.yaml", &repo.instance_yaml("later"));
+    let later_id = home.object("later")["status"]["recipe"]["imageId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(later_id, pinned_id);
+    home.ok(&["delete", "later"]);
+
+    let dry = home.ok(&["prune", "--images", "--dry-run"]);
+    assert!(dry.contains("would remove image"), "{dry}");
+    assert!(image_exists(&later_id));
+    let out = home.ok(&["prune", "--images"]);
+    assert!(out.contains("removed image"), "{out}");
+    assert!(!image_exists(&later_id));
+    assert!(image_exists(&pinned_id), "a pinned image was removed");
+}
+
+fn image_exists(id: &str) -> bool {
+    Command::new("docker")
+        .args(["image", "inspect", id])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn prune_dry_run_changes_nothing() {
+    ensure_busybox();
+    let home = Home::new();
+    apply(&home, "v.yaml", &instance_yaml("stale"));
+    let stale_uid = uid(&home, "stale");
+    docker(&["rm", "-f", &home.container("stale")]);
+    let data = home.path().join("data");
+    std::fs::write(data.join("jk-22222222-gone.lock"), "").unwrap();
+    std::fs::create_dir_all(data.join("jk-33333333-bad/.jackin")).unwrap();
+    std::fs::write(data.join("jk-33333333-bad/.jackin/instance.json"), "nope").unwrap();
+    let ghost_uid = format!("ghost-{}", unique("uid"));
+    let ghost = labelled_volume(&home, &unique("ghostvol"), "ghost", &ghost_uid);
+
+    let before = home.snapshot();
+    let engine_before = (engine_objects(&stale_uid), volumes_of(&ghost_uid));
+    let out = home.ok(&["prune", "--dry-run"]);
+    for expected in [
+        "would correct instance/stale",
+        "would remove orphan lock",
+        "would move aside unreadable unit jk-33333333-bad",
+        "would remove volume",
+    ] {
+        assert!(out.contains(expected), "{expected:?} missing from:\n{out}");
+    }
+    home.assert_unchanged(&before, "prune --dry-run");
+    assert_eq!(
+        (engine_objects(&stale_uid), volumes_of(&ghost_uid)),
+        engine_before
+    );
+    assert!(data.join("jk-33333333-bad").exists());
+
+    let out = home.ok(&["prune"]);
+    assert!(out.contains(&format!("removed volume {ghost}")), "{out}");
+    assert_eq!(home.ok(&["prune"]), "nothing to prune\n");
+}
+
+#[test]
+fn the_keep_cap_purges_the_least_recently_running() {
+    ensure_busybox();
+    let home = Home::new();
+    let workspace = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: capped}\nspec:\n  keep: {max: 1}\n";
+    apply(&home, "ws.yaml", workspace);
+    for name in ["first", "second"] {
+        let yaml = instance_yaml_with(name, "  workspace: capped\n");
+        apply(&home, &format!("{name}.yaml"), &yaml);
+    }
+    let first = (uid(&home, "first"), home.container("first"));
+    home.ok(&["set-phase", "first", "kept"]);
+    let out = home.ok(&["set-phase", "second", "kept"]);
+    assert!(out.contains("purging instance/first"), "{out}");
+    assert!(out.contains("instance/first purged"), "{out}");
+    assert_nothing_left(&home, "first", &first.0, &first.1, "over the keep cap");
+    assert_eq!(home.object("second")["status"]["phase"], "Kept");
+}
+
+/// A small deterministic generator, so a failing soak can be replayed.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+#[test]
+fn soak_random_operations_leave_nothing_behind() {
+    ensure_busybox();
+    let home = Home::new();
+    let names = ["soak-a", "soak-b", "soak-c", "soak-d"];
+    let seed = 0x5eed_1a7e;
+    let mut rng = Lcg(seed);
+    let mut uids = std::collections::BTreeSet::new();
+    for op in 0..200 {
+        let name = names[rng.below(names.len() as u64) as usize];
+        let exists = home.jackin(&["get", name, "-o", "json"]).status.success();
+        let what = match (exists, rng.below(6)) {
+            (false, _) | (true, 0) => "launch",
+            (true, 1) => "keep",
+            (true, 2) => "resume",
+            (true, 3) => "purge",
+            (true, 4) => "docker-rm",
+            (true, _) => "docker-stop",
+        };
+        let context = format!("seed {seed:#x}, op {op}: {what} {name}");
+        match what {
+            "launch" => {
+                apply(&home, &format!("{name}.yaml"), &instance_yaml(name));
+            }
+            "keep" => {
+                home.ok(&["set-phase", name, "kept"]);
+            }
+            "resume" => {
+                home.ok(&["set-phase", name, "running"]);
+            }
+            "purge" => {
+                home.ok(&["delete", name]);
+            }
+            "docker-rm" | "docker-stop" => {
+                let container = home.container(name);
+                let args: &[&str] = if what == "docker-rm" {
+                    &["rm", "-f", &container]
+                } else {
+                    &["stop", "-t", "1", &container]
+                };
+                // The container may not exist (a kept instance): fine.
+                let _ = Command::new("docker").args(args).output();
+            }
+            _ => unreachable!(),
+        }
+        if let Ok(obj) = serde_json::from_str::<serde_json::Value>(&String::from_utf8_lossy(
+            &home.jackin(&["get", name, "-o", "json"]).stdout,
+        )) {
+            uids.insert(
+                obj["metadata"]["uid"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+            let phase = obj["status"]["phase"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert!(
+                ["Running", "Kept", "Exited", "Pending"].contains(&phase.as_str()),
+                "{context}: phase {phase}"
+            );
+        }
+    }
+    for name in names {
+        let _ = home.jackin(&["delete", name]);
+    }
+    for uid in &uids {
+        assert_eq!(engine_objects(uid), (vec![], vec![]), "leftovers of {uid}");
+    }
+    let left: Vec<String> = std::fs::read_dir(home.path().join("data"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    let mut left = left;
+    left.sort();
+    assert_eq!(
+        left,
+        ["instances.json", "instances.json.lock"],
+        "files left in data/"
+    );
+    assert!(
+        !Path::new(&home.path().join("sockets")).exists()
+            || std::fs::read_dir(home.path().join("sockets"))
+                .unwrap()
+                .count()
+                == 0
+    );
+    assert_eq!(home.ok(&["prune"]), "nothing to prune\n");
+}
