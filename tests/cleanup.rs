@@ -283,7 +283,7 @@ fn engine_objects_of_vanished_instances_go_and_decoys_stay() {
     assert_eq!(engine_objects(&ghost_uid), (vec![], vec![]));
     assert_eq!(
         volumes_of(&ghost_uid),
-        [foreign.clone()],
+        std::slice::from_ref(&foreign),
         "another home's volume was swept"
     );
     docker(&["volume", "rm", &foreign]);
@@ -313,7 +313,7 @@ fn a_volume_whose_unit_was_moved_aside_is_kept_and_reported() {
     let out = home.ok(&["prune"]);
     assert!(out.contains("moved aside unreadable unit"), "{out}");
     assert!(out.contains(&format!("kept volume {volume}")), "{out}");
-    assert_eq!(volumes_of(&uid), [volume.clone()]);
+    assert_eq!(volumes_of(&uid), std::slice::from_ref(&volume));
     docker(&["volume", "rm", &volume]);
 }
 
