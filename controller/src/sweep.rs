@@ -27,7 +27,7 @@ use jackin_api::meta::{LABEL_HOME, LABEL_INSTANCE, LABEL_MANAGED, LABEL_UID, set
 use jackin_api::{ConditionStatus, DesiredPhase, validate};
 use jackin_reconcilers::engine::models::ContainerSummaryStateEnum;
 use jackin_reconcilers::fsutil::{FileLock, ensure_private_dir, remove_if_exists};
-use jackin_reconcilers::observe::LABEL_SIDECAR;
+use jackin_reconcilers::observe::{LABEL_SIDECAR, container_name};
 use jackin_reconcilers::recipe::LABEL_ROLE;
 use jackin_reconcilers::{Engine, EngineError};
 use jiff::Timestamp;
@@ -302,12 +302,7 @@ pub async fn sweep(
         if live.contains(uid.as_str()) {
             continue;
         }
-        let name = c
-            .names
-            .as_ref()
-            .and_then(|n| n.first())
-            .map(|n| n.trim_start_matches('/').to_owned())
-            .unwrap_or_default();
+        let name = container_name(c);
         if !options.dry_run {
             engine
                 .remove_container(c.id.as_deref().unwrap_or(&name))

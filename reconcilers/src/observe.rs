@@ -34,6 +34,15 @@ pub struct InstanceView {
     pub image_present: bool,
 }
 
+/// A listed container's name, without the engine's leading `/`.
+pub fn container_name(c: &ContainerSummary) -> String {
+    c.names
+        .as_ref()
+        .and_then(|n| n.first())
+        .map(|n| n.trim_start_matches('/').to_owned())
+        .unwrap_or_default()
+}
+
 /// One snapshot of the engine's managed objects.
 #[derive(Debug, Clone, Default)]
 pub struct Observation {
@@ -83,14 +92,8 @@ impl Observation {
             if !owned(c.labels.as_ref()) {
                 continue;
             }
-            let name = c
-                .names
-                .as_ref()
-                .and_then(|n| n.first())
-                .map(|n| n.trim_start_matches('/').to_owned())
-                .unwrap_or_default();
             let container = ContainerView {
-                name,
+                name: container_name(c),
                 running: matches!(
                     c.state,
                     Some(
