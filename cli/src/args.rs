@@ -41,6 +41,10 @@ pub enum Command {
         /// Print the steps it would take, change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// With `purged`: discard unfinished work in isolated checkouts
+        /// without asking (it is still shown).
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         wait: WaitArgs,
     },
@@ -51,6 +55,10 @@ pub enum Command {
         /// Print the steps it would take, change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Discard unfinished work in isolated checkouts without asking (it
+        /// is still shown).
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         wait: WaitArgs,
     },

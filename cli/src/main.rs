@@ -12,8 +12,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{CommandFactory, Parser};
-use jackin_api::{DesiredPhase, validate};
+use jackin_api::{DesiredPhase, Instance, validate};
+use jackin_controller::reconcile::assess_checkouts;
 use jackin_controller::{IndexRepair, Outcome, Progress, Reconciler, Store, converge, run, sweep};
+use jackin_reconcilers::assess::acknowledgement_digest;
+use jackin_reconcilers::decide::ANNOTATION_ACKNOWLEDGE;
 use jackin_reconcilers::decide::decide;
 use jackin_reconcilers::observe::Observation;
 use jackin_reconcilers::{Engine, Layout};
@@ -99,13 +102,15 @@ async fn run(cli: Cli) -> Result<()> {
             name,
             phase,
             dry_run,
+            force,
             wait,
-        } => set_phase(&name, phase.into(), dry_run, &wait, verbose).await,
+        } => set_phase(&name, phase.into(), dry_run, force, &wait, verbose).await,
         Command::Delete {
             name,
             dry_run,
+            force,
             wait,
-        } => set_phase(&name, DesiredPhase::Purged, dry_run, &wait, verbose).await,
+        } => set_phase(&name, DesiredPhase::Purged, dry_run, force, &wait, verbose).await,
         Command::Controller(args) => controller(&args).await,
         Command::Prune { dry_run, images } => prune(dry_run, images).await,
         Command::Crds { out } => crds(out.as_deref()),
@@ -147,6 +152,14 @@ pub async fn converge_and_report(
                 println!("instance/{name} {phase}{how}");
             }
             Ok(Outcome::Gone) => println!("instance/{name} purged"),
+            Ok(Outcome::Blocked { digest }) => {
+                failed += 1;
+                eprintln!(
+                    "error: instance/{name}: the purge is blocked: its isolated checkouts hold \
+                     unfinished work (digest {digest})\nhint: `jackin describe {name}` shows it; \
+                     `jackin set-phase {name} purged --force` discards it"
+                );
+            }
             Err(e) => {
                 failed += 1;
                 eprintln!("error: instance/{name}: {e}");
@@ -179,10 +192,42 @@ pub async fn converge_and_report(
     Ok(())
 }
 
+/// Shows the unfinished work a purge would discard and, when the operator
+/// agrees (`--force`, or yes at the prompt on a terminal), acknowledges it by
+/// its digest. Without agreement the purge stays blocked.
+async fn acknowledge_discard(store: &Store, obj: &Instance, force: bool) -> Result<()> {
+    let container = obj
+        .status
+        .as_ref()
+        .and_then(|s| s.container_name.clone())
+        .unwrap_or_default();
+    let mounts = assess_checkouts(store.layout(), &container).await?;
+    let Some(digest) = acknowledgement_digest(&mounts) else {
+        return Ok(());
+    };
+    let name = &obj.metadata.name;
+    eprintln!("instance/{name} has unfinished work in its isolated checkouts:");
+    eprint!("{}", output::mounts_evidence(&mounts));
+    use std::io::IsTerminal;
+    let agreed = force
+        || (std::io::stdin().is_terminal() && {
+            eprint!("Discard this work and purge? [y/N] ");
+            let mut answer = String::new();
+            std::io::stdin().read_line(&mut answer)?;
+            matches!(answer.trim(), "y" | "Y" | "yes")
+        });
+    if agreed {
+        store.set_annotation(name, ANNOTATION_ACKNOWLEDGE, Some(&digest))?;
+        eprintln!("acknowledged (digest {digest})");
+    }
+    Ok(())
+}
+
 async fn set_phase(
     name: &str,
     phase: DesiredPhase,
     dry_run: bool,
+    force: bool,
     wait: &WaitArgs,
     verbose: bool,
 ) -> Result<()> {
@@ -192,6 +237,9 @@ async fn set_phase(
         sweep_files_quietly(&store)?;
     }
     let current = store.get_instance(name)?;
+    if phase == DesiredPhase::Purged && !dry_run {
+        acknowledge_discard(&store, &current, force).await?;
+    }
     if wait.no_wait && !dry_run {
         let outcome = store.set_phase(name, phase)?;
         println!(

@@ -3,7 +3,9 @@
 use std::fmt::Write;
 
 use anyhow::Result;
+use jackin_api::instance::MountStatus;
 use jackin_api::{Instance, Workspace};
+use jackin_reconcilers::assess::acknowledgement_digest;
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -126,6 +128,31 @@ pub fn workspace_table(objects: &[Workspace], now: Timestamp) -> String {
     table(&["NAME", "EXIT-POLICY", "KEEP-MAX", "MOUNTS", "AGE"], &rows)
 }
 
+/// The evidence of isolated checkouts, for people: each mount with its
+/// uncommitted files and unsafe branches.
+pub fn mounts_evidence(mounts: &[MountStatus]) -> String {
+    let mut out = String::new();
+    for m in mounts {
+        let _ = writeln!(out, "  {:?} {} ({})", m.isolation, m.dst, m.path);
+        if m.dirty_files.is_empty() && m.unpushed_branches.is_empty() {
+            let _ = writeln!(out, "    clean");
+        }
+        if !m.dirty_files.is_empty() {
+            let _ = writeln!(out, "    uncommitted:");
+            for f in &m.dirty_files {
+                let _ = writeln!(out, "      {f}");
+            }
+        }
+        if !m.unpushed_branches.is_empty() {
+            let _ = writeln!(out, "    unpushed:");
+            for b in &m.unpushed_branches {
+                let _ = writeln!(out, "      {b}");
+            }
+        }
+    }
+    out
+}
+
 /// The human view of one instance: identity, what is asked, what is seen.
 pub fn describe(obj: &Instance, now: Timestamp) -> String {
     let status = obj.status_or_default();
@@ -203,6 +230,18 @@ pub fn describe(obj: &Instance, now: Timestamp) -> String {
                 (None, None) => String::new(),
             };
             let _ = writeln!(out, "  {} {source}", var.name);
+        }
+    }
+    if !status.mounts.is_empty() {
+        out.push_str("Isolated checkouts:\n");
+        out.push_str(&mounts_evidence(&status.mounts));
+        if let Some(digest) = acknowledgement_digest(&status.mounts) {
+            let _ = writeln!(
+                out,
+                "  unfinished work: a purge needs the acknowledgement {digest} \
+                 (`jackin set-phase {} purged --force`)",
+                obj.metadata.name
+            );
         }
     }
     if let Some(recipe) = &status.recipe {

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
+use jackin_api::instance::MountStatus;
 use jackin_api::instance::{Instance, InstancePhase, RestoreRecord};
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::{ConditionStatus, DesiredPhase};
 use jackin_reconcilers::act::{self, ActError, Context};
 use jackin_reconcilers::decide::{Plan, Step, decide};
 use jackin_reconcilers::observe::Observation;
-use jackin_reconcilers::{Engine, EngineError, Layout, recipe};
+use jackin_reconcilers::{Engine, EngineError, Layout, assess, isolation, recipe};
 use jiff::Timestamp;
 
 use crate::store::{InstanceGuard, Store, StoreError};
@@ -57,6 +58,9 @@ pub enum Outcome {
     },
     /// The instance no longer exists (purged, or never did).
     Gone,
+    /// A purge waits for an acknowledgement of the unfinished work in its
+    /// isolated checkouts; `digest` is what the acknowledgement must quote.
+    Blocked { digest: String },
 }
 
 /// What a reconcile reports as it goes.
@@ -135,9 +139,31 @@ impl Reconciler {
         };
         for _ in 0..MAX_ROUNDS {
             let recipe = guard.obj.status.as_ref().and_then(|s| s.recipe.as_ref());
-            let view = observation.view(&uid, recipe);
+            let mut view = observation.view(&uid, recipe);
+            view.mounts = assess_checkouts(self.layout(), &guard.container).await?;
+            guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
             let plan = decide(&guard.obj, &view);
             note_drift(&mut guard.obj, &ctx);
+            let conditions = &mut guard.obj.status.get_or_insert_default().conditions;
+            if let Some(digest) = &plan.blocked {
+                set_condition(
+                    conditions,
+                    "PurgeBlocked",
+                    ConditionStatus::True,
+                    "UnfinishedWork",
+                    &format!(
+                        "isolated checkouts hold unfinished work (see status.mounts); \
+                         `jackin set-phase {name} purged --force` acknowledges digest {digest} \
+                         and discards it"
+                    ),
+                    Timestamp::now(),
+                );
+                guard.save()?;
+                return Ok(Outcome::Blocked {
+                    digest: digest.clone(),
+                });
+            }
+            remove_condition(conditions, "PurgeBlocked");
             if plan.is_empty() {
                 settle(&mut guard.obj, &plan);
                 guard.save()?;
@@ -248,6 +274,29 @@ impl Reconciler {
         }
         Ok(results)
     }
+}
+
+/// The assessment of every isolated checkout of a unit (git work, off the
+/// runtime). A checkout whose records cannot be read is reported as such.
+pub async fn assess_checkouts(
+    layout: &Layout,
+    container: &str,
+) -> Result<Vec<MountStatus>, StoreError> {
+    let layout = layout.clone();
+    let container = container.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let records =
+            isolation::read_records(&layout, &container).map_err(|e| StoreError::Unreadable {
+                path: layout.unit_meta_dir(&container).join("isolation.json"),
+                message: e.to_string(),
+            })?;
+        Ok(records
+            .iter()
+            .map(|record| assess::mount_status(record, &assess::assess(record)))
+            .collect())
+    })
+    .await
+    .expect("assessing does not panic")
 }
 
 /// Fault injection for tests: with `JACKIN_CRASH_AFTER=<step kind>` (see

@@ -361,6 +361,32 @@ impl Store {
         })
     }
 
+    /// Sets (or, with `None`, removes) an annotation; no generation bump.
+    pub fn set_annotation(
+        &self,
+        name: &str,
+        key: &str,
+        value: Option<&str>,
+    ) -> Result<ApplyOutcome, StoreError> {
+        let container = self
+            .live_row(name)?
+            .map(|row| row.container_name)
+            .ok_or_else(|| StoreError::InstanceNotFound(name.to_owned()))?;
+        self.update_instance(name, &container, |stored| {
+            let annotations = &mut stored.metadata.annotations;
+            let before = annotations.get(key).cloned();
+            match value {
+                Some(value) => annotations.insert(key.to_owned(), value.to_owned()),
+                None => annotations.remove(key),
+            };
+            Ok(if annotations.get(key) == before.as_ref() {
+                ApplyOutcome::Unchanged
+            } else {
+                ApplyOutcome::Configured
+            })
+        })
+    }
+
     /// Mints the identity, writes the unit. The caller holds the index lock.
     fn create_instance(&self, applied: &Instance) -> Result<Instance, StoreError> {
         let uid = uuid::Uuid::new_v4();

@@ -4,13 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use jackin_api::instance::{Instance, InstancePhase, Isolation, RoleSource};
+use jackin_api::instance::{Instance, InstancePhase, RoleSource};
 use jackin_api::workspace::WorkspaceSpec;
 
 use crate::decide::Step;
 use crate::engine::models::{ContainerCreateBody, HostConfig, Mount, MountType};
 use crate::engine::{Engine, EngineError};
 use crate::fsutil::{ensure_private_dir, remove_if_exists};
+use crate::isolation::{self, IsolationError};
 use crate::layout::Layout;
 use crate::observe::LABEL_SIDECAR;
 use crate::recipe::{self, RecipeError};
@@ -37,8 +38,8 @@ pub enum ActError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{0}")]
-    Unsupported(String),
+    #[error(transparent)]
+    Isolation(#[from] IsolationError),
 }
 
 impl ActError {
@@ -51,8 +52,9 @@ impl ActError {
             // unchanged gets the same answer.
             Self::Engine(EngineError::Refused { status: 400, .. }) => true,
             // A secret that cannot be resolved needs the operator (a variable
-            // to export, a file to write, `op signin`).
-            Self::Secret(_) | Self::Unsupported(_) => true,
+            // to export, a file to write, `op signin`); so does a checkout
+            // that no longer fits its host repository.
+            Self::Secret(_) | Self::Isolation(IsolationError::ResumeConflict { .. }) => true,
             _ => false,
         }
     }
@@ -69,7 +71,8 @@ impl ActError {
             Self::Recipe(_) => "BuildFailed",
             Self::Secret(_) => "SecretUnavailable",
             Self::Io { .. } => "FilesystemError",
-            Self::Unsupported(_) => "Unsupported",
+            Self::Isolation(IsolationError::ResumeConflict { .. }) => "ResumeConflict",
+            Self::Isolation(_) => "CheckoutFailed",
         }
     }
 }
@@ -115,6 +118,15 @@ pub async fn act(
     match step {
         Step::PinRecipe => pin(ctx, obj, &container, progress).await?,
         Step::RebuildImage => rebuild(ctx, obj, progress).await?,
+        Step::PrepareMounts => {
+            let mounts = recipe_of(obj).mounts.clone();
+            let layout = ctx.layout.clone();
+            blocking(move || isolation::prepare(&layout, &container, &mounts)).await?;
+        }
+        Step::RemoveCheckouts => {
+            let layout = ctx.layout.clone();
+            blocking(move || isolation::remove_all(&layout, &container)).await?;
+        }
         Step::CreateNetwork => {
             let labels = recipe_of(obj).labels.clone().into_iter().collect();
             engine
@@ -186,6 +198,15 @@ fn recipe_of(obj: &Instance) -> &jackin_api::instance::Recipe {
         .expect("decide plans engine objects only after pinning")
 }
 
+/// Runs git and filesystem work off the async runtime.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, IsolationError> + Send + 'static,
+) -> Result<T, ActError> {
+    Ok(tokio::task::spawn_blocking(work)
+        .await
+        .expect("the blocking task does not panic")?)
+}
+
 fn remove(path: &Path) -> Result<(), ActError> {
     remove_if_exists(path).map_err(io(path))
 }
@@ -209,16 +230,6 @@ async fn pin(
         ctx.home.as_deref(),
         &ctx.home_id,
     );
-    if let Some(m) = pinned
-        .mounts
-        .iter()
-        .find(|m| m.isolation != Isolation::Shared)
-    {
-        return Err(ActError::Unsupported(format!(
-            "mount {}: isolation {:?} is not supported yet; use shared",
-            m.dst, m.isolation
-        )));
-    }
     match (&obj.spec.image, &obj.spec.role.source) {
         (Some(image), _) => {
             pinned.image_id = ctx
@@ -299,9 +310,9 @@ async fn create_container(
         bind(unit.join("home").display().to_string(), AGENT_HOME, false),
         bind(unit.join("state").display().to_string(), STATE_DIR, false),
     ];
+    let bound = isolation::bind_sources(ctx.layout, container, &recipe.mounts)?;
     mounts.extend(
-        recipe
-            .mounts
+        bound
             .iter()
             .map(|m| bind(m.src.clone(), &m.dst, m.readonly)),
     );

@@ -14,6 +14,11 @@
 //! | missing, pinned image missing | rebuild at the pinned commit, then 2   | 3    |
 //! | no recipe pinned yet          | pin (build or resolve), create, start  | launch |
 //!
+//! Isolated checkouts are prepared (made, or verified before reuse) before a
+//! container that binds them is created or started. A purge that would
+//! discard unfinished work in them is blocked until the annotation
+//! `jackin.dev/acknowledge-discard` quotes the digest of that evidence.
+//!
 //! `Kept` stops the container gracefully, removes the container, sidecars and
 //! network, and keeps the unit and volumes. `Purged` stamps
 //! `Purging` first (so a crash mid-way leaves an honest record), tears down,
@@ -21,9 +26,15 @@
 //! the index row.
 
 use jackin_api::DesiredPhase;
-use jackin_api::instance::{Instance, InstancePhase};
+use jackin_api::instance::{Instance, InstancePhase, Isolation};
 
+use crate::assess::acknowledgement_digest;
 use crate::observe::InstanceView;
+
+/// The annotation that acknowledges discarding unfinished work: its value
+/// must equal the digest of the evidence shown, so a later edit (a new
+/// digest) closes the gate again.
+pub const ANNOTATION_ACKNOWLEDGE: &str = "jackin.dev/acknowledge-discard";
 
 /// One step of a plan: one engine call or one filesystem operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +44,8 @@ pub enum Step {
     PinRecipe,
     /// Rebuild the pinned image at the pinned role commit and base (tier 3).
     RebuildImage,
+    /// Make or verify the isolated checkouts the container binds.
+    PrepareMounts,
     CreateNetwork,
     CreateSidecar(String),
     StartSidecar(String),
@@ -46,6 +59,8 @@ pub enum Step {
     RemoveVolume(String),
     /// Record `Purging` in the object and the index before anything goes.
     StampPurging,
+    /// Remove the isolated checkouts (worktrees through git).
+    RemoveCheckouts,
     RemoveUnitDir,
     RemoveSocketsDir,
     RemoveUnitLock,
@@ -58,6 +73,8 @@ impl Step {
         match self {
             Step::PinRecipe => "pin-recipe",
             Step::RebuildImage => "rebuild-image",
+            Step::PrepareMounts => "prepare-mounts",
+            Step::RemoveCheckouts => "remove-checkouts",
             Step::CreateNetwork => "create-network",
             Step::CreateSidecar(_) => "create-sidecar",
             Step::StartSidecar(_) => "start-sidecar",
@@ -81,6 +98,8 @@ impl Step {
         match self {
             Step::PinRecipe => "pinning the launch recipe".into(),
             Step::RebuildImage => "rebuilding the image at the pinned commit".into(),
+            Step::PrepareMounts => "preparing the isolated checkouts".into(),
+            Step::RemoveCheckouts => "removing the isolated checkouts".into(),
             Step::CreateNetwork => "creating the network".into(),
             Step::CreateSidecar(n) => format!("creating sidecar {n}"),
             Step::StartSidecar(n) => format!("starting sidecar {n}"),
@@ -109,6 +128,9 @@ pub struct Plan {
     pub tier: Option<u8>,
     /// The phase the instance is in once the steps have run.
     pub target: InstancePhase,
+    /// Why nothing may be done yet: a purge that would discard unfinished
+    /// work nobody acknowledged. The steps are then empty.
+    pub blocked: Option<String>,
 }
 
 impl Plan {
@@ -125,8 +147,23 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
             steps: teardown(view, true),
             tier: None,
             target: InstancePhase::Kept,
+            blocked: None,
         },
         DesiredPhase::Purged => {
+            if let Some(digest) = acknowledgement_digest(&view.mounts)
+                && obj.metadata.annotations.get(ANNOTATION_ACKNOWLEDGE) != Some(&digest)
+            {
+                return Plan {
+                    steps: Vec::new(),
+                    tier: None,
+                    target: obj
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.phase)
+                        .unwrap_or(InstancePhase::Pending),
+                    blocked: Some(digest),
+                };
+            }
             let stamped = obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Purging);
             let mut steps = Vec::new();
             if !stamped {
@@ -135,6 +172,9 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
             // Nothing of the session survives a purge: no graceful stop.
             steps.extend(teardown(view, false));
             steps.extend(view.volumes.iter().cloned().map(Step::RemoveVolume));
+            if !view.mounts.is_empty() {
+                steps.push(Step::RemoveCheckouts);
+            }
             steps.extend([
                 Step::RemoveUnitDir,
                 Step::RemoveSocketsDir,
@@ -145,6 +185,7 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
                 steps,
                 tier: None,
                 target: InstancePhase::Purging,
+                blocked: None,
             }
         }
     }
@@ -168,6 +209,9 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
     if tier == Some(3) {
         steps.push(Step::RebuildImage);
     }
+    if tier != Some(0) && has_isolated_mounts(obj) {
+        steps.push(Step::PrepareMounts);
+    }
     steps.extend(support(obj, view));
     match tier {
         Some(0) => {}
@@ -179,7 +223,17 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
         // Tier 0 needs nothing; a launch is not a restore.
         tier: tier.filter(|t| *t > 0),
         target: InstancePhase::Running,
+        blocked: None,
     }
+}
+
+/// Whether the container binds an isolated checkout (pinned, or about to be).
+fn has_isolated_mounts(obj: &Instance) -> bool {
+    let mounts = match obj.status.as_ref().and_then(|s| s.recipe.as_ref()) {
+        Some(recipe) => &recipe.mounts,
+        None => &obj.spec.mounts,
+    };
+    mounts.iter().any(|m| m.isolation != Isolation::Shared)
 }
 
 /// The network and sidecars the container needs, created or started as
@@ -278,6 +332,7 @@ mod tests {
             network: network.then(|| "jk-1-a".into()),
             volumes: Vec::new(),
             image_present: image,
+            mounts: Vec::new(),
         }
     }
 

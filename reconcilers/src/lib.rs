@@ -5,11 +5,13 @@
 //! on-disk layout, durable file operations and the Docker engine adapter.
 
 pub mod act;
+pub mod assess;
 pub mod decide;
 pub mod endpoint;
 pub mod engine;
 pub mod fsutil;
 pub mod git;
+pub mod isolation;
 pub mod layout;
 pub mod observe;
 pub mod recipe;

@@ -32,6 +32,9 @@ pub struct InstanceView {
     pub volumes: Vec<String>,
     /// Whether the pinned image (by id) is present.
     pub image_present: bool,
+    /// The assessment of each isolated checkout (a filesystem observation,
+    /// filled in by the caller from the unit's records).
+    pub mounts: Vec<jackin_api::instance::MountStatus>,
 }
 
 /// A listed container's name, without the engine's leading `/`.

@@ -1,0 +1,341 @@
+//! Isolated mounts: the agent works in its own checkout of the operator's
+//! repository, never in the repository itself.
+//!
+//! - `worktree`: a `git worktree` on a scratch branch `jackin/scratch/<unit>`
+//!   from the host's `HEAD`. `extensions.worktreeConfig` is enabled first so
+//!   per-worktree config stays out of the host's `.git/config`.
+//! - `clone`: a local clone of the host's current branch.
+//!
+//! Both are made once under the unit's `git/` directory, recorded with their
+//! base commit in `.jackin/isolation.json`, and reused as they are afterwards:
+//! no reset, no rebase, no pull. Before a kept checkout is reused, the host
+//! repository must still hold its base commit.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use jackin_api::instance::{Isolation, MountSpec};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::fsutil::{ensure_private_dir, remove_if_exists, write_atomic};
+use crate::git::{self, GitError};
+use crate::layout::Layout;
+
+/// One materialized isolated mount.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IsolationRecord {
+    /// The container destination; the mount's identity.
+    pub dst: String,
+    /// The host repository the checkout was made from.
+    pub src: String,
+    pub isolation: Isolation,
+    /// The checkout on the host.
+    pub path: String,
+    /// The worktree's scratch branch; `None` for a clone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scratch_branch: Option<String>,
+    /// The host's `HEAD` when the checkout was made.
+    pub base_commit: String,
+    /// For a worktree: the host's branches and their tips when it was made,
+    /// which the assessment leaves out (they are the operator's, not the
+    /// agent's, and worktrees share the host's branches).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub host_branches: BTreeMap<String, String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IsolationError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: cannot read the isolation records: {message}")]
+    Records { path: PathBuf, message: String },
+    #[error("mount {dst}: {src} is not a git repository with a commit: {detail}")]
+    NotARepository {
+        dst: String,
+        src: String,
+        detail: String,
+    },
+    #[error(
+        "mount {dst}: the host repository {src} no longer contains the checkout's base commit \
+         {base}, so the kept checkout {path} does not fit it; it is neither reused nor deleted\n\
+         hint: restore the commit in {src}, or inspect the checkout and purge the instance"
+    )]
+    ResumeConflict {
+        dst: String,
+        src: String,
+        base: String,
+        path: String,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IsolationError + '_ {
+    move |source| IsolationError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn records_file(layout: &Layout, container: &str) -> PathBuf {
+    layout.unit_meta_dir(container).join("isolation.json")
+}
+
+/// The unit's isolation records; none when the file does not exist.
+pub fn read_records(
+    layout: &Layout,
+    container: &str,
+) -> Result<Vec<IsolationRecord>, IsolationError> {
+    let path = records_file(layout, container);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| IsolationError::Records {
+            path,
+            message: e.to_string(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(io(&path)(e)),
+    }
+}
+
+fn write_records(
+    layout: &Layout,
+    container: &str,
+    records: &[IsolationRecord],
+) -> Result<(), IsolationError> {
+    let path = records_file(layout, container);
+    let mut bytes = serde_json::to_vec_pretty(records).expect("records serialize");
+    bytes.push(b'\n');
+    write_atomic(&path, &bytes).map_err(io(&path))
+}
+
+/// A directory name for a mount destination: readable, and unique through a
+/// short hash (`/a/b` and `/a-b` must not collide).
+fn slug(dst: &str) -> String {
+    let readable: String = dst
+        .trim_matches('/')
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let hash: String = Sha256::digest(dst.as_bytes())[..4]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{readable}-{hash}")
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("jackin's paths are UTF-8")
+}
+
+fn head_commit(repo: &str, dst: &str) -> Result<String, IsolationError> {
+    git::run(&["-C", repo, "rev-parse", "--verify", "HEAD^{commit}"])
+        .map(|out| String::from_utf8_lossy(&out).trim().to_owned())
+        .map_err(|e| IsolationError::NotARepository {
+            dst: dst.to_owned(),
+            src: repo.to_owned(),
+            detail: e.to_string(),
+        })
+}
+
+fn branch_tips(repo: &str) -> Result<BTreeMap<String, String>, GitError> {
+    let out = git::run(&[
+        "-C",
+        repo,
+        "for-each-ref",
+        "--format=%(refname:short)%00%(objectname)",
+        "refs/heads/",
+    ])?;
+    Ok(String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|line| {
+            let (name, tip) = line.split_once('\0')?;
+            Some((name.to_owned(), tip.to_owned()))
+        })
+        .collect())
+}
+
+/// Makes (or finds) the checkout of every isolated mount; `shared` mounts
+/// are not touched. A kept checkout is verified against its host repository
+/// before it is reused.
+pub fn prepare(
+    layout: &Layout,
+    container: &str,
+    mounts: &[MountSpec],
+) -> Result<(), IsolationError> {
+    let mut records = read_records(layout, container)?;
+    let mut changed = false;
+    for mount in mounts.iter().filter(|m| m.isolation != Isolation::Shared) {
+        let existing = records
+            .iter()
+            .find(|r| r.dst == mount.dst && Path::new(&r.path).exists());
+        match existing {
+            Some(record) => verify(record)?,
+            None => {
+                let record = materialize(layout, container, mount)?;
+                records.retain(|r| r.dst != mount.dst);
+                records.push(record);
+                changed = true;
+            }
+        }
+    }
+    if changed {
+        write_records(layout, container, &records)?;
+    }
+    Ok(())
+}
+
+/// The mounts as the container binds them: an isolated mount's source is
+/// its recorded checkout.
+pub fn bind_sources(
+    layout: &Layout,
+    container: &str,
+    mounts: &[MountSpec],
+) -> Result<Vec<MountSpec>, IsolationError> {
+    let records = read_records(layout, container)?;
+    Ok(mounts
+        .iter()
+        .map(|m| {
+            let mut bound = m.clone();
+            if let Some(record) = records.iter().find(|r| r.dst == m.dst)
+                && m.isolation != Isolation::Shared
+            {
+                bound.src = record.path.clone();
+            }
+            bound
+        })
+        .collect())
+}
+
+/// The reuse check: the host must still contain the base commit.
+fn verify(record: &IsolationRecord) -> Result<(), IsolationError> {
+    let spec = format!("{}^{{commit}}", record.base_commit);
+    match git::run(&["-C", &record.src, "cat-file", "-e", &spec]) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(IsolationError::ResumeConflict {
+            dst: record.dst.clone(),
+            src: record.src.clone(),
+            base: record.base_commit.clone(),
+            path: record.path.clone(),
+        }),
+    }
+}
+
+fn materialize(
+    layout: &Layout,
+    container: &str,
+    mount: &MountSpec,
+) -> Result<IsolationRecord, IsolationError> {
+    let src = mount.src.as_str();
+    let base = head_commit(src, &mount.dst)?;
+    let kind = match mount.isolation {
+        Isolation::Worktree => "worktree",
+        _ => "clone",
+    };
+    let parent = layout.unit_dir(container).join("git").join(kind);
+    ensure_private_dir(&parent).map_err(io(&parent))?;
+    let path = parent.join(slug(&mount.dst));
+    // A half-made checkout from an interrupted attempt holds nothing yet.
+    if path.exists() {
+        if mount.isolation == Isolation::Worktree {
+            let _ = git::run(&["-C", src, "worktree", "remove", "--force", path_str(&path)]);
+        }
+        remove_if_exists(&path).map_err(io(&path))?;
+    }
+    let mut record = IsolationRecord {
+        dst: mount.dst.clone(),
+        src: src.to_owned(),
+        isolation: mount.isolation,
+        path: path_str(&path).to_owned(),
+        scratch_branch: None,
+        base_commit: base.clone(),
+        host_branches: BTreeMap::new(),
+    };
+    match mount.isolation {
+        Isolation::Worktree => {
+            git::run(&["-C", src, "config", "extensions.worktreeConfig", "true"])?;
+            let version = git::run(&["-C", src, "config", "core.repositoryformatversion"])
+                .map(|v| String::from_utf8_lossy(&v).trim().to_owned())
+                .unwrap_or_default();
+            if version != "1" {
+                git::run(&["-C", src, "config", "core.repositoryformatversion", "1"])?;
+            }
+            record.host_branches = branch_tips(src)?;
+            let branch = format!("jackin/scratch/{container}");
+            // Left by an interrupted attempt: nothing was committed on it.
+            let _ = git::run(&["-C", src, "worktree", "prune"]);
+            let _ = git::run(&["-C", src, "branch", "-D", "--", &branch]);
+            git::run(&[
+                "-C",
+                src,
+                "worktree",
+                "add",
+                "--quiet",
+                "-b",
+                &branch,
+                "--",
+                path_str(&path),
+                &base,
+            ])?;
+            record.scratch_branch = Some(branch);
+        }
+        _ => {
+            git::run(&[
+                "clone",
+                "--quiet",
+                "--no-hardlinks",
+                "--",
+                src,
+                path_str(&path),
+            ])?;
+        }
+    }
+    Ok(record)
+}
+
+/// Removes every isolated checkout of the unit: a worktree through git (its
+/// scratch branch deleted, the host's worktree list pruned), a clone as a
+/// directory. The host repository's own branches and files stay.
+pub fn remove_all(layout: &Layout, container: &str) -> Result<(), IsolationError> {
+    let records = read_records(layout, container)?;
+    for record in &records {
+        if record.isolation == Isolation::Worktree && Path::new(&record.src).exists() {
+            let _ = git::run(&[
+                "-C",
+                &record.src,
+                "worktree",
+                "remove",
+                "--force",
+                &record.path,
+            ]);
+            if let Some(branch) = &record.scratch_branch {
+                let _ = git::run(&["-C", &record.src, "branch", "-D", "--", branch]);
+            }
+        }
+        remove_if_exists(Path::new(&record.path)).map_err(io(Path::new(&record.path)))?;
+        if record.isolation == Isolation::Worktree && Path::new(&record.src).exists() {
+            let _ = git::run(&["-C", &record.src, "worktree", "prune"]);
+        }
+    }
+    if !records.is_empty() {
+        write_records(layout, container, &[])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_readable_and_distinct() {
+        let a = slug("/workspace/app");
+        assert!(a.starts_with("workspace-app-"), "{a}");
+        assert_ne!(slug("/a/b"), slug("/a-b"));
+    }
+}
