@@ -212,3 +212,250 @@ pub fn acknowledgement_digest(mounts: &[MountStatus]) -> Option<String> {
             .collect(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    //! The assessment against real git repositories: each case in worktree
+    //! mode and in clone mode, the two specified on their own.
+
+    use std::path::{Path, PathBuf};
+
+    use jackin_api::instance::{Isolation, MountSpec};
+
+    use super::*;
+    use crate::isolation::{self, IsolationRecord};
+    use crate::layout::Layout;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let mut argv = vec!["-C", dir.to_str().unwrap()];
+        argv.extend_from_slice(args);
+        String::from_utf8(crate::git::run(&argv).unwrap())
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    /// A host repository cloned from a bare `origin`, one commit on `main`,
+    /// and a unit in a scratch `JACKIN_HOME` with the mount materialized.
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        host: PathBuf,
+        record: IsolationRecord,
+    }
+
+    impl Fixture {
+        fn new(isolation: Isolation) -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let origin = dir.path().join("origin.git");
+            let host = dir.path().join("host");
+            crate::git::run(&[
+                "init",
+                "--quiet",
+                "--bare",
+                "--initial-branch=main",
+                origin.to_str().unwrap(),
+            ])
+            .unwrap();
+            crate::git::run(&[
+                "clone",
+                "--quiet",
+                origin.to_str().unwrap(),
+                host.to_str().unwrap(),
+            ])
+            .unwrap();
+            for (k, v) in [
+                ("user.email", "t@jackin.dev"),
+                ("user.name", "t"),
+                ("init.defaultBranch", "main"),
+            ] {
+                git(&host, &["config", k, v]);
+            }
+            git(&host, &["checkout", "--quiet", "-b", "main"]);
+            std::fs::write(host.join("README"), "host\n").unwrap();
+            git(&host, &["add", "."]);
+            git(&host, &["commit", "--quiet", "-m", "base"]);
+            git(&host, &["push", "--quiet", "-u", "origin", "main"]);
+            let layout = Layout::new(dir.path().join("home"));
+            let mount = MountSpec {
+                src: host.display().to_string(),
+                dst: "/workspace/app".into(),
+                readonly: false,
+                isolation,
+            };
+            isolation::prepare(&layout, "jk-1-t", &[mount]).unwrap();
+            let record = isolation::read_records(&layout, "jk-1-t")
+                .unwrap()
+                .remove(0);
+            let checkout = Path::new(&record.path);
+            for (k, v) in [("user.email", "t@jackin.dev"), ("user.name", "t")] {
+                git(checkout, &["config", k, v]);
+            }
+            Fixture {
+                _dir: dir,
+                host,
+                record,
+            }
+        }
+
+        fn checkout(&self) -> &Path {
+            Path::new(&self.record.path)
+        }
+
+        fn commit(&self, file: &str) {
+            std::fs::write(self.checkout().join(file), file).unwrap();
+            git(self.checkout(), &["add", "."]);
+            git(self.checkout(), &["commit", "--quiet", "-m", file]);
+        }
+
+        fn assess(&self) -> Assessment {
+            assess(&self.record)
+        }
+    }
+
+    const MODES: [Isolation; 2] = [Isolation::Worktree, Isolation::Clone];
+
+    #[test]
+    fn a_fresh_checkout_is_safe() {
+        for mode in MODES {
+            let f = Fixture::new(mode);
+            assert_eq!(f.assess(), Assessment::default(), "{mode:?}");
+            // The host's own branches, even unpushed ones, are not the agent's.
+            assert!(f.assess().is_safe());
+        }
+    }
+
+    #[test]
+    fn uncommitted_files_are_listed() {
+        for mode in MODES {
+            let f = Fixture::new(mode);
+            std::fs::write(f.checkout().join("notes.md"), "x").unwrap();
+            std::fs::write(f.checkout().join("README"), "changed").unwrap();
+            let a = f.assess();
+            assert_eq!(a.dirty_files, [" M README", "?? notes.md"], "{mode:?}");
+            assert!(!a.is_safe());
+        }
+    }
+
+    #[test]
+    fn new_commits_without_an_upstream_are_unpushed() {
+        let f = Fixture::new(Isolation::Worktree);
+        f.commit("work");
+        let a = f.assess();
+        assert_eq!(
+            a.unsafe_branches,
+            ["jackin/scratch/jk-1-t (1 commits since the base, no upstream)"]
+        );
+        // In a clone the branch tracks origin (the host): ahead of it.
+        let f = Fixture::new(Isolation::Clone);
+        f.commit("work");
+        assert_eq!(
+            f.assess().unsafe_branches,
+            ["main (1 commits ahead of origin/main)"]
+        );
+    }
+
+    #[test]
+    fn a_renamed_branch_is_still_found() {
+        for mode in MODES {
+            let f = Fixture::new(mode);
+            git(
+                f.checkout(),
+                &["checkout", "--quiet", "-b", "feature/renamed"],
+            );
+            f.commit("feature");
+            let a = f.assess();
+            assert!(
+                a.unsafe_branches
+                    .iter()
+                    .any(|b| b.starts_with("feature/renamed (1 commits")),
+                "{mode:?}: {a:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_branch_whose_upstream_is_gone_is_safe() {
+        for mode in MODES {
+            let f = Fixture::new(mode);
+            git(
+                f.checkout(),
+                &["checkout", "--quiet", "-b", "feature/merged"],
+            );
+            f.commit("merged");
+            // A worktree's origin is the host's; a clone's origin is the host.
+            git(
+                f.checkout(),
+                &["push", "--quiet", "-u", "origin", "feature/merged"],
+            );
+            assert!(
+                f.assess().is_safe(),
+                "{mode:?}: pushed is safe: {:?}",
+                f.assess()
+            );
+            // Merged and deleted upstream, then pruned locally.
+            let upstream_repo = if mode == Isolation::Worktree {
+                f.host.parent().unwrap().join("origin.git")
+            } else {
+                f.host.clone()
+            };
+            git(&upstream_repo, &["branch", "-D", "feature/merged"]);
+            git(f.checkout(), &["fetch", "--quiet", "--prune", "origin"]);
+            let a = f.assess();
+            assert!(a.is_safe(), "{mode:?}: upstream gone is safe: {a:?}");
+        }
+    }
+
+    #[test]
+    fn commits_on_a_detached_head_are_unsafe() {
+        for mode in MODES {
+            let f = Fixture::new(mode);
+            git(f.checkout(), &["checkout", "--quiet", "--detach"]);
+            f.commit("loose");
+            let a = f.assess();
+            assert_eq!(
+                a.unsafe_branches,
+                ["HEAD (detached, 1 commits on no branch)"],
+                "{mode:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn git_failures_fail_closed() {
+        let mut f = Fixture::new(Isolation::Clone);
+        std::fs::remove_dir_all(f.checkout().join(".git")).unwrap();
+        std::fs::create_dir(f.checkout().join(".git")).unwrap();
+        assert!(f.assess().error.is_some());
+        f.record.path = "/nonexistent/checkout".into();
+        assert!(!f.assess().is_safe());
+    }
+
+    #[test]
+    fn the_digest_follows_the_evidence() {
+        let f = Fixture::new(Isolation::Worktree);
+        let clean = mount_status(&f.record, &f.assess());
+        assert_eq!(acknowledgement_digest(std::slice::from_ref(&clean)), None);
+        std::fs::write(f.checkout().join("a"), "1").unwrap();
+        let first = mount_status(&f.record, &f.assess());
+        let first_ack = acknowledgement_digest(std::slice::from_ref(&first)).unwrap();
+        assert_eq!(
+            acknowledgement_digest(&[mount_status(&f.record, &f.assess())]),
+            Some(first_ack.clone()),
+            "stable while nothing changes"
+        );
+        std::fs::write(f.checkout().join("b"), "2").unwrap();
+        let second = acknowledgement_digest(&[mount_status(&f.record, &f.assess())]).unwrap();
+        assert_ne!(first_ack, second, "a new edit changes the digest");
+    }
+
+    #[test]
+    fn many_files_are_capped_with_a_count() {
+        let f = Fixture::new(Isolation::Clone);
+        for i in 0..25 {
+            std::fs::write(f.checkout().join(format!("f{i:02}")), "x").unwrap();
+        }
+        let status = mount_status(&f.record, &f.assess());
+        assert_eq!(status.dirty_files.len(), MAX_LISTED_FILES + 1);
+        assert_eq!(status.dirty_files.last().unwrap(), "… and 5 more");
+    }
+}

@@ -1,0 +1,326 @@
+//! Isolated mounts end to end: real git repositories, the real engine.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use support::{Home, docker, ensure_busybox, instance_yaml_with};
+
+/// A host repository (cloned from a bare origin) with one pushed commit on
+/// `main`, plus an unpushed branch of the operator's own.
+struct HostRepo {
+    dir: tempfile::TempDir,
+}
+
+impl HostRepo {
+    fn new() -> Self {
+        let repo = Self {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let origin = repo.dir.path().join("origin.git");
+        git(
+            repo.dir.path(),
+            &[
+                "init",
+                "--quiet",
+                "--bare",
+                "--initial-branch=main",
+                origin.to_str().unwrap(),
+            ],
+        );
+        git(
+            repo.dir.path(),
+            &["clone", "--quiet", origin.to_str().unwrap(), "host"],
+        );
+        let host = repo.path();
+        git(&host, &["config", "user.email", "t@jackin.dev"]);
+        git(&host, &["config", "user.name", "t"]);
+        git(&host, &["checkout", "--quiet", "-b", "main"]);
+        std::fs::write(host.join("README"), "host\n").unwrap();
+        git(&host, &["add", "."]);
+        git(&host, &["commit", "--quiet", "-m", "base"]);
+        git(&host, &["push", "--quiet", "-u", "origin", "main"]);
+        git(&host, &["branch", "operators-own"]);
+        repo
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.path().join("host")
+    }
+
+    /// Everything of the host repository the agent must never change.
+    fn state(&self) -> (String, String, String) {
+        let host = self.path();
+        (
+            git(
+                &host,
+                &[
+                    "for-each-ref",
+                    "--format=%(refname) %(objectname)",
+                    "refs/heads/",
+                ],
+            ),
+            git(&host, &["status", "--porcelain"]),
+            std::fs::read_to_string(host.join("README")).unwrap(),
+        )
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn instance_with_mount(name: &str, src: &Path, isolation: &str) -> String {
+    instance_yaml_with(
+        name,
+        &format!(
+            "  command: [sleep, \"3600\"]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: {isolation}}}]\n",
+            src.display()
+        ),
+    )
+}
+
+fn apply(home: &Home, name: &str, yaml: &str) -> String {
+    let path = home.write_input(&format!("{name}.yaml"), yaml);
+    home.ok(&["apply", path.to_str().unwrap()])
+}
+
+fn checkout_path(home: &Home, name: &str) -> PathBuf {
+    let mounts = &home.object(name)["status"]["mounts"];
+    PathBuf::from(mounts[0]["path"].as_str().expect("a recorded checkout"))
+}
+
+fn condition<'a>(obj: &'a serde_json::Value, kind: &str) -> Option<&'a serde_json::Value> {
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+}
+
+#[test]
+fn a_dirty_worktree_blocks_the_purge_until_acknowledged_then_only_jackins_parts_go() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    let before = host.state();
+    apply(
+        &home,
+        "wt",
+        &instance_with_mount("wt", &host.path(), "worktree"),
+    );
+    let container = home.container("wt");
+    let checkout = checkout_path(&home, "wt");
+    assert!(
+        checkout.starts_with(
+            home.path()
+                .join("data")
+                .join(&container)
+                .join("git/worktree")
+        )
+    );
+    // The agent sees the checkout, and works in it.
+    assert_eq!(
+        docker(&["exec", &container, "cat", "/workspace/app/README"]),
+        "host"
+    );
+    docker(&[
+        "exec",
+        &container,
+        "sh",
+        "-c",
+        "echo idea > /workspace/app/notes.md",
+    ]);
+    // Per-worktree config stays out of the host's config.
+    assert_eq!(
+        git(&host.path(), &["config", "extensions.worktreeConfig"]),
+        "true"
+    );
+
+    // Not acknowledged: the purge shows the evidence and deletes nothing.
+    let out = home.jackin(&["delete", "wt"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("?? notes.md"), "{stderr}");
+    assert!(stderr.contains("the purge is blocked"), "{stderr}");
+    let obj = home.object("wt");
+    assert_eq!(condition(&obj, "PurgeBlocked").unwrap()["status"], "True");
+    assert_eq!(
+        obj["status"]["mounts"][0]["dirtyFiles"],
+        serde_json::json!(["?? notes.md"])
+    );
+    assert!(checkout.join("notes.md").exists());
+    let describe = home.ok(&["describe", "wt"]);
+    assert!(
+        describe.contains("uncommitted:") && describe.contains("?? notes.md"),
+        "{describe}"
+    );
+
+    // Acknowledged, then edited again: the digest no longer matches, the
+    // gate closes again.
+    home.ok(&["set-phase", "wt", "purged", "--force", "--no-wait"]);
+    let acknowledged =
+        home.object("wt")["metadata"]["annotations"]["jackin.dev/acknowledge-discard"].clone();
+    assert!(acknowledged.is_string());
+    std::fs::write(checkout.join("second.md"), "more").unwrap();
+    home.ok(&["controller", "--once"]);
+    let obj = home.object("wt");
+    assert_eq!(condition(&obj, "PurgeBlocked").unwrap()["status"], "True");
+    assert!(checkout.join("second.md").exists(), "nothing was deleted");
+
+    // Acknowledged for what is there now: everything of jackin's goes,
+    // nothing of the host's.
+    let out = home.ok(&["delete", "wt", "--force"]);
+    assert!(out.ends_with("instance/wt purged\n"), "{out}");
+    assert!(!checkout.exists());
+    let worktrees = git(&host.path(), &["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+    let branches = git(&host.path(), &["branch", "--list", "jackin/*"]);
+    assert_eq!(branches, "", "the scratch branch is deleted");
+    assert_eq!(host.state(), before, "the host repository changed");
+}
+
+#[test]
+fn a_clean_worktree_purges_without_a_question() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    let before = host.state();
+    apply(
+        &home,
+        "tidy",
+        &instance_with_mount("tidy", &host.path(), "worktree"),
+    );
+    let checkout = checkout_path(&home, "tidy");
+    let out = home.ok(&["delete", "tidy"]);
+    assert!(out.ends_with("instance/tidy purged\n"), "{out}");
+    assert!(!checkout.exists());
+    assert_eq!(host.state(), before);
+}
+
+#[test]
+fn a_clone_whose_base_left_the_host_is_neither_reused_nor_deleted() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    apply(
+        &home,
+        "cl",
+        &instance_with_mount("cl", &host.path(), "clone"),
+    );
+    let container = home.container("cl");
+    let checkout = checkout_path(&home, "cl");
+    assert!(checkout.starts_with(home.path().join("data").join(&container).join("git/clone")));
+    docker(&[
+        "exec",
+        &container,
+        "sh",
+        "-c",
+        "echo wip > /workspace/app/wip.txt",
+    ]);
+    home.ok(&["set-phase", "cl", "kept"]);
+
+    // The host's history is rewritten and the old commits are gone.
+    let h = host.path();
+    git(&h, &["checkout", "--quiet", "--orphan", "rewritten"]);
+    git(&h, &["commit", "--quiet", "-m", "rewritten"]);
+    git(&h, &["branch", "-D", "main", "operators-own"]);
+    git(&h, &["branch", "-m", "main"]);
+    git(&h, &["remote", "remove", "origin"]);
+    git(&h, &["reflog", "expire", "--expire=now", "--all"]);
+    git(&h, &["gc", "--quiet", "--prune=now"]);
+
+    let stderr = home.fails(&["set-phase", "cl", "running"]);
+    assert!(
+        stderr.contains("no longer contains the checkout's base commit"),
+        "{stderr}"
+    );
+    let obj = home.object("cl");
+    let ready = condition(&obj, "Ready").unwrap();
+    assert_eq!(ready["reason"], "ResumeConflict");
+    assert!(
+        checkout.join("wip.txt").exists(),
+        "the checkout was touched"
+    );
+    assert!(docker(&["ps", "-aq", "--filter", &format!("name=^{container}$")]).is_empty());
+
+    // Discarding it, acknowledged, removes the clone and nothing else.
+    let before = host.state();
+    let out = home.ok(&["delete", "cl", "--force"]);
+    assert!(out.ends_with("instance/cl purged\n"), "{out}");
+    assert!(!checkout.exists());
+    assert_eq!(host.state(), before);
+}
+
+#[test]
+fn a_shared_mount_is_never_assessed_or_touched() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    // The host repository is dirty and has unpushed work of its own.
+    std::fs::write(host.path().join("scratch.txt"), "mine").unwrap();
+    git(&host.path(), &["checkout", "--quiet", "-b", "local-only"]);
+    apply(
+        &home,
+        "sh",
+        &instance_with_mount("sh", &host.path(), "shared"),
+    );
+    let container = home.container("sh");
+    docker(&[
+        "exec",
+        &container,
+        "sh",
+        "-c",
+        "echo from-agent > /workspace/app/agent.txt",
+    ]);
+    let obj = home.object("sh");
+    assert!(
+        obj["status"]["mounts"].is_null(),
+        "a shared mount was assessed"
+    );
+    let before = host.state();
+    let out = home.ok(&["delete", "sh"]);
+    assert!(out.ends_with("instance/sh purged\n"), "{out}");
+    assert_eq!(host.state(), before);
+    assert_eq!(
+        std::fs::read_to_string(host.path().join("agent.txt")).unwrap(),
+        "from-agent\n"
+    );
+    assert!(host.path().join("scratch.txt").exists());
+}
+
+#[test]
+fn the_keep_cap_spares_a_kept_instance_with_unfinished_work() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    let ws = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: capped}\nspec: {keep: {max: 1}}\n";
+    apply(&home, "ws", ws);
+    for name in ["older", "newer"] {
+        let yaml = instance_with_mount(name, &host.path(), "worktree").replace(
+            "  agent: claude\n",
+            "  agent: claude\n  workspace: capped\n",
+        );
+        apply(&home, name, &yaml);
+    }
+    std::fs::write(checkout_path(&home, "older").join("draft.md"), "unfinished").unwrap();
+    home.ok(&["set-phase", "older", "kept"]);
+    let out = home.ok(&["set-phase", "newer", "kept"]);
+    assert!(
+        out.contains("kept instance/older over workspace capped's keep.max"),
+        "{out}"
+    );
+    assert_eq!(home.object("older")["status"]["phase"], "Kept");
+    assert!(checkout_path(&home, "older").join("draft.md").exists());
+}
