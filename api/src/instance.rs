@@ -294,6 +294,9 @@ pub struct SessionOutcome {
     #[schemars(with = "Option<String>")]
     pub finished_at: Option<Timestamp>,
     pub source: OutcomeSource,
+    /// `exited`, `signal:TERM`, `oom`, `killed`, or why it is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// The git assessment of one isolated mount.

@@ -12,13 +12,14 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{CommandFactory, Parser};
-use jackin_api::{DesiredPhase, Instance, validate};
+use jackin_api::{DesiredPhase, Instance, InstancePhase, validate};
 use jackin_controller::reconcile::assess_checkouts;
 use jackin_controller::{IndexRepair, Outcome, Progress, Reconciler, Store, converge, run, sweep};
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jackin_reconcilers::decide::ANNOTATION_ACKNOWLEDGE;
 use jackin_reconcilers::decide::decide;
 use jackin_reconcilers::observe::Observation;
+use jackin_reconcilers::session;
 use jackin_reconcilers::{Engine, Layout};
 use jiff::Timestamp;
 
@@ -94,8 +95,13 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Get(args) => get(&open_store()?, &args),
         Command::Describe { name } => {
             check_name(&name)?;
-            let obj = open_store()?.get_instance(&name)?;
-            print!("{}", output::describe(&obj, Timestamp::now()));
+            let store = open_store()?;
+            let obj = store.get_instance(&name)?;
+            let container = obj.status.as_ref().and_then(|s| s.container_name.clone());
+            let events = container
+                .map(|c| jackin_controller::events::read(store.layout(), &c))
+                .unwrap_or_default();
+            print!("{}", output::describe(&obj, &events, Timestamp::now()));
             Ok(())
         }
         Command::SetPhase {
@@ -239,6 +245,21 @@ async fn set_phase(
     let current = store.get_instance(name)?;
     if phase == DesiredPhase::Purged && !dry_run {
         acknowledge_discard(&store, &current, force).await?;
+    }
+    // Resuming a session the agent ended: its recorded marker is set aside,
+    // so the loop starts the container again instead of leaving it ended.
+    let ended = matches!(
+        current.status.as_ref().and_then(|s| s.phase),
+        Some(InstancePhase::Exited | InstancePhase::Crashed)
+    );
+    if phase == DesiredPhase::Running && ended && !dry_run {
+        let container = current
+            .status
+            .as_ref()
+            .and_then(|s| s.container_name.clone())
+            .unwrap_or_default();
+        session::retire_marker(store.layout(), &container)
+            .with_context(|| format!("resuming instance/{name}"))?;
     }
     if wait.no_wait && !dry_run {
         let outcome = store.set_phase(name, phase)?;

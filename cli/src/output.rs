@@ -3,8 +3,9 @@
 use std::fmt::Write;
 
 use anyhow::Result;
-use jackin_api::instance::MountStatus;
+use jackin_api::instance::{MountStatus, OutcomeSource, SessionOutcome};
 use jackin_api::{Instance, Workspace};
+use jackin_controller::events::Event;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jiff::Timestamp;
 use serde::Serialize;
@@ -83,7 +84,14 @@ fn or_dash(value: Option<impl ToString>) -> String {
 pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> String {
     let mut header = vec!["NAME", "DESIRED", "PHASE", "RESTORE", "AGE"];
     if wide {
-        header.extend(["CONTAINER", "WORKSPACE", "ROLE", "AGENT", "READY"]);
+        header.extend([
+            "CONTAINER",
+            "WORKSPACE",
+            "ROLE",
+            "AGENT",
+            "READY",
+            "SESSION",
+        ]);
     }
     let rows: Vec<Vec<String>> = objects
         .iter()
@@ -104,6 +112,7 @@ pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> Strin
                     obj.spec.role.name.clone(),
                     obj.spec.agent.clone(),
                     or_dash(ready.map(|c| c.reason.clone())),
+                    or_dash(status.session.as_ref().map(session_summary)),
                 ]);
             }
             row
@@ -154,7 +163,7 @@ pub fn mounts_evidence(mounts: &[MountStatus]) -> String {
 }
 
 /// The human view of one instance: identity, what is asked, what is seen.
-pub fn describe(obj: &Instance, now: Timestamp) -> String {
+pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
     let status = obj.status_or_default();
     let spec = &obj.spec;
     let mut out = String::new();
@@ -262,14 +271,13 @@ pub fn describe(obj: &Instance, now: Timestamp) -> String {
         );
     }
     if let Some(session) = &status.session {
-        let _ = writeln!(
-            out,
-            "{:<18}exit {} at {} (from {:?})",
-            "Last session:",
-            or_dash(session.exit_code),
-            or_dash(session.finished_at),
-            session.source
-        );
+        let _ = writeln!(out, "{:<18}{}", "Last session:", session_summary(session));
+        if let Some(at) = session.finished_at {
+            let _ = writeln!(out, "{:<18}{at} ({} ago)", "  ended:", age(Some(at), now));
+        }
+        if let Some(reason) = &session.reason {
+            let _ = writeln!(out, "{:<18}{reason}", "  reason:");
+        }
     }
     if !status.conditions.is_empty() {
         let rows: Vec<Vec<String>> = status
@@ -290,7 +298,34 @@ pub fn describe(obj: &Instance, now: Timestamp) -> String {
             let _ = writeln!(out, "  {line}");
         }
     }
+    if !events.is_empty() {
+        const SHOWN: usize = 15;
+        let rows: Vec<Vec<String>> = events[events.len().saturating_sub(SHOWN)..]
+            .iter()
+            .map(|e| vec![age(Some(e.at), now), e.reason.clone(), e.message.clone()])
+            .collect();
+        out.push_str("Events:\n");
+        for line in table(&["AGE", "REASON", "MESSAGE"], &rows).lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
     out
+}
+
+/// `exit 3 (marker)`, `unknown`, …
+pub fn session_summary(session: &SessionOutcome) -> String {
+    match (session.exit_code, session.source) {
+        (Some(code), source) => format!("exit {code} ({})", source_name(source)),
+        (None, _) => "unknown".into(),
+    }
+}
+
+fn source_name(source: OutcomeSource) -> &'static str {
+    match source {
+        OutcomeSource::Marker => "marker",
+        OutcomeSource::Engine => "engine",
+        OutcomeSource::Unknown => "unknown",
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub use reconcile::{Outcome, Progress, ReconcileError, Reconciler};
 pub use store::{ApplyOutcome, Store, StoreError};
 pub mod backoff;
 pub mod converge;
+pub mod events;
 pub mod queue;
 pub mod reconcile;
 pub mod run;

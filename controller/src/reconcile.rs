@@ -7,16 +7,19 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
-use jackin_api::instance::MountStatus;
+use jackin_api::ConditionStatus;
 use jackin_api::instance::{Instance, InstancePhase, RestoreRecord};
+use jackin_api::instance::{MountStatus, OutcomeSource, SessionOutcome};
 use jackin_api::meta::{remove_condition, set_condition};
-use jackin_api::{ConditionStatus, DesiredPhase};
 use jackin_reconcilers::act::{self, ActError, Context};
 use jackin_reconcilers::decide::{Plan, Step, decide};
+use jackin_reconcilers::observe::InstanceView;
 use jackin_reconcilers::observe::Observation;
+use jackin_reconcilers::session::{self, MarkerState};
 use jackin_reconcilers::{Engine, EngineError, Layout, assess, isolation, recipe};
 use jiff::Timestamp;
 
+use crate::events;
 use crate::store::{InstanceGuard, Store, StoreError};
 
 /// How many observe-decide-act rounds one reconcile may take. A healthy
@@ -141,6 +144,7 @@ impl Reconciler {
             let recipe = guard.obj.status.as_ref().and_then(|s| s.recipe.as_ref());
             let mut view = observation.view(&uid, recipe);
             view.mounts = assess_checkouts(self.layout(), &guard.container).await?;
+            view.session_ended = self.observe_session(&mut guard, &view).await?;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
             let plan = decide(&guard.obj, &view);
             note_drift(&mut guard.obj, &ctx);
@@ -187,6 +191,133 @@ impl Reconciler {
             shared = false;
         }
         Err(ReconcileError::NotConverging)
+    }
+
+    /// Records how the last session ended, from the best source available,
+    /// and runs the post-session step. Returns the exit code when the agent
+    /// ended the session on its own (its marker says so), which `decide`
+    /// does not undo.
+    async fn observe_session(
+        &self,
+        guard: &mut InstanceGuard,
+        view: &InstanceView,
+    ) -> Result<Option<i64>, ReconcileError> {
+        if view.container.as_ref().is_some_and(|c| c.running) {
+            return Ok(None);
+        }
+        let layout = self.layout();
+        let container = guard.container.clone();
+        let name = guard.obj.metadata.name.clone();
+        let status = guard.obj.status.get_or_insert_default();
+        let recorded = status.session.as_ref().and_then(|s| s.finished_at);
+        let now = Timestamp::now();
+        match session::read_marker(layout, &container) {
+            MarkerState::Present(marker) => {
+                let finished = marker.finished();
+                if finished.is_some() && finished != recorded {
+                    remove_condition(&mut status.conditions, "MarkerMalformed");
+                    remove_condition(&mut status.conditions, "SessionOutcome");
+                    status.session = Some(SessionOutcome {
+                        exit_code: Some(marker.exit_code),
+                        finished_at: finished,
+                        source: OutcomeSource::Marker,
+                        reason: Some(marker.reason.clone()),
+                    });
+                    self.after_session(&container, &name, &marker.finished_at, marker.exit_code);
+                }
+                return Ok(marker.ended_by_itself().then_some(marker.exit_code));
+            }
+            MarkerState::Malformed(why) => {
+                if set_condition(
+                    &mut status.conditions,
+                    "MarkerMalformed",
+                    ConditionStatus::True,
+                    "Unparsable",
+                    &format!(
+                        "the completion marker is not valid; the engine's exit state is used: {why}"
+                    ),
+                    now,
+                ) {
+                    events::record(layout, &container, "MarkerMalformed", &why);
+                }
+            }
+            MarkerState::Absent => {}
+        }
+        match &view.container {
+            Some(_) => {
+                // Stopped without a marker of this run: ask the engine.
+                let Some(inspected) = self.engine.inspect_container(&container).await? else {
+                    return Ok(None);
+                };
+                let state = inspected.state.unwrap_or_default();
+                let started: Option<Timestamp> =
+                    state.started_at.as_deref().and_then(|t| t.parse().ok());
+                let finished: Option<Timestamp> =
+                    state.finished_at.as_deref().and_then(|t| t.parse().ok());
+                let already = recorded.is_some_and(|r| started.is_none_or(|s| r >= s));
+                if finished.is_some() && !already {
+                    let code = state.exit_code.unwrap_or_default();
+                    let reason = match (state.oom_killed, code) {
+                        (Some(true), _) => "oom",
+                        (_, 137) => "killed",
+                        _ => "exited",
+                    };
+                    remove_condition(&mut status.conditions, "SessionOutcome");
+                    status.session = Some(SessionOutcome {
+                        exit_code: Some(code),
+                        finished_at: finished,
+                        source: OutcomeSource::Engine,
+                        reason: Some(reason.to_owned()),
+                    });
+                    let at = finished.map(|f| f.to_string()).unwrap_or_default();
+                    self.after_session(&container, &name, &at, code);
+                }
+            }
+            None if status.phase == Some(InstancePhase::Running) => {
+                // Gone without a trace while we believed it ran.
+                status.session = Some(SessionOutcome {
+                    exit_code: None,
+                    finished_at: None,
+                    source: OutcomeSource::Unknown,
+                    reason: Some("the container was removed and left no marker".into()),
+                });
+                status.phase = Some(InstancePhase::Crashed);
+                set_condition(
+                    &mut status.conditions,
+                    "SessionOutcome",
+                    ConditionStatus::Unknown,
+                    "Unknown",
+                    "the container was removed before its session was recorded, and no \
+                     completion marker was left",
+                    now,
+                );
+                self.after_session(&container, &name, &now.to_string(), -1);
+            }
+            None => {}
+        }
+        Ok(None)
+    }
+
+    /// The post-session step, which never needs the container: keep what
+    /// the agent left in `state/artifacts/` outside the unit, and record the
+    /// event. (The exit policy plugs in here.)
+    fn after_session(&self, container: &str, name: &str, finished_at: &str, code: i64) {
+        let layout = self.layout();
+        let message = match code {
+            -1 => "the session ended; its outcome is unknown".to_owned(),
+            code => format!("the session ended with exit code {code}"),
+        };
+        events::record(layout, container, "SessionEnded", &message);
+        match session::collect_artifacts(layout, container, name, finished_at) {
+            Ok(Some(to)) => events::record(
+                layout,
+                container,
+                "ArtifactsCollected",
+                &format!("moved to {}", to.display()),
+            ),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(instance = name, "cannot collect artifacts: {e}"),
+        }
     }
 
     /// Runs a plan's steps, saving the status after each. Returns whether
@@ -316,29 +447,40 @@ fn crash_here_if_asked(step: &Step) {
 /// reflects, and a `Ready` condition that says so.
 fn settle(obj: &mut Instance, plan: &Plan) {
     let generation = obj.metadata.generation;
-    let desired = obj.spec.phase;
+    let name = obj.metadata.name.clone();
     let status = obj.status.get_or_insert_default();
     status.phase = Some(plan.target);
     status.observed_generation = generation;
-    let now = Timestamp::now();
-    match desired {
-        DesiredPhase::Running => set_condition(
-            &mut status.conditions,
-            "Ready",
+    let (ready, reason, message) = match plan.target {
+        InstancePhase::Running => (
             ConditionStatus::True,
             "Running",
-            "the container is running",
-            now,
+            "the container is running".into(),
         ),
-        _ => set_condition(
-            &mut status.conditions,
-            "Ready",
+        InstancePhase::Exited | InstancePhase::Crashed => (
+            ConditionStatus::False,
+            "SessionEnded",
+            format!(
+                "the agent ended its session; `jackin set-phase {name} running` starts a new \
+                 session in the same unit"
+            ),
+        ),
+        _ => (
             ConditionStatus::False,
             "Kept",
-            "no container; the session is kept and can be resumed with `jackin set-phase NAME running`",
-            now,
+            format!(
+                "no container; the session is kept; `jackin set-phase {name} running` resumes it"
+            ),
         ),
     };
+    set_condition(
+        &mut status.conditions,
+        "Ready",
+        ready,
+        reason,
+        &message,
+        Timestamp::now(),
+    );
 }
 
 fn record_failure(obj: &mut Instance, error: &ActError) {

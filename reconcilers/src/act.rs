@@ -16,6 +16,7 @@ use crate::layout::Layout;
 use crate::observe::LABEL_SIDECAR;
 use crate::recipe::{self, RecipeError};
 use crate::secrets::{self, SecretError};
+use crate::session;
 
 /// Where the agent's home is mounted inside the container.
 pub const AGENT_HOME: &str = "/home/agent";
@@ -40,6 +41,8 @@ pub enum ActError {
     },
     #[error(transparent)]
     Isolation(#[from] IsolationError),
+    #[error("image {0} names no command (no ENTRYPOINT or CMD)\nhint: set spec.command")]
+    NoCommand(String),
 }
 
 impl ActError {
@@ -54,7 +57,9 @@ impl ActError {
             // A secret that cannot be resolved needs the operator (a variable
             // to export, a file to write, `op signin`); so does a checkout
             // that no longer fits its host repository.
-            Self::Secret(_) | Self::Isolation(IsolationError::ResumeConflict { .. }) => true,
+            Self::Secret(_)
+            | Self::NoCommand(_)
+            | Self::Isolation(IsolationError::ResumeConflict { .. }) => true,
             _ => false,
         }
     }
@@ -73,6 +78,7 @@ impl ActError {
             Self::Io { .. } => "FilesystemError",
             Self::Isolation(IsolationError::ResumeConflict { .. }) => "ResumeConflict",
             Self::Isolation(_) => "CheckoutFailed",
+            Self::NoCommand(_) => "NoCommand",
         }
     }
 }
@@ -164,7 +170,12 @@ pub async fn act(
                 .await?;
         }
         Step::CreateContainer => create_container(ctx, obj, &container).await?,
-        Step::StartContainer => engine.start_container(&container).await?,
+        Step::StartContainer => {
+            // The last run's marker was recorded; this run writes its own.
+            session::retire_marker(ctx.layout, &container)
+                .map_err(io(&ctx.layout.unit_dir(&container)))?;
+            engine.start_container(&container).await?
+        }
         Step::StopContainer => engine.stop_container(&container, STOP_GRACE_SECS).await?,
         Step::RemoveContainer => {
             engine.remove_container(&container).await?;
@@ -255,6 +266,13 @@ async fn pin(
         }
         (None, None) => unreachable!("validation requires an image or a role source"),
     }
+    // The wrapper runs the argv itself, so the image's default is pinned too.
+    if pinned.command.is_empty() {
+        pinned.command = ctx.engine.image_command(&pinned.image_id).await?;
+        if pinned.command.is_empty() {
+            return Err(ActError::NoCommand(pinned.image.clone()));
+        }
+    }
     obj.status.get_or_insert_default().recipe = Some(pinned);
     Ok(())
 }
@@ -306,9 +324,11 @@ async fn create_container(
         read_only: Some(read_only),
         ..Default::default()
     };
+    let entry = session::install_entry(ctx.layout, container).map_err(io(&unit))?;
     let mut mounts = vec![
         bind(unit.join("home").display().to_string(), AGENT_HOME, false),
         bind(unit.join("state").display().to_string(), STATE_DIR, false),
+        bind(entry.display().to_string(), session::ENTRY_PATH, true),
     ];
     let bound = isolation::bind_sources(ctx.layout, container, &recipe.mounts)?;
     mounts.extend(
@@ -321,9 +341,17 @@ async fn create_container(
     if !recipe.env.iter().any(|v| v.name == "HOME") {
         env.push(format!("HOME={AGENT_HOME}"));
     }
+    env.extend([
+        format!("JACKIN_INSTANCE={}", obj.metadata.name),
+        format!("JACKIN_CONTAINER={container}"),
+        // The init forwards signals to the whole process group, so a stop
+        // reaches the agent under the wrapper.
+        "TINI_KILL_PROCESS_GROUP=1".to_owned(),
+    ]);
     let body = ContainerCreateBody {
         image: Some(recipe.image_id.clone()),
-        cmd: (!recipe.command.is_empty()).then(|| recipe.command.clone()),
+        entrypoint: Some(vec!["/bin/sh".into(), session::ENTRY_PATH.into()]),
+        cmd: Some(recipe.command.clone()),
         env: Some(env),
         labels: Some(recipe.labels.clone().into_iter().collect()),
         hostname: Some(container.to_owned()),

@@ -194,6 +194,21 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
 /// The restore ladder.
 fn running(obj: &Instance, view: &InstanceView) -> Plan {
     let pinned = obj.status.as_ref().is_some_and(|s| s.recipe.is_some());
+    // A session the agent ended itself is over, not lost: nothing restarts
+    // it until the operator resumes it.
+    let running = view.container.as_ref().is_some_and(|c| c.running);
+    if let (Some(code), false, true) = (view.session_ended, running, pinned) {
+        return Plan {
+            steps: Vec::new(),
+            tier: None,
+            target: if code == 0 {
+                InstancePhase::Exited
+            } else {
+                InstancePhase::Crashed
+            },
+            blocked: None,
+        };
+    }
     let mut steps = Vec::new();
     let tier = if !pinned {
         steps.push(Step::PinRecipe);
@@ -333,6 +348,7 @@ mod tests {
             volumes: Vec::new(),
             image_present: image,
             mounts: Vec::new(),
+            session_ended: None,
         }
     }
 
@@ -369,6 +385,24 @@ mod tests {
             assert_eq!(plan.tier, tier, "{observed:?}");
             assert_eq!(plan.target, InstancePhase::Running);
         }
+    }
+
+    #[test]
+    fn a_session_that_ended_by_itself_is_not_restarted() {
+        let obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        for (code, phase) in [(0, InstancePhase::Exited), (3, InstancePhase::Crashed)] {
+            for state in [None, Some(false)] {
+                let mut observed = view(state, true, true);
+                observed.session_ended = Some(code);
+                let plan = decide(&obj, &observed);
+                assert_eq!(plan.steps, [], "{state:?}");
+                assert_eq!(plan.target, phase);
+            }
+        }
+        // Still running (a resumed session): nothing ended.
+        let mut observed = view(Some(true), true, true);
+        observed.session_ended = Some(0);
+        assert_eq!(decide(&obj, &observed).target, InstancePhase::Running);
     }
 
     #[test]

@@ -361,6 +361,22 @@ impl Engine {
             .and_then(|image| image.id))
     }
 
+    /// The argv an image runs by default: its entrypoint, then its command.
+    pub async fn image_command(&self, reference: &str) -> Result<Vec<String>, EngineError> {
+        let image = self
+            .count()
+            .inspect_image(reference)
+            .await
+            .map_err(|e| self.classify(&format!("inspect image {reference}"), e))?;
+        let config = image.config.unwrap_or_default();
+        Ok(config
+            .entrypoint
+            .unwrap_or_default()
+            .into_iter()
+            .chain(config.cmd.unwrap_or_default())
+            .collect())
+    }
+
     /// Removes an image; `false` when it was already gone.
     pub async fn remove_image(&self, reference: &str) -> Result<bool, EngineError> {
         let options = RemoveImageOptionsBuilder::default().force(true).build();

@@ -16,6 +16,7 @@ pub mod layout;
 pub mod observe;
 pub mod recipe;
 pub mod secrets;
+pub mod session;
 
 pub use engine::{Engine, EngineError};
 pub use layout::Layout;

@@ -35,6 +35,9 @@ pub struct InstanceView {
     /// The assessment of each isolated checkout (a filesystem observation,
     /// filled in by the caller from the unit's records).
     pub mounts: Vec<jackin_api::instance::MountStatus>,
+    /// The exit code of the last session when the agent ended it on its own
+    /// and its outcome is recorded (filled in by the caller from the marker).
+    pub session_ended: Option<i64>,
 }
 
 /// A listed container's name, without the engine's leading `/`.

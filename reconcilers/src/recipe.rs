@@ -124,7 +124,8 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     if wanted.role_ref != pinned.role_ref && wanted.image.is_empty() {
         fields.push("role.source.ref");
     }
-    if wanted.command != pinned.command {
+    // Without spec.command the image's default was pinned: nothing to compare.
+    if !wanted.command.is_empty() && wanted.command != pinned.command {
         fields.push("command");
     }
     if wanted.mounts != pinned.mounts {

@@ -1,0 +1,119 @@
+//! How a session ended, learned from the best source available.
+//!
+//! Every container runs its agent under an entry wrapper (`entry.sh`,
+//! bind-mounted from the unit) that writes a completion marker,
+//! `state/exit.json`, when the agent exits. The marker survives `docker run
+//! --rm`, `docker rm` and the absence of any jackin process, and carries the
+//! times; the engine's exit state (SIGKILL, OOM) is the fallback; with
+//! neither, the outcome is unknown and says so.
+
+use std::path::PathBuf;
+
+use jiff::Timestamp;
+use serde::Deserialize;
+
+use crate::fsutil::{ensure_private_dir, remove_if_exists, write_atomic};
+use crate::layout::Layout;
+
+/// The wrapper, as shipped with this version of jackin.
+pub const ENTRY_SCRIPT: &str = include_str!("entry.sh");
+/// Where the wrapper is mounted in the container.
+pub const ENTRY_PATH: &str = "/jackin/bin/entry";
+
+/// The wrapper's path in the unit (mounted read-only at [`ENTRY_PATH`]).
+pub fn entry_file(layout: &Layout, container: &str) -> PathBuf {
+    layout.unit_dir(container).join("bin").join("entry")
+}
+
+/// Writes the wrapper into the unit unless it is already there, as is.
+pub fn install_entry(layout: &Layout, container: &str) -> std::io::Result<PathBuf> {
+    let path = entry_file(layout, container);
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(ENTRY_SCRIPT) {
+        ensure_private_dir(path.parent().expect("the entry has a parent"))?;
+        write_atomic(&path, ENTRY_SCRIPT.as_bytes())?;
+    }
+    Ok(path)
+}
+
+fn marker_file(layout: &Layout, container: &str) -> PathBuf {
+    layout.unit_dir(container).join("state").join("exit.json")
+}
+
+/// A completion marker, as the wrapper writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Marker {
+    pub exit_code: i64,
+    #[serde(default)]
+    pub started_at: String,
+    #[serde(default)]
+    pub finished_at: String,
+    /// `exited`, or `signal:TERM` (`INT`, `HUP`) when a signal ended it.
+    pub reason: String,
+}
+
+impl Marker {
+    /// Whether the agent ended on its own, rather than being stopped.
+    pub fn ended_by_itself(&self) -> bool {
+        self.reason == "exited"
+    }
+
+    pub fn finished(&self) -> Option<Timestamp> {
+        self.finished_at.parse().ok()
+    }
+}
+
+/// What the unit's marker says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MarkerState {
+    Absent,
+    Present(Marker),
+    /// There, but not a marker: the engine's code is used instead.
+    Malformed(String),
+}
+
+pub fn read_marker(layout: &Layout, container: &str) -> MarkerState {
+    let path = marker_file(layout, container);
+    match std::fs::read(&path) {
+        Err(_) => MarkerState::Absent,
+        Ok(bytes) => match serde_json::from_slice::<Marker>(&bytes) {
+            Ok(marker) => MarkerState::Present(marker),
+            Err(e) => MarkerState::Malformed(format!("{}: {e}", path.display())),
+        },
+    }
+}
+
+/// Sets the marker of a recorded session aside before the container runs
+/// again, so that a marker is always the latest run's.
+pub fn retire_marker(layout: &Layout, container: &str) -> std::io::Result<()> {
+    let path = marker_file(layout, container);
+    if path.exists() {
+        std::fs::rename(&path, path.with_file_name("exit.prev.json"))?;
+    }
+    Ok(())
+}
+
+/// Moves what the agent left in `state/artifacts/` to
+/// `JACKIN_HOME/artifacts/<instance>/<finished-at>/`, outside the unit, so
+/// a purge does not take it. Returns where it went, if there was anything.
+pub fn collect_artifacts(
+    layout: &Layout,
+    container: &str,
+    instance: &str,
+    finished_at: &str,
+) -> std::io::Result<Option<PathBuf>> {
+    let from = layout.unit_dir(container).join("state").join("artifacts");
+    let has_any = std::fs::read_dir(&from).is_ok_and(|mut d| d.next().is_some());
+    if !has_any {
+        return Ok(None);
+    }
+    let stamp: String = finished_at
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let to = layout.root().join("artifacts").join(instance).join(stamp);
+    ensure_private_dir(to.parent().expect("artifacts have a parent"))?;
+    remove_if_exists(&to)?;
+    std::fs::rename(&from, &to)?;
+    Ok(Some(to))
+}
