@@ -1,0 +1,246 @@
+//! Session outcomes against the real engine: the completion marker, the
+//! engine's exit state, unknown outcomes, restart recovery and artifacts.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use support::{Home, docker, ensure_busybox, instance_yaml_with};
+
+/// An instance whose agent is a shell script (`sh -c SCRIPT`).
+fn launch(home: &Home, name: &str, script: &str) {
+    let yaml = instance_yaml_with(
+        name,
+        &format!(
+            "  command: [sh, -c, {}]\n",
+            serde_json::to_string(script).unwrap()
+        ),
+    );
+    let path = home.write_input(&format!("{name}.yaml"), &yaml);
+    home.ok(&["apply", path.to_str().unwrap()]);
+}
+
+/// The unit's `state/` directory on the host (`/jackin/state` inside).
+fn state_dir(home: &Home, name: &str) -> PathBuf {
+    home.path()
+        .join("data")
+        .join(home.container(name))
+        .join("state")
+}
+
+fn wait_until(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if check() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn running(container: &str) -> bool {
+    Command::new("docker")
+        .args(["inspect", "-f", "{{.State.Running}}", container])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "true")
+}
+
+fn session(home: &Home, name: &str) -> serde_json::Value {
+    home.object(name)["status"]["session"].clone()
+}
+
+/// An agent that runs until the host creates `state/go`, then exits.
+const WAIT_THEN_EXIT: &str = "while [ ! -f /jackin/state/go ]; do sleep 0.2; done; exit";
+
+#[test]
+fn a_normal_exit_is_recorded_from_the_marker_and_not_restarted() {
+    ensure_busybox();
+    let home = Home::new();
+    launch(&home, "three", &format!("{WAIT_THEN_EXIT} 3"));
+    let container = home.container("three");
+    std::fs::write(state_dir(&home, "three").join("go"), "").unwrap();
+    wait_until("the agent to exit", || !running(&container));
+    home.ok(&["controller", "--once"]);
+
+    let s = session(&home, "three");
+    assert_eq!(s["exitCode"], 3);
+    assert_eq!(s["source"], "marker");
+    assert_eq!(s["reason"], "exited");
+    assert!(s["finishedAt"].is_string());
+    assert_eq!(home.object("three")["status"]["phase"], "Crashed");
+    // Another pass leaves the ended session alone.
+    home.ok(&["controller", "--once"]);
+    assert!(!running(&container));
+    let describe = home.ok(&["describe", "three"]);
+    assert!(describe.contains("exit 3 (marker)"), "{describe}");
+    assert!(describe.contains("SessionEnded"), "{describe}");
+    let wide = home.ok(&["get", "-o", "wide"]);
+    assert!(wide.contains("exit 3 (marker)"), "{wide}");
+
+    // Resuming starts a new session in the same unit (one that does not
+    // find its exit signal waiting).
+    std::fs::remove_file(state_dir(&home, "three").join("go")).unwrap();
+    let out = home.ok(&["set-phase", "three", "running"]);
+    assert!(out.contains("instance/three Running"), "{out}");
+    assert!(running(&container));
+}
+
+struct Controller(Child);
+
+impl Controller {
+    fn start(home: &Home) -> Self {
+        Self(home.command(&["controller"]).spawn().unwrap())
+    }
+
+    fn stop(mut self) {
+        Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status()
+            .unwrap();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_restarted_controller_records_an_exit_that_happens_later() {
+    ensure_busybox();
+    let home = Home::new();
+    launch(&home, "later", &format!("{WAIT_THEN_EXIT} 5"));
+    let container = home.container("later");
+    let first = Controller::start(&home);
+    std::thread::sleep(Duration::from_millis(500));
+    first.stop();
+    let _second = Controller::start(&home);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(running(&container), "the running session was left alone");
+    std::fs::write(state_dir(&home, "later").join("go"), "").unwrap();
+    wait_until("the exit to be recorded", || {
+        session(&home, "later")["exitCode"] == 5
+    });
+    assert_eq!(session(&home, "later")["source"], "marker");
+}
+
+#[test]
+fn an_exit_while_no_jackin_runs_is_recorded_from_the_marker_after_removal() {
+    ensure_busybox();
+    let home = Home::new();
+    launch(&home, "alone", &format!("{WAIT_THEN_EXIT} 0"));
+    let container = home.container("alone");
+    std::fs::write(state_dir(&home, "alone").join("go"), "").unwrap();
+    wait_until("the agent to exit", || !running(&container));
+    docker(&["rm", &container]);
+
+    home.ok(&["controller", "--once"]);
+    let s = session(&home, "alone");
+    assert_eq!(
+        (s["exitCode"].as_i64(), s["source"].as_str()),
+        (Some(0), Some("marker"))
+    );
+    assert_eq!(home.object("alone")["status"]["phase"], "Exited");
+    // Ended by the agent: not recreated.
+    assert!(docker(&["ps", "-aq", "--filter", &format!("name=^{container}$")]).is_empty());
+}
+
+#[test]
+fn sigkill_is_recorded_as_137_from_the_engine_and_restored() {
+    ensure_busybox();
+    let home = Home::new();
+    launch(&home, "killed", "sleep 3600");
+    let container = home.container("killed");
+    docker(&["kill", "-s", "KILL", &container]);
+    let out = home.ok(&["controller", "--once"]);
+    assert!(out.starts_with("pass complete"), "{out}");
+    let s = session(&home, "killed");
+    assert_eq!(s["exitCode"], 137);
+    assert_eq!(s["source"], "engine");
+    assert_eq!(s["reason"], "killed");
+    assert!(running(&container), "a killed session is restored (tier 1)");
+}
+
+#[test]
+fn rm_f_without_a_marker_is_recorded_as_unknown() {
+    ensure_busybox();
+    let home = Home::new();
+    launch(&home, "vanished", "sleep 3600");
+    let container = home.container("vanished");
+    docker(&["rm", "-f", &container]);
+    home.ok(&["controller", "--once"]);
+    let obj = home.object("vanished");
+    assert_eq!(obj["status"]["session"]["source"], "unknown");
+    assert!(obj["status"]["session"]["exitCode"].is_null());
+    let condition = obj["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "SessionOutcome")
+        .expect("a condition explains the unknown outcome");
+    assert_eq!(condition["status"], "Unknown");
+    assert!(running(&container), "restored by tier 2");
+}
+
+#[test]
+fn a_malformed_marker_is_reported_and_the_engine_code_used() {
+    ensure_busybox();
+    let home = Home::new();
+    launch(&home, "garbled", "sleep 3600");
+    let container = home.container("garbled");
+    docker(&["kill", "-s", "KILL", &container]);
+    std::fs::write(
+        state_dir(&home, "garbled").join("exit.json"),
+        "{ not a marker",
+    )
+    .unwrap();
+    home.ok(&["controller", "--once"]);
+    let obj = home.object("garbled");
+    assert_eq!(obj["status"]["session"]["exitCode"], 137);
+    assert_eq!(obj["status"]["session"]["source"], "engine");
+    let malformed = obj["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["type"] == "MarkerMalformed" && c["status"] == "True");
+    assert!(malformed, "{obj}");
+    assert!(
+        home.ok(&["describe", "garbled"])
+            .contains("MarkerMalformed")
+    );
+}
+
+#[test]
+fn artifacts_survive_a_purge() {
+    ensure_busybox();
+    let home = Home::new();
+    launch(
+        &home,
+        "reporter",
+        &format!(
+            "mkdir -p /jackin/state/artifacts && echo findings > /jackin/state/artifacts/report.txt; {WAIT_THEN_EXIT} 0"
+        ),
+    );
+    let container = home.container("reporter");
+    std::fs::write(state_dir(&home, "reporter").join("go"), "").unwrap();
+    wait_until("the agent to exit", || !running(&container));
+    home.ok(&["controller", "--once"]);
+    home.ok(&["delete", "reporter"]);
+    let root = home.path().join("artifacts/reporter");
+    let runs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(
+        std::fs::read_to_string(runs[0].join("report.txt")).unwrap(),
+        "findings\n"
+    );
+    assert!(!home.path().join("data").join(&container).exists());
+}
