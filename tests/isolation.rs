@@ -3,9 +3,8 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use support::{Home, docker, ensure_busybox, instance_yaml_with};
+use support::{Home, docker, ensure_busybox, git, instance_yaml_with};
 
 /// A host repository (cloned from a bare origin) with one pushed commit on
 /// `main`, plus an unpushed branch of the operator's own.
@@ -65,21 +64,6 @@ impl HostRepo {
             std::fs::read_to_string(host.join("README")).unwrap(),
         )
     }
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 fn instance_with_mount(name: &str, src: &Path, isolation: &str) -> String {

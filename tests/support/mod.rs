@@ -321,6 +321,22 @@ pub fn unique(prefix: &str) -> String {
     )
 }
 
+/// Runs `git -C DIR ARGS…`, insisting on success; returns trimmed stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 /// A role repository: a git repository with a Dockerfile that bakes the
 /// file `marker` into the image on top of the busybox test image. Images
 /// built from it carry its unique role name and are removed on drop.
@@ -355,18 +371,7 @@ impl RoleRepo {
     }
 
     pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(self.path())
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        git(self.path(), args)
     }
 
     /// Commits `marker` as the file's new contents; returns the commit.
