@@ -130,11 +130,113 @@ fn a_restarted_controller_records_an_exit_that_happens_later() {
     assert_eq!(session(&home, "later")["source"], "marker");
 }
 
+/// A Workspace policy file named `name` with `exitPolicy: policy`.
+fn workspace(home: &Home, name: &str, policy: &str) {
+    let yaml = format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec: {{exitPolicy: {policy}}}\n"
+    );
+    let path = home.write_input(&format!("ws-{name}.yaml"), &yaml);
+    home.ok(&["apply", path.to_str().unwrap()]);
+}
+
+/// An instance in workspace `ws` whose agent waits for `go` then exits 0,
+/// with an optional isolated mount of `repo`.
+fn launch_in(home: &Home, name: &str, ws: &str, repo: Option<&std::path::Path>) {
+    let mut spec = format!(
+        "  workspace: {ws}\n  command: [sh, -c, {}]\n",
+        serde_json::to_string(&format!("{WAIT_THEN_EXIT} 0")).unwrap()
+    );
+    if let Some(repo) = repo {
+        spec.push_str(&format!(
+            "  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+            repo.display()
+        ));
+    }
+    let path = home.write_input(&format!("{name}.yaml"), &instance_yaml_with(name, &spec));
+    home.ok(&["apply", path.to_str().unwrap()]);
+}
+
+/// Lets the agent of `name` exit 0, then runs one controller pass.
+fn exit_and_pass(home: &Home, name: &str) {
+    let container = home.container(name);
+    std::fs::write(state_dir(home, name).join("go"), "").unwrap();
+    wait_until("the agent to exit", || !running(&container));
+    home.ok(&["controller", "--once"]);
+}
+
+#[test]
+fn a_clean_exit_under_ask_with_nothing_unfinished_leaves_nothing() {
+    ensure_busybox();
+    let home = Home::new();
+    launch(&home, "done", &format!("{WAIT_THEN_EXIT} 0"));
+    let container = home.container("done");
+    exit_and_pass(&home, "done");
+    assert!(
+        !home.jackin(&["get", "done"]).status.success(),
+        "the instance is gone"
+    );
+    assert!(!home.path().join("data").join(&container).exists());
+    assert!(docker(&["ps", "-aq", "--filter", &format!("name=^{container}$")]).is_empty());
+}
+
+#[test]
+fn the_clean_policy_discards_unfinished_work_and_keep_keeps() {
+    ensure_busybox();
+    let home = Home::new();
+    let repo = support::RoleRepo::new("host-work");
+    workspace(&home, "tidy", "clean");
+    launch_in(&home, "discarded", "tidy", Some(repo.path()));
+    let checkout = home.object("discarded")["status"]["mounts"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(std::path::Path::new(&checkout).join("draft.md"), "x").unwrap();
+    exit_and_pass(&home, "discarded");
+    let left = home.jackin(&["describe", "discarded"]);
+    assert!(
+        !left.status.success(),
+        "{}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+    assert!(!std::path::Path::new(&checkout).exists());
+
+    workspace(&home, "hoard", "keep");
+    launch_in(&home, "hoarded", "hoard", None);
+    exit_and_pass(&home, "hoarded");
+    let obj = home.object("hoarded");
+    assert_eq!(obj["spec"]["phase"], "Kept");
+    assert_eq!(obj["status"]["phase"], "Kept");
+}
+
+#[test]
+fn ask_with_unfinished_work_and_nobody_to_ask_keeps_it() {
+    ensure_busybox();
+    let home = Home::new();
+    let repo = support::RoleRepo::new("host-work");
+    launch_in(&home, "unfinished", "asked", Some(repo.path()));
+    let checkout = home.object("unfinished")["status"]["mounts"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(std::path::Path::new(&checkout).join("draft.md"), "x").unwrap();
+    exit_and_pass(&home, "unfinished");
+    let obj = home.object("unfinished");
+    assert_eq!(obj["status"]["phase"], "Kept");
+    let reason = obj["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "ExitPolicy")
+        .map(|c| c["reason"].clone());
+    assert_eq!(reason, Some(serde_json::json!("NonInteractive")));
+    assert!(std::path::Path::new(&checkout).join("draft.md").exists());
+}
+
 #[test]
 fn an_exit_while_no_jackin_runs_is_recorded_from_the_marker_after_removal() {
     ensure_busybox();
     let home = Home::new();
-    launch(&home, "alone", &format!("{WAIT_THEN_EXIT} 0"));
+    launch(&home, "alone", &format!("{WAIT_THEN_EXIT} 4"));
     let container = home.container("alone");
     std::fs::write(state_dir(&home, "alone").join("go"), "").unwrap();
     wait_until("the agent to exit", || !running(&container));
@@ -144,9 +246,9 @@ fn an_exit_while_no_jackin_runs_is_recorded_from_the_marker_after_removal() {
     let s = session(&home, "alone");
     assert_eq!(
         (s["exitCode"].as_i64(), s["source"].as_str()),
-        (Some(0), Some("marker"))
+        (Some(4), Some("marker"))
     );
-    assert_eq!(home.object("alone")["status"]["phase"], "Exited");
+    assert_eq!(home.object("alone")["status"]["phase"], "Crashed");
     // Ended by the agent: not recreated.
     assert!(docker(&["ps", "-aq", "--filter", &format!("name=^{container}$")]).is_empty());
 }
@@ -230,8 +332,10 @@ fn artifacts_survive_a_purge() {
     let container = home.container("reporter");
     std::fs::write(state_dir(&home, "reporter").join("go"), "").unwrap();
     wait_until("the agent to exit", || !running(&container));
+    // A clean exit under the default policy (ask, nothing unfinished)
+    // purges the instance; what the agent left is kept outside the unit.
     home.ok(&["controller", "--once"]);
-    home.ok(&["delete", "reporter"]);
+    assert!(!home.jackin(&["get", "reporter"]).status.success());
     let root = home.path().join("artifacts/reporter");
     let runs: Vec<_> = std::fs::read_dir(&root)
         .unwrap()

@@ -7,14 +7,18 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
-use jackin_api::ConditionStatus;
 use jackin_api::instance::{Instance, InstancePhase, RestoreRecord};
 use jackin_api::instance::{MountStatus, OutcomeSource, SessionOutcome};
 use jackin_api::meta::{remove_condition, set_condition};
+use jackin_api::workspace::ExitPolicy;
+use jackin_api::{ConditionStatus, DesiredPhase};
 use jackin_reconcilers::act::{self, ActError, Context};
+use jackin_reconcilers::assess::acknowledgement_digest;
+use jackin_reconcilers::decide::ANNOTATION_ACKNOWLEDGE;
 use jackin_reconcilers::decide::{Plan, Step, decide};
 use jackin_reconcilers::observe::InstanceView;
 use jackin_reconcilers::observe::Observation;
+use jackin_reconcilers::policy::{self, Ending, ExitAction};
 use jackin_reconcilers::session::{self, MarkerState};
 use jackin_reconcilers::{Engine, EngineError, Layout, assess, isolation, recipe};
 use jiff::Timestamp;
@@ -144,7 +148,11 @@ impl Reconciler {
             let recipe = guard.obj.status.as_ref().and_then(|s| s.recipe.as_ref());
             let mut view = observation.view(&uid, recipe);
             view.mounts = assess_checkouts(self.layout(), &guard.container).await?;
-            view.session_ended = self.observe_session(&mut guard, &view).await?;
+            let policy = workspace
+                .as_ref()
+                .map(|w| w.exit_policy)
+                .unwrap_or_default();
+            view.session_ended = self.observe_session(&mut guard, &view, policy).await?;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
             let plan = decide(&guard.obj, &view);
             note_drift(&mut guard.obj, &ctx);
@@ -201,6 +209,7 @@ impl Reconciler {
         &self,
         guard: &mut InstanceGuard,
         view: &InstanceView,
+        policy: ExitPolicy,
     ) -> Result<Option<i64>, ReconcileError> {
         if view.container.as_ref().is_some_and(|c| c.running) {
             return Ok(None);
@@ -224,6 +233,21 @@ impl Reconciler {
                         reason: Some(marker.reason.clone()),
                     });
                     self.after_session(&container, &name, &marker.finished_at, marker.exit_code);
+                    if marker.ended_by_itself() {
+                        // Nobody is attached to answer a question (yet).
+                        let ending = Ending {
+                            exit_code: marker.exit_code,
+                            oom: false,
+                        };
+                        let action = policy::on_exit(policy, ending, &view.mounts, false);
+                        apply_exit_action(&mut guard.obj, action, policy, &view.mounts);
+                        events::record(
+                            layout,
+                            &container,
+                            "ExitPolicy",
+                            &format!("exit policy {}: {action:?}", policy.as_str()),
+                        );
+                    }
                 }
                 return Ok(marker.ended_by_itself().then_some(marker.exit_code));
             }
@@ -441,6 +465,48 @@ fn crash_here_if_asked(step: &Step) {
         eprintln!("JACKIN_CRASH_AFTER: exiting after {}", step.kind());
         std::process::exit(86);
     }
+}
+
+/// Turns the exit policy's decision into desired state, which the same
+/// reconcile then converges: a purge (acknowledged by the policy when it says
+/// so), or keeping the instance. `Preserve` and `Ask` change nothing here.
+fn apply_exit_action(
+    obj: &mut Instance,
+    action: ExitAction,
+    policy: ExitPolicy,
+    mounts: &[MountStatus],
+) {
+    let desired = match action {
+        ExitAction::Purge { .. } => DesiredPhase::Purged,
+        ExitAction::Keep { .. } => DesiredPhase::Kept,
+        ExitAction::Ask | ExitAction::Preserve => return,
+    };
+    if let (ExitAction::Purge { acknowledge: true }, Some(digest)) =
+        (action, acknowledgement_digest(mounts))
+    {
+        obj.metadata
+            .annotations
+            .insert(ANNOTATION_ACKNOWLEDGE.to_owned(), digest);
+    }
+    if let ExitAction::Keep {
+        non_interactive: true,
+    } = action
+    {
+        set_condition(
+            &mut obj.status.get_or_insert_default().conditions,
+            "ExitPolicy",
+            ConditionStatus::True,
+            "NonInteractive",
+            &format!(
+                "exit policy {}: the isolated checkouts hold unfinished work and nobody was \
+                 attached to ask, so the instance is kept",
+                policy.as_str()
+            ),
+            Timestamp::now(),
+        );
+    }
+    obj.spec.phase = desired;
+    obj.metadata.generation = Some(obj.metadata.generation.unwrap_or(0) + 1);
 }
 
 /// The status of a converged instance: its phase, the generation it

@@ -14,6 +14,7 @@ pub mod git;
 pub mod isolation;
 pub mod layout;
 pub mod observe;
+pub mod policy;
 pub mod recipe;
 pub mod secrets;
 pub mod session;
