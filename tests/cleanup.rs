@@ -515,3 +515,32 @@ fn soak_random_operations_leave_nothing_behind() {
     );
     assert_eq!(home.ok(&["prune"]), "nothing to prune\n");
 }
+
+#[test]
+fn steps_act_on_the_labelled_container_not_on_whoever_has_the_name() {
+    ensure_busybox();
+    let home = Home::new();
+    apply(&home, "named", &instance_yaml("named"));
+    let container = home.container("named");
+    let uid = uid(&home, "named");
+    // Ours moves to another name; a stranger takes the old one.
+    let moved = format!("{container}-moved");
+    docker(&["rename", &container, &moved]);
+    docker(&[
+        "run",
+        "-d",
+        "--name",
+        &container,
+        BUSYBOX_IMAGE,
+        "sleep",
+        "600",
+    ]);
+    let out = home.ok(&["delete", "named"]);
+    assert!(out.ends_with("instance/named purged\n"), "{out}");
+    assert_eq!(engine_objects(&uid), (vec![], vec![]), "ours was left");
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.State.Running}}", &container]),
+        "true"
+    );
+    docker(&["rm", "-f", &container]);
+}

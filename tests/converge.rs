@@ -342,6 +342,13 @@ fn an_engine_that_does_not_answer_changes_nothing() {
     );
     assert!(stderr.contains("hint:"), "{stderr}");
     home.assert_unchanged(&before, "set-phase against a dead engine");
+    let out = home
+        .command(&["delete", "steady", "--force"])
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    home.assert_unchanged(&before, "delete --force against a dead engine");
     assert_eq!(home.object("steady")["spec"]["phase"], "Running");
 }
 

@@ -308,3 +308,61 @@ fn the_keep_cap_spares_a_kept_instance_with_unfinished_work() {
     assert_eq!(home.object("older")["status"]["phase"], "Kept");
     assert!(checkout_path(&home, "older").join("draft.md").exists());
 }
+
+#[test]
+fn a_workspace_mount_is_isolated_too() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    let ws = format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: shop}}\nspec:\n  \
+         mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+        host.path().display()
+    );
+    apply(&home, "ws", &ws);
+    let yaml = instance_yaml_with("viaws", "  workspace: shop\n  command: [sleep, \"3600\"]\n");
+    apply(&home, "viaws", &yaml);
+    let container = home.container("viaws");
+    docker(&[
+        "exec",
+        &container,
+        "sh",
+        "-c",
+        "echo agent > /workspace/app/agent.txt",
+    ]);
+    assert!(
+        !host.path().join("agent.txt").exists(),
+        "the agent wrote into the host repository"
+    );
+    assert!(checkout_path(&home, "viaws").join("agent.txt").exists());
+}
+
+#[test]
+fn a_failed_preparation_leaves_nothing_in_the_host_after_a_purge() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    let before = host.state();
+    let not_a_repo = tempfile::tempdir().unwrap();
+    let yaml = instance_yaml_with(
+        "halfway",
+        &format!(
+            "  command: [sleep, \"3600\"]\n  mounts:\n  - {{src: {}, dst: /workspace/app, isolation: worktree}}\n  \
+             - {{src: {}, dst: /workspace/other, isolation: worktree}}\n",
+            host.path().display(),
+            not_a_repo.path().display()
+        ),
+    );
+    let path = home.write_input("halfway.yaml", &yaml);
+    let stderr = home.fails(&["apply", path.to_str().unwrap()]);
+    assert!(stderr.contains("is not a git repository"), "{stderr}");
+    let out = home.ok(&["delete", "halfway", "--force"]);
+    assert!(out.ends_with("instance/halfway purged\n"), "{out}");
+    assert_eq!(
+        host.state(),
+        before,
+        "a scratch branch or worktree was left behind"
+    );
+    let worktrees = git(&host.path(), &["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+}

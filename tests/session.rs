@@ -206,6 +206,11 @@ fn the_clean_policy_discards_unfinished_work_and_keep_keeps() {
     let obj = home.object("hoarded");
     assert_eq!(obj["spec"]["phase"], "Kept");
     assert_eq!(obj["status"]["phase"], "Kept");
+    // Kept by the policy, resumed by the operator: a new session starts.
+    std::fs::remove_file(state_dir(&home, "hoarded").join("go")).unwrap();
+    let out = home.ok(&["set-phase", "hoarded", "running"]);
+    assert!(out.contains("instance/hoarded Running"), "{out}");
+    assert!(running(&home.container("hoarded")));
 }
 
 #[test]

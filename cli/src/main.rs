@@ -239,10 +239,16 @@ async fn set_phase(
 ) -> Result<()> {
     check_name(name)?;
     let store = open_store()?;
+    let current = store.get_instance(name)?;
+    // Converging needs the engine: connect before writing anything, so a
+    // command that cannot converge leaves the store as it was.
+    let engine = match wait.no_wait && !dry_run {
+        true => None,
+        false => Some(connect().await?),
+    };
     if !dry_run {
         sweep_files_quietly(&store)?;
     }
-    let current = store.get_instance(name)?;
     if phase == DesiredPhase::Purged && !dry_run {
         acknowledge_discard(&store, &current, force).await?;
     }
@@ -269,7 +275,7 @@ async fn set_phase(
         );
         return Ok(());
     }
-    let engine = connect().await?;
+    let engine = engine.expect("connected unless --no-wait");
     if dry_run {
         let uid = current.metadata.uid.clone().unwrap_or_default();
         let recipe = current.status.as_ref().and_then(|s| s.recipe.as_ref());

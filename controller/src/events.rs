@@ -3,6 +3,7 @@
 //! describe` shows the tail. Events carry names and reasons, never a secret.
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 use jackin_reconcilers::Layout;
@@ -38,6 +39,7 @@ pub fn record(layout: &Layout, container: &str, reason: &str, message: &str) {
     let appended = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
         .open(&path)
         .and_then(|mut f| writeln!(f, "{line}"));
     if let Err(e) = appended {

@@ -190,7 +190,7 @@ impl Reconciler {
                 if plan.tier.is_some() {
                     tier = plan.tier;
                 }
-                if self.execute(&ctx, &mut guard, &plan, name).await? {
+                if self.execute(&ctx, &mut guard, &plan, &view, name).await? {
                     return Ok(Outcome::Gone);
                 }
             }
@@ -241,6 +241,13 @@ impl Reconciler {
                         };
                         let action = policy::on_exit(policy, ending, &view.mounts, false);
                         apply_exit_action(&mut guard.obj, action, policy, &view.mounts);
+                        if matches!(action, ExitAction::Purge { .. } | ExitAction::Keep { .. }) {
+                            // Handled: a later resume must not find it and
+                            // take the session for ended again.
+                            session::retire_marker(layout, &container)
+                                .map_err(|e| StoreError::io(&layout.unit_dir(&container), e))?;
+                            return Ok(None);
+                        }
                         events::record(
                             layout,
                             &container,
@@ -278,7 +285,9 @@ impl Reconciler {
                     state.started_at.as_deref().and_then(|t| t.parse().ok());
                 let finished: Option<Timestamp> =
                     state.finished_at.as_deref().and_then(|t| t.parse().ok());
-                let already = recorded.is_some_and(|r| started.is_none_or(|s| r >= s));
+                // The marker's times have whole seconds.
+                let already = recorded
+                    .is_some_and(|r| started.is_none_or(|s| r.as_second() >= s.as_second()));
                 if finished.is_some() && !already {
                     let code = state.exit_code.unwrap_or_default();
                     let reason = match (state.oom_killed, code) {
@@ -297,8 +306,13 @@ impl Reconciler {
                     self.after_session(&container, &name, &at, code);
                 }
             }
-            None if status.phase == Some(InstancePhase::Running) => {
-                // Gone without a trace while we believed it ran.
+            // Gone while we believed it ran (or a sweep already noted it gone).
+            None if status.phase == Some(InstancePhase::Running)
+                || status.conditions.iter().any(|c| {
+                    c.type_ == "Ready"
+                        && matches!(c.reason.as_str(), "ContainerMissing" | "EngineRestarted")
+                }) =>
+            {
                 status.session = Some(SessionOutcome {
                     exit_code: None,
                     finished_at: None,
@@ -351,6 +365,7 @@ impl Reconciler {
         ctx: &Context<'_>,
         guard: &mut InstanceGuard,
         plan: &Plan,
+        view: &InstanceView,
         name: &str,
     ) -> Result<bool, ReconcileError> {
         let status = guard.obj.status.get_or_insert_default();
@@ -368,7 +383,7 @@ impl Reconciler {
             }
             let sink = self.progress.clone();
             let mut on_build = |line: &str| sink(name, Progress::Build(line));
-            if let Err(error) = act::act(ctx, step, &mut guard.obj, &mut on_build).await {
+            if let Err(error) = act::act(ctx, step, &mut guard.obj, view, &mut on_build).await {
                 if !unit_removed {
                     record_failure(&mut guard.obj, &error);
                     guard.save()?;

@@ -3,8 +3,8 @@
 //!
 //! Lock order, always: a unit's sibling lock, then the index lock. Creating an
 //! instance holds the index lock alone while it checks the name is free,
-//! mints the identity and writes the unit, so two processes can never create
-//! the same name twice. Every write is atomic; nothing is written when
+//! mints the identity and writes the unit (creating, not taking, the new
+//! unit's lock file), so two processes can never create the same name twice. Every write is atomic; nothing is written when
 //! nothing changed.
 
 use std::fs;
@@ -415,8 +415,12 @@ impl Store {
             now,
         );
         obj.status = Some(status);
-        // The sibling lock belongs to the unit from its first moment.
-        let _unit_lock = self.lock_unit(&container)?;
+        // The sibling lock file belongs to the unit from its first moment.
+        // It is only created here, not taken: the index lock is held, and
+        // the order is always unit lock first; nobody else knows the new
+        // identity yet.
+        let lock_path = self.layout.unit_lock_file(&container);
+        FileLock::create(&lock_path).map_err(|e| StoreError::io(&lock_path, e))?;
         let unit = self.layout.unit_dir(&container);
         ensure_private_dir(&unit).map_err(|e| StoreError::io(&unit, e))?;
         write_object(&self.layout, &container, &obj)?;

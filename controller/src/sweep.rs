@@ -251,7 +251,7 @@ pub async fn sweep(
     engine: &Engine,
     options: Options,
 ) -> Result<Vec<Finding>, SweepError> {
-    let mut findings = sweep_files(store, options.dry_run)?;
+    let mut findings = blocking(store, move |s| sweep_files(s, options.dry_run)).await?;
     let home_file = store.layout().home_id_file();
     // A home that never created an engine object has none to sweep; and
     // objects of other homes on the same engine are never ours to touch.
@@ -260,7 +260,7 @@ pub async fn sweep(
         .home_id()
         .map_err(|e| StoreError::io(&home_file, e))?
     else {
-        findings.extend(enforce_keep_caps(store, options.dry_run)?);
+        findings.extend(blocking(store, move |s| enforce_keep_caps(s, options.dry_run)).await?);
         return Ok(findings);
     };
     let managed = [(LABEL_MANAGED, "true"), (LABEL_HOME, home_id.as_str())];
@@ -356,7 +356,7 @@ pub async fn sweep(
         });
     }
 
-    findings.extend(enforce_keep_caps(store, options.dry_run)?);
+    findings.extend(blocking(store, move |s| enforce_keep_caps(s, options.dry_run)).await?);
     if options.images {
         findings.extend(sweep_images(store, engine, &home_id, options.dry_run).await?);
     }
@@ -425,6 +425,18 @@ fn last_running(obj: &Instance) -> Option<Timestamp> {
         .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
         .map(|c| c.last_transition_time)
         .or(obj.metadata.creation_timestamp)
+}
+
+/// Runs store work that may wait for a file lock off the async runtime, so a
+/// sweep can never stall the reconciles running beside it.
+async fn blocking<T: Send + 'static>(
+    store: &Store,
+    work: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || work(&store))
+        .await
+        .expect("store work does not panic")
 }
 
 /// The `<id>` of every `jk-<id>-…` unit moved aside; the id is the start of

@@ -13,7 +13,7 @@ use crate::engine::{Engine, EngineError};
 use crate::fsutil::{ensure_private_dir, remove_if_exists};
 use crate::isolation::{self, IsolationError};
 use crate::layout::Layout;
-use crate::observe::LABEL_SIDECAR;
+use crate::observe::{InstanceView, LABEL_SIDECAR};
 use crate::recipe::{self, RecipeError};
 use crate::secrets::{self, SecretError};
 use crate::session;
@@ -57,9 +57,10 @@ impl ActError {
             // A secret that cannot be resolved needs the operator (a variable
             // to export, a file to write, `op signin`); so does a checkout
             // that no longer fits its host repository.
-            Self::Secret(_)
-            | Self::NoCommand(_)
-            | Self::Isolation(IsolationError::ResumeConflict { .. }) => true,
+            Self::Secret(_) | Self::NoCommand(_) => true,
+            // A mount that is not a repository, a checkout that no longer
+            // fits, or one nobody recorded: the operator has to look.
+            Self::Isolation(e) => !matches!(e, IsolationError::Git(_) | IsolationError::Io { .. }),
             _ => false,
         }
     }
@@ -108,11 +109,15 @@ pub fn sidecar_name(container: &str, sidecar: &str) -> String {
 }
 
 /// Runs `step` for `obj`, recording in its status what the step changed.
+/// `view` is what the plan was decided from: steps on existing objects act
+/// on the ids observed there (ownership by label, never by name); only an
+/// object this plan creates is addressed by the name it was given.
 /// `DropIndexRow` belongs to the store and is not handled here.
 pub async fn act(
     ctx: &Context<'_>,
     step: &Step,
     obj: &mut Instance,
+    view: &InstanceView,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<(), ActError> {
     let container = obj
@@ -121,6 +126,15 @@ pub async fn act(
         .and_then(|s| s.container_name.clone())
         .expect("a stored instance has an identity");
     let engine = ctx.engine;
+    let main_target = view
+        .container
+        .as_ref()
+        .map_or_else(|| container.clone(), |c| c.id.clone());
+    let sidecar_target = |name: &str| {
+        view.sidecars
+            .get(name)
+            .map_or_else(|| sidecar_name(&container, name), |c| c.id.clone())
+    };
     match step {
         Step::PinRecipe => pin(ctx, obj, &container, progress).await?,
         Step::RebuildImage => rebuild(ctx, obj, progress).await?,
@@ -165,28 +179,25 @@ pub async fn act(
                 .await?;
         }
         Step::StartSidecar(name) => {
-            engine
-                .start_container(&sidecar_name(&container, name))
-                .await?;
+            engine.start_container(&sidecar_target(name)).await?;
         }
         Step::CreateContainer => create_container(ctx, obj, &container).await?,
         Step::StartContainer => {
             // The last run's marker was recorded; this run writes its own.
             session::retire_marker(ctx.layout, &container)
                 .map_err(io(&ctx.layout.unit_dir(&container)))?;
-            engine.start_container(&container).await?
+            engine.start_container(&main_target).await?
         }
-        Step::StopContainer => engine.stop_container(&container, STOP_GRACE_SECS).await?,
+        Step::StopContainer => engine.stop_container(&main_target, STOP_GRACE_SECS).await?,
         Step::RemoveContainer => {
-            engine.remove_container(&container).await?;
+            engine.remove_container(&main_target).await?;
         }
         Step::RemoveSidecar(name) => {
-            engine
-                .remove_container(&sidecar_name(&container, name))
-                .await?;
+            engine.remove_container(&sidecar_target(name)).await?;
         }
         Step::RemoveNetwork => {
-            engine.remove_network(&container).await?;
+            let network = view.network.clone().unwrap_or_else(|| container.clone());
+            engine.remove_network(&network).await?;
         }
         Step::RemoveVolume(name) => {
             engine.remove_volume(name).await?;

@@ -29,6 +29,10 @@ pub struct Assessment {
     pub unsafe_branches: Vec<String>,
     /// A git failure, which makes the checkout unsafe.
     pub error: Option<String>,
+    /// What the evidence stands for, beyond its wording: the contents of
+    /// every uncommitted file and the tip of every local branch. Hashed into
+    /// the digest, so an acknowledgement covers exactly what was there.
+    pub fingerprint: Vec<String>,
 }
 
 impl Assessment {
@@ -76,6 +80,10 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
             entries.next();
         }
         assessment.dirty_files.push(entry.to_owned());
+        let file = Path::new(dir).join(entry.get(3..).unwrap_or_default());
+        assessment
+            .fingerprint
+            .push(format!("{entry}\0{}", content_hash(&file)));
     }
 
     let refs = git_in(
@@ -91,6 +99,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
         let [name, tip, upstream, track] = fields.as_slice() else {
             return Err(format!("unexpected for-each-ref output: {line:?}"));
         };
+        assessment.fingerprint.push(format!("{name}\0{tip}"));
         let untouched_host_branch =
             record.host_branches.get(*name).map(String::as_str) == Some(*tip);
         if untouched_host_branch || *tip == record.base_commit || track.contains("gone") {
@@ -126,6 +135,9 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
         )?;
         let loose: u64 = loose.trim().parse().map_err(|e| format!("rev-list: {e}"))?;
         let head = git_in(dir, &["rev-parse", "HEAD"])?;
+        assessment
+            .fingerprint
+            .push(format!("HEAD\0{}", head.trim()));
         if loose > 0 && head.trim() != record.base_commit {
             assessment
                 .unsafe_branches
@@ -133,6 +145,23 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
         }
     }
     Ok(assessment)
+}
+
+/// The SHA-256 of a file's bytes (of a directory's listing, for an
+/// untracked directory), or a word for what is not there.
+fn content_hash(path: &Path) -> String {
+    let bytes = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => std::fs::read(path).unwrap_or_default(),
+        Ok(meta) if meta.is_symlink() => std::fs::read_link(path)
+            .map(|t| t.display().to_string().into_bytes())
+            .unwrap_or_default(),
+        Ok(_) => return "other".into(),
+        Err(_) => return "absent".into(),
+    };
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn count(dir: &str, range: &str) -> Result<u64, String> {
@@ -155,6 +184,7 @@ pub fn mount_status(record: &IsolationRecord, assessment: &Assessment) -> MountS
         .iter()
         .chain(&assessment.unsafe_branches)
         .chain(&assessment.error)
+        .chain(&assessment.fingerprint)
     {
         hasher.update(part.as_bytes());
         hasher.update([0]);
@@ -318,9 +348,9 @@ mod tests {
     fn a_fresh_checkout_is_safe() {
         for mode in MODES {
             let f = Fixture::new(mode);
-            assert_eq!(f.assess(), Assessment::default(), "{mode:?}");
-            // The host's own branches, even unpushed ones, are not the agent's.
-            assert!(f.assess().is_safe());
+            let a = f.assess();
+            assert!(a.is_safe(), "{mode:?}: {a:?}");
+            assert!(a.dirty_files.is_empty() && a.unsafe_branches.is_empty());
         }
     }
 
@@ -445,7 +475,20 @@ mod tests {
         );
         std::fs::write(f.checkout().join("b"), "2").unwrap();
         let second = acknowledgement_digest(&[mount_status(&f.record, &f.assess())]).unwrap();
-        assert_ne!(first_ack, second, "a new edit changes the digest");
+        assert_ne!(first_ack, second, "a new file changes the digest");
+        // The same files, one with more in it: still a new digest.
+        std::fs::write(f.checkout().join("a"), "1 and hours of new work").unwrap();
+        let third = acknowledgement_digest(&[mount_status(&f.record, &f.assess())]).unwrap();
+        assert_ne!(second, third, "a changed file changes the digest");
+        // A commit amended to the same count of commits ahead: new digest.
+        f.commit("c");
+        let committed = acknowledgement_digest(&[mount_status(&f.record, &f.assess())]).unwrap();
+        git(
+            f.checkout(),
+            &["commit", "--quiet", "--amend", "-m", "amended"],
+        );
+        let amended = acknowledgement_digest(&[mount_status(&f.record, &f.assess())]).unwrap();
+        assert_ne!(committed, amended, "a rewritten commit changes the digest");
     }
 
     #[test]

@@ -242,13 +242,20 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
     }
 }
 
-/// Whether the container binds an isolated checkout (pinned, or about to be).
+/// Whether the container binds an isolated checkout. Before pinning the
+/// answer is not known here (the workspace's mounts join the recipe when it
+/// is pinned), so a launch always prepares: with nothing isolated that step
+/// does nothing.
 fn has_isolated_mounts(obj: &Instance) -> bool {
-    let mounts = match obj.status.as_ref().and_then(|s| s.recipe.as_ref()) {
-        Some(recipe) => &recipe.mounts,
-        None => &obj.spec.mounts,
-    };
-    mounts.iter().any(|m| m.isolation != Isolation::Shared)
+    obj.status
+        .as_ref()
+        .and_then(|s| s.recipe.as_ref())
+        .is_none_or(|recipe| {
+            recipe
+                .mounts
+                .iter()
+                .any(|m| m.isolation != Isolation::Shared)
+        })
 }
 
 /// The network and sidecars the container needs, created or started as
@@ -334,6 +341,7 @@ mod tests {
 
     fn container(running: bool) -> Option<ContainerView> {
         Some(ContainerView {
+            id: "c0ffee".into(),
             name: "jk-1-a".into(),
             running,
         })
@@ -411,7 +419,13 @@ mod tests {
         let plan = decide(&obj, &view(None, false, false));
         assert_eq!(
             plan.steps,
-            [PinRecipe, CreateNetwork, CreateContainer, StartContainer]
+            [
+                PinRecipe,
+                PrepareMounts,
+                CreateNetwork,
+                CreateContainer,
+                StartContainer
+            ]
         );
         assert_eq!(plan.tier, None);
     }

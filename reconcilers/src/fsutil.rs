@@ -62,6 +62,11 @@ impl FileLock {
             .open(path)
     }
 
+    /// Creates the lock file (0600) without taking the lock.
+    pub fn create(path: &Path) -> io::Result<()> {
+        Self::open(path).map(drop)
+    }
+
     /// Waits for the lock.
     pub fn acquire(path: &Path) -> io::Result<Self> {
         let file = Self::open(path)?;
@@ -106,6 +111,15 @@ mod tests {
         let held = FileLock::acquire(&path).unwrap();
         assert!(FileLock::try_acquire(&path).unwrap().is_none());
         drop(held);
-        assert!(FileLock::try_acquire(&path).unwrap().is_some());
+        // A child forked by a parallel test may hold a copy of the
+        // descriptor until it execs (it is close-on-exec): allow a moment.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while FileLock::try_acquire(&path).unwrap().is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the lock was never released"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 }

@@ -64,6 +64,15 @@ pub enum IsolationError {
         detail: String,
     },
     #[error(
+        "{path} exists but no isolation record describes it; it is left alone\n\
+         hint: move it away once you have checked it, then converge again"
+    )]
+    Unrecorded { path: String },
+    #[error(
+        "mount {dst}: its isolated checkout has not been prepared; refusing to bind the host directory"
+    )]
+    NotPrepared { dst: String },
+    #[error(
         "mount {dst}: the host repository {src} no longer contains the checkout's base commit \
          {base}, so the kept checkout {path} does not fit it; it is neither reused nor deleted\n\
          hint: restore the commit in {src}, or inspect the checkout and purge the instance"
@@ -169,7 +178,6 @@ pub fn prepare(
     mounts: &[MountSpec],
 ) -> Result<(), IsolationError> {
     let mut records = read_records(layout, container)?;
-    let mut changed = false;
     for mount in mounts.iter().filter(|m| m.isolation != Isolation::Shared) {
         let existing = records
             .iter()
@@ -177,39 +185,43 @@ pub fn prepare(
         match existing {
             Some(record) => verify(record)?,
             None => {
-                let record = materialize(layout, container, mount)?;
+                // Recorded before anything is made, so that a failure or a
+                // crash half-way leaves a record a purge can clean up from.
+                let record = plan_record(layout, container, mount)?;
                 records.retain(|r| r.dst != mount.dst);
-                records.push(record);
-                changed = true;
+                records.push(record.clone());
+                write_records(layout, container, &records)?;
+                make_checkout(&record)?;
             }
         }
-    }
-    if changed {
-        write_records(layout, container, &records)?;
     }
     Ok(())
 }
 
 /// The mounts as the container binds them: an isolated mount's source is
-/// its recorded checkout.
+/// its recorded checkout. An isolated mount without one is an error, never
+/// a fallback to the host directory (that would hand the agent the
+/// operator's repository).
 pub fn bind_sources(
     layout: &Layout,
     container: &str,
     mounts: &[MountSpec],
 ) -> Result<Vec<MountSpec>, IsolationError> {
     let records = read_records(layout, container)?;
-    Ok(mounts
+    mounts
         .iter()
         .map(|m| {
             let mut bound = m.clone();
-            if let Some(record) = records.iter().find(|r| r.dst == m.dst)
-                && m.isolation != Isolation::Shared
-            {
+            if m.isolation != Isolation::Shared {
+                let record = records
+                    .iter()
+                    .find(|r| r.dst == m.dst && Path::new(&r.path).exists())
+                    .ok_or_else(|| IsolationError::NotPrepared { dst: m.dst.clone() })?;
                 bound.src = record.path.clone();
             }
-            bound
+            Ok(bound)
         })
-        .collect())
+        .collect()
 }
 
 /// The reuse check: the host must still contain the base commit.
@@ -226,38 +238,47 @@ fn verify(record: &IsolationRecord) -> Result<(), IsolationError> {
     }
 }
 
-fn materialize(
+/// Where and from what a mount's checkout is made; nothing is made yet.
+fn plan_record(
     layout: &Layout,
     container: &str,
     mount: &MountSpec,
 ) -> Result<IsolationRecord, IsolationError> {
     let src = mount.src.as_str();
     let base = head_commit(src, &mount.dst)?;
-    let kind = match mount.isolation {
-        Isolation::Worktree => "worktree",
-        _ => "clone",
-    };
+    let worktree = mount.isolation == Isolation::Worktree;
+    let kind = if worktree { "worktree" } else { "clone" };
     let parent = layout.unit_dir(container).join("git").join(kind);
     ensure_private_dir(&parent).map_err(io(&parent))?;
     let path = parent.join(slug(&mount.dst));
-    // A half-made checkout from an interrupted attempt holds nothing yet.
-    if path.exists() {
-        if mount.isolation == Isolation::Worktree {
-            let _ = git::run(&["-C", src, "worktree", "remove", "--force", path_str(&path)]);
-        }
-        remove_if_exists(&path).map_err(io(&path))?;
-    }
-    let mut record = IsolationRecord {
+    Ok(IsolationRecord {
         dst: mount.dst.clone(),
         src: src.to_owned(),
         isolation: mount.isolation,
         path: path_str(&path).to_owned(),
-        scratch_branch: None,
-        base_commit: base.clone(),
-        host_branches: BTreeMap::new(),
-    };
-    match mount.isolation {
-        Isolation::Worktree => {
+        scratch_branch: worktree.then(|| format!("jackin/scratch/{container}")),
+        base_commit: base,
+        host_branches: if worktree {
+            branch_tips(src)?
+        } else {
+            BTreeMap::new()
+        },
+    })
+}
+
+/// Makes the checkout a record describes.
+fn make_checkout(record: &IsolationRecord) -> Result<(), IsolationError> {
+    let src = record.src.as_str();
+    let path = Path::new(&record.path);
+    // A directory there that no record vouched for may hold someone's work:
+    // never overwrite it.
+    if path.exists() {
+        return Err(IsolationError::Unrecorded {
+            path: record.path.clone(),
+        });
+    }
+    match &record.scratch_branch {
+        Some(branch) => {
             git::run(&["-C", src, "config", "extensions.worktreeConfig", "true"])?;
             let version = git::run(&["-C", src, "config", "core.repositoryformatversion"])
                 .map(|v| String::from_utf8_lossy(&v).trim().to_owned())
@@ -265,11 +286,9 @@ fn materialize(
             if version != "1" {
                 git::run(&["-C", src, "config", "core.repositoryformatversion", "1"])?;
             }
-            record.host_branches = branch_tips(src)?;
-            let branch = format!("jackin/scratch/{container}");
             // Left by an interrupted attempt: nothing was committed on it.
             let _ = git::run(&["-C", src, "worktree", "prune"]);
-            let _ = git::run(&["-C", src, "branch", "-D", "--", &branch]);
+            let _ = git::run(&["-C", src, "branch", "-D", "--", branch]);
             git::run(&[
                 "-C",
                 src,
@@ -277,25 +296,24 @@ fn materialize(
                 "add",
                 "--quiet",
                 "-b",
-                &branch,
+                branch,
                 "--",
-                path_str(&path),
-                &base,
+                &record.path,
+                &record.base_commit,
             ])?;
-            record.scratch_branch = Some(branch);
         }
-        _ => {
+        None => {
             git::run(&[
                 "clone",
                 "--quiet",
                 "--no-hardlinks",
                 "--",
                 src,
-                path_str(&path),
+                &record.path,
             ])?;
         }
     }
-    Ok(record)
+    Ok(())
 }
 
 /// Removes every isolated checkout of the unit: a worktree through git (its

@@ -20,6 +20,7 @@
 //! no user input can climb out of the root.
 
 use std::io::{ErrorKind, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The environment variable that overrides the state root.
@@ -72,6 +73,7 @@ impl Layout {
         let created = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(self.home_id_file());
         match created {
             Ok(mut file) => {

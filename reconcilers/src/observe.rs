@@ -18,6 +18,9 @@ pub const LABEL_SIDECAR: &str = "jackin.dev/sidecar";
 /// One container as a reconciler needs to see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerView {
+    /// The engine's id: steps act on it, never on a name someone else may
+    /// have taken since.
+    pub id: String,
     pub name: String,
     pub running: bool,
 }
@@ -27,6 +30,7 @@ pub struct ContainerView {
 pub struct InstanceView {
     pub container: Option<ContainerView>,
     pub sidecars: BTreeMap<String, ContainerView>,
+    /// The id of the instance's network.
     pub network: Option<String>,
     /// Volumes labelled as the instance's, by name.
     pub volumes: Vec<String>,
@@ -99,6 +103,7 @@ impl Observation {
                 continue;
             }
             let container = ContainerView {
+                id: c.id.clone().unwrap_or_default(),
                 name: container_name(c),
                 running: matches!(
                     c.state,
@@ -118,7 +123,7 @@ impl Observation {
             .networks
             .iter()
             .find(|n| owned(n.labels.as_ref()))
-            .and_then(|n| n.name.clone());
+            .and_then(|n| n.id.clone());
         view.volumes = self
             .volumes
             .iter()
