@@ -13,4 +13,5 @@ pub mod events;
 pub mod queue;
 pub mod reconcile;
 pub mod run;
+pub mod session;
 pub mod sweep;

@@ -7,23 +7,15 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
-use jackin_api::instance::{Instance, InstancePhase, RestoreRecord};
-use jackin_api::instance::{MountStatus, OutcomeSource, SessionOutcome};
+use jackin_api::ConditionStatus;
+use jackin_api::instance::{Instance, InstancePhase, MountStatus, RestoreRecord};
 use jackin_api::meta::{remove_condition, set_condition};
-use jackin_api::workspace::ExitPolicy;
-use jackin_api::{ConditionStatus, DesiredPhase};
 use jackin_reconcilers::act::{self, ActError, Context};
-use jackin_reconcilers::assess::acknowledgement_digest;
-use jackin_reconcilers::decide::ANNOTATION_ACKNOWLEDGE;
 use jackin_reconcilers::decide::{Plan, Step, decide};
-use jackin_reconcilers::observe::InstanceView;
-use jackin_reconcilers::observe::Observation;
-use jackin_reconcilers::policy::{self, Ending, ExitAction};
-use jackin_reconcilers::session::{self, MarkerState};
+use jackin_reconcilers::observe::{InstanceView, Observation};
 use jackin_reconcilers::{Engine, EngineError, Layout, assess, isolation, recipe};
 use jiff::Timestamp;
 
-use crate::events;
 use crate::store::{InstanceGuard, Store, StoreError};
 
 /// How many observe-decide-act rounds one reconcile may take. A healthy
@@ -98,7 +90,7 @@ impl Reconciler {
         }
     }
 
-    fn layout(&self) -> &Layout {
+    pub(crate) fn layout(&self) -> &Layout {
         self.store.layout()
     }
 
@@ -199,163 +191,6 @@ impl Reconciler {
             shared = false;
         }
         Err(ReconcileError::NotConverging)
-    }
-
-    /// Records how the last session ended, from the best source available,
-    /// and runs the post-session step. Returns the exit code when the agent
-    /// ended the session on its own (its marker says so), which `decide`
-    /// does not undo.
-    async fn observe_session(
-        &self,
-        guard: &mut InstanceGuard,
-        view: &InstanceView,
-        policy: ExitPolicy,
-    ) -> Result<Option<i64>, ReconcileError> {
-        if view.container.as_ref().is_some_and(|c| c.running) {
-            return Ok(None);
-        }
-        let layout = self.layout();
-        let container = guard.container.clone();
-        let name = guard.obj.metadata.name.clone();
-        let status = guard.obj.status.get_or_insert_default();
-        let recorded = status.session.as_ref().and_then(|s| s.finished_at);
-        let now = Timestamp::now();
-        match session::read_marker(layout, &container) {
-            MarkerState::Present(marker) => {
-                let finished = marker.finished();
-                if finished.is_some() && finished != recorded {
-                    remove_condition(&mut status.conditions, "MarkerMalformed");
-                    remove_condition(&mut status.conditions, "SessionOutcome");
-                    status.session = Some(SessionOutcome {
-                        exit_code: Some(marker.exit_code),
-                        finished_at: finished,
-                        source: OutcomeSource::Marker,
-                        reason: Some(marker.reason.clone()),
-                    });
-                    self.after_session(&container, &name, &marker.finished_at, marker.exit_code);
-                    if marker.ended_by_itself() {
-                        // Nobody is attached to answer a question (yet).
-                        let ending = Ending {
-                            exit_code: marker.exit_code,
-                            oom: false,
-                        };
-                        let action = policy::on_exit(policy, ending, &view.mounts, false);
-                        apply_exit_action(&mut guard.obj, action, policy, &view.mounts);
-                        if matches!(action, ExitAction::Purge { .. } | ExitAction::Keep { .. }) {
-                            // Handled: a later resume must not find it and
-                            // take the session for ended again.
-                            session::retire_marker(layout, &container)
-                                .map_err(|e| StoreError::io(&layout.unit_dir(&container), e))?;
-                            return Ok(None);
-                        }
-                        events::record(
-                            layout,
-                            &container,
-                            "ExitPolicy",
-                            &format!("exit policy {}: {action:?}", policy.as_str()),
-                        );
-                    }
-                }
-                return Ok(marker.ended_by_itself().then_some(marker.exit_code));
-            }
-            MarkerState::Malformed(why) => {
-                if set_condition(
-                    &mut status.conditions,
-                    "MarkerMalformed",
-                    ConditionStatus::True,
-                    "Unparsable",
-                    &format!(
-                        "the completion marker is not valid; the engine's exit state is used: {why}"
-                    ),
-                    now,
-                ) {
-                    events::record(layout, &container, "MarkerMalformed", &why);
-                }
-            }
-            MarkerState::Absent => {}
-        }
-        match &view.container {
-            Some(_) => {
-                // Stopped without a marker of this run: ask the engine.
-                let Some(inspected) = self.engine.inspect_container(&container).await? else {
-                    return Ok(None);
-                };
-                let state = inspected.state.unwrap_or_default();
-                let started: Option<Timestamp> =
-                    state.started_at.as_deref().and_then(|t| t.parse().ok());
-                let finished: Option<Timestamp> =
-                    state.finished_at.as_deref().and_then(|t| t.parse().ok());
-                // The marker's times have whole seconds.
-                let already = recorded
-                    .is_some_and(|r| started.is_none_or(|s| r.as_second() >= s.as_second()));
-                if finished.is_some() && !already {
-                    let code = state.exit_code.unwrap_or_default();
-                    let reason = match (state.oom_killed, code) {
-                        (Some(true), _) => "oom",
-                        (_, 137) => "killed",
-                        _ => "exited",
-                    };
-                    remove_condition(&mut status.conditions, "SessionOutcome");
-                    status.session = Some(SessionOutcome {
-                        exit_code: Some(code),
-                        finished_at: finished,
-                        source: OutcomeSource::Engine,
-                        reason: Some(reason.to_owned()),
-                    });
-                    let at = finished.map(|f| f.to_string()).unwrap_or_default();
-                    self.after_session(&container, &name, &at, code);
-                }
-            }
-            // Gone while we believed it ran (or a sweep already noted it gone).
-            None if status.phase == Some(InstancePhase::Running)
-                || status.conditions.iter().any(|c| {
-                    c.type_ == "Ready"
-                        && matches!(c.reason.as_str(), "ContainerMissing" | "EngineRestarted")
-                }) =>
-            {
-                status.session = Some(SessionOutcome {
-                    exit_code: None,
-                    finished_at: None,
-                    source: OutcomeSource::Unknown,
-                    reason: Some("the container was removed and left no marker".into()),
-                });
-                status.phase = Some(InstancePhase::Crashed);
-                set_condition(
-                    &mut status.conditions,
-                    "SessionOutcome",
-                    ConditionStatus::Unknown,
-                    "Unknown",
-                    "the container was removed before its session was recorded, and no \
-                     completion marker was left",
-                    now,
-                );
-                self.after_session(&container, &name, &now.to_string(), -1);
-            }
-            None => {}
-        }
-        Ok(None)
-    }
-
-    /// The post-session step, which never needs the container: keep what
-    /// the agent left in `state/artifacts/` outside the unit, and record the
-    /// event. (The exit policy plugs in here.)
-    fn after_session(&self, container: &str, name: &str, finished_at: &str, code: i64) {
-        let layout = self.layout();
-        let message = match code {
-            -1 => "the session ended; its outcome is unknown".to_owned(),
-            code => format!("the session ended with exit code {code}"),
-        };
-        events::record(layout, container, "SessionEnded", &message);
-        match session::collect_artifacts(layout, container, name, finished_at) {
-            Ok(Some(to)) => events::record(
-                layout,
-                container,
-                "ArtifactsCollected",
-                &format!("moved to {}", to.display()),
-            ),
-            Ok(None) => {}
-            Err(e) => tracing::warn!(instance = name, "cannot collect artifacts: {e}"),
-        }
     }
 
     /// Runs a plan's steps, saving the status after each. Returns whether
@@ -480,48 +315,6 @@ fn crash_here_if_asked(step: &Step) {
         eprintln!("JACKIN_CRASH_AFTER: exiting after {}", step.kind());
         std::process::exit(86);
     }
-}
-
-/// Turns the exit policy's decision into desired state, which the same
-/// reconcile then converges: a purge (acknowledged by the policy when it says
-/// so), or keeping the instance. `Preserve` and `Ask` change nothing here.
-fn apply_exit_action(
-    obj: &mut Instance,
-    action: ExitAction,
-    policy: ExitPolicy,
-    mounts: &[MountStatus],
-) {
-    let desired = match action {
-        ExitAction::Purge { .. } => DesiredPhase::Purged,
-        ExitAction::Keep { .. } => DesiredPhase::Kept,
-        ExitAction::Ask | ExitAction::Preserve => return,
-    };
-    if let (ExitAction::Purge { acknowledge: true }, Some(digest)) =
-        (action, acknowledgement_digest(mounts))
-    {
-        obj.metadata
-            .annotations
-            .insert(ANNOTATION_ACKNOWLEDGE.to_owned(), digest);
-    }
-    if let ExitAction::Keep {
-        non_interactive: true,
-    } = action
-    {
-        set_condition(
-            &mut obj.status.get_or_insert_default().conditions,
-            "ExitPolicy",
-            ConditionStatus::True,
-            "NonInteractive",
-            &format!(
-                "exit policy {}: the isolated checkouts hold unfinished work and nobody was \
-                 attached to ask, so the instance is kept",
-                policy.as_str()
-            ),
-            Timestamp::now(),
-        );
-    }
-    obj.spec.phase = desired;
-    obj.metadata.generation = Some(obj.metadata.generation.unwrap_or(0) + 1);
 }
 
 /// The status of a converged instance: its phase, the generation it
