@@ -62,6 +62,14 @@ pub enum Command {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Converge an instance to running and attach this terminal to its
+    /// agent; when the session ends, settle it by the workspace's exit policy.
+    Attach {
+        /// Instance name.
+        name: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// Run the convergence loop continuously (or one pass with --once).
     Controller(ControllerArgs),
     /// Repair and remove what crashes and others left behind.

@@ -2,6 +2,7 @@
 
 mod apply;
 mod args;
+mod attach;
 mod output;
 mod progress;
 
@@ -118,6 +119,12 @@ async fn run(cli: Cli) -> Result<()> {
             wait,
         } => set_phase(&name, DesiredPhase::Purged, dry_run, force, &wait, verbose).await,
         Command::Controller(args) => controller(&args).await,
+        Command::Attach { name, wait } => {
+            check_name(&name)?;
+            let store = open_store()?;
+            let engine = connect().await?;
+            attach::run(store, engine, &name, &wait).await
+        }
         Command::Prune { dry_run, images } => prune(dry_run, images).await,
         Command::Crds { out } => crds(out.as_deref()),
         Command::Completions { shell } => {
@@ -129,6 +136,22 @@ async fn run(cli: Cli) -> Result<()> {
 
 fn check_name(name: &str) -> Result<()> {
     validate::dns_label(name).map_err(|message| anyhow!("{message}"))
+}
+
+/// Converges one instance, reporting only failures: for commands that own
+/// the terminal afterwards.
+pub async fn converge_quietly(
+    store: &Store,
+    engine: &Engine,
+    name: &str,
+    wait: &WaitArgs,
+) -> Result<()> {
+    let reconciler = Reconciler::new(store.clone(), engine.clone());
+    let names = [name.to_owned()];
+    for (name, result) in converge::converge(&reconciler, &names, wait.timeout).await {
+        result.with_context(|| format!("instance/{name}"))?;
+    }
+    Ok(())
 }
 
 /// Converges `names` unless told not to wait, reporting progress and results.

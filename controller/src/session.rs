@@ -6,8 +6,10 @@ use jackin_api::instance::{Instance, InstancePhase, MountStatus, OutcomeSource, 
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::workspace::ExitPolicy;
 use jackin_api::{ConditionStatus, DesiredPhase};
+use jackin_reconcilers::Layout;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jackin_reconcilers::decide::ANNOTATION_ACKNOWLEDGE;
+use jackin_reconcilers::fsutil::FileLock;
 use jackin_reconcilers::observe::InstanceView;
 use jackin_reconcilers::policy::{self, Ending, ExitAction};
 use jackin_reconcilers::session::{self, MarkerState};
@@ -56,7 +58,8 @@ impl Reconciler {
                             exit_code: marker.exit_code,
                             oom: false,
                         };
-                        let action = policy::on_exit(policy, ending, &view.mounts, false);
+                        let attached = attached(layout, &container);
+                        let action = policy::on_exit(policy, ending, &view.mounts, attached);
                         apply_exit_action(&mut guard.obj, action, policy, &view.mounts);
                         if matches!(action, ExitAction::Purge { .. } | ExitAction::Keep { .. }) {
                             // Handled: a later resume must not find it and
@@ -73,7 +76,11 @@ impl Reconciler {
                         );
                     }
                 }
-                return Ok(marker.ended_by_itself().then_some(marker.exit_code));
+                // A kept instance was settled after its session ended; the
+                // marker no longer speaks for what to do with it.
+                let kept =
+                    guard.obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Kept);
+                return Ok((marker.ended_by_itself() && !kept).then_some(marker.exit_code));
             }
             MarkerState::Malformed(why) => {
                 if set_condition(
@@ -176,6 +183,13 @@ impl Reconciler {
     }
 }
 
+/// Whether an operator is attached: `jackin attach` holds the lock while
+/// they are. A missing lock file means nobody (and creates nothing).
+fn attached(layout: &Layout, container: &str) -> bool {
+    let path = layout.attached_lock_file(container);
+    path.exists() && matches!(FileLock::try_acquire(&path), Ok(None))
+}
+
 /// Turns the exit policy's decision into desired state, which the same
 /// reconcile then converges: a purge (acknowledged by the policy when it says
 /// so), or keeping the instance. `Preserve` and `Ask` change nothing here.
@@ -188,7 +202,19 @@ fn apply_exit_action(
     let desired = match action {
         ExitAction::Purge { .. } => DesiredPhase::Purged,
         ExitAction::Keep { .. } => DesiredPhase::Kept,
-        ExitAction::Ask | ExitAction::Preserve => return,
+        ExitAction::Ask => {
+            // The attached operator answers; until then the session waits.
+            set_condition(
+                &mut obj.status.get_or_insert_default().conditions,
+                "ExitPolicy",
+                ConditionStatus::Unknown,
+                "AskOperator",
+                "the isolated checkouts hold unfinished work; the attached operator decides",
+                Timestamp::now(),
+            );
+            return;
+        }
+        ExitAction::Preserve => return,
     };
     if let (ExitAction::Purge { acknowledge: true }, Some(digest)) =
         (action, acknowledgement_digest(mounts))

@@ -17,10 +17,11 @@ use bollard::models::{
     Network, NetworkCreateRequest, Volume,
 };
 use bollard::query_parameters::{
-    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, EventsOptionsBuilder,
-    ListContainersOptionsBuilder, ListImagesOptionsBuilder, ListNetworksOptionsBuilder,
-    ListVolumesOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
-    RemoveVolumeOptionsBuilder, StopContainerOptionsBuilder,
+    AttachContainerOptionsBuilder, BuildImageOptionsBuilder, CreateContainerOptionsBuilder,
+    EventsOptionsBuilder, ListContainersOptionsBuilder, ListImagesOptionsBuilder,
+    ListNetworksOptionsBuilder, ListVolumesOptionsBuilder, RemoveContainerOptionsBuilder,
+    RemoveImageOptionsBuilder, RemoveVolumeOptionsBuilder, ResizeContainerTTYOptionsBuilder,
+    StopContainerOptionsBuilder,
 };
 use futures::{Stream, StreamExt};
 use jackin_api::meta::{LABEL_HOME, LABEL_INSTANCE, LABEL_MANAGED, LABEL_UID};
@@ -281,6 +282,37 @@ impl Engine {
         self.count()
             .events(Some(options))
             .map(move |item| item.map_err(|e| this.classify("stream events", e)))
+    }
+
+    /// Attaches to a container's terminal: its output, and a writer to its
+    /// input. `Ctrl-P Ctrl-Q` detaches, leaving it running.
+    pub async fn attach(
+        &self,
+        id: &str,
+    ) -> Result<bollard::container::AttachContainerResults, EngineError> {
+        let options = AttachContainerOptionsBuilder::default()
+            .stdin(true)
+            .stdout(true)
+            .stderr(true)
+            .stream(true)
+            .detach_keys("ctrl-p,ctrl-q")
+            .build();
+        self.count()
+            .attach_container(id, Some(options))
+            .await
+            .map_err(|e| self.classify(&format!("attach to {id}"), e))
+    }
+
+    /// Sets a container's terminal size.
+    pub async fn resize(&self, id: &str, width: u16, height: u16) -> Result<(), EngineError> {
+        let options = ResizeContainerTTYOptionsBuilder::default()
+            .w(i32::from(width))
+            .h(i32::from(height))
+            .build();
+        self.count()
+            .resize_container_tty(id, options)
+            .await
+            .map_err(|e| self.classify(&format!("resize {id}"), e))
     }
 
     /// Creates a container named `name`; returns its id.

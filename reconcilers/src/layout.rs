@@ -138,6 +138,12 @@ impl Layout {
         self.root.join("sockets").join(container)
     }
 
+    /// Held by `jackin attach` while an operator is attached, so the loop
+    /// knows there is someone to ask.
+    pub fn attached_lock_file(&self, container: &str) -> PathBuf {
+        self.sockets_dir(container).join("attached.lock")
+    }
+
     pub fn workspaces_dir(&self) -> PathBuf {
         self.root.join("workspaces")
     }

@@ -1,0 +1,267 @@
+//! `jackin attach NAME`: converge the instance to running, connect the
+//! operator's terminal to its agent, and when the agent ends the session,
+//! settle it by the exit policy, asking when there is unfinished work.
+
+use std::io::{IsTerminal, Read, Write};
+
+use anyhow::{Context, Result, bail};
+use futures::StreamExt;
+use jackin_api::{DesiredPhase, Instance, InstancePhase};
+use jackin_controller::Store;
+use jackin_reconcilers::Engine;
+use jackin_reconcilers::assess::acknowledgement_digest;
+use jackin_reconcilers::decide::ANNOTATION_ACKNOWLEDGE;
+use jackin_reconcilers::fsutil::FileLock;
+use jackin_reconcilers::session;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+
+use crate::args::WaitArgs;
+use crate::output;
+
+/// The operator's keystrokes, read by one thread for the whole command, so
+/// that nothing typed after a session ends is lost to a stale reader.
+struct Keyboard {
+    chunks: mpsc::UnboundedReceiver<Vec<u8>>,
+    pending: Vec<u8>,
+}
+
+impl Keyboard {
+    fn start() -> Self {
+        let (tx, chunks) = mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            let mut stdin = std::io::stdin();
+            let mut buf = [0u8; 1024];
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if tx.send(buf[..n].to_vec()).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Self {
+            chunks,
+            pending: Vec::new(),
+        }
+    }
+
+    /// The next line typed (without its end), or `None` at end of input.
+    async fn line(&mut self) -> Option<String> {
+        loop {
+            if let Some(end) = self.pending.iter().position(|b| *b == b'\n' || *b == b'\r') {
+                let line: Vec<u8> = self.pending.drain(..=end).collect();
+                return Some(String::from_utf8_lossy(&line[..end]).trim().to_owned());
+            }
+            self.pending.extend(self.chunks.recv().await?);
+        }
+    }
+}
+
+/// Raw terminal mode for the length of an attachment.
+struct RawMode;
+
+impl RawMode {
+    fn enable() -> Option<Self> {
+        crossterm::terminal::enable_raw_mode().ok().map(|()| Self)
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+}
+
+/// Connects the terminal to the container until the agent exits or the
+/// operator detaches (Ctrl-P Ctrl-Q).
+async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) -> Result<()> {
+    let tty = std::io::stdin().is_terminal();
+    let mut attached = engine.attach(container).await?;
+    let _raw = if tty { RawMode::enable() } else { None };
+    if tty && let Ok((width, height)) = crossterm::terminal::size() {
+        // The agent lays its screen out for this terminal; a failure only costs looks.
+        let _ = engine.resize(container, width, height).await;
+    }
+    let mut stdout = std::io::stdout();
+    loop {
+        tokio::select! {
+            item = attached.output.next() => match item {
+                Some(Ok(output)) => {
+                    stdout.write_all(&output.into_bytes())?;
+                    stdout.flush()?;
+                }
+                _ => break,
+            },
+            chunk = keyboard.chunks.recv() => match chunk {
+                Some(bytes) => {
+                    if attached.input.write_all(&bytes).await.is_err() {
+                        break;
+                    }
+                    let _ = attached.input.flush().await;
+                }
+                None => break,
+            },
+        }
+    }
+    Ok(())
+}
+
+/// What the operator chose at the end of a session with unfinished work.
+enum Choice {
+    ReturnToAgent,
+    Keep,
+    CleanUp,
+}
+
+/// Screens A and B, plain: the unfinished work, then the forced choice with
+/// "Return to agent" first and the default, since it never loses work.
+async fn ask(obj: &Instance, keyboard: &mut Keyboard) -> Result<Choice> {
+    let status = obj.status.clone().unwrap_or_default();
+    let mut err = std::io::stderr();
+    writeln!(err, "\njackin' · session ended\n")?;
+    writeln!(
+        err,
+        "{} ({}) · workspace {} · {}\n",
+        obj.spec.role.name,
+        obj.spec.agent,
+        obj.spec.workspace.as_deref().unwrap_or("-"),
+        status.container_name.as_deref().unwrap_or("-")
+    )?;
+    writeln!(
+        err,
+        "This session has unfinished work in its isolated checkouts:"
+    )?;
+    write!(err, "{}", output::mounts_evidence(&status.mounts))?;
+    writeln!(err, "\nHow to end this session:")?;
+    writeln!(
+        err,
+        "  1) Return to agent — keep working in this session now"
+    )?;
+    writeln!(
+        err,
+        "  2) Exit and keep — preserve everything, resume later to finish the work"
+    )?;
+    writeln!(
+        err,
+        "  3) Exit and clean up — discard the checkouts and delete all instance state"
+    )?;
+    loop {
+        write!(err, "Choice [1]: ")?;
+        err.flush()?;
+        let Some(answer) = keyboard.line().await else {
+            // Nobody to answer after all: keep, which loses nothing.
+            return Ok(Choice::Keep);
+        };
+        match answer.as_str() {
+            "" | "1" => return Ok(Choice::ReturnToAgent),
+            "2" => return Ok(Choice::Keep),
+            "3" => return Ok(Choice::CleanUp),
+            other => writeln!(err, "{other:?} is not a choice: type 1, 2 or 3")?,
+        }
+    }
+}
+
+fn container_of(obj: &Instance) -> String {
+    obj.status
+        .as_ref()
+        .and_then(|s| s.container_name.clone())
+        .unwrap_or_default()
+}
+
+/// Whether the loop is waiting for the attached operator's answer.
+fn asking(obj: &Instance) -> bool {
+    obj.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == "ExitPolicy" && c.reason == "AskOperator")
+    })
+}
+
+pub async fn run(store: Store, engine: Engine, name: &str, wait: &WaitArgs) -> Result<()> {
+    let current = store.get_instance(name)?;
+    let container = container_of(&current);
+    let lock_path = store.layout().attached_lock_file(&container);
+    let Some(_attached) = FileLock::try_acquire(&lock_path)
+        .with_context(|| format!("locking {}", lock_path.display()))?
+    else {
+        bail!("instance/{name} is attached in another terminal");
+    };
+    let mut keyboard = Keyboard::start();
+    let mut resume = true;
+    loop {
+        if resume {
+            resume_ended(&store, name)?;
+            store.set_phase(name, DesiredPhase::Running)?;
+            crate::converge_quietly(&store, &engine, name, wait).await?;
+            let obj = store.get_instance(name)?;
+            eprintln!(
+                "attached to instance/{name} ({}); Ctrl-P Ctrl-Q detaches",
+                container_of(&obj)
+            );
+        }
+        attach_once(&engine, &container, &mut keyboard).await?;
+        let running = engine
+            .inspect_container(&container)
+            .await?
+            .and_then(|c| c.state)
+            .and_then(|s| s.running)
+            .unwrap_or(false);
+        if running {
+            eprintln!("\ndetached; `jackin attach {name}` reconnects");
+            return Ok(());
+        }
+        // The session ended: the loop records it and applies the policy,
+        // which asks us when there is unfinished work.
+        crate::converge_quietly(&store, &engine, name, wait).await?;
+        let Ok(obj) = store.get_instance(name) else {
+            eprintln!("\ninstance/{name} ended cleanly and was cleaned up");
+            return Ok(());
+        };
+        if !asking(&obj) {
+            let phase = obj.status.as_ref().and_then(|s| s.phase);
+            eprintln!(
+                "\ninstance/{name} ended: {}",
+                phase.map_or("-".into(), |p| p.to_string())
+            );
+            return Ok(());
+        }
+        match ask(&obj, &mut keyboard).await? {
+            Choice::ReturnToAgent => resume = true,
+            Choice::Keep => {
+                store.set_phase(name, DesiredPhase::Kept)?;
+                crate::converge_quietly(&store, &engine, name, wait).await?;
+                eprintln!("instance/{name} kept; `jackin attach {name}` resumes it");
+                return Ok(());
+            }
+            Choice::CleanUp => {
+                let digest = acknowledgement_digest(&obj.status.clone().unwrap_or_default().mounts);
+                if let Some(digest) = digest {
+                    store.set_annotation(name, ANNOTATION_ACKNOWLEDGE, Some(&digest))?;
+                }
+                store.set_phase(name, DesiredPhase::Purged)?;
+                crate::converge_quietly(&store, &engine, name, wait).await?;
+                eprintln!("instance/{name} cleaned up");
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Sets aside the marker of a session that ended, so the loop starts a new
+/// one instead of leaving it ended.
+fn resume_ended(store: &Store, name: &str) -> Result<()> {
+    let obj = store.get_instance(name)?;
+    let ended = matches!(
+        obj.status.as_ref().and_then(|s| s.phase),
+        Some(InstancePhase::Exited | InstancePhase::Crashed)
+    );
+    if ended {
+        session::retire_marker(store.layout(), &container_of(&obj))
+            .with_context(|| format!("resuming instance/{name}"))?;
+    }
+    Ok(())
+}

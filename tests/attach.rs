@@ -1,0 +1,176 @@
+//! `jackin attach` driven through a real terminal (tmux): the agent is a
+//! small script that reads a line and exits, and the plain end-of-session
+//! screens are answered with keystrokes, against the real engine.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::{Home, ensure_busybox, git, instance_yaml_with, unique};
+
+/// A tmux session running one command, killed on drop.
+struct Terminal {
+    name: String,
+}
+
+impl Terminal {
+    fn start(home: &Home, args: &str) -> Self {
+        let name = unique("jackin-tmux");
+        let command = format!(
+            "env JACKIN_HOME={} TERM=dumb {} {args}; sleep 600",
+            home.path().display(),
+            env!("CARGO_BIN_EXE_jackin")
+        );
+        let status = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "120",
+                "-y",
+                "40",
+                &command,
+            ])
+            .status()
+            .expect("tmux runs (Debian package tmux)");
+        assert!(status.success());
+        Self { name }
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-S", "-200", "-t", &self.name])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until `text` appears `count` times on the screen.
+    fn wait_for(&self, text: &str, count: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if self.screen().matches(text).count() >= count {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!(
+            "{text:?} did not appear {count} time(s); the screen:\n{}",
+            self.screen()
+        );
+    }
+
+    fn type_line(&self, line: &str) {
+        let status = Command::new("tmux")
+            .args(["send-keys", "-t", &self.name, line, "Enter"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
+    }
+}
+
+/// A host repository with one commit.
+fn host_repo(dir: &Path) -> std::path::PathBuf {
+    let host = dir.join("host");
+    std::fs::create_dir_all(&host).unwrap();
+    git(&host, &["init", "--quiet", "--initial-branch=main"]);
+    git(&host, &["config", "user.email", "t@jackin.dev"]);
+    git(&host, &["config", "user.name", "t"]);
+    std::fs::write(host.join("README"), "host\n").unwrap();
+    git(&host, &["add", "."]);
+    git(&host, &["commit", "--quiet", "-m", "base"]);
+    host
+}
+
+/// The fake agent: reads a line, remembers it in its home, leaves
+/// unfinished work in the worktree, and exits 0.
+const AGENT: &str = "echo ready; read line; echo \"$line\" >> $HOME/notes; \
+                     echo draft > /workspace/app/draft.md; exit 0";
+
+#[test]
+fn return_keep_resume_and_clean_up_through_the_plain_screens() {
+    ensure_busybox();
+    let home = Home::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let host = host_repo(scratch.path());
+    let host_branches = git(
+        &host,
+        &["for-each-ref", "--format=%(refname)", "refs/heads/"],
+    );
+    let yaml = instance_yaml_with(
+        "talker",
+        &format!(
+            "  command: [sh, -c, {}]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+            serde_json::to_string(AGENT).unwrap(),
+            host.display()
+        ),
+    );
+    let path = home.write_input("talker.yaml", &yaml);
+    home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
+
+    let term = Terminal::start(&home, "attach talker");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_line("first");
+    term.wait_for("Choice [1]:", 1);
+    let screen = term.screen();
+    assert!(
+        screen.contains("This session has unfinished work"),
+        "{screen}"
+    );
+    assert!(screen.contains("?? draft.md"), "{screen}");
+    assert!(screen.contains("1) Return to agent"), "{screen}");
+
+    // Return to agent: a new session in the same unit.
+    term.type_line("1");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 2);
+    term.type_line("second");
+    term.wait_for("Choice [1]:", 2);
+    // Exit and keep.
+    term.type_line("2");
+    term.wait_for("kept;", 1);
+    let obj = home.object("talker");
+    assert_eq!(obj["status"]["phase"], "Kept");
+    let container = home.container("talker");
+    let unit = home.path().join("data").join(&container);
+    assert_eq!(
+        std::fs::read_to_string(unit.join("home/notes")).unwrap(),
+        "first\nsecond\n"
+    );
+    drop(term);
+
+    // Resume: the same identity and unit, the home as it was.
+    let term = Terminal::start(&home, "attach talker");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    assert_eq!(home.container("talker"), container, "a new identity");
+    term.type_line("third");
+    term.wait_for("Choice [1]:", 1);
+    assert_eq!(
+        std::fs::read_to_string(unit.join("home/notes")).unwrap(),
+        "first\nsecond\nthird\n"
+    );
+    // Exit and clean up: nothing is left, the host repository untouched.
+    term.type_line("3");
+    term.wait_for("cleaned up", 1);
+    assert!(!home.jackin(&["get", "talker"]).status.success());
+    assert!(!unit.exists());
+    assert_eq!(
+        git(
+            &host,
+            &["for-each-ref", "--format=%(refname)", "refs/heads/"]
+        ),
+        host_branches
+    );
+    assert_eq!(git(&host, &["status", "--porcelain"]), "");
+}
