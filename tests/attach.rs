@@ -174,3 +174,58 @@ fn return_keep_resume_and_clean_up_through_the_plain_screens() {
     );
     assert_eq!(git(&host, &["status", "--porcelain"]), "");
 }
+
+#[test]
+fn launch_offers_resume_or_new_and_resume_reuses_the_identity() {
+    ensure_busybox();
+    let home = Home::new();
+    let agent = "echo ready; read line; echo \"$line\" >> $HOME/notes; exit 0";
+    let template = instance_yaml_with(
+        "template",
+        &format!(
+            "  command: [sh, -c, {}]\n",
+            serde_json::to_string(agent).unwrap()
+        ),
+    );
+    let template = home.write_input("template.yaml", &template);
+    let launch = "launch -w desk -r tester -a claude";
+
+    // Nothing to resume: a new session, kept when it ends (--keep).
+    let term = Terminal::start(
+        &home,
+        &format!("{launch} --keep --from {}", template.display()),
+    );
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_line("one");
+    term.wait_for("ended: Kept", 1);
+    drop(term);
+    let container = home.container("tester-1");
+
+    // Screen C: start new first, then the kept session; resume it.
+    let term = Terminal::start(&home, launch);
+    term.wait_for("Choice [1]:", 1);
+    let screen = term.screen();
+    assert!(screen.contains("1) Start new session"), "{screen}");
+    assert!(screen.contains("2) Resume tester-1"), "{screen}");
+    assert!(screen.contains("clean"), "{screen}");
+    term.type_line("2");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_line("two");
+    term.wait_for("ended: Kept", 1);
+    drop(term);
+    assert_eq!(home.container("tester-1"), container, "the same identity");
+    let notes = home.path().join("data").join(&container).join("home/notes");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "one\ntwo\n");
+
+    // Start new, from the most recent session's spec; under the default
+    // policy a clean exit leaves nothing of it.
+    let term = Terminal::start(&home, launch);
+    term.wait_for("Choice [1]:", 1);
+    term.type_line("1");
+    term.wait_for("instance/tester-2 created", 1);
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_line("three");
+    term.wait_for("cleaned up", 1);
+    assert!(!home.jackin(&["get", "tester-2"]).status.success());
+    assert_eq!(home.object("tester-1")["status"]["phase"], "Kept");
+}

@@ -62,6 +62,9 @@ pub enum Command {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Resume a session of (workspace, role, agent) or start a new one, and
+    /// attach to it.
+    Launch(LaunchArgs),
     /// Converge an instance to running and attach this terminal to its
     /// agent; when the session ends, settle it by the workspace's exit policy.
     Attach {
@@ -115,6 +118,28 @@ pub struct WaitArgs {
     /// Record the desired state and return; a running controller converges it.
     #[arg(long)]
     pub no_wait: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LaunchArgs {
+    #[arg(long, short = 'w')]
+    pub workspace: String,
+    #[arg(long, short = 'r')]
+    pub role: String,
+    #[arg(long, short = 'a')]
+    pub agent: String,
+    /// An Instance manifest a new session starts from (default: the most
+    /// recent session of the same workspace, role and agent).
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// Keep this session when it ends, whatever the workspace's policy.
+    #[arg(long, conflicts_with = "clean")]
+    pub keep: bool,
+    /// Clean this session up when it ends, whatever the workspace's policy.
+    #[arg(long)]
+    pub clean: bool,
+    #[command(flatten)]
+    pub wait: WaitArgs,
 }
 
 #[derive(Debug, Args)]

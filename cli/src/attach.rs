@@ -21,13 +21,13 @@ use crate::output;
 
 /// The operator's keystrokes, read by one thread for the whole command, so
 /// that nothing typed after a session ends is lost to a stale reader.
-struct Keyboard {
+pub struct Keyboard {
     chunks: mpsc::UnboundedReceiver<Vec<u8>>,
     pending: Vec<u8>,
 }
 
 impl Keyboard {
-    fn start() -> Self {
+    pub fn start() -> Self {
         let (tx, chunks) = mpsc::unbounded_channel();
         std::thread::spawn(move || {
             let mut stdin = std::io::stdin();
@@ -50,7 +50,7 @@ impl Keyboard {
     }
 
     /// The next line typed (without its end), or `None` at end of input.
-    async fn line(&mut self) -> Option<String> {
+    pub async fn line(&mut self) -> Option<String> {
         loop {
             if let Some(end) = self.pending.iter().position(|b| *b == b'\n' || *b == b'\r') {
                 let line: Vec<u8> = self.pending.drain(..=end).collect();
@@ -181,7 +181,13 @@ fn asking(obj: &Instance) -> bool {
     })
 }
 
-pub async fn run(store: Store, engine: Engine, name: &str, wait: &WaitArgs) -> Result<()> {
+pub async fn run(
+    store: Store,
+    engine: Engine,
+    name: &str,
+    wait: &WaitArgs,
+    keyboard: &mut Keyboard,
+) -> Result<()> {
     let current = store.get_instance(name)?;
     let container = container_of(&current);
     let lock_path = store.layout().attached_lock_file(&container);
@@ -190,7 +196,6 @@ pub async fn run(store: Store, engine: Engine, name: &str, wait: &WaitArgs) -> R
     else {
         bail!("instance/{name} is attached in another terminal");
     };
-    let mut keyboard = Keyboard::start();
     let mut resume = true;
     loop {
         if resume {
@@ -203,7 +208,7 @@ pub async fn run(store: Store, engine: Engine, name: &str, wait: &WaitArgs) -> R
                 container_of(&obj)
             );
         }
-        attach_once(&engine, &container, &mut keyboard).await?;
+        attach_once(&engine, &container, keyboard).await?;
         let running = engine
             .inspect_container(&container)
             .await?
@@ -229,7 +234,7 @@ pub async fn run(store: Store, engine: Engine, name: &str, wait: &WaitArgs) -> R
             );
             return Ok(());
         }
-        match ask(&obj, &mut keyboard).await? {
+        match ask(&obj, keyboard).await? {
             Choice::ReturnToAgent => resume = true,
             Choice::Keep => {
                 store.set_phase(name, DesiredPhase::Kept)?;

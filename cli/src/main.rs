@@ -3,6 +3,7 @@
 mod apply;
 mod args;
 mod attach;
+mod launch;
 mod output;
 mod progress;
 
@@ -119,11 +120,19 @@ async fn run(cli: Cli) -> Result<()> {
             wait,
         } => set_phase(&name, DesiredPhase::Purged, dry_run, force, &wait, verbose).await,
         Command::Controller(args) => controller(&args).await,
+        Command::Launch(args) => {
+            for name in [&args.workspace, &args.role, &args.agent] {
+                check_name(name)?;
+            }
+            let store = open_store()?;
+            let engine = connect().await?;
+            launch::run(store, engine, &args).await
+        }
         Command::Attach { name, wait } => {
             check_name(&name)?;
             let store = open_store()?;
             let engine = connect().await?;
-            attach::run(store, engine, &name, &wait).await
+            attach::run(store, engine, &name, &wait, &mut attach::Keyboard::start()).await
         }
         Command::Prune { dry_run, images } => prune(dry_run, images).await,
         Command::Crds { out } => crds(out.as_deref()),

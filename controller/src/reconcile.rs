@@ -10,6 +10,7 @@ use futures::stream::FuturesUnordered;
 use jackin_api::ConditionStatus;
 use jackin_api::instance::{Instance, InstancePhase, MountStatus, RestoreRecord};
 use jackin_api::meta::{remove_condition, set_condition};
+use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
 use jackin_reconcilers::act::{self, ActError, Context};
 use jackin_reconcilers::decide::{Plan, Step, decide};
 use jackin_reconcilers::observe::{InstanceView, Observation};
@@ -140,10 +141,7 @@ impl Reconciler {
             let recipe = guard.obj.status.as_ref().and_then(|s| s.recipe.as_ref());
             let mut view = observation.view(&uid, recipe);
             view.mounts = assess_checkouts(self.layout(), &guard.container).await?;
-            let policy = workspace
-                .as_ref()
-                .map(|w| w.exit_policy)
-                .unwrap_or_default();
+            let policy = exit_policy(&guard.obj, workspace.as_ref());
             view.session_ended = self.observe_session(&mut guard, &view, policy).await?;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
             let plan = decide(&guard.obj, &view);
@@ -302,6 +300,29 @@ pub async fn assess_checkouts(
     })
     .await
     .expect("assessing does not panic")
+}
+
+/// The annotation a launch sets to override the workspace's exit policy for
+/// one instance (`jackin launch --keep` / `--clean`).
+pub const ANNOTATION_EXIT_POLICY: &str = "jackin.dev/exit-policy";
+
+/// The exit policy in force: the instance's override, else its
+/// workspace's, else `ask`.
+fn exit_policy(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> ExitPolicy {
+    let overridden = match obj
+        .metadata
+        .annotations
+        .get(ANNOTATION_EXIT_POLICY)
+        .map(String::as_str)
+    {
+        Some("keep") => Some(ExitPolicy::Keep),
+        Some("clean" | "discard") => Some(ExitPolicy::Clean),
+        Some("ask") => Some(ExitPolicy::Ask),
+        _ => None,
+    };
+    overridden
+        .or(workspace.map(|w| w.exit_policy))
+        .unwrap_or_default()
 }
 
 /// Fault injection for tests: with `JACKIN_CRASH_AFTER=<step kind>` (see

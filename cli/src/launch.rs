@@ -1,0 +1,189 @@
+//! `jackin launch`: for a (workspace, role, agent), resume a previous session
+//! or start a new one, then attach to it.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow, bail};
+use jackin_api::manifest;
+use jackin_api::{DesiredPhase, Instance, Object};
+use jackin_controller::Store;
+use jackin_controller::reconcile::ANNOTATION_EXIT_POLICY;
+use jackin_reconcilers::Engine;
+use jackin_reconcilers::assess::has_unfinished_work;
+use jiff::Timestamp;
+
+use crate::args::LaunchArgs;
+use crate::attach::{self, Keyboard};
+use crate::output;
+
+/// The instances of (workspace, role, agent) that can be resumed, most
+/// recent first: kept ones, clean or not, and ended or running ones.
+fn restorable(store: &Store, args: &LaunchArgs) -> Result<Vec<Instance>> {
+    let mut found: Vec<Instance> = store
+        .list_instances()?
+        .into_iter()
+        .filter(|obj| {
+            obj.spec.workspace.as_deref() == Some(args.workspace.as_str())
+                && obj.spec.role.name == args.role
+                && obj.spec.agent == args.agent
+                && obj.spec.phase != DesiredPhase::Purged
+        })
+        .collect();
+    found.sort_by_key(|obj| std::cmp::Reverse(obj.metadata.creation_timestamp));
+    Ok(found)
+}
+
+/// "clean", or what unfinished work the checkouts hold.
+fn summary(obj: &Instance) -> String {
+    let mounts = obj
+        .status
+        .as_ref()
+        .map(|s| s.mounts.as_slice())
+        .unwrap_or_default();
+    let unfinished: Vec<_> = mounts.iter().filter(|m| has_unfinished_work(m)).collect();
+    if unfinished.is_empty() {
+        return "clean".into();
+    }
+    let files: usize = unfinished.iter().map(|m| m.dirty_files.len()).sum();
+    let branches: usize = unfinished.iter().map(|m| m.unpushed_branches.len()).sum();
+    format!("{files} files uncommitted, {branches} branches unpushed")
+}
+
+/// Screen C, plain: "Start new session" first, then each session to resume.
+async fn choose(
+    args: &LaunchArgs,
+    found: &[Instance],
+    keyboard: &mut Keyboard,
+) -> Result<Option<usize>> {
+    let now = Timestamp::now();
+    let mut err = std::io::stderr();
+    writeln!(err, "jackin' · launch\n")?;
+    writeln!(
+        err,
+        "{} ({}) · workspace {}\n",
+        args.role, args.agent, args.workspace
+    )?;
+    writeln!(err, "  1) Start new session")?;
+    for (i, obj) in found.iter().enumerate() {
+        let phase = obj
+            .status
+            .as_ref()
+            .and_then(|s| s.phase)
+            .map_or("-".into(), |p| p.to_string());
+        writeln!(
+            err,
+            "  {}) Resume {} — {} ago — {phase} — {}",
+            i + 2,
+            obj.metadata.name,
+            output::age(obj.metadata.creation_timestamp, now),
+            summary(obj)
+        )?;
+    }
+    loop {
+        write!(err, "Choice [1]: ")?;
+        err.flush()?;
+        let answer = keyboard
+            .line()
+            .await
+            .ok_or_else(|| anyhow!("no choice was made"))?;
+        match answer.parse::<usize>() {
+            _ if answer.is_empty() => return Ok(None),
+            Ok(1) => return Ok(None),
+            Ok(n) if (2..found.len() + 2).contains(&n) => return Ok(Some(n - 2)),
+            _ => writeln!(err, "{answer:?} is not a choice")?,
+        }
+    }
+}
+
+/// The spec a new session starts from: the template file, else the most
+/// recent session of the same (workspace, role, agent).
+fn template(args: &LaunchArgs, found: &[Instance]) -> Result<Instance> {
+    if let Some(path) = &args.from {
+        return read_template(path);
+    }
+    found.first().cloned().ok_or_else(|| {
+        anyhow!(
+            "no session of {} ({}) in workspace {} to start from\nhint: pass --from FILE with an Instance manifest",
+            args.role,
+            args.agent,
+            args.workspace
+        )
+    })
+}
+
+fn read_template(path: &Path) -> Result<Instance> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let objects = manifest::parse(&path.display().to_string(), &text).map_err(|errs| {
+        anyhow!(
+            "{}",
+            errs.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    })?;
+    match objects.into_iter().next() {
+        Some(Object::Instance(obj)) => Ok(*obj),
+        _ => bail!("{}: expected an Instance", path.display()),
+    }
+}
+
+/// `<role>-<n>` with the smallest free `n`.
+fn new_name(store: &Store, role: &str) -> Result<String> {
+    let taken: Vec<String> = store.rows()?.into_iter().map(|r| r.name).collect();
+    let base: String = role.chars().take(56).collect();
+    (1..)
+        .map(|n| format!("{base}-{n}"))
+        .find(|name| !taken.contains(name))
+        .ok_or_else(|| anyhow!("no free name"))
+}
+
+pub async fn run(store: Store, engine: Engine, args: &LaunchArgs) -> Result<()> {
+    let found = restorable(&store, args)?;
+    let mut keyboard = Keyboard::start();
+    let choice = match found.is_empty() {
+        true => None,
+        false => choose(args, &found, &mut keyboard).await?,
+    };
+    let name = match choice {
+        Some(i) => found[i].metadata.name.clone(),
+        None => {
+            let mut obj = template(args, &found)?;
+            let name = new_name(&store, &args.role)?;
+            obj.metadata = jackin_api::ObjectMeta {
+                name: name.clone(),
+                labels: obj.metadata.labels,
+                annotations: Default::default(),
+                ..Default::default()
+            };
+            obj.status = None;
+            obj.spec.phase = DesiredPhase::Running;
+            obj.spec.workspace = Some(args.workspace.clone());
+            obj.spec.role.name = args.role.clone();
+            obj.spec.agent = args.agent.clone();
+            jackin_api::validate::instance(&obj).map_err(|errs| {
+                anyhow!(
+                    "{}",
+                    errs.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                )
+            })?;
+            store.apply_instance(&obj)?;
+            eprintln!("instance/{name} created");
+            name
+        }
+    };
+    let policy = match (args.keep, args.clean) {
+        (true, _) => Some("keep"),
+        (_, true) => Some("clean"),
+        _ => None,
+    };
+    if let Some(policy) = policy {
+        store.set_annotation(&name, ANNOTATION_EXIT_POLICY, Some(policy))?;
+    }
+    attach::run(store, engine, &name, &args.wait, &mut keyboard).await
+}
