@@ -16,10 +16,15 @@ struct Terminal {
 }
 
 impl Terminal {
+    /// A plain terminal (`TERM=dumb`): the screens degrade to text.
     fn start(home: &Home, args: &str) -> Self {
+        Self::start_as(home, args, "dumb")
+    }
+
+    fn start_as(home: &Home, args: &str, term: &str) -> Self {
         let name = unique("jackin-tmux");
         let command = format!(
-            "env JACKIN_HOME={} TERM=dumb {} {args}; sleep 600",
+            "env JACKIN_HOME={} TERM={term} {} {args}; sleep 600",
             home.path().display(),
             env!("CARGO_BIN_EXE_jackin")
         );
@@ -62,6 +67,16 @@ impl Terminal {
             "{text:?} did not appear {count} time(s); the screen:\n{}",
             self.screen()
         );
+    }
+
+    /// Sends tmux key names (`Down`, `Enter`, …).
+    fn keys(&self, keys: &[&str]) {
+        let status = Command::new("tmux")
+            .args(["send-keys", "-t", &self.name])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success());
     }
 
     fn type_line(&self, line: &str) {
@@ -228,4 +243,76 @@ fn launch_offers_resume_or_new_and_resume_reuses_the_identity() {
     term.wait_for("cleaned up", 1);
     assert!(!home.jackin(&["get", "tester-2"]).status.success());
     assert_eq!(home.object("tester-1")["status"]["phase"], "Kept");
+}
+
+#[test]
+fn the_rich_screens_show_the_work_and_take_arrow_keys() {
+    ensure_busybox();
+    let home = Home::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let host = host_repo(scratch.path());
+    let yaml = instance_yaml_with(
+        "fancy",
+        &format!(
+            "  command: [sh, -c, {}]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+            serde_json::to_string(AGENT).unwrap(),
+            host.display()
+        ),
+    );
+    let path = home.write_input("fancy.yaml", &yaml);
+    home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
+
+    let term = Terminal::start_as(&home, "attach fancy", "xterm-256color");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_line("hello");
+    // Screen A: the evidence, with footer-only hints.
+    term.wait_for("Review the above before choosing", 1);
+    let screen = term.screen();
+    assert!(
+        screen.contains("jackin'") && screen.contains("· session ended"),
+        "{screen}"
+    );
+    assert!(screen.contains("?? draft.md"), "{screen}");
+    assert!(screen.contains("Enter select"), "{screen}");
+    term.keys(&["Enter"]);
+    // Screen B: the forced choice, Return to agent selected first.
+    term.wait_for("Exit and clean up", 1);
+    let screen = term.screen();
+    assert!(screen.contains("▸ Return to agent"), "{screen}");
+    assert!(screen.contains("Filter:"), "{screen}");
+    term.keys(&["Down", "Down"]);
+    term.wait_for("▸ Exit and clean up", 1);
+    term.keys(&["Enter"]);
+    term.wait_for("cleaned up", 1);
+    assert!(!home.jackin(&["get", "fancy"]).status.success());
+}
+
+#[test]
+fn a_small_terminal_gets_the_plain_screens() {
+    ensure_busybox();
+    let home = Home::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let host = host_repo(scratch.path());
+    let yaml = instance_yaml_with(
+        "small",
+        &format!(
+            "  command: [sh, -c, {}]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+            serde_json::to_string(AGENT).unwrap(),
+            host.display()
+        ),
+    );
+    let path = home.write_input("small.yaml", &yaml);
+    home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
+    let term = Terminal::start_as(&home, "attach small", "xterm-256color");
+    Command::new("tmux")
+        .args(["resize-window", "-t", &term.name, "-x", "70", "-y", "20"])
+        .status()
+        .unwrap();
+    term.wait_for("Ctrl-P Ctrl-Q", 1);
+    term.type_line("hi");
+    term.wait_for("Choice [1]:", 1);
+    assert!(!term.screen().contains("Filter:"), "{}", term.screen());
+    term.type_line("2");
+    term.wait_for("kept;", 1);
+    assert_eq!(home.object("small")["status"]["phase"], "Kept");
 }

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 
 use crate::args::WaitArgs;
 use crate::output;
+use crate::screens::{self, Screen};
 
 /// The operator's keystrokes, read by one thread for the whole command, so
 /// that nothing typed after a session ends is lost to a stale reader.
@@ -47,6 +48,14 @@ impl Keyboard {
             chunks,
             pending: Vec::new(),
         }
+    }
+
+    /// What was typed next, as raw bytes; `None` at end of input.
+    pub async fn chunk(&mut self) -> Option<Vec<u8>> {
+        if !self.pending.is_empty() {
+            return Some(std::mem::take(&mut self.pending));
+        }
+        self.chunks.recv().await
     }
 
     /// The next line typed (without its end), or `None` at end of input.
@@ -96,7 +105,7 @@ async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) 
                 }
                 _ => break,
             },
-            chunk = keyboard.chunks.recv() => match chunk {
+            chunk = keyboard.chunk() => match chunk {
                 Some(bytes) => {
                     if attached.input.write_all(&bytes).await.is_err() {
                         break;
@@ -117,52 +126,67 @@ enum Choice {
     CleanUp,
 }
 
-/// Screens A and B, plain: the unfinished work, then the forced choice with
+/// Screens A and B: the unfinished work, then the forced choice with
 /// "Return to agent" first and the default, since it never loses work.
 async fn ask(obj: &Instance, keyboard: &mut Keyboard) -> Result<Choice> {
     let status = obj.status.clone().unwrap_or_default();
-    let mut err = std::io::stderr();
-    writeln!(err, "\njackin' · session ended\n")?;
-    writeln!(
-        err,
-        "{} ({}) · workspace {} · {}\n",
+    let who = format!(
+        "{} ({}) · workspace {} · {}",
         obj.spec.role.name,
         obj.spec.agent,
         obj.spec.workspace.as_deref().unwrap_or("-"),
         status.container_name.as_deref().unwrap_or("-")
-    )?;
-    writeln!(
-        err,
-        "This session has unfinished work in its isolated checkouts:"
-    )?;
-    write!(err, "{}", output::mounts_evidence(&status.mounts))?;
-    writeln!(err, "\nHow to end this session:")?;
-    writeln!(
-        err,
-        "  1) Return to agent — keep working in this session now"
-    )?;
-    writeln!(
-        err,
-        "  2) Exit and keep — preserve everything, resume later to finish the work"
-    )?;
-    writeln!(
-        err,
-        "  3) Exit and clean up — discard the checkouts and delete all instance state"
-    )?;
-    loop {
-        write!(err, "Choice [1]: ")?;
-        err.flush()?;
-        let Some(answer) = keyboard.line().await else {
-            // Nobody to answer after all: keep, which loses nothing.
-            return Ok(Choice::Keep);
-        };
-        match answer.as_str() {
-            "" | "1" => return Ok(Choice::ReturnToAgent),
-            "2" => return Ok(Choice::Keep),
-            "3" => return Ok(Choice::CleanUp),
-            other => writeln!(err, "{other:?} is not a choice: type 1, 2 or 3")?,
-        }
+    );
+    let mut evidence = vec![
+        who.clone(),
+        String::new(),
+        "This session has unfinished work in its isolated checkouts:".to_owned(),
+    ];
+    evidence.extend(
+        output::mounts_evidence(&status.mounts)
+            .lines()
+            .map(str::to_owned),
+    );
+    evidence.push(String::new());
+    evidence.push("Review the above before choosing how to end the session.".to_owned());
+    let screen_a = Screen {
+        label: "session ended",
+        context: evidence,
+        choices: vec![("Continue".into(), "choose how to end this session".into())],
+        confirm_only: true,
+    };
+    if screens::choose(&screen_a, keyboard).await?.is_none() {
+        // Aborted: keep, which loses nothing.
+        return Ok(Choice::Keep);
     }
+    let screen_b = Screen {
+        label: "session ended",
+        context: vec![
+            who,
+            "Unfinished work remains in an isolated checkout.".to_owned(),
+        ],
+        choices: vec![
+            (
+                "Return to agent".into(),
+                "keep working in this session now".into(),
+            ),
+            (
+                "Exit and keep".into(),
+                "preserve everything, resume later to finish the work".into(),
+            ),
+            (
+                "Exit and clean up".into(),
+                "discard the checkouts and delete all instance state".into(),
+            ),
+        ],
+        confirm_only: false,
+    };
+    Ok(match screens::choose(&screen_b, keyboard).await? {
+        Some(0) => Choice::ReturnToAgent,
+        Some(2) => Choice::CleanUp,
+        // "Exit and keep", or aborted: keep loses nothing.
+        _ => Choice::Keep,
+    })
 }
 
 fn container_of(obj: &Instance) -> String {

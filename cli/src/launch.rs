@@ -1,7 +1,6 @@
 //! `jackin launch`: for a (workspace, role, agent), resume a previous session
 //! or start a new one, then attach to it.
 
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -16,6 +15,7 @@ use jiff::Timestamp;
 use crate::args::LaunchArgs;
 use crate::attach::{self, Keyboard};
 use crate::output;
+use crate::screens::{self, Screen};
 
 /// The instances of (workspace, role, agent) that can be resumed, most
 /// recent first: kept ones, clean or not, and ended or running ones.
@@ -50,49 +50,45 @@ fn summary(obj: &Instance) -> String {
     format!("{files} files uncommitted, {branches} branches unpushed")
 }
 
-/// Screen C, plain: "Start new session" first, then each session to resume.
+/// Screen C: "Start new session" first, then each session to resume.
 async fn choose(
     args: &LaunchArgs,
     found: &[Instance],
     keyboard: &mut Keyboard,
 ) -> Result<Option<usize>> {
     let now = Timestamp::now();
-    let mut err = std::io::stderr();
-    writeln!(err, "jackin' · launch\n")?;
-    writeln!(
-        err,
-        "{} ({}) · workspace {}\n",
-        args.role, args.agent, args.workspace
-    )?;
-    writeln!(err, "  1) Start new session")?;
-    for (i, obj) in found.iter().enumerate() {
+    let mut choices = vec![(
+        "Start new session".to_owned(),
+        "a fresh instance".to_owned(),
+    )];
+    for obj in found {
         let phase = obj
             .status
             .as_ref()
             .and_then(|s| s.phase)
             .map_or("-".into(), |p| p.to_string());
-        writeln!(
-            err,
-            "  {}) Resume {} — {} ago — {phase} — {}",
-            i + 2,
-            obj.metadata.name,
-            output::age(obj.metadata.creation_timestamp, now),
-            summary(obj)
-        )?;
+        choices.push((
+            format!("Resume {}", obj.metadata.name),
+            format!(
+                "{} ago · {phase} · {}",
+                output::age(obj.metadata.creation_timestamp, now),
+                summary(obj)
+            ),
+        ));
     }
-    loop {
-        write!(err, "Choice [1]: ")?;
-        err.flush()?;
-        let answer = keyboard
-            .line()
-            .await
-            .ok_or_else(|| anyhow!("no choice was made"))?;
-        match answer.parse::<usize>() {
-            _ if answer.is_empty() => return Ok(None),
-            Ok(1) => return Ok(None),
-            Ok(n) if (2..found.len() + 2).contains(&n) => return Ok(Some(n - 2)),
-            _ => writeln!(err, "{answer:?} is not a choice")?,
-        }
+    let screen = Screen {
+        label: "launch",
+        context: vec![format!(
+            "{} ({}) · workspace {}",
+            args.role, args.agent, args.workspace
+        )],
+        choices,
+        confirm_only: false,
+    };
+    match screens::choose(&screen, keyboard).await? {
+        None => bail!("no choice was made"),
+        Some(0) => Ok(None),
+        Some(n) => Ok(Some(n - 1)),
     }
 }
 

@@ -6,6 +6,7 @@ mod attach;
 mod launch;
 mod output;
 mod progress;
+mod screens;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -1,0 +1,249 @@
+//! The decision screens: a rich surface (ratatui) with a plain-text degrade.
+//!
+//! Rich: the brand line with the screen's label, the context, a filter row
+//! over a forced-choice list (`▸` marks the selection, the first row is the
+//! default), and key hints in the footer only. Plain, when stdin or stdout is
+//! not a terminal, `TERM=dumb`, or the terminal is smaller than 80×24:
+//! numbered choices read from stdin. A rich screen that fails to draw says
+//! so, is logged, and the same choice is asked in plain text.
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::Result;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::attach::Keyboard;
+
+/// One decision to put to the operator.
+pub struct Screen<'a> {
+    /// After the brand: `session ended`, `launch`.
+    pub label: &'a str,
+    /// Lines above the list: who, where, the evidence.
+    pub context: Vec<String>,
+    /// `(title, description)`; the first is the default.
+    pub choices: Vec<(String, String)>,
+    /// A screen to read, not to choose on (screen A): plain text prints it
+    /// and goes on.
+    pub confirm_only: bool,
+}
+
+/// Whether the rich surface can be used here and now.
+pub fn rich_available() -> bool {
+    let terminals = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let dumb = std::env::var("TERM").map_or(true, |t| t == "dumb" || t.is_empty());
+    let big_enough = crossterm::terminal::size().is_ok_and(|(w, h)| w >= 80 && h >= 24);
+    terminals && !dumb && big_enough
+}
+
+/// Asks; returns the index chosen, `None` when the operator aborts (Ctrl-C,
+/// or end of input).
+pub async fn choose(screen: &Screen<'_>, keyboard: &mut Keyboard) -> Result<Option<usize>> {
+    if rich_available() {
+        match rich(screen, keyboard).await {
+            Ok(choice) => return Ok(choice),
+            Err(e) => {
+                tracing::error!("the rich screen failed: {e:#}");
+                eprintln!("the rich screen failed ({e:#}); asking in plain text");
+            }
+        }
+    }
+    plain(screen, keyboard).await
+}
+
+async fn plain(screen: &Screen<'_>, keyboard: &mut Keyboard) -> Result<Option<usize>> {
+    let mut err = std::io::stderr();
+    writeln!(err, "\njackin' · {}\n", screen.label)?;
+    for line in &screen.context {
+        writeln!(err, "{line}")?;
+    }
+    writeln!(err)?;
+    if screen.confirm_only {
+        return Ok(Some(0));
+    }
+    for (i, (title, detail)) in screen.choices.iter().enumerate() {
+        writeln!(err, "  {}) {title} — {detail}", i + 1)?;
+    }
+    loop {
+        write!(err, "Choice [1]: ")?;
+        err.flush()?;
+        let Some(answer) = keyboard.line().await else {
+            return Ok(None);
+        };
+        match answer.parse::<usize>() {
+            _ if answer.is_empty() => return Ok(Some(0)),
+            Ok(n) if (1..=screen.choices.len()).contains(&n) => return Ok(Some(n - 1)),
+            _ => writeln!(
+                err,
+                "{answer:?} is not a choice: type 1 to {}",
+                screen.choices.len()
+            )?,
+        }
+    }
+}
+
+/// A key, decoded from the bytes a terminal sends in raw mode.
+#[derive(Debug, PartialEq, Eq)]
+enum Key {
+    Up,
+    Down,
+    Enter,
+    Abort,
+    Backspace,
+    Char(char),
+}
+
+/// Splits raw terminal input into keys (arrows in both the normal and the
+/// application cursor form).
+fn keys(bytes: &[u8]) -> Vec<Key> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            0x1b if matches!(bytes.get(i + 1), Some(b'[' | b'O')) => {
+                match bytes.get(i + 2) {
+                    Some(b'A') => out.push(Key::Up),
+                    Some(b'B') => out.push(Key::Down),
+                    _ => {}
+                }
+                i += 3;
+                continue;
+            }
+            b'\r' | b'\n' => out.push(Key::Enter),
+            0x03 | 0x04 => out.push(Key::Abort),
+            0x7f | 0x08 => out.push(Key::Backspace),
+            b if b.is_ascii_graphic() || b == b' ' => out.push(Key::Char(b as char)),
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The raw mode and alternate screen of a rich screen, undone on drop.
+struct Surface;
+
+impl Surface {
+    fn enter() -> Result<Self> {
+        crossterm::terminal::enable_raw_mode()?;
+        crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen)?;
+        Ok(Self)
+    }
+}
+
+impl Drop for Surface {
+    fn drop(&mut self) {
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::terminal::LeaveAlternateScreen);
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+}
+
+async fn rich(screen: &Screen<'_>, keyboard: &mut Keyboard) -> Result<Option<usize>> {
+    let _surface = Surface::enter()?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+    let mut filter = String::new();
+    let mut selected = 0usize;
+    loop {
+        let visible: Vec<usize> = (0..screen.choices.len())
+            .filter(|&i| {
+                let (title, detail) = &screen.choices[i];
+                let needle = filter.to_lowercase();
+                title.to_lowercase().contains(&needle) || detail.to_lowercase().contains(&needle)
+            })
+            .collect();
+        selected = selected.min(visible.len().saturating_sub(1));
+        terminal.draw(|frame| {
+            let context_height = screen.context.len() as u16 + 2;
+            let [brand, context, filter_row, list, footer] = Layout::vertical([
+                Constraint::Length(2),
+                Constraint::Length(context_height),
+                Constraint::Length(1),
+                Constraint::Min(1),
+                Constraint::Length(1),
+            ])
+            .areas(frame.area());
+            frame.render_widget(
+                Paragraph::new(Line::from(vec![
+                    Span::styled(
+                        " jackin' ",
+                        Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
+                    ),
+                    Span::raw(format!("  · {}", screen.label)),
+                ])),
+                brand,
+            );
+            let lines: Vec<Line> = screen
+                .context
+                .iter()
+                .map(|l| Line::raw(l.as_str()))
+                .collect();
+            frame.render_widget(Paragraph::new(lines), context);
+            frame.render_widget(Paragraph::new(format!(" Filter: {filter}")), filter_row);
+            let rows: Vec<Line> = visible
+                .iter()
+                .enumerate()
+                .map(|(row, &i)| {
+                    let (title, detail) = &screen.choices[i];
+                    let marker = if row == selected { " ▸ " } else { "   " };
+                    let style = if row == selected {
+                        Style::new().add_modifier(Modifier::BOLD)
+                    } else {
+                        Style::new()
+                    };
+                    Line::from(vec![
+                        Span::styled(format!("{marker}{title}"), style),
+                        Span::raw(format!(" — {detail}")),
+                    ])
+                })
+                .collect();
+            frame.render_widget(Paragraph::new(rows), list);
+            frame.render_widget(
+                Paragraph::new(" ↑/↓ navigate · type to filter · Enter select · Ctrl-C abort"),
+                footer,
+            );
+        })?;
+        let Some(chunk) = keyboard.chunk().await else {
+            return Ok(None);
+        };
+        for key in keys(&chunk) {
+            match key {
+                Key::Up => selected = selected.saturating_sub(1),
+                Key::Down => selected = (selected + 1).min(visible.len().saturating_sub(1)),
+                Key::Enter if !visible.is_empty() => return Ok(Some(visible[selected])),
+                Key::Enter => {}
+                Key::Abort => return Ok(None),
+                Key::Backspace => {
+                    filter.pop();
+                }
+                Key::Char(c) => {
+                    filter.push(c);
+                    selected = 0;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_input_decodes_into_keys() {
+        assert_eq!(
+            keys(b"\x1b[B\x1bOA\rk\x7f\x03"),
+            [
+                Key::Down,
+                Key::Up,
+                Key::Enter,
+                Key::Char('k'),
+                Key::Backspace,
+                Key::Abort
+            ]
+        );
+    }
+}
