@@ -316,3 +316,49 @@ fn a_small_terminal_gets_the_plain_screens() {
     term.wait_for("kept;", 1);
     assert_eq!(home.object("small")["status"]["phase"], "Kept");
 }
+
+#[test]
+fn resuming_a_checkout_with_unfinished_work_shows_it_first() {
+    ensure_busybox();
+    let home = Home::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let host = host_repo(scratch.path());
+    let yaml = instance_yaml_with(
+        "paused",
+        &format!(
+            "  workspace: desk\n  command: [sh, -c, {}]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+            serde_json::to_string(AGENT).unwrap(),
+            host.display()
+        ),
+    );
+    let path = home.write_input("paused.yaml", &yaml);
+    home.ok(&["apply", path.to_str().unwrap()]);
+    let checkout = home.object("paused")["status"]["mounts"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(Path::new(&checkout).join("extra.md"), "x").unwrap();
+    home.ok(&["set-phase", "paused", "kept"]);
+
+    let term = Terminal::start(&home, "launch -w desk -r tester -a claude");
+    term.wait_for("Choice [1]:", 1);
+    assert!(
+        term.screen().contains("2) Resume paused"),
+        "{}",
+        term.screen()
+    );
+    assert!(
+        term.screen().contains("1 files uncommitted"),
+        "{}",
+        term.screen()
+    );
+    term.type_line("2");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    let screen = term.screen();
+    assert!(
+        screen.contains("its isolated checkouts hold unfinished work"),
+        "{screen}"
+    );
+    assert!(screen.contains("?? extra.md"), "{screen}");
+    assert!(Path::new(&checkout).join("extra.md").exists());
+}

@@ -92,6 +92,39 @@ async fn choose(
     }
 }
 
+/// Screen D: before a preserved checkout with unfinished work is reused,
+/// the operator sees what is in it.
+async fn review_before_reuse(obj: &Instance, keyboard: &mut Keyboard) -> Result<()> {
+    let mounts = obj
+        .status
+        .as_ref()
+        .map(|s| s.mounts.clone())
+        .unwrap_or_default();
+    if !mounts.iter().any(has_unfinished_work) {
+        return Ok(());
+    }
+    let mut context = vec![
+        format!(
+            "Resuming {}: its isolated checkouts hold unfinished work:",
+            obj.metadata.name
+        ),
+        String::new(),
+    ];
+    context.extend(output::mounts_evidence(&mounts).lines().map(str::to_owned));
+    context.push(String::new());
+    context.push("The session resumes on these checkouts as they are.".to_owned());
+    let screen = Screen {
+        label: "resume",
+        context,
+        choices: vec![("Continue".into(), "resume on these checkouts".into())],
+        confirm_only: true,
+    };
+    match screens::choose(&screen, keyboard).await? {
+        Some(_) => Ok(()),
+        None => bail!("resume aborted"),
+    }
+}
+
 /// The spec a new session starts from: the template file, else the most
 /// recent session of the same (workspace, role, agent).
 fn template(args: &LaunchArgs, found: &[Instance]) -> Result<Instance> {
@@ -144,7 +177,10 @@ pub async fn run(store: Store, engine: Engine, args: &LaunchArgs) -> Result<()> 
         false => choose(args, &found, &mut keyboard).await?,
     };
     let name = match choice {
-        Some(i) => found[i].metadata.name.clone(),
+        Some(i) => {
+            review_before_reuse(&found[i], &mut keyboard).await?;
+            found[i].metadata.name.clone()
+        }
         None => {
             let mut obj = template(args, &found)?;
             let name = new_name(&store, &args.role)?;
