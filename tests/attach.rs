@@ -109,6 +109,21 @@ fn host_repo(dir: &Path) -> std::path::PathBuf {
     host
 }
 
+/// Records (without converging) an instance running the fake agent on an
+/// isolated worktree of `host`.
+fn record_talker(home: &Home, name: &str, host: &Path) {
+    let yaml = instance_yaml_with(
+        name,
+        &format!(
+            "  command: [sh, -c, {}]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+            serde_json::to_string(AGENT).unwrap(),
+            host.display()
+        ),
+    );
+    let path = home.write_input(&format!("{name}.yaml"), &yaml);
+    home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
+}
+
 /// The fake agent: reads a line, remembers it in its home, leaves
 /// unfinished work in the worktree, and exits 0.
 const AGENT: &str = "echo ready; read line; echo \"$line\" >> $HOME/notes; \
@@ -251,16 +266,7 @@ fn the_rich_screens_show_the_work_and_take_arrow_keys() {
     let home = Home::new();
     let scratch = tempfile::tempdir().unwrap();
     let host = host_repo(scratch.path());
-    let yaml = instance_yaml_with(
-        "fancy",
-        &format!(
-            "  command: [sh, -c, {}]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
-            serde_json::to_string(AGENT).unwrap(),
-            host.display()
-        ),
-    );
-    let path = home.write_input("fancy.yaml", &yaml);
-    home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
+    record_talker(&home, "fancy", &host);
 
     let term = Terminal::start_as(&home, "attach fancy", "xterm-256color");
     term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
@@ -293,16 +299,7 @@ fn a_small_terminal_gets_the_plain_screens() {
     let home = Home::new();
     let scratch = tempfile::tempdir().unwrap();
     let host = host_repo(scratch.path());
-    let yaml = instance_yaml_with(
-        "small",
-        &format!(
-            "  command: [sh, -c, {}]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
-            serde_json::to_string(AGENT).unwrap(),
-            host.display()
-        ),
-    );
-    let path = home.write_input("small.yaml", &yaml);
-    home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
+    record_talker(&home, "small", &host);
     let term = Terminal::start_as(&home, "attach small", "xterm-256color");
     Command::new("tmux")
         .args(["resize-window", "-t", &term.name, "-x", "70", "-y", "20"])

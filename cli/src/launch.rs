@@ -141,18 +141,17 @@ fn template(args: &LaunchArgs, found: &[Instance]) -> Result<Instance> {
     })
 }
 
+/// Several problems as one error, a line each.
+fn one_error<E: std::fmt::Display>(errors: &[E]) -> anyhow::Error {
+    let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    anyhow!("{}", lines.join("\n"))
+}
+
 fn read_template(path: &Path) -> Result<Instance> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let objects = manifest::parse(&path.display().to_string(), &text).map_err(|errs| {
-        anyhow!(
-            "{}",
-            errs.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n")
-        )
-    })?;
+    let objects =
+        manifest::parse(&path.display().to_string(), &text).map_err(|errs| one_error(&errs))?;
     match objects.into_iter().next() {
         Some(Object::Instance(obj)) => Ok(*obj),
         _ => bail!("{}: expected an Instance", path.display()),
@@ -195,15 +194,7 @@ pub async fn run(store: Store, engine: Engine, args: &LaunchArgs) -> Result<()> 
             obj.spec.workspace = Some(args.workspace.clone());
             obj.spec.role.name = args.role.clone();
             obj.spec.agent = args.agent.clone();
-            jackin_api::validate::instance(&obj).map_err(|errs| {
-                anyhow!(
-                    "{}",
-                    errs.iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                )
-            })?;
+            jackin_api::validate::instance(&obj).map_err(|errs| one_error(&errs))?;
             store.apply_instance(&obj)?;
             eprintln!("instance/{name} created");
             name
