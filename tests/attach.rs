@@ -359,3 +359,38 @@ fn resuming_a_checkout_with_unfinished_work_shows_it_first() {
     assert!(screen.contains("?? extra.md"), "{screen}");
     assert!(Path::new(&checkout).join("extra.md").exists());
 }
+
+#[test]
+fn the_rich_launch_screen_resumes_with_arrow_keys() {
+    ensure_busybox();
+    let home = Home::new();
+    let yaml = instance_yaml_with(
+        "roomy",
+        &format!(
+            "  workspace: desk\n  command: [sh, -c, {}]\n",
+            serde_json::to_string("read line; exit 0").unwrap()
+        ),
+    );
+    let path = home.write_input("roomy.yaml", &yaml);
+    home.ok(&["apply", path.to_str().unwrap()]);
+    let container = home.container("roomy");
+    home.ok(&["set-phase", "roomy", "kept"]);
+
+    let term = Terminal::start_as(
+        &home,
+        "launch -w desk -r tester -a claude",
+        "xterm-256color",
+    );
+    term.wait_for("▸ Start new session", 1);
+    let screen = term.screen();
+    assert!(
+        screen.contains("· launch") && screen.contains("Resume roomy"),
+        "{screen}"
+    );
+    term.keys(&["Down"]);
+    term.wait_for("▸ Resume roomy", 1);
+    term.keys(&["Enter"]);
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    assert_eq!(home.container("roomy"), container, "the same identity");
+    assert_eq!(home.object("roomy")["status"]["phase"], "Running");
+}
