@@ -394,3 +394,94 @@ fn the_rich_launch_screen_resumes_with_arrow_keys() {
     assert_eq!(home.container("roomy"), container, "the same identity");
     assert_eq!(home.object("roomy")["status"]["phase"], "Running");
 }
+
+/// An instance running `script` (as `sh -c`) on an isolated worktree of a
+/// fresh host repository, recorded without converging.
+fn record_script(home: &Home, name: &str, script: &str, host: &Path) {
+    let yaml = instance_yaml_with(
+        name,
+        &format!(
+            "  command: [sh, -c, {}]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+            serde_json::to_string(script).unwrap(),
+            host.display()
+        ),
+    );
+    let path = home.write_input(&format!("{name}.yaml"), &yaml);
+    home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
+}
+
+#[test]
+fn a_crash_after_returning_to_the_agent_is_preserved_not_asked_about() {
+    ensure_busybox();
+    let home = Home::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let host = host_repo(scratch.path());
+    let script = "echo x > /workspace/app/draft.md; read code; exit $code";
+    record_script(&home, "twice", script, &host);
+    let term = Terminal::start(&home, "attach twice");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_line("0");
+    term.wait_for("Choice [1]:", 1);
+    term.type_line("1");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 2);
+    term.type_line("3");
+    term.wait_for("ended: Crashed", 1);
+    assert_eq!(
+        term.screen().matches("Choice [1]:").count(),
+        1,
+        "{}",
+        term.screen()
+    );
+    let obj = home.object("twice");
+    assert_eq!(obj["status"]["phase"], "Crashed");
+    assert_eq!(obj["status"]["session"]["exitCode"], 3);
+}
+
+#[test]
+fn an_operator_who_leaves_mid_question_gets_the_session_kept() {
+    ensure_busybox();
+    let home = Home::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let host = host_repo(scratch.path());
+    record_talker(&home, "left", &host);
+    let term = Terminal::start(&home, "attach left");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_line("bye");
+    term.wait_for("Choice [1]:", 1);
+    drop(term);
+    std::thread::sleep(Duration::from_millis(500));
+    home.ok(&["controller", "--once"]);
+    let obj = home.object("left");
+    assert_eq!(obj["status"]["phase"], "Kept");
+    let reason = obj["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "ExitPolicy")
+        .map(|c| c["reason"].clone());
+    assert_eq!(reason, Some(serde_json::json!("NonInteractive")));
+}
+
+#[test]
+fn ctrl_c_that_the_agent_survives_does_not_make_its_exit_a_stop() {
+    ensure_busybox();
+    let home = Home::new();
+    let yaml = instance_yaml_with(
+        "tough",
+        &format!(
+            "  command: [sh, -c, {}]\n",
+            serde_json::to_string("trap 'echo interrupted' INT; read a; read b; exit 0").unwrap()
+        ),
+    );
+    let path = home.write_input("tough.yaml", &yaml);
+    home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
+    let term = Terminal::start(&home, "attach tough");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.keys(&["C-c"]);
+    term.wait_for("interrupted", 1);
+    term.type_line("one");
+    term.type_line("two");
+    // A clean exit under ask with nothing unfinished: cleaned up, not restarted.
+    term.wait_for("cleaned up", 1);
+    assert!(!home.jackin(&["get", "tough"]).status.success());
+}

@@ -4,10 +4,10 @@
 
 use std::io::{IsTerminal, Read, Write};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use futures::StreamExt;
 use jackin_api::{DesiredPhase, Instance, InstancePhase};
-use jackin_controller::Store;
+use jackin_controller::{Store, StoreError};
 use jackin_reconcilers::Engine;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jackin_reconcilers::decide::ANNOTATION_ACKNOWLEDGE;
@@ -62,7 +62,14 @@ impl Keyboard {
     pub async fn line(&mut self) -> Option<String> {
         loop {
             if let Some(end) = self.pending.iter().position(|b| *b == b'\n' || *b == b'\r') {
-                let line: Vec<u8> = self.pending.drain(..=end).collect();
+                // "\r\n" ends one line, not two.
+                let take =
+                    if self.pending[end] == b'\r' && self.pending.get(end + 1) == Some(&b'\n') {
+                        end + 1
+                    } else {
+                        end
+                    };
+                let line: Vec<u8> = self.pending.drain(..=take).collect();
                 return Some(String::from_utf8_lossy(&line[..end]).trim().to_owned());
             }
             self.pending.extend(self.chunks.recv().await?);
@@ -215,11 +222,9 @@ pub async fn run(
     let current = store.get_instance(name)?;
     let container = container_of(&current);
     let lock_path = store.layout().attached_lock_file(&container);
-    let Some(_attached) = FileLock::try_acquire(&lock_path)
+    let _attached = hold_attached_lock(&lock_path)
         .with_context(|| format!("locking {}", lock_path.display()))?
-    else {
-        bail!("instance/{name} is attached in another terminal");
-    };
+        .ok_or_else(|| anyhow::anyhow!("instance/{name} is attached in another terminal"))?;
     let mut resume = true;
     loop {
         if resume {
@@ -246,9 +251,13 @@ pub async fn run(
         // The session ended: the loop records it and applies the policy,
         // which asks us when there is unfinished work.
         crate::converge_quietly(&store, &engine, name, wait).await?;
-        let Ok(obj) = store.get_instance(name) else {
-            eprintln!("\ninstance/{name} ended cleanly and was cleaned up");
-            return Ok(());
+        let obj = match store.get_instance(name) {
+            Ok(obj) => obj,
+            Err(StoreError::InstanceNotFound(_)) => {
+                eprintln!("\ninstance/{name} ended cleanly and was cleaned up");
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
         };
         if !asking(&obj) {
             let phase = obj.status.as_ref().and_then(|s| s.phase);
@@ -261,6 +270,9 @@ pub async fn run(
         match ask(&obj, keyboard).await? {
             Choice::ReturnToAgent => resume = true,
             Choice::Keep => {
+                // Decided: a later resume must not take it for ended again.
+                session::retire_marker(store.layout(), &container)
+                    .with_context(|| format!("keeping instance/{name}"))?;
                 store.set_phase(name, DesiredPhase::Kept)?;
                 crate::converge_quietly(&store, &engine, name, wait).await?;
                 eprintln!("instance/{name} kept; `jackin attach {name}` resumes it");
@@ -278,6 +290,18 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Takes the attached lock. The loop probes it by taking it for an instant,
+/// so a miss is retried briefly before it counts as another terminal.
+fn hold_attached_lock(path: &std::path::Path) -> std::io::Result<Option<FileLock>> {
+    for _ in 0..40 {
+        if let Some(lock) = FileLock::try_acquire(path)? {
+            return Ok(Some(lock));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(None)
 }
 
 /// Sets aside the marker of a session that ended, so the loop starts a new

@@ -158,6 +158,15 @@ fn read_template(path: &Path) -> Result<Instance> {
     }
 }
 
+/// The exit policy `--keep` / `--clean` ask for.
+fn policy_override(args: &LaunchArgs) -> Option<&'static str> {
+    match (args.keep, args.clean) {
+        (true, _) => Some("keep"),
+        (_, true) => Some("clean"),
+        _ => None,
+    }
+}
+
 /// `<role>-<n>` with the smallest free `n`.
 fn new_name(store: &Store, role: &str) -> Result<String> {
     let taken: Vec<String> = store.rows()?.into_iter().map(|r| r.name).collect();
@@ -190,6 +199,13 @@ pub async fn run(store: Store, engine: Engine, args: &LaunchArgs) -> Result<()> 
                 ..Default::default()
             };
             obj.status = None;
+            // The override is part of the instance from its first moment,
+            // so a loop that starts it first already knows it.
+            if let Some(policy) = policy_override(args) {
+                obj.metadata
+                    .annotations
+                    .insert(ANNOTATION_EXIT_POLICY.to_owned(), policy.to_owned());
+            }
             obj.spec.phase = DesiredPhase::Running;
             obj.spec.workspace = Some(args.workspace.clone());
             obj.spec.role.name = args.role.clone();
@@ -200,12 +216,7 @@ pub async fn run(store: Store, engine: Engine, args: &LaunchArgs) -> Result<()> 
             name
         }
     };
-    let policy = match (args.keep, args.clean) {
-        (true, _) => Some("keep"),
-        (_, true) => Some("clean"),
-        _ => None,
-    };
-    if let Some(policy) = policy {
+    if let Some(policy) = policy_override(args) {
         store.set_annotation(&name, ANNOTATION_EXIT_POLICY, Some(policy))?;
     }
     attach::run(store, engine, &name, &args.wait, &mut keyboard).await

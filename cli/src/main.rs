@@ -159,7 +159,12 @@ pub async fn converge_quietly(
     let reconciler = Reconciler::new(store.clone(), engine.clone());
     let names = [name.to_owned()];
     for (name, result) in converge::converge(&reconciler, &names, wait.timeout).await {
-        result.with_context(|| format!("instance/{name}"))?;
+        if let Outcome::Blocked { digest } = result.with_context(|| format!("instance/{name}"))? {
+            bail!(
+                "instance/{name}: the purge is blocked: the checkouts changed since the work \
+                 was shown (digest now {digest})\nhint: `jackin describe {name}` shows it"
+            );
+        }
     }
     Ok(())
 }

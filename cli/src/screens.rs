@@ -130,8 +130,10 @@ struct Surface;
 impl Surface {
     fn enter() -> Result<Self> {
         crossterm::terminal::enable_raw_mode()?;
+        // From here on, dropping the guard undoes whatever was done.
+        let surface = Self;
         crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen)?;
-        Ok(Self)
+        Ok(surface)
     }
 }
 

@@ -31,6 +31,10 @@ impl Reconciler {
         policy: ExitPolicy,
     ) -> Result<Option<i64>, ReconcileError> {
         if view.container.as_ref().is_some_and(|c| c.running) {
+            // A session runs: a question about an earlier one is moot.
+            if let Some(status) = guard.obj.status.as_mut() {
+                remove_condition(&mut status.conditions, "ExitPolicy");
+            }
             return Ok(None);
         }
         let layout = self.layout();
@@ -42,38 +46,43 @@ impl Reconciler {
         match session::read_marker(layout, &container) {
             MarkerState::Present(marker) => {
                 let finished = marker.finished();
-                if finished.is_some() && finished != recorded {
-                    remove_condition(&mut status.conditions, "MarkerMalformed");
-                    remove_condition(&mut status.conditions, "SessionOutcome");
+                let new = finished.is_some() && finished != recorded;
+                if new {
+                    for stale in ["MarkerMalformed", "SessionOutcome", "ExitPolicy"] {
+                        remove_condition(&mut status.conditions, stale);
+                    }
                     status.session = Some(SessionOutcome {
                         exit_code: Some(marker.exit_code),
                         finished_at: finished,
                         source: OutcomeSource::Marker,
                         reason: Some(marker.reason.clone()),
                     });
-                    self.after_session(&container, &name, &marker.finished_at, marker.exit_code);
-                    if marker.ended_by_itself() {
-                        // Nobody is attached to answer a question (yet).
-                        let ending = Ending {
-                            exit_code: marker.exit_code,
-                            oom: false,
-                        };
-                        let attached = attached(layout, &container);
-                        let action = policy::on_exit(policy, ending, &view.mounts, attached);
-                        apply_exit_action(&mut guard.obj, action, policy, &view.mounts);
-                        if matches!(action, ExitAction::Purge { .. } | ExitAction::Keep { .. }) {
-                            // Handled: a later resume must not find it and
-                            // take the session for ended again.
-                            session::retire_marker(layout, &container)
-                                .map_err(|e| StoreError::io(&layout.unit_dir(&container), e))?;
-                            return Ok(None);
-                        }
-                        events::record(
-                            layout,
-                            &container,
-                            "ExitPolicy",
-                            &format!("exit policy {}: {action:?}", policy.as_str()),
-                        );
+                    let at = finished.map(|f| f.to_string()).unwrap_or_default();
+                    self.after_session(&container, &name, &at, marker.exit_code);
+                }
+                // The policy decides a new ending, and again one that waits
+                // for an operator who is no longer attached to answer.
+                let waiting = status.conditions.iter().any(|c| c.reason == "AskOperator");
+                let attached = attached(layout, &container);
+                if marker.ended_by_itself() && (new || (waiting && !attached)) {
+                    let ending = Ending {
+                        exit_code: marker.exit_code,
+                        oom: false,
+                    };
+                    let action = policy::on_exit(policy, ending, &view.mounts, attached);
+                    events::record(
+                        layout,
+                        &container,
+                        "ExitPolicy",
+                        &format!("exit policy {}: {action:?}", policy.as_str()),
+                    );
+                    apply_exit_action(&mut guard.obj, action, policy, &view.mounts);
+                    if matches!(action, ExitAction::Purge { .. } | ExitAction::Keep { .. }) {
+                        // Handled: a later resume must not find it and take
+                        // the session for ended again.
+                        session::retire_marker(layout, &container)
+                            .map_err(|e| StoreError::io(&layout.unit_dir(&container), e))?;
+                        return Ok(None);
                     }
                 }
                 // A kept instance was settled after its session ended; the

@@ -6,19 +6,27 @@
 # marker that outlives the container (the state directory is the unit's on
 # the host). The marker never holds a secret: names, times and an exit code.
 #
-# A signal (docker stop, Ctrl-C) reaches the agent through the init process,
-# which forwards it to the whole process group; the traps below only note
-# it, and run once the agent has exited, so the marker says why it ended.
+# A stop from outside (docker stop: SIGTERM; a hangup) reaches the agent
+# through the init, which signals the whole process group. The traps only
+# note it (they run after the agent exits), and the marker says `signal:TERM`
+# only when the agent then died of that signal. Ctrl-C is the agent's to
+# handle: the wrapper must survive it (a no-op trap, not an ignore, which the
+# agent would inherit) and it never marks the session as stopped.
 state=/jackin/state
 now() { date -u +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo ""; }
 started=$(now)
-reason=exited
-trap 'reason=signal:TERM' TERM
-trap 'reason=signal:INT' INT
-trap 'reason=signal:HUP' HUP
+stopped=
+trap 'stopped=TERM' TERM
+trap 'stopped=HUP' HUP
+trap ':' INT
 "$@"
 code=$?
 finished=$(now)
+reason=exited
+case "$stopped:$code" in
+  TERM:143) reason=signal:TERM ;;
+  HUP:129) reason=signal:HUP ;;
+esac
 printf '{"instance":"%s","container":"%s","exitCode":%d,"startedAt":"%s","finishedAt":"%s","reason":"%s"}\n' \
   "${JACKIN_INSTANCE:-}" "${JACKIN_CONTAINER:-}" "$code" "$started" "$finished" "$reason" \
   > "$state/.exit.json.tmp" && mv -f "$state/.exit.json.tmp" "$state/exit.json"

@@ -48,8 +48,11 @@ pub struct Marker {
     pub started_at: String,
     #[serde(default)]
     pub finished_at: String,
-    /// `exited`, or `signal:TERM` (`INT`, `HUP`) when a signal ended it.
+    /// `exited`, or `signal:TERM` (`HUP`) when a stop from outside ended it.
     pub reason: String,
+    /// When the file was written.
+    #[serde(skip)]
+    pub written: Option<Timestamp>,
 }
 
 impl Marker {
@@ -58,8 +61,11 @@ impl Marker {
         self.reason == "exited"
     }
 
+    /// When the session ended: when the marker was written (to the
+    /// nanosecond, so two quick sessions never look like one), else the
+    /// wrapper's own whole-second time.
     pub fn finished(&self) -> Option<Timestamp> {
-        self.finished_at.parse().ok()
+        self.written.or_else(|| self.finished_at.parse().ok())
     }
 }
 
@@ -77,7 +83,13 @@ pub fn read_marker(layout: &Layout, container: &str) -> MarkerState {
     match std::fs::read(&path) {
         Err(_) => MarkerState::Absent,
         Ok(bytes) => match serde_json::from_slice::<Marker>(&bytes) {
-            Ok(marker) => MarkerState::Present(marker),
+            Ok(mut marker) => {
+                marker.written = std::fs::metadata(&path)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| Timestamp::try_from(t).ok());
+                MarkerState::Present(marker)
+            }
             Err(e) => MarkerState::Malformed(format!("{}: {e}", path.display())),
         },
     }
