@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{Home, ensure_busybox, git, instance_yaml_with, unique};
+use support::{Home, condition, ensure_busybox, git, instance_yaml_with, unique};
 
 /// A tmux session running one command, killed on drop.
 struct Terminal {
@@ -112,16 +112,7 @@ fn host_repo(dir: &Path) -> std::path::PathBuf {
 /// Records (without converging) an instance running the fake agent on an
 /// isolated worktree of `host`.
 fn record_talker(home: &Home, name: &str, host: &Path) {
-    let yaml = instance_yaml_with(
-        name,
-        &format!(
-            "  command: [sh, -c, {}]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
-            serde_json::to_string(AGENT).unwrap(),
-            host.display()
-        ),
-    );
-    let path = home.write_input(&format!("{name}.yaml"), &yaml);
-    home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
+    record_script(home, name, AGENT, host);
 }
 
 /// The fake agent: reads a line, remembers it in its home, leaves
@@ -147,8 +138,7 @@ fn return_keep_resume_and_clean_up_through_the_plain_screens() {
             host.display()
         ),
     );
-    let path = home.write_input("talker.yaml", &yaml);
-    home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
+    home.record("talker", &yaml);
 
     let term = Terminal::start(&home, "attach talker");
     term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
@@ -328,8 +318,7 @@ fn resuming_a_checkout_with_unfinished_work_shows_it_first() {
             host.display()
         ),
     );
-    let path = home.write_input("paused.yaml", &yaml);
-    home.ok(&["apply", path.to_str().unwrap()]);
+    home.apply("paused", &yaml);
     let checkout = home.object("paused")["status"]["mounts"][0]["path"]
         .as_str()
         .unwrap()
@@ -371,8 +360,7 @@ fn the_rich_launch_screen_resumes_with_arrow_keys() {
             serde_json::to_string("read line; exit 0").unwrap()
         ),
     );
-    let path = home.write_input("roomy.yaml", &yaml);
-    home.ok(&["apply", path.to_str().unwrap()]);
+    home.apply("roomy", &yaml);
     let container = home.container("roomy");
     home.ok(&["set-phase", "roomy", "kept"]);
 
@@ -406,8 +394,7 @@ fn record_script(home: &Home, name: &str, script: &str, host: &Path) {
             host.display()
         ),
     );
-    let path = home.write_input(&format!("{name}.yaml"), &yaml);
-    home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
+    home.record(name, &yaml);
 }
 
 #[test]
@@ -453,12 +440,7 @@ fn an_operator_who_leaves_mid_question_gets_the_session_kept() {
     home.ok(&["controller", "--once"]);
     let obj = home.object("left");
     assert_eq!(obj["status"]["phase"], "Kept");
-    let reason = obj["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "ExitPolicy")
-        .map(|c| c["reason"].clone());
+    let reason = condition(&obj, "ExitPolicy").map(|c| c["reason"].clone());
     assert_eq!(reason, Some(serde_json::json!("NonInteractive")));
 }
 
@@ -473,8 +455,7 @@ fn ctrl_c_that_the_agent_survives_does_not_make_its_exit_a_stop() {
             serde_json::to_string("trap 'echo interrupted' INT; read a; read b; exit 0").unwrap()
         ),
     );
-    let path = home.write_input("tough.yaml", &yaml);
-    home.ok(&["apply", "--no-wait", path.to_str().unwrap()]);
+    home.record("tough", &yaml);
     let term = Terminal::start(&home, "attach tough");
     term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
     term.keys(&["C-c"]);

@@ -12,11 +12,6 @@ use support::{
     instance_yaml_with, sidecar_line, unique,
 };
 
-fn apply(home: &Home, file: &str, yaml: &str) -> String {
-    let path = home.write_input(file, yaml);
-    home.ok(&["apply", path.to_str().unwrap()])
-}
-
 fn uid(home: &Home, name: &str) -> String {
     home.object(name)["metadata"]["uid"]
         .as_str()
@@ -82,7 +77,7 @@ fn assert_nothing_left(home: &Home, name: &str, uid: &str, container: &str, what
 /// every kind of thing a purge removes.
 fn full_instance(home: &Home, name: &str) -> (String, String) {
     let yaml = instance_yaml_with(name, &sidecar_line("side"));
-    apply(home, &format!("{name}.yaml"), &yaml);
+    home.apply(&format!("{name}.yaml"), &yaml);
     let uid = uid(home, name);
     let container = home.container(name);
     labelled_volume(home, &format!("{container}-certs"), name, &uid);
@@ -158,7 +153,7 @@ fn a_purge_removes_the_instances_volumes_too() {
 fn rows_claiming_running_without_a_container_are_corrected() {
     ensure_busybox();
     let home = Home::new();
-    apply(&home, "r.yaml", &instance_yaml("vanishing"));
+    home.apply("r.yaml", &instance_yaml("vanishing"));
     docker(&["rm", "-f", &home.container("vanishing")]);
     let out = home.ok(&["prune"]);
     assert!(out.contains("corrected instance/vanishing"), "{out}");
@@ -167,7 +162,7 @@ fn rows_claiming_running_without_a_container_are_corrected() {
     let ready = &obj["status"]["conditions"][0];
     assert_eq!(ready["reason"], "ContainerMissing");
     // Converging restores it.
-    let out = apply(&home, "r.yaml", &instance_yaml("vanishing"));
+    let out = home.apply("r.yaml", &instance_yaml("vanishing"));
     assert!(out.contains("(restored, tier 2)"), "{out}");
 }
 
@@ -322,8 +317,8 @@ fn prune_images_removes_only_unpinned_role_images() {
     ensure_busybox();
     let home = Home::new();
     let repo = RoleRepo::new("img-v1");
-    apply(&home, "a.yaml", &repo.instance_yaml("pinned"));
-    apply(&home, "b.yaml", &repo.instance_yaml("dropped"));
+    home.apply("a.yaml", &repo.instance_yaml("pinned"));
+    home.apply("b.yaml", &repo.instance_yaml("dropped"));
     let pinned_id = home.object("pinned")["status"]["recipe"]["imageId"]
         .as_str()
         .unwrap()
@@ -332,7 +327,7 @@ fn prune_images_removes_only_unpinned_role_images() {
     // its instance is purged.
     repo.commit_marker("img-v2");
     home.ok(&["delete", "dropped"]);
-    apply(&home, "c.yaml", &repo.instance_yaml("later"));
+    home.apply("c.yaml", &repo.instance_yaml("later"));
     let later_id = home.object("later")["status"]["recipe"]["imageId"]
         .as_str()
         .unwrap()
@@ -360,7 +355,7 @@ fn image_exists(id: &str) -> bool {
 fn prune_dry_run_changes_nothing() {
     ensure_busybox();
     let home = Home::new();
-    apply(&home, "v.yaml", &instance_yaml("stale"));
+    home.apply("v.yaml", &instance_yaml("stale"));
     let stale_uid = uid(&home, "stale");
     docker(&["rm", "-f", &home.container("stale")]);
     let data = home.path().join("data");
@@ -398,10 +393,10 @@ fn the_keep_cap_purges_the_least_recently_running() {
     ensure_busybox();
     let home = Home::new();
     let workspace = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: capped}\nspec:\n  keep: {max: 1}\n";
-    apply(&home, "ws.yaml", workspace);
+    home.apply("ws.yaml", workspace);
     for name in ["first", "second"] {
         let yaml = instance_yaml_with(name, "  workspace: capped\n");
-        apply(&home, &format!("{name}.yaml"), &yaml);
+        home.apply(&format!("{name}.yaml"), &yaml);
     }
     let first = (uid(&home, "first"), home.container("first"));
     home.ok(&["set-phase", "first", "kept"]);
@@ -447,7 +442,7 @@ fn soak_random_operations_leave_nothing_behind() {
         let context = format!("seed {seed:#x}, op {op}: {what} {name}");
         match what {
             "launch" => {
-                apply(&home, &format!("{name}.yaml"), &instance_yaml(name));
+                home.apply(&format!("{name}.yaml"), &instance_yaml(name));
             }
             "keep" => {
                 home.ok(&["set-phase", name, "kept"]);
@@ -520,7 +515,7 @@ fn soak_random_operations_leave_nothing_behind() {
 fn steps_act_on_the_labelled_container_not_on_whoever_has_the_name() {
     ensure_busybox();
     let home = Home::new();
-    apply(&home, "named", &instance_yaml("named"));
+    home.apply("named", &instance_yaml("named"));
     let container = home.container("named");
     let uid = uid(&home, "named");
     // Ours moves to another name; a stranger takes the old one.

@@ -8,15 +8,9 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 use support::{
-    Home, RoleRepo, docker, engine_objects, ensure_busybox, instance_yaml, instance_yaml_with,
-    sidecar_line,
+    Home, RoleRepo, condition, docker, engine_objects, ensure_busybox, instance_yaml,
+    instance_yaml_with, sidecar_line,
 };
-
-/// Applies `yaml` as `file` and insists on success; returns stdout.
-fn apply(home: &Home, file: &str, yaml: &str) -> String {
-    let path = home.write_input(file, yaml);
-    home.ok(&["apply", path.to_str().unwrap()])
-}
 
 fn restore_tier(home: &Home, name: &str) -> Option<i64> {
     home.object(name)["status"]["restore"]["tier"].as_i64()
@@ -28,7 +22,7 @@ fn launch_then_tier_1_after_stop_and_tier_2_after_rm() {
     let home = Home::new();
     let yaml = instance_yaml_with("alpha", "  command: [sleep, \"3600\"]\n");
     assert_eq!(
-        apply(&home, "a.yaml", &yaml),
+        home.apply("a.yaml", &yaml),
         "instance/alpha created\ninstance/alpha Running\n"
     );
     let obj = home.object("alpha");
@@ -48,7 +42,7 @@ fn launch_then_tier_1_after_stop_and_tier_2_after_rm() {
     // Tier 0: running, nothing to do, nothing written.
     let before = home.snapshot();
     assert_eq!(
-        apply(&home, "a.yaml", &yaml),
+        home.apply("a.yaml", &yaml),
         "instance/alpha unchanged\ninstance/alpha Running\n"
     );
     home.assert_unchanged(&before, "a converged re-apply");
@@ -56,7 +50,10 @@ fn launch_then_tier_1_after_stop_and_tier_2_after_rm() {
     // Tier 1: the same container, started again.
     let id = docker(&["inspect", "-f", "{{.Id}}", &container]);
     docker(&["stop", "-t", "1", &container]);
-    assert!(apply(&home, "a.yaml", &yaml).ends_with("instance/alpha Running (restored, tier 1)\n"));
+    assert!(
+        home.apply("a.yaml", &yaml)
+            .ends_with("instance/alpha Running (restored, tier 1)\n")
+    );
     assert_eq!(restore_tier(&home, "alpha"), Some(1));
     assert_eq!(docker(&["inspect", "-f", "{{.Id}}", &container]), id);
     assert_eq!(
@@ -66,7 +63,10 @@ fn launch_then_tier_1_after_stop_and_tier_2_after_rm() {
 
     // Tier 2: a new container from the pinned image.
     docker(&["rm", "-f", &container]);
-    assert!(apply(&home, "a.yaml", &yaml).ends_with("instance/alpha Running (restored, tier 2)\n"));
+    assert!(
+        home.apply("a.yaml", &yaml)
+            .ends_with("instance/alpha Running (restored, tier 2)\n")
+    );
     assert_eq!(restore_tier(&home, "alpha"), Some(2));
     assert_ne!(docker(&["inspect", "-f", "{{.Id}}", &container]), id);
     assert_eq!(
@@ -83,7 +83,7 @@ fn tier_3_rebuilds_the_pinned_commit_not_the_new_head() {
     let home = Home::new();
     let repo = RoleRepo::new("pinned-v1");
     let yaml = repo.instance_yaml("builder");
-    let first = apply(&home, "b.yaml", &yaml);
+    let first = home.apply("b.yaml", &yaml);
     assert!(first.ends_with("instance/builder Running\n"), "{first}");
     let container = home.container("builder");
     assert_eq!(docker(&["exec", &container, "cat", "/marker"]), "pinned-v1");
@@ -103,7 +103,7 @@ fn tier_3_rebuilds_the_pinned_commit_not_the_new_head() {
     docker(&["rm", "-f", &container]);
     docker(&["rmi", "-f", recipe["imageId"].as_str().unwrap()]);
 
-    let out = apply(&home, "b.yaml", &yaml);
+    let out = home.apply("b.yaml", &yaml);
     assert!(
         out.ends_with("instance/builder Running (restored, tier 3)\n"),
         "{out}"
@@ -121,7 +121,7 @@ fn a_vanished_pinned_commit_fails_without_deleting_anything() {
     let home = Home::new();
     let repo = RoleRepo::new("doomed");
     let yaml = repo.instance_yaml("lost");
-    apply(&home, "l.yaml", &yaml);
+    home.apply("l.yaml", &yaml);
     let container = home.container("lost");
     let recipe = home.object("lost")["status"]["recipe"].clone();
 
@@ -159,7 +159,7 @@ fn a_vanished_pinned_commit_fails_without_deleting_anything() {
 fn kept_keeps_the_unit_and_running_again_restores_it() {
     ensure_busybox();
     let home = Home::new();
-    apply(&home, "k.yaml", &instance_yaml("keeper"));
+    home.apply("k.yaml", &instance_yaml("keeper"));
     let container = home.container("keeper");
     let uid = home.object("keeper")["metadata"]["uid"]
         .as_str()
@@ -203,7 +203,7 @@ fn purge_leaves_nothing_of_the_instance() {
     ensure_busybox();
     let home = Home::new();
     let yaml = instance_yaml_with("goner", &sidecar_line("helper"));
-    apply(&home, "g.yaml", &yaml);
+    home.apply("g.yaml", &yaml);
     let container = home.container("goner");
     let uid = home.object("goner")["metadata"]["uid"]
         .as_str()
@@ -285,19 +285,14 @@ fn spec_drift_is_reported_and_the_pinned_session_kept() {
     ensure_busybox();
     let home = Home::new();
     let yaml = instance_yaml_with("drifter", "  command: [sleep, \"3600\"]\n");
-    apply(&home, "d.yaml", &yaml);
+    home.apply("d.yaml", &yaml);
     let container = home.container("drifter");
     let id = docker(&["inspect", "-f", "{{.Id}}", &container]);
     let changed = yaml.replace("\"3600\"", "\"7200\"");
-    let out = apply(&home, "d.yaml", &changed);
+    let out = home.apply("d.yaml", &changed);
     assert!(out.starts_with("instance/drifter configured\n"), "{out}");
     let obj = home.object("drifter");
-    let drift = obj["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "SpecDrift")
-        .expect("a SpecDrift condition");
+    let drift = condition(&obj, "SpecDrift").expect("a SpecDrift condition");
     assert!(
         drift["message"].as_str().unwrap().contains("spec.command"),
         "{drift}"
@@ -312,7 +307,7 @@ fn spec_drift_is_reported_and_the_pinned_session_kept() {
         "not rebuilt"
     );
     // Going back to the pinned spec clears the condition.
-    apply(&home, "d.yaml", &yaml);
+    home.apply("d.yaml", &yaml);
     let obj = home.object("drifter");
     assert!(
         !obj["status"]["conditions"]
@@ -327,7 +322,7 @@ fn spec_drift_is_reported_and_the_pinned_session_kept() {
 fn an_engine_that_does_not_answer_changes_nothing() {
     ensure_busybox();
     let home = Home::new();
-    apply(&home, "u.yaml", &instance_yaml("steady"));
+    home.apply("u.yaml", &instance_yaml("steady"));
     let before = home.snapshot();
     let out = home
         .command(&["set-phase", "steady", "kept"])

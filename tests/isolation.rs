@@ -4,7 +4,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use support::{Home, docker, ensure_busybox, git, instance_yaml_with};
+use support::{Home, condition, docker, ensure_busybox, git, instance_yaml_with};
 
 /// A host repository (cloned from a bare origin) with one pushed commit on
 /// `main`, plus an unpushed branch of the operator's own.
@@ -76,21 +76,9 @@ fn instance_with_mount(name: &str, src: &Path, isolation: &str) -> String {
     )
 }
 
-fn apply(home: &Home, name: &str, yaml: &str) -> String {
-    let path = home.write_input(&format!("{name}.yaml"), yaml);
-    home.ok(&["apply", path.to_str().unwrap()])
-}
-
 fn checkout_path(home: &Home, name: &str) -> PathBuf {
     let mounts = &home.object(name)["status"]["mounts"];
     PathBuf::from(mounts[0]["path"].as_str().expect("a recorded checkout"))
-}
-
-fn condition<'a>(obj: &'a serde_json::Value, kind: &str) -> Option<&'a serde_json::Value> {
-    obj["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == kind)
 }
 
 #[test]
@@ -99,11 +87,7 @@ fn a_dirty_worktree_blocks_the_purge_until_acknowledged_then_only_jackins_parts_
     let home = Home::new();
     let host = HostRepo::new();
     let before = host.state();
-    apply(
-        &home,
-        "wt",
-        &instance_with_mount("wt", &host.path(), "worktree"),
-    );
+    home.apply("wt", &instance_with_mount("wt", &host.path(), "worktree"));
     let container = home.container("wt");
     let checkout = checkout_path(&home, "wt");
     assert!(
@@ -181,8 +165,7 @@ fn a_clean_worktree_purges_without_a_question() {
     let home = Home::new();
     let host = HostRepo::new();
     let before = host.state();
-    apply(
-        &home,
+    home.apply(
         "tidy",
         &instance_with_mount("tidy", &host.path(), "worktree"),
     );
@@ -198,11 +181,7 @@ fn a_clone_whose_base_left_the_host_is_neither_reused_nor_deleted() {
     ensure_busybox();
     let home = Home::new();
     let host = HostRepo::new();
-    apply(
-        &home,
-        "cl",
-        &instance_with_mount("cl", &host.path(), "clone"),
-    );
+    home.apply("cl", &instance_with_mount("cl", &host.path(), "clone"));
     let container = home.container("cl");
     let checkout = checkout_path(&home, "cl");
     assert!(checkout.starts_with(home.path().join("data").join(&container).join("git/clone")));
@@ -255,11 +234,7 @@ fn a_shared_mount_is_never_assessed_or_touched() {
     // The host repository is dirty and has unpushed work of its own.
     std::fs::write(host.path().join("scratch.txt"), "mine").unwrap();
     git(&host.path(), &["checkout", "--quiet", "-b", "local-only"]);
-    apply(
-        &home,
-        "sh",
-        &instance_with_mount("sh", &host.path(), "shared"),
-    );
+    home.apply("sh", &instance_with_mount("sh", &host.path(), "shared"));
     let container = home.container("sh");
     docker(&[
         "exec",
@@ -290,13 +265,13 @@ fn the_keep_cap_spares_a_kept_instance_with_unfinished_work() {
     let home = Home::new();
     let host = HostRepo::new();
     let ws = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: capped}\nspec: {keep: {max: 1}}\n";
-    apply(&home, "ws", ws);
+    home.apply("ws", ws);
     for name in ["older", "newer"] {
         let yaml = instance_with_mount(name, &host.path(), "worktree").replace(
             "  agent: claude\n",
             "  agent: claude\n  workspace: capped\n",
         );
-        apply(&home, name, &yaml);
+        home.apply(name, &yaml);
     }
     std::fs::write(checkout_path(&home, "older").join("draft.md"), "unfinished").unwrap();
     home.ok(&["set-phase", "older", "kept"]);
@@ -319,9 +294,9 @@ fn a_workspace_mount_is_isolated_too() {
          mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
         host.path().display()
     );
-    apply(&home, "ws", &ws);
+    home.apply("ws", &ws);
     let yaml = instance_yaml_with("viaws", "  workspace: shop\n  command: [sleep, \"3600\"]\n");
-    apply(&home, "viaws", &yaml);
+    home.apply("viaws", &yaml);
     let container = home.container("viaws");
     docker(&[
         "exec",

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use support::{Home, docker, ensure_busybox, instance_yaml_with};
+use support::{Home, condition, docker, ensure_busybox, instance_yaml_with};
 
 /// An instance whose agent is a shell script (`sh -c SCRIPT`).
 fn launch(home: &Home, name: &str, script: &str) {
@@ -18,8 +18,7 @@ fn launch(home: &Home, name: &str, script: &str) {
             serde_json::to_string(script).unwrap()
         ),
     );
-    let path = home.write_input(&format!("{name}.yaml"), &yaml);
-    home.ok(&["apply", path.to_str().unwrap()]);
+    home.apply(name, &yaml);
 }
 
 /// The unit's `state/` directory on the host (`/jackin/state` inside).
@@ -152,8 +151,7 @@ fn launch_in(home: &Home, name: &str, ws: &str, repo: Option<&std::path::Path>) 
             repo.display()
         ));
     }
-    let path = home.write_input(&format!("{name}.yaml"), &instance_yaml_with(name, &spec));
-    home.ok(&["apply", path.to_str().unwrap()]);
+    home.apply(name, &instance_yaml_with(name, &spec));
 }
 
 /// Lets the agent of `name` exit 0, then runs one controller pass.
@@ -227,12 +225,7 @@ fn ask_with_unfinished_work_and_nobody_to_ask_keeps_it() {
     exit_and_pass(&home, "unfinished");
     let obj = home.object("unfinished");
     assert_eq!(obj["status"]["phase"], "Kept");
-    let reason = obj["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "ExitPolicy")
-        .map(|c| c["reason"].clone());
+    let reason = condition(&obj, "ExitPolicy").map(|c| c["reason"].clone());
     assert_eq!(reason, Some(serde_json::json!("NonInteractive")));
     assert!(std::path::Path::new(&checkout).join("draft.md").exists());
 }
@@ -285,12 +278,8 @@ fn rm_f_without_a_marker_is_recorded_as_unknown() {
     let obj = home.object("vanished");
     assert_eq!(obj["status"]["session"]["source"], "unknown");
     assert!(obj["status"]["session"]["exitCode"].is_null());
-    let condition = obj["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "SessionOutcome")
-        .expect("a condition explains the unknown outcome");
+    let condition =
+        condition(&obj, "SessionOutcome").expect("a condition explains the unknown outcome");
     assert_eq!(condition["status"], "Unknown");
     assert!(running(&container), "restored by tier 2");
 }

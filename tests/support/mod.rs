@@ -87,6 +87,27 @@ impl Home {
         std::fs::read_to_string(path).unwrap().trim().to_owned()
     }
 
+    /// Applies `yaml` (written as `file`, `.yaml` added when missing) and
+    /// converges; insists on success and returns stdout.
+    pub fn apply(&self, file: &str, yaml: &str) -> String {
+        let path = self.write_input(&Self::yaml_name(file), yaml);
+        self.ok(&["apply", path.to_str().unwrap()])
+    }
+
+    /// Applies `yaml` without converging: the desired state only.
+    pub fn record(&self, file: &str, yaml: &str) -> String {
+        let path = self.write_input(&Self::yaml_name(file), yaml);
+        self.ok(&["apply", "--no-wait", path.to_str().unwrap()])
+    }
+
+    fn yaml_name(file: &str) -> String {
+        if file.ends_with(".yaml") {
+            file.to_owned()
+        } else {
+            format!("{file}.yaml")
+        }
+    }
+
     /// `jackin get NAME -o json`, parsed.
     pub fn object(&self, name: &str) -> serde_json::Value {
         serde_json::from_str(&self.ok(&["get", name, "-o", "json"])).expect("get prints JSON")
@@ -190,6 +211,14 @@ impl Home {
         std::fs::write(&path, text).unwrap();
         path
     }
+}
+
+/// An object's condition of type `kind`, if it has one.
+pub fn condition<'a>(obj: &'a serde_json::Value, kind: &str) -> Option<&'a serde_json::Value> {
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
 }
 
 /// The repository's `examples/` directory.
