@@ -342,3 +342,87 @@ fn artifacts_survive_a_purge() {
     );
     assert!(!home.path().join("data").join(&container).exists());
 }
+
+/// An agent that, like many real ones, traps SIGTERM and exits 0. It notes
+/// in its home that it ran, so a test can see the home survive.
+const TRAPS_TERM: &str =
+    "echo hello > $HOME/conversation; trap 'exit 0' TERM; while true; do sleep 1; done";
+
+/// The marker of the last session, as the wrapper wrote it.
+fn marker(home: &Home, name: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(state_dir(home, name).join("exit.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn keeping_an_agent_that_exits_0_on_sigterm_keeps_it() {
+    ensure_busybox();
+    let home = Home::new();
+    launch(&home, "trapper", TRAPS_TERM);
+    let container = home.container("trapper");
+    let out = home.ok(&["set-phase", "trapper", "kept"]);
+    assert!(out.contains("instance/trapper Kept"), "{out}");
+    let obj = home.object("trapper");
+    assert_eq!(obj["status"]["phase"], "Kept");
+    assert_eq!(obj["spec"]["phase"], "Kept");
+    let unit = home.path().join("data").join(&container);
+    assert_eq!(
+        std::fs::read_to_string(unit.join("home/conversation")).unwrap(),
+        "hello\n"
+    );
+    // The marker says who ended it: a stop from outside, whatever the code.
+    assert_eq!(marker(&home, "trapper")["reason"], "signal:TERM");
+    assert_eq!(marker(&home, "trapper")["exitCode"], 0);
+}
+
+#[test]
+fn docker_stop_of_an_agent_that_exits_0_restores_it_even_under_clean() {
+    ensure_busybox();
+    let home = Home::new();
+    let repo = support::RoleRepo::new("host-work");
+    workspace(&home, "strict", "clean");
+    let spec = format!(
+        "  workspace: strict\n  command: [sh, -c, {}]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: clone}}]\n",
+        serde_json::to_string(TRAPS_TERM).unwrap(),
+        repo.path().display()
+    );
+    home.apply("stopped", &instance_yaml_with("stopped", &spec));
+    let container = home.container("stopped");
+    let checkout = home.object("stopped")["status"]["mounts"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let draft = std::path::Path::new(&checkout).join("draft.md");
+    std::fs::write(&draft, "unfinished").unwrap();
+    docker(&["stop", "-t", "5", &container]);
+    home.ok(&["controller", "--once"]);
+    let obj = home.object("stopped");
+    assert_eq!(obj["spec"]["phase"], "Running", "{obj}");
+    assert_eq!(obj["status"]["phase"], "Running", "{obj}");
+    assert_eq!(obj["status"]["session"]["reason"], "signal:TERM");
+    assert!(
+        running(&container),
+        "a stop from outside is restored (tier 1)"
+    );
+    assert!(draft.exists(), "the unfinished work is still there");
+}
+
+#[test]
+fn a_container_that_never_started_has_no_session_outcome() {
+    ensure_busybox();
+    let home = Home::new();
+    let path = home.write_input("fresh.yaml", &instance_yaml_with("fresh", ""));
+    let out = home
+        .command(&["apply", path.to_str().unwrap()])
+        .env("JACKIN_CRASH_AFTER", "create-container")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(86), "the crash was injected");
+    let container = home.container("fresh");
+    assert!(!running(&container), "created, never started");
+    home.ok(&["controller", "--once"]);
+    let obj = home.object("fresh");
+    assert!(obj["status"]["session"].is_null(), "{obj}");
+    assert_eq!(obj["status"]["phase"], "Running");
+    assert!(running(&container));
+}

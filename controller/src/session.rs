@@ -11,7 +11,7 @@ use jackin_reconcilers::assess::acknowledgement_digest;
 use jackin_reconcilers::decide::ANNOTATION_ACKNOWLEDGE;
 use jackin_reconcilers::fsutil::FileLock;
 use jackin_reconcilers::observe::InstanceView;
-use jackin_reconcilers::policy::{self, Ending, ExitAction};
+use jackin_reconcilers::policy::{self, ExitAction};
 use jackin_reconcilers::session::{self, MarkerState};
 use jiff::Timestamp;
 
@@ -47,6 +47,13 @@ impl Reconciler {
             MarkerState::Present(marker) => {
                 let finished = marker.finished();
                 let new = finished.is_some() && finished != recorded;
+                // The kernel's OOM killer is not the agent ending its
+                // session, whatever the wrapper saw; only the engine knows.
+                let oom = if new {
+                    self.oom_killed(view, &container).await?
+                } else {
+                    status.session.as_ref().and_then(|s| s.reason.as_deref()) == Some(REASON_OOM)
+                };
                 if new {
                     for stale in ["MarkerMalformed", "SessionOutcome", "ExitPolicy"] {
                         remove_condition(&mut status.conditions, stale);
@@ -55,21 +62,28 @@ impl Reconciler {
                         exit_code: Some(marker.exit_code),
                         finished_at: finished,
                         source: OutcomeSource::Marker,
-                        reason: Some(marker.reason.clone()),
+                        reason: Some(if oom { REASON_OOM } else { marker.reason() }.to_owned()),
                     });
                     let at = finished.map(|f| f.to_string()).unwrap_or_default();
                     self.after_session(&container, &name, &at, marker.exit_code);
                 }
+                if oom {
+                    // Preserved as it is; a restart would meet the same limit.
+                    return Ok(Some(marker.exit_code));
+                }
+                // Only a session the agent ended itself, while it was meant
+                // to run, goes to the exit policy. A stop that jackin (a
+                // `Kept` teardown), the operator or the engine caused is not
+                // an ending: `Kept` and `Purged` say what to do, and `Running`
+                // restores it.
+                let agent_ended =
+                    marker.ended_by_itself() && guard.obj.spec.phase == DesiredPhase::Running;
                 // The policy decides a new ending, and again one that waits
                 // for an operator who is no longer attached to answer.
                 let waiting = status.conditions.iter().any(|c| c.reason == "AskOperator");
                 let attached = attached(layout, &container);
-                if marker.ended_by_itself() && (new || (waiting && !attached)) {
-                    let ending = Ending {
-                        exit_code: marker.exit_code,
-                        oom: false,
-                    };
-                    let action = policy::on_exit(policy, ending, &view.mounts, attached);
+                if agent_ended && (new || (waiting && !attached)) {
+                    let action = policy::on_exit(policy, marker.exit_code, &view.mounts, attached);
                     events::record(
                         layout,
                         &container,
@@ -89,7 +103,7 @@ impl Reconciler {
                 // marker no longer speaks for what to do with it.
                 let kept =
                     guard.obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Kept);
-                return Ok((marker.ended_by_itself() && !kept).then_some(marker.exit_code));
+                return Ok((agent_ended && !kept).then_some(marker.exit_code));
             }
             MarkerState::Malformed(why) => {
                 if set_condition(
@@ -114,17 +128,19 @@ impl Reconciler {
                     return Ok(None);
                 };
                 let state = inspected.state.unwrap_or_default();
-                let started: Option<Timestamp> =
-                    state.started_at.as_deref().and_then(|t| t.parse().ok());
-                let finished: Option<Timestamp> =
-                    state.finished_at.as_deref().and_then(|t| t.parse().ok());
+                let started = engine_time(state.started_at.as_deref());
+                let finished = engine_time(state.finished_at.as_deref());
+                if started.is_none() {
+                    // Created but never started: no session has ended.
+                    return Ok(None);
+                }
                 // The marker's times have whole seconds.
                 let already = recorded
                     .is_some_and(|r| started.is_none_or(|s| r.as_second() >= s.as_second()));
                 if finished.is_some() && !already {
                     let code = state.exit_code.unwrap_or_default();
                     let reason = match (state.oom_killed, code) {
-                        (Some(true), _) => "oom",
+                        (Some(true), _) => REASON_OOM,
                         (_, 137) => "killed",
                         _ => "exited",
                     };
@@ -169,6 +185,24 @@ impl Reconciler {
         Ok(None)
     }
 
+    /// Whether the engine says the kernel killed the stopped container's
+    /// process for want of memory. Asked only when a new marker appears (a
+    /// pass that acts anyway), and only of a container that is still there.
+    async fn oom_killed(
+        &self,
+        view: &InstanceView,
+        container: &str,
+    ) -> Result<bool, ReconcileError> {
+        if view.container.is_none() {
+            return Ok(false);
+        }
+        let inspected = self.engine.inspect_container(container).await?;
+        Ok(inspected
+            .and_then(|c| c.state)
+            .and_then(|s| s.oom_killed)
+            .unwrap_or(false))
+    }
+
     /// The post-session step, which never needs the container: keep what
     /// the agent left in `state/artifacts/` outside the unit, and record the
     /// event. (The exit policy plugs in here.)
@@ -191,6 +225,16 @@ impl Reconciler {
         }
     }
 }
+
+/// A time the engine reports; it says "never" with the zero time
+/// (`0001-01-01T00:00:00Z`), which is no time at all.
+fn engine_time(text: Option<&str>) -> Option<Timestamp> {
+    text.and_then(|t| t.parse::<Timestamp>().ok())
+        .filter(|t| t.as_second() > 0)
+}
+
+/// `status.session.reason` of a session the kernel's OOM killer ended.
+const REASON_OOM: &str = "oom";
 
 /// Whether an operator is attached: `jackin attach` holds the lock while
 /// they are. A missing lock file means nobody (and creates nothing).

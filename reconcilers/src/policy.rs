@@ -2,9 +2,14 @@
 //! applied to how the session ended and what its isolated checkouts hold.
 //! A pure function, so the whole matrix is a unit test.
 //!
+//! Only a session the agent ended itself comes here. A stop that jackin, the
+//! operator or the engine caused (a `Kept` teardown, `docker stop` or
+//! `kill`, an engine shutdown, the OOM killer) never does: the caller tells
+//! them apart from the completion marker and the engine's state.
+//!
 //! | how it ended        | policy | checkouts        | operator | outcome                         |
 //! |---------------------|--------|------------------|----------|---------------------------------|
-//! | non-zero exit, OOM  | any    | any              | any      | preserved as `Crashed`, resumable |
+//! | non-zero exit       | any    | any              | any      | preserved as `Crashed`, resumable |
 //! | exit 0              | clean  | any              | any      | purged (the policy acknowledges) |
 //! | exit 0              | keep   | any              | any      | kept                            |
 //! | exit 0              | ask    | all safe         | any      | purged, without a question      |
@@ -31,21 +36,15 @@ pub enum ExitAction {
     Preserve,
 }
 
-/// How a session ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ending {
-    pub exit_code: i64,
-    pub oom: bool,
-}
-
-/// The exit policy's decision.
+/// The exit policy's decision for a session the agent ended with
+/// `exit_code`.
 pub fn on_exit(
     policy: ExitPolicy,
-    ending: Ending,
+    exit_code: i64,
     mounts: &[MountStatus],
     interactive: bool,
 ) -> ExitAction {
-    if ending.exit_code != 0 || ending.oom {
+    if exit_code != 0 {
         return ExitAction::Preserve;
     }
     let unfinished = mounts.iter().any(has_unfinished_work);
@@ -97,15 +96,7 @@ mod tests {
             for (state, mounts) in &checkouts {
                 for code in [0, 1] {
                     for interactive in [false, true] {
-                        let got = on_exit(
-                            policy,
-                            Ending {
-                                exit_code: code,
-                                oom: false,
-                            },
-                            mounts,
-                            interactive,
-                        );
+                        let got = on_exit(policy, code, mounts, interactive);
                         let clean = *state == "clean";
                         let expected = match (code, policy, clean, interactive) {
                             (1, ..) => Preserve,
@@ -132,30 +123,8 @@ mod tests {
     }
 
     #[test]
-    fn an_oom_kill_is_preserved_even_with_exit_zero() {
-        let got = on_exit(
-            ExitPolicy::Clean,
-            Ending {
-                exit_code: 0,
-                oom: true,
-            },
-            &[],
-            false,
-        );
-        assert_eq!(got, ExitAction::Preserve);
-    }
-
-    #[test]
     fn no_isolated_mounts_count_as_clean() {
-        let got = on_exit(
-            ExitPolicy::Ask,
-            Ending {
-                exit_code: 0,
-                oom: false,
-            },
-            &[],
-            false,
-        );
+        let got = on_exit(ExitPolicy::Ask, 0, &[], false);
         assert_eq!(got, ExitAction::Purge { acknowledge: false });
     }
 }

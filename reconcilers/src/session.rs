@@ -49,6 +49,7 @@ pub struct Marker {
     #[serde(default)]
     pub finished_at: String,
     /// `exited`, or `signal:TERM` (`HUP`) when a stop from outside ended it.
+    /// Written by a file the agent can change: read through [`Marker::reason`].
     pub reason: String,
     /// When the file was written.
     #[serde(skip)]
@@ -59,6 +60,17 @@ impl Marker {
     /// Whether the agent ended on its own, rather than being stopped.
     pub fn ended_by_itself(&self) -> bool {
         self.reason == "exited"
+    }
+
+    /// Who ended the session, as one of the words the wrapper writes; any
+    /// other text (the agent can write the file) is `unrecognized`.
+    pub fn reason(&self) -> &'static str {
+        match self.reason.as_str() {
+            "exited" => "exited",
+            "signal:TERM" => "signal:TERM",
+            "signal:HUP" => "signal:HUP",
+            _ => "unrecognized",
+        }
     }
 
     /// When the session ended: when the marker was written (to the
