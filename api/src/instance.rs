@@ -130,6 +130,10 @@ pub struct MountSpec {
     pub isolation: Isolation,
 }
 
+/// The longest `NAME=value` one environment variable may be: the kernel's
+/// limit for a single string handed to a program (`MAX_ARG_STRLEN`).
+pub const MAX_VALUE_BYTES: usize = 128 * 1024;
+
 /// An environment variable: a plain `value` (never a secret) or a reference
 /// in `valueFrom` that is resolved only when a container is created.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

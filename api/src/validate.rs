@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use crate::instance::{EnvVar, Instance, MountSpec};
+use crate::instance::{EnvVar, Instance, MAX_VALUE_BYTES, MountSpec};
 use crate::meta::{API_VERSION, ObjectMeta};
 use crate::workspace::Workspace;
 
@@ -129,49 +129,95 @@ fn api_version(errors: &mut Errors, value: &str) {
     }
 }
 
-/// Mount destinations are absolute, free of `..`, unique, and stay clear of
-/// `/jackin`, where jackin mounts its own state.
+/// Container paths a mount may not cover: jackin's own state and wrapper,
+/// the agent's home (the unit's `home/` is bound there), and the kernel's
+/// filesystems, which the engine refuses to bind over.
+const RESERVED_DESTINATIONS: [&str; 5] = ["/jackin", "/home/agent", "/proc", "/sys", "/dev"];
+
+/// `path` with repeated and trailing slashes folded, so that `//jackin/`
+/// and `/jackin` compare equal; `.` and `..` are left for the caller to
+/// refuse.
+pub fn normalize_path(path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    format!("/{}", parts.join("/"))
+}
+
+/// Mount sources are host paths: absolute, or under the operator's home
+/// (`~/…`). A relative path would be resolved against whatever directory a
+/// later command happens to run in.
+fn mount_source(src: &str) -> Result<(), String> {
+    if src.trim().is_empty() {
+        Err("must not be empty: expected a host path".into())
+    } else if src.chars().any(char::is_control) {
+        Err("must not contain control characters".into())
+    } else if !(src.starts_with('/') || src == "~" || src.starts_with("~/")) {
+        Err(format!(
+            "{src:?} is relative: expected an absolute host path, or one under your home (~/…)"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Mount destinations are absolute, written in normal form, unique, and
+/// stay clear of [`RESERVED_DESTINATIONS`]. Each check runs on the
+/// normalized path, so no spelling slips past it.
+fn mount_destination(dst: &str) -> Result<String, String> {
+    let normalized = normalize_path(dst);
+    if !dst.starts_with('/') {
+        return Err(format!(
+            "{dst:?} is not absolute: expected a path starting with '/'"
+        ));
+    }
+    if dst.chars().any(|c| c.is_control() || c == ':') {
+        return Err("must not contain ':' or control characters".into());
+    }
+    if normalized
+        .split('/')
+        .any(|part| part == ".." || part == ".")
+    {
+        return Err(format!(
+            "{dst:?} contains '.' or '..': expected a normalized absolute path"
+        ));
+    }
+    if normalized == "/" {
+        return Err("cannot mount over '/'".into());
+    }
+    if let Some(reserved) = RESERVED_DESTINATIONS
+        .iter()
+        .find(|r| normalized == **r || normalized.starts_with(&format!("{r}/")))
+    {
+        return Err(format!(
+            "{dst:?} is under {reserved}, which is reserved (jackin's state, the agent's home, \
+             the kernel's filesystems): choose another destination"
+        ));
+    }
+    if dst != normalized {
+        return Err(format!(
+            "{dst:?} is not in normal form: write it as {normalized:?}"
+        ));
+    }
+    Ok(normalized)
+}
+
 fn mounts(errors: &mut Errors, base: &str, mounts: &[MountSpec]) {
     let mut seen = HashSet::new();
     for (i, mount) in mounts.iter().enumerate() {
         let at = format!("{base}[{i}]");
-        if mount.src.trim().is_empty() {
-            errors.push(
-                format!("{at}.src"),
-                "must not be empty: expected a host path",
-            );
-        } else if mount.src.chars().any(char::is_control) {
-            errors.push(format!("{at}.src"), "must not contain control characters");
-        }
-        let dst = mount.dst.as_str();
-        let normalized = dst.trim_end_matches('/');
-        if !dst.starts_with('/') {
-            errors.push(
-                format!("{at}.dst"),
-                format!("{dst:?} is not absolute: expected a path starting with '/'"),
-            );
-        } else if dst.split('/').any(|part| part == ".." || part == ".") {
-            errors.push(
-                format!("{at}.dst"),
-                format!("{dst:?} contains '.' or '..': expected a normalized absolute path"),
-            );
-        } else if normalized.is_empty() {
-            errors.push(format!("{at}.dst"), "cannot mount over '/'");
-        } else if normalized == "/jackin" || normalized.starts_with("/jackin/") {
-            errors.push(
-                format!("{at}.dst"),
-                format!("{dst:?} is reserved for jackin's own state"),
-            );
-        } else if dst.chars().any(|c| c.is_control() || c == ':') {
-            errors.push(
-                format!("{at}.dst"),
-                "must not contain ':' or control characters",
-            );
-        } else if !seen.insert(normalized.to_owned()) {
-            errors.push(
-                format!("{at}.dst"),
-                format!("duplicate mount destination {dst:?}: each destination may appear once"),
-            );
+        errors.check(&format!("{at}.src"), mount_source(&mount.src));
+        match mount_destination(&mount.dst) {
+            Err(message) => errors.push(format!("{at}.dst"), message),
+            Ok(normalized) => {
+                if !seen.insert(normalized) {
+                    errors.push(
+                        format!("{at}.dst"),
+                        format!(
+                            "duplicate mount destination {:?}: each destination may appear once",
+                            mount.dst
+                        ),
+                    );
+                }
+            }
         }
     }
 }
@@ -186,6 +232,9 @@ fn env(errors: &mut Errors, vars: &[EnvVar]) {
                 format!("{at}.name"),
                 format!("duplicate variable {:?}", var.name),
             );
+        }
+        if let Some(value) = &var.value {
+            errors.check(&format!("{at}.value"), env_value(&var.name, value));
         }
         match (&var.value, &var.value_from) {
             (Some(_), Some(_)) => {
@@ -228,6 +277,35 @@ fn env(errors: &mut Errors, vars: &[EnvVar]) {
     }
 }
 
+/// A value the kernel can pass to a program: no NUL (it would end the
+/// string) and at most [`MAX_VALUE_BYTES`] for `NAME=value` together.
+fn env_value(name: &str, value: &str) -> Result<(), String> {
+    if value.contains('\0') {
+        Err("must not contain a NUL byte, which no environment variable can hold".into())
+    } else if name.len() + 1 + value.len() > MAX_VALUE_BYTES {
+        Err(format!(
+            "is {} bytes long: expected at most {MAX_VALUE_BYTES} bytes for NAME=value \
+             (the kernel's limit for one variable)",
+            name.len() + 1 + value.len()
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// A role repository git may read from: a path or a URL, never one of the
+/// transports that run a command (`ext::…`, `fd::…`).
+fn git_source(source: &str) -> Result<(), String> {
+    argv_value(source, "a repository")?;
+    if let Some((transport, _)) = source.split_once("::") {
+        return Err(format!(
+            "{source:?} uses git's {transport}:: transport, which runs commands: expected a \
+             path, or a URL (https://, ssh://, git://, file://)"
+        ));
+    }
+    Ok(())
+}
+
 /// `op://vault/item/field` (a section may sit between item and field).
 fn op_reference(reference: &str) -> Result<(), String> {
     let expected = "expected a 1Password reference op://vault/item/field";
@@ -257,10 +335,7 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
     errors.check("spec.role.name", dns_label(&spec.role.name));
     errors.check("spec.agent", dns_label(&spec.agent));
     if let Some(source) = &spec.role.source {
-        errors.check(
-            "spec.role.source.git",
-            argv_value(&source.git, "a repository"),
-        );
+        errors.check("spec.role.source.git", git_source(&source.git));
         if let Some(git_ref) = &source.git_ref {
             errors.check("spec.role.source.ref", argv_value(git_ref, "a ref"));
             if git_ref.contains(char::is_whitespace) {
@@ -405,6 +480,56 @@ mod tests {
                 "spec.mounts[5].dst"
             ]
         );
+    }
+
+    /// Every spelling of a reserved or duplicate destination is caught,
+    /// because each check runs on the normalized path.
+    #[test]
+    fn destinations_are_compared_normalized() {
+        for (dst, expected) in [
+            ("//jackin", "reserved"),
+            ("//jackin/state", "reserved"),
+            ("/jackin//bin", "reserved"),
+            ("/home/agent", "reserved"),
+            ("/home//agent/", "reserved"),
+            ("/proc/self", "reserved"),
+            ("//w", "normal form"),
+            ("/w/./x", "'.' or '..'"),
+            ("/w//../jackin", "'.' or '..'"),
+            ("//", "over '/'"),
+        ] {
+            let err = mount_destination(dst).unwrap_err();
+            assert!(err.contains(expected), "{dst}: {err}");
+        }
+        assert_eq!(mount_destination("/home/agentx").unwrap(), "/home/agentx");
+        assert_eq!(normalize_path("//a//b/"), "/a/b");
+    }
+
+    #[test]
+    fn sources_are_host_paths_not_relative_ones() {
+        for src in ["-rf", "relative/dir", "./x", "../x", "~other/x", ""] {
+            assert!(mount_source(src).is_err(), "{src:?} passed");
+        }
+        for src in ["/abs", "~", "~/src/app"] {
+            assert_eq!(mount_source(src), Ok(()), "{src}");
+        }
+    }
+
+    #[test]
+    fn env_values_hold_no_nul_and_fit_the_kernel() {
+        assert!(env_value("A", "a\0b").unwrap_err().contains("NUL"));
+        let big = "x".repeat(MAX_VALUE_BYTES);
+        assert!(env_value("A", &big).unwrap_err().contains("at most"));
+        assert_eq!(env_value("A", "fine"), Ok(()));
+    }
+
+    #[test]
+    fn git_transports_that_run_commands_are_refused() {
+        for source in ["ext::sh -c touch% /tmp/pwned", "fd::3"] {
+            assert!(git_source(source).unwrap_err().contains("transport"));
+        }
+        assert_eq!(git_source("https://example.org/r.git"), Ok(()));
+        assert_eq!(git_source("/srv/roles/architect"), Ok(()));
     }
 
     #[test]
