@@ -40,10 +40,13 @@ fn main() -> ExitCode {
         Err(err) => {
             if let Some(invalid) = err.downcast_ref::<apply::InvalidInput>() {
                 for line in &invalid.0 {
-                    eprintln!("error: {line}");
+                    eprintln!("error: {}", output::terminal_safe(line));
                 }
             } else {
-                eprintln!("error: {err:#}");
+                eprintln!(
+                    "error: {}",
+                    output::terminal_safe_lines(&format!("{err:#}"))
+                );
             }
             ExitCode::FAILURE
         }

@@ -49,8 +49,51 @@ pub fn age(since: Option<Timestamp>, now: Timestamp) -> String {
     }
 }
 
+/// `text` made safe to print on a terminal: control characters (a carriage
+/// return, an escape sequence, a newline inside a value) and the invisible
+/// characters that reorder text (bidirectional overrides, zero-width marks)
+/// are shown escaped, as `\r` or `\u{1b}`. Much of what jackin prints comes
+/// from the agent's side (file and branch names in a checkout, messages):
+/// it must never move the cursor or hide the lines around it.
+pub fn terminal_safe(text: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(hidden) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if hidden(c) {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// [`terminal_safe`] for each line of a text made of several lines.
+pub fn terminal_safe_lines(text: &str) -> String {
+    let mut out: String = text
+        .split('\n')
+        .map(terminal_safe)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if text.is_empty() {
+        out.clear();
+    }
+    out
+}
+
 /// Left-aligned columns separated by three spaces.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| terminal_safe(cell)).collect())
+        .collect();
+    let rows = &rows;
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -142,20 +185,21 @@ pub fn workspace_table(objects: &[Workspace], now: Timestamp) -> String {
 pub fn mounts_evidence(mounts: &[MountStatus]) -> String {
     let mut out = String::new();
     for m in mounts {
-        let _ = writeln!(out, "  {:?} {} ({})", m.isolation, m.dst, m.path);
+        let (dst, path) = (terminal_safe(&m.dst), terminal_safe(&m.path));
+        let _ = writeln!(out, "  {:?} {dst} ({path})", m.isolation);
         if m.dirty_files.is_empty() && m.unpushed_branches.is_empty() {
             let _ = writeln!(out, "    clean");
         }
         if !m.dirty_files.is_empty() {
             let _ = writeln!(out, "    uncommitted:");
             for f in &m.dirty_files {
-                let _ = writeln!(out, "      {f}");
+                let _ = writeln!(out, "      {}", terminal_safe(f));
             }
         }
         if !m.unpushed_branches.is_empty() {
             let _ = writeln!(out, "    unpushed:");
             for b in &m.unpushed_branches {
-                let _ = writeln!(out, "      {b}");
+                let _ = writeln!(out, "      {}", terminal_safe(b));
             }
         }
     }
@@ -309,7 +353,8 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
             let _ = writeln!(out, "  {line}");
         }
     }
-    out
+    // Values were escaped where they were written; this catches any other.
+    terminal_safe_lines(&out)
 }
 
 /// `exit 3 (marker)`, `unknown`, …
@@ -341,6 +386,16 @@ mod tests {
         assert_eq!(age(ago(3 * 3600), now), "3h");
         assert_eq!(age(ago(5 * 86400), now), "5d");
         assert_eq!(age(None, now), "-");
+    }
+
+    #[test]
+    fn agent_text_cannot_move_the_cursor() {
+        let name = "notes\r\u{1b}[2K\u{1b}[1Aclean\u{202e}txt";
+        let safe = terminal_safe(name);
+        assert!(!safe.chars().any(|c| c.is_control()), "{safe:?}");
+        assert_eq!(safe, "notes\\r\\u{1b}[2K\\u{1b}[1Aclean\\u{202e}txt");
+        assert_eq!(terminal_safe("plain/path.rs"), "plain/path.rs");
+        assert_eq!(terminal_safe_lines("a\rb\nc\n"), "a\\rb\nc\n");
     }
 
     #[test]

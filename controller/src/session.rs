@@ -43,7 +43,13 @@ impl Reconciler {
         let status = guard.obj.status.get_or_insert_default();
         let recorded = status.session.as_ref().and_then(|s| s.finished_at);
         let now = Timestamp::now();
-        match session::read_marker(layout, &container) {
+        let marker = {
+            let (layout, container) = (layout.clone(), container.clone());
+            tokio::task::spawn_blocking(move || session::read_marker(&layout, &container))
+                .await
+                .expect("reading the marker does not panic")
+        };
+        match marker {
             MarkerState::Present(marker) => {
                 let finished = marker.finished();
                 let new = finished.is_some() && finished != recorded;

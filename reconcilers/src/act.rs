@@ -347,8 +347,12 @@ async fn create_container(
             .iter()
             .map(|m| bind(m.src.clone(), &m.dst, m.readonly)),
     );
-    // Resolved here, handed to the engine, kept nowhere.
-    let mut env = secrets::resolve(&recipe.env)?;
+    // Resolved here, handed to the engine, kept nowhere. Reading files and
+    // running `op` block: off the runtime.
+    let vars = recipe.env.clone();
+    let mut env = tokio::task::spawn_blocking(move || secrets::resolve(&vars))
+        .await
+        .expect("resolving secrets does not panic")?;
     if !recipe.env.iter().any(|v| v.name == "HOME") {
         env.push(format!("HOME={AGENT_HOME}"));
     }

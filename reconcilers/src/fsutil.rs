@@ -1,7 +1,7 @@
 //! Durable file operations: atomic replacement, private permissions, locks.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -27,6 +27,42 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     File::open(dir)?.sync_all()
+}
+
+/// Reads a file that someone else controls (the agent writes the unit's
+/// `state/`; a secret reference names any path) without letting it hang or
+/// exhaust jackin: a symbolic link is not followed, only a regular file is
+/// read (opening a FIFO does not wait for a writer, and a FIFO or device is
+/// refused), and a file larger than `max_bytes` is refused. Blocking I/O:
+/// call it off the async runtime.
+pub fn read_untrusted(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "it is a symbolic link, which jackin does not follow here",
+            ),
+            _ => e,
+        })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is not a regular file (a FIFO, socket, device or directory)",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("it is larger than {max_bytes} bytes"),
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Removes a file, or a directory with everything in it; what is already
@@ -102,6 +138,30 @@ mod tests {
         assert_eq!(mode(&dir.path().join("a/b")), 0o700);
         // No temporary file is left beside it.
         assert_eq!(fs::read_dir(dir.path().join("a/b")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn untrusted_reads_refuse_links_fifos_and_large_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("marker");
+        fs::write(&file, b"{}").unwrap();
+        assert_eq!(read_untrusted(&file, 16).unwrap(), b"{}");
+
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let err = read_untrusted(&link, 16).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+
+        // A FIFO with no writer: opening must not wait for one.
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        let err = read_untrusted(&fifo, 16).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+
+        fs::write(&file, vec![b'x'; 17]).unwrap();
+        let err = read_untrusted(&file, 16).unwrap_err();
+        assert!(err.to_string().contains("larger than 16 bytes"), "{err}");
     }
 
     #[test]

@@ -4,9 +4,12 @@
 //! into the engine's create request. No error message carries a value: they
 //! name the variable and the reference instead.
 
+use std::path::Path;
 use std::process::Command;
 
-use jackin_api::instance::EnvVar;
+use jackin_api::instance::{EnvVar, MAX_VALUE_BYTES};
+
+use crate::fsutil::read_untrusted;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
@@ -48,12 +51,26 @@ fn value_of(var: &EnvVar) -> Result<String, SecretError> {
         });
     }
     if let Some(path) = &from.file {
-        let text = std::fs::read_to_string(path).map_err(|error| SecretError::File {
+        let failed = |error| SecretError::File {
             var: name(),
             path: path.clone(),
             error,
+        };
+        let bytes = read_untrusted(Path::new(path), MAX_VALUE_BYTES as u64).map_err(failed)?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            failed(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "it is not UTF-8 text",
+            ))
         })?;
-        return Ok(text.strip_suffix('\n').unwrap_or(&text).to_owned());
+        let value = text.strip_suffix('\n').unwrap_or(&text);
+        if value.contains('\0') {
+            return Err(failed(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "it holds a NUL byte, which no environment variable can",
+            )));
+        }
+        return Ok(value.to_owned());
     }
     if let Some(reference) = &from.one_password {
         let failed = |detail: String| SecretError::OnePassword {

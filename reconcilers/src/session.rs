@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use jiff::Timestamp;
 use serde::Deserialize;
 
-use crate::fsutil::{ensure_private_dir, remove_if_exists, write_atomic};
+use crate::fsutil::{ensure_private_dir, read_untrusted, remove_if_exists, write_atomic};
 use crate::layout::Layout;
 
 /// The wrapper, as shipped with this version of jackin.
@@ -90,20 +90,28 @@ pub enum MarkerState {
     Malformed(String),
 }
 
+/// The largest marker read; the wrapper writes about 300 bytes.
+const MAX_MARKER_BYTES: u64 = 64 * 1024;
+
+/// Reads the unit's marker. The agent can write `state/`, so the file may be
+/// a link, a FIFO or huge: it is read with [`read_untrusted`], and anything
+/// but a small regular file is malformed. Blocking: call it off the runtime.
 pub fn read_marker(layout: &Layout, container: &str) -> MarkerState {
     let path = marker_file(layout, container);
-    match std::fs::read(&path) {
-        Err(_) => MarkerState::Absent,
-        Ok(bytes) => match serde_json::from_slice::<Marker>(&bytes) {
-            Ok(mut marker) => {
-                marker.written = std::fs::metadata(&path)
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| Timestamp::try_from(t).ok());
-                MarkerState::Present(marker)
-            }
-            Err(e) => MarkerState::Malformed(format!("{}: {e}", path.display())),
-        },
+    let bytes = match read_untrusted(&path, MAX_MARKER_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return MarkerState::Absent,
+        Err(e) => return MarkerState::Malformed(format!("{}: {e}", path.display())),
+    };
+    match serde_json::from_slice::<Marker>(&bytes) {
+        Ok(mut marker) => {
+            marker.written = std::fs::symlink_metadata(&path)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| Timestamp::try_from(t).ok());
+            MarkerState::Present(marker)
+        }
+        Err(e) => MarkerState::Malformed(format!("{}: {e}", path.display())),
     }
 }
 
@@ -127,7 +135,9 @@ pub fn collect_artifacts(
     finished_at: &str,
 ) -> std::io::Result<Option<PathBuf>> {
     let from = layout.unit_dir(container).join("state").join("artifacts");
-    let has_any = std::fs::read_dir(&from).is_ok_and(|mut d| d.next().is_some());
+    // The agent made it: a link (to anywhere on the host) is not collected.
+    let is_dir = std::fs::symlink_metadata(&from).is_ok_and(|m| m.is_dir());
+    let has_any = is_dir && std::fs::read_dir(&from).is_ok_and(|mut d| d.next().is_some());
     if !has_any {
         return Ok(None);
     }

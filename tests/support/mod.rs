@@ -145,6 +145,12 @@ impl Home {
         self.command(args).output().expect("jackin runs")
     }
 
+    /// Runs `jackin ARGS…`, killing it if it has not finished within
+    /// `limit`; a hang fails the test instead of stalling the suite.
+    pub fn within(&self, limit: std::time::Duration, args: &[&str]) -> Output {
+        run_within(self.command(args), limit)
+    }
+
     /// Runs `jackin` and insists on success; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.jackin(args);
@@ -211,6 +217,34 @@ impl Home {
         std::fs::write(&path, text).unwrap();
         path
     }
+}
+
+/// Runs `cmd` with its output captured, killing it if it has not finished
+/// within `limit` (and then failing the test, naming the command).
+pub fn run_within(mut cmd: Command, limit: std::time::Duration) -> Output {
+    use std::process::Stdio;
+    let what = format!("{cmd:?}");
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command starts");
+    let pid = child.id();
+    let (done, finished) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let out = child.wait_with_output();
+        let _ = done.send(());
+        out
+    });
+    if finished.recv_timeout(limit).is_err() {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+        let _ = waiter.join();
+        panic!("{what} did not finish within {limit:?}");
+    }
+    waiter.join().unwrap().expect("the command ran")
 }
 
 /// An object's condition of type `kind`, if it has one.
