@@ -341,3 +341,195 @@ fn a_failed_preparation_leaves_nothing_in_the_host_after_a_purge() {
     let worktrees = git(&host.path(), &["worktree", "list", "--porcelain"]);
     assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
 }
+
+/// Runs `sh -c SCRIPT` in `dir` on the host (the agent's side of a checkout,
+/// as the agent would work in it).
+fn work_in(dir: &Path, script: &str) {
+    let out = std::process::Command::new("sh")
+        .args(["-c", script])
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "agent")
+        .env("GIT_AUTHOR_EMAIL", "agent@jackin.dev")
+        .env("GIT_COMMITTER_NAME", "agent")
+        .env("GIT_COMMITTER_EMAIL", "agent@jackin.dev")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Asserts that a purge without an acknowledgement is blocked and names
+/// `evidence`, and that the status shows it too.
+fn assert_purge_blocked(home: &Home, name: &str, evidence: &str) {
+    home.ok(&["controller", "--once"]);
+    let out = home.jackin(&["delete", name]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+    assert!(stderr.contains("the purge is blocked"), "{name}: {stderr}");
+    assert!(
+        stderr.contains(evidence),
+        "{name}: no {evidence:?} in {stderr}"
+    );
+    let describe = home.ok(&["describe", name]);
+    assert!(describe.contains(evidence), "{describe}");
+}
+
+#[test]
+fn the_gate_sees_stashes_ignored_files_and_tag_only_commits_in_a_clone() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    for (name, script, evidence) in [
+        (
+            "stashed",
+            "echo edit >> README && git stash --quiet",
+            "stash (1 entry)",
+        ),
+        (
+            "ignored",
+            "echo notes.txt >> .git/info/exclude && echo idea > notes.txt",
+            "!! notes.txt",
+        ),
+        (
+            "tagged",
+            "git checkout --quiet --detach && echo t > t && git add t && \
+             git commit --quiet -m t && git tag keep-me && git checkout --quiet main",
+            "tag keep-me",
+        ),
+    ] {
+        home.apply(name, &instance_with_mount(name, &host.path(), "clone"));
+        let checkout = checkout_path(&home, name);
+        work_in(&checkout, script);
+        assert_purge_blocked(&home, name, evidence);
+        // `ask` with nobody attached keeps such a session; it never purges.
+        assert!(checkout.exists());
+    }
+}
+
+#[test]
+fn a_missing_worktree_is_made_again_from_its_branch_and_its_commits_kept() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    home.apply(
+        "lost",
+        &instance_with_mount("lost", &host.path(), "worktree"),
+    );
+    let container = home.container("lost");
+    let checkout = checkout_path(&home, "lost");
+    work_in(
+        &checkout,
+        "echo w > work && git add work && git commit --quiet -m agent-work",
+    );
+    let commit = git(&checkout, &["rev-parse", "HEAD"]);
+    home.ok(&["set-phase", "lost", "kept"]);
+    std::fs::remove_dir_all(&checkout).unwrap();
+
+    // While the directory is gone, the branch's commits are still evidence.
+    assert_purge_blocked(&home, "lost", &format!("jackin/scratch/{container}"));
+
+    home.ok(&["set-phase", "lost", "running"]);
+    assert_eq!(git(&checkout, &["rev-parse", "HEAD"]), commit);
+    let branch = format!("jackin/scratch/{container}");
+    assert_eq!(git(&host.path(), &["rev-parse", &branch]), commit);
+    assert_purge_blocked(&home, "lost", &branch);
+}
+
+#[test]
+fn a_moved_home_keeps_its_scratch_branch_as_the_agents_work() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    home.apply(
+        "moved",
+        &instance_with_mount("moved", &host.path(), "worktree"),
+    );
+    let container = home.container("moved");
+    let checkout = checkout_path(&home, "moved");
+    work_in(
+        &checkout,
+        "echo w > work && git add work && git commit --quiet -m agent-work",
+    );
+    home.ok(&["set-phase", "moved", "kept"]);
+
+    // The operator moves JACKIN_HOME; commands then run against the new one.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let moved = elsewhere.path().join("home");
+    std::fs::rename(home.path(), &moved).unwrap();
+    let at_new_home = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_jackin"))
+            .env("JACKIN_HOME", &moved)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let resumed = at_new_home(&["set-phase", "moved", "running"]);
+    let blocked = at_new_home(&["delete", "moved"]);
+    // Put the home back first, so that its cleanup finds what it made.
+    std::fs::rename(&moved, home.path()).unwrap();
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&blocked.stderr);
+    assert_eq!(blocked.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("jackin/scratch/{container}")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn purging_never_prunes_the_operators_worktrees_nor_deletes_a_branch_with_commits() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    // The operator's own worktree, on a disk that is not mounted right now.
+    let theirs = host.dir.path().join("operators-worktree");
+    git(
+        &host.path(),
+        &[
+            "worktree",
+            "add",
+            "--quiet",
+            theirs.to_str().unwrap(),
+            "operators-own",
+        ],
+    );
+    let unmounted = host.dir.path().join("unmounted");
+    std::fs::rename(&theirs, &unmounted).unwrap();
+
+    home.apply(
+        "done",
+        &instance_with_mount("done", &host.path(), "worktree"),
+    );
+    let container = home.container("done");
+    let checkout = checkout_path(&home, "done");
+    work_in(
+        &checkout,
+        "echo w > work && git add work && git commit --quiet -m agent-work",
+    );
+    let commit = git(&checkout, &["rev-parse", "HEAD"]);
+    let out = home.ok(&["delete", "done", "--force"]);
+    assert!(out.ends_with("instance/done purged\n"), "{out}");
+
+    let worktrees = git(&host.path(), &["worktree", "list", "--porcelain"]);
+    assert!(
+        worktrees.contains(theirs.to_str().unwrap()),
+        "the operator's worktree entry was pruned: {worktrees}"
+    );
+    assert!(
+        !worktrees.contains(checkout.to_str().unwrap()),
+        "{worktrees}"
+    );
+    let branch = format!("jackin/scratch/{container}");
+    assert_eq!(
+        git(&host.path(), &["rev-parse", &branch]),
+        commit,
+        "a branch with commits was deleted"
+    );
+}

@@ -145,7 +145,15 @@ pub async fn act(
         }
         Step::RemoveCheckouts => {
             let layout = ctx.layout.clone();
-            blocking(move || isolation::remove_all(&layout, &container)).await?;
+            let name = obj.metadata.name.clone();
+            let kept = blocking(move || isolation::remove_all(&layout, &container)).await?;
+            for branch in kept {
+                tracing::warn!(
+                    instance = name,
+                    "kept the scratch branch {branch}: it holds commits no other ref has; \
+                     delete it with `git branch -D` once you no longer need them"
+                );
+            }
         }
         Step::CreateNetwork => {
             let labels = recipe_of(obj).labels.clone().into_iter().collect();

@@ -1,13 +1,23 @@
 //! The one assessment of an isolated checkout, used on every edge (purge,
-//! exit, resume): what would be lost if it were discarded.
+//! exit, resume): what would be lost if it were discarded. "Clean" means
+//! nothing would be.
 //!
-//! Unfinished work is any uncommitted file, and any local branch that is not
-//! safe. A branch is safe when its tip is the base commit, when its upstream
-//! exists and it has no commits ahead of it, or when its upstream is gone
-//! (merged and pruned). A detached `HEAD` with commits no branch holds is
-//! unsafe. Any git error is unsafe: the assessment fails closed. In a
-//! worktree the host's own branches, as they were when the worktree was made,
-//! are the operator's and are left out.
+//! Unfinished work is:
+//! - any uncommitted or untracked file, and any ignored one (`!!`): a
+//!   discarded checkout takes them all;
+//! - any local branch that is not safe. A branch is safe when its tip is the
+//!   base commit, when its upstream exists and it has no commits ahead of it,
+//!   or when its upstream is gone (merged and pruned);
+//! - a detached `HEAD` with commits no branch holds;
+//! - in a clone, which goes whole: every other ref (a stash, a tag, a note)
+//!   that holds commits neither a remote nor the host repository has.
+//!   A worktree's other refs live in the host repository and survive it;
+//! - a worktree whose directory is missing while its scratch branch still
+//!   holds commits: a purge would delete the branch.
+//!
+//! Any git error is unsafe: the assessment fails closed. In a worktree the
+//! host's own branches, as they were when the worktree was made, are the
+//! operator's and are left out; the scratch branch never is.
 
 use std::path::Path;
 
@@ -51,19 +61,43 @@ fn git_in(dir: &str, args: &[&str]) -> Result<String, String> {
 
 /// Assesses one recorded checkout.
 pub fn assess(record: &IsolationRecord) -> Assessment {
-    if !Path::new(&record.path).exists() {
-        return Assessment {
-            error: Some(format!("the checkout {} is missing", record.path)),
-            ..Default::default()
-        };
-    }
-    match assess_inner(record) {
+    let result = if Path::new(&record.path).exists() {
+        assess_inner(record)
+    } else {
+        assess_missing(record)
+    };
+    match result {
         Ok(assessment) => assessment,
         Err(error) => Assessment {
             error: Some(error),
             ..Default::default()
         },
     }
+}
+
+/// A checkout whose directory is gone (deleted, or on a disk that is not
+/// mounted). A clone took its work with it; a worktree's scratch branch
+/// lives on in the host repository, and a purge would delete it.
+fn assess_missing(record: &IsolationRecord) -> Result<Assessment, String> {
+    let mut assessment = Assessment::default();
+    let Some(branch) = &record.scratch_branch else {
+        return Ok(assessment);
+    };
+    let src = record.src.as_str();
+    let full = format!("refs/heads/{branch}");
+    let Ok(tip) = git_in(src, &["rev-parse", "--verify", "--quiet", &full]) else {
+        return Ok(assessment);
+    };
+    let tip = tip.trim();
+    assessment.fingerprint.push(format!("{branch}\0{tip}"));
+    let ahead = count(src, &format!("{}..{full}", record.base_commit))?;
+    if ahead > 0 {
+        assessment.unsafe_branches.push(format!(
+            "{branch} ({ahead} commits since the base; its checkout {} is missing)",
+            record.path
+        ));
+    }
+    Ok(assessment)
 }
 
 fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
@@ -73,6 +107,23 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
         dir,
         &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
     )?;
+    // Ignored files go with the checkout too. Listed by directory, so a
+    // large ignored tree (a build's output) is one entry.
+    let ignored = git_in(
+        dir,
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--ignored=traditional",
+            "--untracked-files=normal",
+        ],
+    )?;
+    let ignored = ignored
+        .split('\0')
+        .filter(|e| e.starts_with("!! "))
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
     let mut entries = status.split('\0').filter(|e| !e.is_empty());
     while let Some(entry) = entries.next() {
         // A rename or copy is followed by its original path.
@@ -84,6 +135,13 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
         assessment
             .fingerprint
             .push(format!("{entry}\0{}", content_hash(&file)));
+    }
+    for entry in ignored {
+        let file = Path::new(dir).join(entry.get(3..).unwrap_or_default());
+        assessment
+            .fingerprint
+            .push(format!("{entry}\0{}", content_hash(&file)));
+        assessment.dirty_files.push(entry);
     }
 
     let refs = git_in(
@@ -100,8 +158,8 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
             return Err(format!("unexpected for-each-ref output: {line:?}"));
         };
         assessment.fingerprint.push(format!("{name}\0{tip}"));
-        let untouched_host_branch =
-            record.host_branches.get(*name).map(String::as_str) == Some(*tip);
+        let untouched_host_branch = record.scratch_branch.as_deref() != Some(*name)
+            && record.host_branches.get(*name).map(String::as_str) == Some(*tip);
         if untouched_host_branch || *tip == record.base_commit || track.contains("gone") {
             continue;
         }
@@ -118,6 +176,9 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
                 .unsafe_branches
                 .push(format!("{name} ({ahead} commits ahead of {upstream})"));
         }
+    }
+    if record.scratch_branch.is_none() {
+        other_refs_of_a_clone(record, &mut assessment)?;
     }
 
     // Commits on a detached HEAD that no branch or remote holds.
@@ -147,18 +208,108 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
     Ok(assessment)
 }
 
+/// The refs of a clone other than its branches and remotes (a stash, tags,
+/// notes, anything under `refs/`) that hold commits no remote of the clone
+/// and not the host repository has: deleting the clone would lose them.
+fn other_refs_of_a_clone(
+    record: &IsolationRecord,
+    assessment: &mut Assessment,
+) -> Result<(), String> {
+    let dir = record.path.as_str();
+    let refs = git_in(
+        dir,
+        &["for-each-ref", "--format=%(refname)%00%(objectname)"],
+    )?;
+    for line in refs.lines() {
+        let Some((name, tip)) = line.split_once('\0') else {
+            return Err(format!("unexpected for-each-ref output: {line:?}"));
+        };
+        if name.starts_with("refs/heads/") || name.starts_with("refs/remotes/") {
+            continue;
+        }
+        assessment.fingerprint.push(format!("{name}\0{tip}"));
+        let lonely = git_in(
+            dir,
+            &[
+                "rev-list",
+                "--count",
+                name,
+                "--not",
+                "--remotes",
+                &record.base_commit,
+                "--",
+            ],
+        )?;
+        let lonely: u64 = lonely
+            .trim()
+            .parse()
+            .map_err(|e| format!("rev-list {name}: {e}"))?;
+        let host_has_it = git::run(&[
+            "-C",
+            &record.src,
+            "cat-file",
+            "-e",
+            &format!("{tip}^{{commit}}"),
+        ])
+        .is_ok();
+        if lonely == 0 || host_has_it {
+            continue;
+        }
+        let what = match name {
+            "refs/stash" => {
+                let entries = git_in(dir, &["stash", "list"])?.lines().count();
+                let plural = if entries == 1 { "entry" } else { "entries" };
+                format!("stash ({entries} {plural})")
+            }
+            _ => match name.strip_prefix("refs/tags/") {
+                Some(tag) => format!("tag {tag} ({lonely} commits on no branch or remote)"),
+                None => format!("{name} ({lonely} commits on no branch or remote)"),
+            },
+        };
+        assessment.unsafe_branches.push(what);
+    }
+    Ok(())
+}
+
 /// The SHA-256 of a file's bytes (of a directory's listing, for an
 /// untracked directory), or a word for what is not there.
 fn content_hash(path: &Path) -> String {
-    let bytes = match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_file() => std::fs::read(path).unwrap_or_default(),
-        Ok(meta) if meta.is_symlink() => std::fs::read_link(path)
-            .map(|t| t.display().to_string().into_bytes())
-            .unwrap_or_default(),
-        Ok(_) => return "other".into(),
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
         Err(_) => return "absent".into(),
     };
-    Sha256::digest(&bytes)
+    let mut hasher = Sha256::new();
+    if meta.is_symlink() {
+        let target = std::fs::read_link(path).unwrap_or_default();
+        hasher.update(target.display().to_string().as_bytes());
+    } else if meta.is_file() {
+        // The agent writes these files: stream them (one may be huge), and
+        // never follow a link or wait on a FIFO swapped in meanwhile.
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path);
+        let Ok(mut file) = opened else {
+            return "unreadable".into();
+        };
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return "other".into();
+        }
+        let mut buffer = vec![0; 64 * 1024];
+        loop {
+            match file.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => hasher.update(&buffer[..n]),
+                Err(_) => return "unreadable".into(),
+            }
+        }
+    } else {
+        return "other".into();
+    }
+    hasher
+        .finalize()
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
@@ -452,12 +603,70 @@ mod tests {
 
     #[test]
     fn git_failures_fail_closed() {
-        let mut f = Fixture::new(Isolation::Clone);
+        let f = Fixture::new(Isolation::Clone);
         std::fs::remove_dir_all(f.checkout().join(".git")).unwrap();
         std::fs::create_dir(f.checkout().join(".git")).unwrap();
         assert!(f.assess().error.is_some());
-        f.record.path = "/nonexistent/checkout".into();
         assert!(!f.assess().is_safe());
+    }
+
+    #[test]
+    fn ignored_files_are_unfinished_work() {
+        for mode in MODES {
+            let f = Fixture::new(mode);
+            let exclude = git(f.checkout(), &["rev-parse", "--git-path", "info/exclude"]);
+            let exclude = f.checkout().join(exclude);
+            std::fs::create_dir_all(exclude.parent().unwrap()).unwrap();
+            std::fs::write(&exclude, "notes.txt\ntarget/\n").unwrap();
+            std::fs::write(f.checkout().join("notes.txt"), "idea").unwrap();
+            std::fs::create_dir_all(f.checkout().join("target/debug")).unwrap();
+            std::fs::write(f.checkout().join("target/debug/big"), "x").unwrap();
+            let a = f.assess();
+            assert_eq!(a.dirty_files, ["!! notes.txt", "!! target/"], "{mode:?}");
+        }
+    }
+
+    /// A clone goes whole, so its stash and its tags are evidence; a
+    /// worktree's live in the host repository and survive it.
+    #[test]
+    fn stashes_and_tag_only_commits_count_where_they_would_be_lost() {
+        for mode in MODES {
+            let f = Fixture::new(mode);
+            std::fs::write(f.checkout().join("README"), "edited\n").unwrap();
+            git(f.checkout(), &["stash", "--quiet"]);
+            git(f.checkout(), &["checkout", "--quiet", "--detach"]);
+            f.commit("tagged");
+            git(f.checkout(), &["tag", "keep-me"]);
+            git(f.checkout(), &["checkout", "--quiet", "-"]);
+            let a = f.assess();
+            let expected: &[&str] = match mode {
+                Isolation::Clone => &[
+                    "stash (1 entry)",
+                    "tag keep-me (1 commits on no branch or remote)",
+                ],
+                _ => &[],
+            };
+            assert_eq!(a.unsafe_branches, expected, "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn a_missing_checkout_is_judged_by_what_survives_it() {
+        // A clone took its work with it: nothing is left to lose.
+        let mut f = Fixture::new(Isolation::Clone);
+        f.record.path = "/nonexistent/checkout".into();
+        assert!(f.assess().is_safe());
+
+        // A worktree's scratch branch survives it in the host repository.
+        let f = Fixture::new(Isolation::Worktree);
+        std::fs::remove_dir_all(f.checkout()).unwrap();
+        assert!(f.assess().is_safe(), "no commits on the branch yet");
+        let f = Fixture::new(Isolation::Worktree);
+        f.commit("work");
+        std::fs::remove_dir_all(f.checkout()).unwrap();
+        let a = f.assess();
+        assert_eq!(a.unsafe_branches.len(), 1, "{a:?}");
+        assert!(a.unsafe_branches[0].contains("is missing"), "{a:?}");
     }
 
     #[test]

@@ -9,7 +9,14 @@
 //! Both are made once under the unit's `git/` directory, recorded with their
 //! base commit in `.jackin/isolation.json`, and reused as they are afterwards:
 //! no reset, no rebase, no pull. Before a kept checkout is reused, the host
-//! repository must still hold its base commit.
+//! repository must still hold its base commit. A worktree whose directory
+//! went missing is made again from its scratch branch, commits and all.
+//!
+//! The operator's repository is touched only where jackin's own parts are:
+//! its worktree entry, removed by path (never a repository-wide `git
+//! worktree prune`, which would also drop the entry of an operator's
+//! worktree on a disk that is not mounted), and its scratch branch, deleted
+//! only when every commit on it is held elsewhere.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -96,20 +103,41 @@ fn records_file(layout: &Layout, container: &str) -> PathBuf {
     layout.unit_meta_dir(container).join("isolation.json")
 }
 
-/// The unit's isolation records; none when the file does not exist.
+/// The unit's isolation records; none when the file does not exist. Each
+/// record's path is where the layout puts that checkout now, so a moved
+/// `JACKIN_HOME` still finds its checkouts.
 pub fn read_records(
     layout: &Layout,
     container: &str,
 ) -> Result<Vec<IsolationRecord>, IsolationError> {
     let path = records_file(layout, container);
-    match std::fs::read(&path) {
+    let mut records: Vec<IsolationRecord> = match std::fs::read(&path) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| IsolationError::Records {
             path,
             message: e.to_string(),
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(io(&path)(e)),
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io(&path)(e)),
+    };
+    for record in &mut records {
+        let here = checkout_path(layout, container, record.isolation, &record.dst);
+        record.path = path_str(&here).to_owned();
     }
+    Ok(records)
+}
+
+/// Where the checkout of the mount at `dst` lives in the unit.
+fn checkout_path(layout: &Layout, container: &str, isolation: Isolation, dst: &str) -> PathBuf {
+    let kind = if isolation == Isolation::Worktree {
+        "worktree"
+    } else {
+        "clone"
+    };
+    layout
+        .unit_dir(container)
+        .join("git")
+        .join(kind)
+        .join(slug(dst))
 }
 
 fn write_records(
@@ -152,6 +180,11 @@ fn head_commit(repo: &str, dst: &str) -> Result<String, IsolationError> {
         })
 }
 
+/// The prefix of every scratch branch jackin makes.
+const SCRATCH_PREFIX: &str = "jackin/scratch/";
+
+/// The host's own branches and their tips; scratch branches (of this or
+/// any other unit) are jackin's, never the operator's.
 fn branch_tips(repo: &str) -> Result<BTreeMap<String, String>, GitError> {
     let out = git::run(&[
         "-C",
@@ -164,7 +197,7 @@ fn branch_tips(repo: &str) -> Result<BTreeMap<String, String>, GitError> {
         .lines()
         .filter_map(|line| {
             let (name, tip) = line.split_once('\0')?;
-            Some((name.to_owned(), tip.to_owned()))
+            (!name.starts_with(SCRATCH_PREFIX)).then(|| (name.to_owned(), tip.to_owned()))
         })
         .collect())
 }
@@ -179,14 +212,25 @@ pub fn prepare(
 ) -> Result<(), IsolationError> {
     let mut records = read_records(layout, container)?;
     for mount in mounts.iter().filter(|m| m.isolation != Isolation::Shared) {
-        let existing = records
-            .iter()
-            .find(|r| r.dst == mount.dst && Path::new(&r.path).exists());
+        let existing = records.iter().find(|r| r.dst == mount.dst).cloned();
         match existing {
-            Some(record) => verify(record)?,
-            None => {
-                // Recorded before anything is made, so that a failure or a
-                // crash half-way leaves a record a purge can clean up from.
+            Some(record) if Path::new(&record.path).exists() => {
+                verify(&record)?;
+                if record.isolation == Isolation::Worktree {
+                    // The home may have moved: point the host's entry here.
+                    git::run(&["-C", &record.src, "worktree", "repair", "--", &record.path])?;
+                }
+            }
+            // A worktree whose directory is gone: its branch still holds the
+            // agent's commits. Made again from it, never from scratch.
+            Some(record) if record.isolation == Isolation::Worktree => {
+                verify(&record)?;
+                make_checkout(&record)?;
+            }
+            // A clone is nothing without its directory: a new one, recorded
+            // before anything is made, so that a failure or a crash half-way
+            // leaves a record a purge can clean up from.
+            _ => {
                 let record = plan_record(layout, container, mount)?;
                 records.retain(|r| r.dst != mount.dst);
                 records.push(record.clone());
@@ -247,16 +291,15 @@ fn plan_record(
     let src = mount.src.as_str();
     let base = head_commit(src, &mount.dst)?;
     let worktree = mount.isolation == Isolation::Worktree;
-    let kind = if worktree { "worktree" } else { "clone" };
-    let parent = layout.unit_dir(container).join("git").join(kind);
-    ensure_private_dir(&parent).map_err(io(&parent))?;
-    let path = parent.join(slug(&mount.dst));
+    let path = checkout_path(layout, container, mount.isolation, &mount.dst);
+    let parent = path.parent().expect("a checkout has a parent");
+    ensure_private_dir(parent).map_err(io(parent))?;
     Ok(IsolationRecord {
         dst: mount.dst.clone(),
         src: src.to_owned(),
         isolation: mount.isolation,
         path: path_str(&path).to_owned(),
-        scratch_branch: worktree.then(|| format!("jackin/scratch/{container}")),
+        scratch_branch: worktree.then(|| format!("{SCRATCH_PREFIX}{container}")),
         base_commit: base,
         host_branches: if worktree {
             branch_tips(src)?
@@ -286,21 +329,38 @@ fn make_checkout(record: &IsolationRecord) -> Result<(), IsolationError> {
             if version != "1" {
                 git::run(&["-C", src, "config", "core.repositoryformatversion", "1"])?;
             }
-            // Left by an interrupted attempt: nothing was committed on it.
-            let _ = git::run(&["-C", src, "worktree", "prune"]);
-            let _ = git::run(&["-C", src, "branch", "-D", "--", branch]);
-            git::run(&[
-                "-C",
-                src,
-                "worktree",
-                "add",
-                "--quiet",
-                "-b",
-                branch,
-                "--",
-                &record.path,
-                &record.base_commit,
-            ])?;
+            // An entry of ours whose directory is gone (or an interrupted
+            // attempt's) would refuse the path: remove it, by path only.
+            remove_worktree_entry(src, &record.path);
+            let full = format!("refs/heads/{branch}");
+            let branch_exists =
+                git::run(&["-C", src, "rev-parse", "--verify", "--quiet", &full]).is_ok();
+            if branch_exists {
+                // The agent's commits are on it: check it out as it is.
+                git::run(&[
+                    "-C",
+                    src,
+                    "worktree",
+                    "add",
+                    "--quiet",
+                    "--",
+                    &record.path,
+                    branch,
+                ])?;
+            } else {
+                git::run(&[
+                    "-C",
+                    src,
+                    "worktree",
+                    "add",
+                    "--quiet",
+                    "-b",
+                    branch,
+                    "--",
+                    &record.path,
+                    &record.base_commit,
+                ])?;
+            }
         }
         None => {
             git::run(&[
@@ -316,34 +376,58 @@ fn make_checkout(record: &IsolationRecord) -> Result<(), IsolationError> {
     Ok(())
 }
 
+/// Removes the host repository's entry for the worktree at `path`, if it
+/// has one, and no other (a missing directory is no obstacle). What is not
+/// there is not an error.
+fn remove_worktree_entry(src: &str, path: &str) {
+    let _ = git::run(&["-C", src, "worktree", "remove", "--force", "--", path]);
+}
+
 /// Removes every isolated checkout of the unit: a worktree through git (its
-/// scratch branch deleted, the host's worktree list pruned), a clone as a
-/// directory. The host repository's own branches and files stay.
-pub fn remove_all(layout: &Layout, container: &str) -> Result<(), IsolationError> {
+/// entry removed by path), a clone as a directory. A scratch branch is
+/// deleted only when every commit on it is held by another ref; otherwise it
+/// stays in the host repository and is returned, so that nothing committed
+/// is ever lost. The host repository's own branches and files stay.
+pub fn remove_all(layout: &Layout, container: &str) -> Result<Vec<String>, IsolationError> {
     let records = read_records(layout, container)?;
+    let mut kept_branches = Vec::new();
     for record in &records {
-        if record.isolation == Isolation::Worktree && Path::new(&record.src).exists() {
-            let _ = git::run(&[
-                "-C",
-                &record.src,
-                "worktree",
-                "remove",
-                "--force",
-                &record.path,
-            ]);
+        let src = record.src.as_str();
+        if record.isolation == Isolation::Worktree && Path::new(src).exists() {
+            if Path::new(&record.path).exists() {
+                // A moved home: the host's entry must point here first.
+                let _ = git::run(&["-C", src, "worktree", "repair", "--", &record.path]);
+            }
+            remove_worktree_entry(src, &record.path);
             if let Some(branch) = &record.scratch_branch {
-                let _ = git::run(&["-C", &record.src, "branch", "-D", "--", branch]);
+                if held_elsewhere(src, branch)? {
+                    let _ = git::run(&["-C", src, "branch", "-D", "--", branch]);
+                } else {
+                    kept_branches.push(format!("{branch} in {src}"));
+                }
             }
         }
         remove_if_exists(Path::new(&record.path)).map_err(io(Path::new(&record.path)))?;
-        if record.isolation == Isolation::Worktree && Path::new(&record.src).exists() {
-            let _ = git::run(&["-C", &record.src, "worktree", "prune"]);
-        }
     }
     if !records.is_empty() {
         write_records(layout, container, &[])?;
     }
-    Ok(())
+    Ok(kept_branches)
+}
+
+/// Whether every commit on `branch` is reachable from some other ref of the
+/// repository (so deleting the branch loses nothing). A branch that does
+/// not exist holds nothing.
+fn held_elsewhere(src: &str, branch: &str) -> Result<bool, GitError> {
+    let full = format!("refs/heads/{branch}");
+    if git::run(&["-C", src, "rev-parse", "--verify", "--quiet", &full]).is_err() {
+        return Ok(true);
+    }
+    let exclude = format!("--exclude={full}");
+    let out = git::run(&[
+        "-C", src, "rev-list", "--count", &full, "--not", &exclude, "--all", "--",
+    ])?;
+    Ok(String::from_utf8_lossy(&out).trim() == "0")
 }
 
 #[cfg(test)]
