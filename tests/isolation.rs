@@ -533,3 +533,42 @@ fn purging_never_prunes_the_operators_worktrees_nor_deletes_a_branch_with_commit
         "a branch with commits was deleted"
     );
 }
+
+#[test]
+fn a_worktree_is_a_git_checkout_inside_the_container_without_the_hooks() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    home.apply(
+        "ingit",
+        &instance_with_mount("ingit", &host.path(), "worktree"),
+    );
+    let container = home.container("ingit");
+    let in_container = |script: &str| {
+        std::process::Command::new("docker")
+            .args(["exec", &container, "sh", "-c", script])
+            .output()
+            .unwrap()
+    };
+    // What git reads to find the repository is there, at the paths the
+    // checkout's `.git` file names.
+    let check = in_container(
+        "set -e; dir=$(sed -n 's/^gitdir: //p' /workspace/app/.git); \
+         test -f \"$dir/HEAD\"; test -f \"$dir/$(cat \"$dir/commondir\")/HEAD\"; \
+         common=$(cd \"$dir/$(cat \"$dir/commondir\")\" && pwd); \
+         test -d \"$common/objects\"; touch \"$common/objects/.probe\"; \
+         rm \"$common/objects/.probe\"; echo \"$common\"",
+    );
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let common = String::from_utf8_lossy(&check.stdout).trim().to_owned();
+    assert_eq!(Path::new(&common), host.path().join(".git"));
+    // Hooks and config run on the operator's side: the agent cannot write them.
+    for path in ["hooks/post-checkout", "config"] {
+        let out = in_container(&format!("echo x >> {common}/{path}"));
+        assert!(!out.status.success(), "the agent wrote {path}");
+    }
+}

@@ -355,6 +355,12 @@ async fn create_container(
             .iter()
             .map(|m| bind(m.src.clone(), &m.dst, m.readonly)),
     );
+    let (layout, unit_name) = (ctx.layout.clone(), container.to_owned());
+    let git = blocking(move || isolation::git_binds(&layout, &unit_name)).await?;
+    mounts.extend(
+        git.into_iter()
+            .map(|g| bind(g.path.clone(), &g.path, g.read_only)),
+    );
     // Resolved here, handed to the engine, kept nowhere. Reading files and
     // running `op` block: off the runtime.
     let vars = recipe.env.clone();

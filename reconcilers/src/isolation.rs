@@ -268,6 +268,70 @@ pub fn bind_sources(
         .collect()
 }
 
+/// A bind mount a worktree needs besides its own directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitBind {
+    /// The host path, bound at the same path in the container.
+    pub path: String,
+    pub read_only: bool,
+}
+
+/// What a worktree's git needs inside the container. Its `.git` file names
+/// the host repository's git directory by its host path, so that directory
+/// is bound at the same path: read-only, so that the agent can plant no hook
+/// or config that would run on the operator's next `git` command, with
+/// writable binds over just what committing on the scratch branch writes
+/// (the objects, the scratch branches' refs, the reflogs, and the
+/// worktree's own directory: its HEAD, index and config).
+pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, IsolationError> {
+    let mut binds = Vec::new();
+    for record in read_records(layout, container)? {
+        let Some(branch) = &record.scratch_branch else {
+            continue;
+        };
+        let out = git::run(&[
+            "-C",
+            &record.path,
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-dir",
+            "--git-common-dir",
+        ])?;
+        let out = String::from_utf8_lossy(&out);
+        let mut lines = out.lines();
+        let (Some(own), Some(common)) = (lines.next(), lines.next()) else {
+            return Err(IsolationError::NotPrepared { dst: record.dst });
+        };
+        let common = Path::new(common);
+        let refs_dir = Path::new(branch).parent().unwrap_or(Path::new(""));
+        let writable = [
+            common.join("objects"),
+            common.join("refs/heads").join(refs_dir),
+            common.join("logs"),
+            PathBuf::from(own),
+        ];
+        binds.push(GitBind {
+            path: path_str(common).to_owned(),
+            read_only: true,
+        });
+        for dir in writable {
+            ensure_dir(&dir)?;
+            binds.push(GitBind {
+                path: path_str(&dir).to_owned(),
+                read_only: false,
+            });
+        }
+    }
+    binds.dedup();
+    Ok(binds)
+}
+
+/// Creates a directory git would create on its own (it cannot once the
+/// parent is bound read-only).
+fn ensure_dir(dir: &Path) -> Result<(), IsolationError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))
+}
+
 /// The reuse check: the host must still contain the base commit.
 fn verify(record: &IsolationRecord) -> Result<(), IsolationError> {
     let spec = format!("{}^{{commit}}", record.base_commit);
