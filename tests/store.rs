@@ -307,3 +307,46 @@ fn completions_are_generated() {
     let script = home.ok(&["completions", "bash"]);
     assert!(script.contains("set-phase"));
 }
+
+#[test]
+fn absurd_durations_are_usage_errors_that_change_nothing() {
+    let home = Home::new();
+    home.record("steady", &instance_yaml("steady"));
+    let before = home.snapshot();
+    for args in [
+        &[
+            "set-phase",
+            "steady",
+            "kept",
+            "--timeout",
+            "18446744073709551615",
+        ][..],
+        &["set-phase", "steady", "kept", "--timeout", "0s"],
+        &["controller", "--resync", "0s"],
+        &["controller", "--sweep", "100000h"],
+        &["controller", "--concurrency", "0"],
+    ] {
+        let out = home.jackin(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("expected"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    home.assert_unchanged(&before, "the home");
+    assert_eq!(home.object("steady")["spec"]["phase"], "Running");
+}
+
+#[test]
+fn a_stream_of_800000_empty_documents_is_read_in_one_pass() {
+    let home = Home::new();
+    let path = home.write_input("empty.yaml", &"---\n".repeat(800_000));
+    // The bound catches a quadratic split (it took minutes); it is not a
+    // speed figure, which the benchmark script reports.
+    let out = home.within(
+        std::time::Duration::from_secs(60),
+        &["apply", path.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no objects found"), "{stderr}");
+}

@@ -84,11 +84,26 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<Object>, Vec<ManifestError>
     }
 }
 
-/// One document of a stream, padded with blank lines so that the parser's
-/// line numbers are the file's.
+/// One document of a stream. The parser numbers lines from the document's
+/// start; adding `line_offset` gives the file's line. (Padding each
+/// document with blank lines instead would make splitting quadratic.)
 struct Document {
     text: String,
+    /// The file's line of the document's first content.
     first_line: usize,
+    /// The file's line before the document's text begins.
+    line_offset: usize,
+}
+
+impl Document {
+    /// A line the parser reported, as a line of the file.
+    fn file_line(&self, parser_line: usize) -> usize {
+        if parser_line == 0 {
+            0
+        } else {
+            parser_line + self.line_offset
+        }
+    }
 }
 
 /// Splits a stream at its document markers. A marker is `---` or `...` at the
@@ -98,6 +113,7 @@ fn split_documents(text: &str) -> Vec<Document> {
     let mut docs = Vec::new();
     let mut current = String::new();
     let mut first_line = 1;
+    let mut line_offset = 0;
     let mut has_content = false;
     let is_marker = |line: &str, marker: &str| {
         line.strip_prefix(marker)
@@ -111,9 +127,12 @@ fn split_documents(text: &str) -> Vec<Document> {
                 docs.push(Document {
                     text: std::mem::take(&mut current),
                     first_line,
+                    line_offset,
                 });
             }
-            current = "\n".repeat(line_no - 1);
+            current.clear();
+            // The marker's line is the document text's first line.
+            line_offset = line_no - 1;
             first_line = line_no;
             has_content = false;
             // Content after `---` on the same line belongs to the new
@@ -141,6 +160,7 @@ fn split_documents(text: &str) -> Vec<Document> {
         docs.push(Document {
             text: current,
             first_line,
+            line_offset,
         });
     }
     docs
@@ -162,7 +182,7 @@ fn parse_document(source: &str, doc: &Document) -> Result<Option<Object>, Vec<Ma
         message,
     };
     let type_meta: Option<TypeMeta> =
-        serde_saphyr::from_str(&doc.text).map_err(|e| vec![yaml_error(source, None, &e)])?;
+        serde_saphyr::from_str(&doc.text).map_err(|e| vec![yaml_error(source, doc, None, &e)])?;
     let Some(type_meta) = type_meta else {
         return Ok(None);
     };
@@ -173,19 +193,19 @@ fn parse_document(source: &str, doc: &Document) -> Result<Option<Object>, Vec<Ma
     };
     let (object, result) = match kind.value.as_str() {
         Instance::KIND => {
-            let obj: Instance = typed(source, &doc.text)?;
+            let obj: Instance = typed(source, doc)?;
             let result = validate::instance(&obj);
             (Object::Instance(Box::new(obj)), result)
         }
         Workspace::KIND => {
-            let obj: Workspace = typed(source, &doc.text)?;
+            let obj: Workspace = typed(source, doc)?;
             let result = validate::workspace(&obj);
             (Object::Workspace(Box::new(obj)), result)
         }
         other => {
             return Err(vec![ManifestError {
                 source: source.to_owned(),
-                line: kind.referenced.line() as usize,
+                line: doc.file_line(kind.referenced.line() as usize),
                 column: kind.referenced.column() as usize,
                 field: Some("kind".into()),
                 message: format!("unknown kind {other:?}: expected Instance or Workspace"),
@@ -199,9 +219,12 @@ fn parse_document(source: &str, doc: &Document) -> Result<Option<Object>, Vec<Ma
 }
 
 /// Deserializes into `T`, tracking the field path for the error.
-fn typed<T: for<'de> Deserialize<'de>>(source: &str, text: &str) -> Result<T, Vec<ManifestError>> {
+fn typed<T: for<'de> Deserialize<'de>>(
+    source: &str,
+    doc: &Document,
+) -> Result<T, Vec<ManifestError>> {
     let mut path = None;
-    serde_saphyr::with_deserializer_from_str(text, |de| {
+    serde_saphyr::with_deserializer_from_str(&doc.text, |de| {
         serde_path_to_error::deserialize(de).map_err(|e| {
             let p = e.path().to_string();
             // `?` marks a position serde could not name, `.` the root.
@@ -211,10 +234,15 @@ fn typed<T: for<'de> Deserialize<'de>>(source: &str, text: &str) -> Result<T, Ve
             e.into_inner()
         })
     })
-    .map_err(|e| vec![yaml_error(source, path, &e)])
+    .map_err(|e| vec![yaml_error(source, doc, path, &e)])
 }
 
-fn yaml_error(source: &str, field: Option<String>, err: &serde_saphyr::Error) -> ManifestError {
+fn yaml_error(
+    source: &str,
+    doc: &Document,
+    field: Option<String>,
+    err: &serde_saphyr::Error,
+) -> ManifestError {
     let (line, column) = err
         .location()
         .map(|l| (l.line() as usize, l.column() as usize))
@@ -227,7 +255,7 @@ fn yaml_error(source: &str, field: Option<String>, err: &serde_saphyr::Error) ->
     }
     ManifestError {
         source: source.to_owned(),
-        line,
+        line: doc.file_line(line),
         column,
         field,
         message,
@@ -242,6 +270,7 @@ fn locate(source: &str, doc: &Document, errors: Vec<FieldError>) -> Vec<Manifest
             let (line, column) = tree
                 .as_ref()
                 .map(|t| t.lookup(&e.path))
+                .map(|(line, column)| (doc.file_line(line), column))
                 .unwrap_or((doc.first_line, 1));
             ManifestError {
                 source: source.to_owned(),
@@ -362,6 +391,26 @@ impl<'de> Deserialize<'de> for Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Splitting costs one pass: the documents together are no larger than
+    /// the stream (plus a marker line each), however many there are.
+    #[test]
+    fn splitting_is_linear_in_the_stream() {
+        let doc = "kind: Workspace\n";
+        let text = format!("---\n{doc}").repeat(2_000);
+        let docs = split_documents(&text);
+        assert_eq!(docs.len(), 2_000);
+        let total: usize = docs.iter().map(|d| d.text.len()).sum();
+        assert!(
+            total <= text.len() + docs.len(),
+            "{total} bytes for {}",
+            text.len()
+        );
+        assert_eq!(docs[1999].first_line, 4_000);
+        assert_eq!(docs[1999].file_line(2), 4_000);
+        // Empty documents cost nothing at all.
+        assert!(split_documents(&"---\n".repeat(100_000)).is_empty());
+    }
 
     const INSTANCE: &str = "\
 apiVersion: jackin.dev/v1alpha1

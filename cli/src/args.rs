@@ -145,7 +145,7 @@ pub struct LaunchArgs {
 #[derive(Debug, Args)]
 pub struct ControllerArgs {
     /// Reconciles running at once.
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    #[arg(long, value_name = "N", default_value = "4", value_parser = parse_concurrency)]
     pub concurrency: usize,
     /// Look at every instance this often, events or not (e.g. 5m).
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
@@ -164,26 +164,43 @@ pub enum LogFormat {
     Json,
 }
 
-/// `90`, `90s`, `5m`, `1h`.
+/// The longest duration any flag takes: a week. Past it a number is far
+/// more likely a slip than an intent, and deadlines stay representable.
+const MAX_DURATION_SECS: u64 = 7 * 24 * 3600;
+
+/// `90`, `90s`, `5m`, `1h`: at least one second, at most a week.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let expected = "expected e.g. 90s, 5m or 1h (at least 1s, at most 168h)";
     let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => text.split_at(i),
         None => (text, "s"),
     };
     let value: u64 = number
         .parse()
-        .map_err(|_| format!("{text:?} is not a duration: expected e.g. 90s, 5m or 1h"))?;
-    let seconds = match unit {
-        "s" => value,
-        "m" => value * 60,
-        "h" => value * 3600,
+        .map_err(|_| format!("{text:?} is not a duration: {expected}"))?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
         _ => {
             return Err(format!(
                 "{text:?}: unknown unit {unit:?}: expected s, m or h"
             ));
         }
     };
-    Ok(Duration::from_secs(seconds))
+    match value.checked_mul(scale) {
+        Some(0) => Err(format!("{text:?} is zero: {expected}")),
+        Some(seconds) if seconds <= MAX_DURATION_SECS => Ok(Duration::from_secs(seconds)),
+        _ => Err(format!("{text:?} is too long: {expected}")),
+    }
+}
+
+/// A count of workers: 1 to 64.
+pub fn parse_concurrency(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=64).contains(&n) => Ok(n),
+        _ => Err(format!("{text:?}: expected a whole number from 1 to 64")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -236,5 +253,15 @@ mod tests {
         assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
         assert!(parse_duration("5d").is_err());
         assert!(parse_duration("m").is_err());
+        assert!(parse_duration("0s").unwrap_err().contains("zero"));
+        assert!(parse_duration("169h").unwrap_err().contains("too long"));
+        let overflow = parse_duration("18446744073709551615h").unwrap_err();
+        assert!(overflow.contains("too long"), "{overflow}");
+        assert_eq!(
+            parse_duration("168h"),
+            Ok(Duration::from_secs(MAX_DURATION_SECS))
+        );
+        assert!(parse_concurrency("0").is_err());
+        assert_eq!(parse_concurrency("8"), Ok(8));
     }
 }
