@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use support::{
-    BUSYBOX_IMAGE, Home, RoleRepo, docker, engine_objects, ensure_busybox, instance_yaml,
+    busybox_image,     Home, RoleRepo, docker, engine_objects, ensure_busybox, instance_yaml,
     instance_yaml_with, sidecar_line, unique,
 };
 
@@ -257,7 +257,7 @@ fn engine_objects_of_vanished_instances_go_and_decoys_stay() {
     };
     let mut create = vec!["create".to_owned(), "--name".into(), ghost.clone()];
     labels(&mut create);
-    create.push(BUSYBOX_IMAGE.into());
+    create.push(busybox_image().into());
     docker(&create.iter().map(String::as_str).collect::<Vec<_>>());
     let mut network = vec!["network".to_owned(), "create".into()];
     labels(&mut network);
@@ -269,7 +269,7 @@ fn engine_objects_of_vanished_instances_go_and_decoys_stay() {
     let foreign = labelled_volume(&neighbour, &unique("foreign"), "theirs", &ghost_uid);
     // Named like ours, without our labels: never touched.
     let decoy = format!("jk-{}-decoy", unique("d"));
-    docker(&["run", "-d", "--name", &decoy, BUSYBOX_IMAGE, "sleep", "600"]);
+    docker(&["run", "-d", "--name", &decoy, busybox_image(), "sleep", "600"]);
 
     let out = home.ok(&["prune"]);
     assert!(out.contains(&format!("removed container {ghost}")), "{out}");
@@ -526,7 +526,7 @@ fn steps_act_on_the_labelled_container_not_on_whoever_has_the_name() {
         "-d",
         "--name",
         &container,
-        BUSYBOX_IMAGE,
+        busybox_image(),
         "sleep",
         "600",
     ]);

@@ -94,7 +94,7 @@ fn tier_3_rebuilds_the_pinned_commit_not_the_new_head() {
         recipe["baseImage"]
             .as_str()
             .unwrap()
-            .starts_with("jackin-test/busybox:1@sha256:")
+            .starts_with(&format!("{}@sha256:", support::busybox_image()))
     );
 
     // The role moves on; the container and its image go away.

@@ -5,14 +5,14 @@ mod support;
 use jackin_reconcilers::Engine;
 use jackin_reconcilers::engine::models::ContainerCreateBody;
 use jackin_reconcilers::engine::owner_labels;
-use support::{EngineCleanup, RUN_LABEL, busybox_image};
+use support::{EngineCleanup, RUN_LABEL, build_busybox};
 
 #[tokio::test]
 async fn create_inspect_and_remove_a_labelled_container() {
     let engine = Engine::connect().await.expect("a Docker engine answers");
     println!("engine API version {}", engine.api_version());
     let cleanup = EngineCleanup::new();
-    let image = busybox_image(&engine).await;
+    let image = build_busybox(&engine).await;
     let name = format!("jk-{}-adapter", cleanup.run_id);
 
     let mut labels = owner_labels("adapter-test", "uid-1", &cleanup.run_id);
@@ -46,4 +46,40 @@ async fn create_inspect_and_remove_a_labelled_container() {
     assert!(engine.inspect_container(&name).await.unwrap().is_none());
     // Removing what is gone reports it, without an error.
     assert!(!engine.remove_container(&name).await.unwrap());
+}
+
+/// Builds an empty image labelled as a fixture of test run `run`.
+fn fixture_of(run: &str) -> String {
+    let tag = format!("jackin-test/fixture-probe:{run}");
+    let context = tempfile::tempdir().unwrap();
+    std::fs::write(
+        context.path().join("Dockerfile"),
+        format!("FROM scratch\nLABEL jackin.dev/test-fixture={run}\n"),
+    )
+    .unwrap();
+    support::docker(&["build", "-q", "-t", &tag, context.path().to_str().unwrap()]);
+    tag
+}
+
+#[test]
+fn the_test_command_removes_only_its_own_runs_fixtures() {
+    let (mine, theirs) = (support::unique("mine"), support::unique("theirs"));
+    let (my_image, their_image) = (fixture_of(&mine), fixture_of(&theirs));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/remove-fixtures");
+    let status = std::process::Command::new(script).arg(&mine).status().unwrap();
+    let exists = |tag: &str| {
+        std::process::Command::new("docker")
+            .args(["image", "inspect", tag])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    let (mine_left, theirs_left) = (exists(&my_image), exists(&their_image));
+    let _ = std::process::Command::new("docker")
+        .args(["rmi", "-f", &their_image, &my_image])
+        .output();
+    assert!(status.success());
+    assert!(!mine_left, "this run's fixture is removed");
+    assert!(theirs_left, "another run's fixture is left alone");
 }

@@ -350,3 +350,28 @@ fn a_stream_of_800000_empty_documents_is_read_in_one_pass() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no objects found"), "{stderr}");
 }
+
+#[test]
+fn a_store_refusal_in_a_later_document_stores_nothing() {
+    let home = Home::new();
+    home.record("first", &instance_yaml("first"));
+    let uid = home.object("first")["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let before = home.snapshot();
+    // A new instance, then the stored one with a uid that is not its own.
+    let stream = format!(
+        "{}---\n{}",
+        instance_yaml("second"),
+        instance_yaml("first").replace(
+            "  name: first\n",
+            &format!("  name: first\n  uid: not-{uid}\n")
+        )
+    );
+    let path = home.write_input("mixed.yaml", &stream);
+    let stderr = home.fails(&["apply", "--no-wait", path.to_str().unwrap()]);
+    assert!(stderr.contains("does not match the stored object"), "{stderr}");
+    home.assert_unchanged(&before, "the home");
+    assert!(!home.jackin(&["get", "second"]).status.success());
+}

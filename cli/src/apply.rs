@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use jackin_api::Object;
 use jackin_api::manifest::{self, ManifestError};
-use jackin_controller::Store;
+use jackin_controller::{ApplyOutcome, Store, StoreError};
+
 
 use crate::args::ApplyArgs;
 
@@ -43,15 +44,25 @@ pub async fn run(
         false => None,
     };
     let store = open_store()?;
+    // Every object is checked against the store (a uid that does not match
+    // the stored object's, …) before any is written: one bad document
+    // stores nothing at all.
+    let refusals: Vec<String> = objects
+        .iter()
+        .filter_map(|obj| plan(&store, obj).err())
+        .map(|e| e.to_string())
+        .collect();
+    if !refusals.is_empty() {
+        return Err(InvalidInput(refusals).into());
+    }
     if !args.dry_run {
         crate::sweep_files_quietly(&store)?;
     }
     for obj in &objects {
         let outcome = match (obj, args.dry_run) {
             (Object::Instance(i), false) => store.apply_instance(i)?,
-            (Object::Instance(i), true) => store.plan_instance(i)?,
             (Object::Workspace(w), false) => store.apply_workspace(w)?,
-            (Object::Workspace(w), true) => store.plan_workspace(w)?,
+            (_, true) => plan(&store, obj)?,
         };
         let suffix = if args.dry_run { " (dry run)" } else { "" };
         println!(
@@ -70,6 +81,14 @@ pub async fn run(
         .map(|o| o.name().to_owned())
         .collect();
     crate::converge_and_report(store, engine, &names, &args.wait, verbose).await
+}
+
+/// What applying `obj` would do, writing nothing.
+fn plan(store: &Store, obj: &Object) -> Result<ApplyOutcome, StoreError> {
+    match obj {
+        Object::Instance(i) => store.plan_instance(i),
+        Object::Workspace(w) => store.plan_workspace(w),
+    }
 }
 
 /// Reads and validates every document of every path. Any error anywhere

@@ -264,7 +264,8 @@ pub fn examples_dir() -> PathBuf {
 pub fn instance_yaml(name: &str) -> String {
     format!(
         "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata:\n  name: {name}\nspec:\n  \
-         role: {{name: tester}}\n  agent: claude\n  image: {BUSYBOX_IMAGE}\n"
+         role: {{name: tester}}\n  agent: claude\n  image: {}\n",
+        busybox_image()
     )
 }
 
@@ -278,19 +279,42 @@ pub fn instance_yaml_with(name: &str, spec_lines: &str) -> String {
 
 /// A busybox sidecar named `name`, as a `spec` line.
 pub fn sidecar_line(name: &str) -> String {
-    format!("  sidecars: [{{name: {name}, image: {BUSYBOX_IMAGE}, command: [sleep, \"3600\"]}}]\n")
+    format!(
+        "  sidecars: [{{name: {name}, image: {}, command: [sleep, \"3600\"]}}]\n",
+        busybox_image()
+    )
 }
 
 /// The image every engine test runs: a static busybox on an empty base, since
-/// the engine here can pull nothing. Kept between tests as a fixture and
-/// marked with [`FIXTURE_LABEL`] so the test command removes it at the end.
-pub const BUSYBOX_IMAGE: &str = "jackin-test/busybox:1";
+/// the engine here can pull nothing. Kept between tests as a fixture. Its
+/// tag and its [`FIXTURE_LABEL`] carry the test run's id (`JACKIN_TEST_RUN`,
+/// which `scripts/test` sets), so the test command removes its own fixture
+/// at the end and never that of another run sharing the engine.
+pub fn busybox_image() -> &'static str {
+    static TAG: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("jackin-test/busybox:{}", test_run()));
+    &TAG
+}
+
+/// This test run's id: `JACKIN_TEST_RUN`, else `local`.
+pub fn test_run() -> String {
+    std::env::var("JACKIN_TEST_RUN")
+        .ok()
+        .filter(|run| {
+            !run.is_empty()
+                && run
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+        .unwrap_or_else(|| "local".into())
+}
+
 pub const FIXTURE_LABEL: &str = "jackin.dev/test-fixture";
 
 /// Where Debian's `busybox-static` puts its binary.
 const BUSYBOX_PATHS: [&str; 2] = ["/bin/busybox", "/usr/bin/busybox"];
 
-/// [`busybox_image`] for tests without a runtime of their own.
+/// [`build_busybox`] for tests without a runtime of their own.
 pub fn ensure_busybox() -> String {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -298,14 +322,14 @@ pub fn ensure_busybox() -> String {
         .unwrap()
         .block_on(async {
             let engine = Engine::connect().await.expect("a Docker engine answers");
-            busybox_image(&engine).await
+            build_busybox(&engine).await
         })
 }
 
-/// Builds [`BUSYBOX_IMAGE`] unless the engine has it already.
-pub async fn busybox_image(engine: &Engine) -> String {
-    if engine.image_id(BUSYBOX_IMAGE).await.unwrap().is_some() {
-        return BUSYBOX_IMAGE.to_owned();
+/// Builds [`busybox_image`] unless the engine has it already.
+pub async fn build_busybox(engine: &Engine) -> String {
+    if engine.image_id(busybox_image()).await.unwrap().is_some() {
+        return busybox_image().to_owned();
     }
     let busybox = BUSYBOX_PATHS
         .iter()
@@ -327,12 +351,12 @@ pub async fn busybox_image(engine: &Engine) -> String {
     add("Dockerfile", dockerfile.as_bytes(), 0o644);
     add("busybox", &std::fs::read(busybox).unwrap(), 0o755);
     let context = tar.into_inner().unwrap();
-    let labels = [(FIXTURE_LABEL.to_owned(), "true".to_owned())].into();
+    let labels = [(FIXTURE_LABEL.to_owned(), test_run())].into();
     engine
-        .build_image(context, BUSYBOX_IMAGE, &labels, |_| {})
+        .build_image(context, busybox_image(), &labels, |_| {})
         .await
         .expect("the busybox image builds");
-    BUSYBOX_IMAGE.to_owned()
+    busybox_image().to_owned()
 }
 
 /// Runs `docker ARGS…`, insisting on success; returns trimmed stdout.
@@ -422,7 +446,10 @@ impl RoleRepo {
         repo.git(&["config", "user.name", "jackin test"]);
         std::fs::write(
             repo.path().join("Dockerfile"),
-            format!("FROM {BUSYBOX_IMAGE}\nCOPY marker /marker\nCMD [\"sleep\", \"3600\"]\n"),
+            format!(
+                "FROM {}\nCOPY marker /marker\nCMD [\"sleep\", \"3600\"]\n",
+                busybox_image()
+            ),
         )
         .unwrap();
         repo.commit_marker(marker);
