@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use support::{
-    busybox_image,     Home, RoleRepo, docker, engine_objects, ensure_busybox, instance_yaml,
+    Home, RoleRepo, busybox_image, docker, engine_objects, ensure_busybox, instance_yaml,
     instance_yaml_with, sidecar_line, unique,
 };
 
@@ -217,6 +217,56 @@ fn unreadable_units_are_moved_aside_never_deleted() {
 }
 
 #[test]
+fn one_unreadable_indexed_unit_does_not_hide_or_stall_the_others() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply("broken", &instance_yaml("broken"));
+    home.apply("healthy", &instance_yaml("healthy"));
+    let broken_uid = uid(&home, "broken");
+    let broken = home.path().join("data").join(home.container("broken"));
+    let healthy = home.container("healthy");
+    std::fs::write(broken.join(".jackin/instance.json"), "{ not json").unwrap();
+    std::fs::write(broken.join("home/conversation.jsonl"), "precious").unwrap();
+
+    let out = home.jackin(&["get"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("healthy"), "{stdout}");
+    assert!(
+        stderr.contains("instance.json") && stderr.contains("jackin prune"),
+        "{stderr}"
+    );
+
+    // The others still converge.
+    docker(&["rm", "-f", &healthy]);
+    home.jackin(&["controller", "--once"]);
+    assert_eq!(home.object("healthy")["status"]["restore"]["tier"], 2);
+
+    let out = home.ok(&["prune"]);
+    assert!(out.contains("moved aside unreadable unit"), "{out}");
+    support::remove_by_uid(&[broken_uid]);
+    assert!(!broken.exists());
+    let listed = home.jackin(&["get"]);
+    assert!(listed.status.success());
+    assert!(
+        listed.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let aside: Vec<_> = std::fs::read_dir(home.path().join("data/.orphaned"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(
+        std::fs::read_to_string(aside[0].join("home/conversation.jsonl")).unwrap(),
+        "precious"
+    );
+}
+
+#[test]
 fn orphan_locks_are_removed_unless_held() {
     let home = Home::new();
     let data = home.path().join("data");
@@ -269,7 +319,15 @@ fn engine_objects_of_vanished_instances_go_and_decoys_stay() {
     let foreign = labelled_volume(&neighbour, &unique("foreign"), "theirs", &ghost_uid);
     // Named like ours, without our labels: never touched.
     let decoy = format!("jk-{}-decoy", unique("d"));
-    docker(&["run", "-d", "--name", &decoy, busybox_image(), "sleep", "600"]);
+    docker(&[
+        "run",
+        "-d",
+        "--name",
+        &decoy,
+        busybox_image(),
+        "sleep",
+        "600",
+    ]);
 
     let out = home.ok(&["prune"]);
     assert!(out.contains(&format!("removed container {ghost}")), "{out}");

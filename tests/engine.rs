@@ -66,7 +66,10 @@ fn the_test_command_removes_only_its_own_runs_fixtures() {
     let (mine, theirs) = (support::unique("mine"), support::unique("theirs"));
     let (my_image, their_image) = (fixture_of(&mine), fixture_of(&theirs));
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/remove-fixtures");
-    let status = std::process::Command::new(script).arg(&mine).status().unwrap();
+    let status = std::process::Command::new(script)
+        .arg(&mine)
+        .status()
+        .unwrap();
     let exists = |tag: &str| {
         std::process::Command::new("docker")
             .args(["image", "inspect", tag])

@@ -371,7 +371,10 @@ fn a_store_refusal_in_a_later_document_stores_nothing() {
     );
     let path = home.write_input("mixed.yaml", &stream);
     let stderr = home.fails(&["apply", "--no-wait", path.to_str().unwrap()]);
-    assert!(stderr.contains("does not match the stored object"), "{stderr}");
+    assert!(
+        stderr.contains("does not match the stored object"),
+        "{stderr}"
+    );
     home.assert_unchanged(&before, "the home");
     assert!(!home.jackin(&["get", "second"]).status.success());
 }

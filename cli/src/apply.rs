@@ -9,7 +9,6 @@ use jackin_api::Object;
 use jackin_api::manifest::{self, ManifestError};
 use jackin_controller::{ApplyOutcome, Store, StoreError};
 
-
 use crate::args::ApplyArgs;
 
 /// A set of problems already worded for the operator; printed as is.

@@ -22,6 +22,7 @@ use crate::screens::{self, Screen};
 fn restorable(store: &Store, args: &LaunchArgs) -> Result<Vec<Instance>> {
     let mut found: Vec<Instance> = store
         .list_instances()?
+        .instances
         .into_iter()
         .filter(|obj| {
             obj.spec.workspace.as_deref() == Some(args.workspace.as_str())

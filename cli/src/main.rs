@@ -465,7 +465,16 @@ fn get(store: &Store, args: &GetArgs) -> Result<()> {
         Kind::Instances => {
             let objects = match name {
                 Some(name) => vec![store.get_instance(name)?],
-                None => store.list_instances()?,
+                None => {
+                    let listing = store.list_instances()?;
+                    for unreadable in &listing.unreadable {
+                        eprintln!(
+                            "warning: {}\nhint: `jackin prune` sets the unit aside",
+                            output::terminal_safe_lines(&unreadable.to_string())
+                        );
+                    }
+                    listing.instances
+                }
             };
             if objects.is_empty() && table {
                 eprintln!("No instances found.");

@@ -104,6 +104,13 @@ impl Index {
         }
     }
 
+    /// Removes the row whose unit is `container`; returns whether there was one.
+    pub fn remove_unit(&mut self, container: &str) -> bool {
+        let before = self.instances.len();
+        self.instances.retain(|r| r.container_name != container);
+        self.instances.len() != before
+    }
+
     /// Removes the row for `name`; returns whether there was one.
     pub fn remove(&mut self, name: &str) -> bool {
         match self

@@ -6,7 +6,7 @@ pub mod store;
 
 pub use index::{IndexRepair, IndexRow};
 pub use reconcile::{Outcome, Progress, ReconcileError, Reconciler};
-pub use store::{ApplyOutcome, Store, StoreError};
+pub use store::{ApplyOutcome, Listing, Store, StoreError};
 pub mod backoff;
 pub mod converge;
 pub mod events;

@@ -295,16 +295,24 @@ impl Store {
         self.edit_index(|index| index.remove(name))
     }
 
-    /// Every instance, sorted by name.
-    pub fn list_instances(&self) -> Result<Vec<Instance>, StoreError> {
+    /// Every instance, sorted by name. A unit whose object cannot be read
+    /// does not hide the others: it is reported in the listing (and set
+    /// aside by the file sweep, `jackin prune`).
+    pub fn list_instances(&self) -> Result<Listing, StoreError> {
         let index = self.index()?;
-        let mut out = Vec::with_capacity(index.rows().len());
+        let mut listing = Listing {
+            instances: Vec::with_capacity(index.rows().len()),
+            unreadable: Vec::new(),
+        };
         for row in index.rows() {
-            if let Some(obj) = read_object(&self.layout, &row.container_name)? {
-                out.push(obj);
+            match read_object(&self.layout, &row.container_name) {
+                Ok(Some(obj)) => listing.instances.push(obj),
+                Ok(None) => {}
+                Err(e @ StoreError::Unreadable { .. }) => listing.unreadable.push(e),
+                Err(e) => return Err(e),
             }
         }
-        Ok(out)
+        Ok(listing)
     }
 
     pub fn get_instance(&self, name: &str) -> Result<Instance, StoreError> {
@@ -542,6 +550,14 @@ impl Store {
 
 fn bump_generation(meta: &mut ObjectMeta) {
     meta.generation = Some(meta.generation.unwrap_or(0) + 1);
+}
+
+/// The instances of a home, and the units whose object could not be read.
+#[derive(Debug)]
+pub struct Listing {
+    pub instances: Vec<Instance>,
+    /// One [`StoreError::Unreadable`] per unit that did not read.
+    pub unreadable: Vec<StoreError>,
 }
 
 /// Takes the operator-owned parts of an applied object (spec, labels,

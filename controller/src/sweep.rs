@@ -178,6 +178,14 @@ pub fn sweep_files(store: &Store, dry_run: bool) -> Result<Vec<Finding>, StoreEr
                     reindexed |= index.upsert(row);
                 }
                 findings.push(finding);
+            } else if let Err(StoreError::Unreadable { .. }) = read_object(layout, &file_name) {
+                // Indexed, but its object is broken: set it aside whole (it
+                // may hold a conversation) so the rest of the home works.
+                findings.push(move_aside(layout, &file_name, dry_run)?);
+                if !dry_run {
+                    index.remove_unit(&file_name);
+                    reindexed = true;
+                }
             }
         } else if file_name.ends_with(".repo.lock") {
             findings.extend(orphan_lock(&path, dry_run)?);
@@ -214,6 +222,15 @@ fn stray_unit(
         };
         return Ok((finding, Some(row)));
     }
+    Ok((move_aside(layout, container, dry_run)?, None))
+}
+
+/// Moves a unit whose object cannot be read to `orphaned/`, whole.
+fn move_aside(
+    layout: &jackin_reconcilers::Layout,
+    container: &str,
+    dry_run: bool,
+) -> Result<Finding, StoreError> {
     let stamp = Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
     let to = layout.orphaned_dir().join(format!("{container}-{stamp}"));
     if !dry_run {
@@ -223,11 +240,10 @@ fn stray_unit(
             .map_err(|e| StoreError::io(&layout.unit_dir(container), e))?;
         tracing::warn!("moved unreadable unit {container} to {}", to.display());
     }
-    let finding = Finding::UnitMovedAside {
+    Ok(Finding::UnitMovedAside {
         container: container.to_owned(),
         to,
-    };
-    Ok((finding, None))
+    })
 }
 
 /// Removes a lock file nobody holds.
@@ -378,7 +394,7 @@ pub fn enforce_keep_caps(store: &Store, dry_run: bool) -> Result<Vec<Finding>, S
         return Ok(Vec::new());
     }
     let mut groups: BTreeMap<(String, String, String), Vec<Instance>> = BTreeMap::new();
-    for obj in store.list_instances()? {
+    for obj in store.list_instances()?.instances {
         let kept = obj.spec.phase == DesiredPhase::Kept
             && obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Kept);
         if let (true, Some(ws)) = (kept, obj.spec.workspace.clone())
@@ -509,8 +525,14 @@ async fn sweep_images(
     home_id: &str,
     dry_run: bool,
 ) -> Result<Vec<Finding>, SweepError> {
-    let pinned: HashSet<String> = store
-        .list_instances()?
+    let listing = store.list_instances()?;
+    if let Some(unreadable) = listing.unreadable.first() {
+        // Which image it pins is unknown: removing none is the safe answer.
+        tracing::warn!("not removing images while a unit is unreadable: {unreadable}");
+        return Ok(Vec::new());
+    }
+    let pinned: HashSet<String> = listing
+        .instances
         .into_iter()
         .filter_map(|obj| obj.status?.recipe.map(|r| r.image_id))
         .collect();
