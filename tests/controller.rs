@@ -134,7 +134,106 @@ fn controller_once_is_one_pass_whose_cost_does_not_grow_with_instances() {
     let second = home.ok(&["controller", "--once"]);
     assert_eq!(
         second,
-        "pass complete: 5 instance(s), 5 converged, 4 engine call(s)\n"
+        "pass complete: 5 instance(s), 5 converged, 0 blocked, 4 engine call(s)\n"
     );
     home.assert_unchanged(&before, "a no-op pass");
+}
+
+fn container_running(container: &str) -> bool {
+    Command::new("docker")
+        .args(["inspect", "-f", "{{.State.Running}}", container])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "true")
+}
+
+#[test]
+fn docker_kill_and_an_agents_own_exit_are_noticed_within_seconds() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply("killed", &instance_yaml("killed"));
+    // An agent that exits 3 when the host says so (a crash: kept as it is).
+    let spec =
+        "  command: [sh, -c, 'while [ ! -f /jackin/state/go ]; do sleep 0.2; done; exit 3']\n";
+    home.apply("quits", &support::instance_yaml_with("quits", spec));
+    let (killed, quits) = (home.container("killed"), home.container("quits"));
+    let _controller = Controller::start(&home);
+    std::thread::sleep(Duration::from_secs(1));
+
+    let before = docker(&["inspect", "-f", "{{.State.StartedAt}}", &killed]);
+    docker(&["kill", &killed]);
+    // The resync is minutes away: only the event can bring it back this soon.
+    eventually("docker kill restored", &home, || {
+        container_running(&killed)
+            && docker(&["inspect", "-f", "{{.State.StartedAt}}", &killed]) != before
+    });
+    assert_eq!(home.object("killed")["status"]["restore"]["tier"], 1);
+
+    let state = home.path().join("data").join(&quits).join("state");
+    std::fs::write(state.join("go"), "").unwrap();
+    eventually("the agent's own exit recorded", &home, || {
+        home.object("quits")["status"]["phase"] == "Crashed"
+    });
+    assert_eq!(home.object("quits")["status"]["session"]["exitCode"], 3);
+}
+
+#[test]
+fn another_homes_events_are_not_this_controllers_business() {
+    ensure_busybox();
+    let ours = Home::new();
+    ours.apply("mine", &instance_yaml("mine"));
+    let controller = Controller::start(&ours);
+    std::thread::sleep(Duration::from_secs(1));
+    // A neighbour on the same engine creates and purges its own instance.
+    let neighbour = Home::new();
+    neighbour.apply("neighbours", &instance_yaml("neighbours"));
+    neighbour.ok(&["delete", "neighbours"]);
+    std::thread::sleep(Duration::from_secs(3));
+    drop(controller);
+    let log = std::fs::read_to_string(ours.path().join("controller.log")).unwrap();
+    assert!(log.contains("controller started"), "{log}");
+    assert!(
+        !log.contains("neighbours"),
+        "reacted to another home:\n{log}"
+    );
+}
+
+#[test]
+fn a_failing_instance_backs_off_despite_its_own_status_writes() {
+    ensure_busybox();
+    let home = Home::new();
+    let spec = "  env: [{name: TOKEN, valueFrom: {hostEnv: JACKIN_TEST_SURELY_UNSET}}]\n";
+    home.record("failing", &support::instance_yaml_with("failing", spec));
+    let controller = Controller::start(&home);
+    std::thread::sleep(Duration::from_secs(20));
+    drop(controller);
+    let log = std::fs::read_to_string(home.path().join("controller.log")).unwrap();
+    let attempts = log.matches("reconcile failed").count();
+    // Backing off from 1 s (doubling, jittered) allows at most 5 attempts in
+    // 20 s; waking on every status write retried every poll (2 s): 10.
+    assert!((2..=6).contains(&attempts), "{attempts} attempts:\n{log}");
+    assert_eq!(home.object("failing")["status"]["phase"], "Failed");
+}
+
+#[test]
+fn controller_once_does_not_count_a_blocked_purge_as_converged() {
+    ensure_busybox();
+    let home = Home::new();
+    let repo = support::RoleRepo::new("host");
+    let spec = format!(
+        "  mounts: [{{src: {}, dst: /w, isolation: clone}}]\n",
+        repo.path().display()
+    );
+    home.apply("held", &support::instance_yaml_with("held", &spec));
+    let checkout = home.object("held")["status"]["mounts"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(std::path::Path::new(&checkout).join("draft"), "x").unwrap();
+    home.ok(&["set-phase", "held", "purged", "--no-wait"]);
+    let out = home.jackin(&["controller", "--once"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("0 converged, 1 blocked"), "{stdout}");
+    assert!(stderr.contains("the purge is blocked"), "{stderr}");
 }

@@ -199,6 +199,8 @@ pub async fn converge_and_report(
                 println!("instance/{name} {phase}{how}");
             }
             Ok(Outcome::Gone) => println!("instance/{name} purged"),
+            // Purged meanwhile by another process (or a controller).
+            Ok(Outcome::Absent) => println!("instance/{name} gone"),
             Ok(Outcome::Blocked { digest }) => {
                 failed += 1;
                 eprintln!(
@@ -369,12 +371,25 @@ async fn controller(args: &ControllerArgs) -> Result<()> {
             .pass(&names, args.concurrency, |_| true, |_| {})
             .await?;
         let calls = reconciler.engine.calls() - before;
+        // A blocked purge has not converged: it waits for the operator.
         let failed: Vec<String> = results
             .iter()
-            .filter_map(|(name, r)| r.as_ref().err().map(|e| format!("instance/{name}: {e}")))
+            .filter_map(|(name, r)| match r {
+                Err(e) => Some(format!("instance/{name}: {e}")),
+                Ok(Outcome::Blocked { digest }) => Some(format!(
+                    "instance/{name}: the purge is blocked: its isolated checkouts hold \
+                     unfinished work (digest {digest})\nhint: `jackin describe {name}` shows \
+                     it; `jackin set-phase {name} purged --force` discards it"
+                )),
+                Ok(_) => None,
+            })
             .collect();
+        let blocked = results
+            .iter()
+            .filter(|(_, r)| matches!(r, Ok(Outcome::Blocked { .. })))
+            .count();
         println!(
-            "pass complete: {} instance(s), {} converged, {calls} engine call(s)",
+            "pass complete: {} instance(s), {} converged, {blocked} blocked, {calls} engine call(s)",
             results.len(),
             results.len() - failed.len()
         );

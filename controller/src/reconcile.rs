@@ -56,8 +56,10 @@ pub enum Outcome {
         /// The restore tier performed by this reconcile, if any.
         tier: Option<u8>,
     },
-    /// The instance no longer exists (purged, or never did).
+    /// This reconcile purged the instance: it no longer exists.
     Gone,
+    /// There was no such instance to reconcile.
+    Absent,
     /// A purge waits for an acknowledgement of the unfinished work in its
     /// isolated checkouts; `digest` is what the acknowledgement must quote.
     Blocked { digest: String },
@@ -110,7 +112,7 @@ impl Reconciler {
             .await
             .expect("locking does not panic")?;
         let Some(mut guard) = locked else {
-            return Ok(Outcome::Gone);
+            return Ok(Outcome::Absent);
         };
         let workspace = match &guard.obj.spec.workspace {
             Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),

@@ -4,9 +4,15 @@
 //! engine's event stream drops events under load, so an event is a hint to
 //! look, never a fact to act on):
 //!
-//! - the engine's event stream, filtered by our label; after a reconnect,
-//!   every instance is looked at again, since events may have been missed;
-//! - the store: a changed object file or index means a changed spec;
+//! - the engine's event stream, filtered by our labels and this home's (the
+//!   events of another home sharing the engine are not ours); after a
+//!   reconnect, every instance is looked at again, since events may have been
+//!   missed. A container's ending (`die`, `stop`, `kill`, `oom`) is looked at
+//!   again a moment later too: the engine may still list it as running when
+//!   the event arrives;
+//! - the store: a new instance, or one whose operator-owned parts (the
+//!   generation, which moves with the spec, labels and annotations) changed.
+//!   jackin's own status writes are not changes;
 //! - a periodic resync pass over every instance from one engine snapshot.
 //!
 //! The sweeps (`sweep.rs`) run at start and then on a slower cadence.
@@ -14,7 +20,9 @@
 //! Workers take names from the queue (never two reconciles of one instance at
 //! once; the unit lock also keeps a second process out), bounded by the
 //! concurrency limit. A failed reconcile is retried with exponential backoff
-//! and jitter, reset by success.
+//! and jitter, reset by success. While an instance backs off, hints (events,
+//! resyncs) wait for its retry time; only a change by the operator looks at
+//! it at once, and resets its backoff.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -22,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
-use jackin_api::meta::{LABEL_INSTANCE, LABEL_MANAGED};
+use jackin_api::meta::{LABEL_HOME, LABEL_INSTANCE, LABEL_MANAGED};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -60,25 +68,54 @@ impl Default for Options {
 
 type Delays = Box<dyn Iterator<Item = Duration> + Send>;
 
+/// A failing instance's retry schedule.
+struct Backoff {
+    delays: Delays,
+    /// Not looked at again before this, unless the operator changes it.
+    retry_at: Instant,
+}
+
 /// Shared by the watches and the workers.
 struct Shared {
     reconciler: Reconciler,
     queue: Queue,
     options: Options,
-    backoffs: Mutex<HashMap<String, Delays>>,
+    backoffs: Mutex<HashMap<String, Backoff>>,
 }
+
+/// The engine actions that end a container's run.
+const ENDINGS: [&str; 4] = ["die", "stop", "kill", "oom"];
+
+/// When a container's ending is looked at again, after the event.
+const LOOK_AGAIN: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(4)];
 
 impl Shared {
     fn enqueue_all(&self) {
         match self.reconciler.store.rows() {
             Ok(rows) => {
-                let now = Instant::now();
                 for row in rows {
-                    self.queue.enqueue(&row.name, now);
+                    self.hint(&row.name);
                 }
             }
             Err(e) => tracing::error!("cannot read the index: {e}"),
         }
+    }
+
+    /// Something may have happened to `name`: look at it now, or when its
+    /// backoff allows.
+    fn hint(&self, name: &str) {
+        let now = Instant::now();
+        let at = match self.backoffs.lock().expect("backoff lock").get(name) {
+            Some(backoff) => backoff.retry_at.max(now),
+            None => now,
+        };
+        self.queue.enqueue(name, at);
+    }
+
+    /// The operator changed `name`: whatever failed before may work now.
+    fn changed(&self, name: &str) {
+        self.backoffs.lock().expect("backoff lock").remove(name);
+        self.queue.enqueue(name, Instant::now());
     }
 
     /// Records a reconcile's result: success resets the instance's backoff,
@@ -93,16 +130,20 @@ impl Shared {
                         tier: Some(tier), ..
                     } => tracing::info!(instance = name, tier, "restored"),
                     Outcome::Gone => tracing::info!(instance = name, "purged"),
+                    Outcome::Absent => tracing::debug!(instance = name, "no such instance"),
                     _ => tracing::debug!(instance = name, ?outcome, "reconciled"),
                 }
             }
             Err(e) => {
-                let delays = backoffs
-                    .entry(name.to_owned())
-                    .or_insert_with(|| Box::new(backoff::delays(self.options.max_backoff)));
-                let delay = delays.next().unwrap_or(self.options.max_backoff);
+                let now = Instant::now();
+                let backoff = backoffs.entry(name.to_owned()).or_insert_with(|| Backoff {
+                    delays: Box::new(backoff::delays(self.options.max_backoff)),
+                    retry_at: now,
+                });
+                let delay = backoff.delays.next().unwrap_or(self.options.max_backoff);
+                backoff.retry_at = now + delay;
                 tracing::warn!(instance = name, retry_in = ?delay, "reconcile failed: {e}");
-                self.queue.enqueue(name, Instant::now() + delay);
+                self.queue.enqueue(name, backoff.retry_at);
             }
         }
     }
@@ -153,17 +194,37 @@ async fn work(shared: Arc<Shared>) {
 }
 
 async fn watch_events(shared: Arc<Shared>) {
+    let layout = shared.reconciler.store.layout();
+    let home_id = match layout.home_id_or_create(&uuid::Uuid::new_v4().simple().to_string()) {
+        Ok(id) => id,
+        Err(e) => {
+            tracing::error!("cannot read this home's id, so engine events are not watched: {e}");
+            return;
+        }
+    };
     let mut delays = backoff::delays(Duration::from_secs(30));
     loop {
-        let mut events = shared.reconciler.engine.events(&[(LABEL_MANAGED, "true")]);
+        let filter = [(LABEL_MANAGED, "true"), (LABEL_HOME, home_id.as_str())];
+        let mut events = shared.reconciler.engine.events(&filter);
         while let Some(event) = events.next().await {
             match event {
                 Ok(event) => {
                     delays = backoff::delays(Duration::from_secs(30));
                     let attributes = event.actor.and_then(|a| a.attributes);
-                    if let Some(name) = attributes.as_ref().and_then(|a| a.get(LABEL_INSTANCE)) {
-                        tracing::debug!(instance = %name, action = ?event.action, "engine event");
-                        shared.queue.enqueue(name, Instant::now());
+                    let Some(name) = attributes.as_ref().and_then(|a| a.get(LABEL_INSTANCE)) else {
+                        continue;
+                    };
+                    let action = event.action.unwrap_or_default();
+                    tracing::debug!(instance = %name, action, "engine event");
+                    shared.hint(name);
+                    if ENDINGS.contains(&action.as_str()) {
+                        for after in LOOK_AGAIN {
+                            let (shared, name) = (shared.clone(), name.clone());
+                            tokio::spawn(async move {
+                                tokio::time::sleep(after).await;
+                                shared.hint(&name);
+                            });
+                        }
                     }
                 }
                 Err(e) => {
@@ -180,9 +241,23 @@ async fn watch_events(shared: Arc<Shared>) {
     }
 }
 
-/// Polls the index for new instances and every object file for changes.
+/// What of an object the operator owns: a change in it is a change to act
+/// on at once. The status (jackin's) is left out, so a status write never
+/// wakes the loop.
+fn operator_fingerprint(path: &std::path::Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let obj: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let meta = &obj["metadata"];
+    Some(format!(
+        "{}|{}|{}",
+        meta["generation"], meta["labels"], meta["annotations"]
+    ))
+}
+
+/// Polls the index for new instances, and the object files for changes by
+/// the operator (checked only when a file's mtime moved).
 async fn watch_store(shared: Arc<Shared>) {
-    let mut seen: HashMap<String, Option<SystemTime>> = HashMap::new();
+    let mut seen: HashMap<String, (Option<SystemTime>, Option<String>)> = HashMap::new();
     loop {
         tokio::time::sleep(shared.options.store_poll).await;
         let layout = shared.reconciler.store.layout();
@@ -193,11 +268,23 @@ async fn watch_store(shared: Arc<Shared>) {
         };
         let mut current = HashMap::with_capacity(rows.len());
         for row in rows {
-            let mtime = modified(&layout.object_file(&row.container_name));
-            if seen.get(&row.name) != Some(&mtime) {
-                shared.queue.enqueue(&row.name, Instant::now());
-            }
-            current.insert(row.name, mtime);
+            let path = layout.object_file(&row.container_name);
+            let mtime = modified(&path);
+            let entry = match seen.remove(&row.name) {
+                Some((before, fingerprint)) if before == mtime => (mtime, fingerprint),
+                Some((_, before)) => {
+                    let fingerprint = operator_fingerprint(&path);
+                    if fingerprint != before {
+                        shared.changed(&row.name);
+                    }
+                    (mtime, fingerprint)
+                }
+                None => {
+                    shared.changed(&row.name);
+                    (mtime, operator_fingerprint(&path))
+                }
+            };
+            current.insert(row.name, entry);
         }
         seen = current;
     }
@@ -216,7 +303,7 @@ async fn sweeps(shared: Arc<Shared>) {
                     | sweep::Finding::UnitIndexed { name, .. }
                     | sweep::Finding::KeepCapPurge { name, .. } = finding
                     {
-                        shared.queue.enqueue(&name, Instant::now());
+                        shared.hint(&name);
                     }
                 }
             }
