@@ -514,3 +514,61 @@ fn the_docker_context_selects_the_engine_and_ssh_is_refused() {
     assert!(stderr.contains("ssh engine"), "{stderr}");
     home.assert_unchanged(&before, "set-phase with an ssh context");
 }
+
+/// Applies `yaml` with a generous `--timeout`, insisting that it fails
+/// within seconds (a permanent failure), and returns stderr.
+fn fails_at_once(home: &Home, name: &str, yaml: &str) -> String {
+    let path = home.write_input(&format!("{name}.yaml"), yaml);
+    let out = home.within(
+        std::time::Duration::from_secs(60),
+        &["apply", path.to_str().unwrap(), "--timeout", "5m"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+    let obj = home.object(name);
+    assert_eq!(obj["status"]["phase"], "Failed", "{name}: {obj}");
+    stderr
+}
+
+#[test]
+fn what_can_never_work_fails_at_once_with_the_real_cause() {
+    ensure_busybox();
+    let home = Home::new();
+
+    let yaml = instance_yaml("ghost-image").replace(
+        &format!("image: {}", support::busybox_image()),
+        "image: jackin-test/no-such-image:never",
+    );
+    let err = fails_at_once(&home, "ghost-image", &yaml);
+    assert!(err.contains("no-such-image"), "{err}");
+
+    let yaml = support::instance_yaml_with(
+        "ghost-sidecar",
+        "  sidecars: [{name: helper, image: jackin-test/no-such-image:never}]\n",
+    );
+    let err = fails_at_once(&home, "ghost-sidecar", &yaml);
+    assert!(err.contains("No such image"), "{err}");
+
+    let yaml = format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: ghost-role}}\nspec:\n  \
+         role: {{name: r, source: {{git: /nonexistent/jackin/role, ref: main}}}}\n  agent: claude\n"
+    );
+    let err = fails_at_once(&home, "ghost-role", &yaml);
+    assert!(err.contains("/nonexistent/jackin/role"), "{err}");
+
+    // A role whose Dockerfile fails to build: a build failure, not a dead
+    // engine.
+    let repo = RoleRepo::new("broken");
+    std::fs::write(
+        repo.path().join("Dockerfile"),
+        format!("FROM {}\nRUN exit 7\n", support::busybox_image()),
+    )
+    .unwrap();
+    repo.git(&["commit", "--quiet", "-am", "break the build"]);
+    let err = fails_at_once(&home, "broken-build", &repo.instance_yaml("broken-build"));
+    assert!(err.contains("image build failed"), "{err}");
+    assert!(!err.contains("cannot reach"), "{err}");
+    assert!(!err.contains("start dockerd"), "{err}");
+    let obj = home.object("broken-build");
+    assert_eq!(condition(&obj, "Ready").unwrap()["reason"], "BuildFailed");
+}

@@ -51,9 +51,7 @@ impl ActError {
     pub fn is_permanent(&self) -> bool {
         match self {
             Self::Recipe(e) => e.is_permanent(),
-            // The engine found the request itself invalid; asking again
-            // unchanged gets the same answer.
-            Self::Engine(EngineError::Refused { status: 400, .. }) => true,
+            Self::Engine(e) => e.is_permanent(),
             // A secret that cannot be resolved needs the operator (a variable
             // to export, a file to write, `op signin`); so does a checkout
             // that no longer fits its host repository.
@@ -69,6 +67,7 @@ impl ActError {
     pub fn reason(&self) -> &'static str {
         match self {
             Self::Engine(EngineError::Unreachable { .. }) => "EngineUnreachable",
+            Self::Engine(EngineError::Build(_)) => "BuildFailed",
             Self::Engine(_) => "EngineError",
             Self::Recipe(RecipeError::CommitUnavailable { .. } | RecipeError::NothingToRebuild) => {
                 "RecipeUnavailable"

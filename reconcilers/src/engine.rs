@@ -47,8 +47,29 @@ pub enum EngineError {
     },
     #[error("image build failed: {0}")]
     Build(String),
+    /// The engine answered, but with something jackin could not use (a
+    /// stream that reported an error, a reply it could not read).
+    #[error("the Docker engine failed to {action}: {message}")]
+    Failed { action: String, message: String },
     #[error(transparent)]
     Endpoint(#[from] EndpointError),
+}
+
+impl EngineError {
+    /// Whether asking again unchanged gets the same answer: the engine found
+    /// the request invalid (400), named an image it does not have (404
+    /// `No such image`: nothing here can pull it), or a build failed.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            Self::Refused { status: 400, .. } | Self::Build(_) => true,
+            Self::Refused {
+                status: 404,
+                message,
+                ..
+            } => message.contains("No such image"),
+            _ => false,
+        }
+    }
 }
 
 /// A connection to one Docker engine, at a negotiated API version.
@@ -134,6 +155,9 @@ impl Engine {
         self.count().client_version().to_string()
     }
 
+    /// Only a failure to talk to the engine at all is "unreachable"; an
+    /// engine that answered with an error says what went wrong, and that is
+    /// what the operator is told (a failed build is not a dead engine).
     fn classify(&self, action: &str, err: BollardError) -> EngineError {
         match err {
             BollardError::DockerResponseServerError {
@@ -143,6 +167,26 @@ impl Engine {
                 action: action.to_owned(),
                 status: status_code,
                 message,
+            },
+            BollardError::DockerStreamError { error } if action.starts_with("build") => {
+                EngineError::Build(error)
+            }
+            BollardError::DockerStreamError { error } => EngineError::Failed {
+                action: action.to_owned(),
+                message: error,
+            },
+            BollardError::DockerContainerWaitError { error, code } => EngineError::Failed {
+                action: action.to_owned(),
+                message: format!("{error} (exit code {code})"),
+            },
+            BollardError::JsonDataError { .. }
+            | BollardError::JsonSerdeError { .. }
+            | BollardError::StrParseError { .. }
+            | BollardError::APIVersionParseError {}
+            | BollardError::MissingSessionBuildkitError {}
+            | BollardError::MissingVersionBuildkitError {} => EngineError::Failed {
+                action: action.to_owned(),
+                message: err.to_string(),
             },
             other => EngineError::Unreachable {
                 endpoint: self.endpoint.clone(),

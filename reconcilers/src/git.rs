@@ -11,6 +11,27 @@ pub enum GitError {
     Failed { args: String, stderr: String },
 }
 
+impl GitError {
+    /// Whether git said the repository or path is not there (or not a
+    /// repository, or a transport it will not use): asking again unchanged
+    /// gets the same answer. A network failure is not permanent.
+    pub fn is_permanent(&self) -> bool {
+        const PERMANENT: [&str; 7] = [
+            "does not exist",
+            "not a git repository",
+            "does not appear to be a git repository",
+            "No such file or directory",
+            "Repository not found",
+            "not allowed",
+            "unable to find remote helper",
+        ];
+        match self {
+            Self::Spawn(_) => false,
+            Self::Failed { stderr, .. } => PERMANENT.iter().any(|p| stderr.contains(p)),
+        }
+    }
+}
+
 /// Runs `git ARGS…` and returns its stdout.
 pub fn run(args: &[&str]) -> Result<Vec<u8>, GitError> {
     let out = Command::new("git")
@@ -87,5 +108,23 @@ impl Mirror {
             "--end-of-options",
             &format!("{commit}:{path}"),
         ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repository_that_is_not_there_is_a_permanent_failure() {
+        let missing = Mirror::clone("/nonexistent/role/repository").err().unwrap();
+        assert!(missing.is_permanent(), "{missing}");
+        let refused = Mirror::clone("ext::sh -c true").err().unwrap();
+        assert!(refused.is_permanent(), "{refused}");
+        let network = GitError::Failed {
+            args: "clone".into(),
+            stderr: "fatal: unable to access: Could not resolve host: example.org".into(),
+        };
+        assert!(!network.is_permanent());
     }
 }

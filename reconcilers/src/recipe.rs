@@ -49,14 +49,16 @@ pub enum RecipeError {
 impl RecipeError {
     /// Whether trying again without a change elsewhere cannot help.
     pub fn is_permanent(&self) -> bool {
-        matches!(
-            self,
+        match self {
             Self::ImageNotFound(_)
-                | Self::RefNotFound { .. }
-                | Self::CommitUnavailable { .. }
-                | Self::NothingToRebuild
-                | Self::NoDockerfile { .. }
-        )
+            | Self::RefNotFound { .. }
+            | Self::CommitUnavailable { .. }
+            | Self::NothingToRebuild
+            | Self::NoDockerfile { .. } => true,
+            Self::Git(e) => e.is_permanent(),
+            Self::Engine(e) => e.is_permanent(),
+            Self::Context(_) => false,
+        }
     }
 }
 
