@@ -466,3 +466,35 @@ fn ctrl_c_that_the_agent_survives_does_not_make_its_exit_a_stop() {
     term.wait_for("cleaned up", 1);
     assert!(!home.jackin(&["get", "tough"]).status.success());
 }
+
+#[test]
+fn no_at_the_discard_prompt_changes_nothing() {
+    ensure_busybox();
+    let home = Home::new();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = host_repo(dir.path());
+    let spec = format!(
+        "  mounts: [{{src: {}, dst: /w, isolation: clone}}]\n",
+        repo.display()
+    );
+    home.apply("keepme", &instance_yaml_with("keepme", &spec));
+    let checkout = home.object("keepme")["status"]["mounts"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(Path::new(&checkout).join("draft.md"), "work").unwrap();
+    let before = home.object("keepme");
+
+    let terminal = Terminal::start(&home, "delete keepme");
+    terminal.wait_for("Discard this work and purge? [y/N]", 1);
+    terminal.type_line("n");
+    terminal.wait_for("is unchanged", 1);
+    let after = home.object("keepme");
+    assert_eq!(after["spec"]["phase"], "Running");
+    assert_eq!(
+        after["metadata"]["generation"],
+        before["metadata"]["generation"]
+    );
+    assert!(after["metadata"]["annotations"].is_null(), "{after}");
+    assert!(Path::new(&checkout).join("draft.md").exists());
+}

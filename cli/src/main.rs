@@ -258,17 +258,25 @@ async fn acknowledge_discard(store: &Store, obj: &Instance, force: bool) -> Resu
     eprintln!("instance/{name} has unfinished work in its isolated checkouts:");
     eprint!("{}", output::mounts_evidence(&mounts));
     use std::io::IsTerminal;
-    let agreed = force
-        || (std::io::stdin().is_terminal() && {
-            eprint!("Discard this work and purge? [y/N] ");
-            let mut answer = String::new();
-            std::io::stdin().read_line(&mut answer)?;
-            matches!(answer.trim(), "y" | "Y" | "yes")
-        });
-    if agreed {
+    if force {
         store.set_annotation(name, ANNOTATION_ACKNOWLEDGE, Some(&digest))?;
         eprintln!("acknowledged (digest {digest})");
+        return Ok(());
     }
+    if !std::io::stdin().is_terminal() {
+        // Nobody to ask: the purge is recorded and stays blocked until
+        // acknowledged, which the caller reports.
+        return Ok(());
+    }
+    eprint!("Discard this work and purge? [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    if !matches!(answer.trim(), "y" | "Y" | "yes") {
+        // The operator said no: nothing changes, not even the desired phase.
+        bail!("not purged: instance/{name} is unchanged");
+    }
+    store.set_annotation(name, ANNOTATION_ACKNOWLEDGE, Some(&digest))?;
+    eprintln!("acknowledged (digest {digest})");
     Ok(())
 }
 
