@@ -572,3 +572,52 @@ fn what_can_never_work_fails_at_once_with_the_real_cause() {
     let obj = home.object("broken-build");
     assert_eq!(condition(&obj, "Ready").unwrap()["reason"], "BuildFailed");
 }
+
+#[test]
+fn a_corrected_spec_is_taken_up_until_a_container_has_run() {
+    ensure_busybox();
+    let home = Home::new();
+    let secrets = tempfile::tempdir().unwrap();
+    let good = secrets.path().join("token");
+    std::fs::write(&good, "right-value\n").unwrap();
+    let spec = |file: &std::path::Path, src: &std::path::Path| {
+        support::instance_yaml_with(
+            "typo",
+            &format!(
+                "  env: [{{name: TOKEN, valueFrom: {{file: {}}}}}]\n  mounts: [{{src: {}, dst: /data}}]\n",
+                file.display(),
+                src.display()
+            ),
+        )
+    };
+    // A typo in the secret file's path: the first launch fails.
+    let path = home.write_input(
+        "typo.yaml",
+        &spec(&secrets.path().join("tokn"), secrets.path()),
+    );
+    home.fails(&["apply", path.to_str().unwrap()]);
+    assert_eq!(home.object("typo")["status"]["phase"], "Failed");
+
+    // Fixed: the next apply launches with the corrected values.
+    let path = home.write_input("typo.yaml", &spec(&good, secrets.path()));
+    let out = home.ok(&["apply", path.to_str().unwrap()]);
+    assert!(out.contains("instance/typo Running"), "{out}");
+    let container = home.container("typo");
+    assert_eq!(
+        docker(&["exec", &container, "sh", "-c", "echo $TOKEN"]),
+        "right-value"
+    );
+    let recipe = &home.object("typo")["status"]["recipe"];
+    assert!(recipe["firstRunAt"].is_string(), "{recipe}");
+
+    // Once it has run, the recipe is the session's: a later change drifts.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let path = home.write_input("typo.yaml", &spec(&good, elsewhere.path()));
+    home.ok(&["apply", path.to_str().unwrap()]);
+    let obj = home.object("typo");
+    assert_eq!(condition(&obj, "SpecDrift").unwrap()["status"], "True");
+    assert_eq!(
+        obj["status"]["recipe"]["mounts"][0]["src"],
+        secrets.path().display().to_string()
+    );
+}

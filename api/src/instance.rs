@@ -267,6 +267,24 @@ pub struct Recipe {
     pub sidecars: Vec<Sidecar>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// The spec generation the recipe was pinned from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// When a container first ran from this recipe. Until then the recipe
+    /// follows the spec: a first launch that failed (a wrong secret file, a
+    /// mount path) is pinned again from the corrected spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub first_run_at: Option<Timestamp>,
+}
+
+impl Recipe {
+    /// Whether this recipe must be pinned again before use: no container
+    /// ever ran from it and the spec has moved on since it was pinned.
+    /// Recipes pinned before these fields existed are never pinned again.
+    pub fn superseded(&self, generation: Option<i64>) -> bool {
+        self.first_run_at.is_none() && self.generation.is_some() && self.generation != generation
+    }
 }
 
 /// Which rung of the restore ladder brought the container back, and when.

@@ -193,7 +193,11 @@ pub async fn act(
             // The last run's marker was recorded; this run writes its own.
             session::retire_marker(ctx.layout, &container)
                 .map_err(io(&ctx.layout.unit_dir(&container)))?;
-            engine.start_container(&main_target).await?
+            engine.start_container(&main_target).await?;
+            // From now on the recipe is the session's, never re-pinned.
+            if let Some(recipe) = obj.status.as_mut().and_then(|s| s.recipe.as_mut()) {
+                recipe.first_run_at.get_or_insert_with(jiff::Timestamp::now);
+            }
         }
         Step::StopContainer => engine.stop_container(&main_target, STOP_GRACE_SECS).await?,
         Step::RemoveContainer => {

@@ -26,7 +26,7 @@
 //! the index row.
 
 use jackin_api::DesiredPhase;
-use jackin_api::instance::{Instance, InstancePhase, Isolation};
+use jackin_api::instance::{Instance, InstancePhase, Isolation, Recipe};
 
 use crate::assess::acknowledgement_digest;
 use crate::observe::InstanceView;
@@ -191,9 +191,22 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
     }
 }
 
+/// The recipe the instance runs from, and whether a pinned one was
+/// superseded: no container ever ran from it, and the spec moved on since.
+/// A running container has run, so its recipe stands whatever it says.
+fn pinned_recipe<'a>(obj: &'a Instance, view: &InstanceView) -> (Option<&'a Recipe>, bool) {
+    let recipe = obj.status.as_ref().and_then(|s| s.recipe.as_ref());
+    let running = view.container.as_ref().is_some_and(|c| c.running);
+    match recipe {
+        Some(r) if !running && r.superseded(obj.metadata.generation) => (None, true),
+        recipe => (recipe, false),
+    }
+}
+
 /// The restore ladder.
 fn running(obj: &Instance, view: &InstanceView) -> Plan {
-    let pinned = obj.status.as_ref().is_some_and(|s| s.recipe.is_some());
+    let (recipe, superseded) = pinned_recipe(obj, view);
+    let pinned = recipe.is_some();
     // A session the agent ended itself is over, not lost: nothing restarts
     // it until the operator resumes it.
     let running = view.container.as_ref().is_some_and(|c| c.running);
@@ -211,6 +224,11 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
     }
     let mut steps = Vec::new();
     let tier = if !pinned {
+        // A container created from a superseded recipe never ran: it goes
+        // with its recipe.
+        if superseded && view.container.is_some() {
+            steps.push(Step::RemoveContainer);
+        }
         steps.push(Step::PinRecipe);
         None
     } else {
@@ -224,10 +242,10 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
     if tier == Some(3) {
         steps.push(Step::RebuildImage);
     }
-    if tier != Some(0) && has_isolated_mounts(obj) {
+    if tier != Some(0) && has_isolated_mounts(recipe) {
         steps.push(Step::PrepareMounts);
     }
-    steps.extend(support(obj, view));
+    steps.extend(support(obj, recipe, view));
     match tier {
         Some(0) => {}
         Some(1) => steps.push(Step::StartContainer),
@@ -246,26 +264,23 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
 /// answer is not known here (the workspace's mounts join the recipe when it
 /// is pinned), so a launch always prepares: with nothing isolated that step
 /// does nothing.
-fn has_isolated_mounts(obj: &Instance) -> bool {
-    obj.status
-        .as_ref()
-        .and_then(|s| s.recipe.as_ref())
-        .is_none_or(|recipe| {
-            recipe
-                .mounts
-                .iter()
-                .any(|m| m.isolation != Isolation::Shared)
-        })
+fn has_isolated_mounts(recipe: Option<&Recipe>) -> bool {
+    recipe.is_none_or(|recipe| {
+        recipe
+            .mounts
+            .iter()
+            .any(|m| m.isolation != Isolation::Shared)
+    })
 }
 
 /// The network and sidecars the container needs, created or started as
 /// needed; sidecars the recipe no longer names are removed.
-fn support(obj: &Instance, view: &InstanceView) -> Vec<Step> {
+fn support(obj: &Instance, recipe: Option<&Recipe>, view: &InstanceView) -> Vec<Step> {
     let mut steps = Vec::new();
     if view.network.is_none() {
         steps.push(Step::CreateNetwork);
     }
-    let wanted: Vec<String> = match obj.status.as_ref().and_then(|s| s.recipe.as_ref()) {
+    let wanted: Vec<String> = match recipe {
         Some(recipe) => recipe.sidecars.iter().map(|s| s.name.clone()).collect(),
         // Not pinned yet: the recipe will carry the spec's sidecars.
         None => obj.spec.sidecars.iter().map(|s| s.name.clone()).collect(),
@@ -519,6 +534,26 @@ mod tests {
                 DropIndexRow
             ]
         );
+    }
+
+    /// A first launch that failed pinned a recipe no container ran from:
+    /// once the spec changes, it is pinned again (and a container created
+    /// from it, never started, goes first). Once a container ran, never.
+    #[test]
+    fn a_recipe_no_container_ran_from_follows_the_spec() {
+        let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Failed);
+        obj.metadata.generation = Some(2);
+        let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
+        recipe.generation = Some(1);
+        let plan = decide(&obj, &view(None, true, true));
+        assert_eq!(plan.steps[0], PinRecipe, "{:?}", plan.steps);
+        let plan = decide(&obj, &view(Some(false), true, true));
+        assert_eq!(plan.steps[..2], [RemoveContainer, PinRecipe]);
+
+        let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
+        recipe.first_run_at = Some(jiff::Timestamp::UNIX_EPOCH);
+        let plan = decide(&obj, &view(Some(false), true, true));
+        assert_eq!(plan.steps, [StartContainer], "a recipe that ran is kept");
     }
 
     /// Every desired phase over every observed state yields a plan whose

@@ -109,6 +109,8 @@ pub fn wanted(
         labels: owner_labels(&obj.metadata.name, uid, home_id)
             .into_iter()
             .collect(),
+        generation: obj.metadata.generation,
+        first_run_at: None,
     }
 }
 
