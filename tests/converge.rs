@@ -549,11 +549,9 @@ fn what_can_never_work_fails_at_once_with_the_real_cause() {
     let err = fails_at_once(&home, "ghost-sidecar", &yaml);
     assert!(err.contains("No such image"), "{err}");
 
-    let yaml = format!(
-        "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: ghost-role}}\nspec:\n  \
-         role: {{name: r, source: {{git: /nonexistent/jackin/role, ref: main}}}}\n  agent: claude\n"
-    );
-    let err = fails_at_once(&home, "ghost-role", &yaml);
+    let yaml = "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {name: ghost-role}\nspec:\n  \
+                role: {name: r, source: {git: /nonexistent/jackin/role, ref: main}}\n  agent: claude\n";
+    let err = fails_at_once(&home, "ghost-role", yaml);
     assert!(err.contains("/nonexistent/jackin/role"), "{err}");
 
     // A role whose Dockerfile fails to build: a build failure, not a dead
@@ -619,5 +617,26 @@ fn a_corrected_spec_is_taken_up_until_a_container_has_run() {
     assert_eq!(
         obj["status"]["recipe"]["mounts"][0]["src"],
         secrets.path().display().to_string()
+    );
+}
+
+#[test]
+fn a_sidecar_answers_to_its_spec_name() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply(
+        "withhelper",
+        &support::instance_yaml_with("withhelper", &support::sidecar_line("helper")),
+    );
+    let container = home.container("withhelper");
+    let out = std::process::Command::new("docker")
+        .args(["exec", &container, "ping", "-c", "1", "-W", "5", "helper"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
 }

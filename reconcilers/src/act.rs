@@ -8,7 +8,9 @@ use jackin_api::instance::{Instance, InstancePhase, RoleSource};
 use jackin_api::workspace::WorkspaceSpec;
 
 use crate::decide::Step;
-use crate::engine::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use crate::engine::models::{
+    ContainerCreateBody, EndpointSettings, HostConfig, Mount, MountType, NetworkingConfig,
+};
 use crate::engine::{Engine, EngineError};
 use crate::fsutil::{ensure_private_dir, remove_if_exists};
 use crate::isolation::{self, IsolationError};
@@ -170,6 +172,13 @@ pub async fn act(
             let mut labels: std::collections::HashMap<String, String> =
                 recipe.labels.clone().into_iter().collect();
             labels.insert(LABEL_SIDECAR.into(), name.clone());
+            // The agent reaches a sidecar by its spec name (`dind`), an
+            // alias on the instance's own network, so names never clash
+            // across instances.
+            let endpoint = EndpointSettings {
+                aliases: Some(vec![name.clone()]),
+                ..Default::default()
+            };
             let body = ContainerCreateBody {
                 image: Some(sidecar.image.clone()),
                 cmd: sidecar.command.clone(),
@@ -178,6 +187,9 @@ pub async fn act(
                     privileged: Some(sidecar.privileged),
                     network_mode: Some(recipe.network.clone()),
                     ..Default::default()
+                }),
+                networking_config: Some(NetworkingConfig {
+                    endpoints_config: Some([(recipe.network.clone(), endpoint)].into()),
                 }),
                 ..Default::default()
             };
