@@ -222,7 +222,7 @@ fn one_unreadable_indexed_unit_does_not_hide_or_stall_the_others() {
     let home = Home::new();
     home.apply("broken", &instance_yaml("broken"));
     home.apply("healthy", &instance_yaml("healthy"));
-    let broken_uid = uid(&home, "broken");
+    home.clean_up_also(&uid(&home, "broken"));
     let broken = home.path().join("data").join(home.container("broken"));
     let healthy = home.container("healthy");
     std::fs::write(broken.join(".jackin/instance.json"), "{ not json").unwrap();
@@ -247,7 +247,6 @@ fn one_unreadable_indexed_unit_does_not_hide_or_stall_the_others() {
 
     let out = home.ok(&["prune"]);
     assert!(out.contains("moved aside unreadable unit"), "{out}");
-    support::remove_by_uid(&[broken_uid]);
     assert!(!broken.exists());
     let listed = home.jackin(&["get"]);
     assert!(listed.status.success());
@@ -596,4 +595,35 @@ fn steps_act_on_the_labelled_container_not_on_whoever_has_the_name() {
         "true"
     );
     docker(&["rm", "-f", &container]);
+}
+
+#[test]
+fn two_networks_of_one_instance_are_repaired_not_fatal() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply("twice", &instance_yaml("twice"));
+    home.ok(&["set-phase", "twice", "kept"]);
+    let recipe = home.object("twice")["status"]["recipe"].clone();
+    let network = recipe["network"].as_str().unwrap().to_owned();
+    let labels: std::collections::HashMap<String, String> =
+        serde_json::from_value(recipe["labels"].clone()).unwrap();
+    // What a killed process's network create, landing after another
+    // process made the network, leaves behind: two of one name.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let engine = jackin_reconcilers::Engine::connect().await.unwrap();
+            for _ in 0..2 {
+                engine
+                    .create_network(&network, labels.clone())
+                    .await
+                    .unwrap();
+            }
+        });
+    let out = home.ok(&["set-phase", "twice", "running"]);
+    assert!(out.contains("instance/twice Running"), "{out}");
+    let (_, networks) = engine_objects(&uid(&home, "twice"));
+    assert_eq!(networks, [network], "one network is left");
 }

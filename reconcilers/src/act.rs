@@ -218,6 +218,9 @@ pub async fn act(
         Step::RemoveSidecar(name) => {
             engine.remove_container(&sidecar_target(name)).await?;
         }
+        Step::RemoveExtraNetwork(id) => {
+            engine.remove_network(id).await?;
+        }
         Step::RemoveNetwork => {
             let network = view.network.clone().unwrap_or_else(|| container.clone());
             engine.remove_network(&network).await?;

@@ -56,6 +56,9 @@ pub enum Step {
     RemoveContainer,
     RemoveSidecar(String),
     RemoveNetwork,
+    /// Remove a further network of the instance, by id (see
+    /// [`InstanceView::extra_networks`]).
+    RemoveExtraNetwork(String),
     RemoveVolume(String),
     /// Record `Purging` in the object and the index before anything goes.
     StampPurging,
@@ -84,6 +87,7 @@ impl Step {
             Step::RemoveContainer => "remove-container",
             Step::RemoveSidecar(_) => "remove-sidecar",
             Step::RemoveNetwork => "remove-network",
+            Step::RemoveExtraNetwork(_) => "remove-extra-network",
             Step::RemoveVolume(_) => "remove-volume",
             Step::StampPurging => "stamp-purging",
             Step::RemoveUnitDir => "remove-unit-dir",
@@ -109,6 +113,7 @@ impl Step {
             Step::RemoveContainer => "removing the container".into(),
             Step::RemoveSidecar(n) => format!("removing sidecar {n}"),
             Step::RemoveNetwork => "removing the network".into(),
+            Step::RemoveExtraNetwork(id) => format!("removing the duplicate network {id}"),
             Step::RemoveVolume(n) => format!("removing volume {n}"),
             Step::StampPurging => "marking the instance Purging".into(),
             Step::RemoveUnitDir => "removing the unit directory".into(),
@@ -276,7 +281,7 @@ fn has_isolated_mounts(recipe: Option<&Recipe>) -> bool {
 /// The network and sidecars the container needs, created or started as
 /// needed; sidecars the recipe no longer names are removed.
 fn support(obj: &Instance, recipe: Option<&Recipe>, view: &InstanceView) -> Vec<Step> {
-    let mut steps = Vec::new();
+    let mut steps = extra_networks(view);
     if view.network.is_none() {
         steps.push(Step::CreateNetwork);
     }
@@ -314,10 +319,20 @@ fn teardown(view: &InstanceView, graceful: bool) -> Vec<Step> {
         steps.push(Step::RemoveContainer);
     }
     steps.extend(view.sidecars.keys().cloned().map(Step::RemoveSidecar));
+    steps.extend(extra_networks(view));
     if view.network.is_some() {
         steps.push(Step::RemoveNetwork);
     }
     steps
+}
+
+/// The removal of every network of the instance but its own.
+fn extra_networks(view: &InstanceView) -> Vec<Step> {
+    view.extra_networks
+        .iter()
+        .cloned()
+        .map(Step::RemoveExtraNetwork)
+        .collect()
 }
 
 #[cfg(test)]
@@ -368,10 +383,8 @@ mod tests {
             container: container_state.and_then(container),
             sidecars: Default::default(),
             network: network.then(|| "jk-1-a".into()),
-            volumes: Vec::new(),
             image_present: image,
-            mounts: Vec::new(),
-            session_ended: None,
+            ..Default::default()
         }
     }
 
@@ -554,6 +567,23 @@ mod tests {
         recipe.first_run_at = Some(jiff::Timestamp::UNIX_EPOCH);
         let plan = decide(&obj, &view(Some(false), true, true));
         assert_eq!(plan.steps, [StartContainer], "a recipe that ran is kept");
+    }
+
+    /// Two networks of one instance (a create left in flight by a killed
+    /// process landed after another's): the extra one goes, in every phase.
+    #[test]
+    fn duplicate_networks_are_removed() {
+        for desired in DesiredPhase::ALL {
+            let obj = instance(desired, true, InstancePhase::Running);
+            let mut observed = view(Some(true), true, true);
+            observed.extra_networks = vec!["n2".into()];
+            let plan = decide(&obj, &observed);
+            assert!(
+                plan.steps.contains(&RemoveExtraNetwork("n2".into())),
+                "{desired:?}: {:?}",
+                plan.steps
+            );
+        }
     }
 
     /// Every desired phase over every observed state yields a plan whose

@@ -61,7 +61,13 @@ impl EngineError {
     /// `No such image`: nothing here can pull it), or a build failed.
     pub fn is_permanent(&self) -> bool {
         match self {
-            Self::Refused { status: 400, .. } | Self::Build(_) => true,
+            // Two networks of one name: the next pass removes the extra one.
+            Self::Refused {
+                status: 400,
+                message,
+                ..
+            } => !message.contains("ambiguous"),
+            Self::Build(_) => true,
             Self::Refused {
                 status: 404,
                 message,

@@ -30,8 +30,12 @@ pub struct ContainerView {
 pub struct InstanceView {
     pub container: Option<ContainerView>,
     pub sidecars: BTreeMap<String, ContainerView>,
-    /// The id of the instance's network.
+    /// The id of the instance's network (the oldest, if there are several).
     pub network: Option<String>,
+    /// The ids of further networks of the instance: a network create that a
+    /// killed process left in flight can land after another process made
+    /// one. They make the name ambiguous, so they go.
+    pub extra_networks: Vec<String>,
     /// Volumes labelled as the instance's, by name.
     pub volumes: Vec<String>,
     /// Whether the pinned image (by id) is present.
@@ -119,11 +123,15 @@ impl Observation {
                 None => view.container = Some(container),
             }
         }
-        view.network = self
+        let mut networks: Vec<&Network> = self
             .networks
             .iter()
-            .find(|n| owned(n.labels.as_ref()))
-            .and_then(|n| n.id.clone());
+            .filter(|n| owned(n.labels.as_ref()))
+            .collect();
+        networks.sort_by(|a, b| (&a.created, &a.id).cmp(&(&b.created, &b.id)));
+        let mut ids = networks.into_iter().filter_map(|n| n.id.clone());
+        view.network = ids.next();
+        view.extra_networks = ids.collect();
         view.volumes = self
             .volumes
             .iter()
