@@ -22,9 +22,14 @@ impl Terminal {
     }
 
     fn start_as(home: &Home, args: &str, term: &str) -> Self {
+        Self::start_with_env(home, args, &format!("TERM={term}"))
+    }
+
+    /// A terminal whose `jackin` runs with the extra `env` (`A=1 B=2`).
+    fn start_with_env(home: &Home, args: &str, env: &str) -> Self {
         let name = unique("jackin-tmux");
         let command = format!(
-            "env JACKIN_HOME={} TERM={term} {} {args}; sleep 600",
+            "env JACKIN_HOME={} {env} {} {args}; sleep 600",
             home.path().display(),
             env!("CARGO_BIN_EXE_jackin")
         );
@@ -497,4 +502,32 @@ fn no_at_the_discard_prompt_changes_nothing() {
     );
     assert!(after["metadata"]["annotations"].is_null(), "{after}");
     assert!(Path::new(&checkout).join("draft.md").exists());
+}
+
+#[test]
+fn a_new_session_never_takes_over_an_instance_created_meanwhile() {
+    ensure_busybox();
+    let home = Home::new();
+    let template = home.write_input(
+        "template.yaml",
+        &instance_yaml_with("template", "  workspace: shared\n"),
+    );
+    let launch = format!(
+        "launch -w shared -r tester -a claude --from {}",
+        template.display()
+    );
+    // The launch picks the free name `tester-1`, then waits a moment ...
+    let terminal =
+        Terminal::start_with_env(&home, &launch, "TERM=dumb JACKIN_PAUSE_AT=launch-create:3");
+    terminal.wait_for("pausing 3s at launch-create", 1);
+    // ... in which another command creates `tester-1`.
+    let other = instance_yaml_with("tester-1", "  command: [sleep, \"7\"]\n");
+    home.record("tester-1", &other);
+    terminal.wait_for(" created", 1);
+    let screen = terminal.screen();
+    assert!(screen.contains("instance/tester-2 created"), "{screen}");
+    assert!(!screen.contains("instance/tester-1 created"), "{screen}");
+    let theirs = home.object("tester-1");
+    assert_eq!(theirs["spec"]["command"], serde_json::json!(["sleep", "7"]));
+    assert_eq!(theirs["metadata"]["generation"], 1, "left as it was");
 }

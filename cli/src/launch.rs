@@ -168,6 +168,24 @@ fn policy_override(args: &LaunchArgs) -> Option<&'static str> {
     }
 }
 
+/// Creates the new session's instance as `<role>-<n>` with the smallest
+/// free `n`. Another launch may take that name between looking and
+/// creating: then the next free one is tried, never the other's instance.
+fn create_with_a_free_name(store: &Store, mut obj: Instance, role: &str) -> Result<String> {
+    const ATTEMPTS: usize = 16;
+    for _ in 0..ATTEMPTS {
+        let name = new_name(store, role)?;
+        obj.metadata.name = name.clone();
+        jackin_api::validate::instance(&obj).map_err(|errs| one_error(&errs))?;
+        crate::pause_here_if_asked("launch-create");
+        if store.create_new_instance(&obj)? {
+            eprintln!("instance/{name} created");
+            return Ok(name);
+        }
+    }
+    bail!("could not find a free name for a new {role} session after {ATTEMPTS} tries")
+}
+
 /// `<role>-<n>` with the smallest free `n`.
 fn new_name(store: &Store, role: &str) -> Result<String> {
     let taken: Vec<String> = store.rows()?.into_iter().map(|r| r.name).collect();
@@ -192,11 +210,8 @@ pub async fn run(store: Store, engine: Engine, args: &LaunchArgs) -> Result<()> 
         }
         None => {
             let mut obj = template(args, &found)?;
-            let name = new_name(&store, &args.role)?;
             obj.metadata = jackin_api::ObjectMeta {
-                name: name.clone(),
                 labels: obj.metadata.labels,
-                annotations: Default::default(),
                 ..Default::default()
             };
             obj.status = None;
@@ -211,10 +226,7 @@ pub async fn run(store: Store, engine: Engine, args: &LaunchArgs) -> Result<()> 
             obj.spec.workspace = Some(args.workspace.clone());
             obj.spec.role.name = args.role.clone();
             obj.spec.agent = args.agent.clone();
-            jackin_api::validate::instance(&obj).map_err(|errs| one_error(&errs))?;
-            store.apply_instance(&obj)?;
-            eprintln!("instance/{name} created");
-            name
+            create_with_a_free_name(&store, obj, &args.role)?
         }
     };
     if let Some(policy) = policy_override(args) {

@@ -147,6 +147,25 @@ async fn run(cli: Cli) -> Result<()> {
     }
 }
 
+/// Fault injection for tests: with `JACKIN_PAUSE_AT=<point>:<seconds>`, a
+/// debug build sleeps at that point, so that a test can interleave another
+/// command deterministically. Release builds do not read the variable.
+pub fn pause_here_if_asked(point: &str) {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let Ok(asked) = std::env::var("JACKIN_PAUSE_AT") else {
+        return;
+    };
+    if let Some((at, seconds)) = asked.split_once(':')
+        && at == point
+        && let Ok(seconds) = seconds.parse::<u64>()
+    {
+        eprintln!("JACKIN_PAUSE_AT: pausing {seconds}s at {point}");
+        std::thread::sleep(std::time::Duration::from_secs(seconds.min(60)));
+    }
+}
+
 fn check_name(name: &str) -> Result<()> {
     validate::dns_label(name).map_err(|message| anyhow!("{message}"))
 }

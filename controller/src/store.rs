@@ -335,22 +335,37 @@ impl Store {
     /// and jackin-owned metadata of `applied` are ignored.
     pub fn apply_instance(&self, applied: &Instance) -> Result<ApplyOutcome, StoreError> {
         let name = &applied.metadata.name;
+        match self.create_unless_taken(applied)? {
+            None => Ok(ApplyOutcome::Created),
+            Some(container) => {
+                self.update_instance(name, &container, |stored| merge_instance(stored, applied))
+            }
+        }
+    }
+
+    /// Creates an instance only if its name is free: `false` when another
+    /// instance has it (which is left as it is). For a new session whose
+    /// name was picked as free a moment ago: two racing launches never
+    /// share one instance.
+    pub fn create_new_instance(&self, obj: &Instance) -> Result<bool, StoreError> {
+        Ok(self.create_unless_taken(obj)?.is_none())
+    }
+
+    /// Creates the instance under the index lock unless its name is taken;
+    /// returns the unit of the instance that has the name, if one does.
+    fn create_unless_taken(&self, applied: &Instance) -> Result<Option<String>, StoreError> {
+        let name = &applied.metadata.name;
         // Finishes an interrupted purge of this name before looking it up.
         self.live_row(name)?;
-        let container = {
-            let _index_lock = self.lock_index()?;
-            let (mut index, _) = Index::load_or_repair(&self.layout)?;
-            match index.find(name) {
-                Some(row) => row.container_name.clone(),
-                None => {
-                    let obj = self.create_instance(applied)?;
-                    index.upsert(IndexRow::of(&obj).expect("a new instance has an identity"));
-                    index.write(&self.layout)?;
-                    return Ok(ApplyOutcome::Created);
-                }
-            }
-        };
-        self.update_instance(name, &container, |stored| merge_instance(stored, applied))
+        let _index_lock = self.lock_index()?;
+        let (mut index, _) = Index::load_or_repair(&self.layout)?;
+        if let Some(row) = index.find(name) {
+            return Ok(Some(row.container_name.clone()));
+        }
+        let obj = self.create_instance(applied)?;
+        index.upsert(IndexRow::of(&obj).expect("a new instance has an identity"));
+        index.write(&self.layout)?;
+        Ok(None)
     }
 
     /// Sets the desired phase of an existing instance.
