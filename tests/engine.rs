@@ -61,10 +61,23 @@ fn fixture_of(run: &str) -> String {
     tag
 }
 
+/// Removes the images named, when dropped: whether the test passed or not.
+struct Images(Vec<String>);
+
+impl Drop for Images {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("docker")
+            .args(["rmi", "-f"])
+            .args(&self.0)
+            .output();
+    }
+}
+
 #[test]
 fn the_test_command_removes_only_its_own_runs_fixtures() {
     let (mine, theirs) = (support::unique("mine"), support::unique("theirs"));
     let (my_image, their_image) = (fixture_of(&mine), fixture_of(&theirs));
+    let _cleanup = Images(vec![my_image.clone(), their_image.clone()]);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/remove-fixtures");
     let status = std::process::Command::new(script)
         .arg(&mine)
@@ -79,9 +92,6 @@ fn the_test_command_removes_only_its_own_runs_fixtures() {
             .success()
     };
     let (mine_left, theirs_left) = (exists(&my_image), exists(&their_image));
-    let _ = std::process::Command::new("docker")
-        .args(["rmi", "-f", &their_image, &my_image])
-        .output();
     assert!(status.success());
     assert!(!mine_left, "this run's fixture is removed");
     assert!(theirs_left, "another run's fixture is left alone");

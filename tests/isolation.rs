@@ -142,7 +142,9 @@ fn a_dirty_worktree_blocks_the_purge_until_acknowledged_then_only_jackins_parts_
         home.object("wt")["metadata"]["annotations"]["jackin.dev/acknowledge-discard"].clone();
     assert!(acknowledged.is_string());
     std::fs::write(checkout.join("second.md"), "more").unwrap();
-    home.ok(&["controller", "--once"]);
+    // A blocked purge has not converged: the pass says so.
+    let err = home.fails(&["controller", "--once"]);
+    assert!(err.contains("the purge is blocked"), "{err}");
     let obj = home.object("wt");
     assert_eq!(condition(&obj, "PurgeBlocked").unwrap()["status"], "True");
     assert!(checkout.join("second.md").exists(), "nothing was deleted");
@@ -364,7 +366,8 @@ fn work_in(dir: &Path, script: &str) {
 /// Asserts that a purge without an acknowledgement is blocked and names
 /// `evidence`, and that the status shows it too.
 fn assert_purge_blocked(home: &Home, name: &str, evidence: &str) {
-    home.ok(&["controller", "--once"]);
+    // Refreshes the status; an earlier blocked purge makes the pass fail.
+    home.jackin(&["controller", "--once"]);
     let out = home.jackin(&["delete", name]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");

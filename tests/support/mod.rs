@@ -17,13 +17,17 @@ pub type Snapshot = BTreeMap<PathBuf, (SystemTime, Vec<u8>)>;
 /// A private, throw-away `JACKIN_HOME`.
 pub struct Home {
     dir: tempfile::TempDir,
+    /// Uids to clean up that the home's units may no longer name (a test
+    /// that breaks an object on purpose).
+    also: std::cell::RefCell<Vec<String>>,
 }
 
 impl Drop for Home {
     /// Removes every engine object of every instance this home still holds,
     /// by uid label, so a failed test leaves nothing running.
     fn drop(&mut self) {
-        let uids = self.uids();
+        let mut uids = self.uids();
+        uids.extend(self.also.borrow().iter().cloned());
         if !uids.is_empty() {
             remove_by_uid(&uids);
         }
@@ -62,6 +66,12 @@ pub fn remove_by_uid(uids: &[String]) {
 }
 
 impl Home {
+    /// Cleans up the engine objects of `uid` when the home is dropped, even
+    /// if its unit no longer says it is this home's.
+    pub fn clean_up_also(&self, uid: &str) {
+        self.also.borrow_mut().push(uid.to_owned());
+    }
+
     /// The uids of the instances whose units are under this home.
     pub fn uids(&self) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(self.path().join("data")) else {
@@ -127,6 +137,7 @@ impl Home {
                 .prefix("jackin-test-")
                 .tempdir()
                 .expect("a temporary directory"),
+            also: Default::default(),
         }
     }
 
