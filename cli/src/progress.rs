@@ -85,15 +85,17 @@ impl Reporter {
                     live.line = Some(format!("instance/{name}: {}", step.describe()));
                     live.draw(&mut err);
                 }
+                // Build output is the role's: it must not drive the terminal.
                 (Some(live), Progress::Build(line)) => {
                     let mut live = live.lock().expect("progress lock");
-                    live.detail = line.to_owned();
+                    live.detail = crate::output::terminal_safe(line);
                     live.draw(&mut err);
                 }
                 (None, Progress::Step(step)) => {
                     let _ = writeln!(err, "instance/{name}: {}", step.describe());
                 }
                 (None, Progress::Build(line)) if verbose => {
+                    let line = crate::output::terminal_safe(line);
                     let _ = writeln!(err, "instance/{name}:   | {line}");
                 }
                 (None, Progress::Build(_)) => {}
