@@ -363,6 +363,19 @@ fn work_in(dir: &Path, script: &str) {
     );
 }
 
+/// Applies an instance with a worktree of `host` and commits the agent's
+/// work in it; returns the unit, the checkout and the commit.
+fn worktree_with_a_commit(home: &Home, host: &HostRepo, name: &str) -> (String, PathBuf, String) {
+    home.apply(name, &instance_with_mount(name, &host.path(), "worktree"));
+    let checkout = checkout_path(home, name);
+    work_in(
+        &checkout,
+        "echo w > work && git add work && git commit --quiet -m agent-work",
+    );
+    let commit = git(&checkout, &["rev-parse", "HEAD"]);
+    (home.container(name), checkout, commit)
+}
+
 /// Asserts that a purge without an acknowledgement is blocked and names
 /// `evidence`, and that the status shows it too.
 fn assert_purge_blocked(home: &Home, name: &str, evidence: &str) {
@@ -417,17 +430,7 @@ fn a_missing_worktree_is_made_again_from_its_branch_and_its_commits_kept() {
     ensure_busybox();
     let home = Home::new();
     let host = HostRepo::new();
-    home.apply(
-        "lost",
-        &instance_with_mount("lost", &host.path(), "worktree"),
-    );
-    let container = home.container("lost");
-    let checkout = checkout_path(&home, "lost");
-    work_in(
-        &checkout,
-        "echo w > work && git add work && git commit --quiet -m agent-work",
-    );
-    let commit = git(&checkout, &["rev-parse", "HEAD"]);
+    let (container, checkout, commit) = worktree_with_a_commit(&home, &host, "lost");
     home.ok(&["set-phase", "lost", "kept"]);
     std::fs::remove_dir_all(&checkout).unwrap();
 
@@ -446,16 +449,7 @@ fn a_moved_home_keeps_its_scratch_branch_as_the_agents_work() {
     ensure_busybox();
     let home = Home::new();
     let host = HostRepo::new();
-    home.apply(
-        "moved",
-        &instance_with_mount("moved", &host.path(), "worktree"),
-    );
-    let container = home.container("moved");
-    let checkout = checkout_path(&home, "moved");
-    work_in(
-        &checkout,
-        "echo w > work && git add work && git commit --quiet -m agent-work",
-    );
+    let (container, _, _) = worktree_with_a_commit(&home, &host, "moved");
     home.ok(&["set-phase", "moved", "kept"]);
 
     // The operator moves JACKIN_HOME; commands then run against the new one.
@@ -506,17 +500,7 @@ fn purging_never_prunes_the_operators_worktrees_nor_deletes_a_branch_with_commit
     let unmounted = host.dir.path().join("unmounted");
     std::fs::rename(&theirs, &unmounted).unwrap();
 
-    home.apply(
-        "done",
-        &instance_with_mount("done", &host.path(), "worktree"),
-    );
-    let container = home.container("done");
-    let checkout = checkout_path(&home, "done");
-    work_in(
-        &checkout,
-        "echo w > work && git add work && git commit --quiet -m agent-work",
-    );
-    let commit = git(&checkout, &["rev-parse", "HEAD"]);
+    let (container, checkout, commit) = worktree_with_a_commit(&home, &host, "done");
     let out = home.ok(&["delete", "done", "--force"]);
     assert!(out.ends_with("instance/done purged\n"), "{out}");
 

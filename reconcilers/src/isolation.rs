@@ -399,32 +399,19 @@ fn make_checkout(record: &IsolationRecord) -> Result<(), IsolationError> {
             let full = format!("refs/heads/{branch}");
             let branch_exists =
                 git::run(&["-C", src, "rev-parse", "--verify", "--quiet", &full]).is_ok();
-            if branch_exists {
-                // The agent's commits are on it: check it out as it is.
-                git::run(&[
-                    "-C",
-                    src,
-                    "worktree",
-                    "add",
-                    "--quiet",
-                    "--",
-                    &record.path,
-                    branch,
-                ])?;
-            } else {
-                git::run(&[
-                    "-C",
-                    src,
-                    "worktree",
-                    "add",
-                    "--quiet",
-                    "-b",
-                    branch,
-                    "--",
-                    &record.path,
-                    &record.base_commit,
-                ])?;
+            // With the branch there, the agent's commits are on it: check it
+            // out as it is. Otherwise make it at the base commit.
+            let mut argv = vec!["-C", src, "worktree", "add", "--quiet"];
+            if !branch_exists {
+                argv.extend(["-b", branch.as_str()]);
             }
+            argv.extend(["--", record.path.as_str()]);
+            argv.push(if branch_exists {
+                branch
+            } else {
+                &record.base_commit
+            });
+            git::run(&argv)?;
         }
         None => {
             git::run(&[
