@@ -81,14 +81,16 @@ struct Soak {
 }
 
 impl Soak {
-    /// Runs `jackin ARGS`; one time in four it is killed with SIGKILL after
+    /// Runs `jackin ARGS`; one time in three it is killed with SIGKILL after
     /// a random moment, as a crash or an impatient operator would. Returns
     /// the output when it ran to its end.
     fn jackin(&mut self, args: &[&str]) -> Option<Output> {
+        // Most commands take a few hundred milliseconds: a kill within that
+        // lands mid-way, at a random step.
         let kill_after = self
             .rng
-            .chance(4)
-            .then(|| Duration::from_millis(self.rng.below(1500)));
+            .chance(3)
+            .then(|| Duration::from_millis(20 + self.rng.below(300)));
         let mut child = self
             .home
             .command(args)
@@ -325,6 +327,14 @@ fn a_random_mix_of_agents_operators_and_crashes_loses_and_leaks_nothing() {
     for _ in 0..ops {
         soak.step();
     }
+    let count = |what: &str| soak.log.iter().filter(|l| l.contains(what)).count();
+    println!(
+        "{} instances; {} kill -9 of jackin; {} docker kill|stop|rm -f; {} sessions ended by their agent",
+        soak.instances.len(),
+        count("kill -9"),
+        count("docker "),
+        count("ends its session"),
+    );
     // Recovery: whatever a crash left half-done, an uninterrupted pass
     // finishes; a second one finds nothing more to do.
     for _ in 0..2 {
