@@ -51,14 +51,17 @@ async fn create_inspect_and_remove_a_labelled_container() {
 /// Builds an empty image labelled as a fixture of test run `run`.
 fn fixture_of(run: &str) -> String {
     let tag = format!("jackin-test/fixture-probe:{run}");
-    let context = tempfile::tempdir().unwrap();
-    std::fs::write(
-        context.path().join("Dockerfile"),
-        format!("FROM scratch\nLABEL jackin.dev/test-fixture={run}\n"),
-    )
-    .unwrap();
-    support::docker(&["build", "-q", "-t", &tag, context.path().to_str().unwrap()]);
+    build(
+        &tag,
+        &format!("FROM scratch\nLABEL jackin.dev/test-fixture={run}\n"),
+    );
     tag
+}
+
+fn build(tag: &str, dockerfile: &str) {
+    let context = tempfile::tempdir().unwrap();
+    std::fs::write(context.path().join("Dockerfile"), dockerfile).unwrap();
+    support::docker(&["build", "-q", "-t", tag, context.path().to_str().unwrap()]);
 }
 
 /// Removes the images named, when dropped: whether the test passed or not.
@@ -77,7 +80,11 @@ impl Drop for Images {
 fn the_test_command_removes_only_its_own_runs_fixtures() {
     let (mine, theirs) = (support::unique("mine"), support::unique("theirs"));
     let (my_image, their_image) = (fixture_of(&mine), fixture_of(&theirs));
-    let _cleanup = Images(vec![my_image.clone(), their_image.clone()]);
+    // An image built on this run's fixture inherits its label: it goes too,
+    // and before its parent, which cannot go while it is there.
+    let child = format!("{my_image}-child");
+    build(&child, &format!("FROM {my_image}\nLABEL child=yes\n"));
+    let _cleanup = Images(vec![child.clone(), my_image.clone(), their_image.clone()]);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/remove-fixtures");
     let status = std::process::Command::new(script)
         .arg(&mine)
@@ -93,6 +100,7 @@ fn the_test_command_removes_only_its_own_runs_fixtures() {
     };
     let (mine_left, theirs_left) = (exists(&my_image), exists(&their_image));
     assert!(status.success());
+    assert!(!exists(&child), "this run's child image is removed");
     assert!(!mine_left, "this run's fixture is removed");
     assert!(theirs_left, "another run's fixture is left alone");
 }

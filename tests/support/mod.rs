@@ -495,22 +495,38 @@ impl RoleRepo {
 }
 
 impl Drop for RoleRepo {
+    /// Removes the images built from this role. A test's home is usually
+    /// dropped after its role, so containers of the test may still run them:
+    /// those go first, or the images could not.
     fn drop(&mut self) {
+        let words = |args: &[&str]| -> Vec<String> {
+            Command::new("docker")
+                .args(args)
+                .output()
+                .map(|out| {
+                    String::from_utf8_lossy(&out.stdout)
+                        .split_whitespace()
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
         let filter = format!("label=jackin.dev/role={}", self.role);
-        if let Ok(out) = Command::new("docker")
-            .args(["images", "-q", "--filter", &filter])
-            .output()
-        {
-            let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
-                .split_whitespace()
-                .map(str::to_owned)
-                .collect();
-            if !ids.is_empty() {
+        let images = words(&["images", "-q", "--filter", &filter]);
+        for image in &images {
+            let users = words(&["ps", "-aq", "--filter", &format!("ancestor={image}")]);
+            if !users.is_empty() {
                 let _ = Command::new("docker")
-                    .args(["rmi", "-f"])
-                    .args(&ids)
+                    .args(["rm", "-f"])
+                    .args(&users)
                     .output();
             }
+        }
+        if !images.is_empty() {
+            let _ = Command::new("docker")
+                .args(["rmi", "-f"])
+                .args(&images)
+                .output();
         }
     }
 }
