@@ -51,10 +51,10 @@ impl Assessment {
     }
 }
 
+/// Runs git in `dir`, a checkout the agent may have rigged: see
+/// [`git::run_untrusted`].
 fn git_in(dir: &str, args: &[&str]) -> Result<String, String> {
-    let mut argv = vec!["-C", dir];
-    argv.extend_from_slice(args);
-    git::run(&argv)
+    git::run_untrusted(dir, args)
         .map(|out| String::from_utf8_lossy(&out).into_owned())
         .map_err(|e| e.to_string())
 }

@@ -289,14 +289,15 @@ pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, Isola
         let Some(branch) = &record.scratch_branch else {
             continue;
         };
-        let out = git::run(&[
-            "-C",
+        let out = git::run_untrusted(
             &record.path,
-            "rev-parse",
-            "--path-format=absolute",
-            "--git-dir",
-            "--git-common-dir",
-        ])?;
+            &[
+                "rev-parse",
+                "--path-format=absolute",
+                "--git-dir",
+                "--git-common-dir",
+            ],
+        )?;
         let out = String::from_utf8_lossy(&out);
         let mut lines = out.lines();
         let (Some(own), Some(common)) = (lines.next(), lines.next()) else {
