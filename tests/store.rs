@@ -380,3 +380,29 @@ fn a_store_refusal_in_a_later_document_stores_nothing() {
     home.assert_unchanged(&before, "the home");
     assert!(!home.jackin(&["get", "second"]).status.success());
 }
+
+#[test]
+fn a_reader_that_stops_early_is_a_clean_exit() {
+    let home = Home::new();
+    // More output than a pipe holds, so jackin is still writing when the
+    // reader goes away.
+    let stream: String = (0..600)
+        .map(|i| format!("{}---\n", instance_yaml(&format!("many-{i}"))))
+        .collect();
+    home.record("many", &stream);
+    for format in ["yaml", "json", "wide"] {
+        let mut child = home
+            .command(&["get", "-o", format])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 16];
+        std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+        drop(child.stdout.take()); // `| head -c 16`
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "-o {format}: {} {stderr}", out.status);
+        assert!(stderr.is_empty(), "-o {format}: {stderr}");
+    }
+}

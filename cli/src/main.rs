@@ -37,6 +37,9 @@ fn main() -> ExitCode {
         .expect("a tokio runtime starts");
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`jackin get -o yaml | head -1`): it has all
+        // it wanted, which is success.
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             if let Some(invalid) = err.downcast_ref::<apply::InvalidInput>() {
                 for line in &invalid.0 {
@@ -51,6 +54,15 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether writing to a closed pipe is anywhere in the cause chain.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn init_logging(verbose: u8, format: LogFormat) {
@@ -574,7 +586,7 @@ fn crds(out: Option<&std::path::Path>) -> Result<()> {
             }
         }
     }
-    print!("{stdout}");
+    std::io::stdout().write_all(stdout.as_bytes())?;
     Ok(())
 }
 
