@@ -559,3 +559,43 @@ fn a_worktree_is_a_git_checkout_inside_the_container_without_the_hooks() {
         assert!(!out.status.success(), "the agent wrote {path}");
     }
 }
+
+#[test]
+fn a_dry_run_purge_shows_the_checkout_removal_and_the_block() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    home.apply("dry", &instance_with_mount("dry", &host.path(), "clone"));
+    let checkout = checkout_path(&home, "dry");
+    std::fs::write(checkout.join("draft.md"), "unfinished").unwrap();
+    let container = home.container("dry");
+    let before = home.snapshot();
+
+    let out = home.ok(&["delete", "dry", "--dry-run"]);
+    assert!(
+        out.contains(&format!(
+            "instance/dry ({container}) to Purged would (dry run):"
+        )),
+        "{out}"
+    );
+    for step in [
+        "marking the instance Purging",
+        "removing the container",
+        "removing the isolated checkouts",
+        "removing the unit directory",
+        "dropping the index row",
+    ] {
+        assert!(
+            out.contains(&format!("  - {step}\n")),
+            "no {step:?} in:\n{out}"
+        );
+    }
+    assert!(out.contains("blocked: unfinished work (digest "), "{out}");
+    let forced = home.ok(&["delete", "dry", "--dry-run", "--force"]);
+    assert!(forced.contains("--force acknowledges"), "{forced}");
+    assert!(!forced.contains("blocked:"), "{forced}");
+
+    home.assert_unchanged(&before, "a dry run");
+    assert!(checkout.join("draft.md").exists());
+    assert_eq!(home.object("dry")["spec"]["phase"], "Running");
+}

@@ -20,8 +20,6 @@ use jackin_controller::reconcile::assess_checkouts;
 use jackin_controller::{IndexRepair, Outcome, Progress, Reconciler, Store, converge, run, sweep};
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jackin_reconcilers::decide::ANNOTATION_ACKNOWLEDGE;
-use jackin_reconcilers::decide::decide;
-use jackin_reconcilers::observe::Observation;
 use jackin_reconcilers::session;
 use jackin_reconcilers::{Engine, Layout};
 use jiff::Timestamp;
@@ -359,26 +357,9 @@ async fn set_phase(
     }
     let engine = engine.expect("connected unless --no-wait");
     if dry_run {
-        let uid = current.metadata.uid.clone().unwrap_or_default();
-        let recipe = current.status.as_ref().and_then(|s| s.recipe.as_ref());
-        let view = Observation::of_instance(&engine, &uid)
-            .await?
-            .view(&uid, recipe);
-        let mut planned = current.clone();
-        planned.spec.phase = phase;
-        let plan = decide(&planned, &view);
-        let container = current
-            .status
-            .as_ref()
-            .and_then(|s| s.container_name.clone())
-            .unwrap_or_default();
-        println!("instance/{name} ({container}) to {phase} would (dry run):");
-        if plan.steps.is_empty() {
-            println!("  - nothing");
-        }
-        for step in &plan.steps {
-            println!("  - {}", step.describe());
-        }
+        let reconciler = Reconciler::new(store, engine);
+        let dry = reconciler.dry_run(name, phase).await?;
+        print!("{}", output::dry_run(name, phase, &dry, force));
         return Ok(());
     }
     let outcome = store.set_phase(name, phase)?;

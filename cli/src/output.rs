@@ -4,7 +4,8 @@ use std::fmt::Write;
 
 use anyhow::Result;
 use jackin_api::instance::{MountStatus, OutcomeSource, SessionOutcome};
-use jackin_api::{Instance, Workspace};
+use jackin_api::{DesiredPhase, Instance, Workspace};
+use jackin_controller::DryRun;
 use jackin_controller::events::Event;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jiff::Timestamp;
@@ -202,6 +203,41 @@ pub fn mounts_evidence(mounts: &[MountStatus]) -> String {
                 let _ = writeln!(out, "      {}", terminal_safe(b));
             }
         }
+    }
+    out
+}
+
+/// A dry run, for people: the steps the loop would take and, for a purge
+/// that unfinished work blocks, why nothing happens yet (or, with
+/// `--force`, what is acknowledged).
+pub fn dry_run(name: &str, phase: DesiredPhase, dry: &DryRun, force: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "instance/{name} ({}) to {phase} would (dry run):",
+        dry.container
+    );
+    if dry.plan.steps.is_empty() {
+        let _ = writeln!(out, "  - nothing");
+    }
+    for step in &dry.plan.steps {
+        let _ = writeln!(out, "  - {}", step.describe());
+    }
+    if let Some(digest) = &dry.blocked {
+        let _ = if force {
+            writeln!(
+                out,
+                "  (--force acknowledges the unfinished work in the isolated checkouts, digest \
+                 {digest}, and discards it)"
+            )
+        } else {
+            writeln!(
+                out,
+                "blocked: unfinished work (digest {digest}) in the isolated checkouts: none of \
+                 this happens until it is acknowledged\nhint: `jackin describe {name}` shows \
+                 it; `--force` acknowledges it"
+            )
+        };
     }
     out
 }

@@ -5,7 +5,7 @@ pub mod index;
 pub mod store;
 
 pub use index::{IndexRepair, IndexRow};
-pub use reconcile::{Outcome, Progress, ReconcileError, Reconciler};
+pub use reconcile::{DryRun, Outcome, Progress, ReconcileError, Reconciler};
 pub use store::{ApplyOutcome, Listing, Store, StoreError};
 pub mod backoff;
 pub mod converge;

@@ -12,7 +12,7 @@ use jackin_api::instance::{Instance, InstancePhase, MountStatus, RestoreRecord};
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
 use jackin_reconcilers::act::{self, ActError, Context};
-use jackin_reconcilers::decide::{Plan, Step, decide};
+use jackin_reconcilers::decide::{ANNOTATION_ACKNOWLEDGE, Plan, Step, decide};
 use jackin_reconcilers::observe::{InstanceView, Observation};
 use jackin_reconcilers::{Engine, EngineError, Layout, assess, isolation, recipe};
 use jiff::Timestamp;
@@ -63,6 +63,18 @@ pub enum Outcome {
     /// A purge waits for an acknowledgement of the unfinished work in its
     /// isolated checkouts; `digest` is what the acknowledgement must quote.
     Blocked { digest: String },
+}
+
+/// A reconcile decided but not run: see [`Reconciler::dry_run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DryRun {
+    /// The instance's unit.
+    pub container: String,
+    /// The steps, as acknowledged when `blocked` says a purge waits.
+    pub plan: Plan,
+    /// The digest of the unfinished work a purge would discard, which an
+    /// acknowledgement must quote before anything happens.
+    pub blocked: Option<String>,
 }
 
 /// What a reconcile reports as it goes.
@@ -244,6 +256,43 @@ impl Reconciler {
             crash_here_if_asked(step);
         }
         Ok(false)
+    }
+
+    /// What a reconcile toward `phase` would do now, decided as the loop
+    /// decides, from a fresh observation of the engine and of the isolated
+    /// checkouts. Nothing is changed. A purge blocked by unfinished work
+    /// comes with the steps it would take once acknowledged, so that a dry
+    /// run shows both what would go and why it does not yet.
+    pub async fn dry_run(
+        &self,
+        name: &str,
+        phase: jackin_api::DesiredPhase,
+    ) -> Result<DryRun, ReconcileError> {
+        let mut obj = self.store.get_instance(name)?;
+        let uid = obj.metadata.uid.clone().unwrap_or_default();
+        let container = obj
+            .status
+            .as_ref()
+            .and_then(|s| s.container_name.clone())
+            .unwrap_or_default();
+        let observation = Observation::of_instance(&self.engine, &uid).await?;
+        let recipe = obj.status.as_ref().and_then(|s| s.recipe.as_ref());
+        let mut view = observation.view(&uid, recipe);
+        view.mounts = assess_checkouts(self.layout(), &container).await?;
+        obj.spec.phase = phase;
+        let mut plan = decide(&obj, &view);
+        let blocked = plan.blocked.clone();
+        if let Some(digest) = &blocked {
+            obj.metadata
+                .annotations
+                .insert(ANNOTATION_ACKNOWLEDGE.to_owned(), digest.clone());
+            plan = decide(&obj, &view);
+        }
+        Ok(DryRun {
+            container,
+            plan,
+            blocked,
+        })
     }
 
     /// One pass over `names` from a single snapshot of the engine: an

@@ -65,7 +65,8 @@ const DEFUSED: [&str; 6] = [
 ];
 
 /// Runs `git -C DIR ARGS…` in a repository whose config and attributes the
-/// agent controls, with every setting that would run a program defused:
+/// agent controls, without writing to it (`--no-optional-locks`) and with
+/// every setting that would run a program defused:
 /// the fixed ones above, and every filter driver any config defines (a
 /// `.gitattributes` may name one for `status` to run on a file), set empty.
 /// Reading the config to find those runs nothing.
@@ -96,11 +97,12 @@ pub fn run_untrusted(dir: &str, args: &[&str]) -> Result<Vec<u8>, GitError> {
             overrides.push(format!("filter.{driver}.{key}="));
         }
     }
-    let mut argv: Vec<&str> = Vec::with_capacity(overrides.len() * 2 + args.len() + 2);
+    let mut argv: Vec<&str> = Vec::with_capacity(overrides.len() * 2 + args.len() + 3);
     for setting in &overrides {
         argv.extend(["-c", setting]);
     }
-    argv.extend(["-C", dir]);
+    // Looking is not touching: `status` would otherwise refresh the index.
+    argv.extend(["--no-optional-locks", "-C", dir]);
     argv.extend_from_slice(args);
     run(&argv)
 }
