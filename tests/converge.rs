@@ -542,7 +542,7 @@ fn what_can_never_work_fails_at_once_with_the_real_cause() {
     let err = fails_at_once(&home, "ghost-image", &yaml);
     assert!(err.contains("no-such-image"), "{err}");
 
-    let yaml = support::instance_yaml_with(
+    let yaml = instance_yaml_with(
         "ghost-sidecar",
         "  sidecars: [{name: helper, image: jackin-test/no-such-image:never}]\n",
     );
@@ -579,7 +579,7 @@ fn a_corrected_spec_is_taken_up_until_a_container_has_run() {
     let good = secrets.path().join("token");
     std::fs::write(&good, "right-value\n").unwrap();
     let spec = |file: &std::path::Path, src: &std::path::Path| {
-        support::instance_yaml_with(
+        instance_yaml_with(
             "typo",
             &format!(
                 "  env: [{{name: TOKEN, valueFrom: {{file: {}}}}}]\n  mounts: [{{src: {}, dst: /data}}]\n",
@@ -626,7 +626,7 @@ fn a_sidecar_answers_to_its_spec_name() {
     let home = Home::new();
     home.apply(
         "withhelper",
-        &support::instance_yaml_with("withhelper", &support::sidecar_line("helper")),
+        &instance_yaml_with("withhelper", &sidecar_line("helper")),
     );
     let container = home.container("withhelper");
     let out = std::process::Command::new("docker")

@@ -238,7 +238,7 @@ fn env(errors: &mut Errors, vars: &[EnvVar]) {
         }
         match (&var.value, &var.value_from) {
             (Some(_), Some(_)) => {
-                errors.push(at.clone(), "set either value or valueFrom, not both")
+                errors.push(at.clone(), "set either value or valueFrom, not both");
             }
             (None, None) => errors.push(
                 at.clone(),

@@ -88,7 +88,7 @@ fn open_store() -> Result<Store> {
     let (store, repair) = Store::open(layout)?;
     match repair {
         Some(IndexRepair::Rebuilt { units }) => {
-            eprintln!("note: the instance index was missing; rebuilt it from {units} unit(s)")
+            eprintln!("note: the instance index was missing; rebuilt it from {units} unit(s)");
         }
         Some(IndexRepair::Corrupt { kept_as, units }) => eprintln!(
             "note: the instance index was unreadable; kept it as {kept_as} and rebuilt it from {units} unit(s)"

@@ -1,5 +1,6 @@
-//! The control plane: the state store and index, and (growing here) the
-//! convergence loop that drives each instance toward its desired phase.
+//! The control plane: the state store and its index, one reconcile of one
+//! instance, the one-shot converge, and the continuous controller (queue,
+//! backoff, watches), which drive each instance toward its desired phase.
 
 pub mod index;
 pub mod store;

@@ -8,7 +8,7 @@
 //! - units missing from the index are indexed again; unreadable ones are
 //!   moved to `data/.orphaned/`;
 //! - lock files whose unit is gone are removed, once a non-blocking lock
-//!   attempt proves nobody holds them (stray `*.repo.lock` files likewise);
+//!   attempt proves nobody holds them;
 //! - index rows that claim `Running` without a running container are set to
 //!   `Exited` with reason `ContainerMissing`, or `EngineRestarted` when the
 //!   engine started after the instance was last seen running;
@@ -187,8 +187,6 @@ pub fn sweep_files(store: &Store, dry_run: bool) -> Result<Vec<Finding>, StoreEr
                     reindexed = true;
                 }
             }
-        } else if file_name.ends_with(".repo.lock") {
-            findings.extend(orphan_lock(&path, dry_run)?);
         } else if let Some(container) = file_name.strip_suffix(".lock")
             && file_name != "instances.json.lock"
             && !indexed.contains(container)

@@ -276,9 +276,8 @@ fn other_refs_of_a_clone(
 fn content_hash(path: &Path) -> String {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(_) => return "absent".into(),
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return "absent".into();
     };
     let mut hasher = Sha256::new();
     if meta.is_symlink() {
@@ -410,7 +409,7 @@ mod tests {
     fn git(dir: &Path, args: &[&str]) -> String {
         let mut argv = vec!["-C", dir.to_str().unwrap()];
         argv.extend_from_slice(args);
-        String::from_utf8(crate::git::run(&argv).unwrap())
+        String::from_utf8(git::run(&argv).unwrap())
             .unwrap()
             .trim()
             .to_owned()
@@ -429,7 +428,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let origin = dir.path().join("origin.git");
             let host = dir.path().join("host");
-            crate::git::run(&[
+            git::run(&[
                 "init",
                 "--quiet",
                 "--bare",
@@ -437,7 +436,7 @@ mod tests {
                 origin.to_str().unwrap(),
             ])
             .unwrap();
-            crate::git::run(&[
+            git::run(&[
                 "clone",
                 "--quiet",
                 origin.to_str().unwrap(),

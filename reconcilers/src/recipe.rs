@@ -1,6 +1,7 @@
 //! The pinned launch recipe: what a session was launched with, captured once
-//! and replayed by every restore (seed defect F14: never re-resolve against
-//! today's configuration or the role's current head).
+//! and replayed by every restore. It is never resolved again against
+//! today's configuration or the role's current head: that would bring back
+//! a different session than the one that was left.
 
 use std::collections::HashMap;
 use std::io::Read;
