@@ -8,6 +8,7 @@ pub mod identity;
 pub mod instance;
 pub mod manifest;
 pub mod meta;
+pub mod names;
 pub mod validate;
 pub mod workspace;
 

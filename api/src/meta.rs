@@ -10,17 +10,6 @@ use serde::{Deserialize, Serialize};
 /// The group and version every jackin object carries in `apiVersion`.
 pub const API_VERSION: &str = "jackin.dev/v1alpha1";
 
-/// Label set on every engine object jackin creates; ownership is decided by it.
-pub const LABEL_MANAGED: &str = "jackin.dev/managed";
-/// Label naming the instance an engine object belongs to.
-pub const LABEL_INSTANCE: &str = "jackin.dev/instance";
-/// Label naming the `JACKIN_HOME` an engine object belongs to, so that
-/// homes sharing one engine never sweep each other's objects.
-pub const LABEL_HOME: &str = "jackin.dev/home";
-/// Label carrying the instance's uid, so a re-created namesake never adopts
-/// another incarnation's leftovers.
-pub const LABEL_UID: &str = "jackin.dev/uid";
-
 /// Metadata common to every object.
 ///
 /// `uid`, `generation` and `creationTimestamp` are owned by jackin: they are
@@ -112,9 +101,45 @@ pub fn remove_condition(conditions: &mut Vec<Condition>, type_: &str) -> bool {
     conditions.len() != before
 }
 
+/// The condition of type `type_`, if there is one.
+pub fn find_condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// Whether the condition of type `type_` is there with status `True`.
+pub fn is_condition_true(conditions: &[Condition], type_: &str) -> bool {
+    find_condition(conditions, type_).is_some_and(|c| c.status == ConditionStatus::True)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn conditions_are_found_by_type_and_true_only_when_true() {
+        let mut conds = Vec::new();
+        set_condition(
+            &mut conds,
+            "Ready",
+            ConditionStatus::False,
+            "Pending",
+            "",
+            at(1),
+        );
+        set_condition(
+            &mut conds,
+            "SpecDrift",
+            ConditionStatus::True,
+            "Changed",
+            "",
+            at(1),
+        );
+        assert_eq!(find_condition(&conds, "Ready").unwrap().reason, "Pending");
+        assert!(find_condition(&conds, "Missing").is_none());
+        assert!(!is_condition_true(&conds, "Ready"));
+        assert!(is_condition_true(&conds, "SpecDrift"));
+        assert!(!is_condition_true(&conds, "Missing"));
+    }
 
     fn at(secs: i64) -> Timestamp {
         Timestamp::from_second(secs).unwrap()

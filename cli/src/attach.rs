@@ -6,11 +6,12 @@ use std::io::{IsTerminal, Read, Write};
 
 use anyhow::{Context, Result};
 use futures::StreamExt;
+use jackin_api::meta::find_condition;
+use jackin_api::names::{annotation, condition, reason};
 use jackin_api::{DesiredPhase, Instance, InstancePhase};
 use jackin_controller::{Store, StoreError};
 use jackin_reconcilers::Engine;
 use jackin_reconcilers::assess::acknowledgement_digest;
-use jackin_reconcilers::decide::ANNOTATION_ACKNOWLEDGE;
 use jackin_reconcilers::fsutil::FileLock;
 use jackin_reconcilers::session;
 use tokio::io::AsyncWriteExt;
@@ -206,9 +207,8 @@ fn container_of(obj: &Instance) -> String {
 /// Whether the loop is waiting for the attached operator's answer.
 fn asking(obj: &Instance) -> bool {
     obj.status.as_ref().is_some_and(|s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == "ExitPolicy" && c.reason == "AskOperator")
+        find_condition(&s.conditions, condition::EXIT_POLICY)
+            .is_some_and(|c| c.reason == reason::ASK_OPERATOR)
     })
 }
 
@@ -281,7 +281,7 @@ pub async fn run(
             Choice::CleanUp => {
                 let digest = acknowledgement_digest(&obj.status.clone().unwrap_or_default().mounts);
                 if let Some(digest) = digest {
-                    store.set_annotation(name, ANNOTATION_ACKNOWLEDGE, Some(&digest))?;
+                    store.set_annotation(name, annotation::ACKNOWLEDGE_DISCARD, Some(&digest))?;
                 }
                 store.set_phase(name, DesiredPhase::Purged)?;
                 crate::converge_quietly(&store, &engine, name, wait).await?;

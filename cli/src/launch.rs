@@ -5,9 +5,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 use jackin_api::manifest;
+use jackin_api::names::annotation;
 use jackin_api::{DesiredPhase, Instance, Object};
 use jackin_controller::Store;
-use jackin_controller::reconcile::ANNOTATION_EXIT_POLICY;
 use jackin_reconcilers::Engine;
 use jackin_reconcilers::assess::has_unfinished_work;
 use jiff::Timestamp;
@@ -220,7 +220,7 @@ pub async fn run(store: Store, engine: Engine, args: &LaunchArgs) -> Result<()> 
             if let Some(policy) = policy_override(args) {
                 obj.metadata
                     .annotations
-                    .insert(ANNOTATION_EXIT_POLICY.to_owned(), policy.to_owned());
+                    .insert(annotation::EXIT_POLICY.to_owned(), policy.to_owned());
             }
             obj.spec.phase = DesiredPhase::Running;
             obj.spec.workspace = Some(args.workspace.clone());
@@ -230,7 +230,7 @@ pub async fn run(store: Store, engine: Engine, args: &LaunchArgs) -> Result<()> 
         }
     };
     if let Some(policy) = policy_override(args) {
-        store.set_annotation(&name, ANNOTATION_EXIT_POLICY, Some(policy))?;
+        store.set_annotation(&name, annotation::EXIT_POLICY, Some(policy))?;
     }
     attach::run(store, engine, &name, &args.wait, &mut keyboard).await
 }

@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{CommandFactory, Parser};
+use jackin_api::names::annotation;
 use jackin_api::{DesiredPhase, Instance, InstancePhase, validate};
 use jackin_controller::reconcile::assess_checkouts;
 use jackin_controller::{IndexRepair, Outcome, Progress, Reconciler, Store, converge, run, sweep};
 use jackin_reconcilers::assess::acknowledgement_digest;
-use jackin_reconcilers::decide::ANNOTATION_ACKNOWLEDGE;
 use jackin_reconcilers::session;
 use jackin_reconcilers::{Engine, Layout};
 use jiff::Timestamp;
@@ -288,7 +288,7 @@ async fn acknowledge_discard(store: &Store, obj: &Instance, force: bool) -> Resu
     eprint!("{}", output::mounts_evidence(&mounts));
     use std::io::IsTerminal;
     if force {
-        store.set_annotation(name, ANNOTATION_ACKNOWLEDGE, Some(&digest))?;
+        store.set_annotation(name, annotation::ACKNOWLEDGE_DISCARD, Some(&digest))?;
         eprintln!("acknowledged (digest {digest})");
         return Ok(());
     }
@@ -304,7 +304,7 @@ async fn acknowledge_discard(store: &Store, obj: &Instance, force: bool) -> Resu
         // The operator said no: nothing changes, not even the desired phase.
         bail!("not purged: instance/{name} is unchanged");
     }
-    store.set_annotation(name, ANNOTATION_ACKNOWLEDGE, Some(&digest))?;
+    store.set_annotation(name, annotation::ACKNOWLEDGE_DISCARD, Some(&digest))?;
     eprintln!("acknowledged (digest {digest})");
     Ok(())
 }

@@ -4,6 +4,8 @@ use std::fmt::Write;
 
 use anyhow::Result;
 use jackin_api::instance::{MountStatus, OutcomeSource, SessionOutcome};
+use jackin_api::meta::find_condition;
+use jackin_api::names::condition;
 use jackin_api::{DesiredPhase, Instance, Workspace};
 use jackin_controller::DryRun;
 use jackin_controller::events::Event;
@@ -149,7 +151,7 @@ pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> Strin
                 age(obj.metadata.creation_timestamp, now),
             ];
             if wide {
-                let ready = status.conditions.iter().find(|c| c.type_ == "Ready");
+                let ready = find_condition(&status.conditions, condition::READY);
                 row.extend([
                     or_dash(status.container_name),
                     or_dash(obj.spec.workspace.as_ref()),

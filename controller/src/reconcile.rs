@@ -10,9 +10,10 @@ use futures::stream::FuturesUnordered;
 use jackin_api::ConditionStatus;
 use jackin_api::instance::{Instance, InstancePhase, MountStatus, RestoreRecord};
 use jackin_api::meta::{remove_condition, set_condition};
+use jackin_api::names::{annotation, condition, reason};
 use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
 use jackin_reconcilers::act::{self, ActError, Context};
-use jackin_reconcilers::decide::{ANNOTATION_ACKNOWLEDGE, Plan, Step, decide};
+use jackin_reconcilers::decide::{Plan, Step, decide};
 use jackin_reconcilers::observe::{InstanceView, Observation};
 use jackin_reconcilers::{Engine, EngineError, Layout, assess, isolation, recipe};
 use jiff::Timestamp;
@@ -164,9 +165,9 @@ impl Reconciler {
             if let Some(digest) = &plan.blocked {
                 set_condition(
                     conditions,
-                    "PurgeBlocked",
+                    condition::PURGE_BLOCKED,
                     ConditionStatus::True,
-                    "UnfinishedWork",
+                    reason::UNFINISHED_WORK,
                     &format!(
                         "isolated checkouts hold unfinished work (see status.mounts); \
                          `jackin set-phase {name} purged --force` acknowledges digest {digest} \
@@ -179,7 +180,7 @@ impl Reconciler {
                     digest: digest.clone(),
                 });
             }
-            remove_condition(conditions, "PurgeBlocked");
+            remove_condition(conditions, condition::PURGE_BLOCKED);
             if plan.is_empty() {
                 settle(&mut guard.obj, &plan);
                 guard.save()?;
@@ -285,7 +286,7 @@ impl Reconciler {
         if let Some(digest) = &blocked {
             obj.metadata
                 .annotations
-                .insert(ANNOTATION_ACKNOWLEDGE.to_owned(), digest.clone());
+                .insert(annotation::ACKNOWLEDGE_DISCARD.to_owned(), digest.clone());
             plan = decide(&obj, &view);
         }
         Ok(DryRun {
@@ -353,17 +354,13 @@ pub async fn assess_checkouts(
     .expect("assessing does not panic")
 }
 
-/// The annotation a launch sets to override the workspace's exit policy for
-/// one instance (`jackin launch --keep` / `--clean`).
-pub const ANNOTATION_EXIT_POLICY: &str = "jackin.dev/exit-policy";
-
 /// The exit policy in force: the instance's override, else its
 /// workspace's, else `ask`.
 fn exit_policy(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> ExitPolicy {
     let overridden = match obj
         .metadata
         .annotations
-        .get(ANNOTATION_EXIT_POLICY)
+        .get(annotation::EXIT_POLICY)
         .map(String::as_str)
     {
         Some("keep") => Some(ExitPolicy::Keep),
@@ -400,12 +397,12 @@ fn settle(obj: &mut Instance, plan: &Plan) {
     let (ready, reason, message) = match plan.target {
         InstancePhase::Running => (
             ConditionStatus::True,
-            "Running",
+            reason::RUNNING,
             "the container is running".into(),
         ),
         InstancePhase::Exited | InstancePhase::Crashed => (
             ConditionStatus::False,
-            "SessionEnded",
+            reason::SESSION_ENDED,
             format!(
                 "the agent ended its session; `jackin set-phase {name} running` starts a new \
                  session in the same unit"
@@ -413,7 +410,7 @@ fn settle(obj: &mut Instance, plan: &Plan) {
         ),
         _ => (
             ConditionStatus::False,
-            "Kept",
+            reason::KEPT,
             format!(
                 "no container; the session is kept; `jackin set-phase {name} running` resumes it"
             ),
@@ -421,7 +418,7 @@ fn settle(obj: &mut Instance, plan: &Plan) {
     };
     set_condition(
         &mut status.conditions,
-        "Ready",
+        condition::READY,
         ready,
         reason,
         &message,
@@ -436,7 +433,7 @@ fn record_failure(obj: &mut Instance, error: &ActError) {
     }
     set_condition(
         &mut status.conditions,
-        "Ready",
+        condition::READY,
         ConditionStatus::False,
         error.reason(),
         &error.to_string(),
@@ -462,13 +459,13 @@ fn note_drift(obj: &mut Instance, ctx: &Context<'_>) {
     let fields = recipe::drift(pinned, &wanted);
     let status = obj.status.get_or_insert_default();
     if fields.is_empty() {
-        remove_condition(&mut status.conditions, "SpecDrift");
+        remove_condition(&mut status.conditions, condition::SPEC_DRIFT);
     } else {
         set_condition(
             &mut status.conditions,
-            "SpecDrift",
+            condition::SPEC_DRIFT,
             ConditionStatus::True,
-            "SpecChanged",
+            reason::SPEC_CHANGED,
             &format!(
                 "spec.{} changed after the recipe was pinned; the session keeps running as \
                  pinned. Purge and apply again to launch a session with the new spec",

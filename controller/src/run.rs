@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
-use jackin_api::meta::{LABEL_HOME, LABEL_INSTANCE, LABEL_MANAGED};
+use jackin_api::names::label;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -204,14 +204,15 @@ async fn watch_events(shared: Arc<Shared>) {
     };
     let mut delays = backoff::delays(Duration::from_secs(30));
     loop {
-        let filter = [(LABEL_MANAGED, "true"), (LABEL_HOME, home_id.as_str())];
+        let filter = [(label::MANAGED, "true"), (label::HOME, home_id.as_str())];
         let mut events = shared.reconciler.engine.events(&filter);
         while let Some(event) = events.next().await {
             match event {
                 Ok(event) => {
                     delays = backoff::delays(Duration::from_secs(30));
                     let attributes = event.actor.and_then(|a| a.attributes);
-                    let Some(name) = attributes.as_ref().and_then(|a| a.get(LABEL_INSTANCE)) else {
+                    let Some(name) = attributes.as_ref().and_then(|a| a.get(label::INSTANCE))
+                    else {
                         continue;
                     };
                     let action = event.action.unwrap_or_default();

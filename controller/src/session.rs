@@ -3,12 +3,12 @@
 //! step, and the exit policy's decision turned into desired state.
 
 use jackin_api::instance::{Instance, InstancePhase, MountStatus, OutcomeSource, SessionOutcome};
-use jackin_api::meta::{remove_condition, set_condition};
+use jackin_api::meta::{find_condition, remove_condition, set_condition};
+use jackin_api::names::{annotation, condition, reason};
 use jackin_api::workspace::ExitPolicy;
 use jackin_api::{ConditionStatus, DesiredPhase};
 use jackin_reconcilers::Layout;
 use jackin_reconcilers::assess::acknowledgement_digest;
-use jackin_reconcilers::decide::ANNOTATION_ACKNOWLEDGE;
 use jackin_reconcilers::fsutil::FileLock;
 use jackin_reconcilers::observe::InstanceView;
 use jackin_reconcilers::policy::{self, ExitAction};
@@ -33,7 +33,7 @@ impl Reconciler {
         if view.container.as_ref().is_some_and(|c| c.running) {
             // A session runs: a question about an earlier one is moot.
             if let Some(status) = guard.obj.status.as_mut() {
-                remove_condition(&mut status.conditions, "ExitPolicy");
+                remove_condition(&mut status.conditions, condition::EXIT_POLICY);
             }
             return Ok(None);
         }
@@ -61,7 +61,11 @@ impl Reconciler {
                     status.session.as_ref().and_then(|s| s.reason.as_deref()) == Some(REASON_OOM)
                 };
                 if new {
-                    for stale in ["MarkerMalformed", "SessionOutcome", "ExitPolicy"] {
+                    for stale in [
+                        condition::MARKER_MALFORMED,
+                        condition::SESSION_OUTCOME,
+                        condition::EXIT_POLICY,
+                    ] {
                         remove_condition(&mut status.conditions, stale);
                     }
                     status.session = Some(SessionOutcome {
@@ -86,14 +90,17 @@ impl Reconciler {
                     marker.ended_by_itself() && guard.obj.spec.phase == DesiredPhase::Running;
                 // The policy decides a new ending, and again one that waits
                 // for an operator who is no longer attached to answer.
-                let waiting = status.conditions.iter().any(|c| c.reason == "AskOperator");
+                let waiting = status
+                    .conditions
+                    .iter()
+                    .any(|c| c.reason == reason::ASK_OPERATOR);
                 let attached = attached(layout, &container);
                 if agent_ended && (new || (waiting && !attached)) {
                     let action = policy::on_exit(policy, marker.exit_code, &view.mounts, attached);
                     events::record(
                         layout,
                         &container,
-                        "ExitPolicy",
+                        condition::EXIT_POLICY,
                         &format!("exit policy {}: {action:?}", policy.as_str()),
                     );
                     apply_exit_action(&mut guard.obj, action, policy, &view.mounts);
@@ -114,15 +121,15 @@ impl Reconciler {
             MarkerState::Malformed(why) => {
                 if set_condition(
                     &mut status.conditions,
-                    "MarkerMalformed",
+                    condition::MARKER_MALFORMED,
                     ConditionStatus::True,
-                    "Unparsable",
+                    reason::UNPARSABLE,
                     &format!(
                         "the completion marker is not valid; the engine's exit state is used: {why}"
                     ),
                     now,
                 ) {
-                    events::record(layout, &container, "MarkerMalformed", &why);
+                    events::record(layout, &container, condition::MARKER_MALFORMED, &why);
                 }
             }
             MarkerState::Absent => {}
@@ -150,7 +157,7 @@ impl Reconciler {
                         (_, 137) => "killed",
                         _ => "exited",
                     };
-                    remove_condition(&mut status.conditions, "SessionOutcome");
+                    remove_condition(&mut status.conditions, condition::SESSION_OUTCOME);
                     status.session = Some(SessionOutcome {
                         exit_code: Some(code),
                         finished_at: finished,
@@ -163,9 +170,11 @@ impl Reconciler {
             }
             // Gone while we believed it ran (or a sweep already noted it gone).
             None if status.phase == Some(InstancePhase::Running)
-                || status.conditions.iter().any(|c| {
-                    c.type_ == "Ready"
-                        && matches!(c.reason.as_str(), "ContainerMissing" | "EngineRestarted")
+                || find_condition(&status.conditions, condition::READY).is_some_and(|c| {
+                    matches!(
+                        c.reason.as_str(),
+                        reason::CONTAINER_MISSING | reason::ENGINE_RESTARTED
+                    )
                 }) =>
             {
                 status.session = Some(SessionOutcome {
@@ -177,9 +186,9 @@ impl Reconciler {
                 status.phase = Some(InstancePhase::Crashed);
                 set_condition(
                     &mut status.conditions,
-                    "SessionOutcome",
+                    condition::SESSION_OUTCOME,
                     ConditionStatus::Unknown,
-                    "Unknown",
+                    reason::UNKNOWN,
                     "the container was removed before its session was recorded, and no \
                      completion marker was left",
                     now,
@@ -218,7 +227,7 @@ impl Reconciler {
             -1 => "the session ended; its outcome is unknown".to_owned(),
             code => format!("the session ended with exit code {code}"),
         };
-        events::record(layout, container, "SessionEnded", &message);
+        events::record(layout, container, reason::SESSION_ENDED, &message);
         match session::collect_artifacts(layout, container, name, finished_at) {
             Ok(Some(to)) => events::record(
                 layout,
@@ -265,9 +274,9 @@ fn apply_exit_action(
             // The attached operator answers; until then the session waits.
             set_condition(
                 &mut obj.status.get_or_insert_default().conditions,
-                "ExitPolicy",
+                condition::EXIT_POLICY,
                 ConditionStatus::Unknown,
-                "AskOperator",
+                reason::ASK_OPERATOR,
                 "the isolated checkouts hold unfinished work; the attached operator decides",
                 Timestamp::now(),
             );
@@ -280,7 +289,7 @@ fn apply_exit_action(
     {
         obj.metadata
             .annotations
-            .insert(ANNOTATION_ACKNOWLEDGE.to_owned(), digest);
+            .insert(annotation::ACKNOWLEDGE_DISCARD.to_owned(), digest);
     }
     if let ExitAction::Keep {
         non_interactive: true,
@@ -288,9 +297,9 @@ fn apply_exit_action(
     {
         set_condition(
             &mut obj.status.get_or_insert_default().conditions,
-            "ExitPolicy",
+            condition::EXIT_POLICY,
             ConditionStatus::True,
-            "NonInteractive",
+            reason::NON_INTERACTIVE,
             &format!(
                 "exit policy {}: the isolated checkouts hold unfinished work and nobody was \
                  attached to ask, so the instance is kept",

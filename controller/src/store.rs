@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use jackin_api::identity::container_name;
 use jackin_api::manifest;
 use jackin_api::meta::set_condition;
+use jackin_api::names::{condition, reason};
 use jackin_api::{
     ConditionStatus, DesiredPhase, Instance, InstancePhase, InstanceStatus, Object, ObjectMeta,
     Workspace,
@@ -431,9 +432,9 @@ impl Store {
         };
         set_condition(
             &mut status.conditions,
-            "Ready",
+            condition::READY,
             ConditionStatus::False,
-            "Pending",
+            reason::PENDING,
             "waiting for the convergence loop",
             now,
         );

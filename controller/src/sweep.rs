@@ -23,12 +23,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use jackin_api::instance::{Instance, InstancePhase};
-use jackin_api::meta::{LABEL_HOME, LABEL_INSTANCE, LABEL_MANAGED, LABEL_UID, set_condition};
+use jackin_api::meta::{find_condition, set_condition};
+use jackin_api::names::{condition, label, reason};
 use jackin_api::{ConditionStatus, DesiredPhase, validate};
 use jackin_reconcilers::engine::models::ContainerSummaryStateEnum;
 use jackin_reconcilers::fsutil::{FileLock, ensure_private_dir, remove_if_exists};
-use jackin_reconcilers::observe::{LABEL_SIDECAR, container_name};
-use jackin_reconcilers::recipe::LABEL_ROLE;
+use jackin_reconcilers::observe::container_name;
 use jackin_reconcilers::{Engine, EngineError};
 use jiff::Timestamp;
 
@@ -277,7 +277,7 @@ pub async fn sweep(
         findings.extend(blocking(store, move |s| enforce_keep_caps(s, options.dry_run)).await?);
         return Ok(findings);
     };
-    let managed = [(LABEL_MANAGED, "true"), (LABEL_HOME, home_id.as_str())];
+    let managed = [(label::MANAGED, "true"), (label::HOME, home_id.as_str())];
     let (containers, networks, volumes) = futures::try_join!(
         engine.list_containers(&managed),
         engine.list_networks(&managed),
@@ -295,10 +295,10 @@ pub async fn sweep(
         .filter(|c| {
             c.labels
                 .as_ref()
-                .is_some_and(|l| !l.contains_key(LABEL_SIDECAR))
+                .is_some_and(|l| !l.contains_key(label::SIDECAR))
         })
         .filter(|c| c.state == Some(ContainerSummaryStateEnum::RUNNING))
-        .map(|c| label(c.labels.as_ref(), LABEL_UID))
+        .map(|c| label(c.labels.as_ref(), label::UID))
         .collect();
     for row in &rows {
         let claims_running = matches!(row.phase, Some(InstancePhase::Running));
@@ -312,7 +312,7 @@ pub async fn sweep(
 
     // Engine objects of instances that no longer exist.
     for c in &containers {
-        let uid = label(c.labels.as_ref(), LABEL_UID);
+        let uid = label(c.labels.as_ref(), label::UID);
         if live.contains(uid.as_str()) {
             continue;
         }
@@ -325,11 +325,11 @@ pub async fn sweep(
         findings.push(Finding::EngineObjectRemoved {
             kind: "container",
             name,
-            instance: label(c.labels.as_ref(), LABEL_INSTANCE),
+            instance: label(c.labels.as_ref(), label::INSTANCE),
         });
     }
     for n in &networks {
-        let uid = label(n.labels.as_ref(), LABEL_UID);
+        let uid = label(n.labels.as_ref(), label::UID);
         if live.contains(uid.as_str()) {
             continue;
         }
@@ -342,16 +342,16 @@ pub async fn sweep(
         findings.push(Finding::EngineObjectRemoved {
             kind: "network",
             name,
-            instance: label(n.labels.as_ref(), LABEL_INSTANCE),
+            instance: label(n.labels.as_ref(), label::INSTANCE),
         });
     }
     let moved_aside = moved_aside_ids(store.layout().orphaned_dir().as_path());
     for v in &volumes {
-        let uid = v.labels.get(LABEL_UID).cloned().unwrap_or_default();
+        let uid = v.labels.get(label::UID).cloned().unwrap_or_default();
         if live.contains(uid.as_str()) {
             continue;
         }
-        let instance = v.labels.get(LABEL_INSTANCE).cloned().unwrap_or_default();
+        let instance = v.labels.get(label::INSTANCE).cloned().unwrap_or_default();
         let short_id = uid.get(..8).unwrap_or(&uid).to_owned();
         if moved_aside.contains(&short_id) {
             findings.push(Finding::VolumeKept {
@@ -436,7 +436,7 @@ pub fn enforce_keep_caps(store: &Store, dry_run: bool) -> Result<Vec<Finding>, S
 fn last_running(obj: &Instance) -> Option<Timestamp> {
     obj.status
         .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
+        .and_then(|s| find_condition(&s.conditions, condition::READY))
         .map(|c| c.last_transition_time)
         .or(obj.metadata.creation_timestamp)
 }
@@ -478,20 +478,18 @@ fn correct_row(
         return Ok(None);
     };
     let status = guard.obj.status.get_or_insert_default();
-    let last_seen_running = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Ready" && c.status == ConditionStatus::True)
+    let last_seen_running = find_condition(&status.conditions, condition::READY)
+        .filter(|c| c.status == ConditionStatus::True)
         .map(|c| c.last_transition_time);
     let reason = match (engine_started_at(), last_seen_running) {
-        (Some(started), Some(seen)) if started > seen => "EngineRestarted",
-        _ => "ContainerMissing",
+        (Some(started), Some(seen)) if started > seen => reason::ENGINE_RESTARTED,
+        _ => reason::CONTAINER_MISSING,
     };
     if !dry_run {
         status.phase = Some(InstancePhase::Exited);
         set_condition(
             &mut status.conditions,
-            "Ready",
+            condition::READY,
             ConditionStatus::False,
             reason,
             "the container is gone; the unit is intact and the next reconcile restores it",
@@ -536,9 +534,9 @@ async fn sweep_images(
         .collect();
     let mut findings = Vec::new();
     for image in engine.list_images().await? {
-        let ours = image.labels.get(LABEL_MANAGED).map(String::as_str) == Some("true")
-            && image.labels.get(LABEL_HOME).map(String::as_str) == Some(home_id)
-            && image.labels.contains_key(LABEL_ROLE);
+        let ours = image.labels.get(label::MANAGED).map(String::as_str) == Some("true")
+            && image.labels.get(label::HOME).map(String::as_str) == Some(home_id)
+            && image.labels.contains_key(label::ROLE);
         if !ours || pinned.contains(&image.id) {
             continue;
         }

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use jackin_api::instance::{Instance, InstancePhase, RoleSource};
+use jackin_api::names::{label, reason};
 use jackin_api::workspace::WorkspaceSpec;
 
 use crate::decide::Step;
@@ -15,7 +16,7 @@ use crate::engine::{Engine, EngineError};
 use crate::fsutil::{ensure_private_dir, remove_if_exists};
 use crate::isolation::{self, IsolationError};
 use crate::layout::Layout;
-use crate::observe::{InstanceView, LABEL_SIDECAR};
+use crate::observe::InstanceView;
 use crate::recipe::{self, RecipeError};
 use crate::secrets::{self, SecretError};
 use crate::session;
@@ -68,19 +69,19 @@ impl ActError {
     /// The condition reason that names this kind of failure.
     pub fn reason(&self) -> &'static str {
         match self {
-            Self::Engine(EngineError::Unreachable { .. }) => "EngineUnreachable",
-            Self::Engine(EngineError::Build(_)) => "BuildFailed",
-            Self::Engine(_) => "EngineError",
+            Self::Engine(EngineError::Unreachable { .. }) => reason::ENGINE_UNREACHABLE,
+            Self::Engine(EngineError::Build(_)) => reason::BUILD_FAILED,
+            Self::Engine(_) => reason::ENGINE_ERROR,
             Self::Recipe(RecipeError::CommitUnavailable { .. } | RecipeError::NothingToRebuild) => {
-                "RecipeUnavailable"
+                reason::RECIPE_UNAVAILABLE
             }
-            Self::Recipe(RecipeError::ImageNotFound(_)) => "ImageNotFound",
-            Self::Recipe(_) => "BuildFailed",
-            Self::Secret(_) => "SecretUnavailable",
-            Self::Io { .. } => "FilesystemError",
-            Self::Isolation(IsolationError::ResumeConflict { .. }) => "ResumeConflict",
-            Self::Isolation(_) => "CheckoutFailed",
-            Self::NoCommand(_) => "NoCommand",
+            Self::Recipe(RecipeError::ImageNotFound(_)) => reason::IMAGE_NOT_FOUND,
+            Self::Recipe(_) => reason::BUILD_FAILED,
+            Self::Secret(_) => reason::SECRET_UNAVAILABLE,
+            Self::Io { .. } => reason::FILESYSTEM_ERROR,
+            Self::Isolation(IsolationError::ResumeConflict { .. }) => reason::RESUME_CONFLICT,
+            Self::Isolation(_) => reason::CHECKOUT_FAILED,
+            Self::NoCommand(_) => reason::NO_COMMAND,
         }
     }
 }
@@ -171,7 +172,7 @@ pub async fn act(
                 .expect("decide only names pinned sidecars");
             let mut labels: std::collections::HashMap<String, String> =
                 recipe.labels.clone().into_iter().collect();
-            labels.insert(LABEL_SIDECAR.into(), name.clone());
+            labels.insert(label::SIDECAR.into(), name.clone());
             // The agent reaches a sidecar by its spec name (`dind`), an
             // alias on the instance's own network, so names never clash
             // across instances.

@@ -27,14 +27,10 @@
 
 use jackin_api::DesiredPhase;
 use jackin_api::instance::{Instance, InstancePhase, Isolation, Recipe};
+use jackin_api::names::annotation;
 
 use crate::assess::acknowledgement_digest;
 use crate::observe::InstanceView;
-
-/// The annotation that acknowledges discarding unfinished work: its value
-/// must equal the digest of the evidence shown, so a later edit (a new
-/// digest) closes the gate again.
-pub const ANNOTATION_ACKNOWLEDGE: &str = "jackin.dev/acknowledge-discard";
 
 /// One step of a plan: one engine call or one filesystem operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,7 +152,11 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
         },
         DesiredPhase::Purged => {
             if let Some(digest) = acknowledgement_digest(&view.mounts)
-                && obj.metadata.annotations.get(ANNOTATION_ACKNOWLEDGE) != Some(&digest)
+                && obj
+                    .metadata
+                    .annotations
+                    .get(annotation::ACKNOWLEDGE_DISCARD)
+                    != Some(&digest)
             {
                 return Plan {
                     steps: Vec::new(),

@@ -24,7 +24,7 @@ use bollard::query_parameters::{
     StopContainerOptionsBuilder,
 };
 use futures::{Stream, StreamExt};
-use jackin_api::meta::{LABEL_HOME, LABEL_INSTANCE, LABEL_MANAGED, LABEL_UID};
+use jackin_api::names::label;
 
 use crate::endpoint::{self, EndpointError, Inputs};
 
@@ -91,10 +91,10 @@ pub struct Engine {
 /// The labels that mark an engine object as owned by one instance of one home.
 pub fn owner_labels(instance: &str, uid: &str, home_id: &str) -> HashMap<String, String> {
     HashMap::from([
-        (LABEL_MANAGED.to_owned(), "true".to_owned()),
-        (LABEL_HOME.to_owned(), home_id.to_owned()),
-        (LABEL_INSTANCE.to_owned(), instance.to_owned()),
-        (LABEL_UID.to_owned(), uid.to_owned()),
+        (label::MANAGED.to_owned(), "true".to_owned()),
+        (label::HOME.to_owned(), home_id.to_owned()),
+        (label::INSTANCE.to_owned(), instance.to_owned()),
+        (label::UID.to_owned(), uid.to_owned()),
     ])
 }
 

@@ -7,13 +7,10 @@
 use std::collections::{BTreeMap, HashSet};
 
 use jackin_api::instance::Recipe;
-use jackin_api::meta::{LABEL_MANAGED, LABEL_UID};
+use jackin_api::names::label;
 
 use crate::engine::models::{ContainerSummary, ContainerSummaryStateEnum, Network, Volume};
 use crate::engine::{Engine, EngineError};
-
-/// Label naming the sidecar a container plays, absent on the main container.
-pub const LABEL_SIDECAR: &str = "jackin.dev/sidecar";
 
 /// One container as a reconciler needs to see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,12 +67,12 @@ impl Observation {
     /// Lists every managed container, network and volume, and every image:
     /// four engine calls.
     pub async fn all(engine: &Engine) -> Result<Self, EngineError> {
-        Self::take(engine, &[(LABEL_MANAGED, "true")]).await
+        Self::take(engine, &[(label::MANAGED, "true")]).await
     }
 
     /// The same, narrowed to one instance by its uid.
     pub async fn of_instance(engine: &Engine, uid: &str) -> Result<Self, EngineError> {
-        Self::take(engine, &[(LABEL_MANAGED, "true"), (LABEL_UID, uid)]).await
+        Self::take(engine, &[(label::MANAGED, "true"), (label::UID, uid)]).await
     }
 
     async fn take(engine: &Engine, labels: &[(&str, &str)]) -> Result<Self, EngineError> {
@@ -97,8 +94,8 @@ impl Observation {
     pub fn view(&self, uid: &str, recipe: Option<&Recipe>) -> InstanceView {
         let owned = |labels: Option<&std::collections::HashMap<String, String>>| {
             labels.is_some_and(|l| {
-                l.get(LABEL_MANAGED).map(String::as_str) == Some("true")
-                    && l.get(LABEL_UID).map(String::as_str) == Some(uid)
+                l.get(label::MANAGED).map(String::as_str) == Some("true")
+                    && l.get(label::UID).map(String::as_str) == Some(uid)
             })
         };
         let mut view = InstanceView::default();
@@ -116,7 +113,7 @@ impl Observation {
                     )
                 ),
             };
-            match c.labels.as_ref().and_then(|l| l.get(LABEL_SIDECAR)) {
+            match c.labels.as_ref().and_then(|l| l.get(label::SIDECAR)) {
                 Some(sidecar) => {
                     view.sidecars.insert(sidecar.clone(), container);
                 }

@@ -8,16 +8,11 @@ use std::io::Read;
 use std::path::Path;
 
 use jackin_api::instance::{Instance, MountSpec, Recipe, RoleSource};
-use jackin_api::meta::{LABEL_HOME, LABEL_MANAGED};
+use jackin_api::names::label;
 use jackin_api::workspace::WorkspaceSpec;
 
 use crate::engine::{Engine, EngineError, owner_labels};
 use crate::git::{GitError, Mirror};
-
-/// Label on images jackin built: the role they came from.
-pub const LABEL_ROLE: &str = "jackin.dev/role";
-/// Label on images jackin built: the role commit they came from.
-pub const LABEL_ROLE_COMMIT: &str = "jackin.dev/role-commit";
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecipeError {
@@ -288,10 +283,10 @@ pub async fn build_role(
 
     let tag = format!("jackin/{role}:{}", &commit[..12.min(commit.len())]);
     let labels = HashMap::from([
-        (LABEL_MANAGED.to_owned(), "true".to_owned()),
-        (LABEL_HOME.to_owned(), home_id.to_owned()),
-        (LABEL_ROLE.to_owned(), role.to_owned()),
-        (LABEL_ROLE_COMMIT.to_owned(), commit.clone()),
+        (label::MANAGED.to_owned(), "true".to_owned()),
+        (label::HOME.to_owned(), home_id.to_owned()),
+        (label::ROLE.to_owned(), role.to_owned()),
+        (label::ROLE_COMMIT.to_owned(), commit.clone()),
     ]);
     let id = engine
         .build_image(context, &tag, &labels, |line| progress(line))
