@@ -202,7 +202,11 @@ fn the_clean_policy_discards_unfinished_work_and_keep_keeps() {
     launch_in(&home, "hoarded", "hoard", None);
     exit_and_pass(&home, "hoarded");
     let obj = home.object("hoarded");
-    assert_eq!(obj["spec"]["phase"], "Kept");
+    // The policy's decision is jackin's: status, never the operator's spec.
+    assert_eq!(obj["spec"]["phase"], "Running");
+    assert_eq!(obj["metadata"]["generation"], 1);
+    assert_eq!(obj["status"]["settled"]["phase"], "Kept");
+    assert_eq!(obj["status"]["settled"]["by"], "exitPolicy");
     assert_eq!(obj["status"]["phase"], "Kept");
     // Kept by the policy, resumed by the operator: a new session starts.
     std::fs::remove_file(state_dir(&home, "hoarded").join("go")).unwrap();
@@ -425,4 +429,75 @@ fn a_container_that_never_started_has_no_session_outcome() {
     assert!(obj["status"]["session"].is_null(), "{obj}");
     assert_eq!(obj["status"]["phase"], "Running");
     assert!(running(&container));
+}
+
+#[test]
+fn re_applying_the_file_after_the_policy_kept_the_session_changes_nothing() {
+    ensure_busybox();
+    let home = Home::new();
+    workspace(&home, "keeper", "keep");
+    let spec = format!(
+        "  workspace: keeper\n  command: [sh, -c, {}]\n",
+        serde_json::to_string(&format!("{WAIT_THEN_EXIT} 0")).unwrap()
+    );
+    let file = instance_yaml_with("settled", &spec);
+    home.apply("settled", &file);
+    exit_and_pass(&home, "settled");
+    assert_eq!(home.object("settled")["status"]["phase"], "Kept");
+    let container = home.container("settled");
+    std::fs::remove_file(state_dir(&home, "settled").join("go")).unwrap();
+
+    // The operator's file is as it was: so is the outcome.
+    let out = home.apply("settled", &file);
+    assert!(out.contains("instance/settled unchanged"), "{out}");
+    assert!(out.contains("instance/settled Kept"), "{out}");
+    home.ok(&["controller", "--once"]);
+    assert!(!running(&container), "nothing was restarted");
+    // `get -o yaml | apply -f -` is a no-op too.
+    let yaml = home.ok(&["get", "settled", "-o", "yaml"]);
+    let out = home.apply("roundtrip", &yaml);
+    assert!(out.contains("instance/settled unchanged"), "{out}");
+    assert!(!running(&container));
+
+    // A resume is the operator's own action: it starts a new session.
+    let out = home.ok(&["set-phase", "settled", "running"]);
+    assert!(out.contains("instance/settled Running"), "{out}");
+    assert!(running(&container));
+    // ... and re-applying the file afterwards does not undo it.
+    home.apply("settled", &file);
+    assert!(running(&container));
+}
+
+#[test]
+fn a_session_the_policy_cleaned_up_is_not_relaunched_by_its_unchanged_file() {
+    ensure_busybox();
+    let home = Home::new();
+    let file = instance_yaml_with(
+        "done",
+        &format!(
+            "  command: [sh, -c, {}]\n",
+            serde_json::to_string(&format!("{WAIT_THEN_EXIT} 0")).unwrap()
+        ),
+    );
+    home.apply("done", &file);
+    exit_and_pass(&home, "done");
+    assert!(!home.jackin(&["get", "done"]).status.success(), "cleaned up");
+
+    let path = home.write_input("done.yaml", &file);
+    let out = home.jackin(&["apply", path.to_str().unwrap()]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("instance/done unchanged (ended and cleaned up)"), "{stdout}");
+    assert!(stderr.contains("jackin delete done"), "{stderr}");
+    assert!(!home.jackin(&["get", "done"]).status.success(), "not relaunched");
+
+    // Forgetting the ended session lets the same file start a new one.
+    let out = home.ok(&["delete", "done"]);
+    assert!(out.contains("forgot its ended session"), "{out}");
+    let out = home.apply("done", &file);
+    assert!(out.contains("instance/done created"), "{out}");
+    assert!(out.contains("instance/done Running"), "{out}");
 }

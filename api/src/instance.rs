@@ -27,10 +27,52 @@ impl Instance {
     pub fn status_or_default(&self) -> InstanceStatus {
         self.status.clone().unwrap_or_default()
     }
+
+    /// The phase the loop drives the instance toward. The spec says what
+    /// the operator wants; a settlement in the status (how an ended session
+    /// was settled: by the exit policy, the operator's answer, the keep cap)
+    /// can only carry it further along `Running → Kept → Purged`, and only
+    /// while the spec is the one it was settled under and the operator has
+    /// not asked to resume since (annotation [`annotation::RESUME`]).
+    ///
+    /// [`annotation::RESUME`]: crate::names::annotation::RESUME
+    pub fn desired_phase(&self) -> DesiredPhase {
+        match self.settlement() {
+            Some(settled) => self.spec.phase.max(settled.phase),
+            None => self.spec.phase,
+        }
+    }
+
+    /// The settlement that stands, if any (see [`Instance::desired_phase`]).
+    pub fn settlement(&self) -> Option<&Settlement> {
+        let settled = self.status.as_ref()?.settled.as_ref()?;
+        let same_spec = settled.generation == self.metadata.generation;
+        let resumed_since = self
+            .metadata
+            .annotations
+            .get(crate::names::annotation::RESUME)
+            .and_then(|at| at.parse::<Timestamp>().ok())
+            .is_some_and(|at| at > settled.at);
+        (same_spec && !resumed_since).then_some(settled)
+    }
 }
 
-/// The phase an operator asks for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+/// The phase an operator asks for. Ordered as a session moves on:
+/// `Running < Kept < Purged`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
 pub enum DesiredPhase {
     /// A container runs the agent; restored through the ladder when it is gone.
     #[default]
@@ -231,6 +273,42 @@ pub struct InstanceStatus {
     pub session: Option<SessionOutcome>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountStatus>,
+    /// How the last session was settled once it ended, when jackin (not the
+    /// operator's spec) decided: see [`Instance::desired_phase`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<Settlement>,
+}
+
+/// A decision about an ended session that jackin records instead of
+/// rewriting the operator's spec.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Settlement {
+    /// `Kept` or `Purged`.
+    pub phase: DesiredPhase,
+    /// Who decided.
+    pub by: SettledBy,
+    #[schemars(with = "String")]
+    pub at: Timestamp,
+    /// The spec generation it was decided under; a new spec supersedes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// The digest of the unfinished work the decision agreed to discard
+    /// (the `clean` policy, the operator's "clean up").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acknowledged: Option<String>,
+}
+
+/// Who settled an ended session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SettledBy {
+    /// The workspace's exit policy.
+    ExitPolicy,
+    /// The operator, answering at the end of the session.
+    Operator,
+    /// The workspace's `keep.max`.
+    KeepCap,
 }
 
 /// The launch recipe, pinned at first launch and replayed by every restore.

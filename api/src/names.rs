@@ -33,6 +33,10 @@ pub mod annotation {
     /// Overrides the workspace's exit policy for one instance (`keep`,
     /// `clean`, `ask`), as `jackin launch --keep` / `--clean` set it.
     pub const EXIT_POLICY: &str = "jackin.dev/exit-policy";
+    /// The time the operator last asked to resume the instance (`set-phase
+    /// running`, `attach`, `launch`), like `kubectl rollout restart`: a
+    /// settlement older than it no longer stands.
+    pub const RESUME: &str = "jackin.dev/resume";
 }
 
 /// Condition types of `status.conditions`.

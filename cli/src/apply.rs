@@ -57,6 +57,7 @@ pub async fn run(
     if !args.dry_run {
         crate::sweep_files_quietly(&store)?;
     }
+    let mut names = Vec::new();
     for obj in &objects {
         let outcome = match (obj, args.dry_run) {
             (Object::Instance(i), false) => store.apply_instance(i)?,
@@ -70,15 +71,20 @@ pub async fn run(
             obj.name(),
             outcome.as_str()
         );
+        match (obj, outcome) {
+            (Object::Instance(_), ApplyOutcome::Ended) => eprintln!(
+                "note: jackin ended instance/{name}'s session and cleaned it up; the same \
+                 manifest does not start it again\nhint: change the manifest, or `jackin delete \
+                 {name}` to forget the ended session, then apply",
+                name = obj.name()
+            ),
+            (Object::Instance(_), _) => names.push(obj.name().to_owned()),
+            (Object::Workspace(_), _) => {}
+        }
     }
     let Some(engine) = engine else {
         return Ok(());
     };
-    let names: Vec<String> = objects
-        .iter()
-        .filter(|o| matches!(o, Object::Instance(_)))
-        .map(|o| o.name().to_owned())
-        .collect();
     crate::converge_and_report(store, engine, &names, &args.wait, verbose).await
 }
 

@@ -6,9 +6,10 @@ use std::io::{IsTerminal, Read, Write};
 
 use anyhow::{Context, Result};
 use futures::StreamExt;
+use jackin_api::instance::SettledBy;
 use jackin_api::meta::find_condition;
-use jackin_api::names::{annotation, condition, reason};
-use jackin_api::{DesiredPhase, Instance, InstancePhase};
+use jackin_api::names::{condition, reason};
+use jackin_api::{DesiredPhase, Instance};
 use jackin_controller::{Store, StoreError};
 use jackin_reconcilers::Engine;
 use jackin_reconcilers::assess::acknowledgement_digest;
@@ -228,8 +229,7 @@ pub async fn run(
     let mut resume = true;
     loop {
         if resume {
-            resume_ended(&store, name)?;
-            store.set_phase(name, DesiredPhase::Running)?;
+            jackin_controller::session::resume(&store, name)?;
             crate::converge_quietly(&store, &engine, name, wait).await?;
             let obj = store.get_instance(name)?;
             eprintln!(
@@ -273,17 +273,16 @@ pub async fn run(
                 // Decided: a later resume must not take it for ended again.
                 session::retire_marker(store.layout(), &container)
                     .with_context(|| format!("keeping instance/{name}"))?;
-                store.set_phase(name, DesiredPhase::Kept)?;
+                store.settle(name, DesiredPhase::Kept, SettledBy::Operator, None)?;
                 crate::converge_quietly(&store, &engine, name, wait).await?;
                 eprintln!("instance/{name} kept; `jackin attach {name}` resumes it");
                 return Ok(());
             }
             Choice::CleanUp => {
+                // The operator saw the work and insists: the settlement
+                // acknowledges exactly what was shown.
                 let digest = acknowledgement_digest(&obj.status.clone().unwrap_or_default().mounts);
-                if let Some(digest) = digest {
-                    store.set_annotation(name, annotation::ACKNOWLEDGE_DISCARD, Some(&digest))?;
-                }
-                store.set_phase(name, DesiredPhase::Purged)?;
+                store.settle(name, DesiredPhase::Purged, SettledBy::Operator, digest)?;
                 crate::converge_quietly(&store, &engine, name, wait).await?;
                 eprintln!("instance/{name} cleaned up");
                 return Ok(());
@@ -302,19 +301,4 @@ fn hold_attached_lock(path: &std::path::Path) -> std::io::Result<Option<FileLock
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     Ok(None)
-}
-
-/// Sets aside the marker of a session that ended, so the loop starts a new
-/// one instead of leaving it ended.
-fn resume_ended(store: &Store, name: &str) -> Result<()> {
-    let obj = store.get_instance(name)?;
-    let ended = matches!(
-        obj.status.as_ref().and_then(|s| s.phase),
-        Some(InstancePhase::Exited | InstancePhase::Crashed)
-    );
-    if ended {
-        session::retire_marker(store.layout(), &container_of(&obj))
-            .with_context(|| format!("resuming instance/{name}"))?;
-    }
-    Ok(())
 }

@@ -28,7 +28,7 @@ fn restorable(store: &Store, args: &LaunchArgs) -> Result<Vec<Instance>> {
             obj.spec.workspace.as_deref() == Some(args.workspace.as_str())
                 && obj.spec.role.name == args.role
                 && obj.spec.agent == args.agent
-                && obj.spec.phase != DesiredPhase::Purged
+                && obj.desired_phase() != DesiredPhase::Purged
         })
         .collect();
     found.sort_by_key(|obj| std::cmp::Reverse(obj.metadata.creation_timestamp));

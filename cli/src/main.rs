@@ -16,11 +16,12 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{CommandFactory, Parser};
 use jackin_api::names::annotation;
-use jackin_api::{DesiredPhase, Instance, InstancePhase, validate};
+use jackin_api::{DesiredPhase, Instance, validate};
 use jackin_controller::reconcile::assess_checkouts;
-use jackin_controller::{IndexRepair, Outcome, Progress, Reconciler, Store, converge, run, sweep};
+use jackin_controller::{
+    IndexRepair, Outcome, Progress, Reconciler, Store, StoreError, converge, run, sweep,
+};
 use jackin_reconcilers::assess::acknowledgement_digest;
-use jackin_reconcilers::session;
 use jackin_reconcilers::{Engine, Layout};
 use jiff::Timestamp;
 
@@ -132,7 +133,22 @@ async fn run(cli: Cli) -> Result<()> {
             dry_run,
             force,
             wait,
-        } => set_phase(&name, DesiredPhase::Purged, dry_run, force, &wait, verbose).await,
+        } => {
+            check_name(&name)?;
+            // No instance, only the record of one jackin ended: deleting
+            // it is forgetting that, so the same manifest starts anew.
+            let store = open_store()?;
+            if matches!(
+                store.get_instance(&name),
+                Err(StoreError::InstanceNotFound(_))
+            ) && !dry_run
+                && store.forget_ended(&name)?
+            {
+                println!("instance/{name}: forgot its ended session; applying it starts a new one");
+                return Ok(());
+            }
+            set_phase(&name, DesiredPhase::Purged, dry_run, force, &wait, verbose).await
+        }
         Command::Controller(args) => controller(&args).await,
         Command::Launch(args) => {
             for name in [&args.workspace, &args.role, &args.agent] {
@@ -332,23 +348,12 @@ async fn set_phase(
     if phase == DesiredPhase::Purged && !dry_run {
         acknowledge_discard(&store, &current, force).await?;
     }
-    // Resuming a session the agent ended: its recorded marker is set aside,
-    // so the loop starts the container again instead of leaving it ended.
-    let ended = matches!(
-        current.status.as_ref().and_then(|s| s.phase),
-        Some(InstancePhase::Exited | InstancePhase::Crashed)
-    );
-    if phase == DesiredPhase::Running && ended && !dry_run {
-        let container = current
-            .status
-            .as_ref()
-            .and_then(|s| s.container_name.clone())
-            .unwrap_or_default();
-        session::retire_marker(store.layout(), &container)
-            .with_context(|| format!("resuming instance/{name}"))?;
-    }
+    let change = |store: &Store| match phase {
+        DesiredPhase::Running => jackin_controller::session::resume(store, name),
+        _ => store.set_phase(name, phase),
+    };
     if wait.no_wait && !dry_run {
-        let outcome = store.set_phase(name, phase)?;
+        let outcome = change(&store)?;
         println!(
             "instance/{name} {} (desired phase {phase})",
             outcome.as_str()
@@ -362,11 +367,11 @@ async fn set_phase(
         print!("{}", output::dry_run(name, phase, &dry, force));
         return Ok(());
     }
-    let outcome = store.set_phase(name, phase)?;
+    let outcome = change(&store)?;
     println!(
         "instance/{name} {} (desired phase {phase}, was {})",
         outcome.as_str(),
-        current.spec.phase
+        current.desired_phase()
     );
     converge_and_report(store, engine, &[name.to_owned()], wait, verbose).await
 }

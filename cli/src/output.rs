@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use anyhow::Result;
-use jackin_api::instance::{MountStatus, OutcomeSource, SessionOutcome};
+use jackin_api::instance::{MountStatus, OutcomeSource, SessionOutcome, SettledBy};
 use jackin_api::meta::find_condition;
 use jackin_api::names::condition;
 use jackin_api::{DesiredPhase, Instance, Workspace};
@@ -145,7 +145,7 @@ pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> Strin
             let status = obj.status_or_default();
             let mut row = vec![
                 obj.metadata.name.clone(),
-                obj.spec.phase.to_string(),
+                obj.desired_phase().to_string(),
                 or_dash(status.phase),
                 or_dash(status.restore.as_ref().map(|r| format!("tier {}", r.tier))),
                 age(obj.metadata.creation_timestamp, now),
@@ -272,6 +272,22 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
         ),
     );
     field("Desired phase", spec.phase.to_string());
+    if let Some(settled) = obj.settlement() {
+        field(
+            "Settled",
+            format!(
+                "{} by {} {} ago (stands until the spec changes or `jackin set-phase {} running`)",
+                settled.phase,
+                match settled.by {
+                    SettledBy::ExitPolicy => "the exit policy",
+                    SettledBy::Operator => "the operator",
+                    SettledBy::KeepCap => "the keep cap",
+                },
+                age(Some(settled.at), now),
+                obj.metadata.name
+            ),
+        );
+    }
     field("Phase", or_dash(status.phase));
     field("Workspace", or_dash(spec.workspace.as_ref()));
     let role_source = spec

@@ -43,7 +43,7 @@ impl IndexRow {
             workspace: obj.spec.workspace.clone(),
             role: obj.spec.role.name.clone(),
             agent: obj.spec.agent.clone(),
-            desired: obj.spec.phase,
+            desired: obj.desired_phase(),
             phase: status.phase,
         })
     }

@@ -10,6 +10,7 @@ pub use reconcile::{DryRun, Outcome, Progress, ReconcileError, Reconciler};
 pub use store::{ApplyOutcome, Listing, Store, StoreError};
 pub mod backoff;
 pub mod converge;
+pub mod ended;
 pub mod events;
 pub mod queue;
 pub mod reconcile;

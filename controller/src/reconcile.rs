@@ -225,6 +225,13 @@ impl Reconciler {
         for step in &plan.steps {
             (self.progress)(name, Progress::Step(step));
             if *step == Step::DropIndexRow {
+                // Purged by jackin's own decision, not the spec: re-applying
+                // the same manifest must not bring it back.
+                if let Some(settled) = guard.obj.settlement()
+                    && guard.obj.spec.phase != jackin_api::DesiredPhase::Purged
+                {
+                    self.store.remember_ended(&guard.obj, settled.by)?;
+                }
                 self.store.drop_row(name)?;
                 crash_here_if_asked(step);
                 return Ok(true);
@@ -281,6 +288,12 @@ impl Reconciler {
         let mut view = observation.view(&uid, recipe);
         view.mounts = assess_checkouts(self.layout(), &container).await?;
         obj.spec.phase = phase;
+        if phase == jackin_api::DesiredPhase::Running {
+            // As `set-phase running` would: a resume request.
+            obj.metadata
+                .annotations
+                .insert(annotation::RESUME.to_owned(), Timestamp::now().to_string());
+        }
         let mut plan = decide(&obj, &view);
         let blocked = plan.blocked.clone();
         if let Some(digest) = &blocked {

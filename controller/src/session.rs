@@ -2,9 +2,11 @@
 //! completion marker first, then the engine, else unknown), the post-session
 //! step, and the exit policy's decision turned into desired state.
 
-use jackin_api::instance::{Instance, InstancePhase, MountStatus, OutcomeSource, SessionOutcome};
+use jackin_api::instance::{
+    Instance, InstancePhase, MountStatus, OutcomeSource, SessionOutcome, SettledBy, Settlement,
+};
 use jackin_api::meta::{find_condition, remove_condition, set_condition};
-use jackin_api::names::{annotation, condition, reason};
+use jackin_api::names::{condition, reason};
 use jackin_api::workspace::ExitPolicy;
 use jackin_api::{ConditionStatus, DesiredPhase};
 use jackin_reconcilers::Layout;
@@ -17,7 +19,7 @@ use jiff::Timestamp;
 
 use crate::events;
 use crate::reconcile::{ReconcileError, Reconciler};
-use crate::store::{InstanceGuard, StoreError};
+use crate::store::{ApplyOutcome, InstanceGuard, Store, StoreError};
 
 impl Reconciler {
     /// Records how the last session ended, from the best source available,
@@ -40,6 +42,7 @@ impl Reconciler {
         let layout = self.layout();
         let container = guard.container.clone();
         let name = guard.obj.metadata.name.clone();
+        let desired = guard.obj.desired_phase();
         let status = guard.obj.status.get_or_insert_default();
         let recorded = status.session.as_ref().and_then(|s| s.finished_at);
         let now = Timestamp::now();
@@ -86,8 +89,7 @@ impl Reconciler {
                 // `Kept` teardown), the operator or the engine caused is not
                 // an ending: `Kept` and `Purged` say what to do, and `Running`
                 // restores it.
-                let agent_ended =
-                    marker.ended_by_itself() && guard.obj.spec.phase == DesiredPhase::Running;
+                let agent_ended = marker.ended_by_itself() && desired == DesiredPhase::Running;
                 // The policy decides a new ending, and again one that waits
                 // for an operator who is no longer attached to answer.
                 let waiting = status
@@ -258,16 +260,17 @@ fn attached(layout: &Layout, container: &str) -> bool {
     path.exists() && matches!(FileLock::try_acquire(&path), Ok(None))
 }
 
-/// Turns the exit policy's decision into desired state, which the same
-/// reconcile then converges: a purge (acknowledged by the policy when it says
-/// so), or keeping the instance. `Preserve` and `Ask` change nothing here.
+/// Records the exit policy's decision as a settlement in the status (never
+/// in the operator's spec), which the same reconcile then converges: a purge
+/// (acknowledging the unfinished work when the policy says so), or keeping
+/// the instance. `Preserve` and `Ask` settle nothing.
 fn apply_exit_action(
     obj: &mut Instance,
     action: ExitAction,
     policy: ExitPolicy,
     mounts: &[MountStatus],
 ) {
-    let desired = match action {
+    let phase = match action {
         ExitAction::Purge { .. } => DesiredPhase::Purged,
         ExitAction::Keep { .. } => DesiredPhase::Kept,
         ExitAction::Ask => {
@@ -284,13 +287,10 @@ fn apply_exit_action(
         }
         ExitAction::Preserve => return,
     };
-    if let (ExitAction::Purge { acknowledge: true }, Some(digest)) =
-        (action, acknowledgement_digest(mounts))
-    {
-        obj.metadata
-            .annotations
-            .insert(annotation::ACKNOWLEDGE_DISCARD.to_owned(), digest);
-    }
+    let acknowledged = match action {
+        ExitAction::Purge { acknowledge: true } => acknowledgement_digest(mounts),
+        _ => None,
+    };
     if let ExitAction::Keep {
         non_interactive: true,
     } = action
@@ -308,6 +308,53 @@ fn apply_exit_action(
             Timestamp::now(),
         );
     }
-    obj.spec.phase = desired;
-    obj.metadata.generation = Some(obj.metadata.generation.unwrap_or(0) + 1);
+    settle(obj, phase, SettledBy::ExitPolicy, acknowledged);
+}
+
+/// The operator's resume (`set-phase running`, `attach`, a `launch` that
+/// resumes): the desired phase becomes `Running`, a settlement of the last
+/// session stops standing (a resume request, never a rewrite of what jackin
+/// decided), and a session the agent ended has its marker set aside, so the
+/// loop starts it again instead of leaving it ended.
+pub fn resume(store: &Store, name: &str) -> Result<ApplyOutcome, StoreError> {
+    let current = store.get_instance(name)?;
+    let mut outcome = store.set_phase(name, DesiredPhase::Running)?;
+    if current.settlement().is_some() {
+        outcome = store.request_resume(name)?;
+    }
+    let ended = matches!(
+        current.status.as_ref().and_then(|s| s.phase),
+        Some(InstancePhase::Exited | InstancePhase::Crashed)
+    );
+    if let (true, Some(container)) = (
+        ended,
+        current
+            .status
+            .as_ref()
+            .and_then(|s| s.container_name.as_deref()),
+    ) {
+        let layout = store.layout();
+        session::retire_marker(layout, container)
+            .map_err(|e| StoreError::io(&layout.unit_dir(container), e))?;
+        outcome = ApplyOutcome::Configured;
+    }
+    Ok(outcome)
+}
+
+/// Records how an ended session is settled: `phase` stands in for the
+/// spec's until the spec changes or the operator resumes the instance.
+pub fn settle(
+    obj: &mut Instance,
+    phase: DesiredPhase,
+    by: SettledBy,
+    acknowledged: Option<String>,
+) {
+    let generation = obj.metadata.generation;
+    obj.status.get_or_insert_default().settled = Some(Settlement {
+        phase,
+        by,
+        at: Timestamp::now(),
+        generation,
+        acknowledged,
+    });
 }

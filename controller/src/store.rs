@@ -12,9 +12,10 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use jackin_api::identity::container_name;
+use jackin_api::instance::SettledBy;
 use jackin_api::manifest;
 use jackin_api::meta::set_condition;
-use jackin_api::names::{condition, reason};
+use jackin_api::names::{annotation, condition, reason};
 use jackin_api::{
     ConditionStatus, DesiredPhase, Instance, InstancePhase, InstanceStatus, Object, ObjectMeta,
     Workspace,
@@ -66,6 +67,9 @@ pub enum ApplyOutcome {
     Created,
     Configured,
     Unchanged,
+    /// Nothing is created: jackin ended and cleaned up this instance (see
+    /// [`crate::ended`]) and the manifest is the same as then.
+    Ended,
 }
 
 impl ApplyOutcome {
@@ -74,6 +78,7 @@ impl ApplyOutcome {
             Self::Created => "created",
             Self::Configured => "configured",
             Self::Unchanged => "unchanged",
+            Self::Ended => "unchanged (ended and cleaned up)",
         }
     }
 }
@@ -325,7 +330,10 @@ impl Store {
     /// Reports what applying `applied` would do, writing nothing.
     pub fn plan_instance(&self, applied: &Instance) -> Result<ApplyOutcome, StoreError> {
         let Some(row) = self.live_row(&applied.metadata.name)? else {
-            return Ok(ApplyOutcome::Created);
+            return Ok(match self.ended_as(applied)? {
+                Some(_) => ApplyOutcome::Ended,
+                None => ApplyOutcome::Created,
+            });
         };
         let mut stored = read_object(&self.layout, &row.container_name)?
             .ok_or_else(|| StoreError::Vanished(applied.metadata.name.clone()))?;
@@ -336,6 +344,9 @@ impl Store {
     /// and jackin-owned metadata of `applied` are ignored.
     pub fn apply_instance(&self, applied: &Instance) -> Result<ApplyOutcome, StoreError> {
         let name = &applied.metadata.name;
+        if self.live_row(name)?.is_none() && self.ended_as(applied)?.is_some() {
+            return Ok(ApplyOutcome::Ended);
+        }
         match self.create_unless_taken(applied)? {
             None => Ok(ApplyOutcome::Created),
             Some(container) => {
@@ -383,6 +394,34 @@ impl Store {
             bump_generation(&mut stored.metadata);
             Ok(ApplyOutcome::Configured)
         })
+    }
+
+    /// Records how an ended session is settled (a status write: the
+    /// operator's spec stays as it is). See [`Instance::desired_phase`].
+    pub fn settle(
+        &self,
+        name: &str,
+        phase: DesiredPhase,
+        by: SettledBy,
+        acknowledged: Option<String>,
+    ) -> Result<(), StoreError> {
+        let container = self
+            .live_row(name)?
+            .map(|row| row.container_name)
+            .ok_or_else(|| StoreError::InstanceNotFound(name.to_owned()))?;
+        self.update_instance(name, &container, |stored| {
+            crate::session::settle(stored, phase, by, acknowledged);
+            Ok(ApplyOutcome::Configured)
+        })?;
+        Ok(())
+    }
+
+    /// The operator asks to resume the instance: a settlement older than
+    /// now no longer stands (annotation `jackin.dev/resume`, like `kubectl
+    /// rollout restart`).
+    pub fn request_resume(&self, name: &str) -> Result<ApplyOutcome, StoreError> {
+        let now = Timestamp::now().to_string();
+        self.set_annotation(name, annotation::RESUME, Some(&now))
     }
 
     /// Sets (or, with `None`, removes) an annotation; no generation bump.
@@ -596,15 +635,24 @@ fn merge<S: PartialEq + Clone>(
             stored: uid.clone(),
         });
     }
+    // Annotations of jackin's own (`jackin.dev/…`, set by commands: an
+    // acknowledgement, an exit-policy override, a resume request) stay
+    // unless the file sets them; the rest are the file's.
+    let mut annotations = applied_meta.annotations.clone();
+    for (key, value) in &stored_meta.annotations {
+        if key.starts_with("jackin.dev/") && !annotations.contains_key(key) {
+            annotations.insert(key.clone(), value.clone());
+        }
+    }
     let spec_changed = stored_spec != applied_spec;
-    let meta_changed = stored_meta.labels != applied_meta.labels
-        || stored_meta.annotations != applied_meta.annotations;
+    let meta_changed =
+        stored_meta.labels != applied_meta.labels || stored_meta.annotations != annotations;
     if !spec_changed && !meta_changed {
         return Ok(ApplyOutcome::Unchanged);
     }
     *stored_spec = applied_spec.clone();
     stored_meta.labels = applied_meta.labels.clone();
-    stored_meta.annotations = applied_meta.annotations.clone();
+    stored_meta.annotations = annotations;
     if spec_changed {
         bump_generation(stored_meta);
     }

@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use jackin_api::instance::{Instance, InstancePhase};
+use jackin_api::instance::{Instance, InstancePhase, SettledBy};
 use jackin_api::meta::{find_condition, set_condition};
 use jackin_api::names::{condition, label, reason};
 use jackin_api::{ConditionStatus, DesiredPhase, validate};
@@ -393,7 +393,7 @@ pub fn enforce_keep_caps(store: &Store, dry_run: bool) -> Result<Vec<Finding>, S
     }
     let mut groups: BTreeMap<(String, String, String), Vec<Instance>> = BTreeMap::new();
     for obj in store.list_instances()?.instances {
-        let kept = obj.spec.phase == DesiredPhase::Kept
+        let kept = obj.desired_phase() == DesiredPhase::Kept
             && obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Kept);
         if let (true, Some(ws)) = (kept, obj.spec.workspace.clone())
             && caps.contains_key(&ws)
@@ -423,7 +423,7 @@ pub fn enforce_keep_caps(store: &Store, dry_run: bool) -> Result<Vec<Finding>, S
                 continue;
             }
             if !dry_run {
-                store.set_phase(&name, DesiredPhase::Purged)?;
+                store.settle(&name, DesiredPhase::Purged, SettledBy::KeepCap, None)?;
             }
             findings.push(Finding::KeepCapPurge { name, workspace });
         }

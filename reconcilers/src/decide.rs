@@ -140,9 +140,27 @@ impl Plan {
     }
 }
 
-/// The next steps for `obj`, given what the engine holds of it.
+/// Whether unfinished work with this digest may be discarded: the operator
+/// acknowledged it (annotation), or the settlement that purges the instance
+/// did (the `clean` policy, the operator's "clean up" answer).
+fn acknowledged(obj: &Instance, digest: &str) -> bool {
+    let by_annotation = obj
+        .metadata
+        .annotations
+        .get(annotation::ACKNOWLEDGE_DISCARD)
+        .is_some_and(|a| a == digest);
+    let by_settlement = obj
+        .settlement()
+        .and_then(|s| s.acknowledged.as_deref())
+        .is_some_and(|a| a == digest);
+    by_annotation || by_settlement
+}
+
+/// The next steps for `obj`, given what the engine holds of it. The phase
+/// is the effective one ([`Instance::desired_phase`]): the spec, carried on
+/// by a settlement of the last session where there is one.
 pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
-    match obj.spec.phase {
+    match obj.desired_phase() {
         DesiredPhase::Running => running(obj, view),
         DesiredPhase::Kept => Plan {
             steps: teardown(view, true),
@@ -152,11 +170,7 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
         },
         DesiredPhase::Purged => {
             if let Some(digest) = acknowledgement_digest(&view.mounts)
-                && obj
-                    .metadata
-                    .annotations
-                    .get(annotation::ACKNOWLEDGE_DISCARD)
-                    != Some(&digest)
+                && !acknowledged(obj, &digest)
             {
                 return Plan {
                     steps: Vec::new(),

@@ -1,0 +1,120 @@
+//! Instances that jackin itself settled as purged (the exit policy, the
+//! operator's "clean up" answer at the end of a session, the keep cap), and
+//! the manifest they were applied with. Re-applying that same manifest does
+//! not bring the instance back: the operator's file did not change, so
+//! neither does the outcome. A changed manifest, or `jackin delete NAME`
+//! (which forgets the record), starts a new one.
+//!
+//! `data/ended.json`, written atomically under the index lock and bounded to
+//! the newest [`KEEP`] records. It holds names, manifests (references, never
+//! secret values) and times.
+
+use std::collections::BTreeMap;
+
+use jackin_api::Instance;
+use jackin_api::instance::SettledBy;
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::store::{Store, StoreError};
+
+/// How many records are kept; older ones are dropped.
+const KEEP: usize = 256;
+
+/// One instance jackin ended and cleaned up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ended {
+    pub name: String,
+    /// What of the manifest the operator owns: spec, labels, annotations
+    /// (jackin's own `jackin.dev/…` annotations left out).
+    pub manifest: serde_json::Value,
+    pub by: SettledBy,
+    pub at: Timestamp,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct EndedFile {
+    #[serde(default)]
+    instances: Vec<Ended>,
+}
+
+/// The operator-owned part of an instance's manifest, as compared on apply.
+pub fn manifest_of(obj: &Instance) -> serde_json::Value {
+    let annotations: BTreeMap<&String, &String> = obj
+        .metadata
+        .annotations
+        .iter()
+        .filter(|(key, _)| !key.starts_with("jackin.dev/"))
+        .collect();
+    serde_json::json!({
+        "spec": obj.spec,
+        "labels": obj.metadata.labels,
+        "annotations": annotations,
+    })
+}
+
+impl Store {
+    fn ended_file(&self) -> std::path::PathBuf {
+        self.layout().data_dir().join("ended.json")
+    }
+
+    fn read_ended(&self) -> Result<EndedFile, StoreError> {
+        let path = self.ended_file();
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| StoreError::Unreadable {
+                path,
+                message: e.to_string(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(EndedFile::default()),
+            Err(e) => Err(StoreError::io(&path, e)),
+        }
+    }
+
+    fn write_ended(&self, file: &EndedFile) -> Result<(), StoreError> {
+        let path = self.ended_file();
+        let mut bytes = serde_json::to_vec_pretty(file).expect("records serialize");
+        bytes.push(b'\n');
+        jackin_reconcilers::fsutil::write_atomic(&path, &bytes)
+            .map_err(|e| StoreError::io(&path, e))
+    }
+
+    /// Records that jackin settled `obj` as purged, before its row goes.
+    pub fn remember_ended(&self, obj: &Instance, by: SettledBy) -> Result<(), StoreError> {
+        let _lock = self.lock_index()?;
+        let mut file = self.read_ended()?;
+        file.instances.retain(|e| e.name != obj.metadata.name);
+        file.instances.push(Ended {
+            name: obj.metadata.name.clone(),
+            manifest: manifest_of(obj),
+            by,
+            at: Timestamp::now(),
+        });
+        let excess = file.instances.len().saturating_sub(KEEP);
+        file.instances.drain(..excess);
+        self.write_ended(&file)
+    }
+
+    /// The record of an instance jackin ended with exactly this manifest.
+    pub fn ended_as(&self, applied: &Instance) -> Result<Option<Ended>, StoreError> {
+        let manifest = manifest_of(applied);
+        Ok(self
+            .read_ended()?
+            .instances
+            .into_iter()
+            .find(|e| e.name == applied.metadata.name && e.manifest == manifest))
+    }
+
+    /// Forgets the record of `name`; returns whether there was one.
+    pub fn forget_ended(&self, name: &str) -> Result<bool, StoreError> {
+        let _lock = self.lock_index()?;
+        let mut file = self.read_ended()?;
+        let before = file.instances.len();
+        file.instances.retain(|e| e.name != name);
+        if file.instances.len() == before {
+            return Ok(false);
+        }
+        self.write_ended(&file)?;
+        Ok(true)
+    }
+}
