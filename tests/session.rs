@@ -481,7 +481,10 @@ fn a_session_the_policy_cleaned_up_is_not_relaunched_by_its_unchanged_file() {
     );
     home.apply("done", &file);
     exit_and_pass(&home, "done");
-    assert!(!home.jackin(&["get", "done"]).status.success(), "cleaned up");
+    assert!(
+        !home.jackin(&["get", "done"]).status.success(),
+        "cleaned up"
+    );
 
     let path = home.write_input("done.yaml", &file);
     let out = home.jackin(&["apply", path.to_str().unwrap()]);
@@ -490,9 +493,15 @@ fn a_session_the_policy_cleaned_up_is_not_relaunched_by_its_unchanged_file() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stderr}");
-    assert!(stdout.contains("instance/done unchanged (ended and cleaned up)"), "{stdout}");
+    assert!(
+        stdout.contains("instance/done unchanged (ended and cleaned up)"),
+        "{stdout}"
+    );
     assert!(stderr.contains("jackin delete done"), "{stderr}");
-    assert!(!home.jackin(&["get", "done"]).status.success(), "not relaunched");
+    assert!(
+        !home.jackin(&["get", "done"]).status.success(),
+        "not relaunched"
+    );
 
     // Forgetting the ended session lets the same file start a new one.
     let out = home.ok(&["delete", "done"]);
