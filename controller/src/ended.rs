@@ -6,7 +6,7 @@
 //! (which forgets the record), starts a new one.
 //!
 //! `data/ended.json`, written atomically under the index lock and bounded to
-//! the newest [`KEEP`] records. It holds names, manifests (references, never
+//! the newest 256 records. It holds names, manifests (references, never
 //! secret values) and times.
 
 use std::collections::BTreeMap;
