@@ -13,8 +13,8 @@ use bollard::Docker;
 use bollard::errors::Error as BollardError;
 pub use bollard::models;
 use bollard::models::{
-    ContainerCreateBody, ContainerInspectResponse, ContainerSummary, EventMessage, ImageSummary,
-    Network, NetworkCreateRequest, Volume,
+    ContainerCreateBody, ContainerInspectResponse, ContainerSummary, EventMessage, ImageInspect,
+    ImageSummary, Network, NetworkCreateRequest, Volume,
 };
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, BuildImageOptionsBuilder, CreateContainerOptionsBuilder,
@@ -23,7 +23,9 @@ use bollard::query_parameters::{
     RemoveImageOptionsBuilder, RemoveVolumeOptionsBuilder, ResizeContainerTTYOptionsBuilder,
     StopContainerOptionsBuilder,
 };
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use jackin_api::names::label;
 
 use crate::endpoint::{self, EndpointError, Inputs};
@@ -78,14 +80,93 @@ impl EngineError {
     }
 }
 
-/// A connection to one Docker engine, at a negotiated API version.
-#[derive(Debug, Clone)]
+/// The engine calls jackin makes, one method each: the seam between the
+/// loop and a Docker engine. [`Engine`] wraps one implementation: the real
+/// engine ([`Engine::connect`]), or an in-memory one in tests (`fake`).
+/// Every answer falls in the three cases above: `Ok`, "the engine says it is
+/// not there" (`Ok(None)`, `Ok(false)`), or an error.
+pub trait EngineCalls: Send + Sync {
+    fn api_version(&self) -> String;
+    fn list_containers<'a>(
+        &'a self,
+        labels: &'a [(&'a str, &'a str)],
+    ) -> BoxFuture<'a, Result<Vec<ContainerSummary>, EngineError>>;
+    fn list_networks<'a>(
+        &'a self,
+        labels: &'a [(&'a str, &'a str)],
+    ) -> BoxFuture<'a, Result<Vec<Network>, EngineError>>;
+    fn list_volumes<'a>(
+        &'a self,
+        labels: &'a [(&'a str, &'a str)],
+    ) -> BoxFuture<'a, Result<Vec<Volume>, EngineError>>;
+    fn remove_volume<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, EngineError>>;
+    fn list_images(&self) -> BoxFuture<'_, Result<Vec<ImageSummary>, EngineError>>;
+    fn create_network<'a>(
+        &'a self,
+        name: &'a str,
+        labels: HashMap<String, String>,
+    ) -> BoxFuture<'a, Result<String, EngineError>>;
+    fn remove_network<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, EngineError>>;
+    fn start_container<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), EngineError>>;
+    fn stop_container<'a>(
+        &'a self,
+        name: &'a str,
+        grace_secs: i32,
+    ) -> BoxFuture<'a, Result<(), EngineError>>;
+    fn events(
+        &self,
+        labels: &[(&str, &str)],
+    ) -> BoxStream<'static, Result<EventMessage, EngineError>>;
+    fn attach<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<bollard::container::AttachContainerResults, EngineError>>;
+    fn resize<'a>(
+        &'a self,
+        id: &'a str,
+        width: u16,
+        height: u16,
+    ) -> BoxFuture<'a, Result<(), EngineError>>;
+    fn create_container<'a>(
+        &'a self,
+        name: &'a str,
+        body: ContainerCreateBody,
+    ) -> BoxFuture<'a, Result<String, EngineError>>;
+    fn inspect_container<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ContainerInspectResponse>, EngineError>>;
+    fn remove_container<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, EngineError>>;
+    fn build_image<'a>(
+        &'a self,
+        context_tar: Vec<u8>,
+        tag: &'a str,
+        labels: &'a HashMap<String, String>,
+        progress: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<(), EngineError>>;
+    fn inspect_image<'a>(
+        &'a self,
+        reference: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ImageInspect>, EngineError>>;
+    fn remove_image<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<bool, EngineError>>;
+}
+
+/// A connection to one engine. Every call goes through here, so
+/// [`Engine::calls`] counts them all: the measure of what a pass costs.
+#[derive(Clone)]
 pub struct Engine {
-    docker: Docker,
+    api: Arc<dyn EngineCalls>,
     endpoint: String,
-    /// Requests made through this connection (and its clones); the measure
-    /// of what a reconcile pass costs.
     calls: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("endpoint", &self.endpoint)
+            .field("calls", &self.calls())
+            .finish()
+    }
 }
 
 /// The labels that mark an engine object as owned by one instance of one home.
@@ -134,11 +215,20 @@ impl Engine {
             source = endpoint.source,
             "engine selected"
         );
-        Ok(Self {
+        let api = DockerCalls {
             docker,
-            endpoint: endpoint.host,
+            endpoint: endpoint.host.clone(),
+        };
+        Ok(Self::with(Arc::new(api), endpoint.host))
+    }
+
+    /// An engine made of `api`, reached at `endpoint` (for messages).
+    pub fn with(api: Arc<dyn EngineCalls>, endpoint: impl Into<String>) -> Self {
+        Self {
+            api,
+            endpoint: endpoint.into(),
             calls: Arc::default(),
-        })
+        }
     }
 
     /// Where the engine is reached, for messages.
@@ -151,16 +241,175 @@ impl Engine {
         self.calls.load(Ordering::Relaxed)
     }
 
-    fn count(&self) -> &Docker {
+    fn count(&self) -> &dyn EngineCalls {
         self.calls.fetch_add(1, Ordering::Relaxed);
-        &self.docker
+        self.api.as_ref()
     }
 
     /// The negotiated API version, e.g. `1.41`.
     pub fn api_version(&self) -> String {
-        self.count().client_version().to_string()
+        self.count().api_version()
     }
 
+    /// Containers, running or not, that carry every label in `labels`.
+    pub async fn list_containers(
+        &self,
+        labels: &[(&str, &str)],
+    ) -> Result<Vec<ContainerSummary>, EngineError> {
+        self.count().list_containers(labels).await
+    }
+
+    /// Networks that carry every label in `labels`.
+    pub async fn list_networks(
+        &self,
+        labels: &[(&str, &str)],
+    ) -> Result<Vec<Network>, EngineError> {
+        self.count().list_networks(labels).await
+    }
+
+    /// Volumes that carry every label in `labels`.
+    pub async fn list_volumes(&self, labels: &[(&str, &str)]) -> Result<Vec<Volume>, EngineError> {
+        self.count().list_volumes(labels).await
+    }
+
+    /// Removes a volume; `false` when it was already gone.
+    pub async fn remove_volume(&self, name: &str) -> Result<bool, EngineError> {
+        self.count().remove_volume(name).await
+    }
+
+    /// Every local image, with its id and tags.
+    pub async fn list_images(&self) -> Result<Vec<ImageSummary>, EngineError> {
+        self.count().list_images().await
+    }
+
+    /// Creates a bridge network; returns its id.
+    pub async fn create_network(
+        &self,
+        name: &str,
+        labels: HashMap<String, String>,
+    ) -> Result<String, EngineError> {
+        self.count().create_network(name, labels).await
+    }
+
+    /// Removes a network; `false` when it was already gone.
+    pub async fn remove_network(&self, name: &str) -> Result<bool, EngineError> {
+        self.count().remove_network(name).await
+    }
+
+    pub async fn start_container(&self, name: &str) -> Result<(), EngineError> {
+        self.count().start_container(name).await
+    }
+
+    /// Stops a container, giving its process `grace_secs` before SIGKILL.
+    pub async fn stop_container(&self, name: &str, grace_secs: i32) -> Result<(), EngineError> {
+        self.count().stop_container(name, grace_secs).await
+    }
+
+    /// The engine's event stream, filtered by label. Events are hints that
+    /// something changed, not a log: the stream may drop them under load.
+    pub fn events(
+        &self,
+        labels: &[(&str, &str)],
+    ) -> BoxStream<'static, Result<EventMessage, EngineError>> {
+        self.count().events(labels)
+    }
+
+    /// Attaches to a container's terminal: its output, and a writer to its
+    /// input. `Ctrl-P Ctrl-Q` detaches, leaving it running.
+    pub async fn attach(
+        &self,
+        id: &str,
+    ) -> Result<bollard::container::AttachContainerResults, EngineError> {
+        self.count().attach(id).await
+    }
+
+    /// Sets a container's terminal size.
+    pub async fn resize(&self, id: &str, width: u16, height: u16) -> Result<(), EngineError> {
+        self.count().resize(id, width, height).await
+    }
+
+    /// Creates a container named `name`; returns its id.
+    pub async fn create_container(
+        &self,
+        name: &str,
+        body: ContainerCreateBody,
+    ) -> Result<String, EngineError> {
+        self.count().create_container(name, body).await
+    }
+
+    /// `None` when the engine has no such container.
+    pub async fn inspect_container(
+        &self,
+        name: &str,
+    ) -> Result<Option<ContainerInspectResponse>, EngineError> {
+        self.count().inspect_container(name).await
+    }
+
+    /// Removes a container, killing it first, with its anonymous volumes
+    /// (which nothing else could ever reuse); `false` when it was already gone.
+    pub async fn remove_container(&self, name: &str) -> Result<bool, EngineError> {
+        self.count().remove_container(name).await
+    }
+
+    /// Builds an image from a tar build context, reporting each line of the
+    /// builder's output to `progress`; returns the image id.
+    pub async fn build_image(
+        &self,
+        context_tar: Vec<u8>,
+        tag: &str,
+        labels: &HashMap<String, String>,
+        mut progress: impl FnMut(&str) + Send,
+    ) -> Result<String, EngineError> {
+        self.count()
+            .build_image(context_tar, tag, labels, &mut progress)
+            .await?;
+        self.image_id(tag)
+            .await?
+            .ok_or_else(|| EngineError::Build(format!("the build finished but {tag} is missing")))
+    }
+
+    /// The id of a local image, `None` when the engine has no such image.
+    pub async fn image_id(&self, reference: &str) -> Result<Option<String>, EngineError> {
+        Ok(self
+            .count()
+            .inspect_image(reference)
+            .await?
+            .and_then(|image| image.id))
+    }
+
+    /// The argv an image runs by default: its entrypoint, then its command.
+    pub async fn image_command(&self, reference: &str) -> Result<Vec<String>, EngineError> {
+        let image = self
+            .count()
+            .inspect_image(reference)
+            .await?
+            .ok_or_else(|| EngineError::Refused {
+                action: format!("inspect image {reference}"),
+                status: 404,
+                message: format!("No such image: {reference}"),
+            })?;
+        let config = image.config.unwrap_or_default();
+        Ok(config
+            .entrypoint
+            .unwrap_or_default()
+            .into_iter()
+            .chain(config.cmd.unwrap_or_default())
+            .collect())
+    }
+
+    /// Removes an image; `false` when it was already gone.
+    pub async fn remove_image(&self, reference: &str) -> Result<bool, EngineError> {
+        self.count().remove_image(reference).await
+    }
+}
+
+/// The real engine, through bollard.
+struct DockerCalls {
+    docker: Docker,
+    endpoint: String,
+}
+
+impl DockerCalls {
     /// Only a failure to talk to the engine at all is "unreachable"; an
     /// engine that answered with an error says what went wrong, and that is
     /// what the operator is told (a failed build is not a dead engine).
@@ -215,259 +464,279 @@ impl Engine {
             Err(err) => Err(self.classify(action, err)),
         }
     }
+}
 
-    /// Containers, running or not, that carry every label in `labels`.
-    pub async fn list_containers(
-        &self,
-        labels: &[(&str, &str)],
-    ) -> Result<Vec<ContainerSummary>, EngineError> {
-        let filters = label_filter(labels);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        self.count()
-            .list_containers(Some(options))
-            .await
-            .map_err(|e| self.classify("list containers", e))
+impl EngineCalls for DockerCalls {
+    fn api_version(&self) -> String {
+        self.docker.client_version().to_string()
     }
 
-    /// Networks that carry every label in `labels`.
-    pub async fn list_networks(
-        &self,
-        labels: &[(&str, &str)],
-    ) -> Result<Vec<Network>, EngineError> {
-        let filters = label_filter(labels);
-        let options = ListNetworksOptionsBuilder::default()
-            .filters(&filters)
-            .build();
-        self.count()
-            .list_networks(Some(options))
-            .await
-            .map_err(|e| self.classify("list networks", e))
+    fn list_containers<'a>(
+        &'a self,
+        labels: &'a [(&'a str, &'a str)],
+    ) -> BoxFuture<'a, Result<Vec<ContainerSummary>, EngineError>> {
+        Box::pin(async move {
+            let filters = label_filter(labels);
+            let options = ListContainersOptionsBuilder::default()
+                .all(true)
+                .filters(&filters)
+                .build();
+            self.docker
+                .list_containers(Some(options))
+                .await
+                .map_err(|e| self.classify("list containers", e))
+        })
     }
 
-    /// Volumes that carry every label in `labels`.
-    pub async fn list_volumes(&self, labels: &[(&str, &str)]) -> Result<Vec<Volume>, EngineError> {
-        let filters = label_filter(labels);
-        let options = ListVolumesOptionsBuilder::default()
-            .filters(&filters)
-            .build();
-        self.count()
-            .list_volumes(Some(options))
-            .await
-            .map(|r| r.volumes.unwrap_or_default())
-            .map_err(|e| self.classify("list volumes", e))
+    fn list_networks<'a>(
+        &'a self,
+        labels: &'a [(&'a str, &'a str)],
+    ) -> BoxFuture<'a, Result<Vec<Network>, EngineError>> {
+        Box::pin(async move {
+            let filters = label_filter(labels);
+            let options = ListNetworksOptionsBuilder::default()
+                .filters(&filters)
+                .build();
+            self.docker
+                .list_networks(Some(options))
+                .await
+                .map_err(|e| self.classify("list networks", e))
+        })
     }
 
-    /// Removes a volume; `false` when it was already gone.
-    pub async fn remove_volume(&self, name: &str) -> Result<bool, EngineError> {
-        let options = RemoveVolumeOptionsBuilder::default().force(true).build();
-        let result = self.count().remove_volume(name, Some(options)).await;
-        Ok(self
-            .absent_on_404(&format!("remove volume {name}"), result)?
-            .is_some())
+    fn list_volumes<'a>(
+        &'a self,
+        labels: &'a [(&'a str, &'a str)],
+    ) -> BoxFuture<'a, Result<Vec<Volume>, EngineError>> {
+        Box::pin(async move {
+            let filters = label_filter(labels);
+            let options = ListVolumesOptionsBuilder::default()
+                .filters(&filters)
+                .build();
+            self.docker
+                .list_volumes(Some(options))
+                .await
+                .map(|r| r.volumes.unwrap_or_default())
+                .map_err(|e| self.classify("list volumes", e))
+        })
     }
 
-    /// Every local image, with its id and tags.
-    pub async fn list_images(&self) -> Result<Vec<ImageSummary>, EngineError> {
-        let options = ListImagesOptionsBuilder::default().all(false).build();
-        self.count()
-            .list_images(Some(options))
-            .await
-            .map_err(|e| self.classify("list images", e))
+    fn remove_volume<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, EngineError>> {
+        Box::pin(async move {
+            let options = RemoveVolumeOptionsBuilder::default().force(true).build();
+            let result = self.docker.remove_volume(name, Some(options)).await;
+            Ok(self
+                .absent_on_404(&format!("remove volume {name}"), result)?
+                .is_some())
+        })
     }
 
-    /// Creates a bridge network; returns its id.
-    pub async fn create_network(
-        &self,
-        name: &str,
+    fn list_images(&self) -> BoxFuture<'_, Result<Vec<ImageSummary>, EngineError>> {
+        Box::pin(async move {
+            let options = ListImagesOptionsBuilder::default().all(false).build();
+            self.docker
+                .list_images(Some(options))
+                .await
+                .map_err(|e| self.classify("list images", e))
+        })
+    }
+
+    fn create_network<'a>(
+        &'a self,
+        name: &'a str,
         labels: HashMap<String, String>,
-    ) -> Result<String, EngineError> {
-        let request = NetworkCreateRequest {
-            name: name.to_owned(),
-            driver: Some("bridge".into()),
-            labels: Some(labels),
-            ..Default::default()
-        };
-        self.count()
-            .create_network(request)
-            .await
-            .map(|r| r.id)
-            .map_err(|e| self.classify(&format!("create network {name}"), e))
+    ) -> BoxFuture<'a, Result<String, EngineError>> {
+        Box::pin(async move {
+            let request = NetworkCreateRequest {
+                name: name.to_owned(),
+                driver: Some("bridge".into()),
+                labels: Some(labels),
+                ..Default::default()
+            };
+            self.docker
+                .create_network(request)
+                .await
+                .map(|r| r.id)
+                .map_err(|e| self.classify(&format!("create network {name}"), e))
+        })
     }
 
-    /// Removes a network; `false` when it was already gone.
-    pub async fn remove_network(&self, name: &str) -> Result<bool, EngineError> {
-        let result = self.count().remove_network(name).await;
-        Ok(self
-            .absent_on_404(&format!("remove network {name}"), result)?
-            .is_some())
+    fn remove_network<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, EngineError>> {
+        Box::pin(async move {
+            let result = self.docker.remove_network(name).await;
+            Ok(self
+                .absent_on_404(&format!("remove network {name}"), result)?
+                .is_some())
+        })
     }
 
-    pub async fn start_container(&self, name: &str) -> Result<(), EngineError> {
-        self.count()
-            .start_container(name, None)
-            .await
-            .map_err(|e| self.classify(&format!("start container {name}"), e))
+    fn start_container<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), EngineError>> {
+        Box::pin(async move {
+            self.docker
+                .start_container(name, None)
+                .await
+                .map_err(|e| self.classify(&format!("start container {name}"), e))
+        })
     }
 
-    /// Stops a container, giving its process `grace_secs` before SIGKILL.
-    pub async fn stop_container(&self, name: &str, grace_secs: i32) -> Result<(), EngineError> {
-        let options = StopContainerOptionsBuilder::default().t(grace_secs).build();
-        let result = self.count().stop_container(name, Some(options)).await;
-        self.absent_on_404(&format!("stop container {name}"), result)
-            .map(drop)
+    fn stop_container<'a>(
+        &'a self,
+        name: &'a str,
+        grace_secs: i32,
+    ) -> BoxFuture<'a, Result<(), EngineError>> {
+        Box::pin(async move {
+            let options = StopContainerOptionsBuilder::default().t(grace_secs).build();
+            let result = self.docker.stop_container(name, Some(options)).await;
+            self.absent_on_404(&format!("stop container {name}"), result)
+                .map(drop)
+        })
     }
 
-    /// The engine's event stream, filtered by label. Events are hints that
-    /// something changed, not a log: the stream may drop them under load.
-    pub fn events(
+    fn events(
         &self,
         labels: &[(&str, &str)],
-    ) -> impl Stream<Item = Result<EventMessage, EngineError>> + use<> {
+    ) -> BoxStream<'static, Result<EventMessage, EngineError>> {
         let filters = label_filter(labels);
         let options = EventsOptionsBuilder::default().filters(&filters).build();
-        let this = self.clone();
-        self.count()
+        let this = DockerCalls {
+            docker: self.docker.clone(),
+            endpoint: self.endpoint.clone(),
+        };
+        self.docker
             .events(Some(options))
             .map(move |item| item.map_err(|e| this.classify("stream events", e)))
+            .boxed()
     }
 
-    /// Attaches to a container's terminal: its output, and a writer to its
-    /// input. `Ctrl-P Ctrl-Q` detaches, leaving it running.
-    pub async fn attach(
-        &self,
-        id: &str,
-    ) -> Result<bollard::container::AttachContainerResults, EngineError> {
-        let options = AttachContainerOptionsBuilder::default()
-            .stdin(true)
-            .stdout(true)
-            .stderr(true)
-            .stream(true)
-            .detach_keys("ctrl-p,ctrl-q")
-            .build();
-        self.count()
-            .attach_container(id, Some(options))
-            .await
-            .map_err(|e| self.classify(&format!("attach to {id}"), e))
-    }
-
-    /// Sets a container's terminal size.
-    pub async fn resize(&self, id: &str, width: u16, height: u16) -> Result<(), EngineError> {
-        let options = ResizeContainerTTYOptionsBuilder::default()
-            .w(i32::from(width))
-            .h(i32::from(height))
-            .build();
-        self.count()
-            .resize_container_tty(id, options)
-            .await
-            .map_err(|e| self.classify(&format!("resize {id}"), e))
-    }
-
-    /// Creates a container named `name`; returns its id.
-    pub async fn create_container(
-        &self,
-        name: &str,
-        body: ContainerCreateBody,
-    ) -> Result<String, EngineError> {
-        let options = CreateContainerOptionsBuilder::default().name(name).build();
-        self.count()
-            .create_container(Some(options), body)
-            .await
-            .map(|r| r.id)
-            .map_err(|e| self.classify(&format!("create container {name}"), e))
-    }
-
-    /// `None` when the engine has no such container.
-    pub async fn inspect_container(
-        &self,
-        name: &str,
-    ) -> Result<Option<ContainerInspectResponse>, EngineError> {
-        let result = self.count().inspect_container(name, None).await;
-        self.absent_on_404(&format!("inspect container {name}"), result)
-    }
-
-    /// Removes a container, killing it first, with its anonymous volumes
-    /// (which nothing else could ever reuse); `false` when it was already gone.
-    pub async fn remove_container(&self, name: &str) -> Result<bool, EngineError> {
-        let options = RemoveContainerOptionsBuilder::default()
-            .force(true)
-            .v(true)
-            .build();
-        let result = self.count().remove_container(name, Some(options)).await;
-        Ok(self
-            .absent_on_404(&format!("remove container {name}"), result)?
-            .is_some())
-    }
-
-    /// Builds an image from a tar build context, reporting each line of the
-    /// builder's output to `progress`; returns the image id.
-    pub async fn build_image(
-        &self,
-        context_tar: Vec<u8>,
-        tag: &str,
-        labels: &HashMap<String, String>,
-        mut progress: impl FnMut(&str),
-    ) -> Result<String, EngineError> {
-        let options = BuildImageOptionsBuilder::default()
-            .t(tag)
-            .rm(true)
-            .forcerm(true)
-            .labels(labels)
-            .build();
-        let mut stream =
+    fn attach<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<bollard::container::AttachContainerResults, EngineError>> {
+        Box::pin(async move {
+            let options = AttachContainerOptionsBuilder::default()
+                .stdin(true)
+                .stdout(true)
+                .stderr(true)
+                .stream(true)
+                .detach_keys("ctrl-p,ctrl-q")
+                .build();
             self.docker
-                .build_image(options, None, Some(bollard::body_full(context_tar.into())));
-        while let Some(item) = stream.next().await {
-            let info = item.map_err(|e| self.classify(&format!("build {tag}"), e))?;
-            if let Some(detail) = info.error_detail {
-                return Err(EngineError::Build(detail.message.unwrap_or_default()));
+                .attach_container(id, Some(options))
+                .await
+                .map_err(|e| self.classify(&format!("attach to {id}"), e))
+        })
+    }
+
+    fn resize<'a>(
+        &'a self,
+        id: &'a str,
+        width: u16,
+        height: u16,
+    ) -> BoxFuture<'a, Result<(), EngineError>> {
+        Box::pin(async move {
+            let options = ResizeContainerTTYOptionsBuilder::default()
+                .w(i32::from(width))
+                .h(i32::from(height))
+                .build();
+            self.docker
+                .resize_container_tty(id, options)
+                .await
+                .map_err(|e| self.classify(&format!("resize {id}"), e))
+        })
+    }
+
+    fn create_container<'a>(
+        &'a self,
+        name: &'a str,
+        body: ContainerCreateBody,
+    ) -> BoxFuture<'a, Result<String, EngineError>> {
+        Box::pin(async move {
+            let options = CreateContainerOptionsBuilder::default().name(name).build();
+            self.docker
+                .create_container(Some(options), body)
+                .await
+                .map(|r| r.id)
+                .map_err(|e| self.classify(&format!("create container {name}"), e))
+        })
+    }
+
+    fn inspect_container<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ContainerInspectResponse>, EngineError>> {
+        Box::pin(async move {
+            let result = self.docker.inspect_container(name, None).await;
+            self.absent_on_404(&format!("inspect container {name}"), result)
+        })
+    }
+
+    fn remove_container<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, EngineError>> {
+        Box::pin(async move {
+            let options = RemoveContainerOptionsBuilder::default()
+                .force(true)
+                .v(true)
+                .build();
+            let result = self.docker.remove_container(name, Some(options)).await;
+            Ok(self
+                .absent_on_404(&format!("remove container {name}"), result)?
+                .is_some())
+        })
+    }
+
+    fn build_image<'a>(
+        &'a self,
+        context_tar: Vec<u8>,
+        tag: &'a str,
+        labels: &'a HashMap<String, String>,
+        progress: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<(), EngineError>> {
+        Box::pin(async move {
+            let options = BuildImageOptionsBuilder::default()
+                .t(tag)
+                .rm(true)
+                .forcerm(true)
+                .labels(labels)
+                .build();
+            let mut stream = self.docker.build_image(
+                options,
+                None,
+                Some(bollard::body_full(context_tar.into())),
+            );
+            while let Some(item) = stream.next().await {
+                let info = item.map_err(|e| self.classify(&format!("build {tag}"), e))?;
+                if let Some(detail) = info.error_detail {
+                    return Err(EngineError::Build(detail.message.unwrap_or_default()));
+                }
+                if let Some(line) = info.stream.as_deref().map(str::trim_end)
+                    && !line.is_empty()
+                {
+                    progress(line);
+                }
             }
-            if let Some(line) = info.stream.as_deref().map(str::trim_end)
-                && !line.is_empty()
-            {
-                progress(line);
-            }
-        }
-        self.image_id(tag)
-            .await?
-            .ok_or_else(|| EngineError::Build(format!("the build finished but {tag} is missing")))
+            Ok(())
+        })
     }
 
-    /// The id of a local image, `None` when the engine has no such image.
-    pub async fn image_id(&self, reference: &str) -> Result<Option<String>, EngineError> {
-        let result = self.count().inspect_image(reference).await;
-        Ok(self
-            .absent_on_404(&format!("inspect image {reference}"), result)?
-            .and_then(|image| image.id))
+    fn inspect_image<'a>(
+        &'a self,
+        reference: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ImageInspect>, EngineError>> {
+        Box::pin(async move {
+            let result = self.docker.inspect_image(reference).await;
+            self.absent_on_404(&format!("inspect image {reference}"), result)
+        })
     }
 
-    /// The argv an image runs by default: its entrypoint, then its command.
-    pub async fn image_command(&self, reference: &str) -> Result<Vec<String>, EngineError> {
-        let image = self
-            .count()
-            .inspect_image(reference)
-            .await
-            .map_err(|e| self.classify(&format!("inspect image {reference}"), e))?;
-        let config = image.config.unwrap_or_default();
-        Ok(config
-            .entrypoint
-            .unwrap_or_default()
-            .into_iter()
-            .chain(config.cmd.unwrap_or_default())
-            .collect())
-    }
-
-    /// Removes an image; `false` when it was already gone.
-    pub async fn remove_image(&self, reference: &str) -> Result<bool, EngineError> {
-        let options = RemoveImageOptionsBuilder::default().force(true).build();
-        let result = self
-            .docker
-            .remove_image(reference, Some(options), None)
-            .await;
-        Ok(self
-            .absent_on_404(&format!("remove image {reference}"), result)?
-            .is_some())
+    fn remove_image<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<bool, EngineError>> {
+        Box::pin(async move {
+            let options = RemoveImageOptionsBuilder::default().force(true).build();
+            let result = self
+                .docker
+                .remove_image(reference, Some(options), None)
+                .await;
+            Ok(self
+                .absent_on_404(&format!("remove image {reference}"), result)?
+                .is_some())
+        })
     }
 }
