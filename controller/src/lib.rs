@@ -17,3 +17,6 @@ pub mod reconcile;
 pub mod run;
 pub mod session;
 pub mod sweep;
+
+#[cfg(test)]
+mod fake_engine_tests;

@@ -45,6 +45,21 @@ impl Queue {
         self.wake.notify_one();
     }
 
+    /// Asks for `name` at exactly `at`, replacing any earlier request: a
+    /// failed reconcile's retry time stands over the hints its own engine
+    /// actions caused while it ran.
+    pub fn reschedule(&self, name: &str, at: Instant) {
+        let mut state = self.state.lock().expect("queue lock");
+        if state.running.contains(name) {
+            state.deferred.insert(name.to_owned(), at);
+        } else {
+            state.deferred.remove(name);
+            state.due.insert(name.to_owned(), at);
+        }
+        drop(state);
+        self.wake.notify_one();
+    }
+
     /// Claims `name` now if nobody is reconciling it; for passes that walk
     /// every instance outside the queue. Drops a pending request for it,
     /// which the pass fulfils.
@@ -116,6 +131,22 @@ impl Queue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_reschedule_replaces_earlier_requests_even_while_running() {
+        let queue = Queue::default();
+        let now = Instant::now();
+        queue.enqueue("a", now);
+        assert_eq!(queue.next().await.as_deref(), Some("a"));
+        // While it runs: a hint for now, then the failure's retry time.
+        queue.enqueue("a", now);
+        let later = now + std::time::Duration::from_secs(3600);
+        queue.reschedule("a", later);
+        queue.done("a");
+        let state = queue.state.lock().unwrap();
+        assert_eq!(state.due.get("a"), Some(&later));
+        assert!(state.deferred.is_empty());
+    }
     use std::time::Duration;
 
     #[tokio::test(start_paused = true)]

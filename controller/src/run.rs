@@ -143,7 +143,7 @@ impl Shared {
                 let delay = backoff.delays.next().unwrap_or(self.options.max_backoff);
                 backoff.retry_at = now + delay;
                 tracing::warn!(instance = name, retry_in = ?delay, "reconcile failed: {e}");
-                self.queue.enqueue(name, backoff.retry_at);
+                self.queue.reschedule(name, backoff.retry_at);
             }
         }
     }
@@ -183,8 +183,10 @@ async fn work(shared: Arc<Shared>) {
         let shared = shared.clone();
         running.spawn(async move {
             let result = shared.reconciler.reconcile(&name, None).await;
-            shared.queue.done(&name);
+            // Recorded while still running, so that a failure's retry time
+            // replaces what arrived meanwhile before the name is handed out.
             shared.record(&name, &result);
+            shared.queue.done(&name);
             drop(permit);
         });
         // Reap finished tasks as we go.
@@ -258,12 +260,23 @@ fn operator_fingerprint(path: &std::path::Path) -> Option<String> {
 /// Polls the index for new instances, and the object files for changes by
 /// the operator (checked only when a file's mtime moved).
 async fn watch_store(shared: Arc<Shared>) {
-    let mut seen: HashMap<String, (Option<SystemTime>, Option<String>)> = HashMap::new();
+    let layout = shared.reconciler.store.layout();
+    let modified = |path: &std::path::Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    // What is there at start was looked at by the first pass already: only
+    // what changes from now on is a change.
+    let mut seen: HashMap<String, (Option<SystemTime>, Option<String>)> = shared
+        .reconciler
+        .store
+        .rows()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|row| {
+            let path = layout.object_file(&row.container_name);
+            (row.name, (modified(&path), operator_fingerprint(&path)))
+        })
+        .collect();
     loop {
         tokio::time::sleep(shared.options.store_poll).await;
-        let layout = shared.reconciler.store.layout();
-        let modified =
-            |path: &std::path::Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
         let Ok(rows) = shared.reconciler.store.rows() else {
             continue;
         };

@@ -9,6 +9,8 @@ pub mod assess;
 pub mod decide;
 pub mod endpoint;
 pub mod engine;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
 pub mod fsutil;
 pub mod git;
 pub mod isolation;

@@ -1,0 +1,753 @@
+//! The loop above the engine seam, with no Docker: reconcile and the restore
+//! ladder, the session edge and its settlements, sweeps, the controller's
+//! watches and backoff, and dry-run parity, against the in-memory engine
+//! (`jackin_reconcilers::fake`). The integration tests in `tests/` run the
+//! same behaviour against the real engine.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jackin_api::instance::{InstancePhase, SettledBy};
+use jackin_api::meta::{find_condition, is_condition_true};
+use jackin_api::names::{condition, label, reason};
+use jackin_api::{DesiredPhase, Instance, Object, manifest};
+use jackin_reconcilers::Layout;
+use jackin_reconcilers::decide::Step;
+use jackin_reconcilers::fake::FakeEngine;
+
+use crate::reconcile::{Outcome, Progress, Reconciler};
+use crate::store::{ApplyOutcome, Store};
+use crate::{run, session, sweep};
+
+const IMAGE: &str = "test/agent:1";
+
+/// A home, a fake engine with the agent image, and a reconciler over both.
+struct World {
+    _dir: tempfile::TempDir,
+    store: Store,
+    fake: FakeEngine,
+    reconciler: Reconciler,
+}
+
+impl World {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open(Layout::new(dir.path())).unwrap();
+        let fake = FakeEngine::default();
+        fake.add_image(IMAGE, &["sleep", "3600"]);
+        let reconciler = Reconciler::new(store.clone(), fake.engine());
+        Self {
+            _dir: dir,
+            store,
+            fake,
+            reconciler,
+        }
+    }
+
+    /// Parses a manifest (an instance with `spec_lines` added).
+    fn manifest(name: &str, spec_lines: &str) -> Instance {
+        let text = format!(
+            "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: {name}}}\nspec:\n  \
+             role: {{name: r}}\n  agent: claude\n  image: {IMAGE}\n{spec_lines}"
+        );
+        match manifest::parse("test.yaml", &text).unwrap().remove(0) {
+            Object::Instance(obj) => *obj,
+            Object::Workspace(_) => unreachable!("an instance was written"),
+        }
+    }
+
+    fn apply(&self, name: &str, spec_lines: &str) -> ApplyOutcome {
+        self.store
+            .apply_instance(&Self::manifest(name, spec_lines))
+            .unwrap()
+    }
+
+    fn workspace(&self, name: &str, spec: &str) {
+        let text = format!(
+            "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec: {spec}\n"
+        );
+        let Object::Workspace(ws) = manifest::parse("ws.yaml", &text).unwrap().remove(0) else {
+            unreachable!("a workspace was written")
+        };
+        self.store.apply_workspace(&ws).unwrap();
+    }
+
+    async fn reconcile(&self, name: &str) -> Outcome {
+        self.reconciler.reconcile(name, None).await.unwrap()
+    }
+
+    /// Applies and converges an instance: it runs.
+    async fn launch(&self, name: &str, spec_lines: &str) -> String {
+        self.apply(name, spec_lines);
+        let outcome = self.reconcile(name).await;
+        assert_eq!(
+            outcome,
+            Outcome::Converged {
+                phase: InstancePhase::Running,
+                tier: None
+            }
+        );
+        self.container(name)
+    }
+
+    fn obj(&self, name: &str) -> Instance {
+        self.store.get_instance(name).unwrap()
+    }
+
+    fn container(&self, name: &str) -> String {
+        self.obj(name).status.unwrap().container_name.unwrap()
+    }
+
+    fn status_phase(&self, name: &str) -> Option<InstancePhase> {
+        self.obj(name).status.and_then(|s| s.phase)
+    }
+
+    fn unit(&self, name: &str) -> std::path::PathBuf {
+        self.store.layout().unit_dir(&self.container(name))
+    }
+
+    /// What the entry wrapper writes when the agent's process ends.
+    fn write_marker(&self, name: &str, reason: &str, code: i64) {
+        let state = self.unit(name).join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(
+            state.join("exit.json"),
+            format!(
+                r#"{{"exitCode":{code},"startedAt":"2026-11-26T00:00:00Z","finishedAt":"2026-11-26T00:01:00Z","reason":"{reason}"}}"#
+            ),
+        )
+        .unwrap();
+    }
+
+    /// The agent ended the session: the marker, then the process.
+    fn agent_exits(&self, name: &str, code: i64) {
+        self.write_marker(name, "exited", code);
+        self.fake.end(&self.container(name), code, false);
+    }
+
+    fn engine_objects(&self, name: &str) -> (Vec<String>, Vec<String>) {
+        let uid = self.obj(name).metadata.uid.unwrap();
+        self.fake.objects(&[(label::UID, &uid)])
+    }
+}
+
+// The restore ladder.
+
+#[tokio::test]
+async fn a_launch_pins_the_recipe_and_runs_the_container() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    assert_eq!(w.fake.container_running(&container), Some(true));
+    let recipe = w.obj("a").status.unwrap().recipe.unwrap();
+    assert_eq!(recipe.image, IMAGE);
+    assert!(recipe.first_run_at.is_some());
+    assert_eq!(w.engine_objects("a").1, [container]);
+}
+
+#[tokio::test]
+async fn a_running_instance_needs_nothing_and_writes_nothing() {
+    let w = World::new();
+    w.launch("a", "").await;
+    let object = w.store.layout().object_file(&w.container("a"));
+    let before = std::fs::read(&object).unwrap();
+    let calls = w.reconciler.engine.calls();
+    let outcome = w.reconcile("a").await;
+    assert_eq!(
+        outcome,
+        Outcome::Converged {
+            phase: InstancePhase::Running,
+            tier: None
+        }
+    );
+    assert_eq!(
+        w.reconciler.engine.calls() - calls,
+        4,
+        "one list per object kind"
+    );
+    assert_eq!(std::fs::read(&object).unwrap(), before);
+}
+
+#[tokio::test]
+async fn a_killed_container_is_started_again_tier_1() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    w.fake.end(&container, 137, false);
+    let outcome = w.reconcile("a").await;
+    assert_eq!(
+        outcome,
+        Outcome::Converged {
+            phase: InstancePhase::Running,
+            tier: Some(1)
+        }
+    );
+    let session = w.obj("a").status.unwrap().session.unwrap();
+    assert_eq!(
+        (session.exit_code, session.reason.as_deref()),
+        (Some(137), Some("killed"))
+    );
+}
+
+#[tokio::test]
+async fn a_removed_container_is_created_again_tier_2_and_the_unknown_said() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    w.fake.remove_behind_our_back(&container);
+    let outcome = w.reconcile("a").await;
+    assert_eq!(
+        outcome,
+        Outcome::Converged {
+            phase: InstancePhase::Running,
+            tier: Some(2)
+        }
+    );
+    let status = w.obj("a").status.unwrap();
+    let unknown = find_condition(&status.conditions, condition::SESSION_OUTCOME).unwrap();
+    assert_eq!(unknown.reason, reason::UNKNOWN);
+    assert_eq!(w.fake.container_running(&container), Some(true));
+}
+
+#[tokio::test]
+async fn a_lost_image_without_a_role_to_rebuild_fails_permanently() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    w.fake.remove_behind_our_back(&container);
+    w.fake.forget_image(IMAGE);
+    let err = w.reconciler.reconcile("a", None).await.unwrap_err();
+    assert!(err.is_permanent(), "{err}");
+    assert_eq!(w.status_phase("a"), Some(InstancePhase::Failed));
+    let ready = find_condition(&w.obj("a").status.unwrap().conditions, condition::READY)
+        .unwrap()
+        .clone();
+    assert_eq!(ready.reason, reason::RECIPE_UNAVAILABLE);
+}
+
+#[tokio::test]
+async fn a_missing_image_at_launch_fails_at_once() {
+    let w = World::new();
+    w.store
+        .apply_instance(&World::manifest("a", "").clone())
+        .unwrap();
+    w.fake.forget_image(IMAGE);
+    let err = w.reconciler.reconcile("a", None).await.unwrap_err();
+    assert!(err.is_permanent(), "{err}");
+    let ready = find_condition(&w.obj("a").status.unwrap().conditions, condition::READY)
+        .unwrap()
+        .clone();
+    assert_eq!(ready.reason, reason::IMAGE_NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_sidecar_image_the_engine_lacks_is_a_permanent_failure() {
+    let w = World::new();
+    w.apply("a", "  sidecars: [{name: helper, image: no/such:1}]\n");
+    let err = w.reconciler.reconcile("a", None).await.unwrap_err();
+    assert!(err.is_permanent(), "{err}");
+    assert!(err.to_string().contains("No such image"), "{err}");
+}
+
+#[tokio::test]
+async fn kept_removes_the_engine_objects_and_keeps_the_unit() {
+    let w = World::new();
+    w.launch("a", "").await;
+    let unit = w.unit("a");
+    w.store.set_phase("a", DesiredPhase::Kept).unwrap();
+    assert_eq!(
+        w.reconcile("a").await,
+        Outcome::Converged {
+            phase: InstancePhase::Kept,
+            tier: None
+        }
+    );
+    assert_eq!(w.engine_objects("a"), (vec![], vec![]));
+    assert!(unit.exists());
+}
+
+#[tokio::test]
+async fn a_purge_leaves_nothing_and_drops_the_row_last() {
+    let w = World::new();
+    w.launch("a", "").await;
+    let uid = w.obj("a").metadata.uid.unwrap();
+    let unit = w.unit("a");
+    w.store.set_phase("a", DesiredPhase::Purged).unwrap();
+    assert_eq!(w.reconcile("a").await, Outcome::Gone);
+    assert_eq!(w.fake.objects(&[(label::UID, &uid)]), (vec![], vec![]));
+    assert!(!unit.exists());
+    assert!(w.store.rows().unwrap().is_empty());
+    // Nobody asked for it, so nothing is remembered as ended by jackin.
+    let again = World::manifest("a", "");
+    assert_eq!(w.store.ended_as(&again).unwrap(), None);
+}
+
+#[tokio::test]
+async fn two_networks_of_one_instance_converge_to_one() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    let labels = w
+        .obj("a")
+        .status
+        .unwrap()
+        .recipe
+        .unwrap()
+        .labels
+        .into_iter()
+        .collect();
+    w.fake.add_network(&container, labels);
+    w.reconcile("a").await;
+    assert_eq!(w.engine_objects("a").1.len(), 1);
+}
+
+#[tokio::test]
+async fn an_unreachable_engine_changes_nothing_and_is_not_permanent() {
+    let w = World::new();
+    w.launch("a", "").await;
+    let object = w.store.layout().object_file(&w.container("a"));
+    let before = std::fs::read(&object).unwrap();
+    w.fake.set_unreachable(true);
+    w.store.set_phase("a", DesiredPhase::Purged).unwrap();
+    let after_set = std::fs::read(&object).unwrap();
+    let err = w.reconciler.reconcile("a", None).await.unwrap_err();
+    assert!(!err.is_permanent());
+    assert_eq!(std::fs::read(&object).unwrap(), after_set);
+    assert_ne!(before, after_set, "only the desired phase was written");
+    w.fake.set_unreachable(false);
+    assert_eq!(w.reconcile("a").await, Outcome::Gone);
+}
+
+// The session edge.
+
+#[tokio::test]
+async fn a_clean_exit_under_ask_with_nothing_unfinished_is_purged_and_remembered() {
+    let w = World::new();
+    w.launch("a", "").await;
+    w.agent_exits("a", 0);
+    assert_eq!(w.reconcile("a").await, Outcome::Gone);
+    let ended = w
+        .store
+        .ended_as(&World::manifest("a", ""))
+        .unwrap()
+        .unwrap();
+    assert_eq!(ended.by, SettledBy::ExitPolicy);
+    // The same manifest does not bring it back; a changed one does.
+    assert_eq!(w.apply("a", ""), ApplyOutcome::Ended);
+    assert_eq!(
+        w.apply("a", "  command: [sleep, \"7\"]\n"),
+        ApplyOutcome::Created
+    );
+}
+
+#[tokio::test]
+async fn a_non_zero_exit_is_preserved_as_crashed_and_not_restarted() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    w.agent_exits("a", 3);
+    assert_eq!(
+        w.reconcile("a").await,
+        Outcome::Converged {
+            phase: InstancePhase::Crashed,
+            tier: None
+        }
+    );
+    assert_eq!(w.fake.container_running(&container), Some(false));
+    assert!(w.obj("a").status.unwrap().settled.is_none());
+}
+
+#[tokio::test]
+async fn a_stop_signal_is_never_the_agent_ending_its_session() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    // The agent traps SIGTERM and exits 0: the wrapper still saw the signal.
+    w.write_marker("a", "signal:TERM", 0);
+    w.fake.end(&container, 0, false);
+    assert_eq!(
+        w.reconcile("a").await,
+        Outcome::Converged {
+            phase: InstancePhase::Running,
+            tier: Some(1)
+        }
+    );
+}
+
+#[tokio::test]
+async fn the_keep_policy_settles_in_status_and_leaves_the_spec_alone() {
+    let w = World::new();
+    w.workspace("hoard", "{exitPolicy: keep}");
+    w.launch("a", "  workspace: hoard\n").await;
+    w.agent_exits("a", 0);
+    w.reconcile("a").await;
+    let obj = w.obj("a");
+    assert_eq!(obj.spec.phase, DesiredPhase::Running);
+    assert_eq!(obj.metadata.generation, Some(1));
+    let settled = obj.status.clone().unwrap().settled.unwrap();
+    assert_eq!(
+        (settled.phase, settled.by),
+        (DesiredPhase::Kept, SettledBy::ExitPolicy)
+    );
+    assert_eq!(obj.desired_phase(), DesiredPhase::Kept);
+    assert_eq!(w.status_phase("a"), Some(InstancePhase::Kept));
+}
+
+#[tokio::test]
+async fn re_applying_the_unchanged_manifest_after_a_settlement_restarts_nothing() {
+    let w = World::new();
+    w.workspace("hoard", "{exitPolicy: keep}");
+    w.launch("a", "  workspace: hoard\n").await;
+    w.agent_exits("a", 0);
+    w.reconcile("a").await;
+    assert_eq!(
+        w.apply("a", "  workspace: hoard\n"),
+        ApplyOutcome::Unchanged
+    );
+    assert_eq!(
+        w.reconcile("a").await,
+        Outcome::Converged {
+            phase: InstancePhase::Kept,
+            tier: None
+        }
+    );
+    assert_eq!(w.engine_objects("a").0, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_resume_after_a_settlement_starts_a_new_session() {
+    let w = World::new();
+    w.workspace("hoard", "{exitPolicy: keep}");
+    w.launch("a", "  workspace: hoard\n").await;
+    w.agent_exits("a", 0);
+    w.reconcile("a").await;
+    // A resume request is later than the settlement, by the clock.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    session::resume(&w.store, "a").unwrap();
+    assert_eq!(w.obj("a").desired_phase(), DesiredPhase::Running);
+    let outcome = w.reconcile("a").await;
+    assert!(
+        matches!(
+            outcome,
+            Outcome::Converged {
+                phase: InstancePhase::Running,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_changed_spec_supersedes_a_settlement() {
+    let w = World::new();
+    w.workspace("hoard", "{exitPolicy: keep}");
+    w.launch("a", "  workspace: hoard\n").await;
+    w.agent_exits("a", 0);
+    w.reconcile("a").await;
+    assert_eq!(
+        w.apply("a", "  workspace: hoard\n  command: [sleep, \"9\"]\n"),
+        ApplyOutcome::Configured
+    );
+    assert_eq!(w.obj("a").desired_phase(), DesiredPhase::Running);
+}
+
+#[tokio::test]
+async fn an_oom_kill_is_preserved_not_handed_to_the_policy() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    w.write_marker("a", "exited", 137);
+    w.fake.end(&container, 137, true);
+    assert_eq!(
+        w.reconcile("a").await,
+        Outcome::Converged {
+            phase: InstancePhase::Crashed,
+            tier: None
+        }
+    );
+    let session = w.obj("a").status.unwrap().session.unwrap();
+    assert_eq!(session.reason.as_deref(), Some("oom"));
+}
+
+#[tokio::test]
+async fn a_malformed_marker_is_reported_and_the_engine_code_used() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    let state = w.unit("a").join("state");
+    std::fs::write(state.join("exit.json"), "{ not json").unwrap();
+    w.fake.end(&container, 137, false);
+    w.reconcile("a").await;
+    let status = w.obj("a").status.unwrap();
+    assert!(is_condition_true(
+        &status.conditions,
+        condition::MARKER_MALFORMED
+    ));
+    assert_eq!(status.session.unwrap().exit_code, Some(137));
+}
+
+#[tokio::test]
+async fn a_marker_means_nothing_while_the_instance_is_meant_to_be_kept() {
+    let w = World::new();
+    w.launch("a", "").await;
+    w.store.set_phase("a", DesiredPhase::Kept).unwrap();
+    w.reconcile("a").await;
+    // Whatever the file says, jackin stopped it: no exit policy runs.
+    w.write_marker("a", "exited", 0);
+    assert_eq!(
+        w.reconcile("a").await,
+        Outcome::Converged {
+            phase: InstancePhase::Kept,
+            tier: None
+        }
+    );
+    assert!(w.obj("a").status.unwrap().settled.is_none());
+}
+
+// Sweeps.
+
+#[tokio::test]
+async fn the_engine_sweep_removes_what_a_vanished_instance_left() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    // The unit is lost without a purge (a deleted home directory, say).
+    std::fs::remove_dir_all(w.unit("a")).unwrap();
+    std::fs::remove_file(w.store.layout().index_file()).unwrap();
+    let findings = sweep::sweep(&w.store, &w.reconciler.engine, sweep::Options::default())
+        .await
+        .unwrap();
+    assert!(
+        findings.iter().any(|f| matches!(
+            f,
+            sweep::Finding::EngineObjectRemoved { name, .. } if *name == container
+        )),
+        "{findings:?}"
+    );
+    assert_eq!(w.fake.container_running(&container), None);
+}
+
+#[tokio::test]
+async fn the_engine_sweep_leaves_another_homes_objects_alone() {
+    let ours = World::new();
+    ours.launch("a", "").await;
+    // A second home on the same engine.
+    let dir = tempfile::tempdir().unwrap();
+    let (theirs, _) = Store::open(Layout::new(dir.path())).unwrap();
+    let their_reconciler = Reconciler::new(theirs.clone(), ours.fake.engine());
+    theirs.apply_instance(&World::manifest("b", "")).unwrap();
+    their_reconciler.reconcile("b", None).await.unwrap();
+    let their_container = theirs
+        .get_instance("b")
+        .unwrap()
+        .status
+        .unwrap()
+        .container_name
+        .unwrap();
+    sweep::sweep(
+        &ours.store,
+        &ours.reconciler.engine,
+        sweep::Options::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ours.fake.container_running(&their_container), Some(true));
+}
+
+#[tokio::test]
+async fn the_keep_cap_settles_a_purge_without_touching_the_spec() {
+    let w = World::new();
+    w.workspace("capped", "{keep: {max: 1}}");
+    for name in ["a", "b"] {
+        w.launch(name, "  workspace: capped\n").await;
+        w.store.set_phase(name, DesiredPhase::Kept).unwrap();
+        w.reconcile(name).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let findings = sweep::enforce_keep_caps(&w.store, false).unwrap();
+    let purged: Vec<&str> = findings
+        .iter()
+        .filter_map(|f| match f {
+            sweep::Finding::KeepCapPurge { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(purged.len(), 1, "{findings:?}");
+    let obj = w.obj(purged[0]);
+    assert_eq!(obj.spec.phase, DesiredPhase::Kept);
+    assert_eq!(obj.status.unwrap().settled.unwrap().by, SettledBy::KeepCap);
+}
+
+#[tokio::test]
+async fn a_dry_run_sweep_changes_nothing() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    std::fs::remove_dir_all(w.unit("a")).unwrap();
+    std::fs::remove_file(w.store.layout().index_file()).unwrap();
+    let options = sweep::Options {
+        dry_run: true,
+        images: false,
+    };
+    let findings = sweep::sweep(&w.store, &w.reconciler.engine, options)
+        .await
+        .unwrap();
+    assert!(!findings.is_empty());
+    assert_eq!(w.fake.container_running(&container), Some(true));
+}
+
+// Dry runs are the real decision.
+
+/// Reconciles `name` toward `phase`, recording the steps it takes.
+async fn steps_taken(w: &World, name: &str, phase: DesiredPhase) -> Vec<Step> {
+    let taken = Arc::new(Mutex::new(Vec::new()));
+    let mut reconciler = w.reconciler.clone();
+    let sink = taken.clone();
+    reconciler.progress = Arc::new(move |_, event| {
+        if let Progress::Step(step) = event {
+            sink.lock().unwrap().push(step.clone());
+        }
+    });
+    w.store.set_phase(name, phase).unwrap();
+    reconciler.reconcile(name, None).await.unwrap();
+    taken.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn the_dry_run_of_keeping_is_what_keeping_does() {
+    let w = World::new();
+    w.launch("a", "  sidecars: [{name: helper, image: test/agent:1}]\n")
+        .await;
+    let planned = w.reconciler.dry_run("a", DesiredPhase::Kept).await.unwrap();
+    let taken = steps_taken(&w, "a", DesiredPhase::Kept).await;
+    assert_eq!(planned.plan.steps, taken);
+    assert!(planned.blocked.is_none());
+}
+
+#[tokio::test]
+async fn the_dry_run_of_a_purge_is_what_the_purge_does() {
+    let w = World::new();
+    w.launch("a", "").await;
+    let planned = w
+        .reconciler
+        .dry_run("a", DesiredPhase::Purged)
+        .await
+        .unwrap();
+    let taken = steps_taken(&w, "a", DesiredPhase::Purged).await;
+    assert_eq!(planned.plan.steps, taken);
+    assert_eq!(taken.last(), Some(&Step::DropIndexRow));
+}
+
+#[tokio::test]
+async fn the_dry_run_of_a_resume_is_what_the_resume_does() {
+    let w = World::new();
+    w.launch("a", "").await;
+    w.store.set_phase("a", DesiredPhase::Kept).unwrap();
+    w.reconcile("a").await;
+    let planned = w
+        .reconciler
+        .dry_run("a", DesiredPhase::Running)
+        .await
+        .unwrap();
+    let taken = steps_taken(&w, "a", DesiredPhase::Running).await;
+    assert_eq!(planned.plan.steps, taken);
+    assert!(taken.contains(&Step::CreateContainer));
+}
+
+#[tokio::test]
+async fn a_pass_over_converged_instances_costs_four_calls_whatever_their_number() {
+    let w = World::new();
+    let names: Vec<String> = (0..6).map(|i| format!("n{i}")).collect();
+    for name in &names {
+        w.launch(name, "").await;
+    }
+    let before = w.reconciler.engine.calls();
+    let results = w
+        .reconciler
+        .pass(&names, 3, |_| true, |_| {})
+        .await
+        .unwrap();
+    assert!(results.iter().all(|(_, r)| r.is_ok()));
+    assert_eq!(w.reconciler.engine.calls() - before, 4);
+}
+
+// The controller's loop.
+
+/// Runs the controller with `reconciler` for `duration`, with a quick store
+/// poll and no resync or sweep during the run.
+async fn run_with(reconciler: Reconciler, duration: Duration) {
+    let options = run::Options {
+        store_poll: Duration::from_millis(50),
+        resync: Duration::from_secs(3600),
+        sweep: Duration::from_secs(3600),
+        ..Default::default()
+    };
+    run::run(reconciler, options, tokio::time::sleep(duration)).await;
+}
+
+async fn run_for(w: &World, duration: Duration) {
+    run_with(w.reconciler.clone(), duration).await;
+}
+
+#[tokio::test]
+async fn the_controller_restores_a_killed_container_from_its_event() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    let fake = w.fake.clone();
+    let killer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        fake.end(&container, 137, false);
+    });
+    run_for(&w, Duration::from_secs(2)).await;
+    killer.await.unwrap();
+    assert_eq!(w.obj("a").status.unwrap().restore.map(|r| r.tier), Some(1));
+}
+
+#[tokio::test]
+async fn a_failing_instance_backs_off_despite_its_own_status_writes() {
+    let w = World::new();
+    w.apply(
+        "a",
+        "  env: [{name: T, valueFrom: {hostEnv: JACKIN_FAKE_TEST_SURELY_UNSET}}]\n",
+    );
+    let attempts = Arc::new(Mutex::new(0));
+    let mut reconciler = w.reconciler.clone();
+    let counter = attempts.clone();
+    reconciler.progress = Arc::new(move |_, event| {
+        if matches!(event, Progress::Step(Step::CreateContainer)) {
+            *counter.lock().unwrap() += 1;
+        }
+    });
+    run_with(reconciler, Duration::from_millis(2500)).await;
+    // Backing off from 1 s (doubling, jittered) allows at most 2 attempts
+    // in 2.5 s; a loop woken by its own status writes (polled every 50 ms)
+    // would make dozens.
+    let attempts = *attempts.lock().unwrap();
+    assert!((1..=2).contains(&attempts), "{attempts} attempts");
+    assert_eq!(w.status_phase("a"), Some(InstancePhase::Failed));
+}
+
+#[tokio::test]
+async fn another_homes_events_wake_nothing_here() {
+    let w = World::new();
+    w.launch("a", "").await;
+    // The other home's instance is named like ours.
+    let dir = tempfile::tempdir().unwrap();
+    let (theirs, _) = Store::open(Layout::new(dir.path())).unwrap();
+    let their_reconciler = Reconciler::new(theirs.clone(), w.fake.engine());
+    theirs.apply_instance(&World::manifest("a", "")).unwrap();
+    their_reconciler.reconcile("a", None).await.unwrap();
+    let their_container = theirs
+        .get_instance("a")
+        .unwrap()
+        .status
+        .unwrap()
+        .container_name
+        .unwrap();
+    // Our calls, sampled after start-up settled and after the foreign event
+    // (and the looks again it would cause) had time to wake us.
+    let (fake, engine) = (w.fake.clone(), w.reconciler.engine.clone());
+    let probe = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let quiet = engine.calls();
+        fake.end(&their_container, 137, false);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        engine.calls() - quiet
+    });
+    run_for(&w, Duration::from_millis(2000)).await;
+    assert_eq!(
+        probe.await.unwrap(),
+        0,
+        "another home's event woke this controller"
+    );
+}
