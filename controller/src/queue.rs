@@ -140,7 +140,7 @@ mod tests {
         assert_eq!(queue.next().await.as_deref(), Some("a"));
         // While it runs: a hint for now, then the failure's retry time.
         queue.enqueue("a", now);
-        let later = now + std::time::Duration::from_secs(3600);
+        let later = now + Duration::from_secs(3600);
         queue.reschedule("a", later);
         queue.done("a");
         let state = queue.state.lock().unwrap();
