@@ -219,12 +219,7 @@ pub fn dry_run(name: &str, phase: DesiredPhase, dry: &DryRun, force: bool) -> St
         "instance/{name} ({}) to {phase} would (dry run):",
         dry.container
     );
-    if dry.plan.steps.is_empty() {
-        let _ = writeln!(out, "  - nothing");
-    }
-    for step in &dry.plan.steps {
-        let _ = writeln!(out, "  - {}", step.describe());
-    }
+    out.push_str(&dry.plan.render());
     if let Some(digest) = &dry.blocked {
         let _ = if force {
             writeln!(

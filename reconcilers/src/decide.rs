@@ -26,7 +26,7 @@
 //! the index row.
 
 use jackin_api::DesiredPhase;
-use jackin_api::instance::{Instance, InstancePhase, Isolation, Recipe};
+use jackin_api::instance::{Instance, InstancePhase, Isolation, Recipe, SettledBy};
 use jackin_api::names::annotation;
 
 use crate::assess::acknowledgement_digest;
@@ -132,11 +132,41 @@ pub struct Plan {
     /// Why nothing may be done yet: a purge that would discard unfinished
     /// work nobody acknowledged. The steps are then empty.
     pub blocked: Option<String>,
+    /// Why these steps: what was asked and what was seen, in words.
+    pub cause: String,
 }
 
 impl Plan {
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
+    }
+
+    /// The plan for people and for golden tests: where it leads and why,
+    /// then a line per step.
+    pub fn render(&self) -> String {
+        let mut out = format!("to {}: {}\n", self.target, self.cause);
+        if self.steps.is_empty() {
+            out.push_str("  - nothing\n");
+        }
+        for step in &self.steps {
+            out.push_str(&format!("  - {}\n", step.describe()));
+        }
+        out
+    }
+}
+
+/// Why the instance is wanted in `phase`: the spec, or a settlement.
+fn asked(obj: &Instance, phase: DesiredPhase) -> String {
+    match obj.settlement() {
+        Some(settled) if settled.phase == phase && obj.spec.phase != phase => {
+            let by = match settled.by {
+                SettledBy::ExitPolicy => "the exit policy",
+                SettledBy::Operator => "the operator at the end of the session",
+                SettledBy::KeepCap => "the keep cap",
+            };
+            format!("{phase} as settled by {by}")
+        }
+        _ => format!("{phase} as the spec asks"),
     }
 }
 
@@ -167,6 +197,10 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
             tier: None,
             target: InstancePhase::Kept,
             blocked: None,
+            cause: format!(
+                "{}: the engine's objects go, the unit stays",
+                asked(obj, DesiredPhase::Kept)
+            ),
         },
         DesiredPhase::Purged => {
             if let Some(digest) = acknowledgement_digest(&view.mounts)
@@ -180,6 +214,11 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
                         .as_ref()
                         .and_then(|s| s.phase)
                         .unwrap_or(InstancePhase::Pending),
+                    cause: format!(
+                        "{}, but the isolated checkouts hold unfinished work (digest {digest}) \
+                         nobody acknowledged: nothing happens",
+                        asked(obj, DesiredPhase::Purged)
+                    ),
                     blocked: Some(digest),
                 };
             }
@@ -205,6 +244,10 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
                 tier: None,
                 target: InstancePhase::Purging,
                 blocked: None,
+                cause: format!(
+                    "{}: everything of the instance goes, its index row last",
+                    asked(obj, DesiredPhase::Purged)
+                ),
             }
         }
     }
@@ -239,6 +282,10 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
                 InstancePhase::Crashed
             },
             blocked: None,
+            cause: format!(
+                "the agent ended its session (exit {code}): nothing restarts it until the \
+                 operator resumes it"
+            ),
         };
     }
     let mut steps = Vec::new();
@@ -270,12 +317,23 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
         Some(1) => steps.push(Step::StartContainer),
         _ => steps.extend([Step::CreateContainer, Step::StartContainer]),
     }
+    let cause = match tier {
+        None if superseded => {
+            "the spec changed before any container ran from the recipe: it is pinned again"
+        }
+        None => "a first launch: the recipe is pinned",
+        Some(0) => "the container runs",
+        Some(1) => "the container exists, stopped: tier 1 starts it, its writable layer intact",
+        Some(2) => "no container, the pinned image is there: tier 2 creates it from the recipe",
+        _ => "no container and no image: tier 3 rebuilds at the pinned commit, then creates it",
+    };
     Plan {
         steps,
         // Tier 0 needs nothing; a launch is not a restore.
         tier: tier.filter(|t| *t > 0),
         target: InstancePhase::Running,
         blocked: None,
+        cause: format!("{}; {cause}", asked(obj, DesiredPhase::Running)),
     }
 }
 
@@ -598,6 +656,106 @@ mod tests {
                 plan.steps
             );
         }
+    }
+
+    /// The plans of the main situations, as text: a change in what is
+    /// decided, or in how it reads, shows here as a diff.
+    #[test]
+    fn plans_read_as_expected() {
+        use jackin_api::instance::{SettledBy, Settlement};
+        let running = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        let mut kept_by_policy = running.clone();
+        kept_by_policy.status.as_mut().unwrap().settled = Some(Settlement {
+            phase: DesiredPhase::Kept,
+            by: SettledBy::ExitPolicy,
+            at: jiff::Timestamp::UNIX_EPOCH,
+            generation: None,
+            acknowledged: None,
+        });
+        let mut ended = view(Some(false), true, true);
+        ended.session_ended = Some(3);
+        let mut unfinished = view(Some(true), true, true);
+        unfinished.mounts = vec![jackin_api::instance::MountStatus {
+            dst: "/w".into(),
+            isolation: Isolation::Clone,
+            path: "/x".into(),
+            dirty_files: vec!["?? draft.md".into()],
+            unpushed_branches: vec![],
+            digest: "d1".into(),
+        }];
+        let cases = [
+            (
+                instance(DesiredPhase::Running, false, InstancePhase::Pending),
+                view(None, false, false),
+            ),
+            (running.clone(), view(Some(true), true, true)),
+            (running.clone(), view(Some(false), true, true)),
+            (running.clone(), view(None, true, true)),
+            (running.clone(), view(None, true, false)),
+            (running, ended),
+            (kept_by_policy, view(Some(true), true, true)),
+            (
+                instance(DesiredPhase::Purged, true, InstancePhase::Running),
+                view(Some(true), true, true),
+            ),
+            (
+                instance(DesiredPhase::Purged, true, InstancePhase::Running),
+                unfinished,
+            ),
+        ];
+        let rendered: String = cases
+            .iter()
+            .map(|(obj, observed)| decide(obj, observed).render())
+            .collect();
+        let expected = "\
+to Running: Running as the spec asks; a first launch: the recipe is pinned
+  - pinning the launch recipe
+  - preparing the isolated checkouts
+  - creating the network
+  - creating the container
+  - starting the container
+to Running: Running as the spec asks; the container runs
+  - nothing
+to Running: Running as the spec asks; the container exists, stopped: tier 1 starts it, its writable layer intact
+  - starting the container
+to Running: Running as the spec asks; no container, the pinned image is there: tier 2 creates it from the recipe
+  - creating the container
+  - starting the container
+to Running: Running as the spec asks; no container and no image: tier 3 rebuilds at the pinned commit, then creates it
+  - rebuilding the image at the pinned commit
+  - creating the container
+  - starting the container
+to Crashed: the agent ended its session (exit 3): nothing restarts it until the operator resumes it
+  - nothing
+to Kept: Kept as settled by the exit policy: the engine's objects go, the unit stays
+  - stopping the container
+  - removing the container
+  - removing the network
+to Purging: Purged as the spec asks: everything of the instance goes, its index row last
+  - marking the instance Purging
+  - removing the container
+  - removing the network
+  - removing the unit directory
+  - removing the sockets directory
+  - removing the unit lock
+  - dropping the index row
+";
+        let blocked = decide(&cases[8].0, &cases[8].1).render();
+        assert_eq!(
+            rendered.strip_suffix(&blocked).unwrap_or(&rendered),
+            expected
+        );
+        assert!(
+            blocked.starts_with(
+                "to Running: Purged as the spec asks, but the isolated checkouts \
+                 hold unfinished work (digest "
+            ),
+            "{blocked}"
+        );
+        assert!(
+            blocked.ends_with("nobody acknowledged: nothing happens\n  - nothing\n"),
+            "{blocked}"
+        );
     }
 
     /// Every desired phase over every observed state yields a plan whose
