@@ -17,7 +17,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::attach::Keyboard;
+use crate::cmd::attach::Keyboard;
 
 /// One decision to put to the operator.
 pub struct Screen<'a> {

@@ -13,7 +13,7 @@ use jackin_reconcilers::assess::has_unfinished_work;
 use jiff::Timestamp;
 
 use crate::args::LaunchArgs;
-use crate::attach::{self, Keyboard};
+use crate::cmd::attach::{self, Keyboard};
 use crate::output;
 use crate::screens::{self, Screen};
 

@@ -1,0 +1,81 @@
+//! `jackin controller`: the loop, continuously or for one pass.
+
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use jackin_controller::{Outcome, Progress, Reconciler, run};
+
+use crate::args::ControllerArgs;
+use crate::{connect, open_store};
+
+pub async fn run(args: &ControllerArgs) -> Result<()> {
+    let store = open_store()?;
+    let engine = connect().await?;
+    let mut reconciler = Reconciler::new(store, engine);
+    reconciler.progress = Arc::new(|name: &str, event: Progress<'_>| match event {
+        Progress::Step(step) => tracing::info!(instance = name, "{}", step.describe()),
+        Progress::Build(line) => tracing::debug!(instance = name, "build: {line}"),
+    });
+    if args.once {
+        let names: Vec<String> = reconciler
+            .store
+            .rows()?
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        let before = reconciler.engine.calls();
+        let results = reconciler
+            .pass(&names, args.concurrency, |_| true, |_| {})
+            .await?;
+        let calls = reconciler.engine.calls() - before;
+        // A blocked purge has not converged: it waits for the operator.
+        let failed: Vec<String> = results
+            .iter()
+            .filter_map(|(name, r)| match r {
+                Err(e) => Some(format!("instance/{name}: {e}")),
+                Ok(Outcome::Blocked { digest }) => Some(format!(
+                    "instance/{name}: the purge is blocked: its isolated checkouts hold \
+                     unfinished work (digest {digest})\nhint: `jackin describe {name}` shows \
+                     it; `jackin set-phase {name} purged --force` discards it"
+                )),
+                Ok(_) => None,
+            })
+            .collect();
+        let blocked = results
+            .iter()
+            .filter(|(_, r)| matches!(r, Ok(Outcome::Blocked { .. })))
+            .count();
+        println!(
+            "pass complete: {} instance(s), {} converged, {blocked} blocked, {calls} engine call(s)",
+            results.len(),
+            results.len() - failed.len()
+        );
+        if !failed.is_empty() {
+            bail!("{}", failed.join("\n"));
+        }
+        return Ok(());
+    }
+    let options = run::Options {
+        concurrency: args.concurrency,
+        resync: args.resync,
+        sweep: args.sweep,
+        ..Default::default()
+    };
+    tracing::info!(
+        engine = reconciler.engine.endpoint(),
+        concurrency = options.concurrency,
+        "controller started"
+    );
+    run::run(reconciler, options, shutdown_signal()).await;
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM can be handled");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
