@@ -131,6 +131,24 @@ impl World {
     }
 }
 
+/// Another home on the same engine, with instance `name` launched in it;
+/// returns the home (kept alive by the caller) and its container's name.
+async fn neighbour(fake: &FakeEngine, name: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = Store::open(Layout::new(dir.path())).unwrap();
+    let reconciler = Reconciler::new(store.clone(), fake.engine());
+    store.apply_instance(&World::manifest(name, "")).unwrap();
+    reconciler.reconcile(name, None).await.unwrap();
+    let container = store
+        .get_instance(name)
+        .unwrap()
+        .status
+        .unwrap()
+        .container_name
+        .unwrap();
+    (dir, container)
+}
+
 // The restore ladder.
 
 #[tokio::test]
@@ -522,19 +540,7 @@ async fn the_engine_sweep_removes_what_a_vanished_instance_left() {
 async fn the_engine_sweep_leaves_another_homes_objects_alone() {
     let ours = World::new();
     ours.launch("a", "").await;
-    // A second home on the same engine.
-    let dir = tempfile::tempdir().unwrap();
-    let (theirs, _) = Store::open(Layout::new(dir.path())).unwrap();
-    let their_reconciler = Reconciler::new(theirs.clone(), ours.fake.engine());
-    theirs.apply_instance(&World::manifest("b", "")).unwrap();
-    their_reconciler.reconcile("b", None).await.unwrap();
-    let their_container = theirs
-        .get_instance("b")
-        .unwrap()
-        .status
-        .unwrap()
-        .container_name
-        .unwrap();
+    let (_theirs, their_container) = neighbour(&ours.fake, "b").await;
     sweep::sweep(
         &ours.store,
         &ours.reconciler.engine,
@@ -722,18 +728,7 @@ async fn another_homes_events_wake_nothing_here() {
     let w = World::new();
     w.launch("a", "").await;
     // The other home's instance is named like ours.
-    let dir = tempfile::tempdir().unwrap();
-    let (theirs, _) = Store::open(Layout::new(dir.path())).unwrap();
-    let their_reconciler = Reconciler::new(theirs.clone(), w.fake.engine());
-    theirs.apply_instance(&World::manifest("a", "")).unwrap();
-    their_reconciler.reconcile("a", None).await.unwrap();
-    let their_container = theirs
-        .get_instance("a")
-        .unwrap()
-        .status
-        .unwrap()
-        .container_name
-        .unwrap();
+    let (_theirs, their_container) = neighbour(&w.fake, "a").await;
     // Our calls, sampled after start-up settled and after the foreign event
     // (and the looks again it would cause) had time to wake us.
     let (fake, engine) = (w.fake.clone(), w.reconciler.engine.clone());
