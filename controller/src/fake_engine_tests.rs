@@ -119,10 +119,16 @@ impl World {
         .unwrap();
     }
 
-    /// The agent ended the session: the marker, then the process.
+    /// The session ends: the wrapper's marker says `reason`, then the
+    /// process ends with `code` (the kernel's OOM killer when `oom`).
+    fn session_ends(&self, name: &str, reason: &str, code: i64, oom: bool) {
+        self.write_marker(name, reason, code);
+        self.fake.end(&self.container(name), code, oom);
+    }
+
+    /// The agent ended the session itself.
     fn agent_exits(&self, name: &str, code: i64) {
-        self.write_marker(name, "exited", code);
-        self.fake.end(&self.container(name), code, false);
+        self.session_ends(name, "exited", code, false);
     }
 
     fn engine_objects(&self, name: &str) -> (Vec<String>, Vec<String>) {
@@ -372,10 +378,9 @@ async fn a_non_zero_exit_is_preserved_as_crashed_and_not_restarted() {
 #[tokio::test]
 async fn a_stop_signal_is_never_the_agent_ending_its_session() {
     let w = World::new();
-    let container = w.launch("a", "").await;
+    w.launch("a", "").await;
     // The agent traps SIGTERM and exits 0: the wrapper still saw the signal.
-    w.write_marker("a", "signal:TERM", 0);
-    w.fake.end(&container, 0, false);
+    w.session_ends("a", "signal:TERM", 0, false);
     assert_eq!(
         w.reconcile("a").await,
         Outcome::Converged {
@@ -466,9 +471,8 @@ async fn a_changed_spec_supersedes_a_settlement() {
 #[tokio::test]
 async fn an_oom_kill_is_preserved_not_handed_to_the_policy() {
     let w = World::new();
-    let container = w.launch("a", "").await;
-    w.write_marker("a", "exited", 137);
-    w.fake.end(&container, 137, true);
+    w.launch("a", "").await;
+    w.session_ends("a", "exited", 137, true);
     assert_eq!(
         w.reconcile("a").await,
         Outcome::Converged {
