@@ -287,7 +287,9 @@ impl Soak {
             .map(|entries| {
                 entries
                     .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                    .filter(|n| !n.starts_with("instances.json"))
+                    // The index, and the bounded record of instances jackin
+                    // ended itself (kept by design, see README).
+                    .filter(|n| !n.starts_with("instances.json") && n != "ended.json")
                     .collect()
             })
             .unwrap_or_default();

@@ -59,15 +59,32 @@ impl Store {
         self.layout().data_dir().join("ended.json")
     }
 
+    /// The records. A file that cannot be read is kept aside as
+    /// `ended.json.corrupt-<time>` and the records start anew, as the index
+    /// does: a broken record must not stop every apply and purge.
     fn read_ended(&self) -> Result<EndedFile, StoreError> {
         let path = self.ended_file();
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| StoreError::Unreadable {
-                path,
-                message: e.to_string(),
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(EndedFile::default()),
-            Err(e) => Err(StoreError::io(&path, e)),
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(EndedFile::default()),
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        match serde_json::from_slice(&bytes) {
+            Ok(file) => Ok(file),
+            Err(reason) => {
+                let stamp = Timestamp::now().strftime("%Y%m%dT%H%M%S%.fZ").to_string();
+                let kept = path.with_file_name(format!("ended.json.corrupt-{stamp}"));
+                match std::fs::rename(&path, &kept) {
+                    // Another process kept it aside first.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    result => result.map_err(|e| StoreError::io(&path, e))?,
+                }
+                tracing::warn!(
+                    "records of ended instances unreadable ({reason}); kept as {}",
+                    kept.display()
+                );
+                Ok(EndedFile::default())
+            }
         }
     }
 

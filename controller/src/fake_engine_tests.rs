@@ -360,6 +360,31 @@ async fn a_clean_exit_under_ask_with_nothing_unfinished_is_purged_and_remembered
 }
 
 #[tokio::test]
+async fn a_corrupt_record_of_ended_instances_is_kept_aside_not_fatal() {
+    let w = World::new();
+    let records = w.store.layout().data_dir().join("ended.json");
+    std::fs::create_dir_all(records.parent().unwrap()).unwrap();
+    std::fs::write(&records, "{ not json").unwrap();
+    assert_eq!(w.apply("a", ""), ApplyOutcome::Created);
+    let kept: Vec<String> = std::fs::read_dir(w.store.layout().data_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("ended.json.corrupt-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "kept aside, not deleted");
+    // And a purge jackin decides can still record its instance.
+    w.reconcile("a").await;
+    w.agent_exits("a", 0);
+    assert_eq!(w.reconcile("a").await, Outcome::Gone);
+    assert!(
+        w.store
+            .ended_as(&World::manifest("a", ""))
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[tokio::test]
 async fn a_non_zero_exit_is_preserved_as_crashed_and_not_restarted() {
     let w = World::new();
     let container = w.launch("a", "").await;
