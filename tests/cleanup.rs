@@ -130,10 +130,10 @@ interrupted_purge_tests! {
     purge_interrupted_after_a_sidecar_is_finished => "remove-sidecar",
     purge_interrupted_after_the_network_is_finished => "remove-network",
     purge_interrupted_after_a_volume_is_finished => "remove-volume",
-    purge_interrupted_after_the_unit_dir_is_finished => "remove-unit-dir",
-    purge_interrupted_after_the_sockets_dir_is_finished => "remove-sockets-dir",
-    purge_interrupted_after_the_lock_is_finished => "remove-unit-lock",
-    purge_interrupted_after_the_row_is_finished => "drop-index-row",
+    purge_interrupted_after_the_unit_dir_is_finished => "finish-purge:unit-dir",
+    purge_interrupted_after_the_sockets_dir_is_finished => "finish-purge:sockets-dir",
+    purge_interrupted_after_the_lock_is_finished => "finish-purge:unit-lock",
+    purge_interrupted_after_the_row_is_finished => "finish-purge:index-row",
 }
 
 #[test]

@@ -582,8 +582,7 @@ fn a_dry_run_purge_shows_the_checkout_removal_and_the_block() {
         "marking the instance Purging",
         "removing the container",
         "removing the isolated checkouts",
-        "removing the unit directory",
-        "dropping the index row",
+        "removing the unit directory, sockets and lock, then the index row",
     ] {
         assert!(
             out.contains(&format!("  - {step}\n")),

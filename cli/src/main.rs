@@ -232,7 +232,8 @@ pub async fn converge_and_report(
     }
     // A newly kept session may push its workspace over `keep.max`.
     let mut purges = Vec::new();
-    for finding in sweep::enforce_keep_caps(&reconciler.store, false)? {
+    let caps = sweep::plan_keep_caps(&reconciler.store)?;
+    for finding in sweep::execute(&reconciler.store, &reconciler.engine, caps).await? {
         println!("{}", finding.describe(false));
         if let sweep::Finding::KeepCapPurge { name, .. } = finding {
             purges.push(name);
@@ -253,7 +254,7 @@ pub async fn converge_and_report(
 
 /// The cheap, local sweeps, run before a one-shot command does its work.
 fn sweep_files_quietly(store: &Store) -> Result<()> {
-    for finding in sweep::sweep_files(store, false)? {
+    for finding in sweep::sweep_files(store)? {
         eprintln!("note: {}", finding.describe(false));
     }
     Ok(())

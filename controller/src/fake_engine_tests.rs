@@ -16,7 +16,7 @@ use jackin_reconcilers::decide::Step;
 use jackin_reconcilers::fake::FakeEngine;
 
 use crate::reconcile::{Outcome, Progress, Reconciler};
-use crate::store::{ApplyOutcome, Store};
+use crate::store::{ApplyOutcome, Store, StoreError};
 use crate::{run, session, sweep};
 
 const IMAGE: &str = "test/agent:1";
@@ -300,6 +300,34 @@ async fn a_purge_leaves_nothing_and_drops_the_row_last() {
     // Nobody asked for it, so nothing is remembered as ended by jackin.
     let again = World::manifest("a", "");
     assert_eq!(w.store.ended_as(&again).unwrap(), None);
+}
+
+#[tokio::test]
+async fn reading_an_interrupted_purge_changes_nothing_and_the_loop_finishes_it() {
+    let w = World::new();
+    w.launch("a", "").await;
+    let container = w.container("a");
+    let lock = w.store.layout().unit_lock_file(&container);
+    w.store.set_phase("a", DesiredPhase::Kept).unwrap();
+    w.reconcile("a").await;
+    w.store.set_phase("a", DesiredPhase::Purged).unwrap();
+    // A purge that died right after removing the unit directory.
+    std::fs::remove_dir_all(w.unit("a")).unwrap();
+    let before = std::fs::read(w.store.layout().index_file()).unwrap();
+    assert!(matches!(
+        w.store.get_instance("a"),
+        Err(StoreError::InstanceNotFound(_))
+    ));
+    assert!(w.store.list_instances().unwrap().instances.is_empty());
+    assert_eq!(
+        std::fs::read(w.store.layout().index_file()).unwrap(),
+        before
+    );
+    assert!(lock.exists(), "a read removed the unit lock");
+    assert_eq!(w.reconcile("a").await, Outcome::Gone);
+    assert!(w.store.rows().unwrap().is_empty());
+    assert!(!lock.exists());
+    assert_eq!(w.reconcile("a").await, Outcome::Absent);
 }
 
 #[tokio::test]
@@ -590,7 +618,11 @@ async fn the_keep_cap_settles_a_purge_without_touching_the_spec() {
         w.reconcile(name).await;
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let findings = sweep::enforce_keep_caps(&w.store, false).unwrap();
+    let planned = sweep::plan_keep_caps(&w.store).unwrap();
+    let findings = sweep::execute(&w.store, &w.reconciler.engine, planned.clone())
+        .await
+        .unwrap();
+    assert_eq!(findings, planned);
     let purged: Vec<&str> = findings
         .iter()
         .filter_map(|f| match f {
@@ -619,6 +651,94 @@ async fn a_dry_run_sweep_changes_nothing() {
         .unwrap();
     assert!(!findings.is_empty());
     assert_eq!(w.fake.container_running(&container), Some(true));
+}
+
+/// Every file under `dir`, with its contents, for before/after comparisons.
+fn tree(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(dir) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path.clone());
+                out.push((path, Vec::new()));
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                out.push((path, bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn a_sweep_plan_reads_only_and_its_execution_does_exactly_it() {
+    let w = World::new();
+    // Something for each sweep: a unit the index lost, an unreadable unit,
+    // an orphan lock, a purge interrupted after its unit went, and the
+    // engine objects of an instance whose unit was deleted by hand.
+    w.launch("lost", "").await;
+    w.launch("gone", "").await;
+    w.launch("purging", "").await;
+    w.store.set_phase("purging", DesiredPhase::Kept).unwrap();
+    w.reconcile("purging").await;
+    w.store.set_phase("purging", DesiredPhase::Purged).unwrap();
+    std::fs::remove_dir_all(w.unit("purging")).unwrap();
+    let gone = w.container("gone");
+    std::fs::remove_dir_all(w.unit("gone")).unwrap();
+    let data = w.store.layout().data_dir();
+    let unreadable = w.store.layout().object_file("jk-deadbeef-x");
+    std::fs::create_dir_all(unreadable.parent().unwrap()).unwrap();
+    std::fs::write(unreadable, "{not json").unwrap();
+    std::fs::write(data.join("jk-0rphan00-y.lock"), "").unwrap();
+    let lost = w.container("lost");
+    let index = std::fs::read_to_string(w.store.layout().index_file()).unwrap();
+    let mut rows: serde_json::Value = serde_json::from_str(&index).unwrap();
+    rows["instances"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|r| r["name"] != "lost" && r["name"] != "gone");
+    std::fs::write(w.store.layout().index_file(), rows.to_string()).unwrap();
+
+    let before = tree(w.store.layout().root());
+    let engine_before = w.fake.objects(&[]);
+    let plan = sweep::plan(&w.store, &w.reconciler.engine, false)
+        .await
+        .unwrap();
+    assert_eq!(tree(w.store.layout().root()), before, "planning wrote");
+    assert_eq!(w.fake.objects(&[]), engine_before, "planning acted");
+    let kinds: Vec<String> = plan.iter().map(|f| f.describe(true)).collect();
+    for expected in [
+        format!("would index unit {lost} (instance/lost)"),
+        "would move aside unreadable unit jk-deadbeef-x".to_owned(),
+        "would finish the interrupted purge of instance/purging".to_owned(),
+        "would remove orphan lock".to_owned(),
+        format!("would remove container {gone} ("),
+    ] {
+        assert!(
+            kinds.iter().any(|k| k.starts_with(&expected)),
+            "no {expected:?} in {kinds:#?}"
+        );
+    }
+
+    let done = sweep::execute(&w.store, &w.reconciler.engine, plan.clone())
+        .await
+        .unwrap();
+    assert_eq!(done, plan, "what was done is what was planned");
+    assert_eq!(w.obj("lost").metadata.name, "lost");
+    assert!(w.store.interrupted_purge("purging").unwrap().is_none());
+    assert!(!data.join("jk-deadbeef-x").exists());
+    assert!(!data.join("jk-0rphan00-y.lock").exists());
+    assert_eq!(w.fake.container_running(&gone), None);
+    let again = sweep::plan(&w.store, &w.reconciler.engine, false)
+        .await
+        .unwrap();
+    assert_eq!(again, vec![], "a second sweep finds nothing");
 }
 
 // Dry runs are the real decision.
@@ -660,7 +780,7 @@ async fn the_dry_run_of_a_purge_is_what_the_purge_does() {
         .unwrap();
     let taken = steps_taken(&w, "a", DesiredPhase::Purged).await;
     assert_eq!(planned.plan.steps, taken);
-    assert_eq!(taken.last(), Some(&Step::DropIndexRow));
+    assert_eq!(taken.last(), Some(&Step::FinishPurge));
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ pub mod backoff;
 pub mod converge;
 pub mod ended;
 pub mod events;
+mod fault;
 pub mod queue;
 pub mod reconcile;
 pub mod run;

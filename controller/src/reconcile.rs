@@ -125,7 +125,17 @@ impl Reconciler {
             .await
             .expect("locking does not panic")?;
         let Some(mut guard) = locked else {
-            return Ok(Outcome::Absent);
+            let store = self.store.clone();
+            let owned_name = name.to_owned();
+            let finished =
+                tokio::task::spawn_blocking(move || store.finish_interrupted_purge(&owned_name))
+                    .await
+                    .expect("finishing a purge does not panic")?;
+            return Ok(if finished {
+                Outcome::Gone
+            } else {
+                Outcome::Absent
+            });
         };
         let workspace = match &guard.obj.spec.workspace {
             Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
@@ -138,6 +148,7 @@ impl Reconciler {
         let ctx = Context {
             engine: &self.engine,
             layout: self.layout(),
+            state: &self.store,
             workspace: workspace.as_ref(),
             home: std::env::home_dir(),
             home_id,
@@ -221,25 +232,14 @@ impl Reconciler {
             status.phase = Some(InstancePhase::Launching);
             guard.save()?;
         }
-        let mut unit_removed = false;
         for step in &plan.steps {
             (self.progress)(name, Progress::Step(step));
-            if *step == Step::DropIndexRow {
-                // Purged by jackin's own decision, not the spec: re-applying
-                // the same manifest must not bring it back.
-                if let Some(settled) = guard.obj.settlement()
-                    && guard.obj.spec.phase != jackin_api::DesiredPhase::Purged
-                {
-                    self.store.remember_ended(&guard.obj, settled.by)?;
-                }
-                self.store.drop_row(name)?;
-                crash_here_if_asked(step);
-                return Ok(true);
-            }
             let sink = self.progress.clone();
             let mut on_build = |line: &str| sink(name, Progress::Build(line));
             if let Err(error) = act::act(ctx, step, &mut guard.obj, view, &mut on_build).await {
-                if !unit_removed {
+                // A purge tail that failed part-way may have taken the
+                // object's directory: the failure is then not written back.
+                if self.layout().object_file(&guard.container).exists() {
                     record_failure(&mut guard.obj, &error);
                     guard.save()?;
                 }
@@ -247,6 +247,11 @@ impl Reconciler {
                     step: step.describe(),
                     error,
                 });
+            }
+            // The instance is gone: saving would write the object back.
+            if *step == Step::FinishPurge {
+                crate::fault::crash_point(step.kind());
+                return Ok(true);
             }
             if *step == Step::StartContainer
                 && let Some(tier) = plan.tier
@@ -256,12 +261,8 @@ impl Reconciler {
                     at: Timestamp::now(),
                 });
             }
-            // Once the unit is gone, saving would write the object back.
-            unit_removed |= *step == Step::RemoveUnitDir;
-            if !unit_removed {
-                guard.save()?;
-            }
-            crash_here_if_asked(step);
+            guard.save()?;
+            crate::fault::crash_point(step.kind());
         }
         Ok(false)
     }
@@ -384,19 +385,6 @@ fn exit_policy(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> ExitPolicy 
     overridden
         .or(workspace.map(|w| w.exit_policy))
         .unwrap_or_default()
-}
-
-/// Fault injection for tests: with `JACKIN_CRASH_AFTER=<step kind>` (see
-/// [`Step::kind`]), a debug build exits at once, without cleaning up, right
-/// after that step and its status save, as a crash or SIGKILL would. Release
-/// builds do not read the variable.
-fn crash_here_if_asked(step: &Step) {
-    if cfg!(debug_assertions)
-        && std::env::var("JACKIN_CRASH_AFTER").is_ok_and(|kind| kind == step.kind())
-    {
-        eprintln!("JACKIN_CRASH_AFTER: exiting after {}", step.kind());
-        std::process::exit(86);
-    }
 }
 
 /// The status of a converged instance: its phase, the generation it

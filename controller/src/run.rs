@@ -313,11 +313,8 @@ async fn sweeps(shared: Arc<Shared>) {
             Ok(findings) => {
                 for finding in findings {
                     tracing::warn!("sweep: {}", finding.describe(false));
-                    if let sweep::Finding::RowCorrected { name, .. }
-                    | sweep::Finding::UnitIndexed { name, .. }
-                    | sweep::Finding::KeepCapPurge { name, .. } = finding
-                    {
-                        shared.hint(&name);
+                    if let Some(name) = finding.instance_to_reconcile() {
+                        shared.hint(name);
                     }
                 }
             }

@@ -147,6 +147,12 @@ impl InstanceGuard {
     }
 }
 
+impl jackin_reconcilers::act::StateOwner for Store {
+    fn finish_purge(&self, obj: &Instance) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        Store::finish_purge(self, obj).map_err(Into::into)
+    }
+}
+
 /// The store rooted at one `JACKIN_HOME`.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -262,8 +268,10 @@ impl Store {
     }
 
     /// The index row of `name`, if its instance still exists. A row whose
-    /// object is gone is what a purge interrupted at its last steps leaves
-    /// behind; that purge is finished here and the row reported absent.
+    /// object is gone is what a purge interrupted at its last step leaves
+    /// behind: it reads as absent here, and the loop, the sweep or the next
+    /// creation of the name finishes that purge
+    /// ([`Store::finish_interrupted_purge`]). Reading changes nothing.
     fn live_row(&self, name: &str) -> Result<Option<IndexRow>, StoreError> {
         let Some(row) = self.index()?.find(name).cloned() else {
             return Ok(None);
@@ -272,28 +280,86 @@ impl Store {
         if self.layout.object_file(container).exists() {
             return Ok(Some(row));
         }
-        let unit = self.layout.unit_dir(container);
-        if row.desired != DesiredPhase::Purged && unit.exists() {
+        if row.desired != DesiredPhase::Purged && self.layout.unit_dir(container).exists() {
             return Err(StoreError::Unreadable {
                 path: self.layout.object_file(container),
                 message: "the unit has no object".into(),
             });
         }
-        let lock = self.lock_unit(container)?;
-        if self.layout.object_file(container).exists() {
-            return Ok(Some(row));
+        Ok(None)
+    }
+
+    /// The index row of a purge interrupted after its object went: the row
+    /// is there, the object is not.
+    pub fn interrupted_purge(&self, name: &str) -> Result<Option<IndexRow>, StoreError> {
+        let Some(row) = self.index()?.find(name).cloned() else {
+            return Ok(None);
+        };
+        let object_gone = !self.layout.object_file(&row.container_name).exists();
+        let purging = row.desired == DesiredPhase::Purged
+            || !self.layout.unit_dir(&row.container_name).exists();
+        Ok((object_gone && purging).then_some(row))
+    }
+
+    /// Finishes a purge interrupted after its object went, under the unit
+    /// lock; returns whether there was one to finish.
+    pub fn finish_interrupted_purge(&self, name: &str) -> Result<bool, StoreError> {
+        let Some(row) = self.interrupted_purge(name)? else {
+            return Ok(false);
+        };
+        let lock = self.lock_unit(&row.container_name)?;
+        // The lock may have waited for whoever finished it meanwhile.
+        if self.interrupted_purge(name)?.as_ref() != Some(&row) {
+            return Ok(false);
         }
-        for path in [
-            unit,
-            self.layout.sockets_dir(container),
-            self.layout.unit_lock_file(container),
-        ] {
-            remove_if_exists(&path).map_err(|e| StoreError::io(&path, e))?;
-        }
+        self.remove_unit_files(&row.container_name)?;
         drop(lock);
         self.drop_row(name)?;
         tracing::info!(instance = name, "finished an interrupted purge");
-        Ok(None)
+        Ok(true)
+    }
+
+    /// The purge tail: the unit directory, the sockets directory and the
+    /// unit lock go, then the index row. The caller holds the unit lock. A
+    /// purge jackin settled on (the exit policy, the keep cap), rather than
+    /// one the spec asks for, is remembered first, so that re-applying the
+    /// unchanged manifest does not bring the session back.
+    pub fn finish_purge(&self, obj: &Instance) -> Result<(), StoreError> {
+        let name = &obj.metadata.name;
+        let container = obj
+            .status
+            .as_ref()
+            .and_then(|s| s.container_name.as_deref())
+            .ok_or_else(|| StoreError::Vanished(name.clone()))?;
+        if let Some(settled) = obj.settlement()
+            && obj.spec.phase != DesiredPhase::Purged
+        {
+            self.remember_ended(obj, settled.by)?;
+        }
+        self.remove_unit_files(container)?;
+        self.drop_row(name)?;
+        crate::fault::crash_point("finish-purge:index-row");
+        Ok(())
+    }
+
+    /// Removes a unit's files, the unit directory first: an interruption
+    /// leaves a row without an object, which reads as an interrupted purge.
+    fn remove_unit_files(&self, container: &str) -> Result<(), StoreError> {
+        for (path, point) in [
+            (self.layout.unit_dir(container), "finish-purge:unit-dir"),
+            (
+                self.layout.sockets_dir(container),
+                "finish-purge:sockets-dir",
+            ),
+            (
+                self.layout.unit_lock_file(container),
+                "finish-purge:unit-lock",
+            ),
+        ] {
+            remove_if_exists(&path).map_err(|e| StoreError::io(&path, e))?;
+            crate::fault::crash_point(point);
+        }
+        Ok(())
     }
 
     /// Removes an instance's index row: the last step of a purge.
@@ -367,8 +433,9 @@ impl Store {
     /// returns the unit of the instance that has the name, if one does.
     fn create_unless_taken(&self, applied: &Instance) -> Result<Option<String>, StoreError> {
         let name = &applied.metadata.name;
-        // Finishes an interrupted purge of this name before looking it up.
-        self.live_row(name)?;
+        // A purge of this name interrupted at its end is finished first:
+        // its row would otherwise hide the free name.
+        self.finish_interrupted_purge(name)?;
         let _index_lock = self.lock_index()?;
         let (mut index, _) = Index::load_or_repair(&self.layout)?;
         if let Some(row) = index.find(name) {

@@ -1,12 +1,16 @@
 //! Sweeps: repairing what others left behind (a crash, a power-off, `docker
-//! rm`, an old version). Each finding is reported; with `dry_run` nothing is
-//! changed. Ownership is decided by label and uid, never by name, and nothing
-//! that may hold a conversation is ever deleted; engine objects are swept
-//! only when they carry this home's id, since homes may share an engine: an unreadable unit is moved
-//! aside.
+//! rm`, an old version). A sweep is observe → plan → execute like a
+//! reconcile: [`plan`] reads the state directory and the engine and returns
+//! findings, each naming by id what it acts on and why; [`execute`] carries
+//! them out, checking under the right lock that each still holds; a dry run
+//! prints the plan and stops. Ownership is decided by label and uid, never by
+//! name, and nothing that may hold a conversation is ever deleted; engine
+//! objects are swept only when they carry this home's id, since homes may
+//! share an engine.
 //!
 //! - units missing from the index are indexed again; unreadable ones are
 //!   moved to `data/.orphaned/`;
+//! - a purge interrupted after its object went is finished;
 //! - lock files whose unit is gone are removed, once a non-blocking lock
 //!   attempt proves nobody holds them;
 //! - index rows that claim `Running` without a running container are set to
@@ -18,7 +22,7 @@
 //! - a workspace's `keep.max` bounds its kept instances per (role, agent);
 //! - with `images`, images jackin built that no recipe references are removed.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -35,7 +39,9 @@ use jiff::Timestamp;
 use crate::index::{Index, IndexRow};
 use crate::store::{Store, StoreError, read_object};
 
-/// One thing a sweep found, and did (or would do).
+/// One thing a sweep found, and what it does about it (or would, in a dry
+/// run). Engine objects are named by id; a finding that only reports
+/// (`VolumeKept`, `KeepCapSpared`) does nothing when executed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finding {
     UnitIndexed {
@@ -46,6 +52,12 @@ pub enum Finding {
         container: String,
         to: PathBuf,
     },
+    /// A purge that stopped after its object went: the row, the sockets
+    /// directory or the lock are left.
+    PurgeFinished {
+        name: String,
+        container: String,
+    },
     LockRemoved {
         path: PathBuf,
     },
@@ -54,7 +66,8 @@ pub enum Finding {
         reason: &'static str,
     },
     EngineObjectRemoved {
-        kind: &'static str,
+        kind: EngineObjectKind,
+        id: String,
         name: String,
         instance: String,
     },
@@ -63,9 +76,10 @@ pub enum Finding {
         instance: String,
     },
     ImageRemoved {
+        id: String,
         reference: String,
     },
-    /// Over its workspace's `keep.max`: its desired phase is now `Purged`.
+    /// Over its workspace's `keep.max`: settled as `Purged`.
     KeepCapPurge {
         name: String,
         workspace: String,
@@ -78,12 +92,31 @@ pub enum Finding {
     },
 }
 
+/// The kinds of engine object a sweep removes by id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineObjectKind {
+    Container,
+    Network,
+    Volume,
+}
+
+impl EngineObjectKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Container => "container",
+            Self::Network => "network",
+            Self::Volume => "volume",
+        }
+    }
+}
+
 impl Finding {
     /// The line `jackin prune` prints; `dry_run` words it as a proposal.
     pub fn describe(&self, dry_run: bool) -> String {
         let (done, todo) = match self {
             Finding::UnitIndexed { .. } => ("indexed", "would index"),
             Finding::UnitMovedAside { .. } => ("moved aside", "would move aside"),
+            Finding::PurgeFinished { .. } => ("finished", "would finish"),
             Finding::LockRemoved { .. }
             | Finding::EngineObjectRemoved { .. }
             | Finding::ImageRemoved { .. } => ("removed", "would remove"),
@@ -101,22 +134,32 @@ impl Finding {
                 "{verb} unreadable unit {container} to {} (nothing in it was deleted)",
                 to.display()
             ),
+            Finding::PurgeFinished { name, container } => format!(
+                "{verb} the interrupted purge of instance/{name} ({container}): its row, \
+                 sockets and lock"
+            ),
             Finding::LockRemoved { path } => format!("{verb} orphan lock {}", path.display()),
             Finding::RowCorrected { name, reason } => {
                 format!("{verb} instance/{name}: it claimed Running without a container ({reason})")
             }
             Finding::EngineObjectRemoved {
                 kind,
+                id,
                 name,
                 instance,
-            } => format!("{verb} {kind} {name} of vanished instance/{instance}"),
+            } => format!(
+                "{verb} {} {name} ({}) of vanished instance/{instance}",
+                kind.as_str(),
+                short_id(id)
+            ),
             Finding::VolumeKept { name, instance } => format!(
                 "{verb} volume {name} of instance/{instance}: its unit was moved aside, \
                  remove it by hand once you have checked it"
             ),
-            Finding::ImageRemoved { reference } => {
-                format!("{verb} image {reference}, built by jackin and pinned by no instance")
-            }
+            Finding::ImageRemoved { id, reference } => format!(
+                "{verb} image {reference} ({}), built by jackin and pinned by no instance",
+                short_id(id)
+            ),
             Finding::KeepCapPurge { name, workspace } => format!(
                 "{verb} instance/{name}: workspace {workspace} keeps fewer kept sessions (keep.max)"
             ),
@@ -125,6 +168,23 @@ impl Finding {
             ),
         }
     }
+
+    /// The instance whose reconcile this finding calls for once executed:
+    /// one indexed again, corrected, or settled as purged by the cap.
+    pub fn instance_to_reconcile(&self) -> Option<&str> {
+        match self {
+            Finding::UnitIndexed { name, .. }
+            | Finding::RowCorrected { name, .. }
+            | Finding::KeepCapPurge { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// An engine id as people read it: `sha256:` dropped, 12 characters.
+fn short_id(id: &str) -> &str {
+    let id = id.strip_prefix("sha256:").unwrap_or(id);
+    id.get(..12).unwrap_or(id)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -142,10 +202,212 @@ pub struct Options {
     pub images: bool,
 }
 
-/// The filesystem sweeps: cheap, local, no engine. Runs under the index
-/// lock, which instance creation also holds, so a unit being created is never
-/// mistaken for a stray one.
-pub fn sweep_files(store: &Store, dry_run: bool) -> Result<Vec<Finding>, StoreError> {
+/// Every sweep: planned, then executed unless `options.dry_run`. Returns
+/// the plan in a dry run, otherwise what was done.
+pub async fn sweep(
+    store: &Store,
+    engine: &Engine,
+    options: Options,
+) -> Result<Vec<Finding>, SweepError> {
+    let findings = plan(store, engine, options.images).await?;
+    if options.dry_run {
+        return Ok(findings);
+    }
+    execute(store, engine, findings).await
+}
+
+/// The filesystem sweeps, planned and executed: cheap, local, no engine.
+/// Returns what was done.
+pub fn sweep_files(store: &Store) -> Result<Vec<Finding>, StoreError> {
+    let findings = plan_files(store)?;
+    let mut done = Vec::with_capacity(findings.len());
+    for finding in findings {
+        if execute_on_disk(store, &finding)? {
+            done.push(finding);
+        }
+    }
+    Ok(done)
+}
+
+/// What every sweep would do now, in order: the filesystem first (so units
+/// indexed again count as alive), then the engine from one listing of each
+/// kind, then the keep caps. Reads only.
+pub async fn plan(
+    store: &Store,
+    engine: &Engine,
+    images: bool,
+) -> Result<Vec<Finding>, SweepError> {
+    let mut findings = blocking(store, plan_files).await?;
+    let home_file = store.layout().home_id_file();
+    // A home that never created an engine object has none to sweep; and
+    // objects of other homes on the same engine are never ours to touch.
+    let home_id = store
+        .layout()
+        .home_id()
+        .map_err(|e| StoreError::io(&home_file, e))?;
+    if let Some(home_id) = &home_id {
+        // Units about to be indexed again are alive: their objects stay.
+        let reindexed: HashSet<String> = findings
+            .iter()
+            .filter_map(|f| match f {
+                Finding::UnitIndexed { container, .. } => read_object(store.layout(), container)
+                    .ok()
+                    .flatten()
+                    .and_then(|obj| obj.metadata.uid),
+                _ => None,
+            })
+            .collect();
+        // Units about to be moved aside count as moved aside: their
+        // volumes may hold what the conversation needs.
+        let mut aside: HashSet<String> = moved_aside_ids(&store.layout().orphaned_dir());
+        aside.extend(findings.iter().filter_map(|f| match f {
+            Finding::UnitMovedAside { container, .. } => unit_id(container),
+            _ => None,
+        }));
+        findings.extend(plan_engine(store, engine, home_id, &reindexed, &aside).await?);
+        if images {
+            findings.extend(plan_images(store, engine, home_id).await?);
+        }
+    }
+    findings.extend(blocking(store, plan_keep_caps).await?);
+    Ok(findings)
+}
+
+/// Carries out a plan, in order. A finding whose situation changed since it
+/// was planned (the unit got indexed, someone took the lock, the instance
+/// is being reconciled) is skipped; the next sweep looks again. Returns
+/// what was done.
+pub async fn execute(
+    store: &Store,
+    engine: &Engine,
+    findings: Vec<Finding>,
+) -> Result<Vec<Finding>, SweepError> {
+    let mut done = Vec::with_capacity(findings.len());
+    for finding in findings {
+        let carried_out = match &finding {
+            // Gone already (someone else removed it): nothing was done.
+            Finding::EngineObjectRemoved { kind, id, .. } => match kind {
+                EngineObjectKind::Container => engine.remove_container(id).await?,
+                EngineObjectKind::Network => engine.remove_network(id).await?,
+                EngineObjectKind::Volume => engine.remove_volume(id).await?,
+            },
+            Finding::ImageRemoved { id, .. } => engine.remove_image(id).await?,
+            _ => {
+                let on_disk = finding.clone();
+                blocking(store, move |s| execute_on_disk(s, &on_disk)).await?
+            }
+        };
+        if carried_out {
+            done.push(finding);
+        }
+    }
+    Ok(done)
+}
+
+/// Carries out a finding in the state directory; `false` when its situation
+/// changed since it was planned and it was skipped.
+fn execute_on_disk(store: &Store, finding: &Finding) -> Result<bool, StoreError> {
+    let layout = store.layout();
+    match finding {
+        Finding::UnitIndexed { name, container } => {
+            let _index_lock = store.lock_index()?;
+            let (mut index, _) = Index::load_or_repair(layout)?;
+            let row = read_object(layout, container)
+                .ok()
+                .flatten()
+                .and_then(|obj| IndexRow::of(&obj));
+            let Some(row) = row.filter(|row| &row.name == name && !indexed(&index, container))
+            else {
+                return Ok(false);
+            };
+            index.upsert(row);
+            index.write(layout)?;
+            Ok(true)
+        }
+        Finding::UnitMovedAside { container, to } => {
+            let _index_lock = store.lock_index()?;
+            let (mut index, _) = Index::load_or_repair(layout)?;
+            let unreadable = match read_object(layout, container) {
+                Err(StoreError::Unreadable { .. }) => true,
+                // A unit with no object is stray only when unindexed: an
+                // indexed one is an interrupted purge or a creation.
+                Ok(None) => !indexed(&index, container),
+                _ => false,
+            };
+            if !unreadable || !layout.unit_dir(container).exists() {
+                return Ok(false);
+            }
+            let orphaned = layout.orphaned_dir();
+            ensure_private_dir(&orphaned).map_err(|e| StoreError::io(&orphaned, e))?;
+            fs::rename(layout.unit_dir(container), to)
+                .map_err(|e| StoreError::io(&layout.unit_dir(container), e))?;
+            tracing::warn!("moved unreadable unit {container} to {}", to.display());
+            if index.remove_unit(container) {
+                index.write(layout)?;
+            }
+            Ok(true)
+        }
+        Finding::PurgeFinished { name, .. } => store.finish_interrupted_purge(name),
+        Finding::LockRemoved { path } => {
+            let Some(held) = FileLock::try_acquire(path).map_err(|e| StoreError::io(path, e))?
+            else {
+                return Ok(false);
+            };
+            let _index_lock = store.lock_index()?;
+            let (index, _) = Index::load_or_repair(layout)?;
+            let container = lock_owner(path).unwrap_or_default();
+            if indexed(&index, container) || layout.unit_dir(container).exists() {
+                return Ok(false);
+            }
+            remove_if_exists(path).map_err(|e| StoreError::io(path, e))?;
+            drop(held);
+            Ok(true)
+        }
+        Finding::RowCorrected { name, reason } => {
+            let Some(mut guard) = store.try_lock_instance(name)? else {
+                return Ok(false);
+            };
+            let status = guard.obj.status.get_or_insert_default();
+            if status.phase != Some(InstancePhase::Running) {
+                return Ok(false);
+            }
+            status.phase = Some(InstancePhase::Exited);
+            set_condition(
+                &mut status.conditions,
+                condition::READY,
+                ConditionStatus::False,
+                reason,
+                "the container is gone; the unit is intact and the next reconcile restores it",
+                Timestamp::now(),
+            );
+            guard.save()?;
+            Ok(true)
+        }
+        Finding::KeepCapPurge { name, .. } => {
+            store.settle(name, DesiredPhase::Purged, SettledBy::KeepCap, None)?;
+            Ok(true)
+        }
+        Finding::VolumeKept { .. } | Finding::KeepCapSpared { .. } => Ok(true),
+        Finding::EngineObjectRemoved { .. } | Finding::ImageRemoved { .. } => {
+            unreachable!("engine findings are executed against the engine")
+        }
+    }
+}
+
+fn indexed(index: &Index, container: &str) -> bool {
+    index
+        .rows()
+        .iter()
+        .any(|row| row.container_name == container)
+}
+
+/// The unit a sibling lock file `data/<container>.lock` belongs to.
+fn lock_owner(path: &Path) -> Option<&str> {
+    path.file_name()?.to_str()?.strip_suffix(".lock")
+}
+
+/// What the filesystem sweeps would do. Reads only.
+pub fn plan_files(store: &Store) -> Result<Vec<Finding>, StoreError> {
     let layout = store.layout();
     let data = layout.data_dir();
     let entries = match fs::read_dir(&data) {
@@ -153,17 +415,21 @@ pub fn sweep_files(store: &Store, dry_run: bool) -> Result<Vec<Finding>, StoreEr
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(StoreError::io(&data, e)),
     };
-    let _index_lock = store.lock_index()?;
-    let (mut index, _) = Index::load_or_repair(layout)?;
-    let indexed: HashSet<String> = index
-        .rows()
-        .iter()
-        .map(|row| row.container_name.clone())
-        .collect();
-    let mut reindexed = false;
+    let index = Index::read(layout)?.ok().flatten().unwrap_or_default();
     let mut findings = Vec::new();
+    for row in index.rows() {
+        if store.interrupted_purge(&row.name)?.is_some() {
+            findings.push(Finding::PurgeFinished {
+                name: row.name.clone(),
+                container: row.container_name.clone(),
+            });
+        }
+    }
+    let mut entries: Vec<_> = entries
+        .collect::<Result<_, _>>()
+        .map_err(|e| StoreError::io(&data, e))?;
+    entries.sort_by_key(fs::DirEntry::file_name);
     for entry in entries {
-        let entry = entry.map_err(|e| StoreError::io(&data, e))?;
         let path = entry.path();
         let Some(file_name) = entry.file_name().to_str().map(str::to_owned) else {
             continue;
@@ -172,122 +438,77 @@ pub fn sweep_files(store: &Store, dry_run: bool) -> Result<Vec<Finding>, StoreEr
             continue;
         }
         if path.is_dir() {
-            if !indexed.contains(&file_name) {
-                let (finding, row) = stray_unit(store, &file_name, dry_run)?;
-                if let Some(row) = row {
-                    reindexed |= index.upsert(row);
-                }
-                findings.push(finding);
+            if !indexed(&index, &file_name) {
+                findings.push(stray_unit(store, &file_name));
             } else if let Err(StoreError::Unreadable { .. }) = read_object(layout, &file_name) {
                 // Indexed, but its object is broken: set it aside whole (it
                 // may hold a conversation) so the rest of the home works.
-                findings.push(move_aside(layout, &file_name, dry_run)?);
-                if !dry_run {
-                    index.remove_unit(&file_name);
-                    reindexed = true;
-                }
+                findings.push(aside(layout, &file_name));
             }
         } else if let Some(container) = file_name.strip_suffix(".lock")
             && file_name != "instances.json.lock"
-            && !indexed.contains(container)
+            && !indexed(&index, container)
             && !layout.unit_dir(container).exists()
+            // Held means in use: not an orphan.
+            && FileLock::try_acquire(&path)
+                .map_err(|e| StoreError::io(&path, e))?
+                .is_some()
         {
-            findings.extend(orphan_lock(&path, dry_run)?);
+            findings.push(Finding::LockRemoved { path });
         }
-    }
-    if reindexed && !dry_run {
-        index.write(layout)?;
     }
     Ok(findings)
 }
 
 /// A unit the index does not know: to be indexed again when its object
-/// reads (the caller updates the index), otherwise moved aside (it may hold
-/// a conversation).
-fn stray_unit(
-    store: &Store,
-    container: &str,
-    dry_run: bool,
-) -> Result<(Finding, Option<IndexRow>), StoreError> {
+/// reads, otherwise moved aside (it may hold a conversation).
+fn stray_unit(store: &Store, container: &str) -> Finding {
     let layout = store.layout();
     if validate::dns_label(container).is_ok()
         && let Ok(Some(obj)) = read_object(layout, container)
-        && let Some(row) = IndexRow::of(&obj)
+        && IndexRow::of(&obj).is_some()
     {
-        let finding = Finding::UnitIndexed {
+        return Finding::UnitIndexed {
             name: obj.metadata.name,
             container: container.to_owned(),
         };
-        return Ok((finding, Some(row)));
     }
-    Ok((move_aside(layout, container, dry_run)?, None))
+    aside(layout, container)
 }
 
-/// Moves a unit whose object cannot be read to `orphaned/`, whole.
-fn move_aside(
-    layout: &jackin_reconcilers::Layout,
-    container: &str,
-    dry_run: bool,
-) -> Result<Finding, StoreError> {
+/// Where an unreadable unit goes: `orphaned/<container>-<stamp>`, whole.
+fn aside(layout: &jackin_reconcilers::Layout, container: &str) -> Finding {
     let stamp = Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
-    let to = layout.orphaned_dir().join(format!("{container}-{stamp}"));
-    if !dry_run {
-        let orphaned = layout.orphaned_dir();
-        ensure_private_dir(&orphaned).map_err(|e| StoreError::io(&orphaned, e))?;
-        fs::rename(layout.unit_dir(container), &to)
-            .map_err(|e| StoreError::io(&layout.unit_dir(container), e))?;
-        tracing::warn!("moved unreadable unit {container} to {}", to.display());
-    }
-    Ok(Finding::UnitMovedAside {
+    Finding::UnitMovedAside {
         container: container.to_owned(),
-        to,
-    })
-}
-
-/// Removes a lock file nobody holds.
-fn orphan_lock(path: &Path, dry_run: bool) -> Result<Option<Finding>, StoreError> {
-    let Some(held) = FileLock::try_acquire(path).map_err(|e| StoreError::io(path, e))? else {
-        return Ok(None);
-    };
-    if !dry_run {
-        remove_if_exists(path).map_err(|e| StoreError::io(path, e))?;
+        to: layout.orphaned_dir().join(format!("{container}-{stamp}")),
     }
-    drop(held);
-    Ok(Some(Finding::LockRemoved {
-        path: path.to_owned(),
-    }))
 }
 
-/// Every sweep: the filesystem first (so re-indexed units count as alive),
-/// then the engine, from one listing of each kind.
-pub async fn sweep(
+/// What the engine sweeps would do, from one listing of each kind.
+async fn plan_engine(
     store: &Store,
     engine: &Engine,
-    options: Options,
+    home_id: &str,
+    reindexed: &HashSet<String>,
+    moved_aside: &HashSet<String>,
 ) -> Result<Vec<Finding>, SweepError> {
-    let mut findings = blocking(store, move |s| sweep_files(s, options.dry_run)).await?;
-    let home_file = store.layout().home_id_file();
-    // A home that never created an engine object has none to sweep; and
-    // objects of other homes on the same engine are never ours to touch.
-    let Some(home_id) = store
-        .layout()
-        .home_id()
-        .map_err(|e| StoreError::io(&home_file, e))?
-    else {
-        findings.extend(blocking(store, move |s| enforce_keep_caps(s, options.dry_run)).await?);
-        return Ok(findings);
-    };
-    let managed = [(label::MANAGED, "true"), (label::HOME, home_id.as_str())];
+    let managed = [(label::MANAGED, "true"), (label::HOME, home_id)];
     let (containers, networks, volumes) = futures::try_join!(
         engine.list_containers(&managed),
         engine.list_networks(&managed),
         engine.list_volumes(&managed),
     )?;
     let rows = store.rows()?;
-    let live: HashSet<&str> = rows.iter().map(|r| r.uid.as_str()).collect();
-    let label = |labels: Option<&std::collections::HashMap<String, String>>, key: &str| {
+    let live: HashSet<&str> = rows
+        .iter()
+        .map(|r| r.uid.as_str())
+        .chain(reindexed.iter().map(String::as_str))
+        .collect();
+    let label = |labels: Option<&HashMap<String, String>>, key: &str| {
         labels.and_then(|l| l.get(key)).cloned().unwrap_or_default()
     };
+    let mut findings = Vec::new();
 
     // Rows that claim a running container the engine does not have.
     let running: HashSet<String> = containers
@@ -301,110 +522,118 @@ pub async fn sweep(
         .map(|c| label(c.labels.as_ref(), label::UID))
         .collect();
     for row in &rows {
-        let claims_running = matches!(row.phase, Some(InstancePhase::Running));
-        if claims_running
-            && !running.contains(&row.uid)
-            && let Some(finding) = correct_row(store, row, options.dry_run)?
-        {
-            findings.push(finding);
+        if row.phase == Some(InstancePhase::Running) && !running.contains(&row.uid) {
+            findings.push(Finding::RowCorrected {
+                name: row.name.clone(),
+                reason: why_missing(store, &row.name)?,
+            });
         }
     }
 
     // Engine objects of instances that no longer exist.
     for c in &containers {
-        let uid = label(c.labels.as_ref(), label::UID);
-        if live.contains(uid.as_str()) {
+        if live.contains(label(c.labels.as_ref(), label::UID).as_str()) {
             continue;
         }
         let name = container_name(c);
-        if !options.dry_run {
-            engine
-                .remove_container(c.id.as_deref().unwrap_or(&name))
-                .await?;
-        }
         findings.push(Finding::EngineObjectRemoved {
-            kind: "container",
+            kind: EngineObjectKind::Container,
+            id: c.id.clone().unwrap_or_else(|| name.clone()),
             name,
             instance: label(c.labels.as_ref(), label::INSTANCE),
         });
     }
     for n in &networks {
-        let uid = label(n.labels.as_ref(), label::UID);
-        if live.contains(uid.as_str()) {
+        if live.contains(label(n.labels.as_ref(), label::UID).as_str()) {
             continue;
         }
         let name = n.name.clone().unwrap_or_default();
-        if !options.dry_run {
-            engine
-                .remove_network(n.id.as_deref().unwrap_or(&name))
-                .await?;
-        }
         findings.push(Finding::EngineObjectRemoved {
-            kind: "network",
+            kind: EngineObjectKind::Network,
+            id: n.id.clone().unwrap_or_else(|| name.clone()),
             name,
             instance: label(n.labels.as_ref(), label::INSTANCE),
         });
     }
-    let moved_aside = moved_aside_ids(store.layout().orphaned_dir().as_path());
     for v in &volumes {
         let uid = v.labels.get(label::UID).cloned().unwrap_or_default();
         if live.contains(uid.as_str()) {
             continue;
         }
         let instance = v.labels.get(label::INSTANCE).cloned().unwrap_or_default();
-        let short_id = uid.get(..8).unwrap_or(&uid).to_owned();
-        if moved_aside.contains(&short_id) {
+        let short_uid = uid.get(..8).unwrap_or(&uid);
+        if moved_aside.contains(short_uid) {
             findings.push(Finding::VolumeKept {
                 name: v.name.clone(),
                 instance,
             });
             continue;
         }
-        if !options.dry_run {
-            engine.remove_volume(&v.name).await?;
-        }
+        // A volume's name is its id.
         findings.push(Finding::EngineObjectRemoved {
-            kind: "volume",
+            kind: EngineObjectKind::Volume,
+            id: v.name.clone(),
             name: v.name.clone(),
             instance,
         });
     }
-
-    findings.extend(blocking(store, move |s| enforce_keep_caps(s, options.dry_run)).await?);
-    if options.images {
-        findings.extend(sweep_images(store, engine, &home_id, options.dry_run).await?);
-    }
     Ok(findings)
 }
 
-/// Bounds the `Kept` instances of each (workspace, role, agent) by the
-/// workspace's `keep.max`: the least recently running beyond it are set to
-/// `Purged`, except those whose mounts hold unfinished work, which are only
-/// reported. Converging the purges is left to the caller's loop.
-pub fn enforce_keep_caps(store: &Store, dry_run: bool) -> Result<Vec<Finding>, StoreError> {
-    use std::collections::BTreeMap;
-    let caps: BTreeMap<String, u32> = store
-        .list_workspaces()?
-        .into_iter()
-        .filter_map(|ws| Some((ws.metadata.name, ws.spec.keep.max?)))
-        .collect();
-    if caps.is_empty() {
+/// Why an instance's running container is missing: the engine restarted
+/// since it was last seen running, or the container is simply gone.
+fn why_missing(store: &Store, name: &str) -> Result<&'static str, StoreError> {
+    let last_seen_running = match store.get_instance(name) {
+        Ok(obj) => obj
+            .status
+            .as_ref()
+            .and_then(|s| find_condition(&s.conditions, condition::READY))
+            .filter(|c| c.status == ConditionStatus::True)
+            .map(|c| c.last_transition_time),
+        Err(StoreError::InstanceNotFound(_)) => None,
+        Err(e) => return Err(e),
+    };
+    Ok(match (engine_started_at(), last_seen_running) {
+        (Some(started), Some(seen)) if started > seen => reason::ENGINE_RESTARTED,
+        _ => reason::CONTAINER_MISSING,
+    })
+}
+
+/// What bounding the `Kept` instances of each (workspace, role, agent) by
+/// the workspace's `keep.max` would do now. Reads only.
+pub fn plan_keep_caps(store: &Store) -> Result<Vec<Finding>, StoreError> {
+    let workspaces = store.list_workspaces()?;
+    if workspaces.iter().all(|ws| ws.spec.keep.max.is_none()) {
         return Ok(Vec::new());
     }
-    let mut groups: BTreeMap<(String, String, String), Vec<Instance>> = BTreeMap::new();
-    for obj in store.list_instances()?.instances {
+    Ok(keep_caps(
+        &workspaces
+            .into_iter()
+            .filter_map(|ws| Some((ws.metadata.name, ws.spec.keep.max?)))
+            .collect(),
+        &store.list_instances()?.instances,
+    ))
+}
+
+/// The keep caps over `instances`, decided: beyond `keep.max` the least
+/// recently running are purged, except those whose mounts hold unfinished
+/// work, which are only reported. Converging the purges is left to the
+/// loop.
+pub fn keep_caps(caps: &BTreeMap<String, u32>, instances: &[Instance]) -> Vec<Finding> {
+    let mut groups: BTreeMap<(&str, &str, &str), Vec<&Instance>> = BTreeMap::new();
+    for obj in instances {
         let kept = obj.desired_phase() == DesiredPhase::Kept
             && obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Kept);
-        if let (true, Some(ws)) = (kept, obj.spec.workspace.clone())
-            && caps.contains_key(&ws)
+        if let (true, Some(ws)) = (kept, obj.spec.workspace.as_deref())
+            && caps.contains_key(ws)
         {
-            let key = (ws, obj.spec.role.name.clone(), obj.spec.agent.clone());
+            let key = (ws, obj.spec.role.name.as_str(), obj.spec.agent.as_str());
             groups.entry(key).or_default().push(obj);
         }
     }
     let mut findings = Vec::new();
     for ((workspace, _, _), mut kept) in groups {
-        let max = caps[&workspace] as usize;
+        let max = caps[workspace] as usize;
         if kept.len() <= max {
             continue;
         }
@@ -412,23 +641,19 @@ pub fn enforce_keep_caps(store: &Store, dry_run: bool) -> Result<Vec<Finding>, S
         kept.sort_by_key(|obj| std::cmp::Reverse(last_running(obj)));
         for obj in kept.into_iter().skip(max) {
             let name = obj.metadata.name.clone();
+            let workspace = workspace.to_owned();
             let unfinished = obj.status.as_ref().is_some_and(|s| {
                 s.mounts
                     .iter()
                     .any(|m| !m.dirty_files.is_empty() || !m.unpushed_branches.is_empty())
             });
-            let workspace = workspace.clone();
-            if unfinished {
-                findings.push(Finding::KeepCapSpared { name, workspace });
-                continue;
-            }
-            if !dry_run {
-                store.settle(&name, DesiredPhase::Purged, SettledBy::KeepCap, None)?;
-            }
-            findings.push(Finding::KeepCapPurge { name, workspace });
+            findings.push(match unfinished {
+                true => Finding::KeepCapSpared { name, workspace },
+                false => Finding::KeepCapPurge { name, workspace },
+            });
         }
     }
-    Ok(findings)
+    findings
 }
 
 /// When the instance last stopped running (its `Ready` condition's last
@@ -460,47 +685,13 @@ fn moved_aside_ids(dir: &Path) -> HashSet<String> {
         return HashSet::new();
     };
     entries
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            Some(name.strip_prefix("jk-")?.split('-').next()?.to_owned())
-        })
+        .filter_map(|e| unit_id(&e.ok()?.file_name().into_string().ok()?))
         .collect()
 }
 
-/// Sets a row that claims `Running` to its true status, under the unit lock.
-/// A unit someone holds is being reconciled right now, and is left to that.
-fn correct_row(
-    store: &Store,
-    row: &IndexRow,
-    dry_run: bool,
-) -> Result<Option<Finding>, StoreError> {
-    let Some(mut guard) = store.try_lock_instance(&row.name)? else {
-        return Ok(None);
-    };
-    let status = guard.obj.status.get_or_insert_default();
-    let last_seen_running = find_condition(&status.conditions, condition::READY)
-        .filter(|c| c.status == ConditionStatus::True)
-        .map(|c| c.last_transition_time);
-    let reason = match (engine_started_at(), last_seen_running) {
-        (Some(started), Some(seen)) if started > seen => reason::ENGINE_RESTARTED,
-        _ => reason::CONTAINER_MISSING,
-    };
-    if !dry_run {
-        status.phase = Some(InstancePhase::Exited);
-        set_condition(
-            &mut status.conditions,
-            condition::READY,
-            ConditionStatus::False,
-            reason,
-            "the container is gone; the unit is intact and the next reconcile restores it",
-            Timestamp::now(),
-        );
-        guard.save()?;
-    }
-    Ok(Some(Finding::RowCorrected {
-        name: row.name.clone(),
-        reason,
-    }))
+/// The `<id>` of a `jk-<id>-…` unit name.
+fn unit_id(unit: &str) -> Option<String> {
+    Some(unit.strip_prefix("jk-")?.split('-').next()?.to_owned())
 }
 
 /// When the local engine process started: the creation time of its `/proc`
@@ -515,11 +706,10 @@ fn engine_started_at() -> Option<Timestamp> {
 }
 
 /// Images labelled as built by jackin whose id no instance's recipe pins.
-async fn sweep_images(
+async fn plan_images(
     store: &Store,
     engine: &Engine,
     home_id: &str,
-    dry_run: bool,
 ) -> Result<Vec<Finding>, SweepError> {
     let listing = store.list_instances()?;
     if let Some(unreadable) = listing.unreadable.first() {
@@ -545,10 +735,10 @@ async fn sweep_images(
             .first()
             .cloned()
             .unwrap_or_else(|| image.id.clone());
-        if !dry_run {
-            engine.remove_image(&image.id).await?;
-        }
-        findings.push(Finding::ImageRemoved { reference });
+        findings.push(Finding::ImageRemoved {
+            id: image.id.clone(),
+            reference,
+        });
     }
     Ok(findings)
 }

@@ -13,7 +13,7 @@ use crate::engine::models::{
     ContainerCreateBody, EndpointSettings, HostConfig, Mount, MountType, NetworkingConfig,
 };
 use crate::engine::{Engine, EngineError};
-use crate::fsutil::{ensure_private_dir, remove_if_exists};
+use crate::fsutil::ensure_private_dir;
 use crate::isolation::{self, IsolationError};
 use crate::layout::Layout;
 use crate::observe::InstanceView;
@@ -46,6 +46,9 @@ pub enum ActError {
     Isolation(#[from] IsolationError),
     #[error("image {0} names no command (no ENTRYPOINT or CMD)\nhint: set spec.command")]
     NoCommand(String),
+    /// The owner of the state directory could not record a change.
+    #[error(transparent)]
+    State(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl ActError {
@@ -78,7 +81,7 @@ impl ActError {
             Self::Recipe(RecipeError::ImageNotFound(_)) => reason::IMAGE_NOT_FOUND,
             Self::Recipe(_) => reason::BUILD_FAILED,
             Self::Secret(_) => reason::SECRET_UNAVAILABLE,
-            Self::Io { .. } => reason::FILESYSTEM_ERROR,
+            Self::Io { .. } | Self::State(_) => reason::FILESYSTEM_ERROR,
             Self::Isolation(IsolationError::ResumeConflict { .. }) => reason::RESUME_CONFLICT,
             Self::Isolation(_) => reason::CHECKOUT_FAILED,
             Self::NoCommand(_) => reason::NO_COMMAND,
@@ -93,10 +96,21 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ActError + '_ {
     }
 }
 
+/// The owner of the state directory's shared records (the index of
+/// instances, the record of ended sessions). Steps that change those records
+/// go through it, so that one place writes them.
+pub trait StateOwner: Send + Sync {
+    /// Finishes the purge of `obj`, whose engine objects and checkouts are
+    /// gone: removes its unit directory, sockets directory and unit lock,
+    /// then its index row, last. Called with the unit lock held.
+    fn finish_purge(&self, obj: &Instance) -> Result<(), Box<dyn std::error::Error + Send + Sync>>;
+}
+
 /// What a step needs besides the instance itself.
 pub struct Context<'a> {
     pub engine: &'a Engine,
     pub layout: &'a Layout,
+    pub state: &'a dyn StateOwner,
     /// The instance's Workspace policy, when it names one that exists.
     pub workspace: Option<&'a WorkspaceSpec>,
     /// The operator's home, for `~` in mount sources.
@@ -114,7 +128,6 @@ pub fn sidecar_name(container: &str, sidecar: &str) -> String {
 /// `view` is what the plan was decided from: steps on existing objects act
 /// on the ids observed there (ownership by label, never by name); only an
 /// object this plan creates is addressed by the name it was given.
-/// `DropIndexRow` belongs to the store and is not handled here.
 pub async fn act(
     ctx: &Context<'_>,
     step: &Step,
@@ -232,10 +245,7 @@ pub async fn act(
         Step::StampPurging => {
             obj.status.get_or_insert_default().phase = Some(InstancePhase::Purging);
         }
-        Step::RemoveUnitDir => remove(&ctx.layout.unit_dir(&container))?,
-        Step::RemoveSocketsDir => remove(&ctx.layout.sockets_dir(&container))?,
-        Step::RemoveUnitLock => remove(&ctx.layout.unit_lock_file(&container))?,
-        Step::DropIndexRow => unreachable!("the store drops index rows"),
+        Step::FinishPurge => ctx.state.finish_purge(obj).map_err(ActError::State)?,
     }
     Ok(())
 }
@@ -254,10 +264,6 @@ async fn blocking<T: Send + 'static>(
     Ok(tokio::task::spawn_blocking(work)
         .await
         .expect("the blocking task does not panic")?)
-}
-
-fn remove(path: &Path) -> Result<(), ActError> {
-    remove_if_exists(path).map_err(io(path))
 }
 
 async fn pin(

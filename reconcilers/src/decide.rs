@@ -22,8 +22,8 @@
 //! `Kept` stops the container gracefully, removes the container, sidecars and
 //! network, and keeps the unit and volumes. `Purged` stamps
 //! `Purging` first (so a crash mid-way leaves an honest record), tears down,
-//! then removes the unit, the sockets directory, the sibling lock and finally
-//! the index row.
+//! then finishes in one step: the unit, the sockets directory and the sibling
+//! lock go, and the index row last.
 
 use jackin_api::DesiredPhase;
 use jackin_api::instance::{Instance, InstancePhase, Isolation, Recipe, SettledBy};
@@ -60,14 +60,15 @@ pub enum Step {
     StampPurging,
     /// Remove the isolated checkouts (worktrees through git).
     RemoveCheckouts,
-    RemoveUnitDir,
-    RemoveSocketsDir,
-    RemoveUnitLock,
-    DropIndexRow,
+    /// The purge tail, one step because it is one change of state: the
+    /// unit directory, the sockets directory and the unit lock go, then the
+    /// index row, last, so that a crash anywhere before leaves a row that
+    /// says `Purging` and the next pass finishes the job.
+    FinishPurge,
 }
 
 impl Step {
-    /// A stable name of the kind of step, e.g. `remove-unit-dir`.
+    /// A stable name of the kind of step, e.g. `remove-container`.
     pub fn kind(&self) -> &'static str {
         match self {
             Step::PinRecipe => "pin-recipe",
@@ -86,10 +87,7 @@ impl Step {
             Step::RemoveExtraNetwork(_) => "remove-extra-network",
             Step::RemoveVolume(_) => "remove-volume",
             Step::StampPurging => "stamp-purging",
-            Step::RemoveUnitDir => "remove-unit-dir",
-            Step::RemoveSocketsDir => "remove-sockets-dir",
-            Step::RemoveUnitLock => "remove-unit-lock",
-            Step::DropIndexRow => "drop-index-row",
+            Step::FinishPurge => "finish-purge",
         }
     }
 
@@ -112,10 +110,9 @@ impl Step {
             Step::RemoveExtraNetwork(id) => format!("removing the duplicate network {id}"),
             Step::RemoveVolume(n) => format!("removing volume {n}"),
             Step::StampPurging => "marking the instance Purging".into(),
-            Step::RemoveUnitDir => "removing the unit directory".into(),
-            Step::RemoveSocketsDir => "removing the sockets directory".into(),
-            Step::RemoveUnitLock => "removing the unit lock".into(),
-            Step::DropIndexRow => "dropping the index row".into(),
+            Step::FinishPurge => {
+                "removing the unit directory, sockets and lock, then the index row".into()
+            }
         }
     }
 }
@@ -233,12 +230,7 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
             if !view.mounts.is_empty() {
                 steps.push(Step::RemoveCheckouts);
             }
-            steps.extend([
-                Step::RemoveUnitDir,
-                Step::RemoveSocketsDir,
-                Step::RemoveUnitLock,
-                Step::DropIndexRow,
-            ]);
+            steps.push(Step::FinishPurge);
             Plan {
                 steps,
                 tier: None,
@@ -592,15 +584,7 @@ mod tests {
         let plan = decide(&obj, &view(Some(true), true, true));
         assert_eq!(
             plan.steps,
-            [
-                StampPurging,
-                RemoveContainer,
-                RemoveNetwork,
-                RemoveUnitDir,
-                RemoveSocketsDir,
-                RemoveUnitLock,
-                DropIndexRow
-            ]
+            [StampPurging, RemoveContainer, RemoveNetwork, FinishPurge]
         );
         // Interrupted after the stamp and the container: the rest remains;
         // the instance's volumes go too (a kept instance keeps them).
@@ -610,14 +594,7 @@ mod tests {
         let plan = decide(&obj, &observed);
         assert_eq!(
             plan.steps,
-            [
-                RemoveNetwork,
-                RemoveVolume("certs".into()),
-                RemoveUnitDir,
-                RemoveSocketsDir,
-                RemoveUnitLock,
-                DropIndexRow
-            ]
+            [RemoveNetwork, RemoveVolume("certs".into()), FinishPurge]
         );
     }
 
@@ -735,10 +712,7 @@ to Purging: Purged as the spec asks: everything of the instance goes, its index 
   - marking the instance Purging
   - removing the container
   - removing the network
-  - removing the unit directory
-  - removing the sockets directory
-  - removing the unit lock
-  - dropping the index row
+  - removing the unit directory, sockets and lock, then the index row
 ";
         let blocked = decide(&cases[8].0, &cases[8].1).render();
         assert_eq!(

@@ -16,10 +16,13 @@ pub async fn run(dry_run: bool, images: bool) -> Result<()> {
     for finding in &findings {
         println!("{}", finding.describe(dry_run));
     }
+    if dry_run {
+        return Ok(());
+    }
     let purges: Vec<String> = findings
         .into_iter()
         .filter_map(|f| match f {
-            sweep::Finding::KeepCapPurge { name, .. } if !dry_run => Some(name),
+            sweep::Finding::KeepCapPurge { name, .. } => Some(name),
             _ => None,
         })
         .collect();
