@@ -455,6 +455,14 @@ fn the_keep_cap_purges_the_least_recently_running() {
     }
     let first = (uid(&home, "first"), home.container("first"));
     home.ok(&["set-phase", "first", "kept"]);
+    // The dry run shows the cap's side effect, and does nothing.
+    let dry = home.ok(&["set-phase", "second", "kept", "--dry-run"]);
+    assert!(
+        dry.contains("then the keep cap would purge instance/first: workspace capped"),
+        "{dry}"
+    );
+    assert_eq!(home.object("first")["status"]["phase"], "Kept");
+    assert_eq!(home.object("second")["status"]["phase"], "Running");
     let out = home.ok(&["set-phase", "second", "kept"]);
     assert!(out.contains("purging instance/first"), "{out}");
     assert!(out.contains("instance/first purged"), "{out}");

@@ -181,9 +181,16 @@ fn dry_run_writes_nothing() {
     let home = Home::new();
     let input = home.write_input("a.yaml", &instance_yaml("alpha"));
     let before = home.snapshot();
-    assert_eq!(
-        home.ok(&["apply", "--no-wait", "--dry-run", input.to_str().unwrap()]),
-        "instance/alpha created (dry run)\n"
+    // The outcome, then the plan the loop would carry out.
+    let out = home.ok(&["apply", "--no-wait", "--dry-run", input.to_str().unwrap()]);
+    assert!(
+        out.starts_with(
+            "instance/alpha created (dry run)\n\
+             instance/alpha (new) to Running would (dry run):\n\
+             to Running: Running as the spec asks; a first launch: the recipe is pinned\n\
+             \x20 - pinning the launch recipe\n"
+        ),
+        "{out}"
     );
     home.assert_unchanged(&before, "apply --dry-run");
     home.ok(&["apply", "--no-wait", input.to_str().unwrap()]);

@@ -214,12 +214,15 @@ pub fn mounts_evidence(mounts: &[MountStatus]) -> String {
 /// `--force`, what is acknowledged).
 pub fn dry_run(name: &str, phase: DesiredPhase, dry: &DryRun, force: bool) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "instance/{name} ({}) to {phase} would (dry run):",
-        dry.container
-    );
+    let unit = match dry.container.as_str() {
+        "" => "new",
+        container => container,
+    };
+    let _ = writeln!(out, "instance/{name} ({unit}) to {phase} would (dry run):");
     out.push_str(&dry.plan.render());
+    for finding in &dry.keep_cap {
+        let _ = writeln!(out, "then the keep cap {}", finding.describe(true));
+    }
     if let Some(digest) = &dry.blocked {
         let _ = if force {
             writeln!(

@@ -745,6 +745,12 @@ async fn a_sweep_plan_reads_only_and_its_execution_does_exactly_it() {
 
 /// Reconciles `name` toward `phase`, recording the steps it takes.
 async fn steps_taken(w: &World, name: &str, phase: DesiredPhase) -> Vec<Step> {
+    w.store.set_phase(name, phase).unwrap();
+    reconcile_recording_steps(w, name).await
+}
+
+/// Reconciles `name`, recording the steps it takes.
+async fn reconcile_recording_steps(w: &World, name: &str) -> Vec<Step> {
     let taken = Arc::new(Mutex::new(Vec::new()));
     let mut reconciler = w.reconciler.clone();
     let sink = taken.clone();
@@ -753,9 +759,30 @@ async fn steps_taken(w: &World, name: &str, phase: DesiredPhase) -> Vec<Step> {
             sink.lock().unwrap().push(step.clone());
         }
     });
-    w.store.set_phase(name, phase).unwrap();
     reconciler.reconcile(name, None).await.unwrap();
     taken.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn the_dry_run_of_an_apply_is_what_the_apply_then_does() {
+    let w = World::new();
+    // A new instance: its first launch.
+    let new = World::manifest("a", "");
+    let (outcome, would_be) = w.store.preview_instance(&new).unwrap();
+    assert_eq!(outcome, ApplyOutcome::Created);
+    let planned = w.reconciler.preview(would_be.unwrap()).await.unwrap();
+    assert!(w.store.rows().unwrap().is_empty(), "the preview wrote");
+    w.apply("a", "");
+    assert_eq!(planned.plan.steps, reconcile_recording_steps(&w, "a").await);
+    // A changed spec on a running instance: it is to be kept.
+    let changed = World::manifest("a", "  phase: Kept\n");
+    let (outcome, would_be) = w.store.preview_instance(&changed).unwrap();
+    assert_eq!(outcome, ApplyOutcome::Configured);
+    let planned = w.reconciler.preview(would_be.unwrap()).await.unwrap();
+    w.store.apply_instance(&changed).unwrap();
+    let taken = reconcile_recording_steps(&w, "a").await;
+    assert_eq!(planned.plan.steps, taken);
+    assert!(taken.contains(&Step::StopContainer), "{taken:?}");
 }
 
 #[tokio::test]

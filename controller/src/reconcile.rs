@@ -69,13 +69,15 @@ pub enum Outcome {
 /// A reconcile decided but not run: see [`Reconciler::dry_run`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DryRun {
-    /// The instance's unit.
+    /// The instance's unit; empty for an instance not created yet.
     pub container: String,
     /// The steps, as acknowledged when `blocked` says a purge waits.
     pub plan: Plan,
     /// The digest of the unfinished work a purge would discard, which an
     /// acknowledgement must quote before anything happens.
     pub blocked: Option<String>,
+    /// What the keep cap would do once this instance is kept.
+    pub keep_cap: Vec<crate::sweep::Finding>,
 }
 
 /// What a reconcile reports as it goes.
@@ -267,33 +269,50 @@ impl Reconciler {
         Ok(false)
     }
 
-    /// What a reconcile toward `phase` would do now, decided as the loop
-    /// decides, from a fresh observation of the engine and of the isolated
-    /// checkouts. Nothing is changed. A purge blocked by unfinished work
-    /// comes with the steps it would take once acknowledged, so that a dry
-    /// run shows both what would go and why it does not yet.
+    /// What a reconcile toward `phase` would do now, as `set-phase` would
+    /// leave the instance. See [`Reconciler::preview`].
     pub async fn dry_run(
         &self,
         name: &str,
         phase: jackin_api::DesiredPhase,
     ) -> Result<DryRun, ReconcileError> {
         let mut obj = self.store.get_instance(name)?;
-        let uid = obj.metadata.uid.clone().unwrap_or_default();
-        let container = obj
-            .status
-            .as_ref()
-            .and_then(|s| s.container_name.clone())
-            .unwrap_or_default();
-        let observation = Observation::of_instance(&self.engine, &uid).await?;
-        let recipe = obj.status.as_ref().and_then(|s| s.recipe.as_ref());
-        let mut view = observation.view(&uid, recipe);
-        view.mounts = assess_checkouts(self.layout(), &container).await?;
-        obj.spec.phase = phase;
+        if obj.spec.phase != phase {
+            obj.spec.phase = phase;
+            obj.metadata.generation = Some(obj.metadata.generation.unwrap_or(0) + 1);
+        }
         if phase == jackin_api::DesiredPhase::Running {
             // As `set-phase running` would: a resume request.
             obj.metadata
                 .annotations
                 .insert(annotation::RESUME.to_owned(), Timestamp::now().to_string());
+        }
+        self.preview(obj).await
+    }
+
+    /// What the loop would do for `obj`, an instance as a change would
+    /// leave it (a new one has no identity yet), decided as the loop
+    /// decides, from a fresh observation of the engine and of the isolated
+    /// checkouts. Nothing is changed. A purge blocked by unfinished work
+    /// comes with the steps it would take once acknowledged, so that a dry
+    /// run shows both what would go and why it does not yet; an instance
+    /// that would be kept comes with what the keep cap would then do.
+    pub async fn preview(&self, mut obj: Instance) -> Result<DryRun, ReconcileError> {
+        let container = obj
+            .status
+            .as_ref()
+            .and_then(|s| s.container_name.clone())
+            .unwrap_or_default();
+        let mut view = match &obj.metadata.uid {
+            Some(uid) => {
+                let observation = Observation::of_instance(&self.engine, uid).await?;
+                let recipe = obj.status.as_ref().and_then(|s| s.recipe.as_ref());
+                observation.view(uid, recipe)
+            }
+            None => InstanceView::default(),
+        };
+        if !container.is_empty() {
+            view.mounts = assess_checkouts(self.layout(), &container).await?;
         }
         let mut plan = decide(&obj, &view);
         let blocked = plan.blocked.clone();
@@ -303,10 +322,20 @@ impl Reconciler {
                 .insert(annotation::ACKNOWLEDGE_DISCARD.to_owned(), digest.clone());
             plan = decide(&obj, &view);
         }
+        let keep_cap = match (plan.target, &blocked) {
+            (InstancePhase::Kept, None) => {
+                let store = self.store.clone();
+                tokio::task::spawn_blocking(move || crate::sweep::keep_caps_once_kept(&store, &obj))
+                    .await
+                    .expect("planning does not panic")?
+            }
+            _ => Vec::new(),
+        };
         Ok(DryRun {
             container,
             plan,
             blocked,
+            keep_cap,
         })
     }
 

@@ -395,15 +395,30 @@ impl Store {
 
     /// Reports what applying `applied` would do, writing nothing.
     pub fn plan_instance(&self, applied: &Instance) -> Result<ApplyOutcome, StoreError> {
+        Ok(self.preview_instance(applied)?.0)
+    }
+
+    /// What applying `applied` would do, and the object as it would be left
+    /// (a new one without identity or status; none when the apply would
+    /// not create it). Writes nothing.
+    pub fn preview_instance(
+        &self,
+        applied: &Instance,
+    ) -> Result<(ApplyOutcome, Option<Instance>), StoreError> {
         let Some(row) = self.live_row(&applied.metadata.name)? else {
-            return Ok(match self.ended_as(applied)? {
-                Some(_) => ApplyOutcome::Ended,
-                None => ApplyOutcome::Created,
-            });
+            if self.ended_as(applied)?.is_some() {
+                return Ok((ApplyOutcome::Ended, None));
+            }
+            let mut new = applied.clone();
+            new.metadata.uid = None;
+            new.metadata.generation = Some(1);
+            new.status = None;
+            return Ok((ApplyOutcome::Created, Some(new)));
         };
         let mut stored = read_object(&self.layout, &row.container_name)?
             .ok_or_else(|| StoreError::Vanished(applied.metadata.name.clone()))?;
-        merge_instance(&mut stored, applied)
+        let outcome = merge_instance(&mut stored, applied)?;
+        Ok((outcome, Some(stored)))
     }
 
     /// Creates or updates an instance from an applied manifest. The status

@@ -615,6 +615,37 @@ pub fn plan_keep_caps(store: &Store) -> Result<Vec<Finding>, StoreError> {
     ))
 }
 
+/// What the keep cap would do once `obj` is kept: its workspace's kept
+/// instances with `obj` among them, as the most recently running. Reads
+/// only; for dry runs.
+pub fn keep_caps_once_kept(store: &Store, obj: &Instance) -> Result<Vec<Finding>, StoreError> {
+    let Some(workspace) = obj.spec.workspace.as_deref() else {
+        return Ok(Vec::new());
+    };
+    let Some(max) = store
+        .get_workspace(workspace)?
+        .and_then(|ws| ws.spec.keep.max)
+    else {
+        return Ok(Vec::new());
+    };
+    let mut kept = obj.clone();
+    let status = kept.status.get_or_insert_default();
+    status.phase = Some(InstancePhase::Kept);
+    set_condition(
+        &mut status.conditions,
+        condition::READY,
+        ConditionStatus::False,
+        reason::KEPT,
+        "kept",
+        Timestamp::now(),
+    );
+    let mut instances = store.list_instances()?.instances;
+    instances.retain(|other| other.metadata.name != obj.metadata.name);
+    instances.push(kept);
+    let caps = BTreeMap::from([(workspace.to_owned(), max)]);
+    Ok(keep_caps(&caps, &instances))
+}
+
 /// The keep caps over `instances`, decided: beyond `keep.max` the least
 /// recently running are purged, except those whose mounts hold unfinished
 /// work, which are only reported. Converging the purges is left to the

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use jackin_api::Object;
 use jackin_api::manifest::{self, ManifestError};
-use jackin_controller::{ApplyOutcome, Store, StoreError};
+use jackin_controller::{ApplyOutcome, Reconciler, Store, StoreError};
+use jackin_reconcilers::Engine;
 
 use crate::args::ApplyArgs;
 
@@ -37,10 +38,18 @@ pub async fn run(
     let objects = load(&paths)?;
     let has_instances = objects.iter().any(|o| matches!(o, Object::Instance(_)));
     // Converging needs the engine: connect before writing anything, so a
-    // command that cannot converge leaves the store as it was.
-    let engine = match has_instances && !args.dry_run && !args.wait.no_wait {
-        true => Some(crate::connect().await?),
-        false => None,
+    // command that cannot converge leaves the store as it was. A dry run
+    // needs it to show the loop's plan, and says so when it cannot.
+    let engine = match (has_instances, args.dry_run, args.wait.no_wait) {
+        (true, false, false) => Some(crate::connect().await?),
+        (true, true, _) => match crate::connect().await {
+            Ok(engine) => Some(engine),
+            Err(e) => {
+                eprintln!("note: the loop's plans are not shown: {e:#}");
+                None
+            }
+        },
+        _ => None,
     };
     let store = open_store()?;
     // Every object is checked against the store (a uid that does not match
@@ -57,35 +66,62 @@ pub async fn run(
     if !args.dry_run {
         crate::sweep_files_quietly(&store)?;
     }
+    if args.dry_run {
+        return dry_run(store, engine, &objects).await;
+    }
     let mut names = Vec::new();
     for obj in &objects {
-        let outcome = match (obj, args.dry_run) {
-            (Object::Instance(i), false) => store.apply_instance(i)?,
-            (Object::Workspace(w), false) => store.apply_workspace(w)?,
-            (_, true) => plan(&store, obj)?,
+        let outcome = match obj {
+            Object::Instance(i) => store.apply_instance(i)?,
+            Object::Workspace(w) => store.apply_workspace(w)?,
         };
-        let suffix = if args.dry_run { " (dry run)" } else { "" };
-        println!(
-            "{}/{} {}{suffix}",
-            obj.kind().to_lowercase(),
-            obj.name(),
-            outcome.as_str()
-        );
-        match (obj, outcome) {
-            (Object::Instance(_), ApplyOutcome::Ended) => eprintln!(
-                "note: jackin ended instance/{name}'s session and cleaned it up; the same \
-                 manifest does not start it again\nhint: change the manifest, or `jackin delete \
-                 {name}` to forget the ended session, then apply",
-                name = obj.name()
-            ),
-            (Object::Instance(_), _) => names.push(obj.name().to_owned()),
-            (Object::Workspace(_), _) => {}
+        report(obj, outcome, "");
+        if let (Object::Instance(_), false) = (obj, outcome == ApplyOutcome::Ended) {
+            names.push(obj.name().to_owned());
         }
     }
     let Some(engine) = engine else {
         return Ok(());
     };
     crate::converge_and_report(store, engine, &names, &args.wait, verbose).await
+}
+
+/// The line for one applied object, and a note when the apply ends nothing.
+fn report(obj: &Object, outcome: ApplyOutcome, suffix: &str) {
+    println!(
+        "{}/{} {}{suffix}",
+        obj.kind().to_lowercase(),
+        obj.name(),
+        outcome.as_str()
+    );
+    if let (Object::Instance(_), ApplyOutcome::Ended) = (obj, outcome) {
+        eprintln!(
+            "note: jackin ended instance/{name}'s session and cleaned it up; the same manifest \
+             does not start it again\nhint: change the manifest, or `jackin delete {name}` to \
+             forget the ended session, then apply",
+            name = obj.name()
+        );
+    }
+}
+
+/// What applying would do: each object's outcome and, with the engine, the
+/// plan the loop would then carry out for each instance. Writes nothing.
+async fn dry_run(store: Store, engine: Option<Engine>, objects: &[Object]) -> Result<()> {
+    let reconciler = engine.map(|engine| Reconciler::new(store.clone(), engine));
+    for obj in objects {
+        let Object::Instance(applied) = obj else {
+            report(obj, plan(&store, obj)?, " (dry run)");
+            continue;
+        };
+        let (outcome, would_be) = store.preview_instance(applied)?;
+        report(obj, outcome, " (dry run)");
+        if let (Some(reconciler), Some(would_be)) = (&reconciler, would_be) {
+            let phase = would_be.desired_phase();
+            let dry = reconciler.preview(would_be).await?;
+            print!("{}", crate::output::dry_run(obj.name(), phase, &dry, false));
+        }
+    }
+    Ok(())
 }
 
 /// What applying `obj` would do, writing nothing.
