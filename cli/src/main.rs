@@ -2,6 +2,7 @@
 
 mod args;
 mod cmd;
+mod hints;
 mod output;
 mod progress;
 mod screens;
@@ -34,14 +35,31 @@ fn main() -> ExitCode {
                     eprintln!("error: {}", output::terminal_safe(line));
                 }
             } else {
-                eprintln!(
-                    "error: {}",
-                    output::terminal_safe_lines(&format!("{err:#}"))
-                );
+                eprintln!("error: {}", output::terminal_safe_lines(&causes(&err)));
+                if let Some(hint) = hints::for_error(err.as_ref()) {
+                    eprintln!("hint: {}", output::terminal_safe_lines(&hint));
+                }
             }
             ExitCode::FAILURE
         }
     }
+}
+
+/// The cause chain on one line, each cause once: an error whose message
+/// already quotes its source (`{path}: {source}`) does not repeat it.
+fn causes(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// Whether writing to a closed pipe is anywhere in the cause chain.
@@ -221,7 +239,13 @@ pub async fn converge_and_report(
             }
             Err(e) => {
                 failed += 1;
-                eprintln!("error: instance/{name}: {e}");
+                eprintln!(
+                    "error: instance/{name}: {}",
+                    output::terminal_safe_lines(&e.to_string())
+                );
+                if let Some(hint) = hints::for_error(&e) {
+                    eprintln!("hint: {}", output::terminal_safe_lines(&hint));
+                }
             }
         }
     }
@@ -258,4 +282,39 @@ fn sweep_files_quietly(store: &Store) -> Result<()> {
         eprintln!("note: {}", finding.describe(false));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error whose message quotes its source, as many do.
+    #[derive(Debug)]
+    struct Quoting {
+        path: &'static str,
+        source: std::io::Error,
+    }
+
+    impl std::fmt::Display for Quoting {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{}: {}", self.path, self.source)
+        }
+    }
+
+    impl std::error::Error for Quoting {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[test]
+    fn each_cause_is_printed_once() {
+        let inner = std::io::Error::other("disk on fire");
+        let err = anyhow::Error::new(Quoting {
+            path: "/x",
+            source: inner,
+        })
+        .context("saving the status");
+        assert_eq!(causes(&err), "saving the status: /x: disk on fire");
+    }
 }

@@ -36,12 +36,9 @@ pub enum StoreError {
     },
     #[error("{path}: cannot read the stored object: {message}")]
     Unreadable { path: PathBuf, message: String },
-    #[error("instance {0:?} not found\nhint: `jackin get instances` lists them")]
+    #[error("instance {0:?} not found")]
     InstanceNotFound(String),
-    #[error(
-        "{kind}/{name}: metadata.uid {given:?} does not match the stored object's {stored:?}\n\
-         hint: remove metadata.uid from the file, or delete the stored object first"
-    )]
+    #[error("{kind}/{name}: metadata.uid {given:?} does not match the stored object's {stored:?}")]
     UidMismatch {
         kind: &'static str,
         name: String,

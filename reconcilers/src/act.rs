@@ -44,7 +44,7 @@ pub enum ActError {
     },
     #[error(transparent)]
     Isolation(#[from] IsolationError),
-    #[error("image {0} names no command (no ENTRYPOINT or CMD)\nhint: set spec.command")]
+    #[error("image {0} names no command (no ENTRYPOINT or CMD)")]
     NoCommand(String),
     /// The owner of the state directory could not record a change.
     #[error(transparent)]

@@ -32,10 +32,7 @@ use crate::endpoint::{self, EndpointError, Inputs};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error(
-        "cannot reach the Docker engine at {endpoint}: {source}\n\
-         hint: start dockerd, or point DOCKER_HOST at a running engine"
-    )]
+    #[error("cannot reach the Docker engine at {endpoint}: {source}")]
     Unreachable {
         endpoint: String,
         #[source]

@@ -5,7 +5,7 @@ use std::process::Command;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
-    #[error("cannot run git: {0}\nhint: install git")]
+    #[error("cannot run git: {0}")]
     Spawn(#[source] std::io::Error),
     #[error("git {args} failed: {stderr}")]
     Failed { args: String, stderr: String },

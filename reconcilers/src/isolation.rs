@@ -70,10 +70,7 @@ pub enum IsolationError {
         src: String,
         detail: String,
     },
-    #[error(
-        "{path} exists but no isolation record describes it; it is left alone\n\
-         hint: move it away once you have checked it, then converge again"
-    )]
+    #[error("{path} exists but no isolation record describes it; it is left alone")]
     Unrecorded { path: String },
     #[error(
         "mount {dst}: its isolated checkout has not been prepared; refusing to bind the host directory"
@@ -81,8 +78,7 @@ pub enum IsolationError {
     NotPrepared { dst: String },
     #[error(
         "mount {dst}: the host repository {src} no longer contains the checkout's base commit \
-         {base}, so the kept checkout {path} does not fit it; it is neither reused nor deleted\n\
-         hint: restore the commit in {src}, or inspect the checkout and purge the instance"
+         {base}, so the kept checkout {path} does not fit it; it is neither reused nor deleted"
     )]
     ResumeConflict {
         dst: String,

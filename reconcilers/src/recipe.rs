@@ -16,9 +16,7 @@ use crate::git::{GitError, Mirror};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecipeError {
-    #[error(
-        "image {0:?} is not present on the engine\nhint: build or load it, or drop spec.image to build the role"
-    )]
+    #[error("image {0:?} is not present on the engine")]
     ImageNotFound(String),
     #[error("{source_repo}: ref {git_ref:?} names no commit")]
     RefNotFound {
@@ -27,7 +25,7 @@ pub enum RecipeError {
     },
     #[error(
         "{source_repo}: the pinned commit {commit} can no longer be found, so the session's image \
-         cannot be rebuilt as it was\nhint: restore the commit in the repository, or purge the instance"
+         cannot be rebuilt as it was"
     )]
     CommitUnavailable { source_repo: String, commit: String },
     #[error("the pinned image is gone and the recipe has no role commit to rebuild it from")]

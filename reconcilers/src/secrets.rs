@@ -21,7 +21,7 @@ pub enum SecretError {
         path: String,
         error: std::io::Error,
     },
-    #[error("{var}: `op read {reference}` failed: {detail}\nhint: sign in with `op signin`")]
+    #[error("{var}: `op read {reference}` failed: {detail}")]
     OnePassword {
         var: String,
         reference: String,

@@ -1,0 +1,209 @@
+//! What to do next, for the failures jackin knows. The libraries' errors say
+//! what happened; the binary, which knows the commands an operator can run,
+//! adds the way forward once, here, when it prints an error.
+//!
+//! Wrappers declared `#[error(transparent)]` hide their inner error from
+//! `source()`, so each wrapper is unwrapped by hand rather than found in the
+//! cause chain.
+
+use std::error::Error;
+
+use jackin_controller::sweep::SweepError;
+use jackin_controller::{ReconcileError, StoreError};
+use jackin_reconcilers::EngineError;
+use jackin_reconcilers::act::ActError;
+use jackin_reconcilers::endpoint::EndpointError;
+use jackin_reconcilers::git::GitError;
+use jackin_reconcilers::isolation::IsolationError;
+use jackin_reconcilers::recipe::RecipeError;
+use jackin_reconcilers::secrets::SecretError;
+
+/// The hint for the first cause in `err`'s chain that has one.
+pub fn for_error(err: &(dyn Error + 'static)) -> Option<String> {
+    let mut cause = Some(err);
+    while let Some(error) = cause {
+        if let Some(hint) = known(error) {
+            return Some(hint);
+        }
+        cause = error.source();
+    }
+    None
+}
+
+fn known(error: &(dyn Error + 'static)) -> Option<String> {
+    if let Some(e) = error.downcast_ref::<ReconcileError>() {
+        return reconcile(e);
+    }
+    if let Some(e) = error.downcast_ref::<SweepError>() {
+        return match e {
+            SweepError::Store(e) => store(e),
+            SweepError::Engine(e) => engine(e),
+        };
+    }
+    if let Some(e) = error.downcast_ref::<ActError>() {
+        return act(e);
+    }
+    if let Some(e) = error.downcast_ref::<StoreError>() {
+        return store(e);
+    }
+    if let Some(e) = error.downcast_ref::<EngineError>() {
+        return engine(e);
+    }
+    if let Some(e) = error.downcast_ref::<RecipeError>() {
+        return recipe(e);
+    }
+    if let Some(e) = error.downcast_ref::<IsolationError>() {
+        return isolation(e);
+    }
+    if let Some(e) = error.downcast_ref::<SecretError>() {
+        return secret(e);
+    }
+    if let Some(e) = error.downcast_ref::<GitError>() {
+        return git(e);
+    }
+    error.downcast_ref::<EndpointError>().and_then(endpoint)
+}
+
+fn reconcile(e: &ReconcileError) -> Option<String> {
+    match e {
+        ReconcileError::Store(e) => store(e),
+        ReconcileError::Engine(e) => engine(e),
+        ReconcileError::Step { error, .. } => act(error),
+        ReconcileError::NotConverging => Some(
+            "something else changes this instance's engine objects: `docker ps -a --filter \
+             label=jackin.dev/instance=NAME` shows them"
+                .into(),
+        ),
+    }
+}
+
+fn act(e: &ActError) -> Option<String> {
+    match e {
+        ActError::Engine(e) => engine(e),
+        ActError::Recipe(e) => recipe(e),
+        ActError::Secret(e) => secret(e),
+        ActError::Isolation(e) => isolation(e),
+        ActError::NoCommand(_) => Some("set spec.command".into()),
+        ActError::Io { .. } | ActError::State(_) => None,
+    }
+}
+
+fn store(e: &StoreError) -> Option<String> {
+    match e {
+        StoreError::InstanceNotFound(_) => Some("`jackin get instances` lists them".into()),
+        StoreError::UidMismatch { .. } => {
+            Some("remove metadata.uid from the file, or delete the stored object first".into())
+        }
+        StoreError::Unreadable { .. } => {
+            Some("`jackin prune` moves an unreadable unit aside, deleting nothing".into())
+        }
+        _ => None,
+    }
+}
+
+fn engine(e: &EngineError) -> Option<String> {
+    match e {
+        EngineError::Unreachable { .. } => {
+            Some("start dockerd, or point DOCKER_HOST at a running engine".into())
+        }
+        EngineError::Endpoint(e) => endpoint(e),
+        _ => None,
+    }
+}
+
+fn endpoint(e: &EndpointError) -> Option<String> {
+    match e {
+        EndpointError::Ssh { .. } => Some(
+            "forward the engine's socket (ssh -NL /tmp/docker.sock:/var/run/docker.sock HOST) \
+             and set DOCKER_HOST=unix:///tmp/docker.sock"
+                .into(),
+        ),
+        EndpointError::UnknownContext { .. } => Some("`docker context ls` lists them".into()),
+        _ => None,
+    }
+}
+
+fn recipe(e: &RecipeError) -> Option<String> {
+    match e {
+        RecipeError::ImageNotFound(_) => {
+            Some("build or load it, or drop spec.image to build the role".into())
+        }
+        RecipeError::CommitUnavailable { .. } => {
+            Some("restore the commit in the repository, or purge the instance".into())
+        }
+        RecipeError::Git(e) => git(e),
+        RecipeError::Engine(e) => engine(e),
+        _ => None,
+    }
+}
+
+fn isolation(e: &IsolationError) -> Option<String> {
+    match e {
+        IsolationError::Unrecorded { .. } => {
+            Some("move it away once you have checked it, then converge again".into())
+        }
+        IsolationError::ResumeConflict { src, .. } => Some(format!(
+            "restore the commit in {src}, or inspect the checkout and purge the instance"
+        )),
+        IsolationError::Git(e) => git(e),
+        _ => None,
+    }
+}
+
+fn secret(e: &SecretError) -> Option<String> {
+    match e {
+        SecretError::OnePassword { .. } => Some("sign in with `op signin`".into()),
+        SecretError::HostEnvUnset { source_var, .. } => {
+            Some(format!("export {source_var} in the shell that runs jackin"))
+        }
+        SecretError::File { .. } => None,
+    }
+}
+
+fn git(e: &GitError) -> Option<String> {
+    match e {
+        GitError::Spawn(_) => Some("install git".into()),
+        GitError::Failed { .. } => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_are_found_through_transparent_wrappers() {
+        let missing = ActError::Recipe(RecipeError::ImageNotFound("x:1".into()));
+        let reconcile = ReconcileError::Step {
+            step: "pinning the launch recipe".into(),
+            error: missing,
+        };
+        let err = anyhow::Error::new(reconcile).context("converging");
+        assert_eq!(
+            for_error(err.as_ref()).as_deref(),
+            Some("build or load it, or drop spec.image to build the role")
+        );
+    }
+
+    #[test]
+    fn an_ssh_context_is_answered_with_a_way_forward() {
+        let err = EngineError::Endpoint(EndpointError::Ssh {
+            host: "ssh://me@box".into(),
+            origin: "context box".into(),
+        });
+        assert!(
+            for_error(&err)
+                .unwrap()
+                .contains("forward the engine's socket")
+        );
+    }
+
+    #[test]
+    fn errors_without_a_way_forward_get_no_hint() {
+        let err = GitError::Failed {
+            args: "status".into(),
+            stderr: "fatal".into(),
+        };
+        assert_eq!(for_error(&err), None);
+    }
+}
