@@ -208,7 +208,7 @@ impl Reconciler {
                 if plan.tier.is_some() {
                     tier = plan.tier;
                 }
-                if self.execute(&ctx, &mut guard, &plan, &view, name).await? {
+                if self.execute(&ctx, &mut guard, &plan, name).await? {
                     return Ok(Outcome::Gone);
                 }
             }
@@ -226,7 +226,6 @@ impl Reconciler {
         ctx: &Context<'_>,
         guard: &mut InstanceGuard,
         plan: &Plan,
-        view: &InstanceView,
         name: &str,
     ) -> Result<bool, ReconcileError> {
         let status = guard.obj.status.get_or_insert_default();
@@ -238,7 +237,7 @@ impl Reconciler {
             (self.progress)(name, Progress::Step(step));
             let sink = self.progress.clone();
             let mut on_build = |line: &str| sink(name, Progress::Build(line));
-            if let Err(error) = act::act(ctx, step, &mut guard.obj, view, &mut on_build).await {
+            if let Err(error) = act::act(ctx, step, &mut guard.obj, &mut on_build).await {
                 // A purge tail that failed part-way may have taken the
                 // object's directory: the failure is then not written back.
                 if self.layout().object_file(&guard.container).exists() {
@@ -255,9 +254,7 @@ impl Reconciler {
                 crate::fault::crash_point(step.kind());
                 return Ok(true);
             }
-            if *step == Step::StartContainer
-                && let Some(tier) = plan.tier
-            {
+            if let (Step::StartContainer { .. }, Some(tier)) = (step, plan.tier) {
                 guard.obj.status.get_or_insert_default().restore = Some(RestoreRecord {
                     tier,
                     at: Timestamp::now(),

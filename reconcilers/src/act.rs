@@ -16,7 +16,6 @@ use crate::engine::{Engine, EngineError};
 use crate::fsutil::ensure_private_dir;
 use crate::isolation::{self, IsolationError};
 use crate::layout::Layout;
-use crate::observe::InstanceView;
 use crate::recipe::{self, RecipeError};
 use crate::secrets::{self, SecretError};
 use crate::session;
@@ -125,14 +124,13 @@ pub fn sidecar_name(container: &str, sidecar: &str) -> String {
 }
 
 /// Runs `step` for `obj`, recording in its status what the step changed.
-/// `view` is what the plan was decided from: steps on existing objects act
-/// on the ids observed there (ownership by label, never by name); only an
-/// object this plan creates is addressed by the name it was given.
+/// Steps on existing engine objects act on the ids they carry (observed by
+/// label, never looked up by name); only an object this plan creates is
+/// addressed by the name it was given.
 pub async fn act(
     ctx: &Context<'_>,
     step: &Step,
     obj: &mut Instance,
-    view: &InstanceView,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<(), ActError> {
     let container = obj
@@ -141,15 +139,6 @@ pub async fn act(
         .and_then(|s| s.container_name.clone())
         .expect("a stored instance has an identity");
     let engine = ctx.engine;
-    let main_target = view
-        .container
-        .as_ref()
-        .map_or_else(|| container.clone(), |c| c.id.clone());
-    let sidecar_target = |name: &str| {
-        view.sidecars
-            .get(name)
-            .map_or_else(|| sidecar_name(&container, name), |c| c.id.clone())
-    };
     match step {
         Step::PinRecipe => pin(ctx, obj, &container, progress).await?,
         Step::RebuildImage => rebuild(ctx, obj, progress).await?,
@@ -211,33 +200,29 @@ pub async fn act(
                 .create_container(&sidecar_name(&container, name), body)
                 .await?;
         }
-        Step::StartSidecar(name) => {
-            engine.start_container(&sidecar_target(name)).await?;
+        Step::StartSidecar { name, id } => {
+            let target = id.clone().unwrap_or_else(|| sidecar_name(&container, name));
+            engine.start_container(&target).await?;
         }
         Step::CreateContainer => create_container(ctx, obj, &container).await?,
-        Step::StartContainer => {
+        Step::StartContainer { id } => {
             // The last run's marker was recorded; this run writes its own.
             session::retire_marker(ctx.layout, &container)
                 .map_err(io(&ctx.layout.unit_dir(&container)))?;
-            engine.start_container(&main_target).await?;
+            engine
+                .start_container(id.as_deref().unwrap_or(&container))
+                .await?;
             // From now on the recipe is the session's, never re-pinned.
             if let Some(recipe) = obj.status.as_mut().and_then(|s| s.recipe.as_mut()) {
                 recipe.first_run_at.get_or_insert_with(jiff::Timestamp::now);
             }
         }
-        Step::StopContainer => engine.stop_container(&main_target, STOP_GRACE_SECS).await?,
-        Step::RemoveContainer => {
-            engine.remove_container(&main_target).await?;
+        Step::StopContainer { id } => engine.stop_container(id, STOP_GRACE_SECS).await?,
+        Step::RemoveContainer { id } | Step::RemoveSidecar { id, .. } => {
+            engine.remove_container(id).await?;
         }
-        Step::RemoveSidecar(name) => {
-            engine.remove_container(&sidecar_target(name)).await?;
-        }
-        Step::RemoveExtraNetwork(id) => {
+        Step::RemoveNetwork { id } | Step::RemoveExtraNetwork(id) => {
             engine.remove_network(id).await?;
-        }
-        Step::RemoveNetwork => {
-            let network = view.network.clone().unwrap_or_else(|| container.clone());
-            engine.remove_network(&network).await?;
         }
         Step::RemoveVolume(name) => {
             engine.remove_volume(name).await?;

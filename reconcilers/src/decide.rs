@@ -32,7 +32,10 @@ use jackin_api::names::annotation;
 use crate::assess::acknowledgement_digest;
 use crate::observe::InstanceView;
 
-/// One step of a plan: one engine call or one filesystem operation.
+/// One step of a plan: one engine call or one filesystem operation. A step
+/// on an engine object that was observed names it by the id the engine gave
+/// it, never by a name someone else may have taken since; an object this
+/// plan creates is addressed by the name it is given (`id: None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// Resolve the image (build the role or look up `spec.image`) and pin
@@ -44,14 +47,28 @@ pub enum Step {
     PrepareMounts,
     CreateNetwork,
     CreateSidecar(String),
-    StartSidecar(String),
+    StartSidecar {
+        name: String,
+        id: Option<String>,
+    },
     /// Create the main container from the pinned recipe, secrets resolved now.
     CreateContainer,
-    StartContainer,
-    StopContainer,
-    RemoveContainer,
-    RemoveSidecar(String),
-    RemoveNetwork,
+    StartContainer {
+        id: Option<String>,
+    },
+    StopContainer {
+        id: String,
+    },
+    RemoveContainer {
+        id: String,
+    },
+    RemoveSidecar {
+        name: String,
+        id: String,
+    },
+    RemoveNetwork {
+        id: String,
+    },
     /// Remove a further network of the instance, by id (see
     /// [`InstanceView::extra_networks`]).
     RemoveExtraNetwork(String),
@@ -77,13 +94,13 @@ impl Step {
             Step::RemoveCheckouts => "remove-checkouts",
             Step::CreateNetwork => "create-network",
             Step::CreateSidecar(_) => "create-sidecar",
-            Step::StartSidecar(_) => "start-sidecar",
+            Step::StartSidecar { .. } => "start-sidecar",
             Step::CreateContainer => "create-container",
-            Step::StartContainer => "start-container",
-            Step::StopContainer => "stop-container",
-            Step::RemoveContainer => "remove-container",
-            Step::RemoveSidecar(_) => "remove-sidecar",
-            Step::RemoveNetwork => "remove-network",
+            Step::StartContainer { .. } => "start-container",
+            Step::StopContainer { .. } => "stop-container",
+            Step::RemoveContainer { .. } => "remove-container",
+            Step::RemoveSidecar { .. } => "remove-sidecar",
+            Step::RemoveNetwork { .. } => "remove-network",
             Step::RemoveExtraNetwork(_) => "remove-extra-network",
             Step::RemoveVolume(_) => "remove-volume",
             Step::StampPurging => "stamp-purging",
@@ -100,14 +117,24 @@ impl Step {
             Step::RemoveCheckouts => "removing the isolated checkouts".into(),
             Step::CreateNetwork => "creating the network".into(),
             Step::CreateSidecar(n) => format!("creating sidecar {n}"),
-            Step::StartSidecar(n) => format!("starting sidecar {n}"),
+            Step::StartSidecar { name, id: None } => format!("starting sidecar {name}"),
+            Step::StartSidecar { name, id: Some(id) } => {
+                format!("starting sidecar {name} ({})", short_id(id))
+            }
             Step::CreateContainer => "creating the container".into(),
-            Step::StartContainer => "starting the container".into(),
-            Step::StopContainer => "stopping the container".into(),
-            Step::RemoveContainer => "removing the container".into(),
-            Step::RemoveSidecar(n) => format!("removing sidecar {n}"),
-            Step::RemoveNetwork => "removing the network".into(),
-            Step::RemoveExtraNetwork(id) => format!("removing the duplicate network {id}"),
+            Step::StartContainer { id: None } => "starting the container".into(),
+            Step::StartContainer { id: Some(id) } => {
+                format!("starting the container {}", short_id(id))
+            }
+            Step::StopContainer { id } => format!("stopping the container {}", short_id(id)),
+            Step::RemoveContainer { id } => format!("removing the container {}", short_id(id)),
+            Step::RemoveSidecar { name, id } => {
+                format!("removing sidecar {name} ({})", short_id(id))
+            }
+            Step::RemoveNetwork { id } => format!("removing the network {}", short_id(id)),
+            Step::RemoveExtraNetwork(id) => {
+                format!("removing the duplicate network {}", short_id(id))
+            }
             Step::RemoveVolume(n) => format!("removing volume {n}"),
             Step::StampPurging => "marking the instance Purging".into(),
             Step::FinishPurge => {
@@ -115,6 +142,11 @@ impl Step {
             }
         }
     }
+}
+
+/// An engine id as `docker ps` shows it: 12 characters.
+fn short_id(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
 }
 
 /// What to do next, and what the status should say once it is done.
@@ -284,8 +316,8 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
     let tier = if !pinned {
         // A container created from a superseded recipe never ran: it goes
         // with its recipe.
-        if superseded && view.container.is_some() {
-            steps.push(Step::RemoveContainer);
+        if superseded && let Some(c) = &view.container {
+            steps.push(Step::RemoveContainer { id: c.id.clone() });
         }
         steps.push(Step::PinRecipe);
         None
@@ -304,10 +336,12 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
         steps.push(Step::PrepareMounts);
     }
     steps.extend(support(obj, recipe, view));
-    match tier {
-        Some(0) => {}
-        Some(1) => steps.push(Step::StartContainer),
-        _ => steps.extend([Step::CreateContainer, Step::StartContainer]),
+    match (tier, &view.container) {
+        (Some(0), _) => {}
+        (Some(1), Some(c)) => steps.push(Step::StartContainer {
+            id: Some(c.id.clone()),
+        }),
+        _ => steps.extend([Step::CreateContainer, Step::StartContainer { id: None }]),
     }
     let cause = match tier {
         None if superseded => {
@@ -357,16 +391,25 @@ fn support(obj: &Instance, recipe: Option<&Recipe>, view: &InstanceView) -> Vec<
     for name in &wanted {
         match view.sidecars.get(name) {
             Some(c) if c.running => {}
-            Some(_) => steps.push(Step::StartSidecar(name.clone())),
+            Some(c) => steps.push(Step::StartSidecar {
+                name: name.clone(),
+                id: Some(c.id.clone()),
+            }),
             None => steps.extend([
                 Step::CreateSidecar(name.clone()),
-                Step::StartSidecar(name.clone()),
+                Step::StartSidecar {
+                    name: name.clone(),
+                    id: None,
+                },
             ]),
         }
     }
-    for name in view.sidecars.keys() {
+    for (name, c) in &view.sidecars {
         if !wanted.contains(name) {
-            steps.push(Step::RemoveSidecar(name.clone()));
+            steps.push(Step::RemoveSidecar {
+                name: name.clone(),
+                id: c.id.clone(),
+            });
         }
     }
     steps
@@ -378,14 +421,17 @@ fn teardown(view: &InstanceView, graceful: bool) -> Vec<Step> {
     let mut steps = Vec::new();
     if let Some(c) = &view.container {
         if c.running && graceful {
-            steps.push(Step::StopContainer);
+            steps.push(Step::StopContainer { id: c.id.clone() });
         }
-        steps.push(Step::RemoveContainer);
+        steps.push(Step::RemoveContainer { id: c.id.clone() });
     }
-    steps.extend(view.sidecars.keys().cloned().map(Step::RemoveSidecar));
+    steps.extend(view.sidecars.iter().map(|(name, c)| Step::RemoveSidecar {
+        name: name.clone(),
+        id: c.id.clone(),
+    }));
     steps.extend(extra_networks(view));
-    if view.network.is_some() {
-        steps.push(Step::RemoveNetwork);
+    if let Some(id) = &view.network {
+        steps.push(Step::RemoveNetwork { id: id.clone() });
     }
     steps
 }
@@ -433,9 +479,35 @@ mod tests {
         obj
     }
 
+    const ID: &str = "c0ffee";
+
+    fn start_new() -> Step {
+        StartContainer { id: None }
+    }
+
+    fn start_observed() -> Step {
+        StartContainer {
+            id: Some(ID.into()),
+        }
+    }
+
+    fn stop() -> Step {
+        StopContainer { id: ID.into() }
+    }
+
+    fn remove() -> Step {
+        RemoveContainer { id: ID.into() }
+    }
+
+    fn remove_network() -> Step {
+        RemoveNetwork {
+            id: "jk-1-a".into(),
+        }
+    }
+
     fn container(running: bool) -> Option<ContainerView> {
         Some(ContainerView {
-            id: "c0ffee".into(),
+            id: ID.into(),
             name: "jk-1-a".into(),
             running,
         })
@@ -459,23 +531,27 @@ mod tests {
             // Tier 0: running, nothing to do.
             (view(Some(true), true, true), vec![], None),
             // Tier 1: stopped, start it.
-            (view(Some(false), true, true), vec![StartContainer], Some(1)),
+            (
+                view(Some(false), true, true),
+                vec![start_observed()],
+                Some(1),
+            ),
             // Tier 2: gone, image present.
             (
                 view(None, true, true),
-                vec![CreateContainer, StartContainer],
+                vec![CreateContainer, start_new()],
                 Some(2),
             ),
             // Tier 3: gone with its image.
             (
                 view(None, true, false),
-                vec![RebuildImage, CreateContainer, StartContainer],
+                vec![RebuildImage, CreateContainer, start_new()],
                 Some(3),
             ),
             // Tier 2 with the network gone too.
             (
                 view(None, false, true),
-                vec![CreateNetwork, CreateContainer, StartContainer],
+                vec![CreateNetwork, CreateContainer, start_new()],
                 Some(2),
             ),
         ];
@@ -516,7 +592,7 @@ mod tests {
                 PrepareMounts,
                 CreateNetwork,
                 CreateContainer,
-                StartContainer
+                start_new()
             ]
         );
         assert_eq!(plan.tier, None);
@@ -550,9 +626,18 @@ mod tests {
             plan.steps,
             [
                 CreateSidecar("dind".into()),
-                StartSidecar("dind".into()),
-                StartSidecar("cache".into()),
-                RemoveSidecar("stale".into()),
+                StartSidecar {
+                    name: "dind".into(),
+                    id: None
+                },
+                StartSidecar {
+                    name: "cache".into(),
+                    id: Some(ID.into())
+                },
+                RemoveSidecar {
+                    name: "stale".into(),
+                    id: ID.into()
+                },
             ]
         );
     }
@@ -563,11 +648,11 @@ mod tests {
         let cases = [
             (
                 view(Some(true), true, true),
-                vec![StopContainer, RemoveContainer, RemoveNetwork],
+                vec![stop(), remove(), remove_network()],
             ),
             (
                 view(Some(false), true, true),
-                vec![RemoveContainer, RemoveNetwork],
+                vec![remove(), remove_network()],
             ),
             (view(None, false, true), vec![]),
         ];
@@ -584,7 +669,7 @@ mod tests {
         let plan = decide(&obj, &view(Some(true), true, true));
         assert_eq!(
             plan.steps,
-            [StampPurging, RemoveContainer, RemoveNetwork, FinishPurge]
+            [StampPurging, remove(), remove_network(), FinishPurge]
         );
         // Interrupted after the stamp and the container: the rest remains;
         // the instance's volumes go too (a kept instance keeps them).
@@ -594,7 +679,7 @@ mod tests {
         let plan = decide(&obj, &observed);
         assert_eq!(
             plan.steps,
-            [RemoveNetwork, RemoveVolume("certs".into()), FinishPurge]
+            [remove_network(), RemoveVolume("certs".into()), FinishPurge]
         );
     }
 
@@ -610,12 +695,12 @@ mod tests {
         let plan = decide(&obj, &view(None, true, true));
         assert_eq!(plan.steps[0], PinRecipe, "{:?}", plan.steps);
         let plan = decide(&obj, &view(Some(false), true, true));
-        assert_eq!(plan.steps[..2], [RemoveContainer, PinRecipe]);
+        assert_eq!(plan.steps[..2], [remove(), PinRecipe]);
 
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
         recipe.first_run_at = Some(jiff::Timestamp::UNIX_EPOCH);
         let plan = decide(&obj, &view(Some(false), true, true));
-        assert_eq!(plan.steps, [StartContainer], "a recipe that ran is kept");
+        assert_eq!(plan.steps, [start_observed()], "a recipe that ran is kept");
     }
 
     /// Two networks of one instance (a create left in flight by a killed
@@ -694,7 +779,7 @@ to Running: Running as the spec asks; a first launch: the recipe is pinned
 to Running: Running as the spec asks; the container runs
   - nothing
 to Running: Running as the spec asks; the container exists, stopped: tier 1 starts it, its writable layer intact
-  - starting the container
+  - starting the container c0ffee
 to Running: Running as the spec asks; no container, the pinned image is there: tier 2 creates it from the recipe
   - creating the container
   - starting the container
@@ -705,13 +790,13 @@ to Running: Running as the spec asks; no container and no image: tier 3 rebuilds
 to Crashed: the agent ended its session (exit 3): nothing restarts it until the operator resumes it
   - nothing
 to Kept: Kept as settled by the exit policy: the engine's objects go, the unit stays
-  - stopping the container
-  - removing the container
-  - removing the network
+  - stopping the container c0ffee
+  - removing the container c0ffee
+  - removing the network jk-1-a
 to Purging: Purged as the spec asks: everything of the instance goes, its index row last
   - marking the instance Purging
-  - removing the container
-  - removing the network
+  - removing the container c0ffee
+  - removing the network jk-1-a
   - removing the unit directory, sockets and lock, then the index row
 ";
         let blocked = decide(&cases[8].0, &cases[8].1).render();
@@ -744,13 +829,21 @@ to Purging: Purged as the spec asks: everything of the instance goes, its index 
                             let obj = instance(desired, pinned, InstancePhase::Running);
                             let plan = decide(&obj, &view(state, network, image));
                             let creates = plan.steps.contains(&CreateContainer);
-                            let removes = plan.steps.contains(&RemoveContainer);
+                            let removes = plan
+                                .steps
+                                .iter()
+                                .any(|s| matches!(s, RemoveContainer { .. }));
                             assert!(!(creates && removes), "{desired:?} {state:?}");
                             if desired != DesiredPhase::Running {
                                 assert!(!creates && !plan.steps.contains(&PinRecipe));
                             }
                             if desired == DesiredPhase::Running && state == Some(true) && pinned {
-                                assert!(!plan.steps.contains(&StartContainer));
+                                assert!(
+                                    !plan
+                                        .steps
+                                        .iter()
+                                        .any(|s| matches!(s, StartContainer { .. }))
+                                );
                             }
                         }
                     }
