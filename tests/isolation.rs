@@ -585,7 +585,8 @@ fn a_dry_run_purge_shows_the_checkout_removal_and_the_block() {
         "removing the unit directory, sockets and lock, then the index row",
     ] {
         assert!(
-            out.lines().any(|line| line.starts_with(&format!("  - {step}"))),
+            out.lines()
+                .any(|line| line.starts_with(&format!("  - {step}"))),
             "no {step:?} in:\n{out}"
         );
     }

@@ -341,6 +341,32 @@ pub fn resume(store: &Store, name: &str) -> Result<ApplyOutcome, StoreError> {
     Ok(outcome)
 }
 
+/// The operator's answer "keep it" at the end of a session: the session is
+/// settled as kept, and its marker set aside, so that a later resume does
+/// not take it for ended again.
+pub fn keep_ended(store: &Store, name: &str) -> Result<(), StoreError> {
+    let obj = store.get_instance(name)?;
+    if let Some(container) = obj
+        .status
+        .as_ref()
+        .and_then(|s| s.container_name.as_deref())
+    {
+        let layout = store.layout();
+        session::retire_marker(layout, container)
+            .map_err(|e| StoreError::io(&layout.unit_dir(container), e))?;
+    }
+    store.settle(name, DesiredPhase::Kept, SettledBy::Operator, None)?;
+    Ok(())
+}
+
+/// The operator's answer "clean up" at the end of a session, having been
+/// shown the unfinished work: the settlement acknowledges exactly that
+/// evidence (its digest), so the purge discards nothing else.
+pub fn clean_up_ended(store: &Store, name: &str, shown: Option<String>) -> Result<(), StoreError> {
+    store.settle(name, DesiredPhase::Purged, SettledBy::Operator, shown)?;
+    Ok(())
+}
+
 /// Records how an ended session is settled: `phase` stands in for the
 /// spec's until the spec changes or the operator resumes the instance.
 pub fn settle(

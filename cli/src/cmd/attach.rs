@@ -6,15 +6,13 @@ use std::io::{IsTerminal, Read, Write};
 
 use anyhow::{Context, Result};
 use futures::StreamExt;
-use jackin_api::instance::SettledBy;
+use jackin_api::Instance;
 use jackin_api::meta::find_condition;
 use jackin_api::names::{condition, reason};
-use jackin_api::{DesiredPhase, Instance};
-use jackin_controller::{Store, StoreError};
+use jackin_controller::{Store, StoreError, session};
 use jackin_reconcilers::Engine;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jackin_reconcilers::fsutil::FileLock;
-use jackin_reconcilers::session;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
@@ -229,7 +227,7 @@ pub async fn run(
     let mut resume = true;
     loop {
         if resume {
-            jackin_controller::session::resume(&store, name)?;
+            session::resume(&store, name)?;
             crate::converge_quietly(&store, &engine, name, wait).await?;
             let obj = store.get_instance(name)?;
             eprintln!(
@@ -270,19 +268,16 @@ pub async fn run(
         match ask(&obj, keyboard).await? {
             Choice::ReturnToAgent => resume = true,
             Choice::Keep => {
-                // Decided: a later resume must not take it for ended again.
-                session::retire_marker(store.layout(), &container)
+                session::keep_ended(&store, name)
                     .with_context(|| format!("keeping instance/{name}"))?;
-                store.settle(name, DesiredPhase::Kept, SettledBy::Operator, None)?;
                 crate::converge_quietly(&store, &engine, name, wait).await?;
                 eprintln!("instance/{name} kept; `jackin attach {name}` resumes it");
                 return Ok(());
             }
             Choice::CleanUp => {
-                // The operator saw the work and insists: the settlement
-                // acknowledges exactly what was shown.
-                let digest = acknowledgement_digest(&obj.status.clone().unwrap_or_default().mounts);
-                store.settle(name, DesiredPhase::Purged, SettledBy::Operator, digest)?;
+                // The operator saw the work and insists.
+                let shown = acknowledgement_digest(&obj.status.clone().unwrap_or_default().mounts);
+                session::clean_up_ended(&store, name, shown)?;
                 crate::converge_quietly(&store, &engine, name, wait).await?;
                 eprintln!("instance/{name} cleaned up");
                 return Ok(());
