@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{Home, condition, ensure_busybox, git, instance_yaml_with, unique};
+use support::{Home, RoleRepo, condition, ensure_busybox, git, instance_yaml_with, unique};
 
 /// A tmux session running one command, killed on drop.
 struct Terminal {
@@ -200,6 +200,58 @@ fn return_keep_resume_and_clean_up_through_the_plain_screens() {
     assert_eq!(git(&host, &["status", "--porcelain"]), "");
 }
 
+/// "Return to agent" brings back the agent's own conversation, not a new
+/// one: the fake claude is resumed by the id it was started with.
+#[test]
+fn return_to_agent_resumes_the_agents_conversation() {
+    ensure_busybox();
+    let home = Home::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let host = host_repo(scratch.path());
+    let role = RoleRepo::with_fake_agents();
+    let mount = format!(
+        "  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+        host.display()
+    );
+    home.record("talk", &role.agent_instance_yaml("talk", "claude", &mount));
+    let term = Terminal::start(&home, "attach talk");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    let unit = home.path().join("data").join(home.container("talk"));
+    let log = unit.join("home/agent-starts.log");
+    let starts = |count: usize| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.lines().count() >= count || Instant::now() > deadline {
+                return text;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    starts(1);
+    let obj = home.object("talk");
+    let id = obj["status"]["conversation"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Unfinished work in the checkout, so that the end of the session asks.
+    let checkout = obj["status"]["mounts"][0]["path"].as_str().unwrap();
+    std::fs::write(Path::new(checkout).join("draft.md"), "draft\n").unwrap();
+    term.type_line("hello");
+    term.type_line("exit 0");
+    term.wait_for("Choice [1]:", 1);
+    term.type_line("1");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 2);
+    assert_eq!(
+        starts(2),
+        format!("claude minted {id}\nclaude resumed {id}\n")
+    );
+    let transcript =
+        std::fs::read_to_string(unit.join(format!("home/.claude/projects/-work/{id}.jsonl")))
+            .unwrap();
+    assert_eq!(transcript, "started minted\nhello\nstarted resumed\n");
+}
+
 #[test]
 fn launch_offers_resume_or_new_and_resume_reuses_the_identity() {
     ensure_busybox();
@@ -213,7 +265,7 @@ fn launch_offers_resume_or_new_and_resume_reuses_the_identity() {
         ),
     );
     let template = home.write_input("template.yaml", &template);
-    let launch = "launch -w desk -r tester -a claude";
+    let launch = "launch -w desk -r tester -a shell";
 
     // Nothing to resume: a new session, kept when it ends (--keep).
     let term = Terminal::start(
@@ -331,7 +383,7 @@ fn resuming_a_checkout_with_unfinished_work_shows_it_first() {
     std::fs::write(Path::new(&checkout).join("extra.md"), "x").unwrap();
     home.ok(&["set-phase", "paused", "kept"]);
 
-    let term = Terminal::start(&home, "launch -w desk -r tester -a claude");
+    let term = Terminal::start(&home, "launch -w desk -r tester -a shell");
     term.wait_for("Choice [1]:", 1);
     assert!(
         term.screen().contains("2) Resume paused"),
@@ -369,11 +421,7 @@ fn the_rich_launch_screen_resumes_with_arrow_keys() {
     let container = home.container("roomy");
     home.ok(&["set-phase", "roomy", "kept"]);
 
-    let term = Terminal::start_as(
-        &home,
-        "launch -w desk -r tester -a claude",
-        "xterm-256color",
-    );
+    let term = Terminal::start_as(&home, "launch -w desk -r tester -a shell", "xterm-256color");
     term.wait_for("▸ Start new session", 1);
     let screen = term.screen();
     assert!(
@@ -513,7 +561,7 @@ fn a_new_session_never_takes_over_an_instance_created_meanwhile() {
         &instance_yaml_with("template", "  workspace: shared\n"),
     );
     let launch = format!(
-        "launch -w shared -r tester -a claude --from {}",
+        "launch -w shared -r tester -a shell --from {}",
         template.display()
     );
     // The launch picks the free name `tester-1`, then waits a moment ...

@@ -550,7 +550,7 @@ fn what_can_never_work_fails_at_once_with_the_real_cause() {
     assert!(err.contains("No such image"), "{err}");
 
     let yaml = "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {name: ghost-role}\nspec:\n  \
-                role: {name: r, source: {git: /nonexistent/jackin/role, ref: main}}\n  agent: claude\n";
+                role: {name: r, source: {git: /nonexistent/jackin/role, ref: main}}\n  agent: shell\n";
     let err = fails_at_once(&home, "ghost-role", yaml);
     assert!(err.contains("/nonexistent/jackin/role"), "{err}");
 

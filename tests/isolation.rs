@@ -269,10 +269,8 @@ fn the_keep_cap_spares_a_kept_instance_with_unfinished_work() {
     let ws = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: capped}\nspec: {keep: {max: 1}}\n";
     home.apply("ws", ws);
     for name in ["older", "newer"] {
-        let yaml = instance_with_mount(name, &host.path(), "worktree").replace(
-            "  agent: claude\n",
-            "  agent: claude\n  workspace: capped\n",
-        );
+        let yaml = instance_with_mount(name, &host.path(), "worktree")
+            .replace("  agent: shell\n", "  agent: shell\n  workspace: capped\n");
         home.apply(name, &yaml);
     }
     std::fs::write(checkout_path(&home, "older").join("draft.md"), "unfinished").unwrap();

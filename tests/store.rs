@@ -134,7 +134,7 @@ fn bad_input_is_located_and_writes_nothing() {
         ),
         (
             "unknown-field.yaml",
-            base.replace("  agent: claude\n", "  agent: claude\n  agnet: codex\n"),
+            base.replace("  agent: shell\n", "  agent: shell\n  agnet: codex\n"),
             "unknown-field.yaml:8:3: field `spec.agnet`: unknown field `agnet`",
         ),
         (
@@ -149,7 +149,7 @@ fn bad_input_is_located_and_writes_nothing() {
         ),
         (
             "bad-phase.yaml",
-            base.replace("  agent: claude\n", "  agent: claude\n  phase: Paused\n"),
+            base.replace("  agent: shell\n", "  agent: shell\n  phase: Paused\n"),
             "bad-phase.yaml:8:10: field `spec.phase`: unknown variant `Paused`",
         ),
     ];

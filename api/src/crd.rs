@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
 
+use crate::agent::AgentSpec;
 use crate::instance::{InstanceSpec, InstanceStatus};
 use crate::workspace::WorkspaceSpec;
 
@@ -50,9 +51,25 @@ pub fn workspace() -> Value {
     )
 }
 
+/// The CRD for `Agent`.
+pub fn agent() -> Value {
+    crd(
+        "Agent",
+        "agents",
+        &["ag"],
+        schema_of::<AgentSpec>(),
+        None,
+        json!([
+            {"name": "Launch", "type": "string", "jsonPath": ".spec.launch"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+        ]),
+    )
+}
+
 /// Every CRD, in a stable order, with the file name each is committed under.
 pub fn all() -> Vec<(&'static str, Value)> {
     vec![
+        ("agents.jackin.dev.yaml", agent()),
         ("instances.jackin.dev.yaml", instance()),
         ("workspaces.jackin.dev.yaml", workspace()),
     ]

@@ -6,6 +6,7 @@ use jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::agent::{AgentSpec, Strategy};
 use crate::meta::{Condition, ObjectMeta};
 
 /// One agent session: what should run (spec) and what jackin last saw (status).
@@ -101,7 +102,7 @@ impl std::fmt::Display for DesiredPhase {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InstanceSpec {
     /// Desired phase; `Running` when omitted.
@@ -116,15 +117,56 @@ pub struct InstanceSpec {
     /// A local image to run instead of building the role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
-    /// Overrides the agent's launch argv.
+    /// Overrides the agent's launch argv. When it runs the agent's own
+    /// program (the same file name as the entry's launch argv), the agent's
+    /// resume arguments are appended to it; otherwise it runs as given and
+    /// nothing is resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
+    /// Whether each start resumes the agent's conversation; `false` starts
+    /// it anew every time.
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub resume: bool,
+    /// The conversation id to start or resume, for an agent that takes
+    /// ids; jackin mints one when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sidecars: Vec<Sidecar>,
+}
+
+impl Default for InstanceSpec {
+    fn default() -> Self {
+        Self {
+            phase: DesiredPhase::default(),
+            workspace: None,
+            role: RoleRef::default(),
+            agent: String::new(),
+            image: None,
+            command: None,
+            resume: true,
+            conversation_id: None,
+            mounts: Vec::new(),
+            env: Vec::new(),
+            sidecars: Vec::new(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde passes fields by reference"
+)]
+fn is_yes(value: &bool) -> bool {
+    *value
 }
 
 /// The role whose repository's Dockerfile builds the image.
@@ -277,6 +319,82 @@ pub struct InstanceStatus {
     /// operator's spec) decided: see [`Instance::desired_phase`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled: Option<Settlement>,
+    /// The agent's conversation: how it resumes and how it last started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<Conversation>,
+}
+
+/// The agent's conversation across the instance's starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Conversation {
+    pub agent: String,
+    pub strategy: Strategy,
+    /// The id jackin chose (strategy `id`), kept across every restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// How the agent was last started, as the entry wrapper reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_start: Option<StartKind>,
+    /// How many starts fell back to a lower rung, over the instance's life.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fallbacks: u32,
+    /// The wrapper's stamp of the start `lastStart` describes, and how many
+    /// of its fallbacks are counted, so that each is counted once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_stamp: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub start_fallbacks: u32,
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde passes fields by reference"
+)]
+fn is_zero(value: &u32) -> bool {
+    *value == 0
+}
+
+/// How the agent was started: the rungs of the resume ladder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum StartKind {
+    /// A new conversation with the id jackin chose.
+    Minted,
+    /// The conversation jackin chose, resumed by its id.
+    ResumedById,
+    /// The latest conversation in the working directory.
+    ContinuedLatest,
+    /// A new conversation (the agent's own launch, or the command as given).
+    Fresh,
+}
+
+impl StartKind {
+    pub const ALL: [StartKind; 4] = [
+        Self::Minted,
+        Self::ResumedById,
+        Self::ContinuedLatest,
+        Self::Fresh,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Minted => "minted",
+            Self::ResumedById => "resumed-by-id",
+            Self::ContinuedLatest => "continued-latest",
+            Self::Fresh => "fresh",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == word)
+    }
+}
+
+impl std::fmt::Display for StartKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A decision about an ended session that jackin records instead of
@@ -334,6 +452,10 @@ pub struct Recipe {
     pub base_image: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
+    /// The working directory the agent starts in, the same at every tier:
+    /// agents that resume "the latest conversation here" key it by this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
     /// Mounts with their sources resolved to absolute host paths.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountSpec>,
@@ -348,6 +470,10 @@ pub struct Recipe {
     /// The spec generation the recipe was pinned from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
+    /// The agent entry the session runs with, as resolved when pinned: a
+    /// later change of the registry shows as drift, never silently.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<PinnedAgent>,
     /// When a container first ran from this recipe. Until then the recipe
     /// follows the spec: a first launch that failed (a wrong secret file, a
     /// mount path) is pinned again from the corrected spec.
@@ -363,6 +489,19 @@ impl Recipe {
     pub fn superseded(&self, generation: Option<i64>) -> bool {
         self.first_run_at.is_none() && self.generation.is_some() && self.generation != generation
     }
+}
+
+/// An agent entry as a recipe pins it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PinnedAgent {
+    pub name: String,
+    /// `builtin`, or `applied` for an `Agent` object in the store.
+    pub source: String,
+    pub spec: AgentSpec,
+    /// The strategy this session resumes with: the entry's, or `none` when
+    /// the instance opted out or its command is not the agent's program.
+    pub strategy: Strategy,
 }
 
 /// Which rung of the restore ladder brought the container back, and when.

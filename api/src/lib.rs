@@ -1,8 +1,9 @@
-//! jackin's resource model: the `Instance` and `Workspace` types, their
+//! jackin's resource model: the `Instance`, `Workspace` and `Agent` types, their
 //! validation, YAML reading and the generated schemas. No I/O happens here;
 //! everything is a pure function of its input, so every other crate can rely
 //! on these types without pulling in an engine or a filesystem.
 
+pub mod agent;
 pub mod crd;
 pub mod identity;
 pub mod instance;
@@ -12,6 +13,7 @@ pub mod names;
 pub mod validate;
 pub mod workspace;
 
+pub use agent::{Agent, AgentSpec};
 pub use instance::{DesiredPhase, Instance, InstancePhase, InstanceSpec, InstanceStatus};
 pub use manifest::{ManifestError, Object};
 pub use meta::{API_VERSION, Condition, ConditionStatus, ObjectMeta};

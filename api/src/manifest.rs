@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
+use crate::agent::Agent;
 use crate::instance::Instance;
 use crate::validate::{self, FieldError};
 use crate::workspace::Workspace;
@@ -19,6 +20,7 @@ use crate::workspace::Workspace;
 pub enum Object {
     Instance(Box<Instance>),
     Workspace(Box<Workspace>),
+    Agent(Box<Agent>),
 }
 
 impl Object {
@@ -26,6 +28,7 @@ impl Object {
         match self {
             Object::Instance(_) => Instance::KIND,
             Object::Workspace(_) => Workspace::KIND,
+            Object::Agent(_) => Agent::KIND,
         }
     }
 
@@ -33,6 +36,7 @@ impl Object {
         match self {
             Object::Instance(i) => &i.metadata.name,
             Object::Workspace(w) => &w.metadata.name,
+            Object::Agent(a) => &a.metadata.name,
         }
     }
 }
@@ -188,7 +192,7 @@ fn parse_document(source: &str, doc: &Document) -> Result<Option<Object>, Vec<Ma
     };
     let Some(kind) = type_meta.kind else {
         return Err(vec![at_doc(
-            "missing field `kind`: expected Instance or Workspace".into(),
+            "missing field `kind`: expected Instance, Workspace or Agent".into(),
         )]);
     };
     let (object, result) = match kind.value.as_str() {
@@ -202,13 +206,18 @@ fn parse_document(source: &str, doc: &Document) -> Result<Option<Object>, Vec<Ma
             let result = validate::workspace(&obj);
             (Object::Workspace(Box::new(obj)), result)
         }
+        Agent::KIND => {
+            let obj: Agent = typed(source, doc)?;
+            let result = validate::agent(&obj);
+            (Object::Agent(Box::new(obj)), result)
+        }
         other => {
             return Err(vec![ManifestError {
                 source: source.to_owned(),
                 line: doc.file_line(kind.referenced.line() as usize),
                 column: kind.referenced.column() as usize,
                 field: Some("kind".into()),
-                message: format!("unknown kind {other:?}: expected Instance or Workspace"),
+                message: format!("unknown kind {other:?}: expected Instance, Workspace or Agent"),
             }]);
         }
     };

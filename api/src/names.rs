@@ -77,6 +77,7 @@ pub mod reason {
     pub const RESUME_CONFLICT: &str = "ResumeConflict";
     pub const CHECKOUT_FAILED: &str = "CheckoutFailed";
     pub const NO_COMMAND: &str = "NoCommand";
+    pub const UNKNOWN_AGENT: &str = "UnknownAgent";
     // PurgeBlocked.
     pub const UNFINISHED_WORK: &str = "UnfinishedWork";
     // ExitPolicy.
@@ -86,4 +87,6 @@ pub mod reason {
     pub const SPEC_CHANGED: &str = "SpecChanged";
     pub const UNPARSABLE: &str = "Unparsable";
     pub const UNKNOWN: &str = "Unknown";
+    // Events of the agent's start.
+    pub const AGENT_FALLBACK: &str = "AgentFallback";
 }

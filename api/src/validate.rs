@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 
+use crate::agent::{Agent, ID_PLACEHOLDER};
 use crate::instance::{EnvVar, Instance, MAX_VALUE_BYTES, MountSpec};
 use crate::meta::{API_VERSION, ObjectMeta};
 use crate::workspace::Workspace;
@@ -356,13 +357,24 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
         ),
         None => {}
     }
-    if let Some(command) = &spec.command
-        && command.first().is_none_or(|c| c.is_empty())
-    {
-        errors.push(
-            "spec.command",
-            "expected a non-empty argv whose first element names the program",
-        );
+    if let Some(command) = &spec.command {
+        if command.first().is_none_or(|c| c.is_empty()) {
+            errors.push(
+                "spec.command",
+                "expected a non-empty argv whose first element names the program",
+            );
+        }
+        plan_args(&mut errors, "spec.command", command);
+    }
+    if let Some(id) = &spec.conversation_id {
+        if id.is_empty() || id.len() > MAX_CONVERSATION_ID {
+            errors.push(
+                "spec.conversationId",
+                format!("expected 1 to {MAX_CONVERSATION_ID} bytes"),
+            );
+        } else if id.chars().any(char::is_control) {
+            errors.push("spec.conversationId", "must not contain control characters");
+        }
     }
     mounts(&mut errors, "spec.mounts", &spec.mounts);
     env(&mut errors, &spec.env);
@@ -380,6 +392,81 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
             &format!("{at}.image"),
             argv_value(&sidecar.image, "an image reference"),
         );
+    }
+    if errors.0.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.0)
+    }
+}
+
+/// The longest conversation id an instance may name.
+const MAX_CONVERSATION_ID: usize = 256;
+
+/// Each element of an argv the entry wrapper reads back one line per
+/// element: no line breaks or other control characters.
+fn plan_args(errors: &mut Errors, at: &str, args: &[String]) {
+    for (i, arg) in args.iter().enumerate() {
+        if arg.chars().any(char::is_control) {
+            errors.push(
+                format!("{at}[{i}]"),
+                "must not contain control characters (line breaks included)",
+            );
+        }
+    }
+}
+
+/// Validates an Agent; returns every broken rule.
+pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
+    let mut errors = Errors::default();
+    api_version(&mut errors, &obj.api_version);
+    metadata(&mut errors, &obj.metadata);
+    let spec = &obj.spec;
+    if spec.launch.first().is_some_and(String::is_empty) {
+        errors.push("spec.launch[0]", "expected the program to run");
+    }
+    let templates = [
+        ("spec.launch", &spec.launch, false),
+        ("spec.mintArgs", &spec.mint_args, true),
+        ("spec.resumeArgs", &spec.resume_args, true),
+        ("spec.continueArgs", &spec.continue_args, false),
+    ];
+    for (at, args, takes_id) in templates {
+        plan_args(&mut errors, at, args);
+        let ids = args
+            .iter()
+            .map(|a| a.matches(ID_PLACEHOLDER).count())
+            .sum::<usize>();
+        match (takes_id, args.is_empty(), ids) {
+            (_, true, _) | (true, false, 1) | (false, false, 0) => {}
+            (true, false, _) => errors.push(
+                at,
+                format!("expected {ID_PLACEHOLDER} exactly once, where the id goes"),
+            ),
+            (false, false, _) => errors.push(at, format!("has no id to put in {ID_PLACEHOLDER}")),
+        }
+        if !args.is_empty() && at != "spec.launch" && spec.launch.is_empty() {
+            errors.push(at, "appends to the launch argv: set spec.launch");
+        }
+    }
+    if spec.mint_args.is_empty() != spec.resume_args.is_empty() {
+        errors.push(
+            "spec.resumeArgs",
+            "mintArgs and resumeArgs go together: an id jackin mints must be resumable",
+        );
+    }
+    if let Some(state) = &spec.state_env {
+        errors.check("spec.stateEnv.name", env_name(&state.name));
+        let path = &state.path;
+        if path.starts_with('/')
+            || path.split('/').any(|part| part == "..")
+            || path.chars().any(char::is_control)
+        {
+            errors.push(
+                "spec.stateEnv.path",
+                "expected a path inside the agent's home, relative, without '..'",
+            );
+        }
     }
     if errors.0.is_empty() {
         Ok(())

@@ -84,6 +84,9 @@ fn act(e: &ActError) -> Option<String> {
         ActError::Secret(e) => secret(e),
         ActError::Isolation(e) => isolation(e),
         ActError::NoCommand(_) => Some("set spec.command".into()),
+        ActError::UnknownAgent(_) => {
+            Some("`jackin get agents` lists the agents; apply an Agent to add one".into())
+        }
         ActError::Io { .. } | ActError::State(_) => None,
     }
 }

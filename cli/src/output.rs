@@ -3,12 +3,14 @@
 use std::fmt::Write;
 
 use anyhow::Result;
-use jackin_api::instance::{MountStatus, OutcomeSource, SessionOutcome, SettledBy};
+use jackin_api::agent::Strategy;
+use jackin_api::instance::{Conversation, MountStatus, OutcomeSource, SessionOutcome, SettledBy};
 use jackin_api::meta::find_condition;
 use jackin_api::names::condition;
-use jackin_api::{DesiredPhase, Instance, Workspace};
+use jackin_api::{Agent, DesiredPhase, Instance, Workspace};
 use jackin_controller::DryRun;
 use jackin_controller::events::Event;
+use jackin_controller::objects::AgentSource;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jiff::Timestamp;
 use serde::Serialize;
@@ -183,6 +185,58 @@ pub fn workspace_table(objects: &[Workspace], now: Timestamp) -> String {
     table(&["NAME", "EXIT-POLICY", "KEEP-MAX", "MOUNTS", "AGE"], &rows)
 }
 
+/// The agents: where each entry comes from, what it launches and how it
+/// resumes a conversation.
+pub fn agent_table(agents: &[(Agent, AgentSource)]) -> String {
+    let rows: Vec<Vec<String>> = agents
+        .iter()
+        .map(|(agent, source)| {
+            let spec = &agent.spec;
+            let launch = match spec.launch.is_empty() {
+                true => "(the image's command)".to_owned(),
+                false => terminal_safe(&spec.launch.join(" ")),
+            };
+            let resume = spec.strategies();
+            vec![
+                agent.metadata.name.clone(),
+                source.as_str().to_owned(),
+                launch,
+                match resume.is_empty() {
+                    true => "none".to_owned(),
+                    false => resume
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                },
+                or_dash(spec.state_env.as_ref().map(|s| s.name.clone())),
+            ]
+        })
+        .collect();
+    table(&["NAME", "SOURCE", "LAUNCH", "RESUME", "STATE-ENV"], &rows)
+}
+
+/// How the agent's conversation comes back, and how it last started.
+pub fn conversation_summary(conversation: &Conversation) -> String {
+    let how = match conversation.strategy {
+        Strategy::Id => format!(
+            "resumed by id {}",
+            terminal_safe(conversation.id.as_deref().unwrap_or("-"))
+        ),
+        Strategy::Latest => "continues the latest conversation".to_owned(),
+        Strategy::None => "not resumed: every start is new".to_owned(),
+    };
+    let last = match conversation.last_start {
+        Some(kind) => format!("; last started {kind}"),
+        None => "; not started yet".to_owned(),
+    };
+    let fallbacks = match conversation.fallbacks {
+        0 => String::new(),
+        n => format!(" ({n} fallback(s) so far, see Events)"),
+    };
+    format!("{how}{last}{fallbacks}")
+}
+
 /// The evidence of isolated checkouts, for people: each mount with its
 /// uncommitted files and unsafe branches.
 pub fn mounts_evidence(mounts: &[MountStatus]) -> String {
@@ -302,6 +356,9 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
         ),
     );
     field("Agent", spec.agent.clone());
+    if let Some(conversation) = &status.conversation {
+        field("Conversation", conversation_summary(conversation));
+    }
     if let Some(image) = &spec.image {
         field("Image", image.clone());
     }

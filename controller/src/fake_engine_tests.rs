@@ -52,7 +52,7 @@ impl World {
         );
         match manifest::parse("test.yaml", &text).unwrap().remove(0) {
             Object::Instance(obj) => *obj,
-            Object::Workspace(_) => unreachable!("an instance was written"),
+            Object::Workspace(_) | Object::Agent(_) => unreachable!("an instance was written"),
         }
     }
 
@@ -69,7 +69,7 @@ impl World {
         let Object::Workspace(ws) = manifest::parse("ws.yaml", &text).unwrap().remove(0) else {
             unreachable!("a workspace was written")
         };
-        self.store.apply_workspace(&ws).unwrap();
+        self.store.apply(ws.as_ref()).unwrap();
     }
 
     async fn reconcile(&self, name: &str) -> Outcome {

@@ -13,6 +13,7 @@ pub mod converge;
 pub mod ended;
 pub mod events;
 mod fault;
+pub mod objects;
 pub mod queue;
 pub mod reconcile;
 pub mod run;

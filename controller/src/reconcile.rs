@@ -143,6 +143,7 @@ impl Reconciler {
             Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
             None => None,
         };
+        let agent = self.store.resolve_agent(&guard.obj.spec.agent)?;
         let home_id = self
             .layout()
             .home_id_or_create(&uuid::Uuid::new_v4().simple().to_string())
@@ -152,6 +153,7 @@ impl Reconciler {
             layout: self.layout(),
             state: &self.store,
             workspace: workspace.as_ref(),
+            agent: agent.as_ref(),
             home: std::env::home_dir(),
             home_id,
         };
@@ -171,6 +173,7 @@ impl Reconciler {
             view.mounts = assess_checkouts(self.layout(), &guard.container).await?;
             let policy = exit_policy(&guard.obj, workspace.as_ref());
             view.session_ended = self.observe_session(&mut guard, &view, policy).await?;
+            self.observe_conversation(&mut guard).await;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
             let plan = decide(&guard.obj, &view);
             note_drift(&mut guard.obj, &ctx);
@@ -479,6 +482,7 @@ fn note_drift(obj: &mut Instance, ctx: &Context<'_>) {
     let wanted = recipe::wanted(
         obj,
         ctx.workspace,
+        ctx.agent,
         container,
         ctx.home.as_deref(),
         &ctx.home_id,

@@ -2,6 +2,7 @@
 //! completion marker first, then the engine, else unknown), the post-session
 //! step, and the exit policy's decision turned into desired state.
 
+use jackin_api::agent::Strategy;
 use jackin_api::instance::{
     Instance, InstancePhase, MountStatus, OutcomeSource, SessionOutcome, SettledBy, Settlement,
 };
@@ -14,6 +15,7 @@ use jackin_reconcilers::assess::acknowledgement_digest;
 use jackin_reconcilers::fsutil::FileLock;
 use jackin_reconcilers::observe::InstanceView;
 use jackin_reconcilers::policy::{self, ExitAction};
+use jackin_reconcilers::resume;
 use jackin_reconcilers::session::{self, MarkerState};
 use jiff::Timestamp;
 
@@ -239,6 +241,47 @@ impl Reconciler {
             ),
             Ok(None) => {}
             Err(e) => tracing::warn!(instance = name, "cannot collect artifacts: {e}"),
+        }
+    }
+}
+
+impl Reconciler {
+    /// Folds what the entry wrapper reported of the agent's last start into
+    /// `status.conversation`; each fallback of a start not seen before is
+    /// an event with the agent's own error line.
+    pub(crate) async fn observe_conversation(&self, guard: &mut InstanceGuard) {
+        let Some(conversation) = guard
+            .obj
+            .status
+            .as_mut()
+            .and_then(|s| s.conversation.as_mut())
+            .filter(|c| c.strategy != Strategy::None)
+        else {
+            // Without a way to resume, every start is the one way there is,
+            // recorded when the start was made.
+            return;
+        };
+        let (layout, container) = (self.layout().clone(), guard.container.clone());
+        let report = tokio::task::spawn_blocking(move || resume::read_report(&layout, &container))
+            .await
+            .expect("reading the report does not panic");
+        let Some(report) = report else {
+            return;
+        };
+        for fallback in resume::fold_report(conversation, &report) {
+            let error = match fallback.error.as_str() {
+                "" => String::new(),
+                line => format!(": {line}"),
+            };
+            events::record(
+                self.layout(),
+                &guard.container,
+                reason::AGENT_FALLBACK,
+                &format!(
+                    "starting the agent {} exited {} at once{error}; the next way was tried",
+                    fallback.rung, fallback.exit_code
+                ),
+            );
         }
     }
 }

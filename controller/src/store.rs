@@ -1,5 +1,5 @@
 //! The state store: instance objects in their units, the index beside them,
-//! workspace policies under `workspaces/`.
+//! workspace policies and agent entries as a file each (`objects.rs`).
 //!
 //! Lock order, always: a unit's sibling lock, then the index lock. Creating an
 //! instance holds the index lock alone while it checks the name is free,
@@ -13,12 +13,10 @@ use std::path::{Path, PathBuf};
 
 use jackin_api::identity::container_name;
 use jackin_api::instance::SettledBy;
-use jackin_api::manifest;
 use jackin_api::meta::set_condition;
 use jackin_api::names::{annotation, condition, reason};
 use jackin_api::{
-    ConditionStatus, DesiredPhase, Instance, InstancePhase, InstanceStatus, Object, ObjectMeta,
-    Workspace,
+    ConditionStatus, DesiredPhase, Instance, InstancePhase, InstanceStatus, ObjectMeta,
 };
 use jackin_reconcilers::Layout;
 use jackin_reconcilers::fsutil::{FileLock, ensure_private_dir, remove_if_exists, write_atomic};
@@ -587,99 +585,6 @@ impl Store {
         }
         Ok(outcome)
     }
-
-    pub fn list_workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
-        let dir = self.layout.workspaces_dir();
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(StoreError::io(&dir, e)),
-        };
-        let mut names = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| StoreError::io(&dir, e))?;
-            if let Some(name) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.strip_suffix(".yaml"))
-                && jackin_api::validate::dns_label(name).is_ok()
-            {
-                names.push(name.to_owned());
-            }
-        }
-        names.sort();
-        let mut out = Vec::new();
-        for name in names {
-            if let Some(ws) = self.read_workspace(&name)? {
-                out.push(ws);
-            }
-        }
-        Ok(out)
-    }
-
-    pub fn get_workspace(&self, name: &str) -> Result<Option<Workspace>, StoreError> {
-        self.read_workspace(name)
-    }
-
-    fn read_workspace(&self, name: &str) -> Result<Option<Workspace>, StoreError> {
-        let path = self.layout.workspace_file(name);
-        let text = match fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::io(&path, e)),
-        };
-        let unreadable = |message: String| StoreError::Unreadable {
-            path: path.clone(),
-            message,
-        };
-        let objects = manifest::parse(&path.display().to_string(), &text).map_err(|errs| {
-            unreadable(
-                errs.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )
-        })?;
-        match objects.into_iter().next() {
-            Some(Object::Workspace(ws)) if ws.metadata.name == name => Ok(Some(*ws)),
-            _ => Err(unreadable(format!("expected Workspace {name:?}"))),
-        }
-    }
-
-    /// What applying a workspace would do, writing nothing.
-    pub fn plan_workspace(&self, applied: &Workspace) -> Result<ApplyOutcome, StoreError> {
-        match self.read_workspace(&applied.metadata.name)? {
-            None => Ok(ApplyOutcome::Created),
-            Some(mut stored) => merge_workspace(&mut stored, applied),
-        }
-    }
-
-    pub fn apply_workspace(&self, applied: &Workspace) -> Result<ApplyOutcome, StoreError> {
-        let lock_path = self.layout.workspaces_lock_file();
-        let _lock = FileLock::acquire(&lock_path).map_err(|e| StoreError::io(&lock_path, e))?;
-        let (obj, outcome) = match self.read_workspace(&applied.metadata.name)? {
-            None => {
-                let mut obj = applied.clone();
-                obj.metadata.uid = Some(uuid::Uuid::new_v4().to_string());
-                obj.metadata.generation = Some(1);
-                obj.metadata.creation_timestamp = Some(Timestamp::now());
-                (obj, ApplyOutcome::Created)
-            }
-            Some(mut stored) => {
-                let outcome = merge_workspace(&mut stored, applied)?;
-                (stored, outcome)
-            }
-        };
-        if outcome != ApplyOutcome::Unchanged {
-            let path = self.layout.workspace_file(&obj.metadata.name);
-            let mut text = serde_saphyr::to_string(&obj).expect("a workspace serializes");
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            write_atomic(&path, text.as_bytes()).map_err(|e| StoreError::io(&path, e))?;
-        }
-        Ok(outcome)
-    }
 }
 
 fn bump_generation(meta: &mut ObjectMeta) {
@@ -697,7 +602,7 @@ pub struct Listing {
 /// Takes the operator-owned parts of an applied object (spec, labels,
 /// annotations) into the stored one; jackin-owned metadata and status stay.
 /// The generation moves only when the spec changed.
-fn merge<S: PartialEq + Clone>(
+pub(crate) fn merge<S: PartialEq + Clone>(
     kind: &'static str,
     stored: (&mut ObjectMeta, &mut S),
     applied: (&ObjectMeta, &S),
@@ -741,17 +646,6 @@ fn merge<S: PartialEq + Clone>(
 fn merge_instance(stored: &mut Instance, applied: &Instance) -> Result<ApplyOutcome, StoreError> {
     merge(
         Instance::KIND,
-        (&mut stored.metadata, &mut stored.spec),
-        (&applied.metadata, &applied.spec),
-    )
-}
-
-fn merge_workspace(
-    stored: &mut Workspace,
-    applied: &Workspace,
-) -> Result<ApplyOutcome, StoreError> {
-    merge(
-        Workspace::KIND,
         (&mut stored.metadata, &mut stored.spec),
         (&applied.metadata, &applied.spec),
     )

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use jackin_api::instance::{Instance, InstancePhase, RoleSource};
+use jackin_api::agent::Strategy;
+use jackin_api::instance::{Conversation, Instance, InstancePhase, RoleSource};
 use jackin_api::names::{label, reason};
 use jackin_api::workspace::WorkspaceSpec;
 
@@ -16,9 +17,9 @@ use crate::engine::{Engine, EngineError};
 use crate::fsutil::ensure_private_dir;
 use crate::isolation::{self, IsolationError};
 use crate::layout::Layout;
-use crate::recipe::{self, RecipeError};
+use crate::recipe::{self, RecipeError, ResolvedAgent};
 use crate::secrets::{self, SecretError};
-use crate::session;
+use crate::{resume, session};
 
 /// Where the agent's home is mounted inside the container.
 pub const AGENT_HOME: &str = "/home/agent";
@@ -45,6 +46,8 @@ pub enum ActError {
     Isolation(#[from] IsolationError),
     #[error("image {0} names no command (no ENTRYPOINT or CMD)")]
     NoCommand(String),
+    #[error("no agent is named {0:?}")]
+    UnknownAgent(String),
     /// The owner of the state directory could not record a change.
     #[error(transparent)]
     State(Box<dyn std::error::Error + Send + Sync>),
@@ -60,7 +63,7 @@ impl ActError {
             // A secret that cannot be resolved needs the operator (a variable
             // to export, a file to write, `op signin`); so does a checkout
             // that no longer fits its host repository.
-            Self::Secret(_) | Self::NoCommand(_) => true,
+            Self::Secret(_) | Self::NoCommand(_) | Self::UnknownAgent(_) => true,
             // A mount that is not a repository, a checkout that no longer
             // fits, or one nobody recorded: the operator has to look.
             Self::Isolation(e) => !matches!(e, IsolationError::Git(_) | IsolationError::Io { .. }),
@@ -84,6 +87,7 @@ impl ActError {
             Self::Isolation(IsolationError::ResumeConflict { .. }) => reason::RESUME_CONFLICT,
             Self::Isolation(_) => reason::CHECKOUT_FAILED,
             Self::NoCommand(_) => reason::NO_COMMAND,
+            Self::UnknownAgent(_) => reason::UNKNOWN_AGENT,
         }
     }
 }
@@ -112,6 +116,9 @@ pub struct Context<'a> {
     pub state: &'a dyn StateOwner,
     /// The instance's Workspace policy, when it names one that exists.
     pub workspace: Option<&'a WorkspaceSpec>,
+    /// The registry's entry for the instance's agent; `None` when no agent
+    /// has that name.
+    pub agent: Option<&'a ResolvedAgent>,
     /// The operator's home, for `~` in mount sources.
     pub home: Option<PathBuf>,
     /// This `JACKIN_HOME`'s id, labelled on everything created.
@@ -209,6 +216,7 @@ pub async fn act(
             // The last run's marker was recorded; this run writes its own.
             session::retire_marker(ctx.layout, &container)
                 .map_err(io(&ctx.layout.unit_dir(&container)))?;
+            write_start_plan(ctx.layout, &container, obj).await?;
             engine
                 .start_container(id.as_deref().unwrap_or(&container))
                 .await?;
@@ -243,9 +251,12 @@ fn recipe_of(obj: &Instance) -> &jackin_api::instance::Recipe {
 }
 
 /// Runs git and filesystem work off the async runtime.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, IsolationError> + Send + 'static,
-) -> Result<T, ActError> {
+async fn blocking<T: Send + 'static, E: Send + 'static>(
+    work: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T, ActError>
+where
+    ActError: From<E>,
+{
     Ok(tokio::task::spawn_blocking(work)
         .await
         .expect("the blocking task does not panic")?)
@@ -263,9 +274,13 @@ async fn pin(
     ] {
         ensure_private_dir(&dir).map_err(io(&dir))?;
     }
+    if ctx.agent.is_none() {
+        return Err(ActError::UnknownAgent(obj.spec.agent.clone()));
+    }
     let mut pinned = recipe::wanted(
         obj,
         ctx.workspace,
+        ctx.agent,
         container,
         ctx.home.as_deref(),
         &ctx.home_id,
@@ -295,14 +310,34 @@ async fn pin(
         }
         (None, None) => unreachable!("validation requires an image or a role source"),
     }
-    // The wrapper runs the argv itself, so the image's default is pinned too.
+    // The wrapper runs the argv itself, so the image's default is pinned
+    // too; so is its working directory, which agents that continue "the
+    // latest conversation here" key their conversations by.
+    let defaults = ctx.engine.image_defaults(&pinned.image_id).await?;
     if pinned.command.is_empty() {
-        pinned.command = ctx.engine.image_command(&pinned.image_id).await?;
+        pinned.command = defaults.command;
         if pinned.command.is_empty() {
             return Err(ActError::NoCommand(pinned.image.clone()));
         }
     }
-    obj.status.get_or_insert_default().recipe = Some(pinned);
+    pinned.working_dir = Some(defaults.working_dir.unwrap_or_else(|| "/".to_owned()));
+    let conversation = pinned.agent.as_ref().map(|agent| Conversation {
+        agent: agent.name.clone(),
+        strategy: agent.strategy,
+        id: (agent.strategy == Strategy::Id).then(|| {
+            obj.spec
+                .conversation_id
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+        }),
+        last_start: None,
+        fallbacks: 0,
+        start_stamp: None,
+        start_fallbacks: 0,
+    });
+    let status = obj.status.get_or_insert_default();
+    status.conversation = conversation;
+    status.recipe = Some(pinned);
     Ok(())
 }
 
@@ -339,6 +374,39 @@ async fn rebuild(
     Ok(())
 }
 
+/// Writes the plan the entry wrapper walks at this start, from the latest
+/// report of how the agent last started.
+async fn write_start_plan(
+    layout: &Layout,
+    container: &str,
+    obj: &mut Instance,
+) -> Result<(), ActError> {
+    let (reading, unit) = (layout.clone(), container.to_owned());
+    let report = blocking(move || Ok::<_, ActError>(resume::read_report(&reading, &unit))).await?;
+    let status = obj.status.get_or_insert_default();
+    if let (Some(conversation), Some(report)) = (status.conversation.as_mut(), &report)
+        && conversation.strategy != Strategy::None
+    {
+        resume::fold_report(conversation, report);
+    }
+    let rungs = resume::ladder(
+        status
+            .recipe
+            .as_ref()
+            .expect("a started instance has its recipe"),
+        status.conversation.as_ref(),
+    );
+    // With one way to start, how it starts is known now: no report needed.
+    if let ([(only, _)], Some(conversation)) = (rungs.as_slice(), status.conversation.as_mut()) {
+        conversation.last_start = Some(*only);
+    }
+    let (writing, unit) = (layout.clone(), container.to_owned());
+    blocking(move || {
+        resume::write_plan(&writing, &unit, &rungs).map_err(io(&resume::plan_file(&writing, &unit)))
+    })
+    .await
+}
+
 async fn create_container(
     ctx: &Context<'_>,
     obj: &Instance,
@@ -354,10 +422,14 @@ async fn create_container(
         ..Default::default()
     };
     let entry = session::install_entry(ctx.layout, container).map_err(io(&unit))?;
+    // The wrapper's directory, not the file alone: the start plan beside it
+    // is replaced before each start, and a bind of one file would keep
+    // showing the replaced one.
+    let bin = entry.parent().expect("the entry has a directory");
     let mut mounts = vec![
         bind(unit.join("home").display().to_string(), AGENT_HOME, false),
         bind(unit.join("state").display().to_string(), STATE_DIR, false),
-        bind(entry.display().to_string(), session::ENTRY_PATH, true),
+        bind(bin.display().to_string(), session::BIN_DIR, true),
     ];
     let bound = isolation::bind_sources(ctx.layout, container, &recipe.mounts)?;
     mounts.extend(
@@ -380,6 +452,20 @@ async fn create_container(
     if !recipe.env.iter().any(|v| v.name == "HOME") {
         env.push(format!("HOME={AGENT_HOME}"));
     }
+    // The agent's state goes in the unit's home, unless the operator put it
+    // elsewhere.
+    if let Some(state) = recipe
+        .agent
+        .as_ref()
+        .and_then(|a| a.spec.state_env.as_ref())
+        && !recipe.env.iter().any(|v| v.name == state.name)
+    {
+        let path = match state.path.trim_matches('/') {
+            "" | "." => AGENT_HOME.to_owned(),
+            path => format!("{AGENT_HOME}/{path}"),
+        };
+        env.push(format!("{}={path}", state.name));
+    }
     env.extend([
         format!("JACKIN_INSTANCE={}", obj.metadata.name),
         format!("JACKIN_CONTAINER={container}"),
@@ -394,6 +480,7 @@ async fn create_container(
         env: Some(env),
         labels: Some(recipe.labels.clone().into_iter().collect()),
         hostname: Some(container.to_owned()),
+        working_dir: recipe.working_dir.clone(),
         tty: Some(true),
         open_stdin: Some(true),
         host_config: Some(HostConfig {

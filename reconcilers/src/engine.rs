@@ -375,7 +375,9 @@ impl Engine {
     }
 
     /// The argv an image runs by default: its entrypoint, then its command.
-    pub async fn image_command(&self, reference: &str) -> Result<Vec<String>, EngineError> {
+    /// What an image runs by default: its argv (entrypoint then command)
+    /// and its working directory, if it names one.
+    pub async fn image_defaults(&self, reference: &str) -> Result<ImageDefaults, EngineError> {
         let image = self
             .count()
             .inspect_image(reference)
@@ -386,18 +388,28 @@ impl Engine {
                 message: format!("No such image: {reference}"),
             })?;
         let config = image.config.unwrap_or_default();
-        Ok(config
-            .entrypoint
-            .unwrap_or_default()
-            .into_iter()
-            .chain(config.cmd.unwrap_or_default())
-            .collect())
+        Ok(ImageDefaults {
+            command: config
+                .entrypoint
+                .unwrap_or_default()
+                .into_iter()
+                .chain(config.cmd.unwrap_or_default())
+                .collect(),
+            working_dir: config.working_dir.filter(|dir| !dir.is_empty()),
+        })
     }
 
     /// Removes an image; `false` when it was already gone.
     pub async fn remove_image(&self, reference: &str) -> Result<bool, EngineError> {
         self.count().remove_image(reference).await
     }
+}
+
+/// What an image runs by default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImageDefaults {
+    pub command: Vec<String>,
+    pub working_dir: Option<String>,
 }
 
 /// The real engine, through bollard.

@@ -15,15 +15,74 @@
 # that is still not the agent ending its session. Ctrl-C is the agent's to
 # handle: the wrapper must survive it (a no-op trap, not an ignore, which the
 # agent would inherit) and it never marks the session as stopped.
+#
+# Which argv runs is chosen here, at every start of the container (a
+# `docker start` runs this script again with the argv fixed at creation),
+# from the start plan jackin writes before each start: /jackin/bin/plan,
+# read-only to the agent. Its rungs are tried in order; a rung that exits
+# non-zero within the plan's grace period did not start (an unknown id, no
+# conversation to continue), so the next one runs. Each line of the plan is
+# one argv element, read with `read -r` and never evaluated. What happened
+# goes to /jackin/state/agent-start, and the last 2 KiB a failed rung wrote
+# to standard error to agent-start.<rung>.err, for jackin to report.
 state=/jackin/state
+plan=/jackin/bin/plan
+report=$state/agent-start
 now() { date -u +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo ""; }
 started=$(now)
 stopped=
 trap 'stopped=TERM' TERM
 trap 'stopped=HUP' HUP
 trap ':' INT
-"$@"
-code=$?
+code=
+if [ -r "$plan" ]; then
+  grace=$(sed -n 's/^grace \([0-9][0-9]*\)$/\1/p' "$plan")
+  grace=${grace:-15}
+  rungs=$(grep -c '^rung ' "$plan")
+  stamp="$(date +%s)-$(cat /proc/sys/kernel/random/uuid 2>/dev/null || echo $$)"
+  printf 'start %s\n' "$stamp" > "$report"
+  i=0
+  while [ "$i" -lt "$rungs" ] && [ -z "$stopped" ]; do
+    i=$((i + 1))
+    kind=
+    n=0
+    set --
+    while IFS= read -r line; do
+      case $line in
+        "rung "*) n=$((n + 1)); [ "$n" -eq "$i" ] && kind=${line#rung } ;;
+        "arg "*) [ "$n" -eq "$i" ] && set -- "$@" "${line#arg }" ;;
+      esac
+    done < "$plan"
+    [ $# -gt 0 ] || continue
+    printf 'try %s\n' "$kind" >> "$report"
+    if [ "$i" -eq "$rungs" ]; then
+      "$@"
+      code=$?
+      break
+    fi
+    # Standard error passes through to the terminal and its tail is kept.
+    # Signals stay the agent's: the helpers catch them (a caught signal is
+    # not inherited as ignored) and carry on until the agent is done, so
+    # its exit code is recorded and its last words are not cut off.
+    err=$state/agent-start.$kind.err
+    codefile=$state/.agent-start.code
+    rm -f "$codefile"
+    t0=$(date +%s)
+    { { trap ':' INT TERM HUP; "$@"; echo "$?" > "$codefile"; } 2>&1 1>&3 3>&- |
+      { trap ':' INT TERM HUP; tee /dev/stderr | tail -c 2048 > "$err"; }; } 3>&1
+    code=$(cat "$codefile" 2>/dev/null)
+    code=${code:-1}
+    elapsed=$(( $(date +%s) - t0 ))
+    if [ -n "$stopped" ] || [ "$code" -eq 0 ] || [ "$elapsed" -ge "$grace" ]; then
+      break
+    fi
+    printf 'fallback %s %s\n' "$kind" "$code" >> "$report"
+  done
+fi
+if [ -z "$code" ]; then
+  "$@"
+  code=$?
+fi
 finished=$(now)
 reason=exited
 [ -z "$stopped" ] || reason=signal:$stopped

@@ -13,7 +13,8 @@
 //!   data/<container>.lock          per-instance lock (sibling of the unit)
 //!   data/.orphaned/<container>-<timestamp>/   unreadable units, moved aside
 //!   sockets/<container>/
-//!   workspaces/<name>.yaml
+//!   workspaces/<name>.yaml         Workspace policies, as applied
+//!   agents/<name>.yaml             Agent entries, as applied (built-ins are not stored)
 //! ```
 //!
 //! Only names that passed DNS-1123 validation are joined onto these paths, so
@@ -144,15 +145,17 @@ impl Layout {
         self.sockets_dir(container).join("attached.lock")
     }
 
-    pub fn workspaces_dir(&self) -> PathBuf {
-        self.root.join("workspaces")
+    /// The directory of the objects of one kind kept as a file each
+    /// (`workspaces`, `agents`).
+    pub fn objects_dir(&self, plural: &str) -> PathBuf {
+        self.root.join(plural)
     }
 
-    pub fn workspace_file(&self, name: &str) -> PathBuf {
-        self.workspaces_dir().join(format!("{name}.yaml"))
+    pub fn object_of_kind_file(&self, plural: &str, name: &str) -> PathBuf {
+        self.objects_dir(plural).join(format!("{name}.yaml"))
     }
 
-    pub fn workspaces_lock_file(&self) -> PathBuf {
-        self.workspaces_dir().join(".lock")
+    pub fn objects_lock_file(&self, plural: &str) -> PathBuf {
+        self.objects_dir(plural).join(".lock")
     }
 }

@@ -18,6 +18,7 @@ pub mod layout;
 pub mod observe;
 pub mod policy;
 pub mod recipe;
+pub mod resume;
 pub mod secrets;
 pub mod session;
 

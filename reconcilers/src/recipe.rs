@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
-use jackin_api::instance::{Instance, MountSpec, Recipe, RoleSource};
+use jackin_api::agent::{AgentSpec, Strategy};
+use jackin_api::instance::{Instance, InstanceSpec, MountSpec, PinnedAgent, Recipe, RoleSource};
 use jackin_api::names::label;
 use jackin_api::workspace::WorkspaceSpec;
 
@@ -66,12 +67,60 @@ pub fn expand_home(src: &str, home: Option<&Path>) -> String {
     }
 }
 
+/// An agent entry as the registry resolves an instance's `spec.agent`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedAgent {
+    pub name: String,
+    /// `builtin`, or `applied` for an `Agent` object in the store.
+    pub source: &'static str,
+    pub spec: AgentSpec,
+}
+
+/// The argv the agent is launched with, and the agent entry as pinned. A
+/// `spec.command` wins over the entry's launch argv; the entry's resume
+/// arguments still apply when the command runs the agent's own program
+/// (the same file name), and not otherwise: they would mean nothing to
+/// another program.
+fn pin_agent(
+    spec: &InstanceSpec,
+    entry: Option<&ResolvedAgent>,
+) -> (Vec<String>, Option<PinnedAgent>) {
+    let Some(entry) = entry else {
+        return (spec.command.clone().unwrap_or_default(), None);
+    };
+    let launch = &entry.spec.launch;
+    let program = |argv: &[String]| {
+        argv.first()
+            .map(|p| Path::new(p).file_name().map(ToOwned::to_owned))
+    };
+    let (command, resumable) = match &spec.command {
+        Some(command) => (
+            command.clone(),
+            !launch.is_empty() && program(command) == program(launch),
+        ),
+        None => (launch.clone(), !launch.is_empty()),
+    };
+    let strategy = match spec.resume && resumable {
+        true => entry.spec.strategy(),
+        false => Strategy::None,
+    };
+    let pinned = PinnedAgent {
+        name: entry.name.clone(),
+        source: entry.source.to_owned(),
+        spec: entry.spec.clone(),
+        strategy,
+    };
+    (command, Some(pinned))
+}
+
 /// The recipe the spec asks for now, except for the image, which pinning
 /// fills in. Workspace mounts come first; an instance mount with the same
-/// destination replaces the workspace's.
+/// destination replaces the workspace's. `agent` is the registry's entry
+/// for `spec.agent`, if there is one.
 pub fn wanted(
     obj: &Instance,
     workspace: Option<&WorkspaceSpec>,
+    agent: Option<&ResolvedAgent>,
     container: &str,
     home: Option<&Path>,
     home_id: &str,
@@ -88,6 +137,7 @@ pub fn wanted(
         }
     }
     let uid = obj.metadata.uid.as_deref().unwrap_or_default();
+    let (command, agent) = pin_agent(spec, agent);
     Recipe {
         image: spec.image.clone().unwrap_or_default(),
         image_id: String::new(),
@@ -95,7 +145,8 @@ pub fn wanted(
         role_source: spec.role.source.as_ref().map(|s| s.git.clone()),
         role_ref: spec.role.source.as_ref().and_then(|s| s.git_ref.clone()),
         base_image: None,
-        command: spec.command.clone().unwrap_or_default(),
+        command,
+        working_dir: None,
         mounts,
         env: spec.env.clone(),
         network: container.to_owned(),
@@ -104,6 +155,7 @@ pub fn wanted(
             .into_iter()
             .collect(),
         generation: obj.metadata.generation,
+        agent,
         first_run_at: None,
     }
 }
@@ -134,6 +186,11 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     }
     if wanted.sidecars != pinned.sidecars {
         fields.push("sidecars");
+    }
+    // Recipes pinned before agents were data have no entry to compare.
+    let entry = |r: &Recipe| r.agent.as_ref().map(|a| (a.spec.clone(), a.strategy));
+    if pinned.agent.is_some() && entry(wanted) != entry(pinned) {
+        fields.push("agent (its registry entry)");
     }
     fields
 }

@@ -17,7 +17,10 @@ use crate::layout::Layout;
 
 /// The wrapper, as shipped with this version of jackin.
 pub const ENTRY_SCRIPT: &str = include_str!("entry.sh");
-/// Where the wrapper is mounted in the container.
+/// Where the wrapper's directory (the wrapper and the start plan) is
+/// mounted in the container, read-only.
+pub const BIN_DIR: &str = "/jackin/bin";
+/// Where the wrapper is in the container.
 pub const ENTRY_PATH: &str = "/jackin/bin/entry";
 
 /// The wrapper's path in the unit (mounted read-only at [`ENTRY_PATH`]).

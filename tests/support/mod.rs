@@ -275,17 +275,14 @@ pub fn examples_dir() -> PathBuf {
 pub fn instance_yaml(name: &str) -> String {
     format!(
         "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata:\n  name: {name}\nspec:\n  \
-         role: {{name: tester}}\n  agent: claude\n  image: {}\n",
+         role: {{name: tester}}\n  agent: shell\n  image: {}\n",
         busybox_image()
     )
 }
 
 /// [`instance_yaml`] with more `spec` lines (each indented two spaces).
 pub fn instance_yaml_with(name: &str, spec_lines: &str) -> String {
-    instance_yaml(name).replace(
-        "  agent: claude\n",
-        &format!("  agent: claude\n{spec_lines}"),
-    )
+    instance_yaml(name).replace("  agent: shell\n", &format!("  agent: shell\n{spec_lines}"))
 }
 
 /// A busybox sidecar named `name`, as a `spec` line.
@@ -467,6 +464,41 @@ impl RoleRepo {
         repo
     }
 
+    /// A role whose image holds the fake agent CLIs
+    /// (`tests/fixtures/fake-agent`, installed as `claude`, `codex` and
+    /// `aider`) and works in `/work`.
+    pub fn with_fake_agents() -> Self {
+        let repo = Self::new("agents");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/fake-agent");
+        let installed = repo.path().join("fake-agent");
+        std::fs::copy(&script, &installed).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&installed, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let links: String = ["claude", "codex", "aider"]
+            .iter()
+            .map(|name| format!("RUN [\"/bin/ln\", \"-s\", \"fake-agent\", \"/bin/{name}\"]\n"))
+            .collect();
+        std::fs::write(
+            repo.path().join("Dockerfile"),
+            format!(
+                "FROM {}\nCOPY fake-agent /bin/fake-agent\n{links}WORKDIR /work\n",
+                busybox_image()
+            ),
+        )
+        .unwrap();
+        repo.commit_marker("agents");
+        repo
+    }
+
+    /// An Instance that builds this role at `main` and runs `agent`, with
+    /// more `spec` lines.
+    pub fn agent_instance_yaml(&self, name: &str, agent: &str, spec_lines: &str) -> String {
+        self.instance_yaml(name).replace(
+            "  agent: shell\n",
+            &format!("  agent: {agent}\n{spec_lines}"),
+        )
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -487,7 +519,7 @@ impl RoleRepo {
     pub fn instance_yaml(&self, name: &str) -> String {
         format!(
             "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata:\n  name: {name}\nspec:\n  \
-             role: {{name: {}, source: {{git: {}, ref: main}}}}\n  agent: claude\n",
+             role: {{name: {}, source: {{git: {}, ref: main}}}}\n  agent: shell\n",
             self.role,
             self.path().display()
         )

@@ -73,7 +73,8 @@ pub async fn run(
     for obj in &objects {
         let outcome = match obj {
             Object::Instance(i) => store.apply_instance(i)?,
-            Object::Workspace(w) => store.apply_workspace(w)?,
+            Object::Workspace(w) => store.apply(w.as_ref())?,
+            Object::Agent(a) => store.apply(a.as_ref())?,
         };
         report(obj, outcome, "");
         if let (Object::Instance(_), false) = (obj, outcome == ApplyOutcome::Ended) {
@@ -128,7 +129,8 @@ async fn dry_run(store: Store, engine: Option<Engine>, objects: &[Object]) -> Re
 fn plan(store: &Store, obj: &Object) -> Result<ApplyOutcome, StoreError> {
     match obj {
         Object::Instance(i) => store.plan_instance(i),
-        Object::Workspace(w) => store.plan_workspace(w),
+        Object::Workspace(w) => store.plan(w.as_ref()),
+        Object::Agent(a) => store.plan(a.as_ref()),
     }
 }
 

@@ -13,15 +13,17 @@ pub fn run(store: &Store, args: &GetArgs) -> Result<()> {
     enum Kind {
         Instances,
         Workspaces,
+        Agents,
     }
     let (kind, name) = match (args.first.as_deref(), args.name.as_deref()) {
         (None, _) => (Kind::Instances, None),
         (Some("instances" | "instance" | "inst"), name) => (Kind::Instances, name),
         (Some("workspaces" | "workspace" | "ws"), name) => (Kind::Workspaces, name),
+        (Some("agents" | "agent" | "ag"), name) => (Kind::Agents, name),
         (Some(name), None) => (Kind::Instances, Some(name)),
         (Some(kind), Some(_)) => {
             return Err(anyhow!(
-                "unknown kind {kind:?}: expected instances or workspaces"
+                "unknown kind {kind:?}: expected instances, workspaces or agents"
             ));
         }
     };
@@ -71,6 +73,23 @@ pub fn run(store: &Store, args: &GetArgs) -> Result<()> {
             }
             match args.output {
                 Format::Table | Format::Wide => output::workspace_table(&objects, now),
+                Format::Yaml => output::yaml_stream(&objects)?,
+                Format::Json => output::json(&objects, name.is_some())?,
+            }
+        }
+        Kind::Agents => {
+            let mut agents = store.agents()?;
+            if let Some(name) = name {
+                agents.retain(|(agent, _)| agent.metadata.name == name);
+                if agents.is_empty() {
+                    return Err(anyhow!(
+                        "agent {name:?} not found\nhint: `jackin get agents` lists them"
+                    ));
+                }
+            }
+            let objects: Vec<_> = agents.iter().map(|(agent, _)| agent.clone()).collect();
+            match args.output {
+                Format::Table | Format::Wide => output::agent_table(&agents),
                 Format::Yaml => output::yaml_stream(&objects)?,
                 Format::Json => output::json(&objects, name.is_some())?,
             }

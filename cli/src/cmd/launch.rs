@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
+use jackin_api::agent::Strategy;
 use jackin_api::manifest;
 use jackin_api::names::annotation;
 use jackin_api::{DesiredPhase, Instance, Object};
@@ -51,6 +52,19 @@ fn summary(obj: &Instance) -> String {
     format!("{files} files uncommitted, {branches} branches unpushed")
 }
 
+/// Whether resuming the session brings its agent's conversation back.
+fn conversation(obj: &Instance) -> &'static str {
+    let strategy = obj
+        .status
+        .as_ref()
+        .and_then(|s| s.conversation.as_ref())
+        .map(|c| c.strategy);
+    match strategy {
+        Some(Strategy::Id | Strategy::Latest) => "resumes its conversation",
+        Some(Strategy::None) | None => "starts a new conversation",
+    }
+}
+
 /// Screen C: "Start new session" first, then each session to resume.
 async fn choose(
     args: &LaunchArgs,
@@ -71,9 +85,10 @@ async fn choose(
         choices.push((
             format!("Resume {}", obj.metadata.name),
             format!(
-                "{} ago · {phase} · {}",
+                "{} ago · {phase} · {} · {}",
                 output::age(obj.metadata.creation_timestamp, now),
-                summary(obj)
+                summary(obj),
+                conversation(obj)
             ),
         ));
     }

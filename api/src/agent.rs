@@ -1,0 +1,209 @@
+//! The `Agent` resource: how jackin starts an agent CLI and resumes its
+//! conversation. jackin ships entries for the agents it knows
+//! ([`builtin`]); an applied `Agent` of the same name replaces the built-in
+//! one, and a new name adds an agent.
+//!
+//! An entry is data: a launch argv, and argument templates appended to it to
+//! start a conversation with an id jackin chose (`mintArgs`), to resume that
+//! id (`resumeArgs`), or to continue the latest conversation
+//! (`continueArgs`). `{id}` stands for the conversation id inside one argv
+//! element; the id never passes through a shell.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::meta::{API_VERSION, ObjectMeta};
+
+/// How to run one agent CLI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Agent {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: AgentSpec,
+}
+
+impl Agent {
+    pub const KIND: &'static str = "Agent";
+}
+
+/// The placeholder for the conversation id in argument templates.
+pub const ID_PLACEHOLDER: &str = "{id}";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentSpec {
+    /// The argv that starts the agent on a new conversation. Empty: the
+    /// image's own command (the `shell` agent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub launch: Vec<String>,
+    /// Appended to the launch argv to start a conversation whose id jackin
+    /// chose; one element holds `{id}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mint_args: Vec<String>,
+    /// Appended to the launch argv to resume the conversation `{id}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resume_args: Vec<String>,
+    /// Appended to the launch argv to continue the latest conversation in
+    /// the working directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub continue_args: Vec<String>,
+    /// The variable that relocates the agent's state (its config home, or
+    /// its history file), set to a path in the unit's home so that the
+    /// conversation survives every restore and goes with a purge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_env: Option<StateEnv>,
+}
+
+/// An environment variable pointing into the agent's home.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StateEnv {
+    pub name: String,
+    /// Relative to the agent's home (`/home/agent`, the unit's `home/`).
+    pub path: String,
+}
+
+/// How an agent's conversation comes back after a restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    /// jackin chooses the id at the first start and resumes it by id.
+    Id,
+    /// The agent continues its latest conversation in the working directory.
+    Latest,
+    /// The agent starts anew each time.
+    None,
+}
+
+impl Strategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Id => "id",
+            Self::Latest => "latest",
+            Self::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for Strategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl AgentSpec {
+    /// The best strategy the entry supports.
+    pub fn strategy(&self) -> Strategy {
+        if !self.mint_args.is_empty() && !self.resume_args.is_empty() {
+            Strategy::Id
+        } else if !self.continue_args.is_empty() {
+            Strategy::Latest
+        } else {
+            Strategy::None
+        }
+    }
+
+    /// Every strategy the entry supports, best first.
+    pub fn strategies(&self) -> Vec<Strategy> {
+        let mut out = Vec::new();
+        if !self.mint_args.is_empty() && !self.resume_args.is_empty() {
+            out.push(Strategy::Id);
+        }
+        if !self.continue_args.is_empty() {
+            out.push(Strategy::Latest);
+        }
+        out
+    }
+}
+
+/// Fills `{id}` in each template element: the id lands inside the element
+/// that names it, never split and never quoted.
+pub fn fill(template: &[String], id: &str) -> Vec<String> {
+    template
+        .iter()
+        .map(|arg| arg.replace(ID_PLACEHOLDER, id))
+        .collect()
+}
+
+/// The agents jackin knows, as shipped.
+pub fn builtin() -> Vec<Agent> {
+    let args = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let state = |name: &str, path: &str| {
+        Some(StateEnv {
+            name: name.into(),
+            path: path.into(),
+        })
+    };
+    let entry = |name: &str, spec: AgentSpec| Agent {
+        api_version: API_VERSION.into(),
+        kind: Agent::KIND.into(),
+        metadata: ObjectMeta {
+            name: name.into(),
+            ..Default::default()
+        },
+        spec,
+    };
+    vec![
+        // Claude Code refuses a --session-id whose transcript exists, and
+        // resumes only from the directory it was started in (transcripts
+        // live under projects/<cwd>/). With CLAUDE_CONFIG_DIR set, the login
+        // sits beside them, in the unit.
+        entry(
+            "claude",
+            AgentSpec {
+                launch: args(&["claude"]),
+                mint_args: args(&["--session-id", "{id}"]),
+                resume_args: args(&["--resume", "{id}"]),
+                continue_args: args(&["--continue"]),
+                state_env: state("CLAUDE_CONFIG_DIR", ".claude"),
+            },
+        ),
+        // Codex chooses its own ids: continue the latest under an isolated
+        // CODEX_HOME.
+        entry(
+            "codex",
+            AgentSpec {
+                launch: args(&["codex"]),
+                continue_args: args(&["resume", "--last"]),
+                state_env: state("CODEX_HOME", ".codex"),
+                ..Default::default()
+            },
+        ),
+        entry(
+            "gemini",
+            AgentSpec {
+                launch: args(&["gemini"]),
+                mint_args: args(&["--session-id", "{id}"]),
+                resume_args: args(&["--resume", "{id}"]),
+                continue_args: args(&["--resume", "latest"]),
+                state_env: state("GEMINI_CLI_HOME", "."),
+            },
+        ),
+        // Aider keeps no ids, and its history file defaults to the
+        // repository root, where a discarded checkout would take it along.
+        entry(
+            "aider",
+            AgentSpec {
+                launch: args(&["aider"]),
+                continue_args: args(&["--restore-chat-history"]),
+                state_env: state("AIDER_CHAT_HISTORY_FILE", ".aider.chat.history.md"),
+                ..Default::default()
+            },
+        ),
+        // OpenCode chooses its own ids (`--session <id>` needs one it made).
+        entry(
+            "opencode",
+            AgentSpec {
+                launch: args(&["opencode"]),
+                continue_args: args(&["--continue"]),
+                state_env: state("XDG_DATA_HOME", ".local/share"),
+                ..Default::default()
+            },
+        ),
+        // The image's command, as given: nothing to resume.
+        entry("shell", AgentSpec::default()),
+    ]
+}

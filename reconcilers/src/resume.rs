@@ -1,0 +1,393 @@
+//! The resume ladder: which argv each start of the agent runs, so that every
+//! restore brings back the agent's own conversation, not only its container.
+//!
+//! A container's argv is fixed when it is created and `docker start` runs it
+//! again, so the choice cannot be made at creation. jackin writes a start
+//! plan into the unit before every start (`bin/plan`, mounted read-only at
+//! `/jackin/bin/plan`), and the entry wrapper walks it at each start of the
+//! container: it runs the first rung, and when that exits non-zero within
+//! the plan's grace period it reports a fallback and runs the next. The
+//! rungs, best first:
+//!
+//! 1. the first start of a conversation jackin names: `minted` (launch +
+//!    `mintArgs`);
+//! 2. later starts: `resumed-by-id` (launch + `resumeArgs`);
+//! 3. `continued-latest` (launch + `continueArgs`);
+//! 4. `fresh`: the launch argv alone, or the command as given.
+//!
+//! The wrapper reports what it did in `state/agent-start` (the agent can
+//! write `state/`, so the report is read like the completion marker: small,
+//! regular, every line checked) and the last lines of a failed rung's
+//! standard error in `state/agent-start.<rung>.err`.
+
+use std::path::PathBuf;
+
+use jackin_api::agent::{Strategy, fill};
+use jackin_api::instance::{Conversation, Recipe, StartKind};
+
+use crate::fsutil::{read_untrusted, write_atomic};
+use crate::layout::Layout;
+
+/// Seconds within which a rung that exits non-zero counts as not having
+/// started (an unknown id, no conversation to continue), not as a session
+/// that ran and failed.
+pub const GRACE_SECS: u32 = 15;
+
+/// The plan's path in the unit; its directory is mounted at `/jackin/bin`.
+pub fn plan_file(layout: &Layout, container: &str) -> PathBuf {
+    layout.unit_dir(container).join("bin").join("plan")
+}
+
+fn report_file(layout: &Layout, container: &str) -> PathBuf {
+    layout.unit_dir(container).join("state").join("agent-start")
+}
+
+/// The rungs of the next start, best first; the last always runs.
+pub fn ladder(
+    recipe: &Recipe,
+    conversation: Option<&Conversation>,
+) -> Vec<(StartKind, Vec<String>)> {
+    let launch = recipe.command.clone();
+    let fresh = (StartKind::Fresh, launch.clone());
+    let Some(agent) = &recipe.agent else {
+        return vec![fresh];
+    };
+    let with = |args: &[String], id: &str| {
+        let mut argv = launch.clone();
+        argv.extend(fill(args, id));
+        argv
+    };
+    let started_before = conversation.is_some_and(|c| c.last_start.is_some());
+    let mut rungs = Vec::new();
+    match (agent.strategy, conversation.and_then(|c| c.id.as_deref())) {
+        (Strategy::Id, Some(id)) => {
+            // A first start whose report never reached jackin may have made
+            // the conversation already: minting again fails at once and
+            // the ladder resumes it.
+            if !started_before {
+                rungs.push((StartKind::Minted, with(&agent.spec.mint_args, id)));
+            }
+            rungs.push((StartKind::ResumedById, with(&agent.spec.resume_args, id)));
+        }
+        (Strategy::Id | Strategy::Latest, _) | (Strategy::None, _) => {}
+    }
+    let can_continue = agent.strategy != Strategy::None && !agent.spec.continue_args.is_empty();
+    if can_continue && (started_before || agent.strategy == Strategy::Id) {
+        rungs.push((
+            StartKind::ContinuedLatest,
+            with(&agent.spec.continue_args, ""),
+        ));
+    }
+    rungs.push(fresh);
+    rungs
+}
+
+/// The plan as the wrapper reads it: `grace N`, then per rung a `rung KIND`
+/// line followed by one `arg VALUE` line per argv element. Validation keeps
+/// line breaks out of every element, so each line is one element, read
+/// with `read -r` and never evaluated by a shell.
+pub fn render_plan(rungs: &[(StartKind, Vec<String>)]) -> String {
+    let mut out = format!(
+        "# written by jackin before each start; read by the entry wrapper\ngrace {GRACE_SECS}\n"
+    );
+    for (kind, argv) in rungs {
+        out.push_str(&format!("rung {kind}\n"));
+        for arg in argv {
+            debug_assert!(!arg.contains('\n'), "validation keeps line breaks out");
+            out.push_str("arg ");
+            out.push_str(arg);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Writes the next start's plan into the unit.
+pub fn write_plan(
+    layout: &Layout,
+    container: &str,
+    rungs: &[(StartKind, Vec<String>)],
+) -> std::io::Result<()> {
+    write_atomic(&plan_file(layout, container), render_plan(rungs).as_bytes())
+}
+
+/// What the wrapper reported of the last start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StartReport {
+    /// The wrapper's stamp of the start (its clock, whole seconds, and its
+    /// process id), unique enough to count each start once.
+    pub stamp: String,
+    /// Rungs that exited non-zero within the grace period, in order, with
+    /// their exit code and the last line of their standard error.
+    pub fallbacks: Vec<Fallback>,
+    /// The rung that was started last (and runs, or ran).
+    pub started: Option<StartKind>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fallback {
+    pub rung: StartKind,
+    pub exit_code: i64,
+    pub error: String,
+}
+
+/// The largest report read; a start writes a few hundred bytes.
+const MAX_REPORT_BYTES: u64 = 16 * 1024;
+/// The largest error tail read of a failed rung.
+const MAX_ERROR_BYTES: u64 = 4 * 1024;
+/// The longest error line kept, in characters.
+const MAX_ERROR_CHARS: usize = 200;
+
+/// Reads the last start's report, if there is a sound one. Lines that do
+/// not parse are skipped: the agent may have written anything there.
+/// Blocking: call it off the runtime.
+pub fn read_report(layout: &Layout, container: &str) -> Option<StartReport> {
+    let path = report_file(layout, container);
+    let bytes = read_untrusted(&path, MAX_REPORT_BYTES).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut report = StartReport::default();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split(' ').collect();
+        match words.as_slice() {
+            ["start", stamp] if is_stamp(stamp) => {
+                report = StartReport {
+                    stamp: (*stamp).to_owned(),
+                    ..Default::default()
+                };
+            }
+            ["try", rung] => report.started = StartKind::parse(rung),
+            ["fallback", rung, code] => {
+                if let (Some(rung), Ok(exit_code)) = (StartKind::parse(rung), code.parse()) {
+                    report.fallbacks.push(Fallback {
+                        rung,
+                        exit_code,
+                        error: error_line(layout, container, rung),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    (!report.stamp.is_empty()).then_some(report)
+}
+
+fn is_stamp(word: &str) -> bool {
+    !word.is_empty()
+        && word.len() <= 64
+        && word.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// The last non-empty line a failed rung wrote to standard error, made
+/// printable (the agent's output may hold terminal escapes) and short.
+fn error_line(layout: &Layout, container: &str, rung: StartKind) -> String {
+    let path = layout
+        .unit_dir(container)
+        .join("state")
+        .join(format!("agent-start.{rung}.err"));
+    let Ok(bytes) = read_untrusted(&path, MAX_ERROR_BYTES) else {
+        return String::new();
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let line = text
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or_default();
+    line.chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_ERROR_CHARS)
+        .collect()
+}
+
+/// Folds a report into the conversation's status. Returns the fallbacks
+/// not seen before, for events: a start is read while it runs, so its
+/// fallbacks may arrive over several reads.
+pub fn fold_report(conversation: &mut Conversation, report: &StartReport) -> Vec<Fallback> {
+    let seen = match conversation.start_stamp.as_deref() == Some(report.stamp.as_str()) {
+        true => conversation.start_fallbacks as usize,
+        false => 0,
+    };
+    let new: Vec<Fallback> = report.fallbacks.iter().skip(seen).cloned().collect();
+    conversation.start_stamp = Some(report.stamp.clone());
+    conversation.start_fallbacks = report.fallbacks.len() as u32;
+    conversation.fallbacks += new.len() as u32;
+    conversation.last_start = report.started.or(conversation.last_start);
+    new
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jackin_api::agent::{AgentSpec, builtin};
+    use jackin_api::instance::PinnedAgent;
+
+    fn recipe(agent: &str, strategy: Strategy) -> Recipe {
+        let spec: AgentSpec = builtin()
+            .into_iter()
+            .find(|a| a.metadata.name == agent)
+            .unwrap()
+            .spec;
+        Recipe {
+            command: spec.launch.clone(),
+            agent: Some(PinnedAgent {
+                name: agent.into(),
+                source: "builtin".into(),
+                spec,
+                strategy,
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn conversation(id: Option<&str>, started: Option<StartKind>) -> Conversation {
+        Conversation {
+            agent: "claude".into(),
+            strategy: Strategy::Id,
+            id: id.map(str::to_owned),
+            last_start: started,
+            fallbacks: 0,
+            start_stamp: None,
+            start_fallbacks: 0,
+        }
+    }
+
+    fn argvs(rungs: &[(StartKind, Vec<String>)]) -> Vec<String> {
+        rungs
+            .iter()
+            .map(|(kind, argv)| format!("{kind}: {}", argv.join(" ")))
+            .collect()
+    }
+
+    #[test]
+    fn claude_mints_first_then_resumes_by_id_then_continues_then_starts_fresh() {
+        let r = recipe("claude", Strategy::Id);
+        let first = ladder(&r, Some(&conversation(Some("u1"), None)));
+        assert_eq!(
+            argvs(&first),
+            [
+                "minted: claude --session-id u1",
+                "resumed-by-id: claude --resume u1",
+                "continued-latest: claude --continue",
+                "fresh: claude",
+            ]
+        );
+        let later = ladder(&r, Some(&conversation(Some("u1"), Some(StartKind::Minted))));
+        assert_eq!(
+            argvs(&later),
+            [
+                "resumed-by-id: claude --resume u1",
+                "continued-latest: claude --continue",
+                "fresh: claude",
+            ]
+        );
+    }
+
+    #[test]
+    fn codex_continues_the_latest_once_it_has_started() {
+        let r = recipe("codex", Strategy::Latest);
+        let conv = Conversation {
+            strategy: Strategy::Latest,
+            ..conversation(None, None)
+        };
+        assert_eq!(argvs(&ladder(&r, Some(&conv))), ["fresh: codex"]);
+        let started = Conversation {
+            last_start: Some(StartKind::Fresh),
+            ..conv
+        };
+        assert_eq!(
+            argvs(&ladder(&r, Some(&started))),
+            ["continued-latest: codex resume --last", "fresh: codex"]
+        );
+    }
+
+    #[test]
+    fn no_strategy_runs_the_command_as_given() {
+        let mut r = recipe("claude", Strategy::None);
+        r.command = vec!["sleep".into(), "3600".into()];
+        let later = conversation(Some("u1"), Some(StartKind::Fresh));
+        assert_eq!(argvs(&ladder(&r, Some(&later))), ["fresh: sleep 3600"]);
+        r.agent = None;
+        assert_eq!(argvs(&ladder(&r, None)), ["fresh: sleep 3600"]);
+    }
+
+    #[test]
+    fn an_id_with_shell_metacharacters_is_one_plan_line() {
+        let r = recipe("claude", Strategy::Id);
+        let id = "a b;$(touch /x)'\"`*";
+        let plan = render_plan(&ladder(&r, Some(&conversation(Some(id), None))));
+        assert!(
+            plan.contains(&format!("\narg --session-id\narg {id}\n")),
+            "{plan}"
+        );
+    }
+
+    #[test]
+    fn reports_are_folded_once_per_start() {
+        let mut conv = conversation(Some("u1"), None);
+        let report = StartReport {
+            stamp: "1700000000-7".into(),
+            fallbacks: vec![Fallback {
+                rung: StartKind::ResumedById,
+                exit_code: 1,
+                error: "no such session".into(),
+            }],
+            started: Some(StartKind::ContinuedLatest),
+        };
+        assert_eq!(fold_report(&mut conv, &report).len(), 1);
+        assert_eq!(fold_report(&mut conv, &report).len(), 0);
+        assert_eq!(conv.fallbacks, 1);
+        assert_eq!(conv.last_start, Some(StartKind::ContinuedLatest));
+        // The same start, read again after one more rung failed.
+        let mut later = report.clone();
+        later.fallbacks.push(Fallback {
+            rung: StartKind::ContinuedLatest,
+            exit_code: 1,
+            error: String::new(),
+        });
+        later.started = Some(StartKind::Fresh);
+        assert_eq!(fold_report(&mut conv, &later).len(), 1);
+        assert_eq!(conv.fallbacks, 2);
+        // A new start counts its own.
+        later.stamp = "1700000001-8".into();
+        assert_eq!(fold_report(&mut conv, &later).len(), 2);
+        assert_eq!(conv.fallbacks, 4);
+    }
+
+    #[test]
+    fn a_hostile_report_is_read_safely() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let state = layout.unit_dir("jk-1-a").join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(
+            state.join("agent-start"),
+            "start 17-3\ntry minted\nfallback minted 1\nfallback bogus 2\ntry \x1b[31mfresh\ngarbage\n",
+        )
+        .unwrap();
+        std::fs::write(
+            state.join("agent-start.minted.err"),
+            "first\nError: session \x1b[31mexists\x07\n\n",
+        )
+        .unwrap();
+        let report = read_report(&layout, "jk-1-a").unwrap();
+        assert_eq!(report.stamp, "17-3");
+        assert_eq!(report.started, None, "an unknown rung word is not trusted");
+        assert_eq!(
+            report.fallbacks,
+            [Fallback {
+                rung: StartKind::Minted,
+                exit_code: 1,
+                error: "Error: session [31mexists".into(),
+            }]
+        );
+        // A FIFO where the report goes is not waited on.
+        let fifo = state.join("agent-start");
+        std::fs::remove_file(&fifo).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert_eq!(read_report(&layout, "jk-1-a"), None);
+    }
+}
