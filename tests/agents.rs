@@ -313,3 +313,54 @@ fn an_id_with_shell_metacharacters_reaches_the_agent_as_one_argument() {
         format!("claude resumed {id}")
     );
 }
+
+#[test]
+fn an_instance_of_an_unknown_agent_is_refused_and_nothing_is_written() {
+    let home = Home::new();
+    let yaml = support::instance_yaml("typo").replace("agent: shell", "agent: cluade");
+    let input = home.write_input("typo.yaml", &yaml);
+    let before = home.snapshot();
+    let err = home.fails(&["apply", input.to_str().unwrap()]);
+    assert!(
+        err.contains("instance/typo: no agent is named \"cluade\""),
+        "{err}"
+    );
+    home.assert_unchanged(&before, "a refused apply");
+    // The same input with the agent defined beside it is accepted.
+    let agent =
+        "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: cluade}\nspec: {}\n---\n";
+    let input = home.write_input("both.yaml", &format!("{agent}{yaml}"));
+    let out = home.ok(&["apply", "--no-wait", input.to_str().unwrap()]);
+    assert_eq!(out, "agent/cluade created\ninstance/typo created\n");
+}
+
+#[test]
+fn minting_an_id_the_agent_already_has_falls_back_to_resuming_it() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_fake_agents();
+    let id = "0f0e0d0c-aaaa-4bbb-8ccc-000000000001";
+    home.record(
+        "adopt.yaml",
+        &role.agent_instance_yaml("adopt", "claude", &format!("  conversationId: {id}\n")),
+    );
+    // The conversation exists before the first start (adopted from
+    // elsewhere): claude refuses to mint it again, and it is resumed.
+    let projects = unit(&home, "adopt").join("home/.claude/projects/-work");
+    std::fs::create_dir_all(&projects).unwrap();
+    std::fs::write(projects.join(format!("{id}.jsonl")), "started earlier\n").unwrap();
+    pass(&home);
+    assert_eq!(
+        wait_for_starts(&home, "adopt", 1),
+        [format!("claude resumed {id}")]
+    );
+    pass(&home);
+    let conv = conversation(&home, "adopt");
+    assert_eq!(conv["lastStart"], "resumed-by-id", "{conv}");
+    assert_eq!(conv["fallbacks"], 1, "{conv}");
+    let described = home.ok(&["describe", "adopt"]);
+    assert!(
+        described.contains(&format!("Error: Session ID {id} is already in use.")),
+        "{described}"
+    );
+}

@@ -55,11 +55,12 @@ pub async fn run(
     // Every object is checked against the store (a uid that does not match
     // the stored object's, …) before any is written: one bad document
     // stores nothing at all.
-    let refusals: Vec<String> = objects
+    let mut refusals: Vec<String> = objects
         .iter()
         .filter_map(|obj| plan(&store, obj).err())
         .map(|e| e.to_string())
         .collect();
+    refusals.extend(unknown_agents(&store, &objects)?);
     if !refusals.is_empty() {
         return Err(InvalidInput(refusals).into());
     }
@@ -123,6 +124,29 @@ async fn dry_run(store: Store, engine: Option<Engine>, objects: &[Object]) -> Re
         }
     }
     Ok(())
+}
+
+/// Instances that name an agent neither the store nor this input defines:
+/// they could never start.
+fn unknown_agents(store: &Store, objects: &[Object]) -> Result<Vec<String>> {
+    let mut refusals = Vec::new();
+    for obj in objects {
+        let Object::Instance(instance) = obj else {
+            continue;
+        };
+        let agent = &instance.spec.agent;
+        let in_input = objects
+            .iter()
+            .any(|o| matches!(o, Object::Agent(a) if &a.metadata.name == agent));
+        if !in_input && store.resolve_agent(agent)?.is_none() {
+            refusals.push(format!(
+                "instance/{}: no agent is named {agent:?} (`jackin get agents` lists them; \
+                 apply an Agent to add one)",
+                instance.metadata.name
+            ));
+        }
+    }
+    Ok(refusals)
 }
 
 /// What applying `obj` would do, writing nothing.
