@@ -27,61 +27,42 @@ pub trait FileObject: Clone + Serialize {
     fn merge_from(&mut self, applied: &Self) -> Result<ApplyOutcome, StoreError>;
 }
 
-impl FileObject for Workspace {
-    const KIND: &'static str = Workspace::KIND;
-    const PLURAL: &'static str = "workspaces";
+/// Implements [`FileObject`] for a kind whose object has `metadata` and
+/// `spec` and is read as `Object::$variant`.
+macro_rules! file_object {
+    ($kind:ty, $variant:ident, $plural:literal) => {
+        impl FileObject for $kind {
+            const KIND: &'static str = <$kind>::KIND;
+            const PLURAL: &'static str = $plural;
 
-    fn from_object(obj: Object) -> Option<Self> {
-        match obj {
-            Object::Workspace(ws) => Some(*ws),
-            _ => None,
+            fn from_object(obj: Object) -> Option<Self> {
+                match obj {
+                    Object::$variant(obj) => Some(*obj),
+                    _ => None,
+                }
+            }
+
+            fn metadata(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+
+            fn metadata_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+
+            fn merge_from(&mut self, applied: &Self) -> Result<ApplyOutcome, StoreError> {
+                merge(
+                    Self::KIND,
+                    (&mut self.metadata, &mut self.spec),
+                    (&applied.metadata, &applied.spec),
+                )
+            }
         }
-    }
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-
-    fn merge_from(&mut self, applied: &Self) -> Result<ApplyOutcome, StoreError> {
-        merge(
-            Self::KIND,
-            (&mut self.metadata, &mut self.spec),
-            (&applied.metadata, &applied.spec),
-        )
-    }
+    };
 }
 
-impl FileObject for Agent {
-    const KIND: &'static str = Agent::KIND;
-    const PLURAL: &'static str = "agents";
-
-    fn from_object(obj: Object) -> Option<Self> {
-        match obj {
-            Object::Agent(agent) => Some(*agent),
-            _ => None,
-        }
-    }
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-
-    fn merge_from(&mut self, applied: &Self) -> Result<ApplyOutcome, StoreError> {
-        merge(
-            Self::KIND,
-            (&mut self.metadata, &mut self.spec),
-            (&applied.metadata, &applied.spec),
-        )
-    }
-}
+file_object!(Workspace, Workspace, "workspaces");
+file_object!(Agent, Agent, "agents");
 
 /// Where an agent entry comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
