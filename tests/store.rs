@@ -20,14 +20,14 @@ fn apply_examples_then_get_round_trips_and_reapply_writes_nothing() {
     let first = home.ok(&["apply", "--no-wait", examples]);
     assert_eq!(
         first,
-        "instance/architect-1 created\nworkspace/jackin created\n"
+        "agent/claude-opus created\ninstance/architect-1 created\nworkspace/jackin created\n"
     );
 
     let before = home.snapshot();
     let second = home.ok(&["apply", "--no-wait", "-f", examples]);
     assert_eq!(
         second,
-        "instance/architect-1 unchanged\nworkspace/jackin unchanged\n"
+        "agent/claude-opus unchanged\ninstance/architect-1 unchanged\nworkspace/jackin unchanged\n"
     );
     home.assert_unchanged(&before, "an unchanged apply");
 
@@ -37,8 +37,9 @@ fn apply_examples_then_get_round_trips_and_reapply_writes_nothing() {
     let Object::Instance(printed) = &printed[0] else {
         panic!("expected an instance")
     };
-    let applied =
-        parse(&std::fs::read_to_string(Path::new(examples).join("instance.yaml")).unwrap());
+    let applied = parse(
+        &std::fs::read_to_string(Path::new(examples).join("instances/architect-1.yaml")).unwrap(),
+    );
     let Object::Instance(applied) = &applied[0] else {
         panic!("expected an instance")
     };

@@ -22,6 +22,9 @@ pub mod label {
     pub const ROLE: &str = "jackin.dev/role";
     /// On an image jackin built: the role commit it was built from.
     pub const ROLE_COMMIT: &str = "jackin.dev/role-commit";
+    /// On objects an apply with `--prune` (or `controller --sync`) wrote:
+    /// the id of the source that owns them.
+    pub const SOURCE: &str = "jackin.dev/source";
 }
 
 /// Annotations on an instance.
@@ -53,6 +56,8 @@ pub mod condition {
     pub const MARKER_MALFORMED: &str = "MarkerMalformed";
     /// How the last session ended is not known.
     pub const SESSION_OUTCOME: &str = "SessionOutcome";
+    /// The workspace the instance names does not exist: the defaults apply.
+    pub const WORKSPACE_MISSING: &str = "WorkspaceMissing";
 }
 
 /// Condition reasons.
@@ -87,6 +92,8 @@ pub mod reason {
     pub const SPEC_CHANGED: &str = "SpecChanged";
     pub const UNPARSABLE: &str = "Unparsable";
     pub const UNKNOWN: &str = "Unknown";
+    // WorkspaceMissing.
+    pub const NOT_FOUND: &str = "NotFound";
     // Events of the agent's start.
     pub const AGENT_FALLBACK: &str = "AgentFallback";
 }

@@ -25,12 +25,19 @@ pub struct Cli {
 pub enum Command {
     /// Create or update objects from YAML files or directories.
     Apply(ApplyArgs),
+    /// Show what an apply would change, as a unified diff per object; exits
+    /// 0 when nothing differs, 1 when something does, 2 on error.
+    Diff(DiffArgs),
     /// List objects, or print one.
     Get(GetArgs),
-    /// Show an instance in detail.
+    /// Show an instance (or `workspace NAME`) in detail.
     Describe {
-        /// Instance name.
-        name: String,
+        /// An instance name, or `workspace`.
+        #[arg(value_name = "NAME|KIND")]
+        first: String,
+        /// The workspace's name, after `workspace`.
+        #[arg(value_name = "NAME")]
+        name: Option<String>,
     },
     /// Set an instance's desired phase and converge to it.
     SetPhase {
@@ -48,10 +55,15 @@ pub enum Command {
         #[command(flatten)]
         wait: WaitArgs,
     },
-    /// Remove an instance and everything it owns (desired phase Purged).
+    /// Remove an instance and everything it owns (desired phase Purged), or
+    /// delete a workspace or agent (`delete workspace NAME`).
     Delete {
-        /// Instance name.
-        name: String,
+        /// An instance name, or `workspace` or `agent`.
+        #[arg(value_name = "NAME|KIND")]
+        first: String,
+        /// The object's name, after a kind.
+        #[arg(value_name = "NAME")]
+        name: Option<String>,
         /// Print the steps it would take, change nothing.
         #[arg(long)]
         dry_run: bool,
@@ -96,7 +108,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
-    /// Files or directories (their *.yaml and *.yml files, sorted); `-` reads stdin.
+    /// Files or directories (every *.yaml and *.yml file below them, in path
+    /// order); `-` reads stdin.
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// The same as a PATH argument; may be repeated.
@@ -105,8 +118,27 @@ pub struct ApplyArgs {
     /// Validate and print what would change, write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// The paths are a source that owns what it applies: objects an earlier
+    /// `--prune` apply of the same paths created, and that are gone from
+    /// them, are pruned (instances purged, workspaces and agents deleted).
+    #[arg(long)]
+    pub prune: bool,
     #[command(flatten)]
     pub wait: WaitArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Files or directories, as for `apply`; `-` reads stdin.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// The same as a PATH argument; may be repeated.
+    #[arg(short = 'f', long = "filename", value_name = "PATH")]
+    pub files: Vec<PathBuf>,
+    /// As `apply --prune` would: with the source's label, and what it
+    /// would prune shown as removed.
+    #[arg(long)]
+    pub prune: bool,
 }
 
 /// How a one-shot command waits for the convergence it asked for.
@@ -156,6 +188,10 @@ pub struct ControllerArgs {
     /// Run the sweeps (what `jackin prune` does) this often (e.g. 10m).
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
     pub sweep: Duration,
+    /// Keep this directory applied, with prune, whenever its files change
+    /// (a policy repository's work tree); may be repeated.
+    #[arg(long, value_name = "DIR")]
+    pub sync: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -205,7 +241,8 @@ pub fn parse_concurrency(text: &str) -> Result<usize, String> {
 
 #[derive(Debug, Args)]
 pub struct GetArgs {
-    /// `instances` (default) or `workspaces`, or an instance name.
+    /// `instances` (default), `workspaces`, `agents` or `sources`, or an
+    /// instance name.
     #[arg(value_name = "KIND|NAME")]
     pub first: Option<String>,
     /// A name, after a kind.

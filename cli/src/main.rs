@@ -24,13 +24,20 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("a tokio runtime starts");
+    // `diff` exits as `kubectl diff` does: 1 means "differs", so an error
+    // is 2.
+    let failure = match cli.command {
+        Command::Diff(_) => ExitCode::from(2),
+        _ => ExitCode::FAILURE,
+    };
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         // The reader went away (`jackin get -o yaml | head -1`): it has all
         // it wanted, which is success.
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) if err.is::<cmd::apply::Differs>() => ExitCode::from(1),
         Err(err) => {
-            if let Some(invalid) = err.downcast_ref::<cmd::apply::InvalidInput>() {
+            if let Some(invalid) = cmd::apply::invalid(&err) {
                 for line in &invalid.0 {
                     eprintln!("error: {}", output::terminal_safe(line));
                 }
@@ -40,7 +47,7 @@ fn main() -> ExitCode {
                     eprintln!("hint: {}", output::terminal_safe_lines(&hint));
                 }
             }
-            ExitCode::FAILURE
+            failure
         }
     }
 }
@@ -116,8 +123,15 @@ async fn run(cli: Cli) -> Result<()> {
     let verbose = cli.verbose > 0;
     match cli.command {
         Command::Apply(args) => cmd::apply::run(open_store, &args, verbose).await,
+        Command::Diff(args) => cmd::apply::diff(&open_store()?, &args),
         Command::Get(args) => cmd::get::run(&open_store()?, &args),
-        Command::Describe { name } => cmd::describe::run(&name),
+        Command::Describe { first, name } => match (first.as_str(), name) {
+            ("workspace" | "ws", Some(name)) => cmd::describe::workspace(&name),
+            (instance, None) => cmd::describe::run(instance),
+            (kind, Some(_)) => {
+                bail!("cannot describe a {kind:?}: expected an instance name, or workspace NAME")
+            }
+        },
         Command::SetPhase {
             name,
             phase,
@@ -126,11 +140,19 @@ async fn run(cli: Cli) -> Result<()> {
             wait,
         } => cmd::set_phase::run(&name, phase.into(), dry_run, force, &wait, verbose).await,
         Command::Delete {
+            first,
             name,
             dry_run,
             force,
             wait,
-        } => cmd::delete::run(&name, dry_run, force, &wait, verbose).await,
+        } => match (first.as_str(), name) {
+            ("workspace" | "ws", Some(name)) => cmd::delete::workspace(&name, dry_run),
+            ("agent" | "ag", Some(name)) => cmd::delete::agent(&name, dry_run),
+            (instance, None) => cmd::delete::run(instance, dry_run, force, &wait, verbose).await,
+            (kind, Some(_)) => bail!(
+                "cannot delete a {kind:?}: expected an instance name, workspace NAME or agent NAME"
+            ),
+        },
         Command::Controller(args) => cmd::controller::run(&args).await,
         Command::Launch(args) => {
             for name in [&args.workspace, &args.role, &args.agent] {

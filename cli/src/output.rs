@@ -11,6 +11,7 @@ use jackin_api::{Agent, DesiredPhase, Instance, Workspace};
 use jackin_controller::DryRun;
 use jackin_controller::events::Event;
 use jackin_controller::objects::AgentSource;
+use jackin_controller::source::SourceRecord;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jiff::Timestamp;
 use serde::Serialize;
@@ -214,6 +215,102 @@ pub fn agent_table(agents: &[(Agent, AgentSource)]) -> String {
         })
         .collect();
     table(&["NAME", "SOURCE", "LAUNCH", "RESUME", "STATE-ENV"], &rows)
+}
+
+/// The sources: what each last applied, and why its last attempt changed
+/// nothing, if it did not. The error's first line names the file, line and
+/// column; `wide` shows every line of it.
+pub fn source_table(records: &[SourceRecord], wide: bool, now: Timestamp) -> String {
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|r| {
+            let error = match &r.error {
+                None => "-".to_owned(),
+                Some(e) if wide => terminal_safe(&e.replace('\n', " | ")),
+                Some(e) => {
+                    let first = terminal_safe(e.lines().next().unwrap_or_default());
+                    match e.lines().count() {
+                        1 => first,
+                        n => format!("{first} (+{} more)", n - 1),
+                    }
+                }
+            };
+            vec![
+                r.id.clone(),
+                terminal_safe(
+                    &r.paths
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
+                or_dash(r.revision.as_ref().map(|rev| short_revision(rev))),
+                r.applied_at.map_or_else(
+                    || "never".to_owned(),
+                    |at| format!("{} ago", age(Some(at), now)),
+                ),
+                r.objects.to_string(),
+                error,
+            ]
+        })
+        .collect();
+    table(
+        &["SOURCE", "PATHS", "REVISION", "APPLIED", "OBJECTS", "ERROR"],
+        &rows,
+    )
+}
+
+/// A commit as people read it: 12 hex digits, and `+dirty` when so.
+fn short_revision(revision: &str) -> String {
+    let (commit, dirty) = match revision.strip_suffix("+dirty") {
+        Some(commit) => (commit, "+dirty"),
+        None => (revision, ""),
+    };
+    format!("{}{dirty}", commit.get(..12).unwrap_or(commit))
+}
+
+/// A workspace for people: its policy, its mounts, its instances.
+pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) -> String {
+    let mut out = String::new();
+    let mut field = |key: &str, value: String| {
+        let _ = writeln!(out, "{:<18}{value}", format!("{key}:"));
+    };
+    field("Name", ws.metadata.name.clone());
+    field(
+        "Created",
+        format!(
+            "{} ({} ago)",
+            or_dash(ws.metadata.creation_timestamp),
+            age(ws.metadata.creation_timestamp, now)
+        ),
+    );
+    field("Generation", or_dash(ws.metadata.generation));
+    field(
+        "Source",
+        or_dash(ws.metadata.labels.get(jackin_api::names::label::SOURCE)),
+    );
+    field("Exit policy", ws.spec.exit_policy.as_str().to_owned());
+    field(
+        "Keep max",
+        ws.spec
+            .keep
+            .max
+            .map_or_else(|| "unbounded".to_owned(), |m| m.to_string()),
+    );
+    if !ws.spec.mounts.is_empty() {
+        out.push_str("Mounts:\n");
+        for m in &ws.spec.mounts {
+            let ro = if m.readonly { ", read-only" } else { "" };
+            let _ = writeln!(out, "  {} -> {} ({:?}{ro})", m.src, m.dst, m.isolation);
+        }
+    }
+    out.push_str("Instances:\n");
+    if members.is_empty() {
+        out.push_str("  (none)\n");
+    } else {
+        out.push_str(&instance_table(members, false, now));
+    }
+    out
 }
 
 /// How the agent's conversation comes back, and how it last started.

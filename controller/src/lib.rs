@@ -18,6 +18,7 @@ pub mod queue;
 pub mod reconcile;
 pub mod run;
 pub mod session;
+pub mod source;
 pub mod sweep;
 
 #[cfg(test)]

@@ -178,6 +178,19 @@ impl Store {
         Ok(outcome)
     }
 
+    /// Deletes the stored object of kind `K` named `name`; `false` when
+    /// there was none.
+    pub fn delete<K: FileObject>(&self, name: &str) -> Result<bool, StoreError> {
+        let lock_path = self.layout().objects_lock_file(K::PLURAL);
+        let _lock = FileLock::acquire(&lock_path).map_err(|e| StoreError::io(&lock_path, e))?;
+        let path = self.layout().object_of_kind_file(K::PLURAL, name);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(StoreError::io(&path, e)),
+        }
+    }
+
     pub fn list_workspaces(&self) -> Result<Vec<Workspace>, StoreError> {
         self.list()
     }

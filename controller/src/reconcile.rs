@@ -177,6 +177,7 @@ impl Reconciler {
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
             let plan = decide(&guard.obj, &view);
             note_drift(&mut guard.obj, &ctx);
+            note_missing_workspace(&mut guard.obj, workspace.is_some());
             let conditions = &mut guard.obj.status.get_or_insert_default().conditions;
             if let Some(digest) = &plan.blocked {
                 set_condition(
@@ -469,6 +470,31 @@ fn record_failure(obj: &mut Instance, error: &ActError) {
         &error.to_string(),
         Timestamp::now(),
     );
+}
+
+/// `WorkspaceMissing` says that the workspace the instance names does not
+/// exist (deleted, or not applied yet), so the defaults apply.
+fn note_missing_workspace(obj: &mut Instance, found: bool) {
+    let name = obj.spec.workspace.clone();
+    let conditions = &mut obj.status.get_or_insert_default().conditions;
+    match name {
+        Some(name) if !found => {
+            set_condition(
+                conditions,
+                condition::WORKSPACE_MISSING,
+                ConditionStatus::True,
+                reason::NOT_FOUND,
+                &format!(
+                    "workspace {name} does not exist: the defaults apply (exit policy ask, no \
+                     keep cap, no workspace mounts)"
+                ),
+                Timestamp::now(),
+            );
+        }
+        _ => {
+            remove_condition(conditions, condition::WORKSPACE_MISSING);
+        }
+    }
 }
 
 /// `SpecDrift` says which spec fields no longer match the pinned recipe.

@@ -15,7 +15,10 @@
 //!   jackin's own status writes are not changes;
 //! - a periodic resync pass over every instance from one engine snapshot.
 //!
-//! The sweeps (`sweep.rs`) run at start and then on a slower cadence.
+//! The sweeps (`sweep.rs`) run at start and then on a slower cadence. Each
+//! synced directory (`--sync DIR`) is checked on the store's cadence and
+//! applied with prune when its files or its git revision change
+//! (`source.rs`); the instances that changes concern are looked at at once.
 //!
 //! Workers take names from the queue (never two reconciles of one instance at
 //! once; the unit lock also keeps a second process out), bounded by the
@@ -38,6 +41,7 @@ use tokio::time::Instant;
 use crate::backoff;
 use crate::queue::Queue;
 use crate::reconcile::{Outcome, ReconcileError, Reconciler};
+use crate::source::Source;
 use crate::sweep;
 
 #[derive(Debug, Clone)]
@@ -52,6 +56,8 @@ pub struct Options {
     pub max_backoff: Duration,
     /// How often the sweeps run (the first time at start).
     pub sweep: Duration,
+    /// Directories kept applied, with prune.
+    pub sync: Vec<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -62,6 +68,7 @@ impl Default for Options {
             store_poll: Duration::from_secs(2),
             max_backoff: Duration::from_secs(300),
             sweep: Duration::from_secs(600),
+            sync: Vec::new(),
         }
     }
 }
@@ -158,12 +165,15 @@ pub async fn run(reconciler: Reconciler, options: Options, shutdown: impl Future
         backoffs: Mutex::default(),
     });
     shared.enqueue_all();
-    let watches = [
+    let mut watches = vec![
         tokio::spawn(watch_events(shared.clone())),
         tokio::spawn(watch_store(shared.clone())),
         tokio::spawn(resync(shared.clone())),
         tokio::spawn(sweeps(shared.clone())),
     ];
+    for dir in shared.options.sync.clone() {
+        watches.push(tokio::spawn(sync(shared.clone(), dir)));
+    }
     let workers = tokio::spawn(work(shared.clone()));
     shutdown.await;
     tracing::info!("shutting down: waiting for running reconciles");
@@ -321,6 +331,45 @@ async fn sweeps(shared: Arc<Shared>) {
             Err(e) => tracing::warn!("sweep failed: {e}"),
         }
         tokio::time::sleep(shared.options.sweep).await;
+    }
+}
+
+/// Keeps `dir` applied with prune. An attempt that fails (an invalid file,
+/// a refused object) applies nothing and is recorded; the next change of
+/// the files tries again.
+async fn sync(shared: Arc<Shared>, dir: std::path::PathBuf) {
+    let mut seen = None;
+    loop {
+        let store = shared.reconciler.store.clone();
+        let (path, mut last) = (dir.clone(), seen.take());
+        let (result, last) = tokio::task::spawn_blocking(move || {
+            let result = match Source::of(std::slice::from_ref(&path)) {
+                Ok(source) => store.sync_source(&source, &mut last),
+                Err(e) => Some(Err(e)),
+            };
+            (result, last)
+        })
+        .await
+        .expect("syncing does not panic");
+        seen = last;
+        match result {
+            None => {}
+            Some(Ok(applied)) => {
+                tracing::info!(
+                    dir = %dir.display(),
+                    objects = applied.outcomes.len(),
+                    pruned = applied.pruned.len(),
+                    "synced"
+                );
+                for name in applied.changed_instances() {
+                    shared.changed(&name);
+                }
+            }
+            Some(Err(e)) => {
+                tracing::warn!(dir = %dir.display(), "sync applied nothing: {e}");
+            }
+        }
+        tokio::time::sleep(shared.options.store_poll).await;
     }
 }
 

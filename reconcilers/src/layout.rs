@@ -15,6 +15,7 @@
 //!   sockets/<container>/
 //!   workspaces/<name>.yaml         Workspace policies, as applied
 //!   agents/<name>.yaml             Agent entries, as applied (built-ins are not stored)
+//!   sources/<id>.json              what each source last applied, or why not
 //! ```
 //!
 //! Only names that passed DNS-1123 validation are joined onto these paths, so

@@ -1,42 +1,65 @@
-//! `jackin apply`: read every document first, apply only if all are valid.
+//! `jackin apply` and `jackin diff`: read every document first, apply (or
+//! compare) only if all are valid.
 
-use std::collections::HashSet;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::io::{Read, Write};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use jackin_api::Object;
-use jackin_api::manifest::{self, ManifestError};
-use jackin_controller::{ApplyOutcome, Reconciler, Store, StoreError};
+use jackin_controller::source::{self, Applied, Input, Invalid, Source, SourceError};
+use jackin_controller::{ApplyOutcome, Reconciler, Store};
 use jackin_reconcilers::Engine;
 
-use crate::args::ApplyArgs;
+use crate::args::{ApplyArgs, DiffArgs};
 
-/// A set of problems already worded for the operator; printed as is.
-#[derive(Debug)]
-pub struct InvalidInput(pub Vec<String>);
-
-impl std::fmt::Display for InvalidInput {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0.join("\n"))
+/// Reads the inputs: files, directories (every `*.yaml`/`*.yml` below
+/// them), or `-` for stdin.
+fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>> {
+    if paths.is_empty() {
+        bail!("no files given\nhint: jackin apply -f FILE_OR_DIR (`-` reads stdin)");
     }
+    let mut inputs = Vec::new();
+    for path in paths {
+        if path.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("reading stdin")?;
+            inputs.push(Input {
+                name: "<stdin>".into(),
+                text,
+            });
+        } else {
+            inputs.extend(source::read(std::slice::from_ref(path))?);
+        }
+    }
+    Ok(inputs)
 }
 
-impl std::error::Error for InvalidInput {}
+/// The source that owns what a `--prune` apply writes: its paths. Stdin
+/// has no identity to own anything by.
+fn source_of(paths: &[PathBuf], prune: bool) -> Result<Option<Source>> {
+    if !prune {
+        return Ok(None);
+    }
+    if paths.iter().any(|p| p.as_os_str() == "-") {
+        bail!("--prune needs files or directories: stdin cannot own what it applied");
+    }
+    Ok(Some(Source::of(paths)?))
+}
 
 /// Nothing is opened or written before every input has been read and
-/// validated.
+/// validated, and every object checked against the store.
 pub async fn run(
     open_store: impl FnOnce() -> Result<Store>,
     args: &ApplyArgs,
     verbose: bool,
 ) -> Result<()> {
-    let paths: Vec<&PathBuf> = args.files.iter().chain(&args.paths).collect();
-    if paths.is_empty() {
-        bail!("no files given\nhint: jackin apply -f FILE_OR_DIR (`-` reads stdin)");
-    }
-    let objects = load(&paths)?;
-    let has_instances = objects.iter().any(|o| matches!(o, Object::Instance(_)));
+    let paths: Vec<PathBuf> = args.files.iter().chain(&args.paths).cloned().collect();
+    let inputs = read_inputs(&paths)?;
+    let objects = source::parse(&inputs)?;
+    let source = source_of(&paths, args.prune)?;
+    let has_instances = args.prune || objects.iter().any(|o| matches!(o, Object::Instance(_)));
     // Converging needs the engine: connect before writing anything, so a
     // command that cannot converge leaves the store as it was. A dry run
     // needs it to show the loop's plan, and says so when it cannot.
@@ -52,44 +75,55 @@ pub async fn run(
         _ => None,
     };
     let store = open_store()?;
-    // Every object is checked against the store (a uid that does not match
-    // the stored object's, …) before any is written: one bad document
-    // stores nothing at all.
-    let mut refusals: Vec<String> = objects
-        .iter()
-        .filter_map(|obj| plan(&store, obj).err())
-        .map(|e| e.to_string())
-        .collect();
-    refusals.extend(unknown_agents(&store, &objects)?);
-    if !refusals.is_empty() {
-        return Err(InvalidInput(refusals).into());
-    }
-    if !args.dry_run {
-        crate::sweep_files_quietly(&store)?;
-    }
     if args.dry_run {
-        return dry_run(store, engine, &objects).await;
+        return dry_run(store, engine, &objects, source.as_ref()).await;
     }
-    let mut names = Vec::new();
-    for obj in &objects {
-        let outcome = match obj {
-            Object::Instance(i) => store.apply_instance(i)?,
-            Object::Workspace(w) => store.apply(w.as_ref())?,
-            Object::Agent(a) => store.apply(a.as_ref())?,
-        };
-        report(obj, outcome, "");
-        if let (Object::Instance(_), false) = (obj, outcome == ApplyOutcome::Ended) {
-            names.push(obj.name().to_owned());
+    crate::sweep_files_quietly(&store)?;
+    let applied = match store.apply_objects(&objects, source.as_ref()) {
+        Ok(applied) => applied,
+        Err(e) => {
+            record_source(&store, source.as_ref(), Err(&e));
+            return Err(e.into());
         }
-    }
+    };
+    record_source(&store, source.as_ref(), Ok(&applied));
+    report(&applied);
     let Some(engine) = engine else {
         return Ok(());
     };
+    let names = applied.instances_to_converge();
     crate::converge_and_report(store, engine, &names, &args.wait, verbose).await
 }
 
-/// The line for one applied object, and a note when the apply ends nothing.
-fn report(obj: &Object, outcome: ApplyOutcome, suffix: &str) {
+/// Keeps what a source's apply did (or why it did nothing) for `jackin get
+/// sources`. A record that cannot be written does not undo the apply.
+fn record_source(store: &Store, source: Option<&Source>, result: Result<&Applied, &SourceError>) {
+    if let Some(source) = source
+        && let Err(e) = store.record_source(source, result)
+    {
+        eprintln!(
+            "warning: the record of source {} was not written: {e}",
+            source.id
+        );
+    }
+}
+
+/// The line for each applied object, a note when an apply ends nothing, and
+/// what was pruned.
+fn report(applied: &Applied) {
+    for (obj, outcome) in &applied.outcomes {
+        print_outcome(obj, *outcome, "");
+    }
+    for gone in &applied.pruned {
+        let what = match gone.kind {
+            "Instance" => "pruned (set to Purged)",
+            _ => "pruned (deleted)",
+        };
+        println!("{}/{} {what}", gone.kind.to_lowercase(), gone.name);
+    }
+}
+
+fn print_outcome(obj: &Object, outcome: ApplyOutcome, suffix: &str) {
     println!(
         "{}/{} {}{suffix}",
         obj.kind().to_lowercase(),
@@ -107,127 +141,106 @@ fn report(obj: &Object, outcome: ApplyOutcome, suffix: &str) {
 }
 
 /// What applying would do: each object's outcome and, with the engine, the
-/// plan the loop would then carry out for each instance. Writes nothing.
-async fn dry_run(store: Store, engine: Option<Engine>, objects: &[Object]) -> Result<()> {
+/// plan the loop would then carry out for each instance; with `--prune`,
+/// what would be pruned. Writes nothing.
+async fn dry_run(
+    store: Store,
+    engine: Option<Engine>,
+    objects: &[Object],
+    source: Option<&Source>,
+) -> Result<()> {
+    store.check(objects)?;
     let reconciler = engine.map(|engine| Reconciler::new(store.clone(), engine));
     for obj in objects {
         let Object::Instance(applied) = obj else {
-            report(obj, plan(&store, obj)?, " (dry run)");
+            print_outcome(obj, store.plan_object(obj)?, " (dry run)");
             continue;
         };
         let (outcome, would_be) = store.preview_instance(applied)?;
-        report(obj, outcome, " (dry run)");
+        print_outcome(obj, outcome, " (dry run)");
         if let (Some(reconciler), Some(would_be)) = (&reconciler, would_be) {
             let phase = would_be.desired_phase();
             let dry = reconciler.preview(would_be).await?;
             print!("{}", crate::output::dry_run(obj.name(), phase, &dry, false));
         }
     }
+    if let Some(source) = source {
+        for gone in store.prunable(objects, source)? {
+            println!(
+                "{}/{} would be pruned (dry run)",
+                gone.kind.to_lowercase(),
+                gone.name
+            );
+            if let (Some(reconciler), "Instance") = (&reconciler, gone.kind) {
+                let dry = reconciler
+                    .dry_run(&gone.name, jackin_api::DesiredPhase::Purged)
+                    .await?;
+                print!(
+                    "{}",
+                    crate::output::dry_run(
+                        &gone.name,
+                        jackin_api::DesiredPhase::Purged,
+                        &dry,
+                        false
+                    )
+                );
+            }
+        }
+    }
     Ok(())
 }
 
-/// Instances that name an agent neither the store nor this input defines:
-/// they could never start.
-fn unknown_agents(store: &Store, objects: &[Object]) -> Result<Vec<String>> {
-    let mut refusals = Vec::new();
-    for obj in objects {
-        let Object::Instance(instance) = obj else {
+/// Exit status of `jackin diff`, as `kubectl diff`: 1 when something
+/// differs.
+pub struct Differs;
+
+impl std::fmt::Display for Differs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the files differ from what is applied")
+    }
+}
+
+impl std::fmt::Debug for Differs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Differs {}
+
+/// `jackin diff`: a unified diff per object of what an apply would change
+/// in its labels, annotations and spec, computed by the apply's own merge.
+pub fn diff(store: &Store, args: &DiffArgs) -> Result<()> {
+    let paths: Vec<PathBuf> = args.files.iter().chain(&args.paths).cloned().collect();
+    let inputs = read_inputs(&paths)?;
+    let objects = source::parse(&inputs)?;
+    let source = source_of(&paths, args.prune)?;
+    let mut out = String::new();
+    for change in store.diff_objects(&objects, source.as_ref())? {
+        if !change.changed() {
             continue;
-        };
-        let agent = &instance.spec.agent;
-        let in_input = objects
-            .iter()
-            .any(|o| matches!(o, Object::Agent(a) if &a.metadata.name == agent));
-        if !in_input && store.resolve_agent(agent)?.is_none() {
-            refusals.push(format!(
-                "instance/{}: no agent is named {agent:?} (`jackin get agents` lists them; \
-                 apply an Agent to add one)",
-                instance.metadata.name
-            ));
         }
+        let path = format!("{}/{}", change.kind.to_lowercase(), change.name);
+        let text = similar::TextDiff::from_lines(&change.before, &change.after)
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{path}"), &format!("b/{path}"))
+            .to_string();
+        out.push_str(&crate::output::terminal_safe_lines(&text));
     }
-    Ok(refusals)
-}
-
-/// What applying `obj` would do, writing nothing.
-fn plan(store: &Store, obj: &Object) -> Result<ApplyOutcome, StoreError> {
-    match obj {
-        Object::Instance(i) => store.plan_instance(i),
-        Object::Workspace(w) => store.plan(w.as_ref()),
-        Object::Agent(a) => store.plan(a.as_ref()),
+    let differs = !out.is_empty();
+    std::io::stdout().write_all(out.as_bytes())?;
+    match differs {
+        true => Err(Differs.into()),
+        false => Ok(()),
     }
 }
 
-/// Reads and validates every document of every path. Any error anywhere
-/// fails the whole load, reporting all errors at once.
-fn load(paths: &[&PathBuf]) -> Result<Vec<Object>> {
-    let mut files = Vec::new();
-    for path in paths {
-        expand(path, &mut files)?;
-    }
-    let mut objects = Vec::new();
-    let mut errors: Vec<ManifestError> = Vec::new();
-    for file in &files {
-        let (source, text) = if file.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("reading stdin")?;
-            ("<stdin>".to_owned(), text)
-        } else {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("reading {}", file.display()))?;
-            (file.display().to_string(), text)
-        };
-        match manifest::parse(&source, &text) {
-            Ok(mut objs) => objects.append(&mut objs),
-            Err(mut errs) => errors.append(&mut errs),
-        }
-    }
-    let mut messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    let mut seen = HashSet::new();
-    for obj in &objects {
-        if !seen.insert((obj.kind(), obj.name())) {
-            messages.push(format!(
-                "{}/{} appears more than once in the input",
-                obj.kind().to_lowercase(),
-                obj.name()
-            ));
-        }
-    }
-    if !messages.is_empty() {
-        return Err(InvalidInput(messages).into());
-    }
-    if objects.is_empty() {
-        bail!("no objects found in the given files");
-    }
-    Ok(objects)
-}
-
-/// A directory contributes its `*.yaml` and `*.yml` files, sorted by name.
-fn expand(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    if path.as_os_str() == "-" || !path.is_dir() {
-        out.push(path.to_owned());
-        return Ok(());
-    }
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(path).with_context(|| format!("reading {}", path.display()))? {
-        let entry = entry.with_context(|| format!("reading {}", path.display()))?;
-        let file = entry.path();
-        let is_yaml = file
-            .extension()
-            .is_some_and(|ext| ext == "yaml" || ext == "yml");
-        if is_yaml && file.is_file() {
-            found.push(file);
-        }
-    }
-    if found.is_empty() {
-        bail!(
-            "{}: no *.yaml or *.yml files in this directory",
-            path.display()
-        );
-    }
-    found.sort();
-    out.append(&mut found);
-    Ok(())
+/// Invalid input, for `main` to print a line per problem.
+pub fn invalid(err: &anyhow::Error) -> Option<&Invalid> {
+    err.chain()
+        .find_map(|cause| match cause.downcast_ref::<SourceError>() {
+            Some(SourceError::Invalid(invalid)) => Some(invalid),
+            _ => cause.downcast_ref::<Invalid>(),
+        })
 }

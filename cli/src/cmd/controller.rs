@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
+use jackin_controller::source::Source;
 use jackin_controller::{Outcome, Progress, Reconciler, run};
 
 use crate::args::ControllerArgs;
@@ -17,6 +18,24 @@ pub async fn run(args: &ControllerArgs) -> Result<()> {
         Progress::Build(line) => tracing::debug!(instance = name, "build: {line}"),
     });
     if args.once {
+        // The synced directories first, as the continuous loop starts.
+        for dir in &args.sync {
+            let source = Source::of(std::slice::from_ref(dir))?;
+            match reconciler.store.sync_source(&source, &mut None) {
+                Some(Ok(applied)) => println!(
+                    "synced {}: {} object(s), {} pruned",
+                    dir.display(),
+                    applied.outcomes.len(),
+                    applied.pruned.len()
+                ),
+                Some(Err(e)) => eprintln!(
+                    "warning: {} applied nothing: {}",
+                    dir.display(),
+                    crate::output::terminal_safe_lines(&e.to_string())
+                ),
+                None => {}
+            }
+        }
         let names: Vec<String> = reconciler
             .store
             .rows()?
@@ -59,6 +78,7 @@ pub async fn run(args: &ControllerArgs) -> Result<()> {
         concurrency: args.concurrency,
         resync: args.resync,
         sweep: args.sweep,
+        sync: args.sync.clone(),
         ..Default::default()
     };
     tracing::info!(

@@ -1,8 +1,10 @@
 //! `jackin delete NAME`: a purge, as `set-phase NAME purged`; for a name
 //! jackin ended and cleaned up (only its record is left), forgetting that.
+//! `jackin delete workspace|agent NAME` deletes a policy object.
 
-use anyhow::Result;
-use jackin_api::DesiredPhase;
+use anyhow::{Result, bail};
+use jackin_api::agent::builtin;
+use jackin_api::{Agent, DesiredPhase, Workspace};
 use jackin_controller::StoreError;
 
 use crate::args::WaitArgs;
@@ -30,4 +32,66 @@ pub async fn run(
         return Ok(());
     }
     set_phase::run(name, DesiredPhase::Purged, dry_run, force, wait, verbose).await
+}
+
+/// `jackin delete workspace NAME`: its instances stay, and fall back to
+/// the defaults (a condition on each says so).
+pub fn workspace(name: &str, dry_run: bool) -> Result<()> {
+    check_name(name)?;
+    let store = open_store()?;
+    let members: Vec<String> = store
+        .list_instances()?
+        .instances
+        .into_iter()
+        .filter(|obj| obj.spec.workspace.as_deref() == Some(name))
+        .map(|obj| obj.metadata.name)
+        .collect();
+    if store.get_workspace(name)?.is_none() {
+        bail!("workspace {name:?} not found\nhint: `jackin get workspaces` lists them");
+    }
+    let fallback = match members.len() {
+        0 => String::new(),
+        n => format!(
+            "; its {n} instance(s) ({}) fall back to the defaults: exit policy ask, no keep cap, \
+             no workspace mounts",
+            members.join(", ")
+        ),
+    };
+    if dry_run {
+        println!("workspace/{name} would be deleted (dry run){fallback}");
+        return Ok(());
+    }
+    store.delete::<Workspace>(name)?;
+    println!("workspace/{name} deleted{fallback}");
+    Ok(())
+}
+
+/// `jackin delete agent NAME`: an applied entry goes (a built-in entry of
+/// the same name applies again); sessions keep the entry they pinned.
+pub fn agent(name: &str, dry_run: bool) -> Result<()> {
+    check_name(name)?;
+    let store = open_store()?;
+    if store.get::<Agent>(name)?.is_none() {
+        match builtin().iter().any(|b| b.metadata.name == name) {
+            true => bail!(
+                "agent {name:?} is built in and cannot be deleted\nhint: apply an Agent named \
+                 {name} to change it"
+            ),
+            false => bail!("agent {name:?} not found\nhint: `jackin get agents` lists them"),
+        }
+    }
+    let after = match builtin().iter().any(|b| b.metadata.name == name) {
+        true => "; the built-in entry applies again",
+        false => "",
+    };
+    let verb = if dry_run {
+        "would be deleted (dry run)"
+    } else {
+        "deleted"
+    };
+    if !dry_run {
+        store.delete::<Agent>(name)?;
+    }
+    println!("agent/{name} {verb}{after}; running sessions keep the entry they were launched with");
+    Ok(())
 }

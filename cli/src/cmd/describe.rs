@@ -1,4 +1,5 @@
-//! `jackin describe NAME`: an instance in detail, with its recent events.
+//! `jackin describe NAME`: an instance in detail, with its recent events;
+//! `jackin describe workspace NAME`: a workspace policy and its instances.
 
 use anyhow::Result;
 use jiff::Timestamp;
@@ -14,5 +15,24 @@ pub fn run(name: &str) -> Result<()> {
         .map(|c| jackin_controller::events::read(store.layout(), &c))
         .unwrap_or_default();
     print!("{}", output::describe(&obj, &events, Timestamp::now()));
+    Ok(())
+}
+
+pub fn workspace(name: &str) -> Result<()> {
+    check_name(name)?;
+    let store = open_store()?;
+    let ws = store.get_workspace(name)?.ok_or_else(|| {
+        anyhow::anyhow!("workspace {name:?} not found\nhint: `jackin get workspaces` lists them")
+    })?;
+    let members: Vec<_> = store
+        .list_instances()?
+        .instances
+        .into_iter()
+        .filter(|obj| obj.spec.workspace.as_deref() == Some(name))
+        .collect();
+    print!(
+        "{}",
+        output::describe_workspace(&ws, &members, Timestamp::now())
+    );
     Ok(())
 }

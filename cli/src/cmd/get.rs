@@ -14,16 +14,18 @@ pub fn run(store: &Store, args: &GetArgs) -> Result<()> {
         Instances,
         Workspaces,
         Agents,
+        Sources,
     }
     let (kind, name) = match (args.first.as_deref(), args.name.as_deref()) {
         (None, _) => (Kind::Instances, None),
         (Some("instances" | "instance" | "inst"), name) => (Kind::Instances, name),
         (Some("workspaces" | "workspace" | "ws"), name) => (Kind::Workspaces, name),
         (Some("agents" | "agent" | "ag"), name) => (Kind::Agents, name),
+        (Some("sources" | "source"), name) => (Kind::Sources, name),
         (Some(name), None) => (Kind::Instances, Some(name)),
         (Some(kind), Some(_)) => {
             return Err(anyhow!(
-                "unknown kind {kind:?}: expected instances, workspaces or agents"
+                "unknown kind {kind:?}: expected instances, workspaces, agents or sources"
             ));
         }
     };
@@ -92,6 +94,29 @@ pub fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 Format::Table | Format::Wide => output::agent_table(&agents),
                 Format::Yaml => output::yaml_stream(&objects)?,
                 Format::Json => output::json(&objects, name.is_some())?,
+            }
+        }
+        Kind::Sources => {
+            let mut records = store.source_records()?;
+            if let Some(id) = name {
+                records.retain(|r| r.id == id);
+                if records.is_empty() {
+                    return Err(anyhow!(
+                        "source {id:?} not found\nhint: `jackin get sources` lists them"
+                    ));
+                }
+            }
+            if records.is_empty() && table {
+                eprintln!(
+                    "No sources found: `jackin apply --prune` and `controller --sync` make them."
+                );
+                return Ok(());
+            }
+            match args.output {
+                Format::Table => output::source_table(&records, false, now),
+                Format::Wide => output::source_table(&records, true, now),
+                Format::Yaml => output::yaml_stream(&records)?,
+                Format::Json => output::json(&records, name.is_some())?,
             }
         }
     };

@@ -1,0 +1,679 @@
+//! Sources: the files an apply reads, what applying them would change, and
+//! the objects a source owns.
+//!
+//! An apply with `--prune` (and every `controller --sync DIR`) applies from a
+//! *source*: the set of paths given, identified by a short hash of their
+//! canonical form. Each object it applies carries the label
+//! [`label::SOURCE`] with that id, as kubectl's applysets do; an object of
+//! the source's that is no longer in its files is pruned: an instance is set
+//! to `Purged` (the loop purges it, and the discard gate still holds), a
+//! workspace or agent is deleted. An object applied by hand, or from another
+//! source, does not carry this source's label and is never pruned; applying
+//! an object by hand takes its labels from the file, which ends its
+//! ownership.
+//!
+//! What each source last did is kept in `sources/<id>.json` for `jackin get
+//! sources`: the revision and time of the last good apply, how many objects
+//! it holds, and the last error with its place.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use jackin_api::names::label;
+use jackin_api::{Agent, Instance, Object, ObjectMeta, Workspace, manifest};
+use jackin_reconcilers::fsutil::{ensure_private_dir, write_atomic};
+use jackin_reconcilers::git;
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use crate::objects::FileObject;
+use crate::store::{ApplyOutcome, Store, StoreError};
+
+/// One input text and the name errors give it (a path, or `<stdin>`).
+#[derive(Debug, Clone)]
+pub struct Input {
+    pub name: String,
+    pub text: String,
+}
+
+/// Problems with the input, each worded for the operator (`file:line:col:
+/// field: …`); when there is any, nothing is applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid(pub Vec<String>);
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.join("\n"))
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}: no *.yaml or *.yml files here")]
+    Empty(PathBuf),
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SourceError + '_ {
+    move |source| SourceError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// The manifest files a path stands for: a file itself, or every `*.yaml`
+/// and `*.yml` file below a directory, in path order. Hidden entries (`.git`)
+/// and symbolic links to directories are skipped.
+pub fn files_under(path: &Path) -> Result<Vec<PathBuf>, SourceError> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let mut found = Vec::new();
+    let mut dirs = vec![path.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
+            let entry = entry.map_err(io(&dir))?;
+            let file = entry.path();
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let kind = entry.file_type().map_err(io(&file))?;
+            let is_yaml = file
+                .extension()
+                .is_some_and(|ext| ext == "yaml" || ext == "yml");
+            if kind.is_dir() {
+                dirs.push(file);
+            } else if is_yaml && file.is_file() {
+                found.push(file);
+            }
+        }
+    }
+    if found.is_empty() {
+        return Err(SourceError::Empty(path.to_owned()));
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Reads every manifest file of `paths`.
+pub fn read(paths: &[PathBuf]) -> Result<Vec<Input>, SourceError> {
+    let mut inputs = Vec::new();
+    for path in paths {
+        for file in files_under(path)? {
+            let text = std::fs::read_to_string(&file).map_err(io(&file))?;
+            inputs.push(Input {
+                name: file.display().to_string(),
+                text,
+            });
+        }
+    }
+    Ok(inputs)
+}
+
+/// Parses and validates every input; any error anywhere fails the whole
+/// load, reporting all errors at once.
+pub fn parse(inputs: &[Input]) -> Result<Vec<Object>, Invalid> {
+    let mut objects = Vec::new();
+    let mut errors = Vec::new();
+    for input in inputs {
+        match manifest::parse(&input.name, &input.text) {
+            Ok(mut objs) => objects.append(&mut objs),
+            Err(errs) => errors.extend(errs.iter().map(ToString::to_string)),
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for obj in &objects {
+        if !seen.insert((obj.kind(), obj.name().to_owned())) {
+            errors.push(format!(
+                "{}/{} appears more than once in the input",
+                obj.kind().to_lowercase(),
+                obj.name()
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Invalid(errors));
+    }
+    if objects.is_empty() {
+        return Err(Invalid(vec!["no objects found in the given files".into()]));
+    }
+    Ok(objects)
+}
+
+/// The paths an apply reads, as one owner of what it applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// `src-` and 12 hex digits of the canonical paths' hash: a label value.
+    pub id: String,
+    pub paths: Vec<PathBuf>,
+}
+
+impl Source {
+    /// The source of `paths`, whichever way they are spelled.
+    pub fn of(paths: &[PathBuf]) -> Result<Self, SourceError> {
+        let mut canonical = paths
+            .iter()
+            .map(|p| p.canonicalize().map_err(io(p)))
+            .collect::<Result<Vec<_>, _>>()?;
+        canonical.sort();
+        canonical.dedup();
+        let mut hasher = sha2::Sha256::new();
+        for path in &canonical {
+            hasher.update(path.as_os_str().as_encoded_bytes());
+            hasher.update([0]);
+        }
+        let digest = hasher.finalize();
+        let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+        Ok(Self {
+            id: format!("src-{hex}"),
+            paths: canonical,
+        })
+    }
+}
+
+/// The object as this source applies it: with its ownership label.
+fn owned(obj: &Object, source: Option<&Source>) -> Object {
+    let mut obj = obj.clone();
+    if let Some(source) = source {
+        metadata_mut(&mut obj)
+            .labels
+            .insert(label::SOURCE.to_owned(), source.id.clone());
+    }
+    obj
+}
+
+fn metadata_mut(obj: &mut Object) -> &mut ObjectMeta {
+    match obj {
+        Object::Instance(i) => &mut i.metadata,
+        Object::Workspace(w) => &mut w.metadata,
+        Object::Agent(a) => &mut a.metadata,
+    }
+}
+
+/// An object of a source that is no longer in its files.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Pruned {
+    pub kind: &'static str,
+    pub name: String,
+}
+
+/// What an apply did, object by object, and what it pruned.
+#[derive(Debug, Clone, Default)]
+pub struct Applied {
+    pub outcomes: Vec<(Object, ApplyOutcome)>,
+    pub pruned: Vec<Pruned>,
+}
+
+impl Applied {
+    /// The instances the loop should look at now: created or changed ones
+    /// (an `Ended` one is not created) and pruned ones.
+    pub fn instances_to_converge(&self) -> Vec<String> {
+        let applied = self.outcomes.iter().filter_map(|(obj, outcome)| match obj {
+            Object::Instance(i) if *outcome != ApplyOutcome::Ended => Some(i.metadata.name.clone()),
+            _ => None,
+        });
+        let pruned = self
+            .pruned
+            .iter()
+            .filter(|p| p.kind == Instance::KIND)
+            .map(|p| p.name.clone());
+        applied.chain(pruned).collect()
+    }
+
+    /// The instances this apply changed: created, configured or pruned.
+    pub fn changed_instances(&self) -> Vec<String> {
+        let changed = self.outcomes.iter().filter_map(|(obj, outcome)| match obj {
+            Object::Instance(i)
+                if matches!(outcome, ApplyOutcome::Created | ApplyOutcome::Configured) =>
+            {
+                Some(i.metadata.name.clone())
+            }
+            _ => None,
+        });
+        let pruned = self
+            .pruned
+            .iter()
+            .filter(|p| p.kind == Instance::KIND)
+            .map(|p| p.name.clone());
+        changed.chain(pruned).collect()
+    }
+}
+
+/// One object's change, for `jackin diff`: its operator-owned parts
+/// (labels, annotations, spec) before and after, as YAML.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectDiff {
+    pub kind: &'static str,
+    pub name: String,
+    pub before: String,
+    pub after: String,
+}
+
+impl ObjectDiff {
+    pub fn changed(&self) -> bool {
+        self.before != self.after
+    }
+}
+
+/// The parts of an object the operator owns, as `diff` shows them.
+#[derive(Serialize)]
+struct OperatorParts<'a, S: Serialize> {
+    metadata: PartsMeta<'a>,
+    spec: &'a S,
+}
+
+#[derive(Serialize)]
+struct PartsMeta<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    labels: &'a BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    annotations: &'a BTreeMap<String, String>,
+}
+
+fn parts<S: Serialize>(meta: &ObjectMeta, spec: &S) -> String {
+    serde_saphyr::to_string(&OperatorParts {
+        metadata: PartsMeta {
+            name: &meta.name,
+            labels: &meta.labels,
+            annotations: &meta.annotations,
+        },
+        spec,
+    })
+    .expect("an object serializes")
+}
+
+impl Store {
+    /// Checks every object against the store before any is written: a uid
+    /// that is not the stored object's, an instance of an agent nobody
+    /// defines. Writes nothing.
+    pub fn check(&self, objects: &[Object]) -> Result<(), SourceError> {
+        let mut refusals = Vec::new();
+        for obj in objects {
+            if let Err(e) = self.plan_object(obj) {
+                refusals.push(e.to_string());
+            }
+            let Object::Instance(instance) = obj else {
+                continue;
+            };
+            let agent = &instance.spec.agent;
+            let in_input = objects
+                .iter()
+                .any(|o| matches!(o, Object::Agent(a) if &a.metadata.name == agent));
+            if !in_input && self.resolve_agent(agent)?.is_none() {
+                refusals.push(format!(
+                    "instance/{}: no agent is named {agent:?} (`jackin get agents` lists them; \
+                     apply an Agent to add one)",
+                    instance.metadata.name
+                ));
+            }
+        }
+        match refusals.is_empty() {
+            true => Ok(()),
+            false => Err(Invalid(refusals).into()),
+        }
+    }
+
+    /// What applying `obj` would do, writing nothing.
+    pub fn plan_object(&self, obj: &Object) -> Result<ApplyOutcome, StoreError> {
+        match obj {
+            Object::Instance(i) => self.plan_instance(i),
+            Object::Workspace(w) => self.plan(w.as_ref()),
+            Object::Agent(a) => self.plan(a.as_ref()),
+        }
+    }
+
+    /// Applies `objects` (checked first: one refused object applies none)
+    /// and, from a source, prunes what it owns and no longer holds.
+    pub fn apply_objects(
+        &self,
+        objects: &[Object],
+        source: Option<&Source>,
+    ) -> Result<Applied, SourceError> {
+        self.check(objects)?;
+        let mut applied = Applied::default();
+        for obj in objects {
+            let obj = owned(obj, source);
+            let outcome = match &obj {
+                Object::Instance(i) => self.apply_instance(i)?,
+                Object::Workspace(w) => self.apply(w.as_ref())?,
+                Object::Agent(a) => self.apply(a.as_ref())?,
+            };
+            applied.outcomes.push((obj, outcome));
+        }
+        if let Some(source) = source {
+            for gone in self.prunable(objects, source)? {
+                match gone.kind {
+                    Instance::KIND => {
+                        self.set_phase(&gone.name, jackin_api::DesiredPhase::Purged)?;
+                    }
+                    Workspace::KIND => {
+                        self.delete::<Workspace>(&gone.name)?;
+                    }
+                    _ => {
+                        self.delete::<Agent>(&gone.name)?;
+                    }
+                }
+                applied.pruned.push(gone);
+            }
+        }
+        Ok(applied)
+    }
+
+    /// The objects `source` owns that `objects` no longer hold.
+    pub fn prunable(&self, objects: &[Object], source: &Source) -> Result<Vec<Pruned>, StoreError> {
+        let kept: BTreeSet<(&str, &str)> = objects.iter().map(|o| (o.kind(), o.name())).collect();
+        let ours = |meta: &ObjectMeta| meta.labels.get(label::SOURCE) == Some(&source.id);
+        let mut owned: Vec<Pruned> = Vec::new();
+        for obj in self.list_instances()?.instances {
+            // Already being purged for the source: nothing more to ask.
+            if ours(&obj.metadata) && obj.spec.phase != jackin_api::DesiredPhase::Purged {
+                owned.push(Pruned {
+                    kind: Instance::KIND,
+                    name: obj.metadata.name,
+                });
+            }
+        }
+        owned.extend(
+            self.list::<Workspace>()?
+                .into_iter()
+                .filter(|w| ours(&w.metadata))
+                .map(|w| Pruned {
+                    kind: Workspace::KIND,
+                    name: w.metadata.name,
+                }),
+        );
+        owned.extend(
+            self.list::<Agent>()?
+                .into_iter()
+                .filter(|a| ours(&a.metadata))
+                .map(|a| Pruned {
+                    kind: Agent::KIND,
+                    name: a.metadata.name,
+                }),
+        );
+        owned.retain(|p| !kept.contains(&(p.kind, p.name.as_str())));
+        owned.sort();
+        Ok(owned)
+    }
+
+    /// What applying `objects` would change, object by object, computed by
+    /// the same merge the apply runs; with a source, the objects it would
+    /// prune come last, as removals. Writes nothing.
+    pub fn diff_objects(
+        &self,
+        objects: &[Object],
+        source: Option<&Source>,
+    ) -> Result<Vec<ObjectDiff>, SourceError> {
+        self.check(objects)?;
+        let mut diffs = Vec::new();
+        for obj in objects {
+            let obj = owned(obj, source);
+            let (before, after) = match &obj {
+                Object::Instance(applied) => {
+                    let before = match self.get_instance(&applied.metadata.name) {
+                        Ok(stored) => parts(&stored.metadata, &stored.spec),
+                        Err(StoreError::InstanceNotFound(_)) => String::new(),
+                        Err(e) => return Err(e.into()),
+                    };
+                    let after = match self.preview_instance(applied)? {
+                        (_, Some(would_be)) => parts(&would_be.metadata, &would_be.spec),
+                        // Ended and cleaned up: the apply creates nothing.
+                        (_, None) => before.clone(),
+                    };
+                    (before, after)
+                }
+                Object::Workspace(applied) => self.diff_file_object(applied.as_ref())?,
+                Object::Agent(applied) => self.diff_file_object(applied.as_ref())?,
+            };
+            diffs.push(ObjectDiff {
+                kind: obj.kind(),
+                name: obj.name().to_owned(),
+                before,
+                after,
+            });
+        }
+        if let Some(source) = source {
+            for gone in self.prunable(objects, source)? {
+                let before = match gone.kind {
+                    Instance::KIND => {
+                        let obj = self.get_instance(&gone.name)?;
+                        parts(&obj.metadata, &obj.spec)
+                    }
+                    Workspace::KIND => self.stored_parts::<Workspace>(&gone.name)?,
+                    _ => self.stored_parts::<Agent>(&gone.name)?,
+                };
+                diffs.push(ObjectDiff {
+                    kind: gone.kind,
+                    name: gone.name,
+                    before,
+                    after: String::new(),
+                });
+            }
+        }
+        Ok(diffs)
+    }
+
+    fn diff_file_object<K>(&self, applied: &K) -> Result<(String, String), StoreError>
+    where
+        K: FileObject + Spec,
+    {
+        let stored = self.get::<K>(&applied.metadata().name)?;
+        let before = stored
+            .as_ref()
+            .map(|s| parts(s.metadata(), s.spec()))
+            .unwrap_or_default();
+        let after = match stored {
+            Some(mut merged) => {
+                merged.merge_from(applied)?;
+                parts(merged.metadata(), merged.spec())
+            }
+            None => parts(applied.metadata(), applied.spec()),
+        };
+        Ok((before, after))
+    }
+
+    fn stored_parts<K: FileObject + Spec>(&self, name: &str) -> Result<String, StoreError> {
+        Ok(self
+            .get::<K>(name)?
+            .map(|obj| parts(obj.metadata(), obj.spec()))
+            .unwrap_or_default())
+    }
+}
+
+/// A kind's spec, for diffs.
+pub trait Spec {
+    type Spec: Serialize;
+    fn spec(&self) -> &Self::Spec;
+}
+
+impl Spec for Workspace {
+    type Spec = jackin_api::WorkspaceSpec;
+    fn spec(&self) -> &Self::Spec {
+        &self.spec
+    }
+}
+
+impl Spec for Agent {
+    type Spec = jackin_api::AgentSpec;
+    fn spec(&self) -> &Self::Spec {
+        &self.spec
+    }
+}
+
+/// What a source last did, kept in `sources/<id>.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceRecord {
+    pub id: String,
+    pub paths: Vec<PathBuf>,
+    /// The git commit of the last good apply, when the source is in a work
+    /// tree (with `+dirty` when its files had uncommitted changes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_at: Option<Timestamp>,
+    /// How many objects the last good apply held.
+    #[serde(default)]
+    pub objects: usize,
+    /// Why the last attempt changed nothing, with the place of each problem.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempted_at: Option<Timestamp>,
+}
+
+impl Store {
+    fn source_file(&self, id: &str) -> PathBuf {
+        self.layout()
+            .objects_dir("sources")
+            .join(format!("{id}.json"))
+    }
+
+    /// The record of `source`, or a fresh one.
+    pub fn source_record(&self, source: &Source) -> Result<SourceRecord, StoreError> {
+        let path = self.source_file(&source.id);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| StoreError::Unreadable {
+                path,
+                message: e.to_string(),
+            }),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(SourceRecord {
+                id: source.id.clone(),
+                paths: source.paths.clone(),
+                ..Default::default()
+            }),
+            Err(e) => Err(StoreError::io(&path, e)),
+        }
+    }
+
+    pub fn write_source_record(&self, record: &SourceRecord) -> Result<(), StoreError> {
+        let dir = self.layout().objects_dir("sources");
+        ensure_private_dir(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        let path = self.source_file(&record.id);
+        let mut bytes = serde_json::to_vec_pretty(record).expect("a record serializes");
+        bytes.push(b'\n');
+        write_atomic(&path, &bytes).map_err(|e| StoreError::io(&path, e))
+    }
+
+    /// Every source's record, by id. An unreadable one is skipped with a
+    /// warning: it is only a report.
+    pub fn source_records(&self) -> Result<Vec<SourceRecord>, StoreError> {
+        let dir = self.layout().objects_dir("sources");
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io(&dir, e)),
+        };
+        let mut records = Vec::new();
+        for entry in entries {
+            let path = entry.map_err(|e| StoreError::io(&dir, e))?.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            match std::fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+            {
+                Ok(record) => records.push(record),
+                Err(e) => tracing::warn!("{}: cannot read the source record: {e}", path.display()),
+            }
+        }
+        records.sort_by(|a: &SourceRecord, b| a.id.cmp(&b.id));
+        Ok(records)
+    }
+}
+
+impl Store {
+    /// Records what an apply of `source` did, or why it changed nothing.
+    pub fn record_source(
+        &self,
+        source: &Source,
+        result: Result<&Applied, &SourceError>,
+    ) -> Result<(), StoreError> {
+        let mut record = self.source_record(source)?;
+        let now = Timestamp::now();
+        record.attempted_at = Some(now);
+        match result {
+            Ok(applied) => {
+                record.error = None;
+                record.applied_at = Some(now);
+                record.objects = applied.outcomes.len();
+                record.revision = source.paths.first().and_then(|p| revision(p));
+            }
+            Err(e) => record.error = Some(e.to_string()),
+        }
+        self.write_source_record(&record)
+    }
+
+    /// Applies `source` with prune when its files (or its revision) differ
+    /// from `seen`, the fingerprint of the last attempt, and records the
+    /// result. An invalid file applies nothing: the last good state stays.
+    /// `None` when nothing changed since `seen`.
+    pub fn sync_source(
+        &self,
+        source: &Source,
+        seen: &mut Option<String>,
+    ) -> Option<Result<Applied, SourceError>> {
+        let inputs = read(&source.paths);
+        let rev = source.paths.first().and_then(|p| revision(p));
+        let mut hasher = sha2::Sha256::new();
+        match &inputs {
+            Ok(inputs) => {
+                for input in inputs {
+                    hasher.update(input.name.as_bytes());
+                    hasher.update([0]);
+                    hasher.update(input.text.as_bytes());
+                    hasher.update([0]);
+                }
+            }
+            Err(e) => hasher.update(e.to_string().as_bytes()),
+        }
+        hasher.update(rev.unwrap_or_default().as_bytes());
+        let fingerprint: String = hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        if seen.as_deref() == Some(fingerprint.as_str()) {
+            return None;
+        }
+        *seen = Some(fingerprint);
+        let result = inputs
+            .and_then(|inputs| Ok(parse(&inputs)?))
+            .and_then(|objects| self.apply_objects(&objects, Some(source)));
+        if let Err(e) = self.record_source(source, result.as_ref()) {
+            tracing::warn!(source = source.id, "cannot record the sync: {e}");
+        }
+        Some(result)
+    }
+}
+
+/// The commit a path's work tree is at, if it is in one: `git rev-parse
+/// HEAD`, with `+dirty` when the path has uncommitted changes. Git runs with
+/// every setting that would start a program defused, as in a checkout.
+pub fn revision(path: &Path) -> Option<String> {
+    let dir = if path.is_dir() { path } else { path.parent()? };
+    let dir = dir.to_str()?;
+    let git = |args: &[&str]| {
+        git::run_untrusted(dir, args)
+            .ok()
+            .map(|out| String::from_utf8_lossy(&out).trim().to_owned())
+    };
+    let head = git(&["rev-parse", "--verify", "HEAD"])?;
+    let dirty = git(&["status", "--porcelain", "--", "."]).is_some_and(|s| !s.is_empty());
+    Some(if dirty { format!("{head}+dirty") } else { head })
+}
