@@ -322,6 +322,30 @@ pub struct InstanceStatus {
     /// The agent's conversation: how it resumes and how it last started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation: Option<Conversation>,
+    /// The idle hooks' timer and history (workspaces that opted in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<IdleStatus>,
+}
+
+/// The idle hooks' timer, kept in the status so that a restarted
+/// controller neither loses nor repeats a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IdleStatus {
+    /// Since when the agent has been idle; absent while it is active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub since: Option<Timestamp>,
+    /// When the hooks last ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub last_run: Option<Timestamp>,
+    /// How many times they ran, over the instance's life.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub runs: u32,
+    /// How the last run went: `ok`, or which command failed and how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_result: Option<String>,
 }
 
 /// The agent's conversation across the instance's starts.
@@ -427,6 +451,8 @@ pub enum SettledBy {
     Operator,
     /// The workspace's `keep.max`.
     KeepCap,
+    /// The workspace's idle hooks (`then: keep`).
+    IdleHooks,
 }
 
 /// The launch recipe, pinned at first launch and replayed by every restore.
@@ -470,6 +496,10 @@ pub struct Recipe {
     /// The spec generation the recipe was pinned from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
+    /// The role's recommended idle commands (its `jackin.role.yaml`) at
+    /// the pinned commit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle_commands: Vec<Vec<String>>,
     /// The agent entry the session runs with, as resolved when pinned: a
     /// later change of the registry shows as drift, never silently.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,6 +10,7 @@ pub mod instance;
 pub mod manifest;
 pub mod meta;
 pub mod names;
+pub mod role;
 pub mod validate;
 pub mod workspace;
 

@@ -58,6 +58,8 @@ pub mod condition {
     pub const SESSION_OUTCOME: &str = "SessionOutcome";
     /// The workspace the instance names does not exist: the defaults apply.
     pub const WORKSPACE_MISSING: &str = "WorkspaceMissing";
+    /// The idle hooks recycled the container and it did not come back.
+    pub const IDLE_RESTART: &str = "IdleRestart";
 }
 
 /// Condition reasons.
@@ -96,4 +98,9 @@ pub mod reason {
     pub const NOT_FOUND: &str = "NotFound";
     // Events of the agent's start.
     pub const AGENT_FALLBACK: &str = "AgentFallback";
+    // Idle hooks: one command's outcome, what followed the commands, and
+    // the IdleRestart condition's reason.
+    pub const IDLE_HOOK: &str = "IdleHook";
+    pub const IDLE_HOOKS: &str = "IdleHooks";
+    pub const RESTART_FAILED: &str = "RestartFailed";
 }

@@ -10,7 +10,8 @@ use std::collections::HashSet;
 use crate::agent::{Agent, ID_PLACEHOLDER};
 use crate::instance::{EnvVar, Instance, MAX_VALUE_BYTES, MountSpec};
 use crate::meta::{API_VERSION, ObjectMeta};
-use crate::workspace::Workspace;
+use crate::role::RoleConfig;
+use crate::workspace::{IdleThen, RoleCommands, Workspace};
 
 /// One rule an object breaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -400,6 +401,63 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
     }
 }
 
+/// The longest duration anything takes: a week. Past it a number is far
+/// more likely a slip than an intent, and deadlines stay representable.
+const MAX_DURATION_SECS: u64 = 7 * 24 * 3600;
+
+/// `90`, `90s`, `5m`, `1h`: at least one second, at most a week.
+pub fn duration(text: &str) -> Result<std::time::Duration, String> {
+    let expected = "expected e.g. 90s, 5m or 1h (at least 1s, at most 168h)";
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration: {expected}"))?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?}: expected s, m or h"
+            ));
+        }
+    };
+    match value.checked_mul(scale) {
+        Some(0) => Err(format!("{text:?} is zero: {expected}")),
+        Some(seconds) if seconds <= MAX_DURATION_SECS => {
+            Ok(std::time::Duration::from_secs(seconds))
+        }
+        _ => Err(format!("{text:?} is too long: {expected}")),
+    }
+}
+
+/// Validates a role's `jackin.role.yaml`.
+pub fn role_config(config: &RoleConfig) -> Result<(), Vec<FieldError>> {
+    let mut errors = Errors::default();
+    idle_commands(&mut errors, "idle.commands", &config.idle.commands);
+    if errors.0.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.0)
+    }
+}
+
+/// Idle commands: argv lists whose program is named.
+fn idle_commands(errors: &mut Errors, at: &str, commands: &[Vec<String>]) {
+    for (i, argv) in commands.iter().enumerate() {
+        if argv.first().is_none_or(|p| p.is_empty()) {
+            errors.push(
+                format!("{at}[{i}]"),
+                "expected an argv whose first element names the program",
+            );
+        }
+        plan_args(errors, &format!("{at}[{i}]"), argv);
+    }
+}
+
 /// The longest conversation id an instance may name.
 const MAX_CONVERSATION_ID: usize = 256;
 
@@ -481,6 +539,28 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     api_version(&mut errors, &obj.api_version);
     metadata(&mut errors, &obj.metadata);
     mounts(&mut errors, "spec.mounts", &obj.spec.mounts);
+    if let Some(idle) = &obj.spec.idle {
+        for (field, value) in [
+            ("after", Some(&idle.after)),
+            ("every", idle.every.as_ref()),
+            ("timeout", Some(&idle.timeout)),
+        ] {
+            if let Some(value) = value {
+                errors.check(&format!("spec.idle.{field}"), duration(value).map(drop));
+            }
+        }
+        idle_commands(&mut errors, "spec.idle.commands", &idle.commands);
+        if idle.enabled
+            && idle.commands.is_empty()
+            && idle.role_commands == RoleCommands::Skip
+            && idle.then == IdleThen::None
+        {
+            errors.push(
+                "spec.idle",
+                "enabled with nothing to do: give commands, keep the role's, or set then",
+            );
+        }
+    }
     if errors.0.is_empty() {
         Ok(())
     } else {

@@ -54,6 +54,86 @@ pub struct WorkspaceSpec {
     /// Mounts every instance of this workspace gets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountSpec>,
+    /// Idle hooks: what to run in an agent's container once it has been
+    /// idle for a while. Off unless `enabled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<IdlePolicy>,
+}
+
+/// When and what to run in an idle agent's container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IdlePolicy {
+    /// Whether the hooks run at all; the operator opts in.
+    #[serde(default)]
+    pub enabled: bool,
+    /// How long the agent must have been idle (no terminal attached, no
+    /// output, next to no CPU) before the first run: `90s`, `5m`, `1h`.
+    pub after: String,
+    /// How often they run again while it stays idle; `after` when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<String>,
+    /// How long each command may take before it is killed.
+    #[serde(default = "default_idle_timeout")]
+    pub timeout: String,
+    /// Commands (argv lists) run in sequence with `docker exec`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<Vec<String>>,
+    /// Whether the role's own idle commands (its `jackin.role.yaml`) run
+    /// first (`run`), or only these (`skip`).
+    #[serde(default, skip_serializing_if = "RoleCommands::is_run")]
+    pub role_commands: RoleCommands,
+    /// What happens after the commands.
+    #[serde(default, skip_serializing_if = "IdleThen::is_none")]
+    pub then: IdleThen,
+}
+
+fn default_idle_timeout() -> String {
+    "60s".to_owned()
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RoleCommands {
+    /// The role's commands run, then the workspace's.
+    #[default]
+    Run,
+    /// Only the workspace's commands run.
+    Skip,
+}
+
+impl RoleCommands {
+    fn is_run(&self) -> bool {
+        *self == Self::Run
+    }
+}
+
+/// What happens to an idle agent after its idle commands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IdleThen {
+    /// It keeps running.
+    #[default]
+    None,
+    /// Its container is recycled: a new one in the same unit, as a tier-2
+    /// restore makes, resuming the agent's conversation.
+    Restart,
+    /// It moves to `Kept`, resumable later.
+    Keep,
+}
+
+impl IdleThen {
+    fn is_none(&self) -> bool {
+        *self == Self::None
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Restart => "restart",
+            Self::Keep => "keep",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

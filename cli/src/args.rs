@@ -200,35 +200,10 @@ pub enum LogFormat {
     Json,
 }
 
-/// The longest duration any flag takes: a week. Past it a number is far
-/// more likely a slip than an intent, and deadlines stay representable.
-const MAX_DURATION_SECS: u64 = 7 * 24 * 3600;
-
-/// `90`, `90s`, `5m`, `1h`: at least one second, at most a week.
+/// `90`, `90s`, `5m`, `1h`: at least one second, at most a week (the
+/// format every duration in jackin uses, flags and files alike).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let expected = "expected e.g. 90s, 5m or 1h (at least 1s, at most 168h)";
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => text.split_at(i),
-        None => (text, "s"),
-    };
-    let value: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration: {expected}"))?;
-    let scale = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        _ => {
-            return Err(format!(
-                "{text:?}: unknown unit {unit:?}: expected s, m or h"
-            ));
-        }
-    };
-    match value.checked_mul(scale) {
-        Some(0) => Err(format!("{text:?} is zero: {expected}")),
-        Some(seconds) if seconds <= MAX_DURATION_SECS => Ok(Duration::from_secs(seconds)),
-        _ => Err(format!("{text:?} is too long: {expected}")),
-    }
+    jackin_api::validate::duration(text)
 }
 
 /// A count of workers: 1 to 64.
@@ -296,7 +271,7 @@ mod tests {
         assert!(overflow.contains("too long"), "{overflow}");
         assert_eq!(
             parse_duration("168h"),
-            Ok(Duration::from_secs(MAX_DURATION_SECS))
+            Ok(Duration::from_secs(7 * 24 * 3600))
         );
         assert!(parse_concurrency("0").is_err());
         assert_eq!(parse_concurrency("8"), Ok(8));

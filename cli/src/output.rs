@@ -4,7 +4,9 @@ use std::fmt::Write;
 
 use anyhow::Result;
 use jackin_api::agent::Strategy;
-use jackin_api::instance::{Conversation, MountStatus, OutcomeSource, SessionOutcome, SettledBy};
+use jackin_api::instance::{
+    Conversation, IdleStatus, MountStatus, OutcomeSource, SessionOutcome, SettledBy,
+};
 use jackin_api::meta::find_condition;
 use jackin_api::names::condition;
 use jackin_api::{Agent, DesiredPhase, Instance, Workspace};
@@ -140,6 +142,7 @@ pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> Strin
             "AGENT",
             "READY",
             "SESSION",
+            "IDLE-CLEANUP",
         ]);
     }
     let rows: Vec<Vec<String>> = objects
@@ -162,6 +165,13 @@ pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> Strin
                     obj.spec.agent.clone(),
                     or_dash(ready.map(|c| c.reason.clone())),
                     or_dash(status.session.as_ref().map(session_summary)),
+                    or_dash(
+                        status
+                            .idle
+                            .as_ref()
+                            .and_then(|i| i.last_run)
+                            .map(|at| format!("{} ago", age(Some(at), now))),
+                    ),
                 ]);
             }
             row
@@ -297,6 +307,25 @@ pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) 
             .max
             .map_or_else(|| "unbounded".to_owned(), |m| m.to_string()),
     );
+    if let Some(idle) = &ws.spec.idle {
+        let state = if idle.enabled { "on" } else { "off" };
+        let role = match idle.role_commands {
+            jackin_api::workspace::RoleCommands::Run => "the role's, then ",
+            jackin_api::workspace::RoleCommands::Skip => "",
+        };
+        field(
+            "Idle hooks",
+            format!(
+                "{state}: after {} idle, again every {}, each command at most {}; runs {role}{} \
+                 command(s); then {}",
+                idle.after,
+                idle.every.as_deref().unwrap_or(&idle.after),
+                idle.timeout,
+                idle.commands.len(),
+                idle.then.as_str()
+            ),
+        );
+    }
     if !ws.spec.mounts.is_empty() {
         out.push_str("Mounts:\n");
         for m in &ws.spec.mounts {
@@ -311,6 +340,24 @@ pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) 
         out.push_str(&instance_table(members, false, now));
     }
     out
+}
+
+/// The idle hooks' timer and history: the stretch, the last run and its
+/// result (each command's outcome is an `IdleHook` event).
+pub fn idle_summary(idle: &IdleStatus, now: Timestamp) -> String {
+    let stretch = match idle.since {
+        Some(since) => format!("idle for {}", age(Some(since), now)),
+        None => "active".to_owned(),
+    };
+    let runs = match (idle.last_run, idle.runs) {
+        (None, _) | (_, 0) => "; the hooks have not run".to_owned(),
+        (Some(at), runs) => format!(
+            "; the hooks ran {runs} time(s), last {} ago: {}",
+            age(Some(at), now),
+            terminal_safe(idle.last_result.as_deref().unwrap_or("-"))
+        ),
+    };
+    format!("{stretch}{runs}")
 }
 
 /// How the agent's conversation comes back, and how it last started.
@@ -431,6 +478,7 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
                     SettledBy::ExitPolicy => "the exit policy",
                     SettledBy::Operator => "the operator",
                     SettledBy::KeepCap => "the keep cap",
+                    SettledBy::IdleHooks => "the idle hooks",
                 },
                 age(Some(settled.at), now),
                 obj.metadata.name
@@ -455,6 +503,9 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
     field("Agent", spec.agent.clone());
     if let Some(conversation) = &status.conversation {
         field("Conversation", conversation_summary(conversation));
+    }
+    if let Some(idle) = &status.idle {
+        field("Idle", idle_summary(idle, now));
     }
     if let Some(image) = &spec.image {
         field("Image", image.clone());

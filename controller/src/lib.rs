@@ -13,6 +13,7 @@ pub mod converge;
 pub mod ended;
 pub mod events;
 mod fault;
+pub mod idle;
 pub mod objects;
 pub mod queue;
 pub mod reconcile;

@@ -19,6 +19,8 @@
 //! synced directory (`--sync DIR`) is checked on the store's cadence and
 //! applied with prune when its files or its git revision change
 //! (`source.rs`); the instances that changes concern are looked at at once.
+//! The idle watch (`idle.rs`) runs the idle hooks of workspaces that opted
+//! in.
 //!
 //! Workers take names from the queue (never two reconciles of one instance at
 //! once; the unit lock also keeps a second process out), bounded by the
@@ -174,6 +176,11 @@ pub async fn run(reconciler: Reconciler, options: Options, shutdown: impl Future
     for dir in shared.options.sync.clone() {
         watches.push(tokio::spawn(sync(shared.clone(), dir)));
     }
+    let idle_shared = shared.clone();
+    watches.push(tokio::spawn(crate::idle::watch(
+        shared.reconciler.clone(),
+        move |name| idle_shared.changed(name),
+    )));
     let workers = tokio::spawn(work(shared.clone()));
     shutdown.await;
     tracing::info!("shutting down: waiting for running reconciles");

@@ -298,7 +298,7 @@ const REASON_OOM: &str = "oom";
 
 /// Whether an operator is attached: `jackin attach` holds the lock while
 /// they are. A missing lock file means nobody (and creates nothing).
-fn attached(layout: &Layout, container: &str) -> bool {
+pub(crate) fn attached(layout: &Layout, container: &str) -> bool {
     let path = layout.attached_lock_file(container);
     path.exists() && matches!(FileLock::try_acquire(&path), Ok(None))
 }

@@ -307,6 +307,7 @@ async fn pin(
             pinned.image_id = built.id;
             pinned.role_commit = Some(built.commit);
             pinned.base_image = built.base;
+            pinned.idle_commands = built.config.idle.commands;
         }
         (None, None) => unreachable!("validation requires an image or a role source"),
     }

@@ -192,6 +192,7 @@ fn asked(obj: &Instance, phase: DesiredPhase) -> String {
                 SettledBy::ExitPolicy => "the exit policy",
                 SettledBy::Operator => "the operator at the end of the session",
                 SettledBy::KeepCap => "the keep cap",
+                SettledBy::IdleHooks => "the idle hooks",
             };
             format!("{phase} as settled by {by}")
         }

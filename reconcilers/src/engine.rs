@@ -19,9 +19,9 @@ use bollard::models::{
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, BuildImageOptionsBuilder, CreateContainerOptionsBuilder,
     EventsOptionsBuilder, ListContainersOptionsBuilder, ListImagesOptionsBuilder,
-    ListNetworksOptionsBuilder, ListVolumesOptionsBuilder, RemoveContainerOptionsBuilder,
-    RemoveImageOptionsBuilder, RemoveVolumeOptionsBuilder, ResizeContainerTTYOptionsBuilder,
-    StopContainerOptionsBuilder,
+    ListNetworksOptionsBuilder, ListVolumesOptionsBuilder, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, RemoveVolumeOptionsBuilder,
+    ResizeContainerTTYOptionsBuilder, StatsOptionsBuilder, StopContainerOptionsBuilder,
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -146,7 +146,31 @@ pub trait EngineCalls: Send + Sync {
         reference: &'a str,
     ) -> BoxFuture<'a, Result<Option<ImageInspect>, EngineError>>;
     fn remove_image<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<bool, EngineError>>;
+    fn output_since<'a>(
+        &'a self,
+        id: &'a str,
+        since_unix: i64,
+    ) -> BoxFuture<'a, Result<bool, EngineError>>;
+    fn cpu_nanos<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<u64>, EngineError>>;
+    fn exec<'a>(
+        &'a self,
+        id: &'a str,
+        argv: Vec<String>,
+    ) -> BoxFuture<'a, Result<ExecOutcome, EngineError>>;
 }
+
+/// How a command run with `docker exec` ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecOutcome {
+    /// `None` when the engine did not report one.
+    pub exit_code: Option<i64>,
+    /// The end of what it wrote (standard output and error together),
+    /// at most [`EXEC_OUTPUT_BYTES`].
+    pub output: String,
+}
+
+/// How much of an exec's output is kept: its end.
+pub const EXEC_OUTPUT_BYTES: usize = 4096;
 
 /// A connection to one engine. Every call goes through here, so
 /// [`Engine::calls`] counts them all: the measure of what a pass costs.
@@ -402,6 +426,23 @@ impl Engine {
     /// Removes an image; `false` when it was already gone.
     pub async fn remove_image(&self, reference: &str) -> Result<bool, EngineError> {
         self.count().remove_image(reference).await
+    }
+
+    /// Whether the container wrote anything to its output since the given
+    /// time (whole seconds since the epoch).
+    pub async fn output_since(&self, id: &str, since_unix: i64) -> Result<bool, EngineError> {
+        self.count().output_since(id, since_unix).await
+    }
+
+    /// The container's CPU use so far, in nanoseconds of CPU time, from its
+    /// own counters; `None` when the engine reports none (it is not running).
+    pub async fn cpu_nanos(&self, id: &str) -> Result<Option<u64>, EngineError> {
+        self.count().cpu_nanos(id).await
+    }
+
+    /// Runs `argv` in the container and waits for it to end.
+    pub async fn exec(&self, id: &str, argv: Vec<String>) -> Result<ExecOutcome, EngineError> {
+        self.count().exec(id, argv).await
     }
 }
 
@@ -746,6 +787,95 @@ impl EngineCalls for DockerCalls {
             Ok(self
                 .absent_on_404(&format!("remove image {reference}"), result)?
                 .is_some())
+        })
+    }
+
+    fn output_since<'a>(
+        &'a self,
+        id: &'a str,
+        since_unix: i64,
+    ) -> BoxFuture<'a, Result<bool, EngineError>> {
+        Box::pin(async move {
+            let options = LogsOptionsBuilder::default()
+                .stdout(true)
+                .stderr(true)
+                .since(i32::try_from(since_unix).unwrap_or(i32::MAX))
+                .tail("1")
+                .build();
+            let mut logs = self.docker.logs(id, Some(options));
+            match logs.next().await {
+                None => Ok(false),
+                Some(Ok(_)) => Ok(true),
+                Some(Err(e)) => Err(self.classify(&format!("read the logs of {id}"), e)),
+            }
+        })
+    }
+
+    fn cpu_nanos<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<u64>, EngineError>> {
+        Box::pin(async move {
+            let options = StatsOptionsBuilder::default()
+                .stream(false)
+                .one_shot(true)
+                .build();
+            let mut stats = self.docker.stats(id, Some(options));
+            match stats.next().await {
+                None => Ok(None),
+                Some(Ok(stats)) => Ok(stats
+                    .cpu_stats
+                    .and_then(|cpu| cpu.cpu_usage)
+                    .and_then(|usage| usage.total_usage)
+                    .filter(|nanos| *nanos > 0)),
+                Some(Err(e)) => Err(self.classify(&format!("read the stats of {id}"), e)),
+            }
+        })
+    }
+
+    fn exec<'a>(
+        &'a self,
+        id: &'a str,
+        argv: Vec<String>,
+    ) -> BoxFuture<'a, Result<ExecOutcome, EngineError>> {
+        Box::pin(async move {
+            let what = format!("run {:?} in {id}", argv.first().map_or("", String::as_str));
+            let config = bollard::exec::CreateExecOptions {
+                cmd: Some(argv),
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                ..Default::default()
+            };
+            let exec = self
+                .docker
+                .create_exec(id, config)
+                .await
+                .map_err(|e| self.classify(&what, e))?;
+            let started = self
+                .docker
+                .start_exec(&exec.id, None)
+                .await
+                .map_err(|e| self.classify(&what, e))?;
+            let mut output = Vec::new();
+            if let bollard::exec::StartExecResults::Attached {
+                output: mut stream, ..
+            } = started
+            {
+                while let Some(chunk) = stream.next().await {
+                    let chunk = chunk.map_err(|e| self.classify(&what, e))?;
+                    output.extend_from_slice(&chunk.into_bytes());
+                    if output.len() > 2 * EXEC_OUTPUT_BYTES {
+                        output.drain(..output.len() - EXEC_OUTPUT_BYTES);
+                    }
+                }
+            }
+            let start = output.len().saturating_sub(EXEC_OUTPUT_BYTES);
+            let inspected = self
+                .docker
+                .inspect_exec(&exec.id)
+                .await
+                .map_err(|e| self.classify(&what, e))?;
+            Ok(ExecOutcome {
+                exit_code: inspected.exit_code,
+                output: String::from_utf8_lossy(&output[start..]).into_owned(),
+            })
         })
     }
 }

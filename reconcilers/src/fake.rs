@@ -21,7 +21,7 @@ use crate::engine::models::{
     ContainerSummary, ContainerSummaryStateEnum, EventActor, EventMessage, ImageInspect,
     ImageSummary, Network, Volume,
 };
-use crate::engine::{Engine, EngineCalls, EngineError};
+use crate::engine::{Engine, EngineCalls, EngineError, ExecOutcome};
 
 /// The time the engine reports for "never".
 const NEVER: &str = "0001-01-01T00:00:00Z";
@@ -62,6 +62,8 @@ struct State {
     images: Vec<FakeImage>,
     next_id: u64,
     unreachable: bool,
+    /// Every command run with `exec`: the container and the argv.
+    execs: Vec<(String, Vec<String>)>,
 }
 
 impl State {
@@ -220,6 +222,11 @@ impl FakeEngine {
         for c in removed {
             self.emit("container", "destroy", &c.id, &c.labels);
         }
+    }
+
+    /// Every command run with `exec`, in order: the container and the argv.
+    pub fn execs(&self) -> Vec<(String, Vec<String>)> {
+        self.state().execs.clone()
     }
 
     /// Whether a container of that name exists, and whether it runs.
@@ -613,6 +620,50 @@ impl EngineCalls for FakeEngine {
             let exists = self.state().image(reference).is_some();
             self.forget_image(reference);
             exists
+        });
+        ready(result)
+    }
+
+    /// Fake containers are silent.
+    fn output_since<'a>(
+        &'a self,
+        _id: &'a str,
+        _since_unix: i64,
+    ) -> BoxFuture<'a, Result<bool, EngineError>> {
+        ready(self.check().map(|()| false))
+    }
+
+    /// Fake containers use no CPU: the counter stands still while running.
+    fn cpu_nanos<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<u64>, EngineError>> {
+        let result = self.check().map(|()| {
+            self.state()
+                .container(id)
+                .filter(|c| c.running)
+                .map(|_| 1_000_000)
+        });
+        ready(result)
+    }
+
+    /// Records the command; it succeeds at once.
+    fn exec<'a>(
+        &'a self,
+        id: &'a str,
+        argv: Vec<String>,
+    ) -> BoxFuture<'a, Result<ExecOutcome, EngineError>> {
+        let result = self.check().and_then(|()| {
+            let mut state = self.state();
+            if !state.container(id).is_some_and(|c| c.running) {
+                return Err(refused(
+                    "exec",
+                    409,
+                    format!("container {id} is not running"),
+                ));
+            }
+            state.execs.push((id.to_owned(), argv));
+            Ok(ExecOutcome {
+                exit_code: Some(0),
+                output: String::new(),
+            })
         });
         ready(result)
     }

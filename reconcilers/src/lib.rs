@@ -13,6 +13,7 @@ pub mod engine;
 pub mod fake;
 pub mod fsutil;
 pub mod git;
+pub mod idle;
 pub mod isolation;
 pub mod layout;
 pub mod observe;

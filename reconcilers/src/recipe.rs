@@ -10,6 +10,7 @@ use std::path::Path;
 use jackin_api::agent::{AgentSpec, Strategy};
 use jackin_api::instance::{Instance, InstanceSpec, MountSpec, PinnedAgent, Recipe, RoleSource};
 use jackin_api::names::label;
+use jackin_api::role::{self, ROLE_CONFIG_FILE, RoleConfig};
 use jackin_api::workspace::WorkspaceSpec;
 
 use crate::engine::{Engine, EngineError, owner_labels};
@@ -31,6 +32,8 @@ pub enum RecipeError {
     CommitUnavailable { source_repo: String, commit: String },
     #[error("the pinned image is gone and the recipe has no role commit to rebuild it from")]
     NothingToRebuild,
+    #[error("the role's settings are not valid: {0}")]
+    RoleConfig(String),
     #[error("{source_repo} has no Dockerfile at {commit}")]
     NoDockerfile { source_repo: String, commit: String },
     #[error(transparent)]
@@ -49,6 +52,7 @@ impl RecipeError {
             | Self::RefNotFound { .. }
             | Self::CommitUnavailable { .. }
             | Self::NothingToRebuild
+            | Self::RoleConfig(_)
             | Self::NoDockerfile { .. } => true,
             Self::Git(e) => e.is_permanent(),
             Self::Engine(e) => e.is_permanent(),
@@ -147,6 +151,7 @@ pub fn wanted(
         base_image: None,
         command,
         working_dir: None,
+        idle_commands: Vec::new(),
         mounts,
         env: spec.env.clone(),
         network: container.to_owned(),
@@ -203,7 +208,12 @@ pub struct BuiltImage {
     pub commit: String,
     /// `reference@id` of the final stage's base, when it is a local image.
     pub base: Option<String>,
+    /// The role's settings at the commit (its `jackin.role.yaml`).
+    pub config: RoleConfig,
 }
+
+/// The largest `jackin.role.yaml` read.
+const MAX_ROLE_CONFIG_BYTES: usize = 64 * 1024;
 
 /// The image of the final build stage's `FROM`, skipping flags and stage
 /// aliases; `None` when the final stage builds on an earlier stage.
@@ -324,6 +334,26 @@ pub async fn build_role(
             commit: commit.clone(),
         })?;
     let dockerfile = String::from_utf8_lossy(&dockerfile).into_owned();
+    let config = match mirror.show(&commit, ROLE_CONFIG_FILE) {
+        Ok(text) if text.len() > MAX_ROLE_CONFIG_BYTES => {
+            return Err(RecipeError::RoleConfig(format!(
+                "{ROLE_CONFIG_FILE} is larger than {MAX_ROLE_CONFIG_BYTES} bytes"
+            )));
+        }
+        Ok(text) => role::parse(
+            &format!("{repo} at {commit}: {ROLE_CONFIG_FILE}"),
+            &String::from_utf8_lossy(&text),
+        )
+        .map_err(RecipeError::RoleConfig)?,
+        // A role without settings is the common case.
+        Err(GitError::Failed { stderr, .. })
+            if stderr.contains("does not exist")
+                || stderr.contains("exists on disk, but not in") =>
+        {
+            RoleConfig::default()
+        }
+        Err(e) => return Err(e.into()),
+    };
     let mut context = mirror.archive(&commit)?;
     drop(mirror);
 
@@ -358,6 +388,7 @@ pub async fn build_role(
         id,
         commit,
         base,
+        config,
     })
 }
 

@@ -28,12 +28,24 @@ pub fn entry_file(layout: &Layout, container: &str) -> PathBuf {
     layout.unit_dir(container).join("bin").join("entry")
 }
 
-/// Writes the wrapper into the unit unless it is already there, as is.
+/// The idle-hook runner, as shipped with this version of jackin.
+pub const HOOK_SCRIPT: &str = include_str!("hook.sh");
+/// Where the idle-hook runner is in the container.
+pub const HOOK_PATH: &str = "/jackin/bin/hook";
+
+/// Writes the wrapper and the idle-hook runner into the unit's `bin/`
+/// unless they are already there, as they are; returns the wrapper's path.
 pub fn install_entry(layout: &Layout, container: &str) -> std::io::Result<PathBuf> {
     let path = entry_file(layout, container);
-    if std::fs::read_to_string(&path).ok().as_deref() != Some(ENTRY_SCRIPT) {
-        ensure_private_dir(path.parent().expect("the entry has a parent"))?;
-        write_atomic(&path, ENTRY_SCRIPT.as_bytes())?;
+    let dir = path.parent().expect("the entry has a parent");
+    for (file, script) in [
+        (path.clone(), ENTRY_SCRIPT),
+        (dir.join("hook"), HOOK_SCRIPT),
+    ] {
+        if std::fs::read_to_string(&file).ok().as_deref() != Some(script) {
+            ensure_private_dir(dir)?;
+            write_atomic(&file, script.as_bytes())?;
+        }
     }
     Ok(path)
 }

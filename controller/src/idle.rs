@@ -1,0 +1,385 @@
+//! The idle watch: looks at the running agents of workspaces that opted in
+//! to idle hooks, and runs the hooks when `reconcilers::idle` says they are
+//! due. Part of the continuous controller.
+//!
+//! Each opted-in agent is looked at on its own cadence ([`Timing::check_every`]):
+//! whether a terminal is attached (the attached lock), whether it wrote
+//! output since the last look (the engine's log stream), and its CPU time
+//! (the container's own counters). The idle stretch's start and the runs
+//! are written to `status.idle` only when they change; the previous CPU
+//! sample is the one thing kept in memory, and after a restart the first
+//! look only takes one. The commands run with `docker exec`, under the
+//! idle-hook runner that kills each at its timeout, without the unit lock
+//! (they may take minutes); each one's exit code and last output line go
+//! to the event log. A failed command is reported and changes nothing
+//! else. The watch sleeps until the next look is due, so timers cost no
+//! busy polling.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use jackin_api::ConditionStatus;
+use jackin_api::DesiredPhase;
+use jackin_api::instance::{IdleStatus, Instance, InstancePhase, SettledBy};
+use jackin_api::meta::{remove_condition, set_condition};
+use jackin_api::names::{condition, label, reason};
+use jackin_api::workspace::{IdlePolicy, IdleThen};
+use jackin_reconcilers::EngineError;
+use jackin_reconcilers::idle::{self, Next, Seen, Timing};
+use jiff::Timestamp;
+use tokio::time::Instant;
+
+use crate::events;
+use crate::reconcile::{Outcome, Reconciler};
+use crate::store::StoreError;
+
+/// How often the instances are listed again, to find agents that opted in
+/// (or stopped) since.
+const RESCAN: Duration = Duration::from_secs(10);
+
+/// What the watch remembers of one agent between looks.
+struct Watched {
+    next_look: Instant,
+    /// The last look: when, and the container's CPU time then.
+    last: Option<(Timestamp, u64)>,
+}
+
+/// Runs until the task is dropped. `changed` tells the loop an instance
+/// needs a reconcile now (kept, or its container recycled).
+pub async fn watch(reconciler: Reconciler, changed: impl Fn(&str) + Send + Sync + 'static) {
+    let mut watched: HashMap<String, Watched> = HashMap::new();
+    let mut next_scan = Instant::now();
+    loop {
+        let now = Instant::now();
+        if now >= next_scan {
+            let candidates = opted_in(&reconciler).await;
+            watched.retain(|name, _| candidates.contains_key(name));
+            for name in candidates.keys() {
+                watched.entry(name.clone()).or_insert(Watched {
+                    next_look: now,
+                    last: None,
+                });
+            }
+            next_scan = now + RESCAN;
+        }
+        let due: Vec<String> = watched
+            .iter()
+            .filter(|(_, w)| w.next_look <= now)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in due {
+            let last = watched.get(&name).and_then(|w| w.last);
+            let (every, last) = match look(&reconciler, &name, last, &changed).await {
+                Ok(Some(found)) => found,
+                Ok(None) => {
+                    watched.remove(&name);
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(instance = name, "idle watch: {e}");
+                    (Duration::from_secs(30), None)
+                }
+            };
+            if let Some(w) = watched.get_mut(&name) {
+                w.next_look = Instant::now() + every;
+                w.last = last;
+            }
+        }
+        let wake = watched
+            .values()
+            .map(|w| w.next_look)
+            .chain([next_scan])
+            .min()
+            .unwrap_or(next_scan);
+        tokio::time::sleep_until(wake).await;
+    }
+}
+
+/// The running instances whose workspace opted in to idle hooks, with the
+/// policy.
+async fn opted_in(reconciler: &Reconciler) -> HashMap<String, IdlePolicy> {
+    let store = reconciler.store.clone();
+    tokio::task::spawn_blocking(move || {
+        let policies: HashMap<String, IdlePolicy> = store
+            .list_workspaces()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|ws| Some((ws.metadata.name, ws.spec.idle.filter(|i| i.enabled)?)))
+            .collect();
+        if policies.is_empty() {
+            return HashMap::new();
+        }
+        store
+            .list_instances()
+            .map(|listing| listing.instances)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(running)
+            .filter_map(|obj| {
+                let policy = policies.get(obj.spec.workspace.as_deref()?)?.clone();
+                Some((obj.metadata.name, policy))
+            })
+            .collect()
+    })
+    .await
+    .expect("listing does not panic")
+}
+
+fn running(obj: &Instance) -> bool {
+    obj.desired_phase() == DesiredPhase::Running
+        && obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Running)
+}
+
+#[derive(Debug, thiserror::Error)]
+enum LookError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("{0}")]
+    Policy(String),
+}
+
+/// Looks at one agent, and runs its hooks when they are due. Returns when
+/// to look again and the CPU sample to compare the next look with; `None`
+/// when the agent is no longer one to watch.
+async fn look(
+    reconciler: &Reconciler,
+    name: &str,
+    last: Option<(Timestamp, u64)>,
+    changed: &(impl Fn(&str) + Send + Sync),
+) -> Result<Option<(Duration, Option<(Timestamp, u64)>)>, LookError> {
+    let store = &reconciler.store;
+    let engine = &reconciler.engine;
+    let obj = match store.get_instance(name) {
+        Ok(obj) => obj,
+        Err(StoreError::InstanceNotFound(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let policy = match obj.spec.workspace.as_deref() {
+        Some(ws) => store.get_workspace(ws)?.and_then(|w| w.spec.idle),
+        None => None,
+    };
+    let (Some(policy), true) = (policy.filter(|p| p.enabled), running(&obj)) else {
+        return Ok(None);
+    };
+    let timing = Timing::of(&policy).map_err(LookError::Policy)?;
+    let status = obj.status.clone().unwrap_or_default();
+    let (Some(unit), Some(uid)) = (status.container_name.clone(), obj.metadata.uid.clone()) else {
+        return Ok(None);
+    };
+    // The container by its name, but only if it is this instance's.
+    let container = engine.inspect_container(&unit).await?.filter(|c| {
+        let labels = c.config.as_ref().and_then(|c| c.labels.as_ref());
+        labels.and_then(|l| l.get(label::UID)) == Some(&uid)
+            && c.state.as_ref().and_then(|s| s.running) == Some(true)
+    });
+    let Some(id) = container.and_then(|c| c.id) else {
+        return Ok(None);
+    };
+    let now = Timestamp::now();
+    let since_look = last.map_or_else(
+        || now.as_second() - timing.check_every().as_secs() as i64,
+        |(at, _)| at.as_second(),
+    );
+    let cpu = engine.cpu_nanos(&id).await?;
+    let seen = Seen {
+        attached: crate::session::attached(store.layout(), &unit),
+        output: engine.output_since(&id, since_look).await?,
+        busy: matches!((last, cpu), (Some((at, before)), Some(now_cpu)) if idle::busy((before, at), (now_cpu, now))),
+    };
+    let sample = cpu.map(|c| (now, c));
+    let next = idle::next(timing, status.idle.as_ref(), seen, now);
+    record_stretch(reconciler, name, next)?;
+    let (since, due) = match next {
+        Next::Active => return Ok(Some((timing.check_every(), sample))),
+        Next::Waiting { since, due } => (since, due),
+        Next::Due { since } => (since, now),
+    };
+    if due > now {
+        // Look at it again by the time it is due.
+        let until_due = Duration::try_from(due.duration_since(now)).unwrap_or_default();
+        return Ok(Some((
+            timing
+                .check_every()
+                .min(until_due.max(Duration::from_millis(200))),
+            sample,
+        )));
+    }
+    let result = run_hooks(reconciler, &unit, &id, &policy, &status, timing).await;
+    let finished = Timestamp::now();
+    record_run(reconciler, name, since, finished, &result)?;
+    match policy.then {
+        IdleThen::None => {}
+        IdleThen::Keep => {
+            store.settle(name, DesiredPhase::Kept, SettledBy::IdleHooks, None)?;
+            events::record(
+                store.layout(),
+                &unit,
+                reason::IDLE_HOOKS,
+                "the idle hooks ran; the instance is kept (`jackin set-phase NAME running` resumes it)",
+            );
+            changed(name);
+            return Ok(None);
+        }
+        IdleThen::Restart => {
+            restart(reconciler, name, &unit, &id).await?;
+            return Ok(Some((timing.check_every(), None)));
+        }
+    }
+    // The hooks' own CPU use is not the agent's: sample afresh.
+    let after = engine.cpu_nanos(&id).await?.map(|c| (Timestamp::now(), c));
+    Ok(Some((timing.check_every(), after)))
+}
+
+/// Writes the start or end of an idle stretch, when it changed.
+fn record_stretch(reconciler: &Reconciler, name: &str, next: Next) -> Result<(), StoreError> {
+    let since = match next {
+        Next::Active => None,
+        Next::Waiting { since, .. } | Next::Due { since } => Some(since),
+    };
+    let Some(mut guard) = reconciler.store.try_lock_instance(name)? else {
+        // Being reconciled: the next look records it.
+        return Ok(());
+    };
+    let status = guard.obj.status.get_or_insert_default();
+    let idle = status.idle.get_or_insert_default();
+    if idle.since != since {
+        idle.since = since;
+        guard.save()?;
+    }
+    Ok(())
+}
+
+/// Records a run's end in `status.idle`.
+fn record_run(
+    reconciler: &Reconciler,
+    name: &str,
+    since: Timestamp,
+    at: Timestamp,
+    result: &str,
+) -> Result<(), StoreError> {
+    // A reconcile may hold the lock for a while (a build): wait for it.
+    let Some(mut guard) = reconciler.store.lock_instance(name)? else {
+        return Ok(());
+    };
+    let idle = guard
+        .obj
+        .status
+        .get_or_insert_default()
+        .idle
+        .get_or_insert_with(IdleStatus::default);
+    idle.since.get_or_insert(since);
+    idle.last_run = Some(at);
+    idle.runs += 1;
+    idle.last_result = Some(result.to_owned());
+    guard.save()
+}
+
+/// Runs the commands in sequence; returns how it went, in a line: `ok`,
+/// or the failures.
+async fn run_hooks(
+    reconciler: &Reconciler,
+    unit: &str,
+    id: &str,
+    policy: &IdlePolicy,
+    status: &jackin_api::InstanceStatus,
+    timing: Timing,
+) -> String {
+    let layout = reconciler.store.layout();
+    let recipe = status.recipe.clone().unwrap_or_default();
+    let commands = idle::commands(policy, &recipe);
+    let mut failures = Vec::new();
+    for (i, command) in commands.iter().enumerate() {
+        let shown = command.join(" ");
+        let argv = idle::hook_argv(timing.timeout, command);
+        // The runner kills the command at its timeout; this is the
+        // backstop should the engine not answer.
+        let backstop = timing.timeout + Duration::from_secs(30);
+        let outcome = tokio::time::timeout(backstop, reconciler.engine.exec(id, argv)).await;
+        let (ok, message) = match outcome {
+            Ok(Ok(done)) => {
+                let last_line = done
+                    .output
+                    .lines()
+                    .map(str::trim)
+                    .rfind(|l| !l.is_empty())
+                    .unwrap_or_default()
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(200)
+                    .collect::<String>();
+                let code = done.exit_code.unwrap_or(-1);
+                let said = match last_line.as_str() {
+                    "" => String::new(),
+                    line => format!(": {line}"),
+                };
+                (code == 0, format!("`{shown}` exited {code}{said}"))
+            }
+            Ok(Err(e)) => (false, format!("`{shown}` could not run: {e}")),
+            Err(_) => (
+                false,
+                format!("`{shown}` did not end within {}s", backstop.as_secs()),
+            ),
+        };
+        events::record(layout, unit, reason::IDLE_HOOK, &message);
+        if !ok {
+            failures.push(format!("command {} {message}", i + 1));
+        }
+    }
+    match failures.is_empty() {
+        true if commands.is_empty() => "ok (no commands)".to_owned(),
+        true => "ok".to_owned(),
+        false => failures.join("; "),
+    }
+}
+
+/// Recycles the container: removed, and made again in the same unit by a
+/// reconcile (tier 2). A reconcile that fails is tried once more; then the
+/// instance is marked `Failed` with the condition `IdleRestart`.
+async fn restart(
+    reconciler: &Reconciler,
+    name: &str,
+    unit: &str,
+    id: &str,
+) -> Result<(), LookError> {
+    let layout = reconciler.store.layout();
+    reconciler.engine.remove_container(id).await?;
+    events::record(
+        layout,
+        unit,
+        reason::IDLE_HOOKS,
+        "the idle hooks ran; recycling the container",
+    );
+    let mut error = String::new();
+    for _ in 0..2 {
+        match reconciler.reconcile(name, None).await {
+            Ok(Outcome::Converged { .. }) => {
+                if let Some(mut guard) = reconciler.store.lock_instance(name)? {
+                    let conditions = &mut guard.obj.status.get_or_insert_default().conditions;
+                    remove_condition(conditions, condition::IDLE_RESTART);
+                    guard.save()?;
+                }
+                return Ok(());
+            }
+            Ok(other) => error = format!("{other:?}"),
+            Err(e) => error = e.to_string(),
+        }
+    }
+    if let Some(mut guard) = reconciler.store.lock_instance(name)? {
+        let status = guard.obj.status.get_or_insert_default();
+        status.phase = Some(InstancePhase::Failed);
+        set_condition(
+            &mut status.conditions,
+            condition::IDLE_RESTART,
+            ConditionStatus::False,
+            reason::RESTART_FAILED,
+            &format!(
+                "the idle hooks recycled the container and it did not come back, twice: {error}"
+            ),
+            Timestamp::now(),
+        );
+        guard.save()?;
+    }
+    Ok(())
+}
