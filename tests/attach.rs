@@ -252,6 +252,43 @@ fn return_to_agent_resumes_the_agents_conversation() {
     assert_eq!(transcript, "started minted\nhello\nstarted resumed\n");
 }
 
+/// A role build shows live progress during `launch`, stage by stage, with
+/// the builder's output.
+#[test]
+fn launch_shows_the_stages_and_the_build_as_they_happen() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::new("slow");
+    // A build step that takes a moment, so the screen can show it.
+    let dockerfile = std::fs::read_to_string(role.path().join("Dockerfile")).unwrap();
+    std::fs::write(
+        role.path().join("Dockerfile"),
+        dockerfile.replace(
+            "COPY marker /marker\n",
+            "COPY marker /marker\nRUN [\"/bin/sleep\", \"4\"]\n",
+        ),
+    )
+    .unwrap();
+    role.commit_marker("slow build");
+    let template = home.write_input("template.yaml", &role.instance_yaml("template"));
+    let launch = format!(
+        "launch -w desk -r {} -a shell --from {}",
+        role.role,
+        template.display()
+    );
+    let term = Terminal::start_as(&home, &launch, "xterm-256color");
+    term.wait_for("[role] pinning the launch recipe", 1);
+    // The builder's latest line follows the step while it runs.
+    term.wait_for("[role] pinning the launch recipe · ", 1);
+    term.wait_for("✓ instance/", 1);
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    let screen = term.screen();
+    assert!(
+        screen.contains("[container] starting the container"),
+        "{screen}"
+    );
+}
+
 #[test]
 fn launch_offers_resume_or_new_and_resume_reuses_the_identity() {
     ensure_busybox();

@@ -131,6 +131,16 @@ pub struct InstanceSpec {
     /// ids; jackin mints one when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<String>,
+    /// Whether the agent runs as the uid and gid of the operator running
+    /// jackin (the default, also settable on the workspace), so that what
+    /// it writes on the host is the operator's; `false` keeps the image's
+    /// user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_user: Option<bool>,
+    /// A Docker daemon of the agent's own, as a sidecar reachable as `dind`
+    /// (also settable as a workspace default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dind: Option<DindSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -150,6 +160,8 @@ impl Default for InstanceSpec {
             command: None,
             resume: true,
             conversation_id: None,
+            host_user: None,
+            dind: None,
             mounts: Vec::new(),
             env: Vec::new(),
             sidecars: Vec::new(),
@@ -247,6 +259,34 @@ pub struct EnvSource {
     /// A 1Password secret reference, `op://vault/item/field`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_password: Option<String>,
+}
+
+/// A Docker daemon sidecar for the agent: TLS certificates in a volume the
+/// agent reads, and `DOCKER_HOST` pointing at it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DindSpec {
+    #[serde(default = "default_dind_image")]
+    pub image: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// A real Docker daemon needs it; a stand-in may not.
+    #[serde(default = "yes")]
+    pub privileged: bool,
+}
+
+impl Default for DindSpec {
+    fn default() -> Self {
+        Self {
+            image: default_dind_image(),
+            command: None,
+            privileged: true,
+        }
+    }
+}
+
+fn default_dind_image() -> String {
+    "docker:dind".to_owned()
 }
 
 /// A helper container that shares the instance's network.
@@ -478,6 +518,13 @@ pub struct Recipe {
     pub base_image: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
+    /// The user the agent runs as (`uid:gid`); the image's when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The Docker daemon sidecar's wiring, when the session has one (its
+    /// container is the sidecar named `dind`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dind: Option<PinnedDind>,
     /// The working directory the agent starts in, the same at every tier:
     /// agents that resume "the latest conversation here" key it by this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -519,6 +566,14 @@ impl Recipe {
     pub fn superseded(&self, generation: Option<i64>) -> bool {
         self.first_run_at.is_none() && self.generation.is_some() && self.generation != generation
     }
+}
+
+/// How the `dind` sidecar and the agent share the daemon's client
+/// certificates: a named volume of the instance's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PinnedDind {
+    pub certs_volume: String,
 }
 
 /// An agent entry as a recipe pins it.

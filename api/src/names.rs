@@ -85,6 +85,7 @@ pub mod reason {
     pub const CHECKOUT_FAILED: &str = "CheckoutFailed";
     pub const NO_COMMAND: &str = "NoCommand";
     pub const UNKNOWN_AGENT: &str = "UnknownAgent";
+    pub const AGENT_MISSING: &str = "AgentMissing";
     // PurgeBlocked.
     pub const UNFINISHED_WORK: &str = "UnfinishedWork";
     // ExitPolicy.

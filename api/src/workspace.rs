@@ -54,6 +54,12 @@ pub struct WorkspaceSpec {
     /// Mounts every instance of this workspace gets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountSpec>,
+    /// The default of `spec.hostUser` for the workspace's instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_user: Option<bool>,
+    /// The default of `spec.dind` for the workspace's instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dind: Option<crate::instance::DindSpec>,
     /// Idle hooks: what to run in an agent's container once it has been
     /// idle for a while. Off unless `enabled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

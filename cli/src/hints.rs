@@ -87,6 +87,13 @@ fn act(e: &ActError) -> Option<String> {
         ActError::UnknownAgent(_) => {
             Some("`jackin get agents` lists the agents; apply an Agent to add one".into())
         }
+        ActError::AgentMissing { program, .. } => Some(format!(
+            "install `{program}` in the role's Dockerfile, or set spec.command to a program the \
+             image has"
+        )),
+        ActError::ForeignVolume(volume) => Some(format!(
+            "`docker volume inspect {volume}` shows whose it is; remove it if it is stale"
+        )),
         ActError::Io { .. } | ActError::State(_) => None,
     }
 }

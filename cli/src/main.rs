@@ -209,9 +209,14 @@ pub async fn converge_quietly(
     name: &str,
     wait: &WaitArgs,
 ) -> Result<()> {
-    let reconciler = Reconciler::new(store.clone(), engine.clone());
+    // The same live progress as `apply`: a role build can take minutes.
+    let reporter = progress::Reporter::new(false);
+    let mut reconciler = Reconciler::new(store.clone(), engine.clone());
+    reconciler.progress = reporter.sink();
     let names = [name.to_owned()];
-    for (name, result) in converge::converge(&reconciler, &names, wait.timeout).await {
+    let results = converge::converge(&reconciler, &names, wait.timeout).await;
+    reporter.finish();
+    for (name, result) in results {
         if let Outcome::Blocked { digest } = result.with_context(|| format!("instance/{name}"))? {
             bail!(
                 "instance/{name}: the purge is blocked: the checkouts changed since the work \

@@ -82,7 +82,11 @@ impl Reporter {
                 (Some(live), Progress::Step(step)) => {
                     let mut live = live.lock().expect("progress lock");
                     live.finish(&mut err);
-                    live.line = Some(format!("instance/{name}: {}", step.describe()));
+                    live.line = Some(format!(
+                        "instance/{name}: [{}] {}",
+                        step.stage(),
+                        step.describe()
+                    ));
                     live.draw(&mut err);
                 }
                 // Build output is the role's: it must not drive the terminal.
@@ -92,7 +96,12 @@ impl Reporter {
                     live.draw(&mut err);
                 }
                 (None, Progress::Step(step)) => {
-                    let _ = writeln!(err, "instance/{name}: {}", step.describe());
+                    let _ = writeln!(
+                        err,
+                        "instance/{name}: [{}] {}",
+                        step.stage(),
+                        step.describe()
+                    );
                 }
                 (None, Progress::Build(line)) if verbose => {
                     let line = crate::output::terminal_safe(line);

@@ -25,6 +25,9 @@ use crate::{resume, session};
 pub const AGENT_HOME: &str = "/home/agent";
 /// Where the unit's `state/` directory is mounted inside the container.
 pub const STATE_DIR: &str = "/jackin/state";
+/// Where the Docker daemon sidecar's client certificates are, in it and
+/// (read-only) in the agent's container.
+pub const DIND_CLIENT_CERTS: &str = "/certs/client";
 /// Seconds a container gets to stop before it is killed.
 const STOP_GRACE_SECS: i32 = 10;
 
@@ -48,6 +51,13 @@ pub enum ActError {
     NoCommand(String),
     #[error("no agent is named {0:?}")]
     UnknownAgent(String),
+    #[error("a volume named {0} exists and is not this instance's: it is left alone")]
+    ForeignVolume(String),
+    #[error(
+        "the image {image} has no `{program}` (the agent's command) on its PATH: the role's \
+         Dockerfile must install it"
+    )]
+    AgentMissing { program: String, image: String },
     /// The owner of the state directory could not record a change.
     #[error(transparent)]
     State(Box<dyn std::error::Error + Send + Sync>),
@@ -63,7 +73,11 @@ impl ActError {
             // A secret that cannot be resolved needs the operator (a variable
             // to export, a file to write, `op signin`); so does a checkout
             // that no longer fits its host repository.
-            Self::Secret(_) | Self::NoCommand(_) | Self::UnknownAgent(_) => true,
+            Self::Secret(_)
+            | Self::NoCommand(_)
+            | Self::UnknownAgent(_)
+            | Self::ForeignVolume(_)
+            | Self::AgentMissing { .. } => true,
             // A mount that is not a repository, a checkout that no longer
             // fits, or one nobody recorded: the operator has to look.
             Self::Isolation(e) => !matches!(e, IsolationError::Git(_) | IsolationError::Io { .. }),
@@ -88,6 +102,8 @@ impl ActError {
             Self::Isolation(_) => reason::CHECKOUT_FAILED,
             Self::NoCommand(_) => reason::NO_COMMAND,
             Self::UnknownAgent(_) => reason::UNKNOWN_AGENT,
+            Self::AgentMissing { .. } => reason::AGENT_MISSING,
+            Self::ForeignVolume(_) => reason::ENGINE_ERROR,
         }
     }
 }
@@ -172,6 +188,7 @@ pub async fn act(
                 .create_network(&recipe_of(obj).network, labels)
                 .await?;
         }
+        Step::CreateVolume(volume) => ensure_volume(ctx, obj, volume).await?,
         Step::CreateSidecar(name) => {
             let recipe = recipe_of(obj);
             let sidecar = recipe
@@ -189,13 +206,28 @@ pub async fn act(
                 aliases: Some(vec![name.clone()]),
                 ..Default::default()
             };
+            // The Docker daemon writes its client certificates where the
+            // agent reads them.
+            let (mounts, env) = match (&recipe.dind, name.as_str()) {
+                (Some(dind), recipe::DIND) => (
+                    Some(vec![volume_mount(
+                        &dind.certs_volume,
+                        DIND_CLIENT_CERTS,
+                        false,
+                    )]),
+                    Some(vec!["DOCKER_TLS_CERTDIR=/certs".to_owned()]),
+                ),
+                _ => (None, None),
+            };
             let body = ContainerCreateBody {
                 image: Some(sidecar.image.clone()),
                 cmd: sidecar.command.clone(),
                 labels: Some(labels),
+                env,
                 host_config: Some(HostConfig {
                     privileged: Some(sidecar.privileged),
                     network_mode: Some(recipe.network.clone()),
+                    mounts,
                     ..Default::default()
                 }),
                 networking_config: Some(NetworkingConfig {
@@ -315,6 +347,11 @@ async fn pin(
     // too; so is its working directory, which agents that continue "the
     // latest conversation here" key their conversations by.
     let defaults = ctx.engine.image_defaults(&pinned.image_id).await?;
+    // The agent's program (the registry's launch argv, or spec.command)
+    // must be in the image: without it every start would fail.
+    if let Some(program) = pinned.command.first() {
+        check_program(ctx, &pinned.image, &pinned.image_id, program).await?;
+    }
     if pinned.command.is_empty() {
         pinned.command = defaults.command;
         if pinned.command.is_empty() {
@@ -322,6 +359,13 @@ async fn pin(
         }
     }
     pinned.working_dir = Some(defaults.working_dir.unwrap_or_else(|| "/".to_owned()));
+    // The operator's uid and gid: the owner of the unit this process made.
+    if recipe::runs_as_host_user(obj, ctx.workspace) {
+        use std::os::unix::fs::MetadataExt;
+        let unit = ctx.layout.unit_dir(container);
+        let meta = std::fs::metadata(&unit).map_err(io(&unit))?;
+        pinned.user = Some(format!("{}:{}", meta.uid(), meta.gid()));
+    }
     let conversation = pinned.agent.as_ref().map(|agent| Conversation {
         agent: agent.name.clone(),
         strategy: agent.strategy,
@@ -340,6 +384,61 @@ async fn pin(
     status.conversation = conversation;
     status.recipe = Some(pinned);
     Ok(())
+}
+
+/// Makes one of the instance's named volumes, labelled as its own; a
+/// volume of that name that is not the instance's is refused, never used.
+async fn ensure_volume(ctx: &Context<'_>, obj: &Instance, volume: &str) -> Result<(), ActError> {
+    let recipe = recipe_of(obj);
+    let labels: std::collections::HashMap<String, String> =
+        recipe.labels.clone().into_iter().collect();
+    let found = ctx.engine.create_volume(volume, labels.clone()).await?;
+    if found.get(label::UID) != labels.get(label::UID) {
+        return Err(ActError::ForeignVolume(volume.to_owned()));
+    }
+    Ok(())
+}
+
+/// A mount of one of the instance's named volumes.
+fn volume_mount(volume: &str, target: &str, read_only: bool) -> Mount {
+    Mount {
+        target: Some(target.to_owned()),
+        source: Some(volume.to_owned()),
+        typ: Some(MountType::VOLUME),
+        read_only: Some(read_only),
+        ..Default::default()
+    }
+}
+
+/// Looks for `program` in the image, as the image's shell finds commands,
+/// in a throwaway container.
+async fn check_program(
+    ctx: &Context<'_>,
+    image: &str,
+    image_id: &str,
+    program: &str,
+) -> Result<(), ActError> {
+    let argv = vec![
+        "/bin/sh".to_owned(),
+        "-c".to_owned(),
+        r#"command -v "$1" >/dev/null 2>&1"#.to_owned(),
+        "probe".to_owned(),
+        program.to_owned(),
+    ];
+    // Labelled as this home's and no instance's: a sweep removes a probe
+    // that a crash left behind.
+    let labels = [
+        (label::MANAGED.to_owned(), "true".to_owned()),
+        (label::HOME.to_owned(), ctx.home_id.clone()),
+    ]
+    .into();
+    match ctx.engine.probe(image_id, argv, labels).await? {
+        0 => Ok(()),
+        _ => Err(ActError::AgentMissing {
+            program: program.to_owned(),
+            image: image.to_owned(),
+        }),
+    }
 }
 
 async fn rebuild(
@@ -432,6 +531,12 @@ async fn create_container(
         bind(unit.join("state").display().to_string(), STATE_DIR, false),
         bind(bin.display().to_string(), session::BIN_DIR, true),
     ];
+    if let Some(dind) = &recipe.dind {
+        // Made here too: the engine would make a missing one itself,
+        // unlabelled, and then it would be nobody's.
+        ensure_volume(ctx, obj, &dind.certs_volume).await?;
+        mounts.push(volume_mount(&dind.certs_volume, DIND_CLIENT_CERTS, true));
+    }
     let bound = isolation::bind_sources(ctx.layout, container, &recipe.mounts)?;
     mounts.extend(
         bound
@@ -467,8 +572,31 @@ async fn create_container(
         };
         env.push(format!("{}={path}", state.name));
     }
+    // The agent's Docker daemon, unless the operator points it elsewhere.
+    if recipe.dind.is_some() {
+        for (name, value) in [
+            ("DOCKER_HOST", format!("tcp://{}:2376", recipe::DIND)),
+            ("DOCKER_TLS_VERIFY", "1".to_owned()),
+            ("DOCKER_CERT_PATH", DIND_CLIENT_CERTS.to_owned()),
+        ] {
+            if !recipe.env.iter().any(|v| v.name == name) {
+                env.push(format!("{name}={value}"));
+            }
+        }
+    }
+    // A terminal the agent can draw on, unless the recipe says otherwise.
+    for (name, value) in [("TERM", "xterm-256color"), ("COLORTERM", "truecolor")] {
+        if !recipe.env.iter().any(|v| v.name == name) {
+            env.push(format!("{name}={value}"));
+        }
+    }
     env.extend([
         format!("JACKIN_INSTANCE={}", obj.metadata.name),
+        format!("JACKIN_AGENT={}", obj.spec.agent),
+        format!(
+            "JACKIN_WORKSPACE={}",
+            obj.spec.workspace.as_deref().unwrap_or_default()
+        ),
         format!("JACKIN_CONTAINER={container}"),
         // The init forwards signals to the whole process group, so a stop
         // reaches the agent under the wrapper.
@@ -481,6 +609,7 @@ async fn create_container(
         env: Some(env),
         labels: Some(recipe.labels.clone().into_iter().collect()),
         hostname: Some(container.to_owned()),
+        user: recipe.user.clone(),
         working_dir: recipe.working_dir.clone(),
         tty: Some(true),
         open_stdin: Some(true),

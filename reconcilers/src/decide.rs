@@ -46,6 +46,8 @@ pub enum Step {
     /// Make or verify the isolated checkouts the container binds.
     PrepareMounts,
     CreateNetwork,
+    /// Create one of the instance's named volumes (labelled as its own).
+    CreateVolume(String),
     CreateSidecar(String),
     StartSidecar {
         name: String,
@@ -93,6 +95,7 @@ impl Step {
             Step::PrepareMounts => "prepare-mounts",
             Step::RemoveCheckouts => "remove-checkouts",
             Step::CreateNetwork => "create-network",
+            Step::CreateVolume(_) => "create-volume",
             Step::CreateSidecar(_) => "create-sidecar",
             Step::StartSidecar { .. } => "start-sidecar",
             Step::CreateContainer => "create-container",
@@ -108,6 +111,32 @@ impl Step {
         }
     }
 
+    /// The launch stage the step belongs to, as operators know the stages:
+    /// `role` (resolving and building the role's image), `derived image`
+    /// (rebuilding it at the pinned commit), `workspace` (the checkouts),
+    /// `network`, `sidecar` (sidecars and their volumes), `container` (the
+    /// agent's own), `cleanup` (what a purge removes last).
+    pub fn stage(&self) -> &'static str {
+        match self {
+            Step::PinRecipe => "role",
+            Step::RebuildImage => "derived image",
+            Step::PrepareMounts | Step::RemoveCheckouts => "workspace",
+            Step::CreateNetwork | Step::RemoveNetwork { .. } | Step::RemoveExtraNetwork(_) => {
+                "network"
+            }
+            Step::CreateVolume(_)
+            | Step::CreateSidecar(_)
+            | Step::StartSidecar { .. }
+            | Step::RemoveSidecar { .. }
+            | Step::RemoveVolume(_) => "sidecar",
+            Step::CreateContainer
+            | Step::StartContainer { .. }
+            | Step::StopContainer { .. }
+            | Step::RemoveContainer { .. } => "container",
+            Step::StampPurging | Step::FinishPurge => "cleanup",
+        }
+    }
+
     /// A short description for progress lines and events.
     pub fn describe(&self) -> String {
         match self {
@@ -116,6 +145,7 @@ impl Step {
             Step::PrepareMounts => "preparing the isolated checkouts".into(),
             Step::RemoveCheckouts => "removing the isolated checkouts".into(),
             Step::CreateNetwork => "creating the network".into(),
+            Step::CreateVolume(n) => format!("creating volume {n}"),
             Step::CreateSidecar(n) => format!("creating sidecar {n}"),
             Step::StartSidecar { name, id: None } => format!("starting sidecar {name}"),
             Step::StartSidecar { name, id: Some(id) } => {
@@ -383,6 +413,11 @@ fn support(obj: &Instance, recipe: Option<&Recipe>, view: &InstanceView) -> Vec<
     let mut steps = extra_networks(view);
     if view.network.is_none() {
         steps.push(Step::CreateNetwork);
+    }
+    if let Some(dind) = recipe.and_then(|r| r.dind.as_ref())
+        && !view.volumes.contains(&dind.certs_volume)
+    {
+        steps.push(Step::CreateVolume(dind.certs_volume.clone()));
     }
     let wanted: Vec<String> = match recipe {
         Some(recipe) => recipe.sidecars.iter().map(|s| s.name.clone()).collect(),

@@ -97,6 +97,11 @@ pub trait EngineCalls: Send + Sync {
         labels: &'a [(&'a str, &'a str)],
     ) -> BoxFuture<'a, Result<Vec<Volume>, EngineError>>;
     fn remove_volume<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, EngineError>>;
+    fn create_volume<'a>(
+        &'a self,
+        name: &'a str,
+        labels: HashMap<String, String>,
+    ) -> BoxFuture<'a, Result<HashMap<String, String>, EngineError>>;
     fn list_images(&self) -> BoxFuture<'_, Result<Vec<ImageSummary>, EngineError>>;
     fn create_network<'a>(
         &'a self,
@@ -157,6 +162,12 @@ pub trait EngineCalls: Send + Sync {
         id: &'a str,
         argv: Vec<String>,
     ) -> BoxFuture<'a, Result<ExecOutcome, EngineError>>;
+    fn probe<'a>(
+        &'a self,
+        image: &'a str,
+        argv: Vec<String>,
+        labels: HashMap<String, String>,
+    ) -> BoxFuture<'a, Result<i64, EngineError>>;
 }
 
 /// How a command run with `docker exec` ended.
@@ -298,6 +309,17 @@ impl Engine {
         self.count().remove_volume(name).await
     }
 
+    /// Creates a labelled volume. The engine answers as created for a
+    /// volume of that name that exists already, with that volume's labels,
+    /// which are returned.
+    pub async fn create_volume(
+        &self,
+        name: &str,
+        labels: HashMap<String, String>,
+    ) -> Result<HashMap<String, String>, EngineError> {
+        self.count().create_volume(name, labels).await
+    }
+
     /// Every local image, with its id and tags.
     pub async fn list_images(&self) -> Result<Vec<ImageSummary>, EngineError> {
         self.count().list_images().await
@@ -398,7 +420,6 @@ impl Engine {
             .and_then(|image| image.id))
     }
 
-    /// The argv an image runs by default: its entrypoint, then its command.
     /// What an image runs by default: its argv (entrypoint then command)
     /// and its working directory, if it names one.
     pub async fn image_defaults(&self, reference: &str) -> Result<ImageDefaults, EngineError> {
@@ -443,6 +464,18 @@ impl Engine {
     /// Runs `argv` in the container and waits for it to end.
     pub async fn exec(&self, id: &str, argv: Vec<String>) -> Result<ExecOutcome, EngineError> {
         self.count().exec(id, argv).await
+    }
+
+    /// Runs `argv` in a throwaway container of `image` to its end, and
+    /// removes it; returns the exit code. `labels` mark the container so
+    /// that a sweep removes it should jackin die meanwhile.
+    pub async fn probe(
+        &self,
+        image: &str,
+        argv: Vec<String>,
+        labels: HashMap<String, String>,
+    ) -> Result<i64, EngineError> {
+        self.count().probe(image, argv, labels).await
     }
 }
 
@@ -568,6 +601,25 @@ impl EngineCalls for DockerCalls {
                 .await
                 .map(|r| r.volumes.unwrap_or_default())
                 .map_err(|e| self.classify("list volumes", e))
+        })
+    }
+
+    fn create_volume<'a>(
+        &'a self,
+        name: &'a str,
+        labels: HashMap<String, String>,
+    ) -> BoxFuture<'a, Result<HashMap<String, String>, EngineError>> {
+        Box::pin(async move {
+            let request = models::VolumeCreateRequest {
+                name: Some(name.to_owned()),
+                labels: Some(labels),
+                ..Default::default()
+            };
+            self.docker
+                .create_volume(request)
+                .await
+                .map(|volume| volume.labels)
+                .map_err(|e| self.classify(&format!("create volume {name}"), e))
         })
     }
 
@@ -876,6 +928,45 @@ impl EngineCalls for DockerCalls {
                 exit_code: inspected.exit_code,
                 output: String::from_utf8_lossy(&output[start..]).into_owned(),
             })
+        })
+    }
+
+    fn probe<'a>(
+        &'a self,
+        image: &'a str,
+        argv: Vec<String>,
+        labels: HashMap<String, String>,
+    ) -> BoxFuture<'a, Result<i64, EngineError>> {
+        Box::pin(async move {
+            let name = format!("jackin-probe-{}", uuid::Uuid::new_v4().simple());
+            let body = ContainerCreateBody {
+                image: Some(image.to_owned()),
+                entrypoint: Some(argv),
+                cmd: Some(Vec::new()),
+                labels: Some(labels),
+                network_disabled: Some(true),
+                ..Default::default()
+            };
+            self.create_container(&name, body).await?;
+            let result = async {
+                self.start_container(&name).await?;
+                // A probe is a quick look; one that does not end is cut off.
+                for _ in 0..300 {
+                    let state = self.inspect_container(&name).await?.and_then(|c| c.state);
+                    if let Some(state) = state.filter(|s| s.running != Some(true)) {
+                        return Ok(state.exit_code.unwrap_or(-1));
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                Err(EngineError::Refused {
+                    action: format!("probe image {image}"),
+                    status: 0,
+                    message: "the probe did not end within 30s".into(),
+                })
+            }
+            .await;
+            self.remove_container(&name).await?;
+            result
         })
     }
 }

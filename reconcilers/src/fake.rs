@@ -335,6 +335,28 @@ impl EngineCalls for FakeEngine {
         ready(result)
     }
 
+    fn create_volume<'a>(
+        &'a self,
+        name: &'a str,
+        labels: HashMap<String, String>,
+    ) -> BoxFuture<'a, Result<HashMap<String, String>, EngineError>> {
+        let result = self.check().map(|()| {
+            let mut state = self.state();
+            match state.volumes.iter().find(|v| v.name == name) {
+                Some(existing) => existing.labels.clone(),
+                None => {
+                    state.volumes.push(Volume {
+                        name: name.to_owned(),
+                        labels: labels.clone(),
+                        ..Default::default()
+                    });
+                    labels
+                }
+            }
+        });
+        ready(result)
+    }
+
     fn remove_volume<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, EngineError>> {
         let result = self.check().map(|()| {
             let mut state = self.state();
@@ -640,6 +662,20 @@ impl EngineCalls for FakeEngine {
                 .container(id)
                 .filter(|c| c.running)
                 .map(|_| 1_000_000)
+        });
+        ready(result)
+    }
+
+    /// Every probe finds what it looks for.
+    fn probe<'a>(
+        &'a self,
+        image: &'a str,
+        _argv: Vec<String>,
+        _labels: HashMap<String, String>,
+    ) -> BoxFuture<'a, Result<i64, EngineError>> {
+        let result = self.check().and_then(|()| match self.state().image(image) {
+            Some(_) => Ok(0),
+            None => Err(refused("probe", 404, format!("No such image: {image}"))),
         });
         ready(result)
     }

@@ -8,7 +8,9 @@ use std::io::Read;
 use std::path::Path;
 
 use jackin_api::agent::{AgentSpec, Strategy};
-use jackin_api::instance::{Instance, InstanceSpec, MountSpec, PinnedAgent, Recipe, RoleSource};
+use jackin_api::instance::{
+    Instance, InstanceSpec, MountSpec, PinnedAgent, PinnedDind, Recipe, RoleSource, Sidecar,
+};
 use jackin_api::names::label;
 use jackin_api::role::{self, ROLE_CONFIG_FILE, RoleConfig};
 use jackin_api::workspace::WorkspaceSpec;
@@ -142,6 +144,25 @@ pub fn wanted(
     }
     let uid = obj.metadata.uid.as_deref().unwrap_or_default();
     let (command, agent) = pin_agent(spec, agent);
+    // A Docker daemon of the agent's own: the sidecar `dind`, and a volume
+    // for the client certificates it shares with the agent.
+    let mut sidecars = spec.sidecars.clone();
+    let dind = spec
+        .dind
+        .clone()
+        .or_else(|| workspace.and_then(|w| w.dind.clone()))
+        .map(|dind| {
+            sidecars.retain(|s| s.name != DIND);
+            sidecars.push(Sidecar {
+                name: DIND.to_owned(),
+                image: dind.image,
+                privileged: dind.privileged,
+                command: dind.command,
+            });
+            PinnedDind {
+                certs_volume: format!("{container}-dind-certs"),
+            }
+        });
     Recipe {
         image: spec.image.clone().unwrap_or_default(),
         image_id: String::new(),
@@ -150,12 +171,14 @@ pub fn wanted(
         role_ref: spec.role.source.as_ref().and_then(|s| s.git_ref.clone()),
         base_image: None,
         command,
+        user: None,
+        dind,
         working_dir: None,
         idle_commands: Vec::new(),
         mounts,
         env: spec.env.clone(),
         network: container.to_owned(),
-        sidecars: spec.sidecars.clone(),
+        sidecars,
         labels: owner_labels(&obj.metadata.name, uid, home_id)
             .into_iter()
             .collect(),
@@ -163,6 +186,18 @@ pub fn wanted(
         agent,
         first_run_at: None,
     }
+}
+
+/// The name of the Docker daemon sidecar, and how the agent reaches it.
+pub const DIND: &str = "dind";
+
+/// Whether the agent runs as the operator's uid and gid: the instance's
+/// `hostUser`, else its workspace's, else yes.
+pub fn runs_as_host_user(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> bool {
+    obj.spec
+        .host_user
+        .or_else(|| workspace.and_then(|w| w.host_user))
+        .unwrap_or(true)
 }
 
 /// The recipe fields on which the current spec disagrees with the pinned

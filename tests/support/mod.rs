@@ -34,11 +34,13 @@ impl Drop for Home {
     }
 }
 
-/// Removes the containers and networks whose `jackin.dev/uid` is in `uids`.
+/// Removes the containers, networks and volumes whose `jackin.dev/uid` is
+/// in `uids`.
 pub fn remove_by_uid(uids: &[String]) {
     let format = "{{.ID}} {{.Label \"jackin.dev/uid\"}}";
+    let by_name = "{{.Name}} {{.Label \"jackin.dev/uid\"}}";
     let managed = "label=jackin.dev/managed=true";
-    let kinds: [(&[&str], &[&str]); 2] = [
+    let kinds: [(&[&str], &[&str]); 3] = [
         (
             &["ps", "-a", "--filter", managed, "--format", format],
             &["rm", "-f"],
@@ -46,6 +48,10 @@ pub fn remove_by_uid(uids: &[String]) {
         (
             &["network", "ls", "--filter", managed, "--format", format],
             &["network", "rm"],
+        ),
+        (
+            &["volume", "ls", "--filter", managed, "--format", by_name],
+            &["volume", "rm", "-f"],
         ),
     ];
     for (list, remove) in kinds {

@@ -1,0 +1,370 @@
+//! The agent's image and its Docker: the agent must be in the image, the
+//! agent runs as the operator, a Docker daemon sidecar wired by `spec.dind`,
+//! sidecars reachable by their names, and the standard environment.
+
+mod support;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::{
+    Home, RoleRepo, busybox_image, docker, ensure_busybox, git, instance_yaml_with, remove_by_uid,
+    unique,
+};
+
+/// Polls `check` until it holds, for at most 30 s.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(Instant::now() < deadline, "not within 30 s: {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Runs `sh -c SCRIPT` in the instance's container; stdout, and success.
+fn in_container(home: &Home, name: &str, script: &str) -> (String, bool) {
+    let out = Command::new("docker")
+        .args(["exec", &home.container(name), "sh", "-c", script])
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.success(),
+    )
+}
+
+#[test]
+fn a_role_image_without_the_agent_fails_at_once_naming_it() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::new("no-agent");
+    let yaml = role
+        .instance_yaml("missing")
+        .replace("agent: shell", "agent: claude");
+    let input = home.write_input("missing.yaml", &yaml);
+    let started = Instant::now();
+    let err = home.fails(&["apply", "--timeout", "5m", input.to_str().unwrap()]);
+    assert!(
+        err.contains("has no `claude` (the agent's command) on its PATH")
+            && err.contains("must install it"),
+        "{err}"
+    );
+    // A permanent failure, not a retry until the timeout.
+    assert!(started.elapsed() < Duration::from_secs(120));
+    let obj = home.object("missing");
+    assert_eq!(obj["status"]["phase"], "Failed");
+    // The probe left nothing behind.
+    let probes = docker(&["ps", "-aq", "--filter", "name=jackin-probe-"]);
+    assert_eq!(probes, "");
+}
+
+#[test]
+fn every_agent_gets_the_standard_environment_and_reaches_sidecars_by_name() {
+    ensure_busybox();
+    let home = Home::new();
+    let spec = format!(
+        "  workspace: desk\n  sidecars: [{{name: helper, image: {}, command: [sleep, \"3600\"]}}]\n",
+        busybox_image()
+    );
+    home.apply(
+        "ws",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: desk}\n",
+    );
+    home.apply("env", &instance_yaml_with("env", &spec));
+    let (env, _) = in_container(&home, "env", "env");
+    for line in [
+        "TERM=xterm-256color",
+        "COLORTERM=truecolor",
+        "JACKIN_INSTANCE=env",
+        "JACKIN_AGENT=shell",
+        "JACKIN_WORKSPACE=desk",
+    ] {
+        assert!(env.lines().any(|l| l == line), "no {line} in:\n{env}");
+    }
+    let (answer, found) = in_container(&home, "env", "nslookup helper");
+    assert!(found, "helper does not resolve:\n{answer}");
+}
+
+/// A stand-in for `docker:dind` (the engine here refuses privileged
+/// containers): it writes client certificates where dockerd would, and
+/// waits.
+struct StandInDaemon {
+    tag: String,
+}
+
+impl StandInDaemon {
+    fn build() -> Self {
+        let tag = format!("jackin-test/dind:{}", unique("standin"));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("dockerd"),
+            "#!/bin/sh\nmkdir -p \"$DOCKER_TLS_CERTDIR/client\"\nfor f in ca cert key; do \
+             echo \"stand-in $f\" > \"$DOCKER_TLS_CERTDIR/client/$f.pem\"; done\nexec sleep 3600\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("Dockerfile"),
+            format!(
+                "FROM {}\nCOPY dockerd /bin/dockerd\nRUN [\"/bin/chmod\", \"755\", \"/bin/dockerd\"]\nCMD [\"/bin/dockerd\"]\n",
+                busybox_image()
+            ),
+        )
+        .unwrap();
+        let out = Command::new("docker")
+            .args(["build", "-q", "-t", &tag])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Self { tag }
+    }
+}
+
+impl Drop for StandInDaemon {
+    fn drop(&mut self) {
+        let _ = Command::new("docker")
+            .args(["rmi", "-f", &self.tag])
+            .output();
+    }
+}
+
+#[test]
+fn dind_is_wired_kept_across_tiers_and_purged_with_the_instance() {
+    ensure_busybox();
+    let daemon = StandInDaemon::build();
+    let home = Home::new();
+    let role = RoleRepo::new("dind");
+    let yaml = role.instance_yaml("docker").replace(
+        "  agent: shell\n",
+        &format!(
+            "  agent: shell\n  dind: {{image: {}, privileged: false}}\n",
+            daemon.tag
+        ),
+    );
+    home.apply("docker", &yaml);
+    let container = home.container("docker");
+    let sidecar = format!("{container}-dind");
+    let volume = format!("{container}-dind-certs");
+    let (env, _) = in_container(&home, "docker", "env");
+    for line in [
+        "DOCKER_HOST=tcp://dind:2376",
+        "DOCKER_TLS_VERIFY=1",
+        "DOCKER_CERT_PATH=/certs/client",
+    ] {
+        assert!(env.lines().any(|l| l == line), "no {line} in:\n{env}");
+    }
+    let (answer, found) = in_container(&home, "docker", "nslookup dind");
+    assert!(found, "dind does not resolve:\n{answer}");
+    eventually("the client certificates reach the agent", || {
+        in_container(&home, "docker", "cat /certs/client/cert.pem").0 == "stand-in cert\n"
+    });
+    // Read-only for the agent.
+    assert!(!in_container(&home, "docker", "touch /certs/client/x").1);
+    assert_eq!(
+        docker(&[
+            "volume",
+            "inspect",
+            "-f",
+            "{{index .Labels \"jackin.dev/instance\"}}",
+            &volume
+        ]),
+        "docker"
+    );
+
+    // Tier 1, 2 and 3: the daemon comes back with the agent.
+    let image = home.object("docker")["status"]["recipe"]["imageId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (what, commands) in [
+        (
+            "tier 1",
+            vec![
+                vec!["stop", "-t", "1", sidecar.as_str()],
+                vec!["stop", "-t", "1", container.as_str()],
+            ],
+        ),
+        (
+            "tier 2",
+            vec![vec!["rm", "-f", sidecar.as_str(), container.as_str()]],
+        ),
+        (
+            "tier 3",
+            vec![
+                vec!["rm", "-f", sidecar.as_str(), container.as_str()],
+                vec!["rmi", "-f", image.as_str()],
+            ],
+        ),
+    ] {
+        for args in &commands {
+            docker(args);
+        }
+        let pass = home.ok(&["controller", "--once"]);
+        assert!(pass.starts_with("pass complete"), "{what}: {pass}");
+        assert_eq!(
+            docker(&["inspect", "-f", "{{.State.Running}}", &sidecar]),
+            "true",
+            "{what}"
+        );
+        assert!(in_container(&home, "docker", "nslookup dind").1, "{what}");
+    }
+
+    // Kept keeps the volume; a purge removes it.
+    home.ok(&["set-phase", "docker", "kept"]);
+    assert_eq!(
+        docker(&["volume", "ls", "-q", "--filter", &format!("name={volume}")]),
+        volume
+    );
+    home.ok(&["delete", "docker"]);
+    assert_eq!(
+        docker(&["volume", "ls", "-q", "--filter", &format!("name={volume}")]),
+        ""
+    );
+}
+
+/// The user the ownership test runs jackin as: this one when it is not
+/// root, else `jackin-tester` (made by `scripts/ensure-env`, in the docker
+/// group).
+fn operator() -> (Option<&'static str>, u32) {
+    let me = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0);
+    if me != 0 {
+        return (None, me);
+    }
+    let out = Command::new("id")
+        .args(["-u", "jackin-tester"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "no user jackin-tester: scripts/ensure-env makes it"
+    );
+    let uid = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    (Some("jackin-tester"), uid)
+}
+
+/// `jackin ARGS` as the operator, with `home` as `JACKIN_HOME`.
+fn as_operator(user: Option<&str>, home: &Path, args: &[&str]) -> std::process::Output {
+    let jackin = env!("CARGO_BIN_EXE_jackin");
+    let mut cmd = match user {
+        Some(user) => {
+            let mut cmd = Command::new("runuser");
+            cmd.args(["-u", user, "--", jackin]);
+            cmd
+        }
+        None => Command::new(jackin),
+    };
+    cmd.env("JACKIN_HOME", home).env("HOME", home).args(args);
+    cmd.output().unwrap()
+}
+
+/// Removes the engine objects of the instances a test home still holds,
+/// even when the test fails.
+struct Cleanup(PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let index = std::fs::read_to_string(self.0.join("data/instances.json")).unwrap_or_default();
+        let index: serde_json::Value = serde_json::from_str(&index).unwrap_or_default();
+        let uids: Vec<String> = index["instances"]
+            .as_array()
+            .map(|rows| {
+                rows.iter()
+                    .filter_map(|r| r["uid"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        remove_by_uid(&uids);
+    }
+}
+
+#[test]
+fn what_the_agent_writes_belongs_to_the_operator_who_cleans_up_without_root() {
+    ensure_busybox();
+    let (user, uid) = operator();
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    let chown = |path: &Path| {
+        if user.is_some() {
+            let status = Command::new("chown")
+                .args(["-R", "jackin-tester:jackin-tester"])
+                .arg(path)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+    };
+    let home = root.join("home");
+    let shared = root.join("shared");
+    let repo = root.join("repo");
+    for dir in [&home, &shared, &repo] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    git(&repo, &["init", "--quiet", "--initial-branch=main"]);
+    git(&repo, &["config", "user.email", "t@jackin.dev"]);
+    git(&repo, &["config", "user.name", "t"]);
+    std::fs::write(repo.join("README"), "host\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "--quiet", "-m", "base"]);
+    chown(root);
+    let _cleanup = Cleanup(home.clone());
+
+    let script = "echo x > /shared/made; echo y > /workspace/app/made; echo z > $HOME/made; \
+                  exec sleep 3600";
+    let yaml = instance_yaml_with(
+        "owned",
+        &format!(
+            "  command: [sh, -c, {}]\n  mounts:\n    - {{src: {}, dst: /shared}}\n    - {{src: {}, dst: /workspace/app, isolation: worktree}}\n",
+            serde_json::to_string(script).unwrap(),
+            shared.display(),
+            repo.display()
+        ),
+    );
+    let input = root.join("owned.yaml");
+    std::fs::write(&input, yaml).unwrap();
+    chown(&input);
+    let out = as_operator(user, &home, &["apply", input.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let obj: serde_json::Value =
+        serde_json::from_slice(&as_operator(user, &home, &["get", "owned", "-o", "json"]).stdout)
+            .unwrap();
+    let container = obj["status"]["containerName"].as_str().unwrap().to_owned();
+    let checkout = PathBuf::from(obj["status"]["mounts"][0]["path"].as_str().unwrap());
+    let unit_home = home.join("data").join(&container).join("home");
+    let made = [
+        shared.join("made"),
+        checkout.join("made"),
+        unit_home.join("made"),
+    ];
+    eventually("the agent wrote its files", || {
+        made.iter().all(|f| f.exists())
+    });
+    for file in &made {
+        assert_eq!(
+            std::fs::metadata(file).unwrap().uid(),
+            uid,
+            "{} is not the operator's",
+            file.display()
+        );
+    }
+    // The operator removes it all, root not needed.
+    let out = as_operator(user, &home, &["delete", "owned", "--force"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!home.join("data").join(&container).exists());
+    assert!(!checkout.exists());
+}
