@@ -279,6 +279,15 @@ fn short_revision(revision: &str) -> String {
     format!("{}{dirty}", commit.get(..12).unwrap_or(commit))
 }
 
+/// When an object was created, and how long ago.
+fn created(meta: &jackin_api::ObjectMeta, now: Timestamp) -> String {
+    format!(
+        "{} ({} ago)",
+        or_dash(meta.creation_timestamp),
+        age(meta.creation_timestamp, now)
+    )
+}
+
 /// A workspace for people: its policy, its mounts, its instances.
 pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) -> String {
     let mut out = String::new();
@@ -286,14 +295,7 @@ pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) 
         let _ = writeln!(out, "{:<18}{value}", format!("{key}:"));
     };
     field("Name", ws.metadata.name.clone());
-    field(
-        "Created",
-        format!(
-            "{} ({} ago)",
-            or_dash(ws.metadata.creation_timestamp),
-            age(ws.metadata.creation_timestamp, now)
-        ),
-    );
+    field("Created", created(&ws.metadata, now));
     field("Generation", or_dash(ws.metadata.generation));
     field(
         "Source",
@@ -451,14 +453,7 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
     field("Name", obj.metadata.name.clone());
     field("UID", or_dash(obj.metadata.uid.as_ref()));
     field("Container", or_dash(status.container_name.as_ref()));
-    field(
-        "Created",
-        format!(
-            "{} ({} ago)",
-            or_dash(obj.metadata.creation_timestamp),
-            age(obj.metadata.creation_timestamp, now)
-        ),
-    );
+    field("Created", created(&obj.metadata, now));
     field(
         "Generation",
         format!(

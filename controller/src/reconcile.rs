@@ -97,6 +97,9 @@ pub struct Reconciler {
     pub store: Store,
     pub engine: Engine,
     pub progress: ProgressSink,
+    /// What this process already found in which image (see
+    /// [`act::ProgramsFound`]): many instances of one image probe it once.
+    found: Arc<act::ProgramsFound>,
 }
 
 impl Reconciler {
@@ -105,6 +108,7 @@ impl Reconciler {
             store,
             engine,
             progress: Arc::new(|_, _| {}),
+            found: Arc::default(),
         }
     }
 
@@ -154,6 +158,7 @@ impl Reconciler {
             state: &self.store,
             workspace: workspace.as_ref(),
             agent: agent.as_ref(),
+            found: &self.found,
             home: std::env::home_dir(),
             home_id,
         };

@@ -387,24 +387,8 @@ impl Store {
                 });
             }
         }
-        owned.extend(
-            self.list::<Workspace>()?
-                .into_iter()
-                .filter(|w| ours(&w.metadata))
-                .map(|w| Pruned {
-                    kind: Workspace::KIND,
-                    name: w.metadata.name,
-                }),
-        );
-        owned.extend(
-            self.list::<Agent>()?
-                .into_iter()
-                .filter(|a| ours(&a.metadata))
-                .map(|a| Pruned {
-                    kind: Agent::KIND,
-                    name: a.metadata.name,
-                }),
-        );
+        owned.extend(self.owned_by::<Workspace>(source)?);
+        owned.extend(self.owned_by::<Agent>(source)?);
         owned.retain(|p| !kept.contains(&(p.kind, p.name.as_str())));
         owned.sort();
         Ok(owned)
@@ -465,6 +449,19 @@ impl Store {
             }
         }
         Ok(diffs)
+    }
+
+    /// The stored objects of kind `K` that `source` applied.
+    fn owned_by<K: FileObject>(&self, source: &Source) -> Result<Vec<Pruned>, StoreError> {
+        Ok(self
+            .list::<K>()?
+            .into_iter()
+            .filter(|obj| obj.metadata().labels.get(label::SOURCE) == Some(&source.id))
+            .map(|obj| Pruned {
+                kind: K::KIND,
+                name: obj.metadata().name.clone(),
+            })
+            .collect())
     }
 
     fn diff_file_object<K>(&self, applied: &K) -> Result<(String, String), StoreError>

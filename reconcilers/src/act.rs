@@ -135,6 +135,8 @@ pub struct Context<'a> {
     /// The registry's entry for the instance's agent; `None` when no agent
     /// has that name.
     pub agent: Option<&'a ResolvedAgent>,
+    /// The programs already found in images.
+    pub found: &'a ProgramsFound,
     /// The operator's home, for `~` in mount sources.
     pub home: Option<PathBuf>,
     /// This `JACKIN_HOME`'s id, labelled on everything created.
@@ -410,14 +412,39 @@ fn volume_mount(volume: &str, target: &str, read_only: bool) -> Mount {
     }
 }
 
+/// The programs found in images, by image id: an image is immutable, so a
+/// program found once is there for good, and launching many instances of
+/// one image probes it once.
+#[derive(Debug, Default)]
+pub struct ProgramsFound(std::sync::Mutex<std::collections::HashSet<(String, String)>>);
+
+impl ProgramsFound {
+    fn contains(&self, image_id: &str, program: &str) -> bool {
+        self.0
+            .lock()
+            .expect("the set is never poisoned")
+            .contains(&(image_id.to_owned(), program.to_owned()))
+    }
+
+    fn insert(&self, image_id: &str, program: &str) {
+        self.0
+            .lock()
+            .expect("the set is never poisoned")
+            .insert((image_id.to_owned(), program.to_owned()));
+    }
+}
+
 /// Looks for `program` in the image, as the image's shell finds commands,
-/// in a throwaway container.
+/// in a throwaway container (once per image and program).
 async fn check_program(
     ctx: &Context<'_>,
     image: &str,
     image_id: &str,
     program: &str,
 ) -> Result<(), ActError> {
+    if ctx.found.contains(image_id, program) {
+        return Ok(());
+    }
     let argv = vec![
         "/bin/sh".to_owned(),
         "-c".to_owned(),
@@ -433,7 +460,10 @@ async fn check_program(
     ]
     .into();
     match ctx.engine.probe(image_id, argv, labels).await? {
-        0 => Ok(()),
+        0 => {
+            ctx.found.insert(image_id, program);
+            Ok(())
+        }
         _ => Err(ActError::AgentMissing {
             program: program.to_owned(),
             image: image.to_owned(),
