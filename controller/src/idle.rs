@@ -35,7 +35,7 @@ use crate::store::StoreError;
 
 /// How often the instances are listed again, to find agents that opted in
 /// (or stopped) since.
-const RESCAN: Duration = Duration::from_secs(10);
+const RESCAN: Duration = Duration::from_secs(30);
 
 /// What the watch remembers of one agent between looks.
 struct Watched {

@@ -45,9 +45,11 @@ impl Timing {
 
     /// How often the agent is looked at: often enough to see a stretch
     /// start within a third of the delay, never more than once a second,
-    /// never less than once a minute.
+    /// at least every five minutes. Output and CPU are measured over the
+    /// whole time between looks, so a long interval misses neither; a run
+    /// that falls due between looks is woken for on time.
     pub fn check_every(&self) -> Duration {
-        (self.after.min(self.every) / 3).clamp(Duration::from_secs(1), Duration::from_secs(60))
+        (self.after.min(self.every) / 3).clamp(Duration::from_secs(1), Duration::from_secs(300))
     }
 }
 
@@ -267,7 +269,7 @@ mod tests {
         );
         assert_eq!(
             Timing::of(&policy).unwrap().check_every(),
-            Duration::from_secs(60)
+            Duration::from_secs(100)
         );
     }
 }
