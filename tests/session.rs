@@ -510,3 +510,26 @@ fn a_session_the_policy_cleaned_up_is_not_relaunched_by_its_unchanged_file() {
     assert!(out.contains("instance/done created"), "{out}");
     assert!(out.contains("instance/done Running"), "{out}");
 }
+
+#[test]
+fn logs_print_what_the_agent_printed_and_say_when_a_restore_lost_it() {
+    ensure_busybox();
+    let home = Home::new();
+    let spec = "  command: [sh, -c, 'echo first; echo second; exec sleep 3600']\n";
+    home.apply("talky", &instance_yaml_with("talky", spec));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut out = String::new();
+    while std::time::Instant::now() < deadline && !out.contains("second") {
+        out = home.ok(&["logs", "talky"]);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(out.contains("first") && out.contains("second"), "{out}");
+    let tail = home.ok(&["logs", "talky", "--tail", "1"]);
+    assert!(tail.contains("second") && !tail.contains("first"), "{tail}");
+    // Tier 2: a new container, a new log, and the command says so.
+    docker(&["rm", "-f", &home.container("talky")]);
+    home.ok(&["controller", "--once"]);
+    let out = home.jackin(&["logs", "talky"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("made anew by a tier 2 restore"), "{stderr}");
+}

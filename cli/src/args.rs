@@ -102,8 +102,25 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// Print what the agent printed, from its container's log.
+    Logs(LogsArgs),
     /// Print a shell completion script.
     Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// Instance name.
+    pub name: String,
+    /// Keep printing what the agent writes next.
+    #[arg(short, long)]
+    pub follow: bool,
+    /// Only output from this long ago on (e.g. 90s, 5m).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub since: Option<Duration>,
+    /// Only the last N lines.
+    #[arg(long, value_name = "N")]
+    pub tail: Option<u64>,
 }
 
 #[derive(Debug, Args)]

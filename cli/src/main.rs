@@ -171,6 +171,7 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Prune { dry_run, images } => cmd::prune::run(dry_run, images).await,
         Command::Crds { out } => cmd::crds::run(out.as_deref()),
+        Command::Logs(args) => cmd::logs::run(&args).await,
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "jackin", &mut std::io::stdout());
             Ok(())

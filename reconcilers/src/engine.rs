@@ -157,6 +157,11 @@ pub trait EngineCalls: Send + Sync {
         since_unix: i64,
     ) -> BoxFuture<'a, Result<bool, EngineError>>;
     fn cpu_nanos<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<u64>, EngineError>>;
+    fn logs(
+        &self,
+        id: &str,
+        options: LogsRequest,
+    ) -> BoxStream<'static, Result<Vec<u8>, EngineError>>;
     fn exec<'a>(
         &'a self,
         id: &'a str,
@@ -168,6 +173,17 @@ pub trait EngineCalls: Send + Sync {
         argv: Vec<String>,
         labels: HashMap<String, String>,
     ) -> BoxFuture<'a, Result<i64, EngineError>>;
+}
+
+/// Which of a container's output to read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogsRequest {
+    /// Keep streaming what it writes next.
+    pub follow: bool,
+    /// Only output since this time (seconds since the epoch).
+    pub since_unix: Option<i64>,
+    /// Only the last lines.
+    pub tail: Option<u64>,
 }
 
 /// How a command run with `docker exec` ended.
@@ -447,6 +463,16 @@ impl Engine {
     /// Removes an image; `false` when it was already gone.
     pub async fn remove_image(&self, reference: &str) -> Result<bool, EngineError> {
         self.count().remove_image(reference).await
+    }
+
+    /// The container's output (standard output and error, as written), from
+    /// its start or as `request` narrows it.
+    pub fn logs(
+        &self,
+        id: &str,
+        request: LogsRequest,
+    ) -> BoxStream<'static, Result<Vec<u8>, EngineError>> {
+        self.count().logs(id, request)
     }
 
     /// Whether the container wrote anything to its output since the given
@@ -861,6 +887,36 @@ impl EngineCalls for DockerCalls {
                 Some(Err(e)) => Err(self.classify(&format!("read the logs of {id}"), e)),
             }
         })
+    }
+
+    fn logs(
+        &self,
+        id: &str,
+        request: LogsRequest,
+    ) -> BoxStream<'static, Result<Vec<u8>, EngineError>> {
+        let mut options = LogsOptionsBuilder::default()
+            .stdout(true)
+            .stderr(true)
+            .follow(request.follow);
+        if let Some(since) = request.since_unix {
+            options = options.since(i32::try_from(since).unwrap_or(i32::MAX));
+        }
+        let tail = request
+            .tail
+            .map_or_else(|| "all".to_owned(), |n| n.to_string());
+        let options = options.tail(&tail).build();
+        let this = DockerCalls {
+            docker: self.docker.clone(),
+            endpoint: self.endpoint.clone(),
+        };
+        let what = format!("read the logs of {id}");
+        self.docker
+            .logs(id, Some(options))
+            .map(move |item| {
+                item.map(|chunk| chunk.into_bytes().to_vec())
+                    .map_err(|e| this.classify(&what, e))
+            })
+            .boxed()
     }
 
     fn cpu_nanos<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<u64>, EngineError>> {

@@ -655,6 +655,15 @@ impl EngineCalls for FakeEngine {
         ready(self.check().map(|()| false))
     }
 
+    /// Fake containers write nothing.
+    fn logs(
+        &self,
+        _id: &str,
+        _request: crate::engine::LogsRequest,
+    ) -> BoxStream<'static, Result<Vec<u8>, EngineError>> {
+        futures::stream::empty().boxed()
+    }
+
     /// Fake containers use no CPU: the counter stands still while running.
     fn cpu_nanos<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<u64>, EngineError>> {
         let result = self.check().map(|()| {

@@ -8,5 +8,6 @@ pub mod delete;
 pub mod describe;
 pub mod get;
 pub mod launch;
+pub mod logs;
 pub mod prune;
 pub mod set_phase;
