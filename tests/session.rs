@@ -517,11 +517,11 @@ fn logs_print_what_the_agent_printed_and_say_when_a_restore_lost_it() {
     let home = Home::new();
     let spec = "  command: [sh, -c, 'echo first; echo second; exec sleep 3600']\n";
     home.apply("talky", &instance_yaml_with("talky", spec));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(20);
     let mut out = String::new();
-    while std::time::Instant::now() < deadline && !out.contains("second") {
+    while Instant::now() < deadline && !out.contains("second") {
         out = home.ok(&["logs", "talky"]);
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(200));
     }
     assert!(out.contains("first") && out.contains("second"), "{out}");
     let tail = home.ok(&["logs", "talky", "--tail", "1"]);
