@@ -221,8 +221,20 @@ impl Applied {
     /// The instances the loop should look at now: created or changed ones
     /// (an `Ended` one is not created) and pruned ones.
     pub fn instances_to_converge(&self) -> Vec<String> {
+        self.instances(|outcome| outcome != ApplyOutcome::Ended)
+    }
+
+    /// The instances this apply changed: created, configured or pruned.
+    pub fn changed_instances(&self) -> Vec<String> {
+        self.instances(|outcome| {
+            matches!(outcome, ApplyOutcome::Created | ApplyOutcome::Configured)
+        })
+    }
+
+    /// The applied instances whose outcome `wanted` takes, then the pruned.
+    fn instances(&self, wanted: impl Fn(ApplyOutcome) -> bool) -> Vec<String> {
         let applied = self.outcomes.iter().filter_map(|(obj, outcome)| match obj {
-            Object::Instance(i) if *outcome != ApplyOutcome::Ended => Some(i.metadata.name.clone()),
+            Object::Instance(i) if wanted(*outcome) => Some(i.metadata.name.clone()),
             _ => None,
         });
         let pruned = self
@@ -231,24 +243,6 @@ impl Applied {
             .filter(|p| p.kind == Instance::KIND)
             .map(|p| p.name.clone());
         applied.chain(pruned).collect()
-    }
-
-    /// The instances this apply changed: created, configured or pruned.
-    pub fn changed_instances(&self) -> Vec<String> {
-        let changed = self.outcomes.iter().filter_map(|(obj, outcome)| match obj {
-            Object::Instance(i)
-                if matches!(outcome, ApplyOutcome::Created | ApplyOutcome::Configured) =>
-            {
-                Some(i.metadata.name.clone())
-            }
-            _ => None,
-        });
-        let pruned = self
-            .pruned
-            .iter()
-            .filter(|p| p.kind == Instance::KIND)
-            .map(|p| p.name.clone());
-        changed.chain(pruned).collect()
     }
 }
 
