@@ -190,7 +190,10 @@ async fn look(
     };
     let sample = cpu.map(|c| (now, c));
     let next = idle::next(timing, status.idle.as_ref(), seen, now);
-    record_stretch(reconciler, name, next)?;
+    blocking(reconciler, name, move |store, name| {
+        record_stretch(store, name, next)
+    })
+    .await?;
     let (since, due) = match next {
         Next::Active => return Ok(Some((timing.check_every(), sample))),
         Next::Waiting { since, due } => (since, due),
@@ -208,11 +211,18 @@ async fn look(
     }
     let result = run_hooks(reconciler, &unit, &id, &policy, &status, timing).await;
     let finished = Timestamp::now();
-    record_run(reconciler, name, since, finished, &result)?;
+    let ran = result.clone();
+    blocking(reconciler, name, move |store, name| {
+        record_run(store, name, since, finished, &ran)
+    })
+    .await?;
     match policy.then {
         IdleThen::None => {}
         IdleThen::Keep => {
-            store.settle(name, DesiredPhase::Kept, SettledBy::IdleHooks, None)?;
+            blocking(reconciler, name, |store, name| {
+                store.settle(name, DesiredPhase::Kept, SettledBy::IdleHooks, None)
+            })
+            .await?;
             events::record(
                 store.layout(),
                 &unit,
@@ -233,12 +243,25 @@ async fn look(
 }
 
 /// Writes the start or end of an idle stretch, when it changed.
-fn record_stretch(reconciler: &Reconciler, name: &str, next: Next) -> Result<(), StoreError> {
+/// Runs store work that may wait for a unit lock off the async runtime, so
+/// that the watch never stalls the reconciles beside it.
+async fn blocking<T: Send + 'static>(
+    reconciler: &Reconciler,
+    name: &str,
+    work: impl FnOnce(&crate::Store, &str) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    let (store, name) = (reconciler.store.clone(), name.to_owned());
+    tokio::task::spawn_blocking(move || work(&store, &name))
+        .await
+        .expect("store work does not panic")
+}
+
+fn record_stretch(store: &crate::Store, name: &str, next: Next) -> Result<(), StoreError> {
     let since = match next {
         Next::Active => None,
         Next::Waiting { since, .. } | Next::Due { since } => Some(since),
     };
-    let Some(mut guard) = reconciler.store.try_lock_instance(name)? else {
+    let Some(mut guard) = store.try_lock_instance(name)? else {
         // Being reconciled: the next look records it.
         return Ok(());
     };
@@ -253,14 +276,14 @@ fn record_stretch(reconciler: &Reconciler, name: &str, next: Next) -> Result<(),
 
 /// Records a run's end in `status.idle`.
 fn record_run(
-    reconciler: &Reconciler,
+    store: &crate::Store,
     name: &str,
     since: Timestamp,
     at: Timestamp,
     result: &str,
 ) -> Result<(), StoreError> {
     // A reconcile may hold the lock for a while (a build): wait for it.
-    let Some(mut guard) = reconciler.store.lock_instance(name)? else {
+    let Some(mut guard) = store.lock_instance(name)? else {
         return Ok(());
     };
     let idle = guard
@@ -355,18 +378,25 @@ async fn restart(
     for _ in 0..2 {
         match reconciler.reconcile(name, None).await {
             Ok(Outcome::Converged { .. }) => {
-                if let Some(mut guard) = reconciler.store.lock_instance(name)? {
-                    let conditions = &mut guard.obj.status.get_or_insert_default().conditions;
-                    remove_condition(conditions, condition::IDLE_RESTART);
-                    guard.save()?;
-                }
+                blocking(reconciler, name, |store, name| {
+                    if let Some(mut guard) = store.lock_instance(name)? {
+                        let conditions = &mut guard.obj.status.get_or_insert_default().conditions;
+                        remove_condition(conditions, condition::IDLE_RESTART);
+                        guard.save()?;
+                    }
+                    Ok(())
+                })
+                .await?;
                 return Ok(());
             }
             Ok(other) => error = format!("{other:?}"),
             Err(e) => error = e.to_string(),
         }
     }
-    if let Some(mut guard) = reconciler.store.lock_instance(name)? {
+    blocking(reconciler, name, move |store, name| {
+        let Some(mut guard) = store.lock_instance(name)? else {
+            return Ok(());
+        };
         let status = guard.obj.status.get_or_insert_default();
         status.phase = Some(InstancePhase::Failed);
         set_condition(
@@ -379,7 +409,8 @@ async fn restart(
             ),
             Timestamp::now(),
         );
-        guard.save()?;
-    }
+        guard.save()
+    })
+    .await?;
     Ok(())
 }
