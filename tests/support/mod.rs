@@ -460,9 +460,12 @@ impl RoleRepo {
         repo.git(&["config", "user.name", "jackin test"]);
         std::fs::write(
             repo.path().join("Dockerfile"),
+            // The role's own label first: parallel tests never share (and
+            // never remove from under each other) a cached build layer.
             format!(
-                "FROM {}\nCOPY marker /marker\nCMD [\"sleep\", \"3600\"]\n",
-                busybox_image()
+                "FROM {}\nLABEL jackin.test.role={}\nCOPY marker /marker\nCMD [\"sleep\", \"3600\"]\n",
+                busybox_image(),
+                repo.role
             ),
         )
         .unwrap();
@@ -487,8 +490,9 @@ impl RoleRepo {
         std::fs::write(
             repo.path().join("Dockerfile"),
             format!(
-                "FROM {}\nCOPY fake-agent /bin/fake-agent\n{links}WORKDIR /work\n",
-                busybox_image()
+                "FROM {}\nLABEL jackin.test.role={}\nCOPY fake-agent /bin/fake-agent\n{links}WORKDIR /work\n",
+                busybox_image(),
+                repo.role
             ),
         )
         .unwrap();
