@@ -623,7 +623,7 @@ fn two_networks_of_one_instance_are_repaired_not_fatal() {
             let engine = jackin_reconcilers::Engine::connect().await.unwrap();
             for _ in 0..2 {
                 engine
-                    .create_network(&network, labels.clone())
+                    .create_network(&network, labels.clone(), None)
                     .await
                     .unwrap();
             }

@@ -86,6 +86,9 @@ pub mod reason {
     pub const NO_COMMAND: &str = "NoCommand";
     pub const UNKNOWN_AGENT: &str = "UnknownAgent";
     pub const AGENT_MISSING: &str = "AgentMissing";
+    pub const ADDRESS_POOL_EXHAUSTED: &str = "AddressPoolExhausted";
+    /// The home's `config.yaml` cannot be used.
+    pub const INVALID_CONFIG: &str = "InvalidConfig";
     // PurgeBlocked.
     pub const UNFINISHED_WORK: &str = "UnfinishedWork";
     // ExitPolicy.

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use jackin_api::DesiredPhase;
+use jackin_controller::converge;
 
 /// jackin keeps AI coding-agent sessions alive across exits, crashes and
 /// `docker rm`, and cleans up completely when a session is over.
@@ -167,6 +168,9 @@ pub struct WaitArgs {
     /// Record the desired state and return; a running controller converges it.
     #[arg(long)]
     pub no_wait: bool,
+    /// Instances converged at once.
+    #[arg(long, value_name = "N", default_value_t = converge::DEFAULT_CONCURRENCY, value_parser = parse_concurrency)]
+    pub concurrency: usize,
 }
 
 #[derive(Debug, Args)]
@@ -194,7 +198,7 @@ pub struct LaunchArgs {
 #[derive(Debug, Args)]
 pub struct ControllerArgs {
     /// Reconciles running at once.
-    #[arg(long, value_name = "N", default_value = "4", value_parser = parse_concurrency)]
+    #[arg(long, value_name = "N", default_value_t = converge::DEFAULT_CONCURRENCY, value_parser = parse_concurrency)]
     pub concurrency: usize,
     /// Look at every instance this often, events or not (e.g. 5m).
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]

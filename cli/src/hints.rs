@@ -12,6 +12,7 @@ use jackin_controller::sweep::SweepError;
 use jackin_controller::{ReconcileError, StoreError};
 use jackin_reconcilers::EngineError;
 use jackin_reconcilers::act::ActError;
+use jackin_reconcilers::addresses::AddressError;
 use jackin_reconcilers::endpoint::EndpointError;
 use jackin_reconcilers::git::GitError;
 use jackin_reconcilers::isolation::IsolationError;
@@ -94,7 +95,9 @@ fn act(e: &ActError) -> Option<String> {
         ActError::ForeignVolume(volume) => Some(format!(
             "`docker volume inspect {volume}` shows whose it is; remove it if it is stale"
         )),
-        ActError::Io { .. } | ActError::State(_) => None,
+        ActError::Addresses(AddressError::Engine(e)) => engine(e),
+        // The message says how to widen the pool, or which setting is wrong.
+        ActError::Addresses(_) | ActError::Io { .. } | ActError::State(_) => None,
     }
 }
 

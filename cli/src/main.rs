@@ -113,6 +113,15 @@ fn open_store() -> Result<Store> {
     Ok(store)
 }
 
+/// The store, for a command that may create engine objects: the home's
+/// settings are checked first, so a bad `config.yaml` stops the command
+/// before anything is written.
+fn open_store_to_change() -> Result<Store> {
+    let store = open_store()?;
+    jackin_reconcilers::addresses::read_config(store.layout().root())?;
+    Ok(store)
+}
+
 /// Connects to the engine before anything is written, so that a command
 /// that cannot converge changes nothing.
 async fn connect() -> Result<Engine> {
@@ -122,7 +131,7 @@ async fn connect() -> Result<Engine> {
 async fn run(cli: Cli) -> Result<()> {
     let verbose = cli.verbose > 0;
     match cli.command {
-        Command::Apply(args) => cmd::apply::run(open_store, &args, verbose).await,
+        Command::Apply(args) => cmd::apply::run(open_store_to_change, &args, verbose).await,
         Command::Diff(args) => cmd::apply::diff(&open_store()?, &args),
         Command::Get(args) => cmd::get::run(&open_store()?, &args),
         Command::Describe { first, name } => match (first.as_str(), name) {
@@ -158,13 +167,13 @@ async fn run(cli: Cli) -> Result<()> {
             for name in [&args.workspace, &args.role, &args.agent] {
                 check_name(name)?;
             }
-            let store = open_store()?;
+            let store = open_store_to_change()?;
             let engine = connect().await?;
             cmd::launch::run(store, engine, &args).await
         }
         Command::Attach { name, wait } => {
             check_name(&name)?;
-            let store = open_store()?;
+            let store = open_store_to_change()?;
             let engine = connect().await?;
             let mut keyboard = cmd::attach::Keyboard::start();
             cmd::attach::run(store, engine, &name, &wait, &mut keyboard).await
@@ -215,7 +224,7 @@ pub async fn converge_quietly(
     let mut reconciler = Reconciler::new(store.clone(), engine.clone());
     reconciler.progress = reporter.sink();
     let names = [name.to_owned()];
-    let results = converge::converge(&reconciler, &names, wait.timeout).await;
+    let results = converge::converge(&reconciler, &names, wait.timeout, wait.concurrency).await;
     reporter.finish();
     for (name, result) in results {
         if let Outcome::Blocked { digest } = result.with_context(|| format!("instance/{name}"))? {
@@ -242,7 +251,7 @@ pub async fn converge_and_report(
     let reporter = progress::Reporter::new(verbose);
     let mut reconciler = Reconciler::new(store, engine);
     reconciler.progress = reporter.sink();
-    let results = converge::converge(&reconciler, names, wait.timeout).await;
+    let results = converge::converge(&reconciler, names, wait.timeout, wait.concurrency).await;
     reporter.finish();
     let mut failed = 0;
     for (name, result) in results {

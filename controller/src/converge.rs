@@ -11,14 +11,17 @@ use jackin_reconcilers::observe::Observation;
 use crate::backoff;
 use crate::reconcile::{Outcome, ReconcileError, Reconciler};
 
-/// How many instances one command converges at once.
-const PARALLEL: usize = 4;
+/// How many instances are converged at once unless the operator says
+/// otherwise. The engine serialises much of its work (network setup, its
+/// store), so beyond this more workers mostly queue inside it.
+pub const DEFAULT_CONCURRENCY: usize = 8;
 
 /// Converges every name; the results come back in the order given.
 pub async fn converge(
     reconciler: &Reconciler,
     names: &[String],
     timeout: Duration,
+    concurrency: usize,
 ) -> Vec<(String, Result<Outcome, ReconcileError>)> {
     let deadline = Instant::now() + timeout;
     // One snapshot serves every instance's first look, so instances that are
@@ -39,7 +42,7 @@ pub async fn converge(
                 one(reconciler, name, snapshot, deadline).await,
             )
         })
-        .buffer_unordered(PARALLEL)
+        .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
     results.sort_by_key(|(i, _, _)| *i);

@@ -13,6 +13,7 @@ use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{annotation, condition, reason};
 use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
 use jackin_reconcilers::act::{self, ActError, Context};
+use jackin_reconcilers::addresses::AddressBook;
 use jackin_reconcilers::decide::{Plan, Step, decide};
 use jackin_reconcilers::observe::{InstanceView, Observation};
 use jackin_reconcilers::{Engine, EngineError, Layout, assess, isolation, recipe};
@@ -100,6 +101,8 @@ pub struct Reconciler {
     /// What this process already found in which image (see
     /// [`act::ProgramsFound`]): many instances of one image probe it once.
     found: Arc<act::ProgramsFound>,
+    /// The subnets in use on the engine, as this process knows them.
+    addresses: Arc<AddressBook>,
 }
 
 impl Reconciler {
@@ -109,6 +112,7 @@ impl Reconciler {
             engine,
             progress: Arc::new(|_, _| {}),
             found: Arc::default(),
+            addresses: Arc::default(),
         }
     }
 
@@ -159,6 +163,7 @@ impl Reconciler {
             workspace: workspace.as_ref(),
             agent: agent.as_ref(),
             found: &self.found,
+            addresses: &self.addresses,
             home: std::env::home_dir(),
             home_id,
         };

@@ -65,7 +65,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
-            concurrency: 4,
+            concurrency: crate::converge::DEFAULT_CONCURRENCY,
             resync: Duration::from_secs(300),
             store_poll: Duration::from_secs(2),
             max_backoff: Duration::from_secs(300),

@@ -9,6 +9,7 @@ use jackin_api::instance::{Conversation, Instance, InstancePhase, RoleSource};
 use jackin_api::names::{label, reason};
 use jackin_api::workspace::WorkspaceSpec;
 
+use crate::addresses::{AddressBook, AddressError};
 use crate::decide::Step;
 use crate::engine::models::{
     ContainerCreateBody, EndpointSettings, HostConfig, Mount, MountType, NetworkingConfig,
@@ -58,6 +59,8 @@ pub enum ActError {
          Dockerfile must install it"
     )]
     AgentMissing { program: String, image: String },
+    #[error(transparent)]
+    Addresses(#[from] AddressError),
     /// The owner of the state directory could not record a change.
     #[error(transparent)]
     State(Box<dyn std::error::Error + Send + Sync>),
@@ -70,6 +73,7 @@ impl ActError {
         match self {
             Self::Recipe(e) => e.is_permanent(),
             Self::Engine(e) => e.is_permanent(),
+            Self::Addresses(e) => e.is_permanent(),
             // A secret that cannot be resolved needs the operator (a variable
             // to export, a file to write, `op signin`); so does a checkout
             // that no longer fits its host repository.
@@ -104,6 +108,12 @@ impl ActError {
             Self::UnknownAgent(_) => reason::UNKNOWN_AGENT,
             Self::AgentMissing { .. } => reason::AGENT_MISSING,
             Self::ForeignVolume(_) => reason::ENGINE_ERROR,
+            Self::Addresses(AddressError::Exhausted { .. }) => reason::ADDRESS_POOL_EXHAUSTED,
+            Self::Addresses(AddressError::Config(_)) => reason::INVALID_CONFIG,
+            Self::Addresses(AddressError::Engine(e)) => match e {
+                EngineError::Unreachable { .. } => reason::ENGINE_UNREACHABLE,
+                _ => reason::ENGINE_ERROR,
+            },
         }
     }
 }
@@ -137,6 +147,8 @@ pub struct Context<'a> {
     pub agent: Option<&'a ResolvedAgent>,
     /// The programs already found in images.
     pub found: &'a ProgramsFound,
+    /// The subnets in use on the engine.
+    pub addresses: &'a AddressBook,
     /// The operator's home, for `~` in mount sources.
     pub home: Option<PathBuf>,
     /// This `JACKIN_HOME`'s id, labelled on everything created.
@@ -186,9 +198,12 @@ pub async fn act(
         }
         Step::CreateNetwork => {
             let labels = recipe_of(obj).labels.clone().into_iter().collect();
-            engine
-                .create_network(&recipe_of(obj).network, labels)
+            let network = &recipe_of(obj).network;
+            let subnet = ctx
+                .addresses
+                .create_network(engine, ctx.layout.root(), network, labels)
                 .await?;
+            tracing::debug!(network, %subnet, "network created");
         }
         Step::CreateVolume(volume) => ensure_volume(ctx, obj, volume).await?,
         Step::CreateSidecar(name) => {

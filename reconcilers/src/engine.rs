@@ -14,7 +14,7 @@ use bollard::errors::Error as BollardError;
 pub use bollard::models;
 use bollard::models::{
     ContainerCreateBody, ContainerInspectResponse, ContainerSummary, EventMessage, ImageInspect,
-    ImageSummary, Network, NetworkCreateRequest, Volume,
+    ImageSummary, Ipam, IpamConfig, Network, NetworkCreateRequest, Volume,
 };
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, BuildImageOptionsBuilder, CreateContainerOptionsBuilder,
@@ -107,6 +107,7 @@ pub trait EngineCalls: Send + Sync {
         &'a self,
         name: &'a str,
         labels: HashMap<String, String>,
+        subnet: Option<String>,
     ) -> BoxFuture<'a, Result<String, EngineError>>;
     fn remove_network<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, EngineError>>;
     fn start_container<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), EngineError>>;
@@ -341,13 +342,15 @@ impl Engine {
         self.count().list_images().await
     }
 
-    /// Creates a bridge network; returns its id.
+    /// Creates a bridge network, on `subnet` when one is given (else the
+    /// engine picks from its default pools); returns its id.
     pub async fn create_network(
         &self,
         name: &str,
         labels: HashMap<String, String>,
+        subnet: Option<String>,
     ) -> Result<String, EngineError> {
-        self.count().create_network(name, labels).await
+        self.count().create_network(name, labels, subnet).await
     }
 
     /// Removes a network; `false` when it was already gone.
@@ -673,12 +676,21 @@ impl EngineCalls for DockerCalls {
         &'a self,
         name: &'a str,
         labels: HashMap<String, String>,
+        subnet: Option<String>,
     ) -> BoxFuture<'a, Result<String, EngineError>> {
         Box::pin(async move {
+            let ipam = subnet.map(|subnet| Ipam {
+                config: Some(vec![IpamConfig {
+                    subnet: Some(subnet),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            });
             let request = NetworkCreateRequest {
                 name: name.to_owned(),
                 driver: Some("bridge".into()),
                 labels: Some(labels),
+                ipam,
                 ..Default::default()
             };
             self.docker

@@ -19,9 +19,10 @@ use tokio::sync::broadcast;
 use crate::engine::models::{
     ContainerConfig, ContainerCreateBody, ContainerInspectResponse, ContainerState,
     ContainerSummary, ContainerSummaryStateEnum, EventActor, EventMessage, ImageInspect,
-    ImageSummary, Network, Volume,
+    ImageSummary, Ipam, IpamConfig, Network, Volume,
 };
 use crate::engine::{Engine, EngineCalls, EngineError, ExecOutcome};
+use jackin_api::home::Subnet;
 
 /// The time the engine reports for "never".
 const NEVER: &str = "0001-01-01T00:00:00Z";
@@ -45,6 +46,7 @@ struct FakeNetwork {
     name: String,
     labels: HashMap<String, String>,
     created: String,
+    subnet: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -263,6 +265,7 @@ impl FakeEngine {
             name: name.to_owned(),
             labels,
             created,
+            subnet: None,
         });
         id
     }
@@ -313,6 +316,13 @@ impl EngineCalls for FakeEngine {
                     name: Some(n.name.clone()),
                     labels: Some(n.labels.clone()),
                     created: Some(n.created.clone()),
+                    ipam: n.subnet.as_ref().map(|subnet| Ipam {
+                        config: Some(vec![IpamConfig {
+                            subnet: Some(subnet.clone()),
+                            ..Default::default()
+                        }]),
+                        ..Default::default()
+                    }),
                     ..Default::default()
                 })
                 .collect()
@@ -386,11 +396,29 @@ impl EngineCalls for FakeEngine {
         &'a self,
         name: &'a str,
         labels: HashMap<String, String>,
+        subnet: Option<String>,
     ) -> BoxFuture<'a, Result<String, EngineError>> {
-        let result = self.check().map(|()| {
+        let result = self.check().and_then(|()| {
+            // As the engine does: one address space, no two pools overlap.
+            if let Some(subnet) = &subnet {
+                let wanted: Subnet = subnet.parse().expect("jackin asks for valid subnets");
+                let overlapping = self.state().networks.iter().any(|n| {
+                    n.subnet
+                        .as_ref()
+                        .is_some_and(|s| s.parse::<Subnet>().is_ok_and(|s| s.overlaps(wanted)))
+                });
+                if overlapping {
+                    return Err(refused(
+                        &format!("create network {name}"),
+                        403,
+                        "Pool overlaps with other one on this address space",
+                    ));
+                }
+            }
             let id = self.add_network(name, labels.clone());
+            self.state().networks.last_mut().expect("just added").subnet = subnet;
             self.emit("network", "create", &id, &labels);
-            id
+            Ok(id)
         });
         ready(result)
     }

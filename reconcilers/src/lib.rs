@@ -5,6 +5,7 @@
 //! on-disk layout, durable file operations and the Docker engine adapter.
 
 pub mod act;
+pub mod addresses;
 pub mod assess;
 pub mod decide;
 pub mod endpoint;

@@ -7,10 +7,10 @@ use jackin_controller::source::Source;
 use jackin_controller::{Outcome, Progress, Reconciler, run};
 
 use crate::args::ControllerArgs;
-use crate::{connect, open_store};
+use crate::{connect, open_store_to_change};
 
 pub async fn run(args: &ControllerArgs) -> Result<()> {
-    let store = open_store()?;
+    let store = open_store_to_change()?;
     let engine = connect().await?;
     let mut reconciler = Reconciler::new(store, engine);
     reconciler.progress = Arc::new(|name: &str, event: Progress<'_>| match event {

@@ -29,6 +29,7 @@ pub async fn run(dry_run: bool, images: bool) -> Result<()> {
     let wait = WaitArgs {
         timeout: std::time::Duration::from_secs(300),
         no_wait: false,
+        concurrency: jackin_controller::converge::DEFAULT_CONCURRENCY,
     };
     converge_and_report(store, engine, &purges, &wait, false).await
 }

@@ -9,7 +9,9 @@ use jackin_controller::{Reconciler, Store};
 use jackin_reconcilers::assess::acknowledgement_digest;
 
 use crate::args::WaitArgs;
-use crate::{check_name, connect, converge_and_report, open_store, output, sweep_files_quietly};
+use crate::{
+    check_name, connect, converge_and_report, open_store_to_change, output, sweep_files_quietly,
+};
 
 pub async fn run(
     name: &str,
@@ -20,7 +22,7 @@ pub async fn run(
     verbose: bool,
 ) -> Result<()> {
     check_name(name)?;
-    let store = open_store()?;
+    let store = open_store_to_change()?;
     let current = store.get_instance(name)?;
     // Converging needs the engine: connect before writing anything, so a
     // command that cannot converge leaves the store as it was.

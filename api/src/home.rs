@@ -1,0 +1,257 @@
+//! A home's own settings: `$JACKIN_HOME/config.yaml`, optional.
+//!
+//! ```yaml
+//! addressPool:
+//!   base: 10.213.0.0/16   # private IPv4 space jackin's networks come from
+//!   size: 28              # the prefix length of each instance's subnet
+//! ```
+//!
+//! Every instance has a bridge network of its own. Left to the engine, those
+//! networks take their subnets from its default pools, which hold about 31
+//! networks on a stock engine; jackin hands out small subnets of its own
+//! pool instead, so an engine runs thousands of instances.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The file's name, in the home's root.
+pub const HOME_CONFIG_FILE: &str = "config.yaml";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HomeConfig {
+    #[serde(default)]
+    pub address_pool: AddressPool,
+}
+
+/// Where instance networks take their subnets from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AddressPool {
+    /// An IPv4 range in CIDR notation.
+    pub base: String,
+    /// The prefix length of each subnet taken from it.
+    pub size: u8,
+}
+
+impl Default for AddressPool {
+    fn default() -> Self {
+        Self {
+            base: "10.213.0.0/16".into(),
+            size: 28,
+        }
+    }
+}
+
+/// An IPv4 network: an address and a prefix length, the host bits zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Subnet {
+    addr: u32,
+    prefix: u8,
+}
+
+impl Subnet {
+    pub fn new(addr: Ipv4Addr, prefix: u8) -> Result<Self, String> {
+        if prefix > 32 {
+            return Err(format!("prefix length /{prefix} is over 32"));
+        }
+        let subnet = Self {
+            addr: u32::from(addr),
+            prefix,
+        };
+        if subnet.addr & !subnet.mask() != 0 {
+            return Err(format!(
+                "{addr}/{prefix} has host bits set: the network is {}",
+                Self {
+                    addr: subnet.addr & subnet.mask(),
+                    prefix
+                }
+            ));
+        }
+        Ok(subnet)
+    }
+
+    fn mask(self) -> u32 {
+        u32::MAX
+            .checked_shl(32 - u32::from(self.prefix))
+            .unwrap_or(0)
+    }
+
+    pub fn prefix(self) -> u8 {
+        self.prefix
+    }
+
+    fn last(self) -> u32 {
+        self.addr | !self.mask()
+    }
+
+    pub fn overlaps(self, other: Self) -> bool {
+        self.addr <= other.last() && other.addr <= self.last()
+    }
+
+    pub fn contains(self, other: Self) -> bool {
+        self.addr <= other.addr && other.last() <= self.last()
+    }
+}
+
+impl fmt::Display for Subnet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", Ipv4Addr::from(self.addr), self.prefix)
+    }
+}
+
+impl FromStr for Subnet {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (addr, prefix) = text
+            .split_once('/')
+            .ok_or_else(|| format!("{text:?} is not in CIDR notation (ADDRESS/PREFIX)"))?;
+        let addr: Ipv4Addr = addr
+            .parse()
+            .map_err(|_| format!("{addr:?} is not an IPv4 address"))?;
+        let prefix: u8 = prefix
+            .parse()
+            .map_err(|_| format!("{prefix:?} is not a prefix length"))?;
+        Self::new(addr, prefix)
+    }
+}
+
+/// A validated [`AddressPool`]: `base` cut into subnets of `/size`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pool {
+    pub base: Subnet,
+    pub size: u8,
+}
+
+/// The smallest subnet a pool may hand out: a /30 holds a gateway and
+/// one container, which is all an instance without sidecars needs.
+pub const SMALLEST_SUBNET: u8 = 30;
+
+impl Pool {
+    pub fn count(self) -> u64 {
+        1u64 << (self.size - self.base.prefix)
+    }
+
+    /// The `i`th subnet, `i` taken modulo [`Pool::count`].
+    pub fn nth(self, i: u64) -> Subnet {
+        let step = 1u64 << (32 - u32::from(self.size));
+        let offset = (i % self.count()) * step;
+        Subnet {
+            addr: self.base.addr + u32::try_from(offset).expect("within an IPv4 range"),
+            prefix: self.size,
+        }
+    }
+}
+
+impl AddressPool {
+    /// Checks the pool: private IPv4 space, cut into subnets no smaller
+    /// than [`SMALLEST_SUBNET`].
+    pub fn pool(&self) -> Result<Pool, String> {
+        let base: Subnet = self.base.parse()?;
+        let private = [
+            "10.0.0.0/8",
+            "172.16.0.0/12",
+            "192.168.0.0/16",
+            "100.64.0.0/10",
+        ]
+        .map(|s| s.parse::<Subnet>().expect("a valid literal"));
+        if !private.iter().any(|p| p.contains(base)) {
+            return Err(format!(
+                "base {base} is not private address space (10.0.0.0/8, 172.16.0.0/12, \
+                 192.168.0.0/16 or 100.64.0.0/10)"
+            ));
+        }
+        if self.size < base.prefix || self.size > SMALLEST_SUBNET {
+            return Err(format!(
+                "size /{} must lie between the base's /{} and /{SMALLEST_SUBNET}",
+                self.size, base.prefix
+            ));
+        }
+        Ok(Pool {
+            base,
+            size: self.size,
+        })
+    }
+}
+
+/// Reads a home's settings; the error names `source`, and the line, column
+/// or field at fault.
+pub fn parse(source: &str, text: &str) -> Result<HomeConfig, String> {
+    let config: Option<HomeConfig> =
+        serde_saphyr::from_str(text).map_err(|e| format!("{source}: {}", e.without_snippet()))?;
+    let config = config.unwrap_or_default();
+    config
+        .address_pool
+        .pool()
+        .map_err(|e| format!("{source}: addressPool: {e}"))?;
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subnet(text: &str) -> Subnet {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn the_default_pool_holds_4096_subnets_of_14_hosts() {
+        let pool = AddressPool::default().pool().unwrap();
+        assert_eq!(pool.count(), 4096);
+        assert_eq!(pool.nth(0).to_string(), "10.213.0.0/28");
+        assert_eq!(pool.nth(1).to_string(), "10.213.0.16/28");
+        assert_eq!(pool.nth(4095).to_string(), "10.213.255.240/28");
+        assert_eq!(pool.nth(4096), pool.nth(0));
+    }
+
+    #[test]
+    fn overlap_is_any_shared_address() {
+        assert!(subnet("10.213.0.0/16").overlaps(subnet("10.213.7.16/28")));
+        assert!(subnet("10.213.7.16/28").overlaps(subnet("10.213.0.0/16")));
+        assert!(!subnet("10.213.7.16/28").overlaps(subnet("10.213.7.32/28")));
+        assert!(subnet("0.0.0.0/0").overlaps(subnet("10.0.0.0/8")));
+        assert!(subnet("10.0.0.0/8").contains(subnet("10.213.7.16/28")));
+    }
+
+    #[test]
+    fn bad_pools_say_what_is_wrong() {
+        let pool = |base: &str, size| {
+            AddressPool {
+                base: base.into(),
+                size,
+            }
+            .pool()
+            .unwrap_err()
+        };
+        assert!(
+            pool("10.213.0.1/16", 28).contains("host bits"),
+            "{}",
+            pool("10.213.0.1/16", 28)
+        );
+        assert!(pool("8.8.0.0/16", 28).contains("not private"));
+        assert!(pool("10.213.0.0/16", 31).contains("between"));
+        assert!(pool("10.213.0.0/16", 8).contains("between"));
+        assert!(pool("10.213.0.0", 28).contains("CIDR"));
+        let err = parse(
+            "config.yaml",
+            "addressPool:\n  base: 10.0.0.0/8\n  sise: 28\n",
+        )
+        .unwrap_err();
+        assert!(err.contains("config.yaml") && err.contains("sise"), "{err}");
+        let err = parse("config.yaml", "addressPool: {base: 10.0.0.0/8, size: 31}\n").unwrap_err();
+        assert!(err.contains("addressPool") && err.contains("/31"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_file_is_the_defaults() {
+        assert_eq!(parse("config.yaml", "").unwrap(), HomeConfig::default());
+        let config = parse("c", "addressPool: {base: 192.168.64.0/20, size: 29}\n").unwrap();
+        assert_eq!(config.address_pool.pool().unwrap().count(), 512);
+    }
+}
