@@ -141,6 +141,11 @@ pub struct InstanceSpec {
     /// (also settable as a workspace default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dind: Option<DindSpec>,
+    /// The Docker engine the instance runs on: a `docker context` name, or
+    /// an address as `DOCKER_HOST` takes it (`unix:///…`, `tcp://…`). The
+    /// workspace's when omitted, else the one the environment selects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -162,6 +167,7 @@ impl Default for InstanceSpec {
             conversation_id: None,
             host_user: None,
             dind: None,
+            engine: None,
             mounts: Vec::new(),
             env: Vec::new(),
             sidecars: Vec::new(),
@@ -525,6 +531,10 @@ pub struct Recipe {
     /// container is the sidecar named `dind`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dind: Option<PinnedDind>,
+    /// The engine the session runs on (`spec.engine`, else the
+    /// workspace's); absent for the one the environment selects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
     /// The working directory the agent starts in, the same at every tier:
     /// agents that resume "the latest conversation here" key it by this.
     #[serde(default, skip_serializing_if = "Option::is_none")]

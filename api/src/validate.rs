@@ -377,6 +377,9 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
             errors.push("spec.conversationId", "must not contain control characters");
         }
     }
+    if let Some(engine) = &spec.engine {
+        errors.check("spec.engine", engine_ref(engine));
+    }
     mounts(&mut errors, "spec.mounts", &spec.mounts);
     env(&mut errors, &spec.env);
     let mut sidecar_names = HashSet::new();
@@ -398,6 +401,38 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
         Ok(())
     } else {
         Err(errors.0)
+    }
+}
+
+/// An engine as `spec.engine` names it: a `docker context` name, or an
+/// address as `DOCKER_HOST` takes it.
+pub fn engine_ref(value: &str) -> Result<(), String> {
+    if let Some((scheme, rest)) = value.split_once("://") {
+        if !matches!(scheme, "unix" | "tcp") {
+            return Err(format!(
+                "{value:?}: expected unix://PATH or tcp://HOST:PORT, or a docker context name                  (an ssh engine is reached through a forwarded socket)"
+            ));
+        }
+        if rest.is_empty()
+            || rest.len() > 512
+            || rest.chars().any(|c| c.is_control() || c.is_whitespace())
+        {
+            return Err(format!("{value:?}: expected an address after {scheme}://"));
+        }
+        return Ok(());
+    }
+    let context_name = !value.is_empty()
+        && value.len() <= 128
+        && value.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-'));
+    if context_name {
+        Ok(())
+    } else {
+        Err(format!(
+            "{value:?}: expected a docker context name (letters, digits, _ . + -) or an address              (unix:///var/run/docker.sock, tcp://host:2376)"
+        ))
     }
 }
 
@@ -539,6 +574,9 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     api_version(&mut errors, &obj.api_version);
     metadata(&mut errors, &obj.metadata);
     mounts(&mut errors, "spec.mounts", &obj.spec.mounts);
+    if let Some(engine) = &obj.spec.engine {
+        errors.check("spec.engine", engine_ref(engine));
+    }
     if let Some(idle) = &obj.spec.idle {
         for (field, value) in [
             ("after", Some(&idle.after)),
@@ -592,6 +630,32 @@ mod tests {
             },
             status: None,
         }
+    }
+
+    #[test]
+    fn engines_are_contexts_or_addresses() {
+        for good in [
+            "unix:///var/run/docker.sock",
+            "tcp://10.0.0.5:2376",
+            "build-box",
+            "default",
+        ] {
+            assert_eq!(engine_ref(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "ssh://me@host",
+            "http://x",
+            "unix://",
+            "-x",
+            "a b",
+            "ctx\u{1b}[2J",
+            "",
+        ] {
+            assert!(engine_ref(bad).is_err(), "{bad}");
+        }
+        let mut obj = sample();
+        obj.spec.engine = Some("ssh://me@host".into());
+        assert_eq!(paths(&obj), ["spec.engine"]);
     }
 
     fn paths(obj: &Instance) -> Vec<String> {

@@ -60,6 +60,9 @@ pub struct WorkspaceSpec {
     /// The default of `spec.dind` for the workspace's instances.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dind: Option<crate::instance::DindSpec>,
+    /// The default of `spec.engine` for the workspace's instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
     /// Idle hooks: what to run in an agent's container once it has been
     /// idle for a while. Off unless `enabled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{CommandFactory, Parser};
 use jackin_api::validate;
+use jackin_controller::engines::Engines;
 use jackin_controller::{IndexRepair, Outcome, Reconciler, Store, converge, sweep};
 use jackin_reconcilers::{Engine, Layout};
 
@@ -122,10 +123,11 @@ fn open_store_to_change() -> Result<Store> {
     Ok(store)
 }
 
-/// Connects to the engine before anything is written, so that a command
-/// that cannot converge changes nothing.
-async fn connect() -> Result<Engine> {
-    Ok(Engine::connect().await?)
+/// Connects to the default engine before anything is written, so that a
+/// command that cannot converge changes nothing. Engines that instances
+/// name (`spec.engine`) are connected when they are first needed.
+async fn connect() -> Result<Engines> {
+    Ok(Engines::new(Some(Engine::connect().await?)))
 }
 
 async fn run(cli: Cli) -> Result<()> {
@@ -215,13 +217,13 @@ fn check_name(name: &str) -> Result<()> {
 /// the terminal afterwards.
 pub async fn converge_quietly(
     store: &Store,
-    engine: &Engine,
+    engines: &Engines,
     name: &str,
     wait: &WaitArgs,
 ) -> Result<()> {
     // The same live progress as `apply`: a role build can take minutes.
     let reporter = progress::Reporter::new(false);
-    let mut reconciler = Reconciler::new(store.clone(), engine.clone());
+    let mut reconciler = Reconciler::new(store.clone(), engines.clone());
     reconciler.progress = reporter.sink();
     let names = [name.to_owned()];
     let results = converge::converge(&reconciler, &names, wait.timeout, wait.concurrency).await;
@@ -240,7 +242,7 @@ pub async fn converge_quietly(
 /// Converges `names` unless told not to wait, reporting progress and results.
 pub async fn converge_and_report(
     store: Store,
-    engine: Engine,
+    engines: Engines,
     names: &[String],
     wait: &WaitArgs,
     verbose: bool,
@@ -249,7 +251,7 @@ pub async fn converge_and_report(
         return Ok(());
     }
     let reporter = progress::Reporter::new(verbose);
-    let mut reconciler = Reconciler::new(store, engine);
+    let mut reconciler = Reconciler::new(store, engines);
     reconciler.progress = reporter.sink();
     let results = converge::converge(&reconciler, names, wait.timeout, wait.concurrency).await;
     reporter.finish();
@@ -294,7 +296,7 @@ pub async fn converge_and_report(
     // A newly kept session may push its workspace over `keep.max`.
     let mut purges = Vec::new();
     let caps = sweep::plan_keep_caps(&reconciler.store)?;
-    for finding in sweep::execute(&reconciler.store, &reconciler.engine, caps).await? {
+    for finding in sweep::execute(&reconciler.store, &reconciler.engines, caps).await? {
         println!("{}", finding.describe(false));
         if let sweep::Finding::KeepCapPurge { name, .. } = finding {
             purges.push(name);
@@ -303,7 +305,7 @@ pub async fn converge_and_report(
     if !purges.is_empty() {
         Box::pin(converge_and_report(
             reconciler.store,
-            reconciler.engine,
+            reconciler.engines,
             &purges,
             wait,
             verbose,

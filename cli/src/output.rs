@@ -140,6 +140,7 @@ pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> Strin
             "WORKSPACE",
             "ROLE",
             "AGENT",
+            "ENGINE",
             "READY",
             "SESSION",
             "IDLE-CLEANUP",
@@ -163,6 +164,7 @@ pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> Strin
                     or_dash(obj.spec.workspace.as_ref()),
                     obj.spec.role.name.clone(),
                     obj.spec.agent.clone(),
+                    engine_shown(obj),
                     or_dash(ready.map(|c| c.reason.clone())),
                     or_dash(status.session.as_ref().map(session_summary)),
                     or_dash(
@@ -178,6 +180,17 @@ pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> Strin
         })
         .collect();
     table(&header, &rows)
+}
+
+/// The engine an instance runs on: the pinned one, else the one its spec
+/// names (a workspace's shows once pinned), else `default`.
+fn engine_shown(obj: &Instance) -> String {
+    let pinned = obj.status.as_ref().and_then(|s| s.recipe.as_ref());
+    let engine = match pinned {
+        Some(recipe) => recipe.engine.as_deref(),
+        None => obj.spec.engine.as_deref(),
+    };
+    terminal_safe(jackin_controller::engines::display_name(engine))
 }
 
 pub fn workspace_table(objects: &[Workspace], now: Timestamp) -> String {

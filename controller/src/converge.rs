@@ -1,15 +1,15 @@
 //! Converging from a one-shot command: reconcile the named instances until
 //! each is converged, fails permanently, or the deadline passes.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::time::Instant;
 
-use jackin_reconcilers::observe::Observation;
-
 use crate::backoff;
-use crate::reconcile::{Outcome, ReconcileError, Reconciler};
+use crate::index::IndexRow;
+use crate::reconcile::{Outcome, ReconcileError, Reconciler, Snapshot};
 
 /// How many instances are converged at once unless the operator says
 /// otherwise. The engine serialises much of its work (network setup, its
@@ -24,18 +24,27 @@ pub async fn converge(
     concurrency: usize,
 ) -> Vec<(String, Result<Outcome, ReconcileError>)> {
     let deadline = Instant::now() + timeout;
-    // One snapshot serves every instance's first look, so instances that are
-    // already converged cost no engine call of their own.
-    let snapshot = match Observation::all(&reconciler.engine).await {
-        Ok(snapshot) => Some(snapshot),
+    // One snapshot per engine serves every instance's first look, so
+    // instances that are already converged cost no engine call of their own.
+    let rows: HashMap<String, IndexRow> = match reconciler.store.rows() {
+        Ok(rows) => rows.into_iter().map(|r| (r.name.clone(), r)).collect(),
         Err(e) => {
-            tracing::warn!("no shared snapshot, observing one by one: {e}");
-            None
+            tracing::warn!("no index, observing one by one: {e}");
+            HashMap::new()
         }
     };
-    let snapshot = snapshot.as_ref();
+    let snapshots = reconciler
+        .snapshots(names.iter().filter_map(|n| rows.get(n)))
+        .await;
+    let (rows, snapshots) = (&rows, &snapshots);
     let mut results: Vec<_> = futures::stream::iter(names.iter().enumerate())
         .map(|(i, name)| async move {
+            let snapshot = rows.get(name).and_then(|row| {
+                Some(Snapshot {
+                    engine: row.engine.as_deref(),
+                    observation: snapshots.get(&row.engine)?,
+                })
+            });
             (
                 i,
                 name.clone(),
@@ -52,7 +61,7 @@ pub async fn converge(
 async fn one(
     reconciler: &Reconciler,
     name: &str,
-    mut snapshot: Option<&Observation>,
+    mut snapshot: Option<Snapshot<'_>>,
     deadline: Instant,
 ) -> Result<Outcome, ReconcileError> {
     let mut delays = backoff::delays(Duration::from_secs(10));

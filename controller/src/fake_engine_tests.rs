@@ -15,6 +15,7 @@ use jackin_reconcilers::Layout;
 use jackin_reconcilers::decide::Step;
 use jackin_reconcilers::fake::FakeEngine;
 
+use crate::engines::Engines;
 use crate::reconcile::{Outcome, Progress, Reconciler};
 use crate::store::{ApplyOutcome, Store, StoreError};
 use crate::{run, session, sweep};
@@ -35,7 +36,7 @@ impl World {
         let (store, _) = Store::open(Layout::new(dir.path())).unwrap();
         let fake = FakeEngine::default();
         fake.add_image(IMAGE, &["sleep", "3600"]);
-        let reconciler = Reconciler::new(store.clone(), fake.engine());
+        let reconciler = Reconciler::new(store.clone(), Engines::single(fake.engine()));
         Self {
             _dir: dir,
             store,
@@ -142,7 +143,7 @@ impl World {
 async fn neighbour(fake: &FakeEngine, name: &str) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let (store, _) = Store::open(Layout::new(dir.path())).unwrap();
-    let reconciler = Reconciler::new(store.clone(), fake.engine());
+    let reconciler = Reconciler::new(store.clone(), Engines::single(fake.engine()));
     store.apply_instance(&World::manifest(name, "")).unwrap();
     reconciler.reconcile(name, None).await.unwrap();
     let container = store
@@ -174,7 +175,7 @@ async fn a_running_instance_needs_nothing_and_writes_nothing() {
     w.launch("a", "").await;
     let object = w.store.layout().object_file(&w.container("a"));
     let before = std::fs::read(&object).unwrap();
-    let calls = w.reconciler.engine.calls();
+    let calls = w.reconciler.engines.calls();
     let outcome = w.reconcile("a").await;
     assert_eq!(
         outcome,
@@ -184,7 +185,7 @@ async fn a_running_instance_needs_nothing_and_writes_nothing() {
         }
     );
     assert_eq!(
-        w.reconciler.engine.calls() - calls,
+        w.reconciler.engines.calls() - calls,
         4,
         "one list per object kind"
     );
@@ -349,18 +350,27 @@ async fn two_networks_of_one_instance_converge_to_one() {
 }
 
 #[tokio::test]
-async fn an_unreachable_engine_changes_nothing_and_is_not_permanent() {
+async fn an_unreachable_engine_is_only_recorded_and_is_not_permanent() {
     let w = World::new();
     w.launch("a", "").await;
-    let object = w.store.layout().object_file(&w.container("a"));
-    let before = std::fs::read(&object).unwrap();
+    let before = w.obj("a");
     w.fake.set_unreachable(true);
     w.store.set_phase("a", DesiredPhase::Purged).unwrap();
-    let after_set = std::fs::read(&object).unwrap();
     let err = w.reconciler.reconcile("a", None).await.unwrap_err();
     assert!(!err.is_permanent());
-    assert_eq!(std::fs::read(&object).unwrap(), after_set);
-    assert_ne!(before, after_set, "only the desired phase was written");
+    // Nothing was acted on: the phase is as it was, the objects are there;
+    // the instance only says which engine it waits for.
+    let after = w.obj("a");
+    let status = after.status.clone().unwrap();
+    assert_eq!(status.phase, before.status.clone().unwrap().phase);
+    let ready = find_condition(&status.conditions, condition::READY).unwrap();
+    assert_eq!(ready.reason, reason::ENGINE_UNREACHABLE);
+    assert!(
+        ready.message.contains("engine default"),
+        "{}",
+        ready.message
+    );
+    assert_eq!(w.engine_objects("a").0.len(), 1);
     w.fake.set_unreachable(false);
     assert_eq!(w.reconcile("a").await, Outcome::Gone);
 }
@@ -580,7 +590,7 @@ async fn the_engine_sweep_removes_what_a_vanished_instance_left() {
     // The unit is lost without a purge (a deleted home directory, say).
     std::fs::remove_dir_all(w.unit("a")).unwrap();
     std::fs::remove_file(w.store.layout().index_file()).unwrap();
-    let findings = sweep::sweep(&w.store, &w.reconciler.engine, sweep::Options::default())
+    let findings = sweep::sweep(&w.store, &w.reconciler.engines, sweep::Options::default())
         .await
         .unwrap();
     assert!(
@@ -600,7 +610,7 @@ async fn the_engine_sweep_leaves_another_homes_objects_alone() {
     let (_theirs, their_container) = neighbour(&ours.fake, "b").await;
     sweep::sweep(
         &ours.store,
-        &ours.reconciler.engine,
+        &ours.reconciler.engines,
         sweep::Options::default(),
     )
     .await
@@ -619,7 +629,7 @@ async fn the_keep_cap_settles_a_purge_without_touching_the_spec() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let planned = sweep::plan_keep_caps(&w.store).unwrap();
-    let findings = sweep::execute(&w.store, &w.reconciler.engine, planned.clone())
+    let findings = sweep::execute(&w.store, &w.reconciler.engines, planned.clone())
         .await
         .unwrap();
     assert_eq!(findings, planned);
@@ -646,7 +656,7 @@ async fn a_dry_run_sweep_changes_nothing() {
         dry_run: true,
         images: false,
     };
-    let findings = sweep::sweep(&w.store, &w.reconciler.engine, options)
+    let findings = sweep::sweep(&w.store, &w.reconciler.engines, options)
         .await
         .unwrap();
     assert!(!findings.is_empty());
@@ -707,7 +717,7 @@ async fn a_sweep_plan_reads_only_and_its_execution_does_exactly_it() {
 
     let before = tree(w.store.layout().root());
     let engine_before = w.fake.objects(&[]);
-    let plan = sweep::plan(&w.store, &w.reconciler.engine, false)
+    let plan = sweep::plan(&w.store, &w.reconciler.engines, false)
         .await
         .unwrap();
     assert_eq!(tree(w.store.layout().root()), before, "planning wrote");
@@ -726,7 +736,7 @@ async fn a_sweep_plan_reads_only_and_its_execution_does_exactly_it() {
         );
     }
 
-    let done = sweep::execute(&w.store, &w.reconciler.engine, plan.clone())
+    let done = sweep::execute(&w.store, &w.reconciler.engines, plan.clone())
         .await
         .unwrap();
     assert_eq!(done, plan, "what was done is what was planned");
@@ -735,7 +745,7 @@ async fn a_sweep_plan_reads_only_and_its_execution_does_exactly_it() {
     assert!(!data.join("jk-deadbeef-x").exists());
     assert!(!data.join("jk-0rphan00-y.lock").exists());
     assert_eq!(w.fake.container_running(&gone), None);
-    let again = sweep::plan(&w.store, &w.reconciler.engine, false)
+    let again = sweep::plan(&w.store, &w.reconciler.engines, false)
         .await
         .unwrap();
     assert_eq!(again, vec![], "a second sweep finds nothing");
@@ -838,14 +848,12 @@ async fn a_pass_over_converged_instances_costs_four_calls_whatever_their_number(
     for name in &names {
         w.launch(name, "").await;
     }
-    let before = w.reconciler.engine.calls();
-    let results = w
-        .reconciler
-        .pass(&names, 3, |_| true, |_| {})
-        .await
-        .unwrap();
+    let before = w.reconciler.engines.calls();
+    let rows = w.store.rows().unwrap();
+    assert_eq!(rows.len(), names.len());
+    let results = w.reconciler.pass(&rows, 3, |_| true, |_| {}).await;
     assert!(results.iter().all(|(_, r)| r.is_ok()));
-    assert_eq!(w.reconciler.engine.calls() - before, 4);
+    assert_eq!(w.reconciler.engines.calls() - before, 4);
 }
 
 // The controller's loop.
@@ -912,13 +920,13 @@ async fn another_homes_events_wake_nothing_here() {
     let (_theirs, their_container) = neighbour(&w.fake, "a").await;
     // Our calls, sampled after start-up settled and after the foreign event
     // (and the looks again it would cause) had time to wake us.
-    let (fake, engine) = (w.fake.clone(), w.reconciler.engine.clone());
+    let (fake, engines) = (w.fake.clone(), w.reconciler.engines.clone());
     let probe = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let quiet = engine.calls();
+        let quiet = engines.calls();
         fake.end(&their_container, 137, false);
         tokio::time::sleep(Duration::from_millis(1500)).await;
-        engine.calls() - quiet
+        engines.calls() - quiet
     });
     run_for(&w, Duration::from_millis(2000)).await;
     assert_eq!(
@@ -926,4 +934,93 @@ async fn another_homes_events_wake_nothing_here() {
         0,
         "another home's event woke this controller"
     );
+}
+
+// Several engines.
+
+/// A world whose instances name the engine `far` besides the default one.
+fn two_engines() -> (World, FakeEngine) {
+    let mut w = World::new();
+    let far = FakeEngine::default();
+    far.add_image(IMAGE, &["sleep", "3600"]);
+    let (near, far_engine) = (w.fake.engine(), far.engine());
+    let engines = Engines::with_connector(Some(near), move |name| {
+        let far = far_engine.clone();
+        Box::pin(async move {
+            match name.as_deref() {
+                Some("far") => Ok(far),
+                other => panic!("no engine {other:?} in this test"),
+            }
+        })
+    });
+    w.reconciler = Reconciler::new(w.store.clone(), engines);
+    (w, far)
+}
+
+#[tokio::test]
+async fn instances_run_on_the_engine_they_name_and_one_engine_down_holds_up_only_its_own() {
+    let (w, far) = two_engines();
+    w.launch("here", "").await;
+    w.launch("there", "  engine: far\n").await;
+    let on = |fake: &FakeEngine, name: &str| {
+        let uid = w.obj(name).metadata.uid.unwrap();
+        fake.objects(&[(label::UID, &uid)]).0.len()
+    };
+    assert_eq!((on(&w.fake, "here"), on(&far, "here")), (1, 0));
+    assert_eq!((on(&w.fake, "there"), on(&far, "there")), (0, 1));
+    let rows = w.store.rows().unwrap();
+    let engine_of = |name: &str| rows.iter().find(|r| r.name == name).unwrap().engine.clone();
+    assert_eq!(
+        (engine_of("here"), engine_of("there")),
+        (None, Some("far".into()))
+    );
+
+    // The far engine goes away; both containers are removed behind
+    // jackin's back. One pass: the near one is restored, the far one waits.
+    far.set_unreachable(true);
+    let near_container = w.container("here");
+    w.fake.remove_behind_our_back(&near_container);
+    let results = w.reconciler.pass(&rows, 4, |_| true, |_| {}).await;
+    let result = |name: &str| &results.iter().find(|(n, _)| n == name).unwrap().1;
+    assert!(
+        matches!(result("here"), Ok(Outcome::Converged { tier: Some(2), .. })),
+        "{:?}",
+        result("here")
+    );
+    assert!(result("there").is_err());
+    let status = w.obj("there").status.unwrap();
+    let ready = find_condition(&status.conditions, condition::READY).unwrap();
+    assert_eq!(ready.reason, reason::ENGINE_UNREACHABLE);
+    assert!(ready.message.contains("engine far"), "{}", ready.message);
+    assert_eq!(
+        status.phase,
+        Some(InstancePhase::Running),
+        "nothing was acted on"
+    );
+
+    // Back again: it converges as it was.
+    far.set_unreachable(false);
+    assert_eq!(
+        w.reconcile("there").await,
+        Outcome::Converged {
+            phase: InstancePhase::Running,
+            tier: None
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_running_instance_never_moves_to_another_engine() {
+    let (w, far) = two_engines();
+    w.launch("a", "").await;
+    w.apply("a", "  engine: far\n");
+    w.reconcile("a").await;
+    let obj = w.obj("a");
+    let uid = obj.metadata.uid.clone().unwrap();
+    assert_eq!(w.fake.objects(&[(label::UID, &uid)]).0.len(), 1);
+    assert!(far.objects(&[(label::UID, &uid)]).0.is_empty());
+    let status = obj.status.unwrap();
+    let drift = find_condition(&status.conditions, condition::SPEC_DRIFT).unwrap();
+    assert!(drift.message.contains("spec.engine"), "{}", drift.message);
+    assert_eq!(status.recipe.unwrap().engine, None);
 }

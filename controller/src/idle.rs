@@ -24,13 +24,13 @@ use jackin_api::instance::{IdleStatus, Instance, InstancePhase, SettledBy};
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{condition, label, reason};
 use jackin_api::workspace::{IdlePolicy, IdleThen};
-use jackin_reconcilers::EngineError;
 use jackin_reconcilers::idle::{self, Next, Seen, Timing};
+use jackin_reconcilers::{Engine, EngineError};
 use jiff::Timestamp;
 use tokio::time::Instant;
 
 use crate::events;
-use crate::reconcile::{Outcome, Reconciler};
+use crate::reconcile::{Outcome, ReconcileError, Reconciler};
 use crate::store::StoreError;
 
 /// How often the instances are listed again, to find agents that opted in
@@ -136,6 +136,8 @@ enum LookError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Engine(#[from] EngineError),
+    #[error(transparent)]
+    Reconcile(#[from] ReconcileError),
     #[error("{0}")]
     Policy(String),
 }
@@ -150,7 +152,6 @@ async fn look(
     changed: &(impl Fn(&str) + Send + Sync),
 ) -> Result<Option<(Duration, Option<(Timestamp, u64)>)>, LookError> {
     let store = &reconciler.store;
-    let engine = &reconciler.engine;
     let obj = match store.get_instance(name) {
         Ok(obj) => obj,
         Err(StoreError::InstanceNotFound(_)) => return Ok(None),
@@ -164,6 +165,7 @@ async fn look(
         return Ok(None);
     };
     let timing = Timing::of(&policy).map_err(LookError::Policy)?;
+    let engine = &reconciler.engine_of(&obj).await?.engine;
     let status = obj.status.clone().unwrap_or_default();
     let (Some(unit), Some(uid)) = (status.container_name.clone(), obj.metadata.uid.clone()) else {
         return Ok(None);
@@ -209,7 +211,7 @@ async fn look(
             sample,
         )));
     }
-    let result = run_hooks(reconciler, &unit, &id, &policy, &status, timing).await;
+    let result = run_hooks(reconciler, engine, &unit, &id, &policy, &status, timing).await;
     let finished = Timestamp::now();
     let ran = result.clone();
     blocking(reconciler, name, move |store, name| {
@@ -233,7 +235,7 @@ async fn look(
             return Ok(None);
         }
         IdleThen::Restart => {
-            restart(reconciler, name, &unit, &id).await?;
+            restart(reconciler, engine, name, &unit, &id).await?;
             return Ok(Some((timing.check_every(), None)));
         }
     }
@@ -303,6 +305,7 @@ fn record_run(
 /// or the failures.
 async fn run_hooks(
     reconciler: &Reconciler,
+    engine: &Engine,
     unit: &str,
     id: &str,
     policy: &IdlePolicy,
@@ -319,7 +322,7 @@ async fn run_hooks(
         // The runner kills the command at its timeout; this is the
         // backstop should the engine not answer.
         let backstop = timing.timeout + Duration::from_secs(30);
-        let outcome = tokio::time::timeout(backstop, reconciler.engine.exec(id, argv)).await;
+        let outcome = tokio::time::timeout(backstop, engine.exec(id, argv)).await;
         let (ok, message) = match outcome {
             Ok(Ok(done)) => {
                 let last_line = done
@@ -362,12 +365,13 @@ async fn run_hooks(
 /// instance is marked `Failed` with the condition `IdleRestart`.
 async fn restart(
     reconciler: &Reconciler,
+    engine: &Engine,
     name: &str,
     unit: &str,
     id: &str,
 ) -> Result<(), LookError> {
     let layout = reconciler.store.layout();
-    reconciler.engine.remove_container(id).await?;
+    engine.remove_container(id).await?;
     events::record(
         layout,
         unit,

@@ -30,6 +30,10 @@ pub struct IndexRow {
     pub desired: DesiredPhase,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<InstancePhase>,
+    /// The engine it runs on, as `spec.engine` names it; absent for the
+    /// default one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
 }
 
 impl IndexRow {
@@ -45,6 +49,12 @@ impl IndexRow {
             agent: obj.spec.agent.clone(),
             desired: obj.desired_phase(),
             phase: status.phase,
+            // Where its objects are once pinned; until then where the spec
+            // asks (a workspace's engine shows once the recipe is pinned).
+            engine: match &status.recipe {
+                Some(recipe) => recipe.engine.clone(),
+                None => obj.spec.engine.clone(),
+            },
         })
     }
 }

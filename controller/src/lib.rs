@@ -11,6 +11,7 @@ pub use store::{ApplyOutcome, Listing, Store, StoreError};
 pub mod backoff;
 pub mod converge;
 pub mod ended;
+pub mod engines;
 pub mod events;
 mod fault;
 pub mod idle;

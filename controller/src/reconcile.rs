@@ -2,6 +2,7 @@
 //! (persisting the status after each), and observe again until the plan is
 //! empty. Used alike by the one-shot commands and the controller.
 
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -13,12 +14,13 @@ use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{annotation, condition, reason};
 use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
 use jackin_reconcilers::act::{self, ActError, Context};
-use jackin_reconcilers::addresses::AddressBook;
 use jackin_reconcilers::decide::{Plan, Step, decide};
 use jackin_reconcilers::observe::{InstanceView, Observation};
-use jackin_reconcilers::{Engine, EngineError, Layout, assess, isolation, recipe};
+use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe};
 use jiff::Timestamp;
 
+use crate::engines::{Connected, EngineName, Engines, display_name};
+use crate::index::IndexRow;
 use crate::store::{InstanceGuard, Store, StoreError};
 
 /// How many observe-decide-act rounds one reconcile may take. A healthy
@@ -92,28 +94,74 @@ pub enum Progress<'a> {
 /// Receives progress as `(instance name, event)`.
 pub type ProgressSink = Arc<dyn Fn(&str, Progress<'_>) + Send + Sync>;
 
+/// A snapshot of one engine, taken for a pass over many instances.
+#[derive(Debug, Clone, Copy)]
+pub struct Snapshot<'a> {
+    /// The engine it is of.
+    pub engine: Option<&'a str>,
+    pub observation: &'a Observation,
+}
+
 /// Everything a reconcile needs, cheap to clone into tasks.
 #[derive(Clone)]
 pub struct Reconciler {
     pub store: Store,
-    pub engine: Engine,
+    pub engines: Engines,
     pub progress: ProgressSink,
     /// What this process already found in which image (see
     /// [`act::ProgramsFound`]): many instances of one image probe it once.
+    /// Image ids name their content, so this holds across engines.
     found: Arc<act::ProgramsFound>,
-    /// The subnets in use on the engine, as this process knows them.
-    addresses: Arc<AddressBook>,
 }
 
 impl Reconciler {
-    pub fn new(store: Store, engine: Engine) -> Self {
+    pub fn new(store: Store, engines: Engines) -> Self {
         Self {
             store,
-            engine,
+            engines,
             progress: Arc::new(|_, _| {}),
             found: Arc::default(),
-            addresses: Arc::default(),
         }
+    }
+
+    /// The engine `obj` runs on, connected.
+    pub async fn engine_of(&self, obj: &Instance) -> Result<Connected, ReconcileError> {
+        let workspace = match (&obj.spec.workspace, engine_pinned(obj)) {
+            (Some(ws), false) => self.store.get_workspace(ws)?.map(|w| w.spec),
+            _ => None,
+        };
+        let name = engine_name(obj, workspace.as_ref());
+        Ok(self.engines.get(name.as_deref()).await?)
+    }
+
+    /// One snapshot per engine that `rows` run on. An engine that cannot
+    /// be observed has none: its instances are observed one by one, and
+    /// each records that its engine does not answer.
+    pub async fn snapshots<'r>(
+        &self,
+        rows: impl IntoIterator<Item = &'r IndexRow>,
+    ) -> HashMap<EngineName, Observation> {
+        let names: BTreeSet<EngineName> = rows.into_iter().map(|r| r.engine.clone()).collect();
+        let taken = names.into_iter().map(|name| async move {
+            let observed = match self.engines.get(name.as_deref()).await {
+                Ok(connected) => Observation::all(&connected.engine).await,
+                Err(e) => Err(e),
+            };
+            (name, observed)
+        });
+        let mut snapshots = HashMap::new();
+        for (name, observed) in futures::future::join_all(taken).await {
+            match observed {
+                Ok(observation) => {
+                    snapshots.insert(name, observation);
+                }
+                Err(e) => tracing::warn!(
+                    engine = display_name(name.as_deref()),
+                    "no snapshot of the engine, observing its instances one by one: {e}"
+                ),
+            }
+        }
+        snapshots
     }
 
     pub(crate) fn layout(&self) -> &Layout {
@@ -126,7 +174,7 @@ impl Reconciler {
     pub async fn reconcile(
         &self,
         name: &str,
-        snapshot: Option<&Observation>,
+        snapshot: Option<Snapshot<'_>>,
     ) -> Result<Outcome, ReconcileError> {
         let store = self.store.clone();
         let owned_name = name.to_owned();
@@ -156,24 +204,31 @@ impl Reconciler {
             .layout()
             .home_id_or_create(&uuid::Uuid::new_v4().simple().to_string())
             .map_err(|e| StoreError::io(&self.layout().home_id_file(), e))?;
+        let engine_name = engine_name(&guard.obj, workspace.as_ref());
+        let connected = self.engines.get(engine_name.as_deref()).await;
+        let connected = note_engine(&mut guard, engine_name.as_deref(), connected)?;
+        let engine = &connected.engine;
         let ctx = Context {
-            engine: &self.engine,
+            engine,
             layout: self.layout(),
             state: &self.store,
             workspace: workspace.as_ref(),
             agent: agent.as_ref(),
             found: &self.found,
-            addresses: &self.addresses,
+            addresses: &connected.addresses,
             home: std::env::home_dir(),
             home_id,
         };
         let uid = guard.obj.metadata.uid.clone().unwrap_or_default();
         let mut tier = None;
         let mut fresh;
+        // A snapshot of another engine says nothing of this instance.
+        let snapshot = snapshot.filter(|s| s.engine == engine_name.as_deref());
         let (mut observation, mut shared) = match snapshot {
-            Some(snapshot) => (snapshot, true),
+            Some(snapshot) => (snapshot.observation, true),
             None => {
-                fresh = Observation::of_instance(&self.engine, &uid).await?;
+                let observed = Observation::of_instance(engine, &uid).await;
+                fresh = note_engine(&mut guard, engine_name.as_deref(), observed)?;
                 (&fresh, false)
             }
         };
@@ -182,7 +237,9 @@ impl Reconciler {
             let mut view = observation.view(&uid, recipe);
             view.mounts = assess_checkouts(self.layout(), &guard.container).await?;
             let policy = exit_policy(&guard.obj, workspace.as_ref());
-            view.session_ended = self.observe_session(&mut guard, &view, policy).await?;
+            view.session_ended = self
+                .observe_session(engine, &mut guard, &view, policy)
+                .await?;
             self.observe_conversation(&mut guard).await;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
             let plan = decide(&guard.obj, &view);
@@ -226,7 +283,8 @@ impl Reconciler {
                     return Ok(Outcome::Gone);
                 }
             }
-            fresh = Observation::of_instance(&self.engine, &uid).await?;
+            let observed = Observation::of_instance(engine, &uid).await;
+            fresh = note_engine(&mut guard, engine_name.as_deref(), observed)?;
             observation = &fresh;
             shared = false;
         }
@@ -316,7 +374,8 @@ impl Reconciler {
             .unwrap_or_default();
         let mut view = match &obj.metadata.uid {
             Some(uid) => {
-                let observation = Observation::of_instance(&self.engine, uid).await?;
+                let engine = self.engine_of(&obj).await?.engine;
+                let observation = Observation::of_instance(&engine, uid).await?;
                 let recipe = obj.status.as_ref().and_then(|s| s.recipe.as_ref());
                 observation.view(uid, recipe)
             }
@@ -350,29 +409,32 @@ impl Reconciler {
         })
     }
 
-    /// One pass over `names` from a single snapshot of the engine: an
-    /// instance that needs nothing costs no further engine call, so a no-op
-    /// pass makes one list call per object kind whatever the number of
-    /// instances. `claim` and `release` let a caller keep names that are
-    /// already being reconciled out of the pass.
+    /// One pass over `rows` from a single snapshot of each engine they run
+    /// on: an instance that needs nothing costs no further engine call, so
+    /// a no-op pass makes one list call per object kind and engine whatever
+    /// the number of instances. `claim` and `release` let a caller keep
+    /// names that are already being reconciled out of the pass.
     pub async fn pass(
         &self,
-        names: &[String],
+        rows: &[IndexRow],
         concurrency: usize,
         claim: impl Fn(&str) -> bool,
         release: impl Fn(&str),
-    ) -> Result<Vec<(String, Result<Outcome, ReconcileError>)>, EngineError> {
-        let snapshot = Observation::all(&self.engine).await?;
-        let mut waiting = names.iter().filter(|name| claim(name)).cloned();
+    ) -> Vec<(String, Result<Outcome, ReconcileError>)> {
+        let snapshots = self.snapshots(rows).await;
+        let mut waiting = rows.iter().filter(|row| claim(&row.name));
         let mut running = FuturesUnordered::new();
-        let mut results = Vec::with_capacity(names.len());
+        let mut results = Vec::with_capacity(rows.len());
         loop {
             while running.len() < concurrency.max(1) {
-                let Some(name) = waiting.next() else { break };
-                let snapshot = &snapshot;
+                let Some(row) = waiting.next() else { break };
+                let snapshot = snapshots.get(&row.engine).map(|observation| Snapshot {
+                    engine: row.engine.as_deref(),
+                    observation,
+                });
                 running.push(async move {
-                    let result = self.reconcile(&name, Some(snapshot)).await;
-                    (name, result)
+                    let result = self.reconcile(&row.name, snapshot).await;
+                    (row.name.clone(), result)
                 });
             }
             let Some((name, result)) = running.next().await else {
@@ -381,7 +443,7 @@ impl Reconciler {
             release(&name);
             results.push((name, result));
         }
-        Ok(results)
+        results
     }
 }
 
@@ -541,4 +603,49 @@ fn note_drift(obj: &mut Instance, ctx: &Context<'_>) {
             Timestamp::now(),
         );
     }
+}
+
+/// Whether `obj`'s engine is fixed: once its recipe is pinned, its objects
+/// may be on the engine pinned.
+fn engine_pinned(obj: &Instance) -> bool {
+    obj.status.as_ref().is_some_and(|s| s.recipe.is_some())
+}
+
+/// The engine `obj` runs on: the pinned one, else the one its spec asks for.
+pub fn engine_name(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> EngineName {
+    match obj.status.as_ref().and_then(|s| s.recipe.as_ref()) {
+        Some(recipe) => recipe.engine.clone(),
+        None => recipe::wanted_engine(obj, workspace),
+    }
+}
+
+/// Passes `result` through; a failure to reach the engine is recorded on
+/// the instance first (`Ready` false, `EngineUnreachable`), so that `get`
+/// shows which instances wait for which engine.
+fn note_engine<T>(
+    guard: &mut InstanceGuard,
+    engine: Option<&str>,
+    result: Result<T, EngineError>,
+) -> Result<T, ReconcileError> {
+    let error = match result {
+        Ok(value) => return Ok(value),
+        Err(error) => error,
+    };
+    let reason = match &error {
+        EngineError::Unreachable { .. } | EngineError::Endpoint(_) => reason::ENGINE_UNREACHABLE,
+        _ => reason::ENGINE_ERROR,
+    };
+    set_condition(
+        &mut guard.obj.status.get_or_insert_default().conditions,
+        condition::READY,
+        ConditionStatus::False,
+        reason,
+        &format!(
+            "engine {}: {error}; its objects are left as they are until it answers",
+            display_name(engine)
+        ),
+        Timestamp::now(),
+    );
+    guard.save()?;
+    Err(error.into())
 }

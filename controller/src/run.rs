@@ -29,18 +29,20 @@
 //! resyncs) wait for its retry time; only a change by the operator looks at
 //! it at once, and resets its backoff.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
 use jackin_api::names::label;
+use jackin_reconcilers::engine::models::EventMessage;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::backoff;
+use crate::engines::{EngineName, display_name};
 use crate::queue::Queue;
 use crate::reconcile::{Outcome, ReconcileError, Reconciler};
 use crate::source::Source;
@@ -99,6 +101,40 @@ const ENDINGS: [&str; 4] = ["die", "stop", "kill", "oom"];
 const LOOK_AGAIN: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(4)];
 
 impl Shared {
+    /// An engine event: the instance it concerns is looked at now, and a
+    /// container's ending again a moment later (the engine may still list
+    /// it as running when the event arrives).
+    fn on_event(self: &Arc<Self>, event: EventMessage) {
+        let attributes = event.actor.and_then(|a| a.attributes);
+        let Some(name) = attributes.as_ref().and_then(|a| a.get(label::INSTANCE)) else {
+            return;
+        };
+        let action = event.action.unwrap_or_default();
+        tracing::debug!(instance = %name, action, "engine event");
+        self.hint(name);
+        if ENDINGS.contains(&action.as_str()) {
+            for after in LOOK_AGAIN {
+                let (shared, name) = (self.clone(), name.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    shared.hint(&name);
+                });
+            }
+        }
+    }
+
+    /// Every instance of one engine.
+    fn enqueue_engine(&self, engine: &EngineName) {
+        match self.reconciler.store.rows() {
+            Ok(rows) => {
+                for row in rows.iter().filter(|r| &r.engine == engine) {
+                    self.hint(&row.name);
+                }
+            }
+            Err(e) => tracing::error!("cannot read the index: {e}"),
+        }
+    }
+
     fn enqueue_all(&self) {
         match self.reconciler.store.rows() {
             Ok(rows) => {
@@ -168,7 +204,7 @@ pub async fn run(reconciler: Reconciler, options: Options, shutdown: impl Future
     });
     shared.enqueue_all();
     let mut watches = vec![
-        tokio::spawn(watch_events(shared.clone())),
+        tokio::spawn(watch_engines(shared.clone())),
         tokio::spawn(watch_store(shared.clone())),
         tokio::spawn(resync(shared.clone())),
         tokio::spawn(sweeps(shared.clone())),
@@ -212,7 +248,46 @@ async fn work(shared: Arc<Shared>) {
     while running.join_next().await.is_some() {}
 }
 
-async fn watch_events(shared: Arc<Shared>) {
+/// Keeps one event watch per engine that instances run on: one starts when
+/// an instance first names an engine, and stops (its connection dropped)
+/// when no instance names it any more.
+async fn watch_engines(shared: Arc<Shared>) {
+    let mut watching: HashMap<EngineName, tokio::task::JoinHandle<()>> = HashMap::new();
+    loop {
+        match shared.reconciler.store.rows() {
+            Ok(rows) => {
+                let in_use: BTreeSet<EngineName> = rows.into_iter().map(|r| r.engine).collect();
+                watching.retain(|name, watch| {
+                    let keep = in_use.contains(name);
+                    if !keep {
+                        tracing::info!(
+                            engine = display_name(name.as_deref()),
+                            "no instance runs on the engine any more; its watch stops"
+                        );
+                        watch.abort();
+                        shared.reconciler.engines.forget(name);
+                    }
+                    keep
+                });
+                for name in in_use {
+                    if let std::collections::hash_map::Entry::Vacant(entry) = watching.entry(name) {
+                        let name = entry.key().clone();
+                        entry.insert(tokio::spawn(watch_events(shared.clone(), name)));
+                    }
+                }
+            }
+            Err(e) => tracing::error!("cannot read the index: {e}"),
+        }
+        tokio::time::sleep(shared.options.store_poll).await;
+    }
+}
+
+/// Enqueues the instances of one engine as its events arrive; reconnects
+/// with backoff when the stream ends or the engine cannot be reached, and
+/// then looks at every instance of that engine, since events may have been
+/// missed meanwhile.
+async fn watch_events(shared: Arc<Shared>, engine_name: EngineName) {
+    let shown = display_name(engine_name.as_deref()).to_owned();
     let layout = shared.reconciler.store.layout();
     let home_id = match layout.home_id_or_create(&uuid::Uuid::new_v4().simple().to_string()) {
         Ok(id) => id,
@@ -222,42 +297,38 @@ async fn watch_events(shared: Arc<Shared>) {
         }
     };
     let mut delays = backoff::delays(Duration::from_secs(30));
+    let mut first = true;
     loop {
-        let filter = [(label::MANAGED, "true"), (label::HOME, home_id.as_str())];
-        let mut events = shared.reconciler.engine.events(&filter);
-        while let Some(event) = events.next().await {
-            match event {
-                Ok(event) => {
-                    delays = backoff::delays(Duration::from_secs(30));
-                    let attributes = event.actor.and_then(|a| a.attributes);
-                    let Some(name) = attributes.as_ref().and_then(|a| a.get(label::INSTANCE))
-                    else {
-                        continue;
-                    };
-                    let action = event.action.unwrap_or_default();
-                    tracing::debug!(instance = %name, action, "engine event");
-                    shared.hint(name);
-                    if ENDINGS.contains(&action.as_str()) {
-                        for after in LOOK_AGAIN {
-                            let (shared, name) = (shared.clone(), name.clone());
-                            tokio::spawn(async move {
-                                tokio::time::sleep(after).await;
-                                shared.hint(&name);
-                            });
+        match shared.reconciler.engines.get(engine_name.as_deref()).await {
+            Ok(connected) => {
+                if !first {
+                    // Events may have been missed while disconnected.
+                    tracing::info!(
+                        engine = shown,
+                        "event stream reconnecting; looking at its instances again"
+                    );
+                    shared.enqueue_engine(&engine_name);
+                }
+                let filter = [(label::MANAGED, "true"), (label::HOME, home_id.as_str())];
+                let mut events = connected.engine.events(&filter);
+                while let Some(event) = events.next().await {
+                    match event {
+                        Ok(event) => {
+                            delays = backoff::delays(Duration::from_secs(30));
+                            shared.on_event(event);
+                        }
+                        Err(e) => {
+                            tracing::warn!(engine = shown, "engine event stream failed: {e}");
+                            break;
                         }
                     }
                 }
-                Err(e) => {
-                    tracing::warn!("engine event stream failed: {e}");
-                    break;
-                }
             }
+            Err(e) => tracing::warn!(engine = shown, "cannot connect to the engine: {e}"),
         }
+        first = false;
         let delay = delays.next().unwrap_or(Duration::from_secs(30));
         tokio::time::sleep(delay).await;
-        // Events may have been missed while disconnected: look at everything.
-        tracing::info!("event stream reconnecting; re-listing every instance");
-        shared.enqueue_all();
     }
 }
 
@@ -326,7 +397,7 @@ async fn watch_store(shared: Arc<Shared>) {
 async fn sweeps(shared: Arc<Shared>) {
     loop {
         let store = &shared.reconciler.store;
-        match sweep::sweep(store, &shared.reconciler.engine, sweep::Options::default()).await {
+        match sweep::sweep(store, &shared.reconciler.engines, sweep::Options::default()).await {
             Ok(findings) => {
                 for finding in findings {
                     tracing::warn!("sweep: {}", finding.describe(false));
@@ -383,35 +454,30 @@ async fn sync(shared: Arc<Shared>, dir: std::path::PathBuf) {
 async fn resync(shared: Arc<Shared>) {
     loop {
         tokio::time::sleep(shared.options.resync).await;
-        let names: Vec<String> = match shared.reconciler.store.rows() {
-            Ok(rows) => rows.into_iter().map(|r| r.name).collect(),
+        let rows = match shared.reconciler.store.rows() {
+            Ok(rows) => rows,
             Err(e) => {
                 tracing::error!("resync: cannot read the index: {e}");
                 continue;
             }
         };
-        let before = shared.reconciler.engine.calls();
-        let pass = shared
+        let before = shared.reconciler.engines.calls();
+        let results = shared
             .reconciler
             .pass(
-                &names,
+                &rows,
                 shared.options.concurrency,
                 |n| shared.queue.try_claim(n),
                 |n| shared.queue.done(n),
             )
             .await;
-        match pass {
-            Ok(results) => {
-                for (name, result) in &results {
-                    shared.record(name, result);
-                }
-                tracing::info!(
-                    instances = results.len(),
-                    engine_calls = shared.reconciler.engine.calls() - before,
-                    "resync pass complete"
-                );
-            }
-            Err(e) => tracing::warn!("resync: cannot observe the engine: {e}"),
+        for (name, result) in &results {
+            shared.record(name, result);
         }
+        tracing::info!(
+            instances = results.len(),
+            engine_calls = shared.reconciler.engines.calls().saturating_sub(before),
+            "resync pass complete"
+        );
     }
 }

@@ -10,6 +10,7 @@ use jackin_api::meta::{find_condition, remove_condition, set_condition};
 use jackin_api::names::{condition, reason};
 use jackin_api::workspace::ExitPolicy;
 use jackin_api::{ConditionStatus, DesiredPhase};
+use jackin_reconcilers::Engine;
 use jackin_reconcilers::Layout;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jackin_reconcilers::fsutil::FileLock;
@@ -30,6 +31,7 @@ impl Reconciler {
     /// does not undo.
     pub(crate) async fn observe_session(
         &self,
+        engine: &Engine,
         guard: &mut InstanceGuard,
         view: &InstanceView,
         policy: ExitPolicy,
@@ -61,7 +63,7 @@ impl Reconciler {
                 // The kernel's OOM killer is not the agent ending its
                 // session, whatever the wrapper saw; only the engine knows.
                 let oom = if new {
-                    self.oom_killed(view, &container).await?
+                    oom_killed(engine, view, &container).await?
                 } else {
                     status.session.as_ref().and_then(|s| s.reason.as_deref()) == Some(REASON_OOM)
                 };
@@ -141,7 +143,7 @@ impl Reconciler {
         match &view.container {
             Some(_) => {
                 // Stopped without a marker of this run: ask the engine.
-                let Some(inspected) = self.engine.inspect_container(&container).await? else {
+                let Some(inspected) = engine.inspect_container(&container).await? else {
                     return Ok(None);
                 };
                 let state = inspected.state.unwrap_or_default();
@@ -202,24 +204,6 @@ impl Reconciler {
             None => {}
         }
         Ok(None)
-    }
-
-    /// Whether the engine says the kernel killed the stopped container's
-    /// process for want of memory. Asked only when a new marker appears (a
-    /// pass that acts anyway), and only of a container that is still there.
-    async fn oom_killed(
-        &self,
-        view: &InstanceView,
-        container: &str,
-    ) -> Result<bool, ReconcileError> {
-        if view.container.is_none() {
-            return Ok(false);
-        }
-        let inspected = self.engine.inspect_container(container).await?;
-        Ok(inspected
-            .and_then(|c| c.state)
-            .and_then(|s| s.oom_killed)
-            .unwrap_or(false))
     }
 
     /// The post-session step, which never needs the container: keep what
@@ -284,6 +268,24 @@ impl Reconciler {
             );
         }
     }
+}
+
+/// Whether the engine says the kernel killed the stopped container's
+/// process for want of memory. Asked only when a new marker appears (a
+/// pass that acts anyway), and only of a container that is still there.
+async fn oom_killed(
+    engine: &Engine,
+    view: &InstanceView,
+    container: &str,
+) -> Result<bool, ReconcileError> {
+    if view.container.is_none() {
+        return Ok(false);
+    }
+    let inspected = engine.inspect_container(container).await?;
+    Ok(inspected
+        .and_then(|c| c.state)
+        .and_then(|s| s.oom_killed)
+        .unwrap_or(false))
 }
 
 /// A time the engine reports; it says "never" with the zero time

@@ -22,7 +22,7 @@
 //! - a workspace's `keep.max` bounds its kept instances per (role, agent);
 //! - with `images`, images jackin built that no recipe references are removed.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -36,6 +36,7 @@ use jackin_reconcilers::observe::container_name;
 use jackin_reconcilers::{Engine, EngineError};
 use jiff::Timestamp;
 
+use crate::engines::{EngineName, Engines, display_name};
 use crate::index::{Index, IndexRow};
 use crate::store::{Store, StoreError, read_object};
 
@@ -70,6 +71,8 @@ pub enum Finding {
         id: String,
         name: String,
         instance: String,
+        /// The engine it is on.
+        engine: EngineName,
     },
     VolumeKept {
         name: String,
@@ -78,6 +81,7 @@ pub enum Finding {
     ImageRemoved {
         id: String,
         reference: String,
+        engine: EngineName,
     },
     /// Over its workspace's `keep.max`: settled as `Purged`.
     KeepCapPurge {
@@ -147,18 +151,25 @@ impl Finding {
                 id,
                 name,
                 instance,
+                engine,
             } => format!(
-                "{verb} {} {name} ({}) of vanished instance/{instance}",
+                "{verb} {} {name} ({}){} of vanished instance/{instance}",
                 kind.as_str(),
-                short_id(id)
+                short_id(id),
+                on_engine(engine)
             ),
             Finding::VolumeKept { name, instance } => format!(
                 "{verb} volume {name} of instance/{instance}: its unit was moved aside, \
                  remove it by hand once you have checked it"
             ),
-            Finding::ImageRemoved { id, reference } => format!(
-                "{verb} image {reference} ({}), built by jackin and pinned by no instance",
-                short_id(id)
+            Finding::ImageRemoved {
+                id,
+                reference,
+                engine,
+            } => format!(
+                "{verb} image {reference} ({}){}, built by jackin and pinned by no instance",
+                short_id(id),
+                on_engine(engine)
             ),
             Finding::KeepCapPurge { name, workspace } => format!(
                 "{verb} instance/{name}: workspace {workspace} keeps fewer kept sessions (keep.max)"
@@ -178,6 +189,14 @@ impl Finding {
             | Finding::KeepCapPurge { name, .. } => Some(name),
             _ => None,
         }
+    }
+}
+
+/// ` on engine NAME`, for an engine other than the default.
+fn on_engine(engine: &EngineName) -> String {
+    match engine {
+        Some(name) => format!(" on engine {name}"),
+        None => String::new(),
     }
 }
 
@@ -206,14 +225,14 @@ pub struct Options {
 /// the plan in a dry run, otherwise what was done.
 pub async fn sweep(
     store: &Store,
-    engine: &Engine,
+    engines: &Engines,
     options: Options,
 ) -> Result<Vec<Finding>, SweepError> {
-    let findings = plan(store, engine, options.images).await?;
+    let findings = plan(store, engines, options.images).await?;
     if options.dry_run {
         return Ok(findings);
     }
-    execute(store, engine, findings).await
+    execute(store, engines, findings).await
 }
 
 /// The filesystem sweeps, planned and executed: cheap, local, no engine.
@@ -230,11 +249,13 @@ pub fn sweep_files(store: &Store) -> Result<Vec<Finding>, StoreError> {
 }
 
 /// What every sweep would do now, in order: the filesystem first (so units
-/// indexed again count as alive), then the engine from one listing of each
-/// kind, then the keep caps. Reads only.
+/// indexed again count as alive), then each engine from one listing of each
+/// kind, then the keep caps. The engines swept are those instances run on
+/// and those this process is connected to; one that does not answer is
+/// skipped (its objects stay until it does). Reads only.
 pub async fn plan(
     store: &Store,
-    engine: &Engine,
+    engines: &Engines,
     images: bool,
 ) -> Result<Vec<Finding>, SweepError> {
     let mut findings = blocking(store, plan_files).await?;
@@ -264,9 +285,21 @@ pub async fn plan(
             Finding::UnitMovedAside { container, .. } => unit_id(container),
             _ => None,
         }));
-        findings.extend(plan_engine(store, engine, home_id, &reindexed, &aside).await?);
-        if images {
-            findings.extend(plan_images(store, engine, home_id).await?);
+        let mut names: BTreeSet<EngineName> = engines.names().into_iter().collect();
+        names.extend(store.rows()?.into_iter().map(|r| r.engine));
+        for name in names {
+            let engine = match engines.get(name.as_deref()).await {
+                Ok(connected) => connected.engine,
+                Err(e) => {
+                    tracing::warn!("not sweeping engine {}: {e}", display_name(name.as_deref()));
+                    continue;
+                }
+            };
+            let on = (&name, &engine);
+            findings.extend(plan_engine(store, on, home_id, &reindexed, &aside).await?);
+            if images {
+                findings.extend(plan_images(store, on, home_id).await?);
+            }
         }
     }
     findings.extend(blocking(store, plan_keep_caps).await?);
@@ -279,19 +312,27 @@ pub async fn plan(
 /// what was done.
 pub async fn execute(
     store: &Store,
-    engine: &Engine,
+    engines: &Engines,
     findings: Vec<Finding>,
 ) -> Result<Vec<Finding>, SweepError> {
     let mut done = Vec::with_capacity(findings.len());
     for finding in findings {
         let carried_out = match &finding {
             // Gone already (someone else removed it): nothing was done.
-            Finding::EngineObjectRemoved { kind, id, .. } => match kind {
-                EngineObjectKind::Container => engine.remove_container(id).await?,
-                EngineObjectKind::Network => engine.remove_network(id).await?,
-                EngineObjectKind::Volume => engine.remove_volume(id).await?,
-            },
-            Finding::ImageRemoved { id, .. } => engine.remove_image(id).await?,
+            Finding::EngineObjectRemoved {
+                kind, id, engine, ..
+            } => {
+                let engine = engines.get(engine.as_deref()).await?.engine;
+                match kind {
+                    EngineObjectKind::Container => engine.remove_container(id).await?,
+                    EngineObjectKind::Network => engine.remove_network(id).await?,
+                    EngineObjectKind::Volume => engine.remove_volume(id).await?,
+                }
+            }
+            Finding::ImageRemoved { id, engine, .. } => {
+                let engine = engines.get(engine.as_deref()).await?.engine;
+                engine.remove_image(id).await?
+            }
             _ => {
                 let on_disk = finding.clone();
                 blocking(store, move |s| execute_on_disk(s, &on_disk)).await?
@@ -488,7 +529,7 @@ fn aside(layout: &jackin_reconcilers::Layout, container: &str) -> Finding {
 /// What the engine sweeps would do, from one listing of each kind.
 async fn plan_engine(
     store: &Store,
-    engine: &Engine,
+    (engine_name, engine): (&EngineName, &Engine),
     home_id: &str,
     reindexed: &HashSet<String>,
     moved_aside: &HashSet<String>,
@@ -521,7 +562,8 @@ async fn plan_engine(
         .filter(|c| c.state == Some(ContainerSummaryStateEnum::RUNNING))
         .map(|c| label(c.labels.as_ref(), label::UID))
         .collect();
-    for row in &rows {
+    // Only rows of this engine: another engine's instances are not here.
+    for row in rows.iter().filter(|r| &r.engine == engine_name) {
         if row.phase == Some(InstancePhase::Running) && !running.contains(&row.uid) {
             findings.push(Finding::RowCorrected {
                 name: row.name.clone(),
@@ -541,6 +583,7 @@ async fn plan_engine(
             id: c.id.clone().unwrap_or_else(|| name.clone()),
             name,
             instance: label(c.labels.as_ref(), label::INSTANCE),
+            engine: engine_name.clone(),
         });
     }
     for n in &networks {
@@ -553,6 +596,7 @@ async fn plan_engine(
             id: n.id.clone().unwrap_or_else(|| name.clone()),
             name,
             instance: label(n.labels.as_ref(), label::INSTANCE),
+            engine: engine_name.clone(),
         });
     }
     for v in &volumes {
@@ -575,6 +619,7 @@ async fn plan_engine(
             id: v.name.clone(),
             name: v.name.clone(),
             instance,
+            engine: engine_name.clone(),
         });
     }
     Ok(findings)
@@ -739,7 +784,7 @@ fn engine_started_at() -> Option<Timestamp> {
 /// Images labelled as built by jackin whose id no instance's recipe pins.
 async fn plan_images(
     store: &Store,
-    engine: &Engine,
+    (engine_name, engine): (&EngineName, &Engine),
     home_id: &str,
 ) -> Result<Vec<Finding>, SweepError> {
     let listing = store.list_instances()?;
@@ -769,6 +814,7 @@ async fn plan_images(
         findings.push(Finding::ImageRemoved {
             id: image.id.clone(),
             reference,
+            engine: engine_name.clone(),
         });
     }
     Ok(findings)

@@ -334,6 +334,11 @@ async fn pin(
         ctx.home.as_deref(),
         &ctx.home_id,
     );
+    // Pinned again before a first run: the engine stays the one pinned
+    // first, where this instance's objects may already be.
+    if let Some(earlier) = obj.status.as_ref().and_then(|s| s.recipe.as_ref()) {
+        pinned.engine = earlier.engine.clone();
+    }
     match (&obj.spec.image, &obj.spec.role.source) {
         (Some(image), _) => {
             pinned.image_id = ctx

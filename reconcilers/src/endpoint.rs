@@ -105,6 +105,22 @@ pub fn resolve(inputs: &Inputs) -> Result<Endpoint, EndpointError> {
     }
 }
 
+/// The engine an instance names (`spec.engine`): an address as
+/// `DOCKER_HOST` takes it, plain (TLS engines are named by a context, which
+/// carries their certificates), or a `docker context` name; `None` is the
+/// engine the environment selects ([`resolve`]).
+pub fn resolve_named(inputs: &Inputs, engine: Option<&str>) -> Result<Endpoint, EndpointError> {
+    match engine {
+        None => resolve(inputs),
+        Some(address) if address.contains("://") => checked(address, None, "spec.engine"),
+        Some("default") => checked(DEFAULT_HOST, None, "the default context (spec.engine)"),
+        Some(name) => {
+            let dir = inputs.config_dir.clone().unwrap_or_default();
+            context_endpoint(&dir, name, "spec.engine")
+        }
+    }
+}
+
 fn checked(host: &str, tls: Option<TlsFiles>, source: &str) -> Result<Endpoint, EndpointError> {
     let source = source.to_owned();
     if host.starts_with("ssh://") {
@@ -242,6 +258,35 @@ mod tests {
         };
         let err = resolve(&inputs).unwrap_err();
         assert!(matches!(err, EndpointError::Ssh { .. }));
+    }
+
+    #[test]
+    fn a_named_engine_is_an_address_or_a_context() {
+        let dir = context_dir("remote", "tcp://192.0.2.7:2376", true);
+        let inputs = Inputs {
+            docker_host: Some("unix:///elsewhere.sock".into()),
+            config_dir: Some(dir.path().to_owned()),
+            ..Default::default()
+        };
+        let named = |engine| resolve_named(&inputs, engine);
+        assert_eq!(named(None).unwrap().host, "unix:///elsewhere.sock");
+        let address = named(Some("unix:///tmp/e/docker.sock")).unwrap();
+        assert_eq!(
+            (address.host.as_str(), address.tls),
+            ("unix:///tmp/e/docker.sock", None)
+        );
+        let context = named(Some("remote")).unwrap();
+        assert_eq!(context.host, "tcp://192.0.2.7:2376");
+        assert!(context.tls.is_some());
+        assert_eq!(named(Some("default")).unwrap().host, DEFAULT_HOST);
+        assert!(matches!(
+            named(Some("nope")),
+            Err(EndpointError::UnknownContext { .. })
+        ));
+        assert!(matches!(
+            named(Some("ssh://me@box")),
+            Err(EndpointError::Ssh { .. })
+        ));
     }
 
     #[test]

@@ -240,7 +240,13 @@ impl Engine {
     /// [`endpoint::resolve`]) and negotiates the API version, which also
     /// proves the engine answers.
     pub async fn connect() -> Result<Self, EngineError> {
-        let endpoint = endpoint::resolve(&Inputs::from_env())?;
+        Self::connect_named(None).await
+    }
+
+    /// Connects to the engine an instance names (see
+    /// [`endpoint::resolve_named`]); `None` is [`Engine::connect`]'s.
+    pub async fn connect_named(engine: Option<&str>) -> Result<Self, EngineError> {
+        let endpoint = endpoint::resolve_named(&Inputs::from_env(), engine)?;
         let unreachable = |source| EngineError::Unreachable {
             endpoint: endpoint.host.clone(),
             source,

@@ -173,6 +173,7 @@ pub fn wanted(
         command,
         user: None,
         dind,
+        engine: wanted_engine(obj, workspace),
         working_dir: None,
         idle_commands: Vec::new(),
         mounts,
@@ -190,6 +191,15 @@ pub fn wanted(
 
 /// The name of the Docker daemon sidecar, and how the agent reaches it.
 pub const DIND: &str = "dind";
+
+/// The engine the spec asks for: the instance's `engine`, else its
+/// workspace's; `None` for the one the environment selects.
+pub fn wanted_engine(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> Option<String> {
+    obj.spec
+        .engine
+        .clone()
+        .or_else(|| workspace.and_then(|w| w.engine.clone()))
+}
 
 /// Whether the agent runs as the operator's uid and gid: the instance's
 /// `hostUser`, else its workspace's, else yes.
@@ -226,6 +236,11 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     }
     if wanted.sidecars != pinned.sidecars {
         fields.push("sidecars");
+    }
+    // A session never moves between engines: its container, network and
+    // volumes are where it was pinned.
+    if wanted.engine != pinned.engine {
+        fields.push("engine");
     }
     // Recipes pinned before agents were data have no entry to compare.
     let entry = |r: &Recipe| r.agent.as_ref().map(|a| (a.spec.clone(), a.strategy));

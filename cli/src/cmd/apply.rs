@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use jackin_api::Object;
+use jackin_controller::engines::Engines;
 use jackin_controller::source::{self, Applied, Input, Invalid, Source, SourceError};
 use jackin_controller::{ApplyOutcome, Reconciler, Store};
-use jackin_reconcilers::Engine;
 
 use crate::args::{ApplyArgs, DiffArgs};
 
@@ -145,12 +145,12 @@ fn print_outcome(obj: &Object, outcome: ApplyOutcome, suffix: &str) {
 /// what would be pruned. Writes nothing.
 async fn dry_run(
     store: Store,
-    engine: Option<Engine>,
+    engines: Option<Engines>,
     objects: &[Object],
     source: Option<&Source>,
 ) -> Result<()> {
     store.check(objects)?;
-    let reconciler = engine.map(|engine| Reconciler::new(store.clone(), engine));
+    let reconciler = engines.map(|engines| Reconciler::new(store.clone(), engines));
     for obj in objects {
         let Object::Instance(applied) = obj else {
             print_outcome(obj, store.plan_object(obj)?, " (dry run)");

@@ -9,7 +9,8 @@ use futures::StreamExt;
 use jackin_api::Instance;
 use jackin_api::meta::find_condition;
 use jackin_api::names::{condition, reason};
-use jackin_controller::{Store, StoreError, session};
+use jackin_controller::engines::Engines;
+use jackin_controller::{Reconciler, Store, StoreError, session};
 use jackin_reconcilers::Engine;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jackin_reconcilers::fsutil::FileLock;
@@ -213,7 +214,7 @@ fn asking(obj: &Instance) -> bool {
 
 pub async fn run(
     store: Store,
-    engine: Engine,
+    engines: Engines,
     name: &str,
     wait: &WaitArgs,
     keyboard: &mut Keyboard,
@@ -228,13 +229,19 @@ pub async fn run(
     loop {
         if resume {
             session::resume(&store, name)?;
-            crate::converge_quietly(&store, &engine, name, wait).await?;
+            crate::converge_quietly(&store, &engines, name, wait).await?;
             let obj = store.get_instance(name)?;
             eprintln!(
                 "attached to instance/{name} ({}); Ctrl-P Ctrl-Q detaches",
                 container_of(&obj)
             );
         }
+        // The engine it runs on, pinned by the converge above.
+        let obj = store.get_instance(name)?;
+        let engine = Reconciler::new(store.clone(), engines.clone())
+            .engine_of(&obj)
+            .await?
+            .engine;
         attach_once(&engine, &container, keyboard).await?;
         let running = engine
             .inspect_container(&container)
@@ -248,7 +255,7 @@ pub async fn run(
         }
         // The session ended: the loop records it and applies the policy,
         // which asks us when there is unfinished work.
-        crate::converge_quietly(&store, &engine, name, wait).await?;
+        crate::converge_quietly(&store, &engines, name, wait).await?;
         let obj = match store.get_instance(name) {
             Ok(obj) => obj,
             Err(StoreError::InstanceNotFound(_)) => {
@@ -270,7 +277,7 @@ pub async fn run(
             Choice::Keep => {
                 session::keep_ended(&store, name)
                     .with_context(|| format!("keeping instance/{name}"))?;
-                crate::converge_quietly(&store, &engine, name, wait).await?;
+                crate::converge_quietly(&store, &engines, name, wait).await?;
                 eprintln!("instance/{name} kept; `jackin attach {name}` resumes it");
                 return Ok(());
             }
@@ -278,7 +285,7 @@ pub async fn run(
                 // The operator saw the work and insists.
                 let shown = acknowledgement_digest(&obj.status.clone().unwrap_or_default().mounts);
                 session::clean_up_ended(&store, name, shown)?;
-                crate::converge_quietly(&store, &engine, name, wait).await?;
+                crate::converge_quietly(&store, &engines, name, wait).await?;
                 eprintln!("instance/{name} cleaned up");
                 return Ok(());
             }

@@ -7,12 +7,15 @@ use jackin_controller::source::Source;
 use jackin_controller::{Outcome, Progress, Reconciler, run};
 
 use crate::args::ControllerArgs;
-use crate::{connect, open_store_to_change};
+use jackin_controller::engines::{Engines, display_name};
+
+use crate::open_store_to_change;
 
 pub async fn run(args: &ControllerArgs) -> Result<()> {
     let store = open_store_to_change()?;
-    let engine = connect().await?;
-    let mut reconciler = Reconciler::new(store, engine);
+    // Engines connect when their instances first need them, so one that
+    // is down holds up only its own instances.
+    let mut reconciler = Reconciler::new(store, Engines::new(None));
     reconciler.progress = Arc::new(|name: &str, event: Progress<'_>| match event {
         Progress::Step(step) => tracing::info!(instance = name, "{}", step.describe()),
         Progress::Build(line) => tracing::debug!(instance = name, "build: {line}"),
@@ -36,17 +39,12 @@ pub async fn run(args: &ControllerArgs) -> Result<()> {
                 None => {}
             }
         }
-        let names: Vec<String> = reconciler
-            .store
-            .rows()?
-            .into_iter()
-            .map(|r| r.name)
-            .collect();
-        let before = reconciler.engine.calls();
+        let rows = reconciler.store.rows()?;
+        let before = reconciler.engines.calls();
         let results = reconciler
-            .pass(&names, args.concurrency, |_| true, |_| {})
-            .await?;
-        let calls = reconciler.engine.calls() - before;
+            .pass(&rows, args.concurrency, |_| true, |_| {})
+            .await;
+        let calls = reconciler.engines.calls() - before;
         // A blocked purge has not converged: it waits for the operator.
         let failed: Vec<String> = results
             .iter()
@@ -82,12 +80,25 @@ pub async fn run(args: &ControllerArgs) -> Result<()> {
         ..Default::default()
     };
     tracing::info!(
-        engine = reconciler.engine.endpoint(),
+        engines = ?engines_in_use(&reconciler)?,
         concurrency = options.concurrency,
         "controller started"
     );
     run::run(reconciler, options, shutdown_signal()).await;
     Ok(())
+}
+
+/// The engines the instances run on, as names.
+fn engines_in_use(reconciler: &Reconciler) -> Result<Vec<String>> {
+    let mut names: Vec<String> = reconciler
+        .store
+        .rows()?
+        .iter()
+        .map(|r| display_name(r.engine.as_deref()).to_owned())
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -9,7 +9,7 @@ use jackin_api::manifest;
 use jackin_api::names::annotation;
 use jackin_api::{DesiredPhase, Instance, Object};
 use jackin_controller::Store;
-use jackin_reconcilers::Engine;
+use jackin_controller::engines::Engines;
 use jackin_reconcilers::assess::has_unfinished_work;
 use jiff::Timestamp;
 
@@ -211,7 +211,7 @@ fn new_name(store: &Store, role: &str) -> Result<String> {
         .ok_or_else(|| anyhow!("no free name"))
 }
 
-pub async fn run(store: Store, engine: Engine, args: &LaunchArgs) -> Result<()> {
+pub async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()> {
     let found = restorable(&store, args)?;
     let mut keyboard = Keyboard::start();
     let choice = match found.is_empty() {
@@ -247,5 +247,5 @@ pub async fn run(store: Store, engine: Engine, args: &LaunchArgs) -> Result<()> 
     if let Some(policy) = policy_override(args) {
         store.set_annotation(&name, annotation::EXIT_POLICY, Some(policy))?;
     }
-    attach::run(store, engine, &name, &args.wait, &mut keyboard).await
+    attach::run(store, engines, &name, &args.wait, &mut keyboard).await
 }

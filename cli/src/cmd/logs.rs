@@ -9,7 +9,10 @@ use jackin_api::names::label;
 use jackin_reconcilers::engine::LogsRequest;
 
 use crate::args::LogsArgs;
-use crate::{check_name, connect, open_store};
+use jackin_controller::Reconciler;
+use jackin_controller::engines::Engines;
+
+use crate::{check_name, open_store};
 
 pub async fn run(args: &LogsArgs) -> Result<()> {
     check_name(&args.name)?;
@@ -19,7 +22,11 @@ pub async fn run(args: &LogsArgs) -> Result<()> {
     let (Some(unit), Some(uid)) = (status.container_name.clone(), obj.metadata.uid.clone()) else {
         bail!("instance/{} has not been launched yet", args.name);
     };
-    let engine = connect().await?;
+    let engines = Engines::new(None);
+    let engine = Reconciler::new(store, engines)
+        .engine_of(&obj)
+        .await?
+        .engine;
     // The container by its name, only if it is this instance's.
     let container = engine.inspect_container(&unit).await?.filter(|c| {
         let labels = c.config.as_ref().and_then(|c| c.labels.as_ref());
