@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use crate::backoff;
 use crate::index::IndexRow;
-use crate::reconcile::{Outcome, ReconcileError, Reconciler, Snapshot};
+use crate::reconcile::{Outcome, ReconcileError, Reconciler, Snapshot, already_converged};
 
 /// How many instances are converged at once unless the operator says
 /// otherwise. The engine serialises much of its work (network setup, its
@@ -45,11 +45,15 @@ pub async fn converge(
                     observation: snapshots.get(&row.engine)?,
                 })
             });
-            (
-                i,
-                name.clone(),
-                one(reconciler, name, snapshot, deadline).await,
-            )
+            let settled = rows
+                .get(name)
+                .zip(snapshot)
+                .and_then(|(row, snapshot)| already_converged(row, snapshot));
+            let result = match settled {
+                Some(outcome) => Ok(outcome),
+                None => one(reconciler, name, snapshot, deadline).await,
+            };
+            (i, name.clone(), result)
         })
         .buffer_unordered(concurrency.max(1))
         .collect()

@@ -761,6 +761,11 @@ async fn steps_taken(w: &World, name: &str, phase: DesiredPhase) -> Vec<Step> {
 
 /// Reconciles `name`, recording the steps it takes.
 async fn reconcile_recording_steps(w: &World, name: &str) -> Vec<Step> {
+    reconcile_with_steps(w, name).await.1
+}
+
+/// Reconciles `name`: its outcome, and the steps it took.
+async fn reconcile_with_steps(w: &World, name: &str) -> (Outcome, Vec<Step>) {
     let taken = Arc::new(Mutex::new(Vec::new()));
     let mut reconciler = w.reconciler.clone();
     let sink = taken.clone();
@@ -769,8 +774,8 @@ async fn reconcile_recording_steps(w: &World, name: &str) -> Vec<Step> {
             sink.lock().unwrap().push(step.clone());
         }
     });
-    reconciler.reconcile(name, None).await.unwrap();
-    taken.lock().unwrap().clone()
+    let outcome = reconciler.reconcile(name, None).await.unwrap();
+    (outcome, taken.lock().unwrap().clone())
 }
 
 #[tokio::test]
@@ -1023,4 +1028,77 @@ async fn a_running_instance_never_moves_to_another_engine() {
     let drift = find_condition(&status.conditions, condition::SPEC_DRIFT).unwrap();
     assert!(drift.message.contains("spec.engine"), "{}", drift.message);
     assert_eq!(status.recipe.unwrap().engine, None);
+}
+
+// The no-op fast path.
+
+/// What the fast path says of `name` from the index and one snapshot, and
+/// what a full reconcile then does: its outcome and the steps it took.
+async fn fast_and_full(w: &World, name: &str) -> (Option<Outcome>, Outcome, Vec<Step>) {
+    let row = w
+        .store
+        .rows()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.name == name)
+        .unwrap();
+    let observation = jackin_reconcilers::observe::Observation::all(&w.fake.engine())
+        .await
+        .unwrap();
+    let snapshot = crate::reconcile::Snapshot {
+        engine: None,
+        observation: &observation,
+    };
+    let fast = crate::reconcile::already_converged(&row, snapshot);
+    let (full, steps) = reconcile_with_steps(w, name).await;
+    (fast, full, steps)
+}
+
+#[tokio::test]
+async fn the_fast_path_answers_only_when_a_full_reconcile_would_do_nothing() {
+    let w = World::new();
+    let sidecar = format!("  sidecars: [{{name: helper, image: {IMAGE}}}]\n");
+
+    // Converged and as left: the fast path answers, and rightly.
+    w.launch("plain", "").await;
+    w.launch("with-sidecar", &sidecar).await;
+    w.launch("to-keep", "").await;
+    w.store.set_phase("to-keep", DesiredPhase::Kept).unwrap();
+    w.reconcile("to-keep").await;
+    for name in ["plain", "with-sidecar", "to-keep"] {
+        let (fast, full, steps) = fast_and_full(&w, name).await;
+        assert_eq!(fast.as_ref(), Some(&full), "{name}");
+        assert!(steps.is_empty(), "{name}: {steps:?}");
+    }
+
+    // Anything else: it says "look", and the full reconcile has work.
+    let says_look = async |name: &str, what: &str| {
+        let (fast, _, steps) = fast_and_full(&w, name).await;
+        assert_eq!(fast, None, "{what}");
+        assert!(
+            !steps.is_empty(),
+            "{what}: the full reconcile had nothing to do"
+        );
+    };
+    w.fake.end(&w.container("plain"), 137, false);
+    says_look("plain", "a stopped container").await;
+    let helper = format!("{}-helper", w.container("with-sidecar"));
+    w.fake.remove_behind_our_back(&helper);
+    says_look("with-sidecar", "a sidecar gone").await;
+    let labels = w.obj("to-keep").status.unwrap().recipe.unwrap().labels;
+    w.fake
+        .add_network(&w.container("to-keep"), labels.into_iter().collect());
+    says_look("to-keep", "a network left of a kept one").await;
+
+    // A changed spec: the row is not converged at the new generation.
+    w.apply("plain", "  env: [{name: X, value: y}]\n");
+    let (fast, _, _) = fast_and_full(&w, "plain").await;
+    assert_eq!(fast, None, "a changed spec");
+
+    // A workspace edit unsettles its instances' rows.
+    w.workspace("ws", "{exitPolicy: keep}");
+    w.launch("in-ws", "  workspace: ws\n").await;
+    assert!(fast_and_full(&w, "in-ws").await.0.is_some());
+    w.workspace("ws", "{exitPolicy: clean}");
+    assert_eq!(fast_and_full(&w, "in-ws").await.0, None, "a workspace edit");
 }

@@ -6,15 +6,24 @@
 use std::fs;
 use std::io::ErrorKind;
 
+use std::collections::BTreeMap;
+
+use jackin_api::meta::find_condition;
+use jackin_api::names::{condition, reason};
 use jackin_api::{DesiredPhase, Instance, InstancePhase};
 use jackin_reconcilers::Layout;
 use jackin_reconcilers::fsutil::write_atomic;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::store::StoreError;
 
-const INDEX_VERSION: u32 = 1;
+/// Version 2 added what a no-op pass decides from (the fingerprint, the
+/// converged flag, the expected sidecars and volumes). A version 1 index is
+/// read as is: its rows lack those, so their instances are looked at in
+/// full once, which writes the rows anew.
+const INDEX_VERSION: u32 = 2;
 
 /// What the index knows of one instance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +43,22 @@ pub struct IndexRow {
     /// default one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
+    /// A digest of what the operator owns (spec, labels, annotations but
+    /// jackin's): an apply of the same is a no-op, told without opening
+    /// the object.
+    #[serde(default)]
+    pub fingerprint: String,
+    /// Whether the last reconcile left it converged at its current
+    /// generation, running or kept, and ready as such: then a pass whose
+    /// engine snapshot shows it as it was left has nothing to do for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub converged: bool,
+    /// The sidecars and volumes its pinned recipe has, which such a
+    /// snapshot must show while it runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sidecars: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<String>,
 }
 
 impl IndexRow {
@@ -55,8 +80,63 @@ impl IndexRow {
                 Some(recipe) => recipe.engine.clone(),
                 None => obj.spec.engine.clone(),
             },
+            fingerprint: fingerprint(obj),
+            converged: converged(obj),
+            sidecars: status
+                .recipe
+                .iter()
+                .flat_map(|r| &r.sidecars)
+                .map(|s| s.name.clone())
+                .collect(),
+            volumes: status
+                .recipe
+                .iter()
+                .filter_map(|r| r.dind.as_ref())
+                .map(|d| d.certs_volume.clone())
+                .collect(),
         })
     }
+}
+
+/// The digest of what an apply compares: the spec, the labels and the
+/// annotations that are not jackin's own (`jackin.dev/…`, which an apply
+/// leaves alone unless the file sets them).
+pub fn fingerprint(obj: &Instance) -> String {
+    let annotations: BTreeMap<&String, &String> = obj
+        .metadata
+        .annotations
+        .iter()
+        .filter(|(key, _)| !key.starts_with("jackin.dev/"))
+        .collect();
+    let owned = serde_json::to_vec(&(&obj.spec, &obj.metadata.labels, annotations))
+        .expect("an instance serializes");
+    Sha256::digest(&owned)
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether `obj` was left converged, and ready as such, at its current
+/// generation: running as wanted, or kept as wanted.
+fn converged(obj: &Instance) -> bool {
+    let Some(status) = &obj.status else {
+        return false;
+    };
+    let ready = find_condition(&status.conditions, condition::READY).map(|c| c.reason.as_str());
+    status.observed_generation == obj.metadata.generation
+        && matches!(
+            (obj.desired_phase(), status.phase, ready),
+            (
+                DesiredPhase::Running,
+                Some(InstancePhase::Running),
+                Some(reason::RUNNING)
+            ) | (
+                DesiredPhase::Kept,
+                Some(InstancePhase::Kept),
+                Some(reason::KEPT)
+            )
+        )
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,6 +201,21 @@ impl Index {
         self.instances.len() != before
     }
 
+    /// Marks the rows `which` selects as not known to be converged; returns
+    /// whether any was.
+    pub fn unsettle(&mut self, which: impl Fn(&IndexRow) -> bool) -> bool {
+        let mut changed = false;
+        for row in self
+            .instances
+            .iter_mut()
+            .filter(|r| r.converged && which(r))
+        {
+            row.converged = false;
+            changed = true;
+        }
+        changed
+    }
+
     /// Removes the row for `name`; returns whether there was one.
     pub fn remove(&mut self, name: &str) -> bool {
         match self
@@ -145,7 +240,9 @@ impl Index {
             Err(e) => return Err(StoreError::io(&path, e)),
         };
         Ok(match serde_json::from_slice::<Index>(&bytes) {
-            Ok(index) if index.version == INDEX_VERSION && index.is_sorted() => Ok(Some(index)),
+            Ok(index) if (1..=INDEX_VERSION).contains(&index.version) && index.is_sorted() => {
+                Ok(Some(index))
+            }
             Ok(index) => Err(format!(
                 "version {} or row order not understood",
                 index.version
@@ -158,9 +255,21 @@ impl Index {
         self.instances.windows(2).all(|w| w[0].name < w[1].name)
     }
 
+    /// Writes the index, as the current version.
     pub fn write(&self, layout: &Layout) -> Result<(), StoreError> {
+        /// The index as written: rows read from an older version are
+        /// written as this one's.
+        #[derive(Serialize)]
+        struct Written<'a> {
+            version: u32,
+            instances: &'a [IndexRow],
+        }
         let path = layout.index_file();
-        let mut bytes = serde_json::to_vec_pretty(self).expect("the index serializes");
+        let written = Written {
+            version: INDEX_VERSION,
+            instances: &self.instances,
+        };
+        let mut bytes = serde_json::to_vec_pretty(&written).expect("the index serializes");
         bytes.push(b'\n');
         write_atomic(&path, &bytes).map_err(|e| StoreError::io(&path, e))
     }

@@ -13,6 +13,7 @@ use jackin_reconcilers::recipe::ResolvedAgent;
 use jiff::Timestamp;
 use serde::Serialize;
 
+use crate::index::IndexRow;
 use crate::store::{ApplyOutcome, Store, StoreError, merge};
 
 /// A kind of object kept as a file each.
@@ -25,12 +26,14 @@ pub trait FileObject: Clone + Serialize {
     fn metadata_mut(&mut self) -> &mut ObjectMeta;
     /// Takes the operator-owned parts of `applied` into `self`.
     fn merge_from(&mut self, applied: &Self) -> Result<ApplyOutcome, StoreError>;
+    /// The name of the object of this kind an instance's row refers to.
+    fn referred_by(row: &IndexRow) -> Option<&str>;
 }
 
 /// Implements [`FileObject`] for a kind whose object has `metadata` and
 /// `spec` and is read as `Object::$variant`.
 macro_rules! file_object {
-    ($kind:ty, $variant:ident, $plural:literal) => {
+    ($kind:ty, $variant:ident, $plural:literal, $referred_by:expr) => {
         impl FileObject for $kind {
             const KIND: &'static str = <$kind>::KIND;
             const PLURAL: &'static str = $plural;
@@ -57,12 +60,24 @@ macro_rules! file_object {
                     (&applied.metadata, &applied.spec),
                 )
             }
+
+            fn referred_by(row: &IndexRow) -> Option<&str> {
+                $referred_by(row)
+            }
         }
     };
 }
 
-file_object!(Workspace, Workspace, "workspaces");
-file_object!(Agent, Agent, "agents");
+file_object!(Workspace, Workspace, "workspaces", workspace_of);
+file_object!(Agent, Agent, "agents", agent_of);
+
+fn workspace_of(row: &IndexRow) -> Option<&str> {
+    row.workspace.as_deref()
+}
+
+fn agent_of(row: &IndexRow) -> Option<&str> {
+    Some(&row.agent)
+}
 
 /// Where an agent entry comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,8 +189,17 @@ impl Store {
                 text.push('\n');
             }
             write_atomic(&path, text.as_bytes()).map_err(|e| StoreError::io(&path, e))?;
+            self.unsettle_referrers::<K>(&obj.metadata().name)?;
         }
         Ok(outcome)
+    }
+
+    /// The instances that use the object `name` of kind `K` are no longer
+    /// known to be converged: what it says may change what they should be
+    /// (a drift to report, a policy to apply), so the next pass looks at
+    /// each instead of trusting its row.
+    fn unsettle_referrers<K: FileObject>(&self, name: &str) -> Result<(), StoreError> {
+        self.edit_index(|index| index.unsettle(|row| K::referred_by(row) == Some(name)))
     }
 
     /// Deletes the stored object of kind `K` named `name`; `false` when
@@ -185,7 +209,10 @@ impl Store {
         let _lock = FileLock::acquire(&lock_path).map_err(|e| StoreError::io(&lock_path, e))?;
         let path = self.layout().object_of_kind_file(K::PLURAL, name);
         match fs::remove_file(&path) {
-            Ok(()) => Ok(true),
+            Ok(()) => {
+                self.unsettle_referrers::<K>(name)?;
+                Ok(true)
+            }
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
             Err(e) => Err(StoreError::io(&path, e)),
         }

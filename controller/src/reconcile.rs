@@ -268,6 +268,7 @@ impl Reconciler {
             if plan.is_empty() {
                 settle(&mut guard.obj, &plan);
                 guard.save()?;
+                guard.refresh_row()?;
                 return Ok(Outcome::Converged {
                     phase: plan.target,
                     tier,
@@ -433,7 +434,10 @@ impl Reconciler {
                     observation,
                 });
                 running.push(async move {
-                    let result = self.reconcile(&row.name, snapshot).await;
+                    let result = match snapshot.and_then(|s| already_converged(row, s)) {
+                        Some(outcome) => Ok(outcome),
+                        None => self.reconcile(&row.name, snapshot).await,
+                    };
                     (row.name.clone(), result)
                 });
             }
@@ -648,4 +652,38 @@ fn note_engine<T>(
     );
     guard.save()?;
     Err(error.into())
+}
+
+/// What a reconcile of `row`'s instance would come to when `snapshot` shows
+/// it as its last reconcile left it, converged: nothing to do, told from
+/// the row without locking or opening its object. `None` means "look".
+pub fn already_converged(row: &IndexRow, snapshot: Snapshot<'_>) -> Option<Outcome> {
+    if !row.converged || snapshot.engine != row.engine.as_deref() {
+        return None;
+    }
+    let view = snapshot.observation.view(&row.uid, None);
+    let shaped = match row.phase? {
+        InstancePhase::Running => {
+            view.container.as_ref().is_some_and(|c| c.running)
+                && view.network.is_some()
+                && view.extra_networks.is_empty()
+                && view.sidecars.len() == row.sidecars.len()
+                && row
+                    .sidecars
+                    .iter()
+                    .all(|name| view.sidecars.get(name).is_some_and(|c| c.running))
+                && row.volumes.iter().all(|v| view.volumes.contains(v))
+        }
+        InstancePhase::Kept => {
+            view.container.is_none()
+                && view.network.is_none()
+                && view.extra_networks.is_empty()
+                && view.sidecars.is_empty()
+        }
+        _ => false,
+    };
+    shaped.then_some(Outcome::Converged {
+        phase: row.phase?,
+        tier: None,
+    })
 }

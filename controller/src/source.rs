@@ -16,7 +16,7 @@
 //! sources`: the revision and time of the last good apply, how many objects
 //! it holds, and the last error with its place.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
@@ -296,18 +296,33 @@ impl Store {
     /// defines. Writes nothing.
     pub fn check(&self, objects: &[Object]) -> Result<(), SourceError> {
         let mut refusals = Vec::new();
+        let index = self.index()?;
+        let mut agents_known: HashMap<&str, bool> = HashMap::new();
         for obj in objects {
-            if let Err(e) = self.plan_object(obj) {
-                refusals.push(e.to_string());
-            }
             let Object::Instance(instance) = obj else {
+                if let Err(e) = self.plan_object(obj) {
+                    refusals.push(e.to_string());
+                }
                 continue;
             };
+            if !self.unchanged_by_row(&index, instance)
+                && let Err(e) = self.plan_instance(instance)
+            {
+                refusals.push(e.to_string());
+            }
             let agent = &instance.spec.agent;
             let in_input = objects
                 .iter()
                 .any(|o| matches!(o, Object::Agent(a) if &a.metadata.name == agent));
-            if !in_input && self.resolve_agent(agent)?.is_none() {
+            let known = match agents_known.get(agent.as_str()) {
+                Some(known) => *known,
+                None => {
+                    let known = self.resolve_agent(agent)?.is_some();
+                    agents_known.insert(agent, known);
+                    known
+                }
+            };
+            if !in_input && !known {
                 refusals.push(format!(
                     "instance/{}: no agent is named {agent:?} (`jackin get agents` lists them; \
                      apply an Agent to add one)",
@@ -338,10 +353,13 @@ impl Store {
         source: Option<&Source>,
     ) -> Result<Applied, SourceError> {
         self.check(objects)?;
+        let index = self.index()?;
         let mut applied = Applied::default();
         for obj in objects {
             let obj = owned(obj, source);
             let outcome = match &obj {
+                // The same again: nothing to write, nothing to open.
+                Object::Instance(i) if self.unchanged_by_row(&index, i) => ApplyOutcome::Unchanged,
                 Object::Instance(i) => self.apply_instance(i)?,
                 Object::Workspace(w) => self.apply(w.as_ref())?,
                 Object::Agent(a) => self.apply(a.as_ref())?,

@@ -140,6 +140,16 @@ impl InstanceGuard {
         self.saved = self.obj.clone();
         Ok(())
     }
+
+    /// Writes the index row anew if it no longer describes the object (it
+    /// was marked unsettled, or written by an older version), even when
+    /// the object itself did not change.
+    pub fn refresh_row(&self) -> Result<(), StoreError> {
+        Store {
+            layout: self.layout.clone(),
+        }
+        .index_upsert(&self.obj)
+    }
 }
 
 impl jackin_reconcilers::act::StateOwner for Store {
@@ -177,7 +187,7 @@ impl Store {
         FileLock::acquire(&path).map_err(|e| StoreError::io(&path, e))
     }
 
-    fn index(&self) -> Result<Index, StoreError> {
+    pub(crate) fn index(&self) -> Result<Index, StoreError> {
         Ok(self.load_index()?.0)
     }
 
@@ -197,7 +207,10 @@ impl Store {
 
     /// Changes the index under its lock; `change` returns whether it
     /// changed anything, and only then is the index written.
-    fn edit_index(&self, change: impl FnOnce(&mut Index) -> bool) -> Result<(), StoreError> {
+    pub(crate) fn edit_index(
+        &self,
+        change: impl FnOnce(&mut Index) -> bool,
+    ) -> Result<(), StoreError> {
         let _lock = self.lock_index()?;
         let (mut index, _) = Index::load_or_repair(&self.layout)?;
         if change(&mut index) {
@@ -290,10 +303,15 @@ impl Store {
         let Some(row) = self.index()?.find(name).cloned() else {
             return Ok(None);
         };
+        Ok(self.purge_interrupted(&row).then_some(row))
+    }
+
+    /// Whether `row` is left of a purge interrupted after its object went.
+    pub(crate) fn purge_interrupted(&self, row: &IndexRow) -> bool {
         let object_gone = !self.layout.object_file(&row.container_name).exists();
-        let purging = row.desired == DesiredPhase::Purged
-            || !self.layout.unit_dir(&row.container_name).exists();
-        Ok((object_gone && purging).then_some(row))
+        object_gone
+            && (row.desired == DesiredPhase::Purged
+                || !self.layout.unit_dir(&row.container_name).exists())
     }
 
     /// Finishes a purge interrupted after its object went, under the unit
@@ -414,6 +432,29 @@ impl Store {
             .ok_or_else(|| StoreError::Vanished(applied.metadata.name.clone()))?;
         let outcome = merge_instance(&mut stored, applied)?;
         Ok((outcome, Some(stored)))
+    }
+
+    /// Whether applying `applied` would change nothing, told from its index
+    /// row without opening its object: the same operator-owned parts (see
+    /// [`crate::index::fingerprint`]), and no annotation of jackin's own in
+    /// the file, whose merge the row cannot tell. `false` means "look".
+    pub(crate) fn unchanged_by_row(&self, index: &Index, applied: &Instance) -> bool {
+        let Some(row) = index.find(&applied.metadata.name) else {
+            return false;
+        };
+        !row.fingerprint.is_empty()
+            && applied
+                .metadata
+                .uid
+                .as_ref()
+                .is_none_or(|uid| *uid == row.uid)
+            && !applied
+                .metadata
+                .annotations
+                .keys()
+                .any(|key| key.starts_with("jackin.dev/"))
+            && crate::index::fingerprint(applied) == row.fingerprint
+            && self.layout.object_file(&row.container_name).exists()
     }
 
     /// Creates or updates an instance from an applied manifest. The status

@@ -235,10 +235,23 @@ pub async fn sweep(
     execute(store, engines, findings).await
 }
 
+/// How far the filesystem sweep looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// Every indexed unit's object is read too, and one that no longer
+    /// parses is set aside.
+    Full,
+    /// Only what the index and the directory listing tell (a unit the index
+    /// does not know is still read): as cheap for 500 instances as for 5,
+    /// for the sweep before each command. An object broken by hand is
+    /// found by the full sweeps, or by the first command that reads it.
+    Quick,
+}
+
 /// The filesystem sweeps, planned and executed: cheap, local, no engine.
 /// Returns what was done.
 pub fn sweep_files(store: &Store) -> Result<Vec<Finding>, StoreError> {
-    let findings = plan_files(store)?;
+    let findings = plan_files(store, Depth::Quick)?;
     let mut done = Vec::with_capacity(findings.len());
     for finding in findings {
         if execute_on_disk(store, &finding)? {
@@ -258,7 +271,7 @@ pub async fn plan(
     engines: &Engines,
     images: bool,
 ) -> Result<Vec<Finding>, SweepError> {
-    let mut findings = blocking(store, plan_files).await?;
+    let mut findings = blocking(store, |store| plan_files(store, Depth::Full)).await?;
     let home_file = store.layout().home_id_file();
     // A home that never created an engine object has none to sweep; and
     // objects of other homes on the same engine are never ours to touch.
@@ -448,7 +461,7 @@ fn lock_owner(path: &Path) -> Option<&str> {
 }
 
 /// What the filesystem sweeps would do. Reads only.
-pub fn plan_files(store: &Store) -> Result<Vec<Finding>, StoreError> {
+pub fn plan_files(store: &Store, depth: Depth) -> Result<Vec<Finding>, StoreError> {
     let layout = store.layout();
     let data = layout.data_dir();
     let entries = match fs::read_dir(&data) {
@@ -457,9 +470,15 @@ pub fn plan_files(store: &Store) -> Result<Vec<Finding>, StoreError> {
         Err(e) => return Err(StoreError::io(&data, e)),
     };
     let index = Index::read(layout)?.ok().flatten().unwrap_or_default();
+    let units: HashSet<&str> = index
+        .rows()
+        .iter()
+        .map(|r| r.container_name.as_str())
+        .collect();
+    let indexed = |container: &str| units.contains(container);
     let mut findings = Vec::new();
     for row in index.rows() {
-        if store.interrupted_purge(&row.name)?.is_some() {
+        if store.purge_interrupted(row) {
             findings.push(Finding::PurgeFinished {
                 name: row.name.clone(),
                 container: row.container_name.clone(),
@@ -479,16 +498,18 @@ pub fn plan_files(store: &Store) -> Result<Vec<Finding>, StoreError> {
             continue;
         }
         if path.is_dir() {
-            if !indexed(&index, &file_name) {
+            if !indexed(&file_name) {
                 findings.push(stray_unit(store, &file_name));
-            } else if let Err(StoreError::Unreadable { .. }) = read_object(layout, &file_name) {
+            } else if depth == Depth::Full
+                && let Err(StoreError::Unreadable { .. }) = read_object(layout, &file_name)
+            {
                 // Indexed, but its object is broken: set it aside whole (it
                 // may hold a conversation) so the rest of the home works.
                 findings.push(aside(layout, &file_name));
             }
         } else if let Some(container) = file_name.strip_suffix(".lock")
             && file_name != "instances.json.lock"
-            && !indexed(&index, container)
+            && !indexed(container)
             && !layout.unit_dir(container).exists()
             // Held means in use: not an orphan.
             && FileLock::try_acquire(&path)
