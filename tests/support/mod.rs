@@ -4,6 +4,8 @@
 //! Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod private_engine;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -262,6 +264,72 @@ pub fn run_within(mut cmd: Command, limit: std::time::Duration) -> Output {
         panic!("{what} did not finish within {limit:?}");
     }
     waiter.join().unwrap().expect("the command ran")
+}
+
+/// `jackin controller ARGS…` run by a test, its log (`-vv`) kept in the
+/// home's `controller.log`; killed when dropped, passed or failed.
+pub struct Controller {
+    child: std::process::Child,
+    log: PathBuf,
+}
+
+impl Controller {
+    pub fn start(home: &Home, args: &[&str]) -> Self {
+        let log = home.path().join("controller.log");
+        let file = std::fs::File::create(&log).unwrap();
+        let child = home
+            .command(&["controller", "-vv"])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("the controller starts");
+        Self { child, log }
+    }
+
+    /// Sends SIGTERM and waits up to 20 s; returns the exit code.
+    pub fn stop(&mut self) -> Option<i32> {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        None
+    }
+
+    /// SIGKILL: no shutdown, as a crash.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// What it has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Polls `check` every 200 ms until it holds; fails the test, saying
+/// `what`, when `limit` passes first.
+pub fn eventually(limit: std::time::Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !check() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not within {limit:?}: {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }
 
 /// An object's condition of type `kind`, if it has one.
