@@ -3,61 +3,27 @@
 
 mod support;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{Home, docker, ensure_busybox, instance_yaml};
+use support::{Controller, Home, docker, ensure_busybox, instance_yaml};
 
-/// The controller as a child process, stopped (SIGTERM) on drop.
-struct Controller {
-    child: Child,
-}
-
-impl Controller {
-    fn start(home: &Home) -> Self {
-        let log = std::fs::File::create(home.path().join("controller.log")).unwrap();
-        let child = home
-            .command(&["controller", "-vv"])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        Self { child }
-    }
-
-    /// Sends SIGTERM and waits; returns the exit code.
-    fn stop(&mut self) -> Option<i32> {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            std::thread::sleep(Duration::from_millis(100));
+/// [`support::eventually`] for up to 60 s, failing with the controller's
+/// log.
+fn eventually(what: &str, controller: &Controller, mut check: impl FnMut() -> bool) {
+    let limit = Duration::from_secs(60);
+    let deadline = Instant::now() + limit;
+    // This deadline passes first: the shared one, twice as far, only polls.
+    support::eventually(2 * limit, what, || {
+        check() || {
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; controller log:\n{}",
+                controller.log()
+            );
+            false
         }
-        None
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Polls `check` every 200 ms for up to 60 s.
-fn eventually(what: &str, home: &Home, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if check() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let log = std::fs::read_to_string(home.path().join("controller.log")).unwrap_or_default();
-    panic!("timed out waiting for {what}; controller log:\n{log}");
+    });
 }
 
 #[test]
@@ -67,7 +33,7 @@ fn the_controller_repairs_rm_with_tier_2_and_stop_with_tier_1() {
     let path = home.write_input("w.yaml", &instance_yaml("watched"));
     home.ok(&["apply", path.to_str().unwrap()]);
     let container = home.container("watched");
-    let mut controller = Controller::start(&home);
+    let mut controller = Controller::start(&home, &[]);
     let running = || {
         Command::new("docker")
             .args(["inspect", "-f", "{{.State.Running}}", &container])
@@ -84,7 +50,7 @@ fn the_controller_repairs_rm_with_tier_2_and_stop_with_tier_1() {
 
     let old_id = docker(&["inspect", "-f", "{{.Id}}", &container]);
     docker(&["rm", "-f", &container]);
-    eventually("a tier 2 restore after docker rm -f", &home, || {
+    eventually("a tier 2 restore after docker rm -f", &controller, || {
         restore().0 == Some(2) && running()
     });
     assert_ne!(docker(&["inspect", "-f", "{{.Id}}", &container]), old_id);
@@ -92,7 +58,7 @@ fn the_controller_repairs_rm_with_tier_2_and_stop_with_tier_1() {
     let (_, tier_2_at) = restore();
     let id = docker(&["inspect", "-f", "{{.Id}}", &container]);
     docker(&["stop", "-t", "1", &container]);
-    eventually("a tier 1 restore after docker stop", &home, || {
+    eventually("a tier 1 restore after docker stop", &controller, || {
         let (tier, at) = restore();
         tier == Some(1) && at != tier_2_at && running()
     });
@@ -104,7 +70,7 @@ fn the_controller_repairs_rm_with_tier_2_and_stop_with_tier_1() {
 
     // A change in the store alone is picked up too.
     home.ok(&["set-phase", "watched", "kept", "--no-wait"]);
-    eventually("the instance kept", &home, || {
+    eventually("the instance kept", &controller, || {
         home.object("watched")["status"]["phase"] == "Kept"
     });
     assert!(!running());
@@ -156,13 +122,13 @@ fn docker_kill_and_an_agents_own_exit_are_noticed_within_seconds() {
         "  command: [sh, -c, 'while [ ! -f /jackin/state/go ]; do sleep 0.2; done; exit 3']\n";
     home.apply("quits", &support::instance_yaml_with("quits", spec));
     let (killed, quits) = (home.container("killed"), home.container("quits"));
-    let _controller = Controller::start(&home);
+    let controller = Controller::start(&home, &[]);
     std::thread::sleep(Duration::from_secs(1));
 
     let before = docker(&["inspect", "-f", "{{.State.StartedAt}}", &killed]);
     docker(&["kill", &killed]);
     // The resync is minutes away: only the event can bring it back this soon.
-    eventually("docker kill restored", &home, || {
+    eventually("docker kill restored", &controller, || {
         container_running(&killed)
             && docker(&["inspect", "-f", "{{.State.StartedAt}}", &killed]) != before
     });
@@ -170,7 +136,7 @@ fn docker_kill_and_an_agents_own_exit_are_noticed_within_seconds() {
 
     let state = home.path().join("data").join(&quits).join("state");
     std::fs::write(state.join("go"), "").unwrap();
-    eventually("the agent's own exit recorded", &home, || {
+    eventually("the agent's own exit recorded", &controller, || {
         home.object("quits")["status"]["phase"] == "Crashed"
     });
     assert_eq!(home.object("quits")["status"]["session"]["exitCode"], 3);
@@ -181,15 +147,15 @@ fn another_homes_events_are_not_this_controllers_business() {
     ensure_busybox();
     let ours = Home::new();
     ours.apply("mine", &instance_yaml("mine"));
-    let controller = Controller::start(&ours);
+    let mut controller = Controller::start(&ours, &[]);
     std::thread::sleep(Duration::from_secs(1));
     // A neighbour on the same engine creates and purges its own instance.
     let neighbour = Home::new();
     neighbour.apply("neighbours", &instance_yaml("neighbours"));
     neighbour.ok(&["delete", "neighbours"]);
     std::thread::sleep(Duration::from_secs(3));
-    drop(controller);
-    let log = std::fs::read_to_string(ours.path().join("controller.log")).unwrap();
+    controller.kill();
+    let log = controller.log();
     assert!(log.contains("controller started"), "{log}");
     assert!(
         !log.contains("neighbours"),
@@ -203,10 +169,10 @@ fn a_failing_instance_backs_off_despite_its_own_status_writes() {
     let home = Home::new();
     let spec = "  env: [{name: TOKEN, valueFrom: {hostEnv: JACKIN_TEST_SURELY_UNSET}}]\n";
     home.record("failing", &support::instance_yaml_with("failing", spec));
-    let controller = Controller::start(&home);
+    let mut controller = Controller::start(&home, &[]);
     std::thread::sleep(Duration::from_secs(20));
-    drop(controller);
-    let log = std::fs::read_to_string(home.path().join("controller.log")).unwrap();
+    controller.kill();
+    let log = controller.log();
     let attempts = log.matches("reconcile failed").count();
     // Backing off from 1 s (doubling, jittered) allows at most 5 attempts in
     // 20 s; waking on every status write retried every poll (2 s): 10.

@@ -5,10 +5,11 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Child;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use support::{Home, busybox_image, condition, engine_objects, ensure_busybox, git};
+use support::{
+    Controller, Home, busybox_image, condition, engine_objects, ensure_busybox, eventually, git,
+};
 
 /// A policy repository: a git work tree of workspace and instance files.
 struct PolicyRepo {
@@ -95,15 +96,6 @@ fn phase(home: &Home, name: &str) -> Option<String> {
     obj["status"]["phase"].as_str().map(str::to_owned)
 }
 
-/// Polls `check` until it holds, for at most 30 s.
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check() {
-        assert!(Instant::now() < deadline, "not within 30 s: {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
 /// Asserts that nothing of a purged instance is left: no object, no unit,
 /// no engine object.
 fn assert_gone(home: &Home, name: &str, uid: &str, unit: &Path) {
@@ -135,7 +127,7 @@ fn prune_purges_what_the_repository_dropped_and_leaves_the_rest_alone() {
     // 1. A session ends by itself: the exit policy keeps it.
     let ender_unit = home.path().join("data").join(home.container("ender"));
     std::fs::write(ender_unit.join("state/go"), "").unwrap();
-    eventually("ender is kept", || {
+    eventually(Duration::from_secs(30), "ender is kept", || {
         home.ok(&["controller", "--once"]);
         phase(&home, "ender").as_deref() == Some("Kept")
     });
@@ -285,29 +277,13 @@ fn diff_exits_0_when_nothing_differs_and_1_with_the_change() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// `jackin controller --sync DIR`, stopped when dropped.
-struct Controller(Child);
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn the_controller_keeps_the_machine_in_step_with_the_repository() {
     ensure_busybox();
     let home = Home::new();
     let repo = PolicyRepo::new();
     repo.commit_file("workspaces/team.yaml", &workspace("keep"));
-    let _controller = Controller(
-        home.command(&["controller", "--sync", repo.arg()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _controller = Controller::start(&home, &["--sync", repo.arg()]);
     let record = || -> serde_json::Value {
         let out = home.jackin(&["get", "sources", "-o", "json"]);
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap_or_default()["items"][0]
@@ -316,17 +292,19 @@ fn the_controller_keeps_the_machine_in_step_with_the_repository() {
 
     // A new instance file launches it.
     let head = repo.commit_file("instances/one.yaml", &instance("one", ""));
-    eventually("one runs", || {
+    eventually(Duration::from_secs(30), "one runs", || {
         phase(&home, "one").as_deref() == Some("Running")
     });
-    eventually("the revision follows HEAD", || {
+    eventually(Duration::from_secs(30), "the revision follows HEAD", || {
         record()["revision"] == head.as_str()
     });
 
     // A broken file changes nothing, and says where it is broken.
     let broken = "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {name: two}\nspec:\n  role: {name: r}\n  agent: shell\n  image: x\n  phase: Paused\n";
     let bad_head = repo.commit_file("instances/two.yaml", broken);
-    eventually("the error is recorded", || !record()["error"].is_null());
+    eventually(Duration::from_secs(30), "the error is recorded", || {
+        !record()["error"].is_null()
+    });
     let error = record()["error"].as_str().unwrap().to_owned();
     assert!(
         error.contains("instances/two.yaml:8:10: field `spec.phase`"),
@@ -349,15 +327,15 @@ fn the_controller_keeps_the_machine_in_step_with_the_repository() {
         home.path().join("data").join(home.container("one")),
     );
     repo.commit_file("instances/two.yaml", &instance("two", ""));
-    eventually("two runs", || {
+    eventually(Duration::from_secs(30), "two runs", || {
         phase(&home, "two").as_deref() == Some("Running")
     });
     let head = repo.remove_file("instances/one.yaml");
-    eventually("one is purged", || {
+    eventually(Duration::from_secs(30), "one is purged", || {
         phase(&home, "one").is_none() && !one.1.exists()
     });
     assert_gone(&home, "one", &one.0, &one.1);
-    eventually("the revision follows HEAD", || {
+    eventually(Duration::from_secs(30), "the revision follows HEAD", || {
         record()["revision"] == head.as_str() && record()["error"].is_null()
     });
 }

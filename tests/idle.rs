@@ -6,38 +6,9 @@
 mod support;
 
 use std::path::PathBuf;
-use std::process::Child;
 use std::time::{Duration, Instant};
 
-use support::{Home, RoleRepo, busybox_image, docker, ensure_busybox};
-
-/// `jackin controller`, killed when dropped.
-struct Controller(Child);
-
-impl Controller {
-    fn start(home: &Home) -> Self {
-        Self(
-            home.command(&["controller"])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
-    }
-
-    /// SIGKILL: no shutdown, as a crash.
-    fn kill(mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use support::{Controller, Home, RoleRepo, busybox_image, docker, ensure_busybox, eventually};
 
 /// A workspace whose idle hooks run `commands` (YAML argv lists) and then
 /// `then`, after 3 s of idleness and every 4 s after that.
@@ -76,15 +47,6 @@ fn hooks(home: &Home, name: &str) -> Vec<String> {
 
 fn idle(home: &Home, name: &str) -> serde_json::Value {
     home.object(name)["status"]["idle"].clone()
-}
-
-/// Polls `check` until it holds, for at most `secs`.
-fn eventually(secs: u64, what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !check() {
-        assert!(Instant::now() < deadline, "not within {secs} s: {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 #[test]
@@ -130,11 +92,13 @@ fn only_idle_unattached_agents_of_opted_in_workspaces_run_the_hooks_and_they_re_
     attached.lock().unwrap();
 
     let started = Instant::now();
-    let _controller = Controller::start(&home);
+    let _controller = Controller::start(&home, &[]);
     // Generous: four controllers share two cores in this test binary.
-    eventually(60, "the hooks ran twice in the silent agent", || {
-        idle(&home, "silent")["runs"].as_u64() >= Some(2)
-    });
+    eventually(
+        Duration::from_secs(60),
+        "the hooks ran twice in the silent agent",
+        || idle(&home, "silent")["runs"].as_u64() >= Some(2),
+    );
     // Not before the delay, the role's commands first, then the
     // workspace's, again after the interval.
     assert!(started.elapsed() >= Duration::from_secs(3 + 4));
@@ -155,9 +119,11 @@ fn only_idle_unattached_agents_of_opted_in_workspaces_run_the_hooks_and_they_re_
     }
     // Detached: its turn comes.
     drop(attached);
-    eventually(20, "the hooks ran once detached", || {
-        hooks(&home, "watched") == ["ws"]
-    });
+    eventually(
+        Duration::from_secs(20),
+        "the hooks ran once detached",
+        || hooks(&home, "watched") == ["ws"],
+    );
 }
 
 #[test]
@@ -168,8 +134,8 @@ fn a_hanging_command_is_cut_off_at_its_timeout_and_the_agent_runs_on() {
     home.apply("ws", &workspace("ws", true, &commands, "none"));
     home.apply("hang", &instance("hang", "ws", ""));
     let container = home.container("hang");
-    let _controller = Controller::start(&home);
-    eventually(30, "the run ended", || {
+    let _controller = Controller::start(&home, &[]);
+    eventually(Duration::from_secs(30), "the run ended", || {
         !idle(&home, "hang")["lastResult"].is_null()
     });
     let result = idle(&home, "hang")["lastResult"]
@@ -209,13 +175,17 @@ fn then_restart_recycles_the_container_and_then_keep_keeps_the_instance() {
     let container = home.container("cycled");
     let first_id = docker(&["inspect", "-f", "{{.Id}}", &container]);
     let unit_before = unit(&home, "cycled");
-    let _controller = Controller::start(&home);
+    let _controller = Controller::start(&home, &[]);
 
-    eventually(30, "the container was recycled", || {
-        let id = docker(&["inspect", "-f", "{{.Id}}", &container]);
-        !id.is_empty() && id != first_id
-    });
-    eventually(10, "the new container runs", || {
+    eventually(
+        Duration::from_secs(30),
+        "the container was recycled",
+        || {
+            let id = docker(&["inspect", "-f", "{{.Id}}", &container]);
+            !id.is_empty() && id != first_id
+        },
+    );
+    eventually(Duration::from_secs(10), "the new container runs", || {
         home.object("cycled")["status"]["phase"] == "Running"
     });
     let obj = home.object("cycled");
@@ -227,7 +197,7 @@ fn then_restart_recycles_the_container_and_then_keep_keeps_the_instance() {
         "the unit's state survived"
     );
 
-    eventually(30, "parked is kept", || {
+    eventually(Duration::from_secs(30), "parked is kept", || {
         home.object("parked")["status"]["phase"] == "Kept"
     });
     let obj = home.object("parked");
@@ -248,16 +218,20 @@ fn a_controller_killed_between_two_runs_runs_the_next_on_time_exactly_once() {
     );
     // (Not named `agent`: `jackin get agent` lists the agents.)
     home.apply("worker", &instance("worker", "ws", ""));
-    let controller = Controller::start(&home);
-    eventually(30, "the first run", || idle(&home, "worker")["runs"] == 1);
+    let mut controller = Controller::start(&home, &[]);
+    eventually(Duration::from_secs(30), "the first run", || {
+        idle(&home, "worker")["runs"] == 1
+    });
     let first: jiff::Timestamp = idle(&home, "worker")["lastRun"]
         .as_str()
         .unwrap()
         .parse()
         .unwrap();
     controller.kill();
-    let _controller = Controller::start(&home);
-    eventually(30, "the second run", || idle(&home, "worker")["runs"] == 2);
+    let _controller = Controller::start(&home, &[]);
+    eventually(Duration::from_secs(30), "the second run", || {
+        idle(&home, "worker")["runs"] == 2
+    });
     let status = idle(&home, "worker");
     let second: jiff::Timestamp = status["lastRun"].as_str().unwrap().parse().unwrap();
     let gap = second.duration_since(first).as_secs_f64();

@@ -10,18 +10,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::{
-    Home, RoleRepo, busybox_image, docker, ensure_busybox, git, instance_yaml_with, remove_by_uid,
-    unique,
+    Home, RoleRepo, busybox_image, docker, ensure_busybox, eventually, git, instance_yaml_with,
+    remove_by_uid, unique,
 };
-
-/// Polls `check` until it holds, for at most 30 s.
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check() {
-        assert!(Instant::now() < deadline, "not within 30 s: {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
 
 /// Runs `sh -c SCRIPT` in the instance's container; stdout, and success.
 fn in_container(home: &Home, name: &str, script: &str) -> (String, bool) {
@@ -161,9 +152,11 @@ fn dind_is_wired_kept_across_tiers_and_purged_with_the_instance() {
     }
     let (answer, found) = in_container(&home, "docker", "nslookup dind");
     assert!(found, "dind does not resolve:\n{answer}");
-    eventually("the client certificates reach the agent", || {
-        in_container(&home, "docker", "cat /certs/client/cert.pem").0 == "stand-in cert\n"
-    });
+    eventually(
+        Duration::from_secs(30),
+        "the client certificates reach the agent",
+        || in_container(&home, "docker", "cat /certs/client/cert.pem").0 == "stand-in cert\n",
+    );
     // Read-only for the agent.
     assert!(!in_container(&home, "docker", "touch /certs/client/x").1);
     assert_eq!(
@@ -347,7 +340,7 @@ fn what_the_agent_writes_belongs_to_the_operator_who_cleans_up_without_root() {
         checkout.join("made"),
         unit_home.join("made"),
     ];
-    eventually("the agent wrote its files", || {
+    eventually(Duration::from_secs(30), "the agent wrote its files", || {
         made.iter().all(|f| f.exists())
     });
     for file in &made {

@@ -4,10 +4,12 @@
 mod support;
 
 use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{Home, condition, docker, ensure_busybox, instance_yaml_with};
+use support::{
+    Controller, Home, condition, docker, ensure_busybox, eventually, instance_yaml_with,
+};
 
 /// An instance whose agent is a shell script (`sh -c SCRIPT`).
 fn launch(home: &Home, name: &str, script: &str) {
@@ -27,17 +29,6 @@ fn state_dir(home: &Home, name: &str) -> PathBuf {
         .join("data")
         .join(home.container(name))
         .join("state")
-}
-
-fn wait_until(what: &str, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if check() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!("timed out waiting for {what}");
 }
 
 fn running(container: &str) -> bool {
@@ -61,7 +52,9 @@ fn a_normal_exit_is_recorded_from_the_marker_and_not_restarted() {
     launch(&home, "three", &format!("{WAIT_THEN_EXIT} 3"));
     let container = home.container("three");
     std::fs::write(state_dir(&home, "three").join("go"), "").unwrap();
-    wait_until("the agent to exit", || !running(&container));
+    eventually(Duration::from_secs(60), "the agent to exit", || {
+        !running(&container)
+    });
     home.ok(&["controller", "--once"]);
 
     let s = session(&home, "three");
@@ -87,43 +80,20 @@ fn a_normal_exit_is_recorded_from_the_marker_and_not_restarted() {
     assert!(running(&container));
 }
 
-struct Controller(Child);
-
-impl Controller {
-    fn start(home: &Home) -> Self {
-        Self(home.command(&["controller"]).spawn().unwrap())
-    }
-
-    fn stop(mut self) {
-        Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status()
-            .unwrap();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_restarted_controller_records_an_exit_that_happens_later() {
     ensure_busybox();
     let home = Home::new();
     launch(&home, "later", &format!("{WAIT_THEN_EXIT} 5"));
     let container = home.container("later");
-    let first = Controller::start(&home);
+    let mut first = Controller::start(&home, &[]);
     std::thread::sleep(Duration::from_millis(500));
     first.stop();
-    let _second = Controller::start(&home);
+    let _second = Controller::start(&home, &[]);
     std::thread::sleep(Duration::from_millis(500));
     assert!(running(&container), "the running session was left alone");
     std::fs::write(state_dir(&home, "later").join("go"), "").unwrap();
-    wait_until("the exit to be recorded", || {
+    eventually(Duration::from_secs(60), "the exit to be recorded", || {
         session(&home, "later")["exitCode"] == 5
     });
     assert_eq!(session(&home, "later")["source"], "marker");
@@ -158,7 +128,9 @@ fn launch_in(home: &Home, name: &str, ws: &str, repo: Option<&std::path::Path>) 
 fn exit_and_pass(home: &Home, name: &str) {
     let container = home.container(name);
     std::fs::write(state_dir(home, name).join("go"), "").unwrap();
-    wait_until("the agent to exit", || !running(&container));
+    eventually(Duration::from_secs(60), "the agent to exit", || {
+        !running(&container)
+    });
     home.ok(&["controller", "--once"]);
 }
 
@@ -241,7 +213,9 @@ fn an_exit_while_no_jackin_runs_is_recorded_from_the_marker_after_removal() {
     launch(&home, "alone", &format!("{WAIT_THEN_EXIT} 4"));
     let container = home.container("alone");
     std::fs::write(state_dir(&home, "alone").join("go"), "").unwrap();
-    wait_until("the agent to exit", || !running(&container));
+    eventually(Duration::from_secs(60), "the agent to exit", || {
+        !running(&container)
+    });
     docker(&["rm", &container]);
 
     home.ok(&["controller", "--once"]);
@@ -329,7 +303,9 @@ fn artifacts_survive_a_purge() {
     );
     let container = home.container("reporter");
     std::fs::write(state_dir(&home, "reporter").join("go"), "").unwrap();
-    wait_until("the agent to exit", || !running(&container));
+    eventually(Duration::from_secs(60), "the agent to exit", || {
+        !running(&container)
+    });
     // A clean exit under the default policy (ask, nothing unfinished)
     // purges the instance; what the agent left is kept outside the unit.
     home.ok(&["controller", "--once"]);

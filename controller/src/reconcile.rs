@@ -227,7 +227,8 @@ impl Reconciler {
         let (mut observation, mut shared) = match snapshot {
             Some(snapshot) => (snapshot.observation, true),
             None => {
-                let observed = Observation::of_instance(engine, &uid).await;
+                let observed =
+                    Observation::of_instance(engine, &uid, pinned_image(&guard.obj)).await;
                 fresh = note_engine(&mut guard, engine_name.as_deref(), observed)?;
                 (&fresh, false)
             }
@@ -284,7 +285,7 @@ impl Reconciler {
                     return Ok(Outcome::Gone);
                 }
             }
-            let observed = Observation::of_instance(engine, &uid).await;
+            let observed = Observation::of_instance(engine, &uid, pinned_image(&guard.obj)).await;
             fresh = note_engine(&mut guard, engine_name.as_deref(), observed)?;
             observation = &fresh;
             shared = false;
@@ -376,7 +377,8 @@ impl Reconciler {
         let mut view = match &obj.metadata.uid {
             Some(uid) => {
                 let engine = self.engine_of(&obj).await?.engine;
-                let observation = Observation::of_instance(&engine, uid).await?;
+                let observation =
+                    Observation::of_instance(&engine, uid, pinned_image(&obj)).await?;
                 let recipe = obj.status.as_ref().and_then(|s| s.recipe.as_ref());
                 observation.view(uid, recipe)
             }
@@ -686,4 +688,10 @@ pub fn already_converged(row: &IndexRow, snapshot: Snapshot<'_>) -> Option<Outco
         phase: row.phase?,
         tier: None,
     })
+}
+
+/// The id of the image `obj`'s pinned recipe runs, if it has one.
+fn pinned_image(obj: &Instance) -> Option<&str> {
+    let recipe = obj.status.as_ref()?.recipe.as_ref()?;
+    Some(recipe.image_id.as_str()).filter(|id| !id.is_empty())
 }

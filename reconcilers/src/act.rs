@@ -339,13 +339,15 @@ async fn pin(
     if let Some(earlier) = obj.status.as_ref().and_then(|s| s.recipe.as_ref()) {
         pinned.engine = earlier.engine.clone();
     }
-    match (&obj.spec.image, &obj.spec.role.source) {
+    let defaults = match (&obj.spec.image, &obj.spec.role.source) {
         (Some(image), _) => {
-            pinned.image_id = ctx
+            let found = ctx
                 .engine
-                .image_id(image)
+                .image_defaults(image)
                 .await?
                 .ok_or_else(|| RecipeError::ImageNotFound(image.clone()))?;
+            pinned.image_id = found.id.clone();
+            found
         }
         (None, Some(source)) => {
             let built = recipe::build_role(
@@ -362,13 +364,16 @@ async fn pin(
             pinned.role_commit = Some(built.commit);
             pinned.base_image = built.base;
             pinned.idle_commands = built.config.idle.commands;
+            ctx.engine
+                .image_defaults(&pinned.image_id)
+                .await?
+                .ok_or_else(|| RecipeError::ImageNotFound(pinned.image_id.clone()))?
         }
         (None, None) => unreachable!("validation requires an image or a role source"),
-    }
+    };
     // The wrapper runs the argv itself, so the image's default is pinned
     // too; so is its working directory, which agents that continue "the
     // latest conversation here" key their conversations by.
-    let defaults = ctx.engine.image_defaults(&pinned.image_id).await?;
     // The agent's program (the registry's launch argv, or spec.command)
     // must be in the image: without it every start would fail.
     if let Some(program) = pinned.command.first() {
@@ -434,23 +439,23 @@ fn volume_mount(volume: &str, target: &str, read_only: bool) -> Mount {
 
 /// The programs found in images, by image id: an image is immutable, so a
 /// program found once is there for good, and launching many instances of
-/// one image probes it once.
+/// one image probes it once: instances launched together wait for the one
+/// probe under way rather than each starting its own.
 #[derive(Debug, Default)]
-pub struct ProgramsFound(std::sync::Mutex<std::collections::HashSet<(String, String)>>);
+pub struct ProgramsFound(std::sync::Mutex<std::collections::HashMap<(String, String), Answer>>);
+
+/// Set once a program was found; probed by the first who asks.
+type Answer = std::sync::Arc<tokio::sync::OnceCell<()>>;
 
 impl ProgramsFound {
-    fn contains(&self, image_id: &str, program: &str) -> bool {
+    /// The answer for `program` in `image_id`, shared by every caller.
+    fn answer(&self, image_id: &str, program: &str) -> Answer {
         self.0
             .lock()
-            .expect("the set is never poisoned")
-            .contains(&(image_id.to_owned(), program.to_owned()))
-    }
-
-    fn insert(&self, image_id: &str, program: &str) {
-        self.0
-            .lock()
-            .expect("the set is never poisoned")
-            .insert((image_id.to_owned(), program.to_owned()));
+            .expect("the map is never poisoned")
+            .entry((image_id.to_owned(), program.to_owned()))
+            .or_default()
+            .clone()
     }
 }
 
@@ -462,9 +467,21 @@ async fn check_program(
     image_id: &str,
     program: &str,
 ) -> Result<(), ActError> {
-    if ctx.found.contains(image_id, program) {
-        return Ok(());
-    }
+    let answer = ctx.found.answer(image_id, program);
+    // A missing program is not remembered: the next launch looks again.
+    answer
+        .get_or_try_init(|| probe_program(ctx, image, image_id, program))
+        .await?;
+    Ok(())
+}
+
+/// Runs `command -v PROGRAM` in a throwaway container of the image.
+async fn probe_program(
+    ctx: &Context<'_>,
+    image: &str,
+    image_id: &str,
+    program: &str,
+) -> Result<(), ActError> {
     let argv = vec![
         "/bin/sh".to_owned(),
         "-c".to_owned(),
@@ -480,10 +497,7 @@ async fn check_program(
     ]
     .into();
     match ctx.engine.probe(image_id, argv, labels).await? {
-        0 => {
-            ctx.found.insert(image_id, program);
-            Ok(())
-        }
+        0 => Ok(()),
         _ => Err(ActError::AgentMissing {
             program: program.to_owned(),
             image: image.to_owned(),

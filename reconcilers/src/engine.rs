@@ -445,20 +445,18 @@ impl Engine {
             .and_then(|image| image.id))
     }
 
-    /// What an image runs by default: its argv (entrypoint then command)
-    /// and its working directory, if it names one.
-    pub async fn image_defaults(&self, reference: &str) -> Result<ImageDefaults, EngineError> {
-        let image = self
-            .count()
-            .inspect_image(reference)
-            .await?
-            .ok_or_else(|| EngineError::Refused {
-                action: format!("inspect image {reference}"),
-                status: 404,
-                message: format!("No such image: {reference}"),
-            })?;
+    /// An image's id and what it runs by default, from one inspection;
+    /// `None` when the engine has no such image.
+    pub async fn image_defaults(
+        &self,
+        reference: &str,
+    ) -> Result<Option<ImageDefaults>, EngineError> {
+        let Some(image) = self.count().inspect_image(reference).await? else {
+            return Ok(None);
+        };
         let config = image.config.unwrap_or_default();
-        Ok(ImageDefaults {
+        Ok(Some(ImageDefaults {
+            id: image.id.unwrap_or_default(),
             command: config
                 .entrypoint
                 .unwrap_or_default()
@@ -466,7 +464,7 @@ impl Engine {
                 .chain(config.cmd.unwrap_or_default())
                 .collect(),
             working_dir: config.working_dir.filter(|dir| !dir.is_empty()),
-        })
+        }))
     }
 
     /// Removes an image; `false` when it was already gone.
@@ -514,9 +512,10 @@ impl Engine {
     }
 }
 
-/// What an image runs by default.
+/// An image's id and what it runs by default.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ImageDefaults {
+    pub id: String,
     pub command: Vec<String>,
     pub working_dir: Option<String>,
 }

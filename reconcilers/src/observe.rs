@@ -67,19 +67,11 @@ impl Observation {
     /// Lists every managed container, network and volume, and every image:
     /// four engine calls.
     pub async fn all(engine: &Engine) -> Result<Self, EngineError> {
-        Self::take(engine, &[(label::MANAGED, "true")]).await
-    }
-
-    /// The same, narrowed to one instance by its uid.
-    pub async fn of_instance(engine: &Engine, uid: &str) -> Result<Self, EngineError> {
-        Self::take(engine, &[(label::MANAGED, "true"), (label::UID, uid)]).await
-    }
-
-    async fn take(engine: &Engine, labels: &[(&str, &str)]) -> Result<Self, EngineError> {
+        let labels = [(label::MANAGED, "true")];
         let (containers, networks, volumes, images) = futures::try_join!(
-            engine.list_containers(labels),
-            engine.list_networks(labels),
-            engine.list_volumes(labels),
+            engine.list_containers(&labels),
+            engine.list_networks(&labels),
+            engine.list_volumes(&labels),
             engine.list_images(),
         )?;
         Ok(Self {
@@ -87,6 +79,35 @@ impl Observation {
             networks,
             volumes,
             image_ids: images.into_iter().map(|i| i.id).collect(),
+        })
+    }
+
+    /// The same, narrowed to one instance by its uid; of the images, only
+    /// whether the engine has `image_id` (the pinned one), when there is
+    /// one: three or four engine calls, none of them a list of everything.
+    pub async fn of_instance(
+        engine: &Engine,
+        uid: &str,
+        image_id: Option<&str>,
+    ) -> Result<Self, EngineError> {
+        let labels = [(label::MANAGED, "true"), (label::UID, uid)];
+        let image = async {
+            match image_id {
+                Some(id) => engine.image_id(id).await,
+                None => Ok(None),
+            }
+        };
+        let (containers, networks, volumes, image) = futures::try_join!(
+            engine.list_containers(&labels),
+            engine.list_networks(&labels),
+            engine.list_volumes(&labels),
+            image,
+        )?;
+        Ok(Self {
+            containers,
+            networks,
+            volumes,
+            image_ids: image.into_iter().collect(),
         })
     }
 
