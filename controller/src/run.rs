@@ -4,12 +4,14 @@
 //! engine's event stream drops events under load, so an event is a hint to
 //! look, never a fact to act on):
 //!
-//! - the engine's event stream, filtered by our labels and this home's (the
-//!   events of another home sharing the engine are not ours); after a
-//!   reconnect, every instance is looked at again, since events may have been
-//!   missed. A container's ending (`die`, `stop`, `kill`, `oom`) is looked at
-//!   again a moment later too: the engine may still list it as running when
-//!   the event arrives;
+//! - the event stream of each engine the instances run on, filtered by our
+//!   labels and this home's (the events of another home sharing the engine
+//!   are not ours); a watch starts when an instance first names its engine
+//!   and stops when none does. After a reconnect, every instance of that
+//!   engine is looked at again, since events may have been missed. A
+//!   container's ending (`die`, `stop`, `kill`, `oom`) is looked at again a
+//!   moment later too: the engine may still list it as running when the
+//!   event arrives;
 //! - the store: a new instance, or one whose operator-owned parts (the
 //!   generation, which moves with the spec, labels and annotations) changed.
 //!   jackin's own status writes are not changes;
