@@ -219,6 +219,17 @@ pub enum Isolation {
     Clone,
 }
 
+impl Isolation {
+    /// The name as written in a manifest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Shared => "shared",
+            Self::Worktree => "worktree",
+            Self::Clone => "clone",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MountSpec {

@@ -41,6 +41,16 @@ pub enum ConditionStatus {
     Unknown,
 }
 
+impl std::fmt::Display for ConditionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::True => "True",
+            Self::False => "False",
+            Self::Unknown => "Unknown",
+        })
+    }
+}
+
 /// One observation about an object, e.g. `Ready`, `SpecDrift`, `PurgeBlocked`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

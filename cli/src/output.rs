@@ -5,7 +5,7 @@ use std::fmt::Write;
 use anyhow::Result;
 use jackin_api::agent::Strategy;
 use jackin_api::instance::{
-    Conversation, IdleStatus, MountStatus, OutcomeSource, SessionOutcome, SettledBy,
+    Conversation, IdleStatus, InstancePhase, MountStatus, OutcomeSource, SessionOutcome, SettledBy,
 };
 use jackin_api::meta::find_condition;
 use jackin_api::names::condition;
@@ -13,6 +13,7 @@ use jackin_api::{Agent, DesiredPhase, Instance, Workspace};
 use jackin_controller::DryRun;
 use jackin_controller::events::Event;
 use jackin_controller::objects::AgentSource;
+use jackin_controller::session::REASON_OOM;
 use jackin_controller::source::SourceRecord;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jiff::Timestamp;
@@ -166,7 +167,12 @@ pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> Strin
                     obj.spec.agent.clone(),
                     engine_shown(obj),
                     or_dash(ready.map(|c| c.reason.clone())),
-                    or_dash(status.session.as_ref().map(session_summary)),
+                    or_dash(
+                        status
+                            .session
+                            .as_ref()
+                            .map(|s| session_summary(s, status.phase)),
+                    ),
                     or_dash(
                         status
                             .idle
@@ -345,7 +351,13 @@ pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) 
         out.push_str("Mounts:\n");
         for m in &ws.spec.mounts {
             let ro = if m.readonly { ", read-only" } else { "" };
-            let _ = writeln!(out, "  {} -> {} ({:?}{ro})", m.src, m.dst, m.isolation);
+            let _ = writeln!(
+                out,
+                "  {} -> {} ({}{ro})",
+                m.src,
+                m.dst,
+                m.isolation.as_str()
+            );
         }
     }
     out.push_str("Instances:\n");
@@ -402,7 +414,7 @@ pub fn mounts_evidence(mounts: &[MountStatus]) -> String {
     let mut out = String::new();
     for m in mounts {
         let (dst, path) = (terminal_safe(&m.dst), terminal_safe(&m.path));
-        let _ = writeln!(out, "  {:?} {dst} ({path})", m.isolation);
+        let _ = writeln!(out, "  {} {dst} ({path})", m.isolation.as_str());
         if m.dirty_files.is_empty() && m.unpushed_branches.is_empty() {
             let _ = writeln!(out, "    clean");
         }
@@ -475,6 +487,18 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
             or_dash(status.observed_generation)
         ),
     );
+    let pairs = |map: &std::collections::BTreeMap<String, String>| match map.is_empty() {
+        true => "-".to_owned(),
+        false => terminal_safe(
+            &map.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+    };
+    field("Labels", pairs(&obj.metadata.labels));
+    field("Annotations", pairs(&obj.metadata.annotations));
+    field("Engine", engine_shown(obj));
     field("Desired phase", spec.phase.to_string());
     if let Some(settled) = obj.settlement() {
         field(
@@ -521,11 +545,42 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
     if let Some(command) = &spec.command {
         field("Command", command.join(" "));
     }
+    // The pinned sidecars (a `dind` included), else the spec's.
+    let sidecars = match &status.recipe {
+        Some(recipe) => &recipe.sidecars,
+        None => &spec.sidecars,
+    };
+    if !sidecars.is_empty() {
+        out.push_str("Sidecars:\n");
+        for sidecar in sidecars {
+            let privileged = if sidecar.privileged {
+                ", privileged"
+            } else {
+                ""
+            };
+            let container = status
+                .container_name
+                .as_deref()
+                .map(|c| jackin_reconcilers::act::sidecar_name(c, &sidecar.name))
+                .unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                out,
+                "  {} ({}{privileged}) container {container}",
+                sidecar.name, sidecar.image
+            );
+        }
+    }
     if !spec.mounts.is_empty() {
         out.push_str("Mounts:\n");
         for m in &spec.mounts {
             let ro = if m.readonly { ", read-only" } else { "" };
-            let _ = writeln!(out, "  {} -> {} ({:?}{ro})", m.src, m.dst, m.isolation);
+            let _ = writeln!(
+                out,
+                "  {} -> {} ({}{ro})",
+                m.src,
+                m.dst,
+                m.isolation.as_str()
+            );
         }
     }
     if !spec.env.is_empty() {
@@ -580,7 +635,12 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
         );
     }
     if let Some(session) = &status.session {
-        let _ = writeln!(out, "{:<18}{}", "Last session:", session_summary(session));
+        let _ = writeln!(
+            out,
+            "{:<18}{}",
+            "Last session:",
+            session_summary(session, status.phase)
+        );
         if let Some(at) = session.finished_at {
             let _ = writeln!(out, "{:<18}{at} ({} ago)", "  ended:", age(Some(at), now));
         }
@@ -595,7 +655,7 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
             .map(|c| {
                 vec![
                     c.type_.clone(),
-                    format!("{:?}", c.status),
+                    c.status.to_string(),
                     c.reason.clone(),
                     age(Some(c.last_transition_time), now),
                     c.message.clone(),
@@ -623,10 +683,20 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
 }
 
 /// `exit 3 (marker)`, `unknown`, …
-pub fn session_summary(session: &SessionOutcome) -> String {
-    match (session.exit_code, session.source) {
-        (Some(code), source) => format!("exit {code} ({})", source_name(source)),
-        (None, _) => "unknown".into(),
+/// How the last session ended, in a few words. A session stopped by a
+/// signal was stopped, not failed: for a kept instance that is jackin
+/// keeping it, not a crash.
+pub fn session_summary(session: &SessionOutcome, phase: Option<InstancePhase>) -> String {
+    let signal = session
+        .reason
+        .as_deref()
+        .and_then(|r| r.strip_prefix("signal:"));
+    match (signal, phase, session.exit_code) {
+        (Some(_), Some(InstancePhase::Kept), _) => "stopped to keep".into(),
+        (Some(signal), _, _) => format!("stopped (SIG{signal})"),
+        _ if session.reason.as_deref() == Some(REASON_OOM) => "out of memory".into(),
+        (None, _, Some(code)) => format!("exit {code} ({})", source_name(session.source)),
+        (None, _, None) => "unknown".into(),
     }
 }
 

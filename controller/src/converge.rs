@@ -45,10 +45,9 @@ pub async fn converge(
                     observation: snapshots.get(&row.engine)?,
                 })
             });
-            let settled = rows
-                .get(name)
-                .zip(snapshot)
-                .and_then(|(row, snapshot)| already_converged(row, snapshot));
+            let settled = rows.get(name).zip(snapshot).and_then(|(row, snapshot)| {
+                already_converged(reconciler.store.layout(), row, snapshot)
+            });
             let result = match settled {
                 Some(outcome) => Ok(outcome),
                 None => one(reconciler, name, snapshot, deadline).await,

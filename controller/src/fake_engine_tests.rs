@@ -1049,7 +1049,7 @@ async fn fast_and_full(w: &World, name: &str) -> (Option<Outcome>, Outcome, Vec<
         engine: None,
         observation: &observation,
     };
-    let fast = crate::reconcile::already_converged(&row, snapshot);
+    let fast = crate::reconcile::already_converged(w.store.layout(), &row, snapshot);
     let (full, steps) = reconcile_with_steps(w, name).await;
     (fast, full, steps)
 }
@@ -1070,6 +1070,17 @@ async fn the_fast_path_answers_only_when_a_full_reconcile_would_do_nothing() {
         assert_eq!(fast.as_ref(), Some(&full), "{name}");
         assert!(steps.is_empty(), "{name}: {steps:?}");
     }
+
+    // A start report written after the object: the status has a start to
+    // take in, so it says "look".
+    let state = w.unit("with-sidecar").join("state");
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(state.join("agent-start"), "rung=minted code=0\n").unwrap();
+    assert_eq!(
+        fast_and_full(&w, "with-sidecar").await.0,
+        None,
+        "a new start report"
+    );
 
     // Anything else: it says "look", and the full reconcile has work.
     let says_look = async |name: &str, what: &str| {

@@ -393,7 +393,7 @@ async fn restart(
                 .await?;
                 return Ok(());
             }
-            Ok(other) => error = format!("{other:?}"),
+            Ok(other) => error = format!("it was left {other}"),
             Err(e) => error = e.to_string(),
         }
     }

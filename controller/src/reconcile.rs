@@ -16,7 +16,7 @@ use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
 use jackin_reconcilers::act::{self, ActError, Context};
 use jackin_reconcilers::decide::{Plan, Step, decide};
 use jackin_reconcilers::observe::{InstanceView, Observation};
-use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe};
+use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe, resume};
 use jiff::Timestamp;
 
 use crate::engines::{Connected, EngineName, Engines, display_name};
@@ -67,6 +67,25 @@ pub enum Outcome {
     /// A purge waits for an acknowledgement of the unfinished work in its
     /// isolated checkouts; `digest` is what the acknowledgement must quote.
     Blocked { digest: String },
+}
+
+impl std::fmt::Display for Outcome {
+    /// Where the instance was left, in words, for messages and logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Converged { phase, tier: None } => write!(f, "{phase}"),
+            Self::Converged {
+                phase,
+                tier: Some(tier),
+            } => write!(f, "{phase} (restored, tier {tier})"),
+            Self::Gone => f.write_str("purged"),
+            Self::Absent => f.write_str("no such instance"),
+            Self::Blocked { digest } => write!(
+                f,
+                "the purge waits for unfinished work to be acknowledged (digest {digest})"
+            ),
+        }
+    }
 }
 
 /// A reconcile decided but not run: see [`Reconciler::dry_run`].
@@ -436,7 +455,8 @@ impl Reconciler {
                     observation,
                 });
                 running.push(async move {
-                    let result = match snapshot.and_then(|s| already_converged(row, s)) {
+                    let settled = snapshot.and_then(|s| already_converged(self.layout(), row, s));
+                    let result = match settled {
                         Some(outcome) => Ok(outcome),
                         None => self.reconcile(&row.name, snapshot).await,
                     };
@@ -658,9 +678,17 @@ fn note_engine<T>(
 
 /// What a reconcile of `row`'s instance would come to when `snapshot` shows
 /// it as its last reconcile left it, converged: nothing to do, told from
-/// the row without locking or opening its object. `None` means "look".
-pub fn already_converged(row: &IndexRow, snapshot: Snapshot<'_>) -> Option<Outcome> {
+/// the row without locking or opening its object (but for a `stat` of the
+/// agent's start report, which a new start writes). `None` means "look".
+pub fn already_converged(
+    layout: &Layout,
+    row: &IndexRow,
+    snapshot: Snapshot<'_>,
+) -> Option<Outcome> {
     if !row.converged || snapshot.engine != row.engine.as_deref() {
+        return None;
+    }
+    if resume::report_newer_than_object(layout, &row.container_name) {
         return None;
     }
     let view = snapshot.observation.view(&row.uid, None);

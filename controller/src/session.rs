@@ -107,7 +107,7 @@ impl Reconciler {
                         layout,
                         &container,
                         condition::EXIT_POLICY,
-                        &format!("exit policy {}: {action:?}", policy.as_str()),
+                        &format!("exit policy {}: {action}", policy.as_str()),
                     );
                     apply_exit_action(&mut guard.obj, action, policy, &view.mounts);
                     if matches!(action, ExitAction::Purge { .. } | ExitAction::Keep { .. }) {
@@ -296,7 +296,7 @@ fn engine_time(text: Option<&str>) -> Option<Timestamp> {
 }
 
 /// `status.session.reason` of a session the kernel's OOM killer ended.
-const REASON_OOM: &str = "oom";
+pub const REASON_OOM: &str = "oom";
 
 /// Whether an operator is attached: `jackin attach` holds the lock while
 /// they are. A missing lock file means nobody (and creates nothing).

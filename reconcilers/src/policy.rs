@@ -36,6 +36,24 @@ pub enum ExitAction {
     Preserve,
 }
 
+impl std::fmt::Display for ExitAction {
+    /// What was decided, in words, for events and messages.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Purge { acknowledge: false } => "clean up (nothing unfinished)",
+            Self::Purge { acknowledge: true } => "clean up, discarding the unfinished work",
+            Self::Keep {
+                non_interactive: false,
+            } => "keep the session",
+            Self::Keep {
+                non_interactive: true,
+            } => "keep the session (unfinished work, and nobody attached to ask)",
+            Self::Ask => "ask the operator (unfinished work)",
+            Self::Preserve => "preserve the failed session as it is",
+        })
+    }
+}
+
 /// The exit policy's decision for a session the agent ended with
 /// `exit_code`.
 pub fn on_exit(

@@ -42,6 +42,22 @@ fn report_file(layout: &Layout, container: &str) -> PathBuf {
     layout.unit_dir(container).join("state").join("agent-start")
 }
 
+/// Whether the wrapper wrote a start report after the instance's object was
+/// last written: a start the status has not taken in yet. Two `stat`s, no
+/// read (the report is the agent's to write, so it is read only by
+/// [`read_report`], with its limits).
+pub fn report_newer_than_object(layout: &Layout, container: &str) -> bool {
+    let modified = |path: PathBuf| std::fs::symlink_metadata(path).and_then(|m| m.modified());
+    match (
+        modified(report_file(layout, container)),
+        modified(layout.object_file(container)),
+    ) {
+        (Ok(report), Ok(object)) => report > object,
+        (Ok(_), Err(_)) => true,
+        (Err(_), _) => false,
+    }
+}
+
 /// The rungs of the next start, best first; the last always runs.
 pub fn ladder(
     recipe: &Recipe,
