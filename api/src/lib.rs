@@ -12,6 +12,7 @@ pub mod manifest;
 pub mod meta;
 pub mod names;
 pub mod role;
+pub mod selector;
 pub mod validate;
 pub mod workspace;
 

@@ -40,12 +40,14 @@ pub enum Command {
         #[arg(value_name = "NAME")]
         name: Option<String>,
     },
-    /// Set an instance's desired phase and converge to it.
+    /// Set instances' desired phase and converge to it: `set-phase NAME…
+    /// PHASE`, or `set-phase PHASE -l SELECTOR` / `-f FILE`.
     SetPhase {
-        /// Instance name.
-        name: String,
-        /// The phase to converge to.
-        phase: PhaseArg,
+        /// Instance names, then the phase: running, kept or purged.
+        #[arg(value_name = "NAME… PHASE", required = true, num_args = 1..)]
+        targets: Vec<String>,
+        #[command(flatten)]
+        select: SelectArgs,
         /// Print the steps it would take, change nothing.
         #[arg(long)]
         dry_run: bool,
@@ -56,15 +58,15 @@ pub enum Command {
         #[command(flatten)]
         wait: WaitArgs,
     },
-    /// Remove an instance and everything it owns (desired phase Purged), or
-    /// delete a workspace or agent (`delete workspace NAME`).
+    /// Remove instances and everything they own (desired phase Purged), or
+    /// delete a workspace or agent (`delete workspace NAME`); `-f FILE`
+    /// deletes what the file holds.
     Delete {
-        /// An instance name, or `workspace` or `agent`.
+        /// Instance names, or `workspace NAME` or `agent NAME`.
         #[arg(value_name = "NAME|KIND")]
-        first: String,
-        /// The object's name, after a kind.
-        #[arg(value_name = "NAME")]
-        name: Option<String>,
+        targets: Vec<String>,
+        #[command(flatten)]
+        select: SelectArgs,
         /// Print the steps it would take, change nothing.
         #[arg(long)]
         dry_run: bool,
@@ -105,8 +107,37 @@ pub enum Command {
     },
     /// Print what the agent printed, from its container's log.
     Logs(LogsArgs),
+    /// Run a command in an instance's container, as the agent's user.
+    Exec(ExecArgs),
     /// Print a shell completion script.
     Completions { shell: clap_complete::Shell },
+}
+
+/// Instances chosen by their labels or by manifest files.
+#[derive(Debug, Args)]
+pub struct SelectArgs {
+    /// Only instances whose labels match: key=value, key!=value, key or
+    /// !key, separated by commas (all must hold).
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// The objects a manifest file or directory holds; may be repeated.
+    #[arg(short = 'f', long = "filename", value_name = "PATH")]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// Instance name.
+    pub name: String,
+    /// Keep standard input open and pass it to the command.
+    #[arg(short, long)]
+    pub interactive: bool,
+    /// Give the command a terminal (needs one here).
+    #[arg(short, long)]
+    pub tty: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -128,7 +159,7 @@ pub struct LogsArgs {
 pub struct ApplyArgs {
     /// Files or directories (every *.yaml and *.yml file below them, in path
     /// order); `-` reads stdin.
-    #[arg(value_name = "PATH")]
+    #[arg(value_name = "PATH", required_unless_present = "files")]
     pub paths: Vec<PathBuf>,
     /// The same as a PATH argument; may be repeated.
     #[arg(short = 'f', long = "filename", value_name = "PATH")]
@@ -148,7 +179,7 @@ pub struct ApplyArgs {
 #[derive(Debug, Args)]
 pub struct DiffArgs {
     /// Files or directories, as for `apply`; `-` reads stdin.
-    #[arg(value_name = "PATH")]
+    #[arg(value_name = "PATH", required_unless_present = "files")]
     pub paths: Vec<PathBuf>,
     /// The same as a PATH argument; may be repeated.
     #[arg(short = 'f', long = "filename", value_name = "PATH")]
@@ -247,6 +278,14 @@ pub struct GetArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     pub output: Format,
+    /// Only instances whose labels match: key=value, key!=value, key or
+    /// !key, separated by commas (all must hold).
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Keep watching: print a line whenever an instance's phase or
+    /// readiness changes, until interrupted.
+    #[arg(short, long)]
+    pub watch: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -255,6 +294,8 @@ pub enum Format {
     Wide,
     Yaml,
     Json,
+    /// `kind/NAME`, one per line.
+    Name,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -262,6 +303,12 @@ pub enum PhaseArg {
     Running,
     Kept,
     Purged,
+}
+
+impl PhaseArg {
+    pub fn parse(word: &str) -> Option<Self> {
+        <Self as ValueEnum>::from_str(word, true).ok()
+    }
 }
 
 impl From<PhaseArg> for DesiredPhase {

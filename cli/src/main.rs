@@ -37,6 +37,17 @@ fn main() -> ExitCode {
         // it wanted, which is success.
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) if err.is::<cmd::apply::Differs>() => ExitCode::from(1),
+        // `jackin exec`: the command's own exit status, as `docker exec`.
+        Err(err) if err.is::<CommandExited>() => {
+            let code = err.downcast_ref::<CommandExited>().expect("checked").0;
+            ExitCode::from(u8::try_from(code).ok().filter(|c| *c != 0).unwrap_or(1))
+        }
+        // Like clap's own: the command line itself is wrong.
+        Err(err) if err.is::<UsageError>() => {
+            eprintln!("error: {}", output::terminal_safe_lines(&err.to_string()));
+            eprintln!("hint: `jackin help` lists the commands; `jackin COMMAND --help` shows one");
+            ExitCode::from(2)
+        }
         Err(err) => {
             if let Some(invalid) = cmd::apply::invalid(&err) {
                 for line in &invalid.0 {
@@ -52,6 +63,31 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// A command line that does not say what to do (a missing or contradictory
+/// argument clap cannot tell): exit status 2, as clap's own usage errors.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// A command run by `jackin exec` exited with this non-zero status.
+#[derive(Debug)]
+pub struct CommandExited(pub i64);
+
+impl std::fmt::Display for CommandExited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the command exited {}", self.0)
+    }
+}
+
+impl std::error::Error for CommandExited {}
 
 /// The cause chain on one line, each cause once: an error whose message
 /// already quotes its source (`{path}: {source}`) does not repeat it.
@@ -135,34 +171,62 @@ async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Apply(args) => cmd::apply::run(open_store_to_change, &args, verbose).await,
         Command::Diff(args) => cmd::apply::diff(&open_store()?, &args),
-        Command::Get(args) => cmd::get::run(&open_store()?, &args),
+        Command::Get(args) => cmd::get::run(&open_store()?, &args).await,
         Command::Describe { first, name } => match (first.as_str(), name) {
             ("workspace" | "ws", Some(name)) => cmd::describe::workspace(&name),
-            (instance, None) => cmd::describe::run(instance),
-            (kind, Some(_)) => {
-                bail!("cannot describe a {kind:?}: expected an instance name, or workspace NAME")
-            }
+            (instance, None) => cmd::describe::run(instance).await,
+            (kind, Some(_)) => Err(UsageError(format!(
+                "cannot describe a {kind:?}: expected an instance name, or workspace NAME"
+            ))
+            .into()),
         },
         Command::SetPhase {
-            name,
-            phase,
+            mut targets,
+            select,
             dry_run,
             force,
             wait,
-        } => cmd::set_phase::run(&name, phase.into(), dry_run, force, &wait, verbose).await,
+        } => {
+            let word = targets.pop().expect("clap requires one");
+            let phase = args::PhaseArg::parse(&word).ok_or_else(|| {
+                UsageError(format!(
+                    "{word:?} is not a phase: expected `set-phase NAME… running|kept|purged`"
+                ))
+            })?;
+            let targets = cmd::select::Targets {
+                names: &targets,
+                selector: select.selector.as_deref(),
+                files: &select.files,
+            };
+            cmd::set_phase::run(&targets, phase.into(), dry_run, force, &wait, verbose).await
+        }
         Command::Delete {
-            first,
-            name,
+            targets,
+            select,
             dry_run,
             force,
             wait,
-        } => match (first.as_str(), name) {
-            ("workspace" | "ws", Some(name)) => cmd::delete::workspace(&name, dry_run),
-            ("agent" | "ag", Some(name)) => cmd::delete::agent(&name, dry_run),
-            (instance, None) => cmd::delete::run(instance, dry_run, force, &wait, verbose).await,
-            (kind, Some(_)) => bail!(
-                "cannot delete a {kind:?}: expected an instance name, workspace NAME or agent NAME"
-            ),
+        } => match targets.as_slice() {
+            [kind, name] if matches!(kind.as_str(), "workspace" | "ws") => {
+                cmd::delete::workspace(name, dry_run)
+            }
+            [kind, name] if matches!(kind.as_str(), "agent" | "ag") => {
+                cmd::delete::agent(name, dry_run)
+            }
+            [kind, ..] if matches!(kind.as_str(), "workspace" | "ws" | "agent" | "ag") => {
+                Err(UsageError(format!(
+                    "`delete {kind}` takes one name: delete {kind} NAME"
+                ))
+                .into())
+            }
+            names => {
+                let targets = cmd::select::Targets {
+                    names,
+                    selector: select.selector.as_deref(),
+                    files: &select.files,
+                };
+                cmd::delete::run(&targets, dry_run, force, &wait, verbose).await
+            }
         },
         Command::Controller(args) => cmd::controller::run(&args).await,
         Command::Launch(args) => {
@@ -183,6 +247,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Prune { dry_run, images } => cmd::prune::run(dry_run, images).await,
         Command::Crds { out } => cmd::crds::run(out.as_deref()),
         Command::Logs(args) => cmd::logs::run(&args).await,
+        Command::Exec(args) => cmd::exec::run(&args).await,
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "jackin", &mut std::io::stdout());
             Ok(())

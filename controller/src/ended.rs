@@ -122,6 +122,11 @@ impl Store {
             .find(|e| e.name == applied.metadata.name && e.manifest == manifest))
     }
 
+    /// Whether there is a record of an ended instance named `name`.
+    pub fn has_ended(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.read_ended()?.instances.iter().any(|e| e.name == name))
+    }
+
     /// Forgets the record of `name`; returns whether there was one.
     pub fn forget_ended(&self, name: &str) -> Result<bool, StoreError> {
         let _lock = self.lock_index()?;

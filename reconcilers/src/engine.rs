@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bollard::Docker;
+pub use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
 pub use bollard::models;
 use bollard::models::{
@@ -174,6 +175,43 @@ pub trait EngineCalls: Send + Sync {
         argv: Vec<String>,
         labels: HashMap<String, String>,
     ) -> BoxFuture<'a, Result<i64, EngineError>>;
+    fn exec_attached<'a>(
+        &'a self,
+        id: &'a str,
+        request: ExecRequest,
+    ) -> BoxFuture<'a, Result<AttachedExec, EngineError>>;
+    fn exec_exit_code<'a>(
+        &'a self,
+        exec_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<i64>, EngineError>>;
+    fn resize_exec<'a>(
+        &'a self,
+        exec_id: &'a str,
+        width: u16,
+        height: u16,
+    ) -> BoxFuture<'a, Result<(), EngineError>>;
+}
+
+/// A command to run in a container with its streams attached (`jackin
+/// exec`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecRequest {
+    pub argv: Vec<String>,
+    /// `uid:gid` or a name; the container's user when absent.
+    pub user: Option<String>,
+    pub working_dir: Option<String>,
+    /// `NAME=value` pairs added to the container's environment.
+    pub env: Vec<String>,
+    /// Attach standard input.
+    pub stdin: bool,
+    /// Give the command a terminal.
+    pub tty: bool,
+}
+
+/// A command started by [`Engine::exec_attached`]: its id, and its streams.
+pub struct AttachedExec {
+    pub exec_id: String,
+    pub streams: bollard::container::AttachContainerResults,
 }
 
 /// Which of a container's output to read.
@@ -465,6 +503,31 @@ impl Engine {
                 .collect(),
             working_dir: config.working_dir.filter(|dir| !dir.is_empty()),
         }))
+    }
+
+    /// Starts a command in a container with its streams attached.
+    pub async fn exec_attached(
+        &self,
+        id: &str,
+        request: ExecRequest,
+    ) -> Result<AttachedExec, EngineError> {
+        self.count().exec_attached(id, request).await
+    }
+
+    /// How a command started by [`Engine::exec_attached`] ended; `None`
+    /// while it runs.
+    pub async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>, EngineError> {
+        self.count().exec_exit_code(exec_id).await
+    }
+
+    /// Tells a command's terminal its size.
+    pub async fn resize_exec(
+        &self,
+        exec_id: &str,
+        width: u16,
+        height: u16,
+    ) -> Result<(), EngineError> {
+        self.count().resize_exec(exec_id, width, height).await
     }
 
     /// Removes an image; `false` when it was already gone.
@@ -1001,6 +1064,86 @@ impl EngineCalls for DockerCalls {
                 exit_code: inspected.exit_code,
                 output: String::from_utf8_lossy(&output[start..]).into_owned(),
             })
+        })
+    }
+
+    fn exec_attached<'a>(
+        &'a self,
+        id: &'a str,
+        request: ExecRequest,
+    ) -> BoxFuture<'a, Result<AttachedExec, EngineError>> {
+        Box::pin(async move {
+            let what = format!(
+                "run {:?} in {id}",
+                request.argv.first().map_or("", String::as_str)
+            );
+            let config = bollard::exec::CreateExecOptions {
+                cmd: Some(request.argv),
+                user: request.user,
+                working_dir: request.working_dir,
+                env: Some(request.env),
+                attach_stdin: Some(request.stdin),
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                tty: Some(request.tty),
+                ..Default::default()
+            };
+            let exec = self
+                .docker
+                .create_exec(id, config)
+                .await
+                .map_err(|e| self.classify(&what, e))?;
+            let options = bollard::exec::StartExecOptions {
+                tty: request.tty,
+                ..Default::default()
+            };
+            match self
+                .docker
+                .start_exec(&exec.id, Some(options))
+                .await
+                .map_err(|e| self.classify(&what, e))?
+            {
+                bollard::exec::StartExecResults::Attached { output, input } => Ok(AttachedExec {
+                    exec_id: exec.id,
+                    streams: bollard::container::AttachContainerResults { output, input },
+                }),
+                bollard::exec::StartExecResults::Detached => Err(EngineError::Failed {
+                    action: what,
+                    message: "the engine started it detached".into(),
+                }),
+            }
+        })
+    }
+
+    fn exec_exit_code<'a>(
+        &'a self,
+        exec_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<i64>, EngineError>> {
+        Box::pin(async move {
+            let inspected = self
+                .docker
+                .inspect_exec(exec_id)
+                .await
+                .map_err(|e| self.classify(&format!("inspect exec {exec_id}"), e))?;
+            Ok(match inspected.running {
+                Some(true) => None,
+                _ => inspected.exit_code,
+            })
+        })
+    }
+
+    fn resize_exec<'a>(
+        &'a self,
+        exec_id: &'a str,
+        width: u16,
+        height: u16,
+    ) -> BoxFuture<'a, Result<(), EngineError>> {
+        Box::pin(async move {
+            let options = bollard::exec::ResizeExecOptions { height, width };
+            self.docker
+                .resize_exec(exec_id, options)
+                .await
+                .map_err(|e| self.classify(&format!("resize exec {exec_id}"), e))
         })
     }
 

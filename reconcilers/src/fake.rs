@@ -21,7 +21,7 @@ use crate::engine::models::{
     ContainerSummary, ContainerSummaryStateEnum, EventActor, EventMessage, ImageInspect,
     ImageSummary, Ipam, IpamConfig, Network, Volume,
 };
-use crate::engine::{Engine, EngineCalls, EngineError, ExecOutcome};
+use crate::engine::{AttachedExec, Engine, EngineCalls, EngineError, ExecOutcome, ExecRequest};
 use jackin_api::home::Subnet;
 
 /// The time the engine reports for "never".
@@ -701,6 +701,32 @@ impl EngineCalls for FakeEngine {
                 .map(|_| 1_000_000)
         });
         ready(result)
+    }
+
+    /// Attached commands are the real engine's business: `jackin exec` is
+    /// tested against it.
+    fn exec_attached<'a>(
+        &'a self,
+        _id: &'a str,
+        _request: ExecRequest,
+    ) -> BoxFuture<'a, Result<AttachedExec, EngineError>> {
+        ready(Err(refused("exec", 501, "not in the fake engine")))
+    }
+
+    fn exec_exit_code<'a>(
+        &'a self,
+        _exec_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<i64>, EngineError>> {
+        ready(Err(refused("inspect exec", 501, "not in the fake engine")))
+    }
+
+    fn resize_exec<'a>(
+        &'a self,
+        _exec_id: &'a str,
+        _width: u16,
+        _height: u16,
+    ) -> BoxFuture<'a, Result<(), EngineError>> {
+        ready(Ok(()))
     }
 
     /// Every probe finds what it looks for.

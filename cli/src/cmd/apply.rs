@@ -14,7 +14,7 @@ use crate::args::{ApplyArgs, DiffArgs};
 
 /// Reads the inputs: files, directories (every `*.yaml`/`*.yml` below
 /// them), or `-` for stdin.
-fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>> {
+pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>> {
     if paths.is_empty() {
         bail!("no files given\nhint: jackin apply -f FILE_OR_DIR (`-` reads stdin)");
     }

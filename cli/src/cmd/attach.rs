@@ -79,10 +79,10 @@ impl Keyboard {
 }
 
 /// Raw terminal mode for the length of an attachment.
-struct RawMode;
+pub struct RawMode;
 
 impl RawMode {
-    fn enable() -> Option<Self> {
+    pub fn enable() -> Option<Self> {
         crossterm::terminal::enable_raw_mode().ok().map(|()| Self)
     }
 }

@@ -8,30 +8,77 @@ use jackin_api::{Agent, DesiredPhase, Workspace};
 use jackin_controller::StoreError;
 
 use crate::args::WaitArgs;
+use crate::cmd::select::Targets;
 use crate::cmd::set_phase;
 use crate::{check_name, open_store};
 
 pub async fn run(
-    name: &str,
+    targets: &Targets<'_>,
     dry_run: bool,
     force: bool,
     wait: &WaitArgs,
     verbose: bool,
 ) -> Result<()> {
-    check_name(name)?;
-    // No instance, only the record of one jackin ended: deleting it is
-    // forgetting that, so the same manifest starts anew.
     let store = open_store()?;
-    if matches!(
-        store.get_instance(name),
-        Err(StoreError::InstanceNotFound(_))
-    ) && !dry_run
-        && store.forget_ended(name)?
-    {
-        println!("instance/{name}: forgot its ended session; applying it starts a new one");
+    let selected = targets.resolve(&store)?;
+    if selected.is_empty() {
+        eprintln!("No instances found.");
         return Ok(());
     }
-    set_phase::run(name, DesiredPhase::Purged, dry_run, force, wait, verbose).await
+    // No instance, only the record of one jackin ended: deleting it is
+    // forgetting that, so the same manifest starts anew. Every other name
+    // must be an instance before anything is written.
+    let mut current = Vec::new();
+    let mut forget = Vec::new();
+    for name in &selected.instances {
+        match store.get_instance(name) {
+            Ok(obj) => current.push(obj),
+            Err(StoreError::InstanceNotFound(_)) if store.has_ended(name)? => {
+                forget.push(name.clone());
+            }
+            // What a file holds may be gone already: deleting it again is
+            // done. A name given on the command line must exist.
+            Err(StoreError::InstanceNotFound(_)) if !targets.names.contains(name) => {
+                eprintln!("instance/{name}: not found, nothing to delete");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    for name in &forget {
+        if dry_run {
+            println!("instance/{name}: would forget its ended session (dry run)");
+        } else if store.forget_ended(name)? {
+            println!("instance/{name}: forgot its ended session; applying it starts a new one");
+        }
+    }
+    if !current.is_empty() {
+        let store = crate::open_store_to_change()?;
+        set_phase::set_phases(
+            store,
+            &current,
+            DesiredPhase::Purged,
+            dry_run,
+            force,
+            wait,
+            verbose,
+        )
+        .await?;
+    }
+    // What a file holds besides instances goes after them, so its
+    // instances fall back to nothing they still use.
+    for name in &selected.workspaces {
+        match store.get_workspace(name)? {
+            Some(_) => workspace(name, dry_run)?,
+            None => eprintln!("workspace/{name}: not found, nothing to delete"),
+        }
+    }
+    for name in &selected.agents {
+        match store.get::<Agent>(name)? {
+            Some(_) => agent(name, dry_run)?,
+            None => eprintln!("agent/{name}: not applied, nothing to delete"),
+        }
+    }
+    Ok(())
 }
 
 /// `jackin delete workspace NAME`: its instances stay, and fall back to

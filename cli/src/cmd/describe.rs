@@ -2,15 +2,22 @@
 //! `jackin describe workspace NAME`: a workspace policy and its instances.
 
 use anyhow::Result;
+use jackin_controller::reconcile::assess_checkouts;
 use jiff::Timestamp;
 
 use crate::{check_name, open_store, output};
 
-pub fn run(name: &str) -> Result<()> {
+pub async fn run(name: &str) -> Result<()> {
     check_name(name)?;
     let store = open_store()?;
-    let obj = store.get_instance(name)?;
+    let mut obj = store.get_instance(name)?;
     let container = obj.status.as_ref().and_then(|s| s.container_name.clone());
+    // The isolated checkouts as they are now (the status holds what the
+    // last full reconcile saw; a pass with nothing to do does not look).
+    if let Some(container) = &container {
+        let mounts = assess_checkouts(store.layout(), container).await?;
+        obj.status.get_or_insert_default().mounts = mounts;
+    }
     let events = container
         .map(|c| jackin_controller::events::read(store.layout(), &c))
         .unwrap_or_default();

@@ -1,15 +1,22 @@
 //! `jackin get`: listings and single objects, as tables, YAML or JSON.
 
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::{Result, anyhow};
-use jackin_controller::Store;
+use jackin_api::Instance;
+use jackin_api::meta::find_condition;
+use jackin_api::names::condition;
+use jackin_api::selector::Selector;
 use jiff::Timestamp;
 
 use crate::args::{Format, GetArgs};
-use crate::{check_name, output};
+use crate::cmd::select;
+use crate::{UsageError, check_name, output};
+use jackin_controller::Store;
 
-pub fn run(store: &Store, args: &GetArgs) -> Result<()> {
+pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
     enum Kind {
         Instances,
         Workspaces,
@@ -32,6 +39,21 @@ pub fn run(store: &Store, args: &GetArgs) -> Result<()> {
     if let Some(name) = name {
         check_name(name)?;
     }
+    if args.watch || args.selector.is_some() {
+        match (&kind, name) {
+            (Kind::Instances, None) => {}
+            _ => {
+                return Err(UsageError(
+                    "-l and -w select and watch instances: `jackin get [instances] -l …`".into(),
+                )
+                .into());
+            }
+        }
+    }
+    let selector = args.selector.as_deref().map(select::selector).transpose()?;
+    if args.watch {
+        return watch(store, args.output, selector.as_ref()).await;
+    }
     let now = Timestamp::now();
     let table = matches!(args.output, Format::Table | Format::Wide);
     let text = match kind {
@@ -49,6 +71,13 @@ pub fn run(store: &Store, args: &GetArgs) -> Result<()> {
                     listing.instances
                 }
             };
+            let objects: Vec<_> = match &selector {
+                Some(selector) => objects
+                    .into_iter()
+                    .filter(|o| selector.matches(&o.metadata.labels))
+                    .collect(),
+                None => objects,
+            };
             if objects.is_empty() && table {
                 eprintln!("No instances found.");
                 return Ok(());
@@ -58,6 +87,7 @@ pub fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 Format::Wide => output::instance_table(&objects, true, now),
                 Format::Yaml => output::yaml_stream(&objects)?,
                 Format::Json => output::json(&objects, name.is_some())?,
+                Format::Name => names("instance", objects.iter().map(|o| &o.metadata.name)),
             }
         }
         Kind::Workspaces => {
@@ -77,6 +107,7 @@ pub fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 Format::Table | Format::Wide => output::workspace_table(&objects, now),
                 Format::Yaml => output::yaml_stream(&objects)?,
                 Format::Json => output::json(&objects, name.is_some())?,
+                Format::Name => names("workspace", objects.iter().map(|o| &o.metadata.name)),
             }
         }
         Kind::Agents => {
@@ -94,6 +125,7 @@ pub fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 Format::Table | Format::Wide => output::agent_table(&agents),
                 Format::Yaml => output::yaml_stream(&objects)?,
                 Format::Json => output::json(&objects, name.is_some())?,
+                Format::Name => names("agent", objects.iter().map(|o| &o.metadata.name)),
             }
         }
         Kind::Sources => {
@@ -117,9 +149,73 @@ pub fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 Format::Wide => output::source_table(&records, true, now),
                 Format::Yaml => output::yaml_stream(&records)?,
                 Format::Json => output::json(&records, name.is_some())?,
+                Format::Name => names("source", records.iter().map(|r| &r.id)),
             }
         }
     };
     std::io::stdout().write_all(text.as_bytes())?;
     Ok(())
+}
+
+/// `kind/NAME` lines, as `kubectl get -o name` prints them.
+fn names<'a>(kind: &str, names: impl Iterator<Item = &'a String>) -> String {
+    names.map(|name| format!("{kind}/{name}\n")).collect()
+}
+
+/// How often `get -w` looks.
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `get -w`: the listing, then a line each time an instance appears, goes,
+/// or changes its phase or readiness, until interrupted.
+async fn watch(store: &Store, format: Format, selector: Option<&Selector>) -> Result<()> {
+    let wide = format == Format::Wide;
+    let mut seen: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut first = true;
+    let mut stdout = std::io::stdout();
+    loop {
+        let now = Timestamp::now();
+        let objects: Vec<Instance> = store
+            .list_instances()?
+            .instances
+            .into_iter()
+            .filter(|o| selector.is_none_or(|s| s.matches(&o.metadata.labels)))
+            .collect();
+        let mut current = BTreeMap::new();
+        let mut changed = Vec::new();
+        for obj in objects {
+            let status = obj.status_or_default();
+            let ready = find_condition(&status.conditions, condition::READY)
+                .map(|c| format!("{}/{}", c.status, c.reason))
+                .unwrap_or_default();
+            let state = (
+                status.phase.map(|p| p.to_string()).unwrap_or_default(),
+                ready,
+            );
+            if seen.get(&obj.metadata.name) != Some(&state) {
+                changed.push(obj.clone());
+            }
+            current.insert(obj.metadata.name.clone(), state);
+        }
+        let mut text = String::new();
+        if format == Format::Name {
+            text = names("instance", changed.iter().map(|o| &o.metadata.name));
+        } else if first || !changed.is_empty() {
+            let table = output::instance_table(&changed, wide, now);
+            // The header once; each change is a row of the same columns.
+            let rows = if first {
+                table.as_str()
+            } else {
+                table.split_once('\n').map_or("", |(_, rows)| rows)
+            };
+            text.push_str(rows);
+        }
+        for gone in seen.keys().filter(|name| !current.contains_key(*name)) {
+            let _ = writeln!(text, "{gone}\tdeleted");
+        }
+        stdout.write_all(text.as_bytes())?;
+        stdout.flush()?;
+        seen = current;
+        first = false;
+        tokio::time::sleep(WATCH_EVERY).await;
+    }
 }

@@ -9,59 +9,81 @@ use jackin_controller::{Reconciler, Store};
 use jackin_reconcilers::assess::acknowledgement_digest;
 
 use crate::args::WaitArgs;
-use crate::{
-    check_name, connect, converge_and_report, open_store_to_change, output, sweep_files_quietly,
-};
+use crate::cmd::select::Targets;
+use crate::{connect, converge_and_report, open_store_to_change, output, sweep_files_quietly};
 
 pub async fn run(
-    name: &str,
+    targets: &Targets<'_>,
     phase: DesiredPhase,
     dry_run: bool,
     force: bool,
     wait: &WaitArgs,
     verbose: bool,
 ) -> Result<()> {
-    check_name(name)?;
     let store = open_store_to_change()?;
-    let current = store.get_instance(name)?;
+    let names = targets.resolve(&store)?.instances;
+    if names.is_empty() {
+        eprintln!("No instances found.");
+        return Ok(());
+    }
+    // Every name must exist before anything is written.
+    let current: Vec<Instance> = names
+        .iter()
+        .map(|name| store.get_instance(name))
+        .collect::<Result<_, _>>()?;
+    set_phases(store, &current, phase, dry_run, force, wait, verbose).await
+}
+
+/// Sets the desired phase of each of `current` (which exist), then
+/// converges them together.
+pub async fn set_phases(
+    store: Store,
+    current: &[Instance],
+    phase: DesiredPhase,
+    dry_run: bool,
+    force: bool,
+    wait: &WaitArgs,
+    verbose: bool,
+) -> Result<()> {
     // Converging needs the engine: connect before writing anything, so a
     // command that cannot converge leaves the store as it was.
-    let engine = match wait.no_wait && !dry_run {
+    let engines = match wait.no_wait && !dry_run {
         true => None,
         false => Some(connect().await?),
     };
-    if !dry_run {
-        sweep_files_quietly(&store)?;
-    }
-    if phase == DesiredPhase::Purged && !dry_run {
-        acknowledge_discard(&store, &current, force).await?;
-    }
-    let change = |store: &Store| match phase {
-        DesiredPhase::Running => jackin_controller::session::resume(store, name),
-        _ => store.set_phase(name, phase),
-    };
-    if wait.no_wait && !dry_run {
-        let outcome = change(&store)?;
-        println!(
-            "instance/{name} {} (desired phase {phase})",
-            outcome.as_str()
-        );
-        return Ok(());
-    }
-    let engine = engine.expect("connected unless --no-wait");
     if dry_run {
-        let reconciler = Reconciler::new(store, engine);
-        let dry = reconciler.dry_run(name, phase).await?;
-        print!("{}", output::dry_run(name, phase, &dry, force));
+        let reconciler = Reconciler::new(store, engines.expect("connected for a dry run"));
+        for obj in current {
+            let name = &obj.metadata.name;
+            let dry = reconciler.dry_run(name, phase).await?;
+            print!("{}", output::dry_run(name, phase, &dry, force));
+        }
         return Ok(());
     }
-    let outcome = change(&store)?;
-    println!(
-        "instance/{name} {} (desired phase {phase}, was {})",
-        outcome.as_str(),
-        current.desired_phase()
-    );
-    converge_and_report(store, engine, &[name.to_owned()], wait, verbose).await
+    sweep_files_quietly(&store)?;
+    if phase == DesiredPhase::Purged {
+        for obj in current {
+            acknowledge_discard(&store, obj, force).await?;
+        }
+    }
+    let mut names = Vec::with_capacity(current.len());
+    for obj in current {
+        let name = &obj.metadata.name;
+        let outcome = match phase {
+            DesiredPhase::Running => jackin_controller::session::resume(&store, name)?,
+            _ => store.set_phase(name, phase)?,
+        };
+        println!(
+            "instance/{name} {} (desired phase {phase}, was {})",
+            outcome.as_str(),
+            obj.desired_phase()
+        );
+        names.push(name.clone());
+    }
+    match engines {
+        Some(engines) => converge_and_report(store, engines, &names, wait, verbose).await,
+        None => Ok(()),
+    }
 }
 
 /// Shows the unfinished work a purge would discard and, when the operator

@@ -1,0 +1,256 @@
+//! The operator's verbs as kubectl and docker compose users expect them:
+//! `exec`, label selectors, several names, `-f FILE`, `-o name`, `get -w`,
+//! usage errors, and what `describe` and `get -o wide` show.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::Duration;
+
+use support::{Home, docker, ensure_busybox, eventually, instance_yaml_with};
+
+const SLEEP: &str = "  command: [sleep, \"3600\"]\n";
+
+/// An instance running `sleep`, with `labels` (`{team: a}`).
+fn labelled(name: &str, labels: &str) -> String {
+    instance_yaml_with(name, SLEEP).replace(
+        &format!("  name: {name}\n"),
+        &format!("  name: {name}\n  labels: {labels}\n"),
+    )
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn exec_runs_in_the_agents_container_as_its_user_and_passes_the_exit_status_on() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply("e", &instance_yaml_with("e", SLEEP));
+    let out = home.jackin(&[
+        "exec",
+        "e",
+        "--",
+        "sh",
+        "-c",
+        "id -u; id -g; pwd; echo oops >&2; exit 3",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let recipe = &home.object("e")["status"]["recipe"];
+    let (uid, gid) = recipe["user"].as_str().unwrap().split_once(':').unwrap();
+    let lines: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
+    assert_eq!(lines, [uid, gid, recipe["workingDir"].as_str().unwrap()]);
+    assert_eq!(stderr(&out), "oops\n", "its standard error stays apart");
+
+    // -i: standard input reaches the command, and its end too.
+    let mut child = home
+        .command(&["exec", "-i", "e", "--", "sh", "-c", "tr a-z A-Z"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(stdout(&out), "HELLO\n");
+
+    // No running container: it says so, and how to start one.
+    home.ok(&["set-phase", "e", "kept"]);
+    let err = home.fails(&["exec", "e", "--", "true"]);
+    assert!(
+        err.contains("no running container") && err.contains("set-phase e running"),
+        "{err}"
+    );
+    // -t needs a terminal.
+    let err = home.fails(&["exec", "-t", "e", "--", "true"]);
+    assert!(err.contains("-t needs a terminal"), "{err}");
+}
+
+#[test]
+fn selectors_names_and_files_choose_what_set_phase_delete_and_get_act_on() {
+    ensure_busybox();
+    let home = Home::new();
+    let file = home.write_input(
+        "team.yaml",
+        &[
+            labelled("a1", "{team: a}"),
+            labelled("a2", "{team: a, tier: dev}"),
+            labelled("b1", "{team: b}"),
+        ]
+        .join("---\n"),
+    );
+    home.ok(&["apply", "-f", file.to_str().unwrap()]);
+    assert_eq!(
+        home.ok(&["get", "-l", "team=a", "-o", "name"]),
+        "instance/a1\ninstance/a2\n"
+    );
+    assert_eq!(
+        home.ok(&["get", "-l", "team!=a", "-o", "name"]),
+        "instance/b1\n"
+    );
+    assert_eq!(
+        home.ok(&["get", "-l", "team=a,!tier", "-o", "name"]),
+        "instance/a1\n"
+    );
+    assert_eq!(home.ok(&["get", "-l", "team=c", "-o", "name"]), "");
+    let table = home.ok(&["get", "-l", "tier=dev"]);
+    assert!(table.contains("a2") && !table.contains("a1"), "{table}");
+
+    // Several names, then a selector: each is set and converged.
+    let out = home.ok(&["set-phase", "a1", "b1", "kept"]);
+    assert!(
+        out.contains("instance/a1 Kept") && out.contains("instance/b1 Kept"),
+        "{out}"
+    );
+    assert_eq!(home.object("a2")["status"]["phase"], "Running");
+    let out = home.ok(&["set-phase", "running", "-l", "team=a"]);
+    assert!(
+        out.contains("instance/a1 Running") && out.contains("instance/a2 Running"),
+        "{out}"
+    );
+    assert_eq!(home.object("b1")["status"]["phase"], "Kept");
+
+    // An unknown name among several: nothing is written.
+    let before = home.object("a1")["metadata"]["generation"].clone();
+    let err = home.fails(&["set-phase", "a1", "nobody", "kept"]);
+    assert!(err.contains("nobody"), "{err}");
+    assert_eq!(home.object("a1")["spec"]["phase"], "Running");
+    assert_eq!(home.object("a1")["metadata"]["generation"], before);
+
+    // delete -l, then delete -f for what the file still holds.
+    for c in [home.container("a1"), home.container("a2")] {
+        docker(&["rm", "-f", &c]);
+    }
+    let out = home.ok(&["delete", "-l", "team=a"]);
+    assert!(
+        out.contains("instance/a1 purged") && out.contains("instance/a2 purged"),
+        "{out}"
+    );
+    assert_eq!(home.ok(&["get", "-o", "name"]), "instance/b1\n");
+    let out = home.ok(&["delete", "-f", file.to_str().unwrap()]);
+    assert!(out.contains("instance/b1 purged"), "{out}");
+    assert_eq!(home.ok(&["get", "-o", "name"]), "");
+    let none = home.jackin(&["delete", "-l", "team=a"]);
+    assert!(none.status.success());
+    assert!(
+        stderr(&none).contains("No instances found"),
+        "{}",
+        stderr(&none)
+    );
+}
+
+#[test]
+fn get_w_prints_a_line_when_a_phase_changes() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply("w", &instance_yaml_with("w", SLEEP));
+    let mut watch = home
+        .command(&["get", "-w"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let reader = BufReader::new(watch.stdout.take().unwrap());
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in reader.lines().map_while(Result::ok) {
+            sink.lock().unwrap().push(line);
+        }
+    });
+    let has = |needle: &str| {
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.starts_with("w ") && l.contains(needle))
+    };
+    eventually(Duration::from_secs(20), "the first listing", || {
+        has("Running")
+    });
+    home.ok(&["set-phase", "w", "kept"]);
+    eventually(Duration::from_secs(20), "a line for Kept", || has("Kept"));
+    home.ok(&["delete", "w"]);
+    eventually(Duration::from_secs(20), "a line for the deletion", || {
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.starts_with("w") && l.contains("deleted"))
+    });
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let printed = lines.lock().unwrap().clone();
+    assert_eq!(
+        printed.iter().filter(|l| l.starts_with("NAME")).count(),
+        1,
+        "one header: {printed:?}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_and_say_what_was_expected() {
+    let home = Home::new();
+    for (args, expected) in [
+        (&["apply"][..], "required"),
+        (&["set-phase", "x", "sideways"][..], "is not a phase"),
+        (&["get", "-l", "team=a b"][..], "not a label value"),
+        (&["delete"][..], "name the instances"),
+        (&["exec", "x"][..], "required"),
+        (&["get", "workspaces", "-w"][..], "-l and -w"),
+    ] {
+        let out = home.jackin(args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "jackin {args:?}: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains(expected),
+            "jackin {args:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert!(!home.path().join("data").exists(), "nothing was written");
+}
+
+#[test]
+fn describe_and_get_wide_say_where_and_what_an_instance_is() {
+    ensure_busybox();
+    let home = Home::new();
+    let sidecar = format!(
+        "{SLEEP}  sidecars: [{{name: helper, image: {}, command: [sleep, \"3600\"]}}]\n",
+        support::busybox_image()
+    );
+    home.apply("d", &labelled("d", "{team: a}").replace(SLEEP, &sidecar));
+    let described = home.ok(&["describe", "d"]);
+    for expected in [
+        "Labels:           team=a",
+        "Engine:           default",
+        "Sidecars:",
+        "helper (",
+    ] {
+        assert!(
+            described.contains(expected),
+            "{expected:?} in:\n{described}"
+        );
+    }
+    let container = home.container("d");
+    assert!(
+        described.contains(&format!("container {container}-helper")),
+        "{described}"
+    );
+    // A kept session was stopped by jackin, which is not a failure.
+    home.ok(&["set-phase", "d", "kept"]);
+    let wide = home.ok(&["get", "-o", "wide"]);
+    assert!(wide.contains("stopped to keep"), "{wide}");
+    assert!(!wide.contains("exit 143"), "{wide}");
+    assert!(wide.contains("ENGINE"), "{wide}");
+}
