@@ -101,6 +101,15 @@ impl Drop for Terminal {
     }
 }
 
+/// A workspace with the default policy, for `launch -w NAME` (which
+/// refuses a workspace that does not exist).
+fn applied_workspace(home: &Home, name: &str) {
+    let yaml = format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec: {{}}\n"
+    );
+    home.apply(&format!("ws-{name}"), &yaml);
+}
+
 /// A host repository with one commit.
 fn host_repo(dir: &Path) -> std::path::PathBuf {
     let host = dir.join("host");
@@ -258,6 +267,7 @@ fn return_to_agent_resumes_the_agents_conversation() {
 fn launch_shows_the_stages_and_the_build_as_they_happen() {
     ensure_busybox();
     let home = Home::new();
+    applied_workspace(&home, "desk");
     let role = RoleRepo::new("slow");
     // A build step that takes a moment, so the screen can show it.
     let dockerfile = std::fs::read_to_string(role.path().join("Dockerfile")).unwrap();
@@ -293,6 +303,7 @@ fn launch_shows_the_stages_and_the_build_as_they_happen() {
 fn launch_offers_resume_or_new_and_resume_reuses_the_identity() {
     ensure_busybox();
     let home = Home::new();
+    applied_workspace(&home, "desk");
     let agent = "echo ready; read line; echo \"$line\" >> $HOME/notes; exit 0";
     let template = instance_yaml_with(
         "template",
@@ -402,6 +413,7 @@ fn a_small_terminal_gets_the_plain_screens() {
 fn resuming_a_checkout_with_unfinished_work_shows_it_first() {
     ensure_busybox();
     let home = Home::new();
+    applied_workspace(&home, "desk");
     let scratch = tempfile::tempdir().unwrap();
     let host = host_repo(scratch.path());
     let yaml = instance_yaml_with(
@@ -447,6 +459,7 @@ fn resuming_a_checkout_with_unfinished_work_shows_it_first() {
 fn the_rich_launch_screen_resumes_with_arrow_keys() {
     ensure_busybox();
     let home = Home::new();
+    applied_workspace(&home, "desk");
     let yaml = instance_yaml_with(
         "roomy",
         &format!(
@@ -593,6 +606,7 @@ fn no_at_the_discard_prompt_changes_nothing() {
 fn a_new_session_never_takes_over_an_instance_created_meanwhile() {
     ensure_busybox();
     let home = Home::new();
+    applied_workspace(&home, "shared");
     let template = home.write_input(
         "template.yaml",
         &instance_yaml_with("template", "  workspace: shared\n"),
@@ -615,4 +629,36 @@ fn a_new_session_never_takes_over_an_instance_created_meanwhile() {
     let theirs = home.object("tester-1");
     assert_eq!(theirs["spec"]["command"], serde_json::json!(["sleep", "7"]));
     assert_eq!(theirs["metadata"]["generation"], 1, "left as it was");
+}
+
+#[test]
+fn a_reattach_shows_what_the_agent_printed_before() {
+    ensure_busybox();
+    let home = Home::new();
+    let spec = "  command: [sh, -c, 'echo printed-while-nobody-watched; exec sleep 3600']\n";
+    home.apply("earlier", &instance_yaml_with("earlier", spec));
+    support::eventually(Duration::from_secs(20), "the agent's first line", || {
+        home.ok(&["logs", "earlier"])
+            .contains("printed-while-nobody-watched")
+    });
+    let terminal = Terminal::start(&home, "attach earlier");
+    terminal.wait_for("attached to instance/earlier", 1);
+    terminal.wait_for("printed-while-nobody-watched", 1);
+}
+
+#[test]
+fn launch_refuses_a_workspace_that_does_not_exist_and_suggests_one() {
+    let home = Home::new();
+    applied_workspace(&home, "desk");
+    let err = home.fails(&["launch", "-w", "dsek", "-r", "tester", "-a", "shell"]);
+    assert!(
+        err.contains("workspace \"dsek\" not found; did you mean \"desk\"?"),
+        "{err}"
+    );
+    let err = home.fails(&["launch", "-w", "elsewhere", "-r", "tester", "-a", "shell"]);
+    assert!(
+        err.contains("not found") && !err.contains("did you mean"),
+        "{err}"
+    );
+    assert_eq!(home.ok(&["get", "-o", "name"]), "");
 }

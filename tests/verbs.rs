@@ -254,3 +254,32 @@ fn describe_and_get_wide_say_where_and_what_an_instance_is() {
     assert!(!wide.contains("exit 143"), "{wide}");
     assert!(wide.contains("ENGINE"), "{wide}");
 }
+
+#[test]
+fn the_controller_says_it_is_alive_and_what_it_does_without_v() {
+    ensure_busybox();
+    let home = Home::new();
+    let log = home.path().join("quiet-controller.log");
+    let mut controller = home
+        .command(&["controller"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let said = |needle: &str| {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains(needle)
+    };
+    eventually(Duration::from_secs(20), "the line at start", || {
+        said("jackin controller: watching 0 instance(s)")
+    });
+    home.record("quiet", &instance_yaml_with("quiet", SLEEP));
+    eventually(Duration::from_secs(60), "a line per action", || {
+        said("instance/quiet: starting the container")
+    });
+    let _ = controller.kill();
+    let _ = controller.wait();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("INFO") && !text.contains("DEBUG"), "{text}");
+}

@@ -442,31 +442,35 @@ const MAX_DURATION_SECS: u64 = 7 * 24 * 3600;
 
 /// `90`, `90s`, `5m`, `1h`: at least one second, at most a week.
 pub fn duration(text: &str) -> Result<std::time::Duration, String> {
-    let expected = "expected e.g. 90s, 5m or 1h (at least 1s, at most 168h)";
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => text.split_at(i),
-        None => (text, "s"),
-    };
-    let value: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration: {expected}"))?;
-    let scale = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        _ => {
-            return Err(format!(
-                "{text:?}: unknown unit {unit:?}: expected s, m or h"
-            ));
-        }
-    };
-    match value.checked_mul(scale) {
-        Some(0) => Err(format!("{text:?} is zero: {expected}")),
-        Some(seconds) if seconds <= MAX_DURATION_SECS => {
-            Ok(std::time::Duration::from_secs(seconds))
-        }
-        _ => Err(format!("{text:?} is too long: {expected}")),
+    let expected = "expected e.g. 90s, 5m, 1h or 1h30m (at least 1s, at most 168h)";
+    let text = text.trim();
+    // A bare number is seconds; anything else is jiff's friendly format
+    // (`90s`, `5m`, `1h30m`, `2 hours`).
+    let parsed = match text.parse::<u64>() {
+        Ok(seconds) => i64::try_from(seconds)
+            .map(jiff::SignedDuration::from_secs)
+            .map_err(|_| format!("{text:?} is too long: {expected}")),
+        Err(_) => text
+            .parse::<jiff::SignedDuration>()
+            .map_err(|_| format!("{text:?} is not a duration: {expected}")),
+    }?;
+    if parsed.is_negative() {
+        return Err(format!("{text:?} is negative: {expected}"));
     }
+    if parsed.is_zero() {
+        return Err(format!("{text:?} is zero: {expected}"));
+    }
+    let duration = std::time::Duration::try_from(parsed)
+        .map_err(|_| format!("{text:?} is not a duration: {expected}"))?;
+    if duration < std::time::Duration::from_secs(1) {
+        return Err(format!("{text:?} is under a second: {expected}"));
+    }
+    if duration.as_secs() > MAX_DURATION_SECS
+        || (duration.as_secs() == MAX_DURATION_SECS && duration.subsec_nanos() > 0)
+    {
+        return Err(format!("{text:?} is too long: {expected}"));
+    }
+    Ok(duration)
 }
 
 /// Validates a role's `jackin.role.yaml`.

@@ -336,7 +336,22 @@ mod tests {
         assert!(parse_duration("0s").unwrap_err().contains("zero"));
         assert!(parse_duration("169h").unwrap_err().contains("too long"));
         let overflow = parse_duration("18446744073709551615h").unwrap_err();
-        assert!(overflow.contains("too long"), "{overflow}");
+        assert!(overflow.contains("18446744073709551615h"), "{overflow}");
+        assert!(
+            parse_duration("18446744073709551615")
+                .unwrap_err()
+                .contains("too long")
+        );
+        // jiff's friendly format, bounded.
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("2 hours"), Ok(Duration::from_secs(7200)));
+        assert!(parse_duration("-5m").unwrap_err().contains("negative"));
+        assert!(
+            parse_duration("500ms")
+                .unwrap_err()
+                .contains("under a second")
+        );
+        assert!(parse_duration("5 weeks").is_err());
         assert_eq!(
             parse_duration("168h"),
             Ok(Duration::from_secs(7 * 24 * 3600))

@@ -228,7 +228,7 @@ async fn run(cli: Cli) -> Result<()> {
                 cmd::delete::run(&targets, dry_run, force, &wait, verbose).await
             }
         },
-        Command::Controller(args) => cmd::controller::run(&args).await,
+        Command::Controller(args) => cmd::controller::run(&args, verbose).await,
         Command::Launch(args) => {
             for name in [&args.workspace, &args.role, &args.agent] {
                 check_name(name)?;

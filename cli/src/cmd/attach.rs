@@ -13,6 +13,7 @@ use jackin_controller::engines::Engines;
 use jackin_controller::{Reconciler, Store, StoreError, session};
 use jackin_reconcilers::Engine;
 use jackin_reconcilers::assess::acknowledgement_digest;
+use jackin_reconcilers::engine::LogsRequest;
 use jackin_reconcilers::fsutil::FileLock;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
@@ -97,6 +98,7 @@ impl Drop for RawMode {
 /// operator detaches (Ctrl-P Ctrl-Q).
 async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) -> Result<()> {
     let tty = std::io::stdin().is_terminal();
+    show_recent_output(engine, container).await;
     let mut attached = engine.attach(container).await?;
     let _raw = if tty { RawMode::enable() } else { None };
     if tty && let Ok((width, height)) = crossterm::terminal::size() {
@@ -125,6 +127,25 @@ async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) 
         }
     }
     Ok(())
+}
+
+/// The last screenful of what the agent printed, from the container's log,
+/// so that a reattach never starts on a blank screen. A log that cannot be
+/// read costs only that.
+async fn show_recent_output(engine: &Engine, container: &str) {
+    let rows = crossterm::terminal::size().map_or(24, |(_, rows)| rows.max(1));
+    let request = LogsRequest {
+        tail: Some(u64::from(rows)),
+        ..Default::default()
+    };
+    let mut logs = engine.logs(container, request);
+    let mut stdout = std::io::stdout();
+    while let Some(Ok(chunk)) = logs.next().await {
+        if stdout.write_all(&chunk).is_err() {
+            return;
+        }
+    }
+    let _ = stdout.flush();
 }
 
 /// What the operator chose at the end of a session with unfinished work.

@@ -11,13 +11,22 @@ use jackin_controller::engines::{Engines, display_name};
 
 use crate::open_store_to_change;
 
-pub async fn run(args: &ControllerArgs) -> Result<()> {
+pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
     let store = open_store_to_change()?;
     // Engines connect when their instances first need them, so one that
     // is down holds up only its own instances.
     let mut reconciler = Reconciler::new(store, Engines::new(None));
-    reconciler.progress = Arc::new(|name: &str, event: Progress<'_>| match event {
-        Progress::Step(step) => tracing::info!(instance = name, "{}", step.describe()),
+    // Without -v the controller still says what it does: a line per
+    // action, on stderr. With -v the log says it, in the log's format.
+    reconciler.progress = Arc::new(move |name: &str, event: Progress<'_>| match event {
+        Progress::Step(step) if verbose => {
+            tracing::info!(instance = name, "{}", step.describe());
+        }
+        Progress::Step(step) => eprintln!(
+            "{} instance/{name}: {}",
+            jiff::Timestamp::now().strftime("%H:%M:%S"),
+            step.describe()
+        ),
         Progress::Build(line) => tracing::debug!(instance = name, "build: {line}"),
     });
     if args.once {
@@ -79,11 +88,27 @@ pub async fn run(args: &ControllerArgs) -> Result<()> {
         sync: args.sync.clone(),
         ..Default::default()
     };
-    tracing::info!(
-        engines = ?engines_in_use(&reconciler)?,
-        concurrency = options.concurrency,
-        "controller started"
-    );
+    let engines = engines_in_use(&reconciler)?;
+    let instances = reconciler.store.rows()?.len();
+    if verbose {
+        tracing::info!(
+            ?engines,
+            instances,
+            concurrency = options.concurrency,
+            "controller started"
+        );
+    } else {
+        let engines = match engines.is_empty() {
+            true => "default".to_owned(),
+            false => engines.join(", "),
+        };
+        eprintln!(
+            "jackin controller: watching {instances} instance(s) on engine(s) {engines}; resync \
+             every {}s, {} at once; a line per action follows (-v logs more)",
+            options.resync.as_secs(),
+            options.concurrency
+        );
+    }
     run::run(reconciler, options, shutdown_signal()).await;
     Ok(())
 }

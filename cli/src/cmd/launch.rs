@@ -141,6 +141,52 @@ async fn review_before_reuse(obj: &Instance, keyboard: &mut Keyboard) -> Result<
     }
 }
 
+/// A launch names a workspace that exists: a typo would otherwise start a
+/// session under no policy at all.
+fn check_workspace(store: &Store, name: &str) -> Result<()> {
+    if store.get_workspace(name)?.is_some() {
+        return Ok(());
+    }
+    let known: Vec<String> = store
+        .list_workspaces()?
+        .into_iter()
+        .map(|w| w.metadata.name)
+        .collect();
+    let closest = known
+        .iter()
+        .map(|k| (edit_distance(name, k), k))
+        .filter(|(distance, k)| *distance <= k.len().max(name.len()) / 3 + 1)
+        .min();
+    match closest {
+        Some((_, suggestion)) => bail!(
+            "workspace {name:?} not found; did you mean {suggestion:?}?\nhint: `jackin get \
+             workspaces` lists them"
+        ),
+        None => bail!(
+            "workspace {name:?} not found\nhint: apply a Workspace named {name} first (`jackin get \
+             workspaces` lists them)"
+        ),
+    }
+}
+
+/// The number of single-character edits between `a` and `b`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 /// The spec a new session starts from: the template file, else the most
 /// recent session of the same (workspace, role, agent).
 fn template(args: &LaunchArgs, found: &[Instance]) -> Result<Instance> {
@@ -212,6 +258,7 @@ fn new_name(store: &Store, role: &str) -> Result<String> {
 }
 
 pub async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()> {
+    check_workspace(&store, &args.workspace)?;
     let found = restorable(&store, args)?;
     let mut keyboard = Keyboard::start();
     let choice = match found.is_empty() {
