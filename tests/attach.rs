@@ -84,6 +84,28 @@ impl Terminal {
         assert!(status.success());
     }
 
+    /// Plain Screen A (the unfinished work at a session's end): read, then
+    /// passed with Enter; `count` such screens shown so far.
+    fn pass_screen_a(&self, count: usize) {
+        self.wait_for("Press Enter to continue", count);
+        let screen = self.screen();
+        assert!(
+            screen.contains("This session has unfinished work in 1 isolated mount."),
+            "{screen}"
+        );
+        self.keys(&["Enter"]);
+    }
+
+    /// Plain Screen D (a preserved session about to be resumed): passed
+    /// with Enter.
+    fn pass_screen_d(&self, count: usize) {
+        self.wait_for(
+            "Press Enter to resume, or type b and Enter to go back",
+            count,
+        );
+        self.keys(&["Enter"]);
+    }
+
     fn type_line(&self, line: &str) {
         let status = Command::new("tmux")
             .args(["send-keys", "-t", &self.name, line, "Enter"])
@@ -157,19 +179,26 @@ fn return_keep_resume_and_clean_up_through_the_plain_screens() {
     let term = Terminal::start(&home, "attach talker");
     term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
     term.type_line("first");
+    term.pass_screen_a(1);
     term.wait_for("Choice [1]:", 1);
     let screen = term.screen();
     assert!(
         screen.contains("This session has unfinished work"),
         "{screen}"
     );
+    assert!(screen.contains("uncommitted   1 file"), "{screen}");
     assert!(screen.contains("?? draft.md"), "{screen}");
+    assert!(
+        screen.contains("1 isolated mount has unfinished work."),
+        "{screen}"
+    );
     assert!(screen.contains("1) Return to agent"), "{screen}");
 
     // Return to agent: a new session in the same unit.
     term.type_line("1");
     term.wait_for("Ctrl-P Ctrl-Q detaches", 2);
     term.type_line("second");
+    term.pass_screen_a(2);
     term.wait_for("Choice [1]:", 2);
     // Exit and keep.
     term.type_line("2");
@@ -184,11 +213,23 @@ fn return_keep_resume_and_clean_up_through_the_plain_screens() {
     );
     drop(term);
 
-    // Resume: the same identity and unit, the home as it was.
+    // Resume: Screen D shows the preserved work, named, and waits for a
+    // key; then the same identity and unit, the home as it was.
     let term = Terminal::start(&home, "attach talker");
+    term.wait_for("Press Enter to resume", 1);
+    let screen = term.screen();
+    assert!(screen.contains("jackin' · resume talker"), "{screen}");
+    assert!(screen.contains("Restoring instance/talker"), "{screen}");
+    assert!(screen.contains("?? draft.md"), "{screen}");
+    assert!(
+        !screen.contains("Ctrl-P Ctrl-Q detaches"),
+        "passed without a key: {screen}"
+    );
+    term.keys(&["Enter"]);
     term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
     assert_eq!(home.container("talker"), container, "a new identity");
     term.type_line("third");
+    term.pass_screen_a(1);
     term.wait_for("Choice [1]:", 1);
     assert_eq!(
         std::fs::read_to_string(unit.join("home/notes")).unwrap(),
@@ -248,6 +289,7 @@ fn return_to_agent_resumes_the_agents_conversation() {
     std::fs::write(Path::new(checkout).join("draft.md"), "draft\n").unwrap();
     term.type_line("hello");
     term.type_line("exit 0");
+    term.pass_screen_a(1);
     term.wait_for("Choice [1]:", 1);
     term.type_line("1");
     term.wait_for("Ctrl-P Ctrl-Q detaches", 2);
@@ -374,13 +416,17 @@ fn the_rich_screens_show_the_work_and_take_arrow_keys() {
         "{screen}"
     );
     assert!(screen.contains("?? draft.md"), "{screen}");
-    assert!(screen.contains("Enter select"), "{screen}");
+    assert!(screen.contains("Enter continue · Ctrl-C abort"), "{screen}");
+    assert!(!screen.contains("Enter select"), "{screen}");
     term.keys(&["Enter"]);
     // Screen B: the forced choice, Return to agent selected first.
     term.wait_for("Exit and clean up", 1);
     let screen = term.screen();
     assert!(screen.contains("▸ Return to agent"), "{screen}");
-    assert!(screen.contains("Filter:"), "{screen}");
+    assert!(
+        screen.contains("↑/↓ navigate · Enter select · Ctrl-C abort"),
+        "{screen}"
+    );
     term.keys(&["Down", "Down"]);
     term.wait_for("▸ Exit and clean up", 1);
     term.keys(&["Enter"]);
@@ -402,6 +448,7 @@ fn a_small_terminal_gets_the_plain_screens() {
         .unwrap();
     term.wait_for("Ctrl-P Ctrl-Q", 1);
     term.type_line("hi");
+    term.pass_screen_a(1);
     term.wait_for("Choice [1]:", 1);
     assert!(!term.screen().contains("Filter:"), "{}", term.screen());
     term.type_line("2");
@@ -439,19 +486,19 @@ fn resuming_a_checkout_with_unfinished_work_shows_it_first() {
         "{}",
         term.screen()
     );
-    assert!(
-        term.screen().contains("1 files uncommitted"),
-        "{}",
-        term.screen()
-    );
+    assert!(term.screen().contains("1 file dirty"), "{}", term.screen());
+    // Screen D; Esc (b) goes back to Screen C, which asks again.
     term.type_line("2");
-    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.wait_for("Press Enter to resume", 1);
     let screen = term.screen();
-    assert!(
-        screen.contains("its isolated checkouts hold unfinished work"),
-        "{screen}"
-    );
+    assert!(screen.contains("jackin' · resume paused"), "{screen}");
+    assert!(screen.contains("uncommitted   1 file"), "{screen}");
     assert!(screen.contains("?? extra.md"), "{screen}");
+    term.type_line("b");
+    term.wait_for("Choice [1]:", 2);
+    term.type_line("2");
+    term.pass_screen_d(2);
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
     assert!(Path::new(&checkout).join("extra.md").exists());
 }
 
@@ -475,7 +522,11 @@ fn the_rich_launch_screen_resumes_with_arrow_keys() {
     term.wait_for("▸ Start new session", 1);
     let screen = term.screen();
     assert!(
-        screen.contains("· launch") && screen.contains("Resume roomy"),
+        screen.contains("· resume or start new") && screen.contains("Resume roomy"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("↑/↓ navigate · type to filter · Enter select · Ctrl-C abort"),
         "{screen}"
     );
     term.keys(&["Down"]);
@@ -511,6 +562,7 @@ fn a_crash_after_returning_to_the_agent_is_preserved_not_asked_about() {
     let term = Terminal::start(&home, "attach twice");
     term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
     term.type_line("0");
+    term.pass_screen_a(1);
     term.wait_for("Choice [1]:", 1);
     term.type_line("1");
     term.wait_for("Ctrl-P Ctrl-Q detaches", 2);
@@ -537,6 +589,7 @@ fn an_operator_who_leaves_mid_question_gets_the_session_kept() {
     let term = Terminal::start(&home, "attach left");
     term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
     term.type_line("bye");
+    term.pass_screen_a(1);
     term.wait_for("Choice [1]:", 1);
     drop(term);
     std::thread::sleep(Duration::from_millis(500));
@@ -661,4 +714,48 @@ fn launch_refuses_a_workspace_that_does_not_exist_and_suggests_one() {
         "{err}"
     );
     assert_eq!(home.ok(&["get", "-o", "name"]), "");
+}
+
+#[test]
+fn screen_d_guards_every_resume_on_a_terminal_and_esc_leaves_the_session_as_it_is() {
+    ensure_busybox();
+    let home = Home::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let host = host_repo(scratch.path());
+    record_talker(&home, "guarded", &host);
+    home.ok(&["set-phase", "guarded", "running"]);
+    let checkout = home.object("guarded")["status"]["mounts"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(Path::new(&checkout).join("wip.md"), "x").unwrap();
+    home.ok(&["set-phase", "guarded", "kept"]);
+
+    // attach: back out with b; nothing changes.
+    let term = Terminal::start(&home, "attach guarded");
+    term.wait_for("Press Enter to resume", 1);
+    term.type_line("b");
+    term.wait_for("instance/guarded not resumed: it is unchanged", 1);
+    assert_eq!(home.object("guarded")["status"]["phase"], "Kept");
+    drop(term);
+
+    // set-phase running on a terminal: the same screen, then the resume.
+    let term = Terminal::start(&home, "set-phase guarded running");
+    term.wait_for("Press Enter to resume", 1);
+    let screen = term.screen();
+    assert!(
+        screen.contains("resume guarded") && screen.contains("?? wip.md"),
+        "{screen}"
+    );
+    assert_eq!(
+        home.object("guarded")["status"]["phase"],
+        "Kept",
+        "not before the key"
+    );
+    term.keys(&["Enter"]);
+    term.wait_for("instance/guarded Running", 1);
+    // Without a terminal (scripts) nothing is asked.
+    home.ok(&["set-phase", "guarded", "kept"]);
+    let out = home.ok(&["set-phase", "guarded", "running"]);
+    assert!(out.contains("instance/guarded Running"), "{out}");
 }

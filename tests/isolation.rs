@@ -131,7 +131,7 @@ fn a_dirty_worktree_blocks_the_purge_until_acknowledged_then_only_jackins_parts_
     assert!(checkout.join("notes.md").exists());
     let describe = home.ok(&["describe", "wt"]);
     assert!(
-        describe.contains("uncommitted:") && describe.contains("?? notes.md"),
+        describe.contains("uncommitted   1 file") && describe.contains("?? notes.md"),
         "{describe}"
     );
 

@@ -313,7 +313,21 @@ fn usage_errors_exit_2_and_unknown_names_exit_1() {
 fn completions_are_generated() {
     let home = Home::new();
     let script = home.ok(&["completions", "bash"]);
-    assert!(script.contains("set-phase"));
+    for word in [
+        "set-phase",
+        "exec",
+        "logs",
+        "--selector",
+        "--watch",
+        "--filename",
+        "--concurrency",
+        "--interactive",
+        "--tty",
+        "--follow",
+        "--tail",
+    ] {
+        assert!(script.contains(word), "{word} is not completed");
+    }
 }
 
 #[test]

@@ -75,10 +75,38 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<Object>, Vec<ManifestError>
     let mut objects = Vec::new();
     let mut errors = Vec::new();
     for doc in split_documents(text) {
-        match parse_document(source, &doc) {
-            Ok(Some(obj)) => objects.push(obj),
-            Ok(None) => {}
-            Err(mut errs) => errors.append(&mut errs),
+        let items = match list_items(source, &doc) {
+            Ok(items) => items,
+            Err(mut errs) => {
+                errors.append(&mut errs);
+                continue;
+            }
+        };
+        let Some(items) = items else {
+            match parse_document(source, &doc) {
+                Ok(Some(obj)) => objects.push(obj),
+                Ok(None) => {}
+                Err(mut errs) => errors.append(&mut errs),
+            }
+            continue;
+        };
+        // A `List` (what `jackin get -o json|yaml` prints for a listing):
+        // each item is a document; its errors are placed at the list and
+        // named by the item's index.
+        for (i, item) in items.iter().enumerate() {
+            match parse_document(source, item) {
+                Ok(Some(obj)) => objects.push(obj),
+                Ok(None) => {}
+                Err(errs) => errors.extend(errs.into_iter().map(|mut e| {
+                    e.line = doc.first_line;
+                    e.column = 1;
+                    e.field = Some(match e.field {
+                        Some(field) => format!("items[{i}].{field}"),
+                        None => format!("items[{i}]"),
+                    });
+                    e
+                })),
+            }
         }
     }
     if errors.is_empty() {
@@ -168,6 +196,47 @@ fn split_documents(text: &str) -> Vec<Document> {
         });
     }
     docs
+}
+
+/// The items of a document of kind `List` (`apiVersion: v1`, as kubectl
+/// and `jackin get` write listings), each as a document of its own;
+/// `None` for any other document.
+fn list_items(source: &str, doc: &Document) -> Result<Option<Vec<Document>>, Vec<ManifestError>> {
+    #[derive(Deserialize)]
+    struct List {
+        kind: Option<String>,
+        #[serde(default)]
+        items: Vec<serde_json::Value>,
+    }
+    let Ok(Some(list)) = serde_saphyr::from_str::<Option<List>>(&doc.text) else {
+        // Not a mapping with a kind, or not one that parses: the document
+        // is read as such, and its errors said there.
+        return Ok(None);
+    };
+    if list.kind.as_deref() != Some("List") {
+        return Ok(None);
+    }
+    list.items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            serde_saphyr::to_string(item)
+                .map(|text| Document {
+                    text,
+                    first_line: doc.first_line,
+                    line_offset: doc.first_line.saturating_sub(1),
+                })
+                .map_err(|e| ManifestError {
+                    source: source.to_owned(),
+                    line: doc.first_line,
+                    column: 1,
+                    field: Some(format!("items[{i}]")),
+                    message: e.to_string(),
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+        .map_err(|e| vec![e])
 }
 
 #[derive(Deserialize)]
@@ -419,6 +488,30 @@ mod tests {
         assert_eq!(docs[1999].file_line(2), 4_000);
         // Empty documents cost nothing at all.
         assert!(split_documents(&"---\n".repeat(100_000)).is_empty());
+    }
+
+    #[test]
+    fn a_list_as_get_prints_it_reads_as_its_items() {
+        let list = r#"{"apiVersion": "v1", "kind": "List", "items": [
+          {"apiVersion": "jackin.dev/v1alpha1", "kind": "Workspace", "metadata": {"name": "w"},
+           "spec": {}},
+          {"apiVersion": "jackin.dev/v1alpha1", "kind": "Instance", "metadata": {"name": "i"},
+           "spec": {"role": {"name": "r"}, "agent": "claude", "image": "x:1"},
+           "status": {"phase": "Running"}}
+        ]}"#;
+        let objects = parse("list.json", list).unwrap();
+        let names: Vec<(&str, &str)> = objects.iter().map(|o| (o.kind(), o.name())).collect();
+        assert_eq!(names, [("Workspace", "w"), ("Instance", "i")]);
+        let bad = list.replace(r#""image": "x:1""#, r#""image": "x 1""#);
+        let errors = parse("list.json", &bad).unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(
+            errors[0].field.as_deref(),
+            Some("items[1].spec.image"),
+            "{}",
+            errors[0]
+        );
+        assert_eq!(errors[0].line, 1);
     }
 
     const INSTANCE: &str = "\

@@ -242,7 +242,7 @@ async fn run(cli: Cli) -> Result<()> {
             let store = open_store_to_change()?;
             let engine = connect().await?;
             let mut keyboard = cmd::attach::Keyboard::start();
-            cmd::attach::run(store, engine, &name, &wait, &mut keyboard).await
+            cmd::attach::run(store, engine, &name, &wait, &mut keyboard, false).await
         }
         Command::Prune { dry_run, images } => cmd::prune::run(dry_run, images).await,
         Command::Crds { out } => cmd::crds::run(out.as_deref()),

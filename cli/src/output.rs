@@ -414,24 +414,54 @@ pub fn mounts_evidence(mounts: &[MountStatus]) -> String {
     let mut out = String::new();
     for m in mounts {
         let (dst, path) = (terminal_safe(&m.dst), terminal_safe(&m.path));
-        let _ = writeln!(out, "  {} {dst} ({path})", m.isolation.as_str());
+        let _ = writeln!(out, "  {:<9}{dst}  ({path})", m.isolation.as_str());
         if m.dirty_files.is_empty() && m.unpushed_branches.is_empty() {
             let _ = writeln!(out, "    clean");
         }
         if !m.dirty_files.is_empty() {
-            let _ = writeln!(out, "    uncommitted:");
+            let files = dirty_file_count(m);
+            let _ = writeln!(
+                out,
+                "    uncommitted   {files} {}",
+                plural(files, "file", "files")
+            );
             for f in &m.dirty_files {
                 let _ = writeln!(out, "      {}", terminal_safe(f));
             }
         }
         if !m.unpushed_branches.is_empty() {
-            let _ = writeln!(out, "    unpushed:");
+            let branches = m.unpushed_branches.len();
+            let _ = writeln!(
+                out,
+                "    unpushed      {branches} {}",
+                plural(branches, "branch", "branches")
+            );
             for b in &m.unpushed_branches {
                 let _ = writeln!(out, "      {}", terminal_safe(b));
             }
         }
     }
     out
+}
+
+/// How many files a mount's evidence counts, those past the listed ones
+/// (`… and N more`) included.
+pub fn dirty_file_count(m: &MountStatus) -> usize {
+    let more = m
+        .dirty_files
+        .last()
+        .and_then(|l| l.strip_prefix("… and "))
+        .and_then(|rest| rest.strip_suffix(" more"))
+        .and_then(|n| n.parse::<usize>().ok());
+    match more {
+        Some(n) => m.dirty_files.len() - 1 + n,
+        None => m.dirty_files.len(),
+    }
+}
+
+/// `word` or its plural, as `count` asks.
+pub fn plural(count: usize, one: &'static str, many: &'static str) -> &'static str {
+    if count == 1 { one } else { many }
 }
 
 /// A dry run, for people: the steps the loop would take and, for a purge

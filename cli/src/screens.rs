@@ -1,11 +1,14 @@
 //! The decision screens: a rich surface (ratatui) with a plain-text degrade.
 //!
-//! Rich: the brand line with the screen's label, the context, a filter row
-//! over a forced-choice list (`▸` marks the selection, the first row is the
-//! default), and key hints in the footer only. Plain, when stdin or stdout is
-//! not a terminal, `TERM=dumb`, or the terminal is smaller than 80×24:
-//! numbered choices read from stdin. A rich screen that fails to draw says
-//! so, is logged, and the same choice is asked in plain text.
+//! Rich: the brand line with the screen's label, the context, then either a
+//! forced-choice list (`▸` marks the selection, the first row is the
+//! default; a filter row above it where typing filters) or nothing to
+//! choose (a screen to read and acknowledge with Enter, and to leave with
+//! Esc where going back makes sense), and the screen's own key hints in the
+//! footer only. Plain, when stdin or stdout is not a terminal, `TERM=dumb`,
+//! or the terminal is smaller than 80×24: numbered choices, or a line to
+//! press Enter on, read from stdin. A rich screen that fails to draw says
+//! so, is logged, and the same question is asked in plain text.
 
 use std::io::{IsTerminal, Write};
 
@@ -20,16 +23,52 @@ use ratatui::widgets::Paragraph;
 use crate::cmd::attach::Keyboard;
 
 /// One decision to put to the operator.
-pub struct Screen<'a> {
-    /// After the brand: `session ended`, `launch`.
-    pub label: &'a str,
+pub struct Screen {
+    /// After the brand: `session ended`, `resume or start new`.
+    pub label: String,
     /// Lines above the list: who, where, the evidence.
     pub context: Vec<String>,
-    /// `(title, description)`; the first is the default.
+    /// `(title, description)`; the first is the default. Unused by the
+    /// screens to acknowledge.
     pub choices: Vec<(String, String)>,
-    /// A screen to read, not to choose on (screen A): plain text prints it
-    /// and goes on.
-    pub confirm_only: bool,
+    pub kind: Kind,
+}
+
+/// What the operator does on a screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Pick one of the choices; `filter` lets typing narrow them.
+    Choose { filter: bool },
+    /// Read, then Enter to go on (the unfinished work at a session's end).
+    Acknowledge,
+    /// Read, then Enter to resume or Esc to go back (the preserved state
+    /// of a session about to be resumed).
+    ResumeOrBack,
+}
+
+impl Kind {
+    /// The key hints of the footer.
+    fn footer(self) -> &'static str {
+        match self {
+            Self::Choose { filter: true } => {
+                " ↑/↓ navigate · type to filter · Enter select · Ctrl-C abort"
+            }
+            Self::Choose { filter: false } => " ↑/↓ navigate · Enter select · Ctrl-C abort",
+            Self::Acknowledge => " Enter continue · Ctrl-C abort",
+            Self::ResumeOrBack => " Enter resume · Esc back · Ctrl-C abort",
+        }
+    }
+}
+
+/// What the operator answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// The choice's index (0 on a screen to acknowledge).
+    Chose(usize),
+    /// Esc on a screen that can go back.
+    Back,
+    /// Ctrl-C, or the end of input.
+    Abort,
 }
 
 /// Whether the rich surface can be used here and now.
@@ -40,9 +79,8 @@ pub fn rich_available() -> bool {
     terminals && !dumb && big_enough
 }
 
-/// Asks; returns the index chosen, `None` when the operator aborts (Ctrl-C,
-/// or end of input).
-pub async fn choose(screen: &Screen<'_>, keyboard: &mut Keyboard) -> Result<Option<usize>> {
+/// Asks, and waits for the answer.
+pub async fn choose(screen: &Screen, keyboard: &mut Keyboard) -> Result<Answer> {
     if rich_available() {
         match rich(screen, keyboard).await {
             Ok(choice) => return Ok(choice),
@@ -55,15 +93,36 @@ pub async fn choose(screen: &Screen<'_>, keyboard: &mut Keyboard) -> Result<Opti
     plain(screen, keyboard).await
 }
 
-async fn plain(screen: &Screen<'_>, keyboard: &mut Keyboard) -> Result<Option<usize>> {
+async fn plain(screen: &Screen, keyboard: &mut Keyboard) -> Result<Answer> {
     let mut err = std::io::stderr();
     writeln!(err, "\njackin' · {}\n", screen.label)?;
     for line in &screen.context {
         writeln!(err, "{line}")?;
     }
     writeln!(err)?;
-    if screen.confirm_only {
-        return Ok(Some(0));
+    match screen.kind {
+        Kind::Choose { .. } => {}
+        Kind::Acknowledge => {
+            write!(err, "Press Enter to continue (Ctrl-C aborts): ")?;
+            err.flush()?;
+            return Ok(match keyboard.line().await {
+                Some(_) => Answer::Chose(0),
+                None => Answer::Abort,
+            });
+        }
+        Kind::ResumeOrBack => loop {
+            write!(
+                err,
+                "Press Enter to resume, or type b and Enter to go back: "
+            )?;
+            err.flush()?;
+            match keyboard.line().await.as_deref() {
+                None => return Ok(Answer::Abort),
+                Some("") => return Ok(Answer::Chose(0)),
+                Some("b" | "back" | "\u{1b}") => return Ok(Answer::Back),
+                Some(other) => writeln!(err, "{other:?}: press Enter, or type b")?,
+            }
+        },
     }
     for (i, (title, detail)) in screen.choices.iter().enumerate() {
         writeln!(err, "  {}) {title} — {detail}", i + 1)?;
@@ -72,11 +131,11 @@ async fn plain(screen: &Screen<'_>, keyboard: &mut Keyboard) -> Result<Option<us
         write!(err, "Choice [1]: ")?;
         err.flush()?;
         let Some(answer) = keyboard.line().await else {
-            return Ok(None);
+            return Ok(Answer::Abort);
         };
         match answer.parse::<usize>() {
-            _ if answer.is_empty() => return Ok(Some(0)),
-            Ok(n) if (1..=screen.choices.len()).contains(&n) => return Ok(Some(n - 1)),
+            _ if answer.is_empty() => return Ok(Answer::Chose(0)),
+            Ok(n) if (1..=screen.choices.len()).contains(&n) => return Ok(Answer::Chose(n - 1)),
             _ => writeln!(
                 err,
                 "{answer:?} is not a choice: type 1 to {}",
@@ -92,6 +151,7 @@ enum Key {
     Up,
     Down,
     Enter,
+    Escape,
     Abort,
     Backspace,
     Char(char),
@@ -113,6 +173,7 @@ fn keys(bytes: &[u8]) -> Vec<Key> {
                 i += 3;
                 continue;
             }
+            0x1b => out.push(Key::Escape),
             b'\r' | b'\n' => out.push(Key::Enter),
             0x03 | 0x04 => out.push(Key::Abort),
             0x7f | 0x08 => out.push(Key::Backspace),
@@ -144,7 +205,9 @@ impl Drop for Surface {
     }
 }
 
-async fn rich(screen: &Screen<'_>, keyboard: &mut Keyboard) -> Result<Option<usize>> {
+async fn rich(screen: &Screen, keyboard: &mut Keyboard) -> Result<Answer> {
+    let choosing = matches!(screen.kind, Kind::Choose { .. });
+    let filtering = screen.kind == Kind::Choose { filter: true };
     let _surface = Surface::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     let mut filter = String::new();
@@ -184,7 +247,9 @@ async fn rich(screen: &Screen<'_>, keyboard: &mut Keyboard) -> Result<Option<usi
                 .map(|l| Line::raw(l.as_str()))
                 .collect();
             frame.render_widget(Paragraph::new(lines), context);
-            frame.render_widget(Paragraph::new(format!(" Filter: {filter}")), filter_row);
+            if filtering {
+                frame.render_widget(Paragraph::new(format!(" Filter: {filter}")), filter_row);
+            }
             let rows: Vec<Line> = visible
                 .iter()
                 .enumerate()
@@ -202,29 +267,32 @@ async fn rich(screen: &Screen<'_>, keyboard: &mut Keyboard) -> Result<Option<usi
                     ])
                 })
                 .collect();
-            frame.render_widget(Paragraph::new(rows), list);
-            frame.render_widget(
-                Paragraph::new(" ↑/↓ navigate · type to filter · Enter select · Ctrl-C abort"),
-                footer,
-            );
+            if choosing {
+                frame.render_widget(Paragraph::new(rows), list);
+            }
+            frame.render_widget(Paragraph::new(screen.kind.footer()), footer);
         })?;
         let Some(chunk) = keyboard.chunk().await else {
-            return Ok(None);
+            return Ok(Answer::Abort);
         };
         for key in keys(&chunk) {
             match key {
+                Key::Abort => return Ok(Answer::Abort),
+                Key::Escape if screen.kind == Kind::ResumeOrBack => return Ok(Answer::Back),
+                Key::Enter if !choosing => return Ok(Answer::Chose(0)),
+                _ if !choosing => {}
                 Key::Up => selected = selected.saturating_sub(1),
                 Key::Down => selected = (selected + 1).min(visible.len().saturating_sub(1)),
-                Key::Enter if !visible.is_empty() => return Ok(Some(visible[selected])),
-                Key::Enter => {}
-                Key::Abort => return Ok(None),
-                Key::Backspace => {
+                Key::Enter if !visible.is_empty() => return Ok(Answer::Chose(visible[selected])),
+                Key::Enter | Key::Escape => {}
+                Key::Backspace if filtering => {
                     filter.pop();
                 }
-                Key::Char(c) => {
+                Key::Char(c) if filtering => {
                     filter.push(c);
                     selected = 0;
                 }
+                Key::Backspace | Key::Char(_) => {}
             }
         }
     }
@@ -237,14 +305,15 @@ mod tests {
     #[test]
     fn raw_input_decodes_into_keys() {
         assert_eq!(
-            keys(b"\x1b[B\x1bOA\rk\x7f\x03"),
+            keys(b"\x1b[B\x1bOA\rk\x7f\x03\x1b"),
             [
                 Key::Down,
                 Key::Up,
                 Key::Enter,
                 Key::Char('k'),
                 Key::Backspace,
-                Key::Abort
+                Key::Abort,
+                Key::Escape
             ]
         );
     }

@@ -109,15 +109,17 @@ async fn opted_in(reconciler: &Reconciler) -> HashMap<String, IdlePolicy> {
         if policies.is_empty() {
             return HashMap::new();
         }
+        // From the index: no object is opened to find them.
         store
-            .list_instances()
-            .map(|listing| listing.instances)
+            .rows()
             .unwrap_or_default()
             .into_iter()
-            .filter(running)
-            .filter_map(|obj| {
-                let policy = policies.get(obj.spec.workspace.as_deref()?)?.clone();
-                Some((obj.metadata.name, policy))
+            .filter(|row| {
+                row.desired == DesiredPhase::Running && row.phase == Some(InstancePhase::Running)
+            })
+            .filter_map(|row| {
+                let policy = policies.get(row.workspace.as_deref()?)?.clone();
+                Some((row.name, policy))
             })
             .collect()
     })

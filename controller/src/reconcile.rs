@@ -153,17 +153,26 @@ impl Reconciler {
         Ok(self.engines.get(name.as_deref()).await?)
     }
 
-    /// One snapshot per engine that `rows` run on. An engine that cannot
-    /// be observed has none: its instances are observed one by one, and
-    /// each records that its engine does not answer.
+    /// One snapshot per engine that `rows` run on, as lean as telling the
+    /// converged ones from the rest allows ([`Observation::for_no_op`]).
+    /// An engine that cannot be observed has none: its instances are
+    /// observed one by one, and each records that its engine does not
+    /// answer.
     pub async fn snapshots<'r>(
         &self,
         rows: impl IntoIterator<Item = &'r IndexRow>,
     ) -> HashMap<EngineName, Observation> {
-        let names: BTreeSet<EngineName> = rows.into_iter().map(|r| r.engine.clone()).collect();
-        let taken = names.into_iter().map(|name| async move {
+        // Per engine: whether any of its instances is kept (its networks
+        // must then be listed too).
+        let mut engines: HashMap<EngineName, bool> = HashMap::new();
+        for row in rows {
+            *engines.entry(row.engine.clone()).or_default() |=
+                row.phase == Some(InstancePhase::Kept);
+        }
+        let engines: BTreeSet<(EngineName, bool)> = engines.into_iter().collect();
+        let taken = engines.into_iter().map(|(name, kept)| async move {
             let observed = match self.engines.get(name.as_deref()).await {
-                Ok(connected) => Observation::all(&connected.engine).await,
+                Ok(connected) => Observation::for_no_op(&connected.engine, kept).await,
                 Err(e) => Err(e),
             };
             (name, observed)
@@ -241,8 +250,10 @@ impl Reconciler {
         let uid = guard.obj.metadata.uid.clone().unwrap_or_default();
         let mut tier = None;
         let mut fresh;
-        // A snapshot of another engine says nothing of this instance.
-        let snapshot = snapshot.filter(|s| s.engine == engine_name.as_deref());
+        // A snapshot of another engine says nothing of this instance, and
+        // a partial one is never decided on.
+        let snapshot = snapshot
+            .filter(|s| s.engine == engine_name.as_deref() && s.observation.partial().is_none());
         let (mut observation, mut shared) = match snapshot {
             Some(snapshot) => (snapshot.observation, true),
             None => {
@@ -692,20 +703,26 @@ pub fn already_converged(
         return None;
     }
     let view = snapshot.observation.view(&row.uid, None);
+    // What a partial snapshot did not list it cannot vouch for.
+    let partial = snapshot.observation.partial();
+    let networks_listed = partial.is_none_or(|p| p.networks);
+    let volumes_listed = partial.is_none();
     let shaped = match row.phase? {
         InstancePhase::Running => {
+            // A running container holds its network and its sidecars'
+            // volumes: the engine refuses to remove them from under it.
             view.container.as_ref().is_some_and(|c| c.running)
-                && view.network.is_some()
-                && view.extra_networks.is_empty()
+                && (!networks_listed || (view.network.is_some() && view.extra_networks.is_empty()))
                 && view.sidecars.len() == row.sidecars.len()
                 && row
                     .sidecars
                     .iter()
                     .all(|name| view.sidecars.get(name).is_some_and(|c| c.running))
-                && row.volumes.iter().all(|v| view.volumes.contains(v))
+                && (!volumes_listed || row.volumes.iter().all(|v| view.volumes.contains(v)))
         }
         InstancePhase::Kept => {
-            view.container.is_none()
+            networks_listed
+                && view.container.is_none()
                 && view.network.is_none()
                 && view.extra_networks.is_empty()
                 && view.sidecars.is_empty()

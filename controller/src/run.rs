@@ -45,6 +45,7 @@ use tokio::time::Instant;
 
 use crate::backoff;
 use crate::engines::{EngineName, display_name};
+use crate::index::IndexRow;
 use crate::queue::Queue;
 use crate::reconcile::{Outcome, ReconcileError, Reconciler};
 use crate::source::Source;
@@ -94,6 +95,29 @@ struct Shared {
     queue: Queue,
     options: Options,
     backoffs: Mutex<HashMap<String, Backoff>>,
+}
+
+/// The index rows, read again only when the index file changed: a watch
+/// that polls every few seconds over hundreds of instances should not parse
+/// them each time.
+#[derive(Default)]
+struct CachedRows {
+    /// The index file's modification time and length when last read.
+    seen: Option<(SystemTime, u64)>,
+    rows: Vec<IndexRow>,
+}
+
+impl CachedRows {
+    fn get(&mut self, store: &crate::Store) -> Result<&[IndexRow], crate::StoreError> {
+        let stamp = std::fs::metadata(store.layout().index_file())
+            .ok()
+            .and_then(|m| Some((m.modified().ok()?, m.len())));
+        if stamp.is_none() || stamp != self.seen {
+            self.rows = store.rows()?;
+            self.seen = stamp;
+        }
+        Ok(&self.rows)
+    }
 }
 
 /// The engine actions that end a container's run.
@@ -255,10 +279,11 @@ async fn work(shared: Arc<Shared>) {
 /// when no instance names it any more.
 async fn watch_engines(shared: Arc<Shared>) {
     let mut watching: HashMap<EngineName, tokio::task::JoinHandle<()>> = HashMap::new();
+    let mut rows = CachedRows::default();
     loop {
-        match shared.reconciler.store.rows() {
+        match rows.get(&shared.reconciler.store) {
             Ok(rows) => {
-                let in_use: BTreeSet<EngineName> = rows.into_iter().map(|r| r.engine).collect();
+                let in_use: BTreeSet<EngineName> = rows.iter().map(|r| r.engine.clone()).collect();
                 watching.retain(|name, watch| {
                     let keep = in_use.contains(name);
                     if !keep {
@@ -365,13 +390,14 @@ async fn watch_store(shared: Arc<Shared>) {
             (row.name, (modified(&path), operator_fingerprint(&path)))
         })
         .collect();
+    let mut cached = CachedRows::default();
     loop {
         tokio::time::sleep(shared.options.store_poll).await;
-        let Ok(rows) = shared.reconciler.store.rows() else {
+        let Ok(rows) = cached.get(&shared.reconciler.store) else {
             continue;
         };
         let mut current = HashMap::with_capacity(rows.len());
-        for row in rows {
+        for row in rows.iter().cloned() {
             let path = layout.object_file(&row.container_name);
             let mtime = modified(&path);
             let entry = match seen.remove(&row.name) {

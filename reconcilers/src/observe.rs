@@ -61,6 +61,16 @@ pub struct Observation {
     networks: Vec<Network>,
     volumes: Vec<Volume>,
     image_ids: HashSet<String>,
+    /// Only what [`Observation::for_no_op`] lists: the containers, and the
+    /// networks when asked. Never decided on: it only tells that an
+    /// instance is as it was left.
+    partial: Option<Partial>,
+}
+
+/// What a partial observation listed besides the containers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Partial {
+    pub networks: bool,
 }
 
 impl Observation {
@@ -79,7 +89,36 @@ impl Observation {
             networks,
             volumes,
             image_ids: images.into_iter().map(|i| i.id).collect(),
+            partial: None,
         })
+    }
+
+    /// What telling converged instances from the rest needs, and no more:
+    /// the managed containers (a running container holds its network and
+    /// the volumes its sidecars use, which the engine will not remove from
+    /// under it), and the networks only when `networks` (instances kept,
+    /// which must have none). One engine call, or two.
+    pub async fn for_no_op(engine: &Engine, networks: bool) -> Result<Self, EngineError> {
+        let labels = [(label::MANAGED, "true")];
+        let listed_networks = async {
+            match networks {
+                true => engine.list_networks(&labels).await,
+                false => Ok(Vec::new()),
+            }
+        };
+        let (containers, networks_found) =
+            futures::try_join!(engine.list_containers(&labels), listed_networks)?;
+        Ok(Self {
+            containers,
+            networks: networks_found,
+            partial: Some(Partial { networks }),
+            ..Self::default()
+        })
+    }
+
+    /// `None` for a full observation; what a partial one listed.
+    pub fn partial(&self) -> Option<Partial> {
+        self.partial
     }
 
     /// The same, narrowed to one instance by its uid; of the images, only
@@ -108,6 +147,7 @@ impl Observation {
             networks,
             volumes,
             image_ids: image.into_iter().collect(),
+            partial: None,
         })
     }
 

@@ -6,9 +6,10 @@ use std::io::{IsTerminal, Read, Write};
 
 use anyhow::{Context, Result};
 use futures::StreamExt;
-use jackin_api::Instance;
+use jackin_api::instance::InstancePhase;
 use jackin_api::meta::find_condition;
 use jackin_api::names::{condition, reason};
+use jackin_api::{DesiredPhase, Instance};
 use jackin_controller::engines::Engines;
 use jackin_controller::{Reconciler, Store, StoreError, session};
 use jackin_reconcilers::Engine;
@@ -19,8 +20,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 use crate::args::WaitArgs;
+use crate::cmd::launch;
 use crate::output;
-use crate::screens::{self, Screen};
+use crate::screens::{self, Answer, Kind, Screen};
 
 /// The operator's keystrokes, read by one thread for the whole command, so
 /// that nothing typed after a session ends is lost to a stale reader.
@@ -166,10 +168,17 @@ async fn ask(obj: &Instance, keyboard: &mut Keyboard) -> Result<Choice> {
         obj.spec.workspace.as_deref().unwrap_or("-"),
         status.container_name.as_deref().unwrap_or("-")
     );
+    let unfinished = status
+        .mounts
+        .iter()
+        .filter(|m| jackin_reconcilers::assess::has_unfinished_work(m))
+        .count();
+    let mounts_word = output::plural(unfinished, "isolated mount", "isolated mounts");
     let mut evidence = vec![
         who.clone(),
         String::new(),
-        "This session has unfinished work in its isolated checkouts:".to_owned(),
+        format!("This session has unfinished work in {unfinished} {mounts_word}."),
+        String::new(),
     ];
     evidence.extend(
         output::mounts_evidence(&status.mounts)
@@ -179,20 +188,21 @@ async fn ask(obj: &Instance, keyboard: &mut Keyboard) -> Result<Choice> {
     evidence.push(String::new());
     evidence.push("Review the above before choosing how to end the session.".to_owned());
     let screen_a = Screen {
-        label: "session ended",
+        label: "session ended".into(),
         context: evidence,
-        choices: vec![("Continue".into(), "choose how to end this session".into())],
-        confirm_only: true,
+        choices: Vec::new(),
+        kind: Kind::Acknowledge,
     };
-    if screens::choose(&screen_a, keyboard).await?.is_none() {
+    if screens::choose(&screen_a, keyboard).await? == Answer::Abort {
         // Aborted: keep, which loses nothing.
         return Ok(Choice::Keep);
     }
+    let verb = output::plural(unfinished, "has", "have");
     let screen_b = Screen {
-        label: "session ended",
+        label: "session ended".into(),
         context: vec![
             who,
-            "Unfinished work remains in an isolated checkout.".to_owned(),
+            format!("{unfinished} {mounts_word} {verb} unfinished work."),
         ],
         choices: vec![
             (
@@ -208,11 +218,11 @@ async fn ask(obj: &Instance, keyboard: &mut Keyboard) -> Result<Choice> {
                 "discard the checkouts and delete all instance state".into(),
             ),
         ],
-        confirm_only: false,
+        kind: Kind::Choose { filter: false },
     };
     Ok(match screens::choose(&screen_b, keyboard).await? {
-        Some(0) => Choice::ReturnToAgent,
-        Some(2) => Choice::CleanUp,
+        Answer::Chose(0) => Choice::ReturnToAgent,
+        Answer::Chose(2) => Choice::CleanUp,
         // "Exit and keep", or aborted: keep loses nothing.
         _ => Choice::Keep,
     })
@@ -233,14 +243,37 @@ fn asking(obj: &Instance) -> bool {
     })
 }
 
+/// Whether attaching to `obj` resumes a session that is kept or ended.
+pub fn resumes(obj: &Instance) -> bool {
+    let phase = obj.status.as_ref().and_then(|s| s.phase);
+    obj.desired_phase() == DesiredPhase::Kept
+        || matches!(
+            phase,
+            Some(InstancePhase::Kept | InstancePhase::Exited | InstancePhase::Crashed)
+        )
+}
+
+/// Attaches to `name`, resuming it first when it is kept or ended (after
+/// Screen D, unless `verified` says the caller showed it already).
 pub async fn run(
     store: Store,
     engines: Engines,
     name: &str,
     wait: &WaitArgs,
     keyboard: &mut Keyboard,
+    verified: bool,
 ) -> Result<()> {
     let current = store.get_instance(name)?;
+    if !verified && resumes(&current) {
+        match launch::verify_preserved_state(&store, &current, keyboard).await? {
+            Answer::Chose(_) => {}
+            Answer::Back => {
+                eprintln!("instance/{name} not resumed: it is unchanged");
+                return Ok(());
+            }
+            Answer::Abort => anyhow::bail!("resume aborted: instance/{name} is unchanged"),
+        }
+    }
     let container = container_of(&current);
     let lock_path = store.layout().attached_lock_file(&container);
     let _attached = hold_attached_lock(&lock_path)

@@ -10,17 +10,19 @@ use jackin_api::names::annotation;
 use jackin_api::{DesiredPhase, Instance, Object};
 use jackin_controller::Store;
 use jackin_controller::engines::Engines;
+use jackin_controller::reconcile::assess_checkouts;
 use jackin_reconcilers::assess::has_unfinished_work;
 use jiff::Timestamp;
 
 use crate::args::LaunchArgs;
 use crate::cmd::attach::{self, Keyboard};
 use crate::output;
-use crate::screens::{self, Screen};
+use crate::screens::{self, Answer, Kind, Screen};
 
-/// The instances of (workspace, role, agent) that can be resumed, most
-/// recent first: kept ones, clean or not, and ended or running ones.
-fn restorable(store: &Store, args: &LaunchArgs) -> Result<Vec<Instance>> {
+/// The instances of (workspace, role, agent) that can be resumed, the most
+/// recently used first: kept ones, clean or not, and ended or running ones,
+/// with their isolated checkouts assessed now.
+async fn restorable(store: &Store, args: &LaunchArgs) -> Result<Vec<Instance>> {
     let mut found: Vec<Instance> = store
         .list_instances()?
         .instances
@@ -32,8 +34,31 @@ fn restorable(store: &Store, args: &LaunchArgs) -> Result<Vec<Instance>> {
                 && obj.desired_phase() != DesiredPhase::Purged
         })
         .collect();
-    found.sort_by_key(|obj| std::cmp::Reverse(obj.metadata.creation_timestamp));
+    for obj in &mut found {
+        if let Some(container) = obj.status.as_ref().and_then(|s| s.container_name.clone()) {
+            let mounts = assess_checkouts(store.layout(), &container).await?;
+            obj.status.get_or_insert_default().mounts = mounts;
+        }
+    }
+    found.sort_by_key(|obj| std::cmp::Reverse(last_used(obj)));
     Ok(found)
+}
+
+/// When a session was last in use: when its last session ended, it was
+/// settled or restored, else when it was created.
+fn last_used(obj: &Instance) -> Option<Timestamp> {
+    let status = obj.status.as_ref();
+    [
+        status
+            .and_then(|s| s.session.as_ref())
+            .and_then(|s| s.finished_at),
+        status.and_then(|s| s.settled.as_ref()).map(|s| s.at),
+        status.and_then(|s| s.restore.as_ref()).map(|r| r.at),
+        obj.metadata.creation_timestamp,
+    ]
+    .into_iter()
+    .flatten()
+    .max()
 }
 
 /// "clean", or what unfinished work the checkouts hold.
@@ -47,9 +72,22 @@ fn summary(obj: &Instance) -> String {
     if unfinished.is_empty() {
         return "clean".into();
     }
-    let files: usize = unfinished.iter().map(|m| m.dirty_files.len()).sum();
+    let files: usize = unfinished.iter().map(|m| output::dirty_file_count(m)).sum();
     let branches: usize = unfinished.iter().map(|m| m.unpushed_branches.len()).sum();
-    format!("{files} files uncommitted, {branches} branches unpushed")
+    let mut parts = Vec::new();
+    if files > 0 {
+        parts.push(format!(
+            "{files} {} dirty",
+            output::plural(files, "file", "files")
+        ));
+    }
+    if branches > 0 {
+        parts.push(format!(
+            "{branches} {} unpushed",
+            output::plural(branches, "branch", "branches")
+        ));
+    }
+    parts.join(" · ")
 }
 
 /// Whether resuming the session brings its agent's conversation back.
@@ -65,7 +103,8 @@ fn conversation(obj: &Instance) -> &'static str {
     }
 }
 
-/// Screen C: "Start new session" first, then each session to resume.
+/// Screen C: "Start new session" first, then each session to resume, with
+/// how long ago it was last used.
 async fn choose(
     args: &LaunchArgs,
     found: &[Instance],
@@ -86,59 +125,74 @@ async fn choose(
             format!("Resume {}", obj.metadata.name),
             format!(
                 "{} ago · {phase} · {} · {}",
-                output::age(obj.metadata.creation_timestamp, now),
+                output::age(last_used(obj), now),
                 summary(obj),
                 conversation(obj)
             ),
         ));
     }
     let screen = Screen {
-        label: "launch",
+        label: "resume or start new".into(),
         context: vec![format!(
             "{} ({}) · workspace {}",
             args.role, args.agent, args.workspace
         )],
         choices,
-        confirm_only: false,
+        kind: Kind::Choose { filter: true },
     };
     match screens::choose(&screen, keyboard).await? {
-        None => bail!("no choice was made"),
-        Some(0) => Ok(None),
-        Some(n) => Ok(Some(n - 1)),
+        Answer::Abort | Answer::Back => bail!("no choice was made"),
+        Answer::Chose(0) => Ok(None),
+        Answer::Chose(n) => Ok(Some(n - 1)),
     }
 }
 
-/// Screen D: before a preserved checkout with unfinished work is reused,
-/// the operator sees what is in it.
-async fn review_before_reuse(obj: &Instance, keyboard: &mut Keyboard) -> Result<()> {
-    let mounts = obj
-        .status
-        .as_ref()
-        .map(|s| s.mounts.clone())
-        .unwrap_or_default();
-    if !mounts.iter().any(has_unfinished_work) {
-        return Ok(());
+/// Screen D: before a session with isolated checkouts is resumed (by
+/// `launch`, `attach` or `set-phase running`), the operator sees what is
+/// in them, and passes only with Enter; Esc goes back. A session without
+/// isolated checkouts has nothing to verify: it resumes at once.
+pub async fn verify_preserved_state(
+    store: &Store,
+    obj: &Instance,
+    keyboard: &mut Keyboard,
+) -> Result<Answer> {
+    let Some(container) = obj.status.as_ref().and_then(|s| s.container_name.clone()) else {
+        return Ok(Answer::Chose(0));
+    };
+    let mounts = assess_checkouts(store.layout(), &container).await?;
+    if mounts.is_empty() {
+        return Ok(Answer::Chose(0));
     }
+    let name = &obj.metadata.name;
     let mut context = vec![
         format!(
-            "Resuming {}: its isolated checkouts hold unfinished work:",
-            obj.metadata.name
+            "Restoring instance/{name}: {} ({}) · workspace {}",
+            obj.spec.role.name,
+            obj.spec.agent,
+            obj.spec.workspace.as_deref().unwrap_or("-")
+        ),
+        format!(
+            "Reusing the preserved {}:",
+            output::plural(mounts.len(), "checkout", "checkouts")
         ),
         String::new(),
     ];
     context.extend(output::mounts_evidence(&mounts).lines().map(str::to_owned));
     context.push(String::new());
-    context.push("The session resumes on these checkouts as they are.".to_owned());
+    context.push(
+        match mounts.iter().any(has_unfinished_work) {
+            true => "The session resumes on this work as it is; nothing of it is lost.",
+            false => "Nothing unfinished: the session resumes on clean checkouts.",
+        }
+        .to_owned(),
+    );
     let screen = Screen {
-        label: "resume",
+        label: format!("resume {name}"),
         context,
-        choices: vec![("Continue".into(), "resume on these checkouts".into())],
-        confirm_only: true,
+        choices: Vec::new(),
+        kind: Kind::ResumeOrBack,
     };
-    match screens::choose(&screen, keyboard).await? {
-        Some(_) => Ok(()),
-        None => bail!("resume aborted"),
-    }
+    screens::choose(&screen, keyboard).await
 }
 
 /// A launch names a workspace that exists: a typo would otherwise start a
@@ -259,17 +313,28 @@ fn new_name(store: &Store, role: &str) -> Result<String> {
 
 pub async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()> {
     check_workspace(&store, &args.workspace)?;
-    let found = restorable(&store, args)?;
+    let found = restorable(&store, args).await?;
     let mut keyboard = Keyboard::start();
-    let choice = match found.is_empty() {
-        true => None,
-        false => choose(args, &found, &mut keyboard).await?,
+    // Screen C, and Screen D for a session chosen to resume; Esc on D goes
+    // back to C.
+    let choice = loop {
+        if found.is_empty() {
+            break None;
+        }
+        let Some(i) = choose(args, &found, &mut keyboard).await? else {
+            break None;
+        };
+        match verify_preserved_state(&store, &found[i], &mut keyboard).await? {
+            Answer::Chose(_) => break Some(i),
+            Answer::Back => continue,
+            Answer::Abort => bail!(
+                "resume aborted: instance/{} is unchanged",
+                found[i].metadata.name
+            ),
+        }
     };
     let name = match choice {
-        Some(i) => {
-            review_before_reuse(&found[i], &mut keyboard).await?;
-            found[i].metadata.name.clone()
-        }
+        Some(i) => found[i].metadata.name.clone(),
         None => {
             let mut obj = template(args, &found)?;
             obj.metadata = jackin_api::ObjectMeta {
@@ -294,5 +359,5 @@ pub async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()
     if let Some(policy) = policy_override(args) {
         store.set_annotation(&name, annotation::EXIT_POLICY, Some(policy))?;
     }
-    attach::run(store, engines, &name, &args.wait, &mut keyboard).await
+    attach::run(store, engines, &name, &args.wait, &mut keyboard, true).await
 }

@@ -1,6 +1,8 @@
 //! `jackin set-phase NAME running|kept|purged` (and `delete`): the desired
 //! phase, set and converged, or a dry run of the loop's decision.
 
+use std::io::IsTerminal;
+
 use anyhow::{Result, bail};
 use jackin_api::names::annotation;
 use jackin_api::{DesiredPhase, Instance};
@@ -9,7 +11,10 @@ use jackin_controller::{Reconciler, Store};
 use jackin_reconcilers::assess::acknowledgement_digest;
 
 use crate::args::WaitArgs;
+use crate::cmd::attach::{self, Keyboard};
+use crate::cmd::launch;
 use crate::cmd::select::Targets;
+use crate::screens::Answer;
 use crate::{connect, converge_and_report, open_store_to_change, output, sweep_files_quietly};
 
 pub async fn run(
@@ -66,9 +71,25 @@ pub async fn set_phases(
             acknowledge_discard(&store, obj, force).await?;
         }
     }
+    // Resuming on a terminal shows each session's preserved state first
+    // (Screen D); Esc leaves that one as it is.
+    let mut keyboard =
+        (phase == DesiredPhase::Running && std::io::stdin().is_terminal()).then(Keyboard::start);
     let mut names = Vec::with_capacity(current.len());
     for obj in current {
         let name = &obj.metadata.name;
+        if let Some(keyboard) = keyboard.as_mut()
+            && attach::resumes(obj)
+        {
+            match launch::verify_preserved_state(&store, obj, keyboard).await? {
+                Answer::Chose(_) => {}
+                Answer::Back => {
+                    eprintln!("instance/{name} not resumed: it is unchanged");
+                    continue;
+                }
+                Answer::Abort => bail!("resume aborted: instance/{name} is unchanged"),
+            }
+        }
         let outcome = match phase {
             DesiredPhase::Running => jackin_controller::session::resume(&store, name)?,
             _ => store.set_phase(name, phase)?,
@@ -102,7 +123,6 @@ async fn acknowledge_discard(store: &Store, obj: &Instance, force: bool) -> Resu
     let name = &obj.metadata.name;
     eprintln!("instance/{name} has unfinished work in its isolated checkouts:");
     eprint!("{}", output::mounts_evidence(&mounts));
-    use std::io::IsTerminal;
     if force {
         store.set_annotation(name, annotation::ACKNOWLEDGE_DISCARD, Some(&digest))?;
         eprintln!("acknowledged (digest {digest})");
