@@ -759,3 +759,34 @@ fn screen_d_guards_every_resume_on_a_terminal_and_esc_leaves_the_session_as_it_i
     let out = home.ok(&["set-phase", "guarded", "running"]);
     assert!(out.contains("instance/guarded Running"), "{out}");
 }
+
+#[test]
+fn a_first_session_starts_from_the_workspaces_roles_without_a_template() {
+    ensure_busybox();
+    let home = Home::new();
+    let yaml = format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: desk}}\nspec:\n  \
+         roles: [{{name: tester, image: {}}}]\n",
+        support::busybox_image()
+    );
+    home.apply("ws-desk", &yaml);
+    // Mistakes first: nothing is created.
+    let err = home.fails(&["launch", "-w", "desk", "-r", "testr", "-a", "shell"]);
+    assert!(
+        err.contains("workspace desk names no role \"testr\"; did you mean \"tester\"?"),
+        "{err}"
+    );
+    let err = home.fails(&["launch", "-w", "desk", "-r", "tester", "-a", "shel"]);
+    assert!(
+        err.contains("no agent is named \"shel\"; did you mean \"shell\"?"),
+        "{err}"
+    );
+    assert_eq!(home.ok(&["get", "-o", "name"]), "");
+
+    let term = Terminal::start(&home, "launch -w desk -r tester -a shell");
+    term.wait_for("attached to instance/tester-1", 1);
+    let obj = home.object("tester-1");
+    assert_eq!(obj["spec"]["workspace"], "desk");
+    assert_eq!(obj["spec"]["image"], support::busybox_image());
+    assert_eq!(obj["status"]["phase"], "Running");
+}

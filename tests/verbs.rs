@@ -283,3 +283,34 @@ fn the_controller_says_it_is_alive_and_what_it_does_without_v() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!text.contains("INFO") && !text.contains("DEBUG"), "{text}");
 }
+
+#[test]
+fn a_listing_printed_as_json_applies_back_unchanged() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply(
+        "two",
+        &[labelled("j1", "{team: a}"), labelled("j2", "{team: b}")].join("---\n"),
+    );
+    let listing = home.ok(&["get", "-o", "json"]);
+    assert!(listing.contains("\"kind\": \"List\""), "{listing}");
+    let mut apply = home
+        .command(&["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    apply
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(listing.as_bytes())
+        .unwrap();
+    let out = apply.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "instance/j1 unchanged\ninstance/j2 unchanged\ninstance/j1 Running\ninstance/j2 Running\n"
+    );
+}

@@ -578,6 +578,32 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     api_version(&mut errors, &obj.api_version);
     metadata(&mut errors, &obj.metadata);
     mounts(&mut errors, "spec.mounts", &obj.spec.mounts);
+    let mut role_names = HashSet::new();
+    for (i, role) in obj.spec.roles.iter().enumerate() {
+        let at = format!("spec.roles[{i}]");
+        errors.check(&format!("{at}.name"), dns_label(&role.name));
+        if !role_names.insert(role.name.as_str()) {
+            errors.push(
+                format!("{at}.name"),
+                format!("duplicate role {:?}", role.name),
+            );
+        }
+        match (&role.source, &role.image) {
+            (Some(source), None) => {
+                errors.check(&format!("{at}.source.git"), git_source(&source.git));
+            }
+            (None, Some(image)) => {
+                errors.check(
+                    &format!("{at}.image"),
+                    argv_value(image, "an image reference"),
+                );
+            }
+            _ => errors.push(
+                at,
+                "expected either source (a repository to build) or image (a local image)",
+            ),
+        }
+    }
     if let Some(engine) = &obj.spec.engine {
         errors.check("spec.engine", engine_ref(engine));
     }
@@ -634,6 +660,47 @@ mod tests {
             },
             status: None,
         }
+    }
+
+    #[test]
+    fn a_workspace_role_names_one_source_or_one_image() {
+        use crate::workspace::WorkspaceRole;
+        let role = |name: &str, git: Option<&str>, image: Option<&str>| WorkspaceRole {
+            name: name.into(),
+            source: git.map(|g| crate::instance::RoleSource {
+                git: g.into(),
+                git_ref: None,
+            }),
+            image: image.map(Into::into),
+        };
+        let mut ws = Workspace {
+            api_version: API_VERSION.into(),
+            kind: "Workspace".into(),
+            metadata: ObjectMeta {
+                name: "desk".into(),
+                ..Default::default()
+            },
+            spec: Default::default(),
+        };
+        ws.spec.roles = vec![
+            role("a", Some("/src/a"), None),
+            role("b", None, Some("b:1")),
+        ];
+        assert_eq!(workspace(&ws), Ok(()));
+        ws.spec.roles = vec![
+            role("a", Some("/src/a"), Some("a:1")),
+            role("b", None, None),
+            role("b", None, Some("ext::sh")),
+        ];
+        let paths: Vec<String> = workspace(&ws)
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.path)
+            .collect();
+        assert_eq!(
+            paths,
+            ["spec.roles[0]", "spec.roles[1]", "spec.roles[2].name"]
+        );
     }
 
     #[test]

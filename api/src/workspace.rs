@@ -44,6 +44,18 @@ impl ExitPolicy {
     }
 }
 
+/// A role a workspace's sessions run: its repository (built at launch), or
+/// a local image.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkspaceRole {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::instance::RoleSource>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkspaceSpec {
@@ -54,6 +66,11 @@ pub struct WorkspaceSpec {
     /// Mounts every instance of this workspace gets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountSpec>,
+    /// The roles its sessions run: where each one's image comes from, so
+    /// that `jackin launch -w W -r ROLE -a AGENT` starts a first session
+    /// with no template.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<WorkspaceRole>,
     /// The default of `spec.hostUser` for the workspace's instances.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_user: Option<bool>,

@@ -206,13 +206,8 @@ fn check_workspace(store: &Store, name: &str) -> Result<()> {
         .into_iter()
         .map(|w| w.metadata.name)
         .collect();
-    let closest = known
-        .iter()
-        .map(|k| (edit_distance(name, k), k))
-        .filter(|(distance, k)| *distance <= k.len().max(name.len()) / 3 + 1)
-        .min();
-    match closest {
-        Some((_, suggestion)) => bail!(
+    match closest(name, known.iter().map(String::as_str)) {
+        Some(suggestion) => bail!(
             "workspace {name:?} not found; did you mean {suggestion:?}?\nhint: `jackin get \
              workspaces` lists them"
         ),
@@ -221,6 +216,21 @@ fn check_workspace(store: &Store, name: &str) -> Result<()> {
              workspaces` lists them)"
         ),
     }
+}
+
+/// The name of `known` closest to `name`, when one is close enough to be a
+/// likely typo.
+fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    known
+        .map(|k| (edit_distance(name, k), k))
+        .filter(|(distance, k)| *distance <= k.len().max(name.len()) / 3 + 1)
+        .min()
+        .map(|(_, k)| k)
+}
+
+/// ` (did you mean "X"?)` when one of `known` is close to `name`.
+fn did_you_mean<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> String {
+    closest(name, known).map_or_else(String::new, |k| format!("; did you mean {k:?}?"))
 }
 
 /// The number of single-character edits between `a` and `b`.
@@ -242,18 +252,66 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// The spec a new session starts from: the template file, else the most
-/// recent session of the same (workspace, role, agent).
-fn template(args: &LaunchArgs, found: &[Instance]) -> Result<Instance> {
+/// recently used session of the same (workspace, role, agent), else the
+/// workspace's defaults.
+fn template(store: &Store, args: &LaunchArgs, found: &[Instance]) -> Result<Instance> {
     if let Some(path) = &args.from {
         return read_template(path);
     }
-    found.first().cloned().ok_or_else(|| {
-        anyhow!(
-            "no session of {} ({}) in workspace {} to start from\nhint: pass --from FILE with an Instance manifest",
+    match found.first() {
+        Some(latest) => Ok(latest.clone()),
+        None => first_of_its_kind(store, args),
+    }
+}
+
+/// The first session of a (workspace, role, agent): the role as the
+/// workspace names it, the agent from the registry. Everything else
+/// (mounts, the exit policy, the engine, a Docker daemon) is the
+/// workspace's, taken in when the recipe is pinned.
+fn first_of_its_kind(store: &Store, args: &LaunchArgs) -> Result<Instance> {
+    let workspace = store
+        .get_workspace(&args.workspace)?
+        .ok_or_else(|| anyhow!("workspace {:?} not found", args.workspace))?;
+    let roles = &workspace.spec.roles;
+    let Some(role) = roles.iter().find(|r| r.name == args.role) else {
+        let known: Vec<&str> = roles.iter().map(|r| r.name.as_str()).collect();
+        bail!(
+            "workspace {} names no role {:?}{} (it names {})\nhint: add it to the workspace's \
+             spec.roles ({{name, source: {{git: URL}}}} or {{name, image: IMAGE}}), or pass --from \
+             FILE with an Instance manifest",
+            args.workspace,
             args.role,
+            did_you_mean(&args.role, known.iter().copied()),
+            match known.is_empty() {
+                true => "none".to_owned(),
+                false => known.join(", "),
+            }
+        );
+    };
+    if store.resolve_agent(&args.agent)?.is_none() {
+        let agents = store.agents()?;
+        let known = agents.iter().map(|(a, _)| a.metadata.name.as_str());
+        bail!(
+            "no agent is named {:?}{}\nhint: `jackin get agents` lists them",
             args.agent,
-            args.workspace
-        )
+            did_you_mean(&args.agent, known)
+        );
+    }
+    Ok(Instance {
+        api_version: jackin_api::API_VERSION.into(),
+        kind: Instance::KIND.into(),
+        metadata: jackin_api::ObjectMeta::default(),
+        spec: jackin_api::InstanceSpec {
+            workspace: Some(args.workspace.clone()),
+            role: jackin_api::instance::RoleRef {
+                name: role.name.clone(),
+                source: role.source.clone(),
+            },
+            image: role.image.clone(),
+            agent: args.agent.clone(),
+            ..Default::default()
+        },
+        status: None,
     })
 }
 
@@ -336,7 +394,7 @@ pub async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()
     let name = match choice {
         Some(i) => found[i].metadata.name.clone(),
         None => {
-            let mut obj = template(args, &found)?;
+            let mut obj = template(&store, args, &found)?;
             obj.metadata = jackin_api::ObjectMeta {
                 labels: obj.metadata.labels,
                 ..Default::default()
