@@ -142,6 +142,11 @@ fn converged(obj: &Instance) -> bool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Index {
     version: u32,
+    /// Moves with every change the operator makes to an instance (even one
+    /// its row does not show, an annotation), so that a watch learns of
+    /// changes from the index file alone.
+    #[serde(default)]
+    revision: u64,
     /// Sorted by name.
     instances: Vec<IndexRow>,
 }
@@ -159,6 +164,7 @@ impl Default for Index {
     fn default() -> Self {
         Self {
             version: INDEX_VERSION,
+            revision: 0,
             instances: Vec::new(),
         }
     }
@@ -199,6 +205,11 @@ impl Index {
         let before = self.instances.len();
         self.instances.retain(|r| r.container_name != container);
         self.instances.len() != before
+    }
+
+    /// Records that the operator changed an instance.
+    pub fn bump_revision(&mut self) {
+        self.revision += 1;
     }
 
     /// Marks the rows `which` selects as not known to be converged; returns
@@ -262,11 +273,13 @@ impl Index {
         #[derive(Serialize)]
         struct Written<'a> {
             version: u32,
+            revision: u64,
             instances: &'a [IndexRow],
         }
         let path = layout.index_file();
         let written = Written {
             version: INDEX_VERSION,
+            revision: self.revision,
             instances: &self.instances,
         };
         let mut bytes = serde_json::to_vec_pretty(&written).expect("the index serializes");

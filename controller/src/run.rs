@@ -108,15 +108,17 @@ struct CachedRows {
 }
 
 impl CachedRows {
-    fn get(&mut self, store: &crate::Store) -> Result<&[IndexRow], crate::StoreError> {
+    /// The rows, and whether the index changed since the last call.
+    fn get(&mut self, store: &crate::Store) -> Result<(&[IndexRow], bool), crate::StoreError> {
         let stamp = std::fs::metadata(store.layout().index_file())
             .ok()
             .and_then(|m| Some((m.modified().ok()?, m.len())));
-        if stamp.is_none() || stamp != self.seen {
+        let changed = stamp.is_none() || stamp != self.seen;
+        if changed {
             self.rows = store.rows()?;
             self.seen = stamp;
         }
-        Ok(&self.rows)
+        Ok((&self.rows, changed))
     }
 }
 
@@ -282,7 +284,7 @@ async fn watch_engines(shared: Arc<Shared>) {
     let mut rows = CachedRows::default();
     loop {
         match rows.get(&shared.reconciler.store) {
-            Ok(rows) => {
+            Ok((rows, _)) => {
                 let in_use: BTreeSet<EngineName> = rows.iter().map(|r| r.engine.clone()).collect();
                 watching.retain(|name, watch| {
                     let keep = in_use.contains(name);
@@ -393,7 +395,9 @@ async fn watch_store(shared: Arc<Shared>) {
     let mut cached = CachedRows::default();
     loop {
         tokio::time::sleep(shared.options.store_poll).await;
-        let Ok(rows) = cached.get(&shared.reconciler.store) else {
+        // Every change of the operator's moves the index (its revision):
+        // while it stands still there is nothing to look for.
+        let Ok((rows, true)) = cached.get(&shared.reconciler.store) else {
             continue;
         };
         let mut current = HashMap::with_capacity(rows.len());

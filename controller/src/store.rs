@@ -622,7 +622,15 @@ impl Store {
         let outcome = change(&mut obj)?;
         if outcome != ApplyOutcome::Unchanged {
             write_object(&self.layout, container, &obj)?;
-            self.index_upsert(&obj)?;
+            // Always written: a watch learns of the change from the index.
+            let row = IndexRow::of(&obj);
+            self.edit_index(|index| {
+                if let Some(row) = row {
+                    index.upsert(row);
+                }
+                index.bump_revision();
+                true
+            })?;
         }
         Ok(outcome)
     }
