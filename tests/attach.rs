@@ -790,3 +790,34 @@ fn a_first_session_starts_from_the_workspaces_roles_without_a_template() {
     assert_eq!(obj["spec"]["image"], support::busybox_image());
     assert_eq!(obj["status"]["phase"], "Running");
 }
+
+#[test]
+fn several_instances_converging_show_a_live_line_each() {
+    ensure_busybox();
+    let home = Home::new();
+    let file = home.write_input(
+        "three.yaml",
+        &["p1", "p2", "p3"]
+            .map(|name| instance_yaml_with(name, "  command: [sleep, \"3600\"]\n"))
+            .join("---\n"),
+    );
+    let term = Terminal::start_as(
+        &home,
+        &format!("apply {}", file.display()),
+        "xterm-256color",
+    );
+    for name in ["p1", "p2", "p3"] {
+        term.wait_for(&format!("instance/{name} Running"), 1);
+    }
+    let screen = term.screen();
+    for name in ["p1", "p2", "p3"] {
+        assert!(
+            screen.contains(&format!(
+                "✓ instance/{name}: [container] starting the container"
+            )),
+            "{screen}"
+        );
+    }
+    // Every live line was cleared: no spinner is left on the screen.
+    assert!(!screen.contains('⠋') && !screen.contains('⠙'), "{screen}");
+}

@@ -1,50 +1,70 @@
-//! Progress of long steps on stderr: on a terminal, one live line per step
-//! (a spinner and the latest build output while it runs, a check mark when
-//! it is done); otherwise one plain line per step.
+//! Progress of long steps on stderr. On a terminal, a live line per
+//! instance converging (indicatif's `MultiProgress`: a spinner, the step,
+//! and the latest build output while it runs), each finished step left
+//! above as a line with a check mark; otherwise one plain line per step.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use jackin_controller::reconcile::{Progress, ProgressSink};
 
-const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
-
-#[derive(Default)]
+/// The live lines, one per instance.
 struct Live {
-    /// `instance/NAME: step` of the line being drawn.
-    line: Option<String>,
-    /// The latest build output, shown after the step.
-    detail: String,
-    frame: usize,
-    done: bool,
+    multi: MultiProgress,
+    /// Each instance's line, and the step it shows.
+    lines: Mutex<HashMap<String, (ProgressBar, String)>>,
 }
 
 impl Live {
-    fn draw(&self, out: &mut impl Write) {
-        let Some(line) = &self.line else { return };
-        let width = crossterm::terminal::size().map_or(80, |(w, _)| w as usize);
-        let mut text = format!("{} {line}", FRAMES[self.frame % FRAMES.len()]);
-        if !self.detail.is_empty() {
-            text.push_str(" · ");
-            text.push_str(&self.detail);
+    /// The line of `name` shows `step` now; the step it showed before is
+    /// done, and printed above the live lines.
+    fn step(&self, name: &str, step: String) {
+        let mut lines = self.lines.lock().expect("progress lock");
+        let (bar, shown) = lines.entry(name.to_owned()).or_insert_with(|| {
+            let bar = self.multi.add(ProgressBar::new_spinner());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {wide_msg}")
+                    .expect("a valid template")
+                    .tick_strings(&["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏", "✓"]),
+            );
+            bar.enable_steady_tick(Duration::from_millis(100));
+            (bar, String::new())
+        });
+        if !shown.is_empty() {
+            let _ = self.multi.println(format!("✓ {shown}"));
         }
-        let text: String = text.chars().take(width.saturating_sub(1)).collect();
-        let _ = write!(out, "\r\x1b[2K{text}");
-        let _ = out.flush();
+        bar.set_message(step.clone());
+        *shown = step;
     }
 
-    fn finish(&mut self, out: &mut impl Write) {
-        if let Some(line) = self.line.take() {
-            let _ = writeln!(out, "\r\x1b[2K✓ {line}");
+    /// The latest build output, after the step.
+    fn detail(&self, name: &str, detail: &str) {
+        let lines = self.lines.lock().expect("progress lock");
+        if let Some((bar, shown)) = lines.get(name) {
+            bar.set_message(format!("{shown} · {detail}"));
         }
-        self.detail.clear();
+    }
+
+    /// Every last step is done: printed, and the live lines gone.
+    fn finish(&self) {
+        let mut lines = self.lines.lock().expect("progress lock");
+        let mut done: Vec<_> = lines.drain().collect();
+        done.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, (bar, shown)) in done {
+            bar.finish_and_clear();
+            if !shown.is_empty() {
+                let _ = self.multi.println(format!("✓ {shown}"));
+            }
+        }
     }
 }
 
 /// Renders reconcile progress; build a sink with [`Reporter::sink`].
 pub struct Reporter {
-    live: Option<Arc<Mutex<Live>>>,
+    live: Option<Arc<Live>>,
     verbose: bool,
 }
 
@@ -55,20 +75,10 @@ impl Reporter {
         let tty =
             std::io::stderr().is_terminal() && std::env::var("TERM").map_or(true, |t| t != "dumb");
         let live = tty.then(|| {
-            let live = Arc::new(Mutex::new(Live::default()));
-            let ticker = live.clone();
-            std::thread::spawn(move || {
-                loop {
-                    std::thread::sleep(Duration::from_millis(100));
-                    let mut live = ticker.lock().expect("progress lock");
-                    if live.done {
-                        break;
-                    }
-                    live.frame += 1;
-                    live.draw(&mut std::io::stderr());
-                }
-            });
-            live
+            Arc::new(Live {
+                multi: MultiProgress::new(),
+                lines: Mutex::default(),
+            })
         });
         Self { live, verbose }
     }
@@ -77,47 +87,31 @@ impl Reporter {
         let live = self.live.clone();
         let verbose = self.verbose;
         Arc::new(move |name: &str, event: Progress<'_>| {
-            let mut err = std::io::stderr();
+            let line = |step: &jackin_reconcilers::decide::Step| {
+                format!("instance/{name}: [{}] {}", step.stage(), step.describe())
+            };
             match (&live, event) {
-                (Some(live), Progress::Step(step)) => {
-                    let mut live = live.lock().expect("progress lock");
-                    live.finish(&mut err);
-                    live.line = Some(format!(
-                        "instance/{name}: [{}] {}",
-                        step.stage(),
-                        step.describe()
-                    ));
-                    live.draw(&mut err);
-                }
+                (Some(live), Progress::Step(step)) => live.step(name, line(step)),
                 // Build output is the role's: it must not drive the terminal.
-                (Some(live), Progress::Build(line)) => {
-                    let mut live = live.lock().expect("progress lock");
-                    live.detail = crate::output::terminal_safe(line);
-                    live.draw(&mut err);
+                (Some(live), Progress::Build(text)) => {
+                    live.detail(name, &crate::output::terminal_safe(text));
                 }
                 (None, Progress::Step(step)) => {
-                    let _ = writeln!(
-                        err,
-                        "instance/{name}: [{}] {}",
-                        step.stage(),
-                        step.describe()
-                    );
+                    let _ = writeln!(std::io::stderr(), "{}", line(step));
                 }
-                (None, Progress::Build(line)) if verbose => {
-                    let line = crate::output::terminal_safe(line);
-                    let _ = writeln!(err, "instance/{name}:   | {line}");
+                (None, Progress::Build(text)) if verbose => {
+                    let text = crate::output::terminal_safe(text);
+                    let _ = writeln!(std::io::stderr(), "instance/{name}:   | {text}");
                 }
                 (None, Progress::Build(_)) => {}
             }
         })
     }
 
-    /// Completes the live line; call before printing results.
+    /// Completes the live lines; call before printing results.
     pub fn finish(&self) {
         if let Some(live) = &self.live {
-            let mut live = live.lock().expect("progress lock");
-            live.finish(&mut std::io::stderr());
-            live.done = true;
+            live.finish();
         }
     }
 }
