@@ -204,6 +204,18 @@ fn ask_with_unfinished_work_and_nobody_to_ask_keeps_it() {
     let reason = condition(&obj, "ExitPolicy").map(|c| c["reason"].clone());
     assert_eq!(reason, Some(serde_json::json!("NonInteractive")));
     assert!(std::path::Path::new(&checkout).join("draft.md").exists());
+    // The event says it in words, not in Rust's debug text.
+    let described = home.ok(&["describe", "unfinished"]);
+    assert!(
+        described.contains(
+            "exit policy ask: keep the session (unfinished work, and nobody attached to ask)"
+        ),
+        "{described}"
+    );
+    assert!(
+        !described.contains("Keep {") && !described.contains("non_interactive"),
+        "{described}"
+    );
 }
 
 #[test]
@@ -502,6 +514,11 @@ fn logs_print_what_the_agent_printed_and_say_when_a_restore_lost_it() {
     assert!(out.contains("first") && out.contains("second"), "{out}");
     let tail = home.ok(&["logs", "talky", "--tail", "1"]);
     assert!(tail.contains("second") && !tail.contains("first"), "{tail}");
+    let since = home.ok(&["logs", "talky", "--since", "1h"]);
+    assert!(
+        since.contains("first") && since.contains("second"),
+        "{since}"
+    );
     // Tier 2: a new container, a new log, and the command says so.
     docker(&["rm", "-f", &home.container("talky")]);
     home.ok(&["controller", "--once"]);
