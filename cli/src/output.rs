@@ -349,16 +349,7 @@ pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) 
     }
     if !ws.spec.mounts.is_empty() {
         out.push_str("Mounts:\n");
-        for m in &ws.spec.mounts {
-            let ro = if m.readonly { ", read-only" } else { "" };
-            let _ = writeln!(
-                out,
-                "  {} -> {} ({}{ro})",
-                m.src,
-                m.dst,
-                m.isolation.as_str()
-            );
-        }
+        out.push_str(&mount_lines(&ws.spec.mounts));
     }
     out.push_str("Instances:\n");
     if members.is_empty() {
@@ -440,6 +431,17 @@ pub fn mounts_evidence(mounts: &[MountStatus]) -> String {
                 let _ = writeln!(out, "      {}", terminal_safe(b));
             }
         }
+    }
+    out
+}
+
+/// Mounts as `describe` lists them: source, destination, isolation.
+fn mount_lines(mounts: &[jackin_api::instance::MountSpec]) -> String {
+    let mut out = String::new();
+    for m in mounts {
+        let ro = if m.readonly { ", read-only" } else { "" };
+        let (src, dst) = (terminal_safe(&m.src), terminal_safe(&m.dst));
+        let _ = writeln!(out, "  {src} -> {dst} ({}{ro})", m.isolation.as_str());
     }
     out
 }
@@ -602,16 +604,7 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
     }
     if !spec.mounts.is_empty() {
         out.push_str("Mounts:\n");
-        for m in &spec.mounts {
-            let ro = if m.readonly { ", read-only" } else { "" };
-            let _ = writeln!(
-                out,
-                "  {} -> {} ({}{ro})",
-                m.src,
-                m.dst,
-                m.isolation.as_str()
-            );
-        }
+        out.push_str(&mount_lines(&spec.mounts));
     }
     if !spec.env.is_empty() {
         out.push_str("Env:\n");

@@ -6,8 +6,6 @@
 use std::fs;
 use std::io::ErrorKind;
 
-use std::collections::BTreeMap;
-
 use jackin_api::meta::find_condition;
 use jackin_api::names::{condition, reason};
 use jackin_api::{DesiredPhase, Instance, InstancePhase};
@@ -102,14 +100,8 @@ impl IndexRow {
 /// annotations that are not jackin's own (`jackin.dev/…`, which an apply
 /// leaves alone unless the file sets them).
 pub fn fingerprint(obj: &Instance) -> String {
-    let annotations: BTreeMap<&String, &String> = obj
-        .metadata
-        .annotations
-        .iter()
-        .filter(|(key, _)| !key.starts_with("jackin.dev/"))
-        .collect();
-    let owned = serde_json::to_vec(&(&obj.spec, &obj.metadata.labels, annotations))
-        .expect("an instance serializes");
+    let owned =
+        serde_json::to_vec(&crate::ended::manifest_of(obj)).expect("an instance serializes");
     Sha256::digest(&owned)
         .iter()
         .take(16)

@@ -590,6 +590,32 @@ struct DockerCalls {
 }
 
 impl DockerCalls {
+    /// Creates a command in container `id` and starts it; its id, and its
+    /// streams when attached.
+    async fn start_exec(
+        &self,
+        id: &str,
+        config: bollard::exec::CreateExecOptions<String>,
+        tty: bool,
+        what: &str,
+    ) -> Result<(String, bollard::exec::StartExecResults), EngineError> {
+        let exec = self
+            .docker
+            .create_exec(id, config)
+            .await
+            .map_err(|e| self.classify(what, e))?;
+        let options = bollard::exec::StartExecOptions {
+            tty,
+            ..Default::default()
+        };
+        let started = self
+            .docker
+            .start_exec(&exec.id, Some(options))
+            .await
+            .map_err(|e| self.classify(what, e))?;
+        Ok((exec.id, started))
+    }
+
     /// Only a failure to talk to the engine at all is "unreachable"; an
     /// engine that answered with an error says what went wrong, and that is
     /// what the operator is told (a failed build is not a dead engine).
@@ -1031,16 +1057,7 @@ impl EngineCalls for DockerCalls {
                 attach_stderr: Some(true),
                 ..Default::default()
             };
-            let exec = self
-                .docker
-                .create_exec(id, config)
-                .await
-                .map_err(|e| self.classify(&what, e))?;
-            let started = self
-                .docker
-                .start_exec(&exec.id, None)
-                .await
-                .map_err(|e| self.classify(&what, e))?;
+            let (exec_id, started) = self.start_exec(id, config, false, &what).await?;
             let mut output = Vec::new();
             if let bollard::exec::StartExecResults::Attached {
                 output: mut stream, ..
@@ -1057,7 +1074,7 @@ impl EngineCalls for DockerCalls {
             let start = output.len().saturating_sub(EXEC_OUTPUT_BYTES);
             let inspected = self
                 .docker
-                .inspect_exec(&exec.id)
+                .inspect_exec(&exec_id)
                 .await
                 .map_err(|e| self.classify(&what, e))?;
             Ok(ExecOutcome {
@@ -1088,26 +1105,14 @@ impl EngineCalls for DockerCalls {
                 tty: Some(request.tty),
                 ..Default::default()
             };
-            let exec = self
-                .docker
-                .create_exec(id, config)
-                .await
-                .map_err(|e| self.classify(&what, e))?;
-            let options = bollard::exec::StartExecOptions {
-                tty: request.tty,
-                ..Default::default()
-            };
-            match self
-                .docker
-                .start_exec(&exec.id, Some(options))
-                .await
-                .map_err(|e| self.classify(&what, e))?
-            {
-                bollard::exec::StartExecResults::Attached { output, input } => Ok(AttachedExec {
-                    exec_id: exec.id,
-                    streams: bollard::container::AttachContainerResults { output, input },
-                }),
-                bollard::exec::StartExecResults::Detached => Err(EngineError::Failed {
+            match self.start_exec(id, config, request.tty, &what).await? {
+                (exec_id, bollard::exec::StartExecResults::Attached { output, input }) => {
+                    Ok(AttachedExec {
+                        exec_id,
+                        streams: bollard::container::AttachContainerResults { output, input },
+                    })
+                }
+                (_, bollard::exec::StartExecResults::Detached) => Err(EngineError::Failed {
                     action: what,
                     message: "the engine started it detached".into(),
                 }),

@@ -31,6 +31,11 @@ pub async fn run(
     let mut current = Vec::new();
     let mut forget = Vec::new();
     for name in &selected.instances {
+        // A purge killed after its object went: finishing it is the delete.
+        if !dry_run && store.finish_interrupted_purge(name)? {
+            println!("instance/{name} purged (an interrupted purge, finished)");
+            continue;
+        }
         match store.get_instance(name) {
             Ok(obj) => current.push(obj),
             Err(StoreError::InstanceNotFound(_)) if store.has_ended(name)? => {
