@@ -821,3 +821,22 @@ fn several_instances_converging_show_a_live_line_each() {
     // Every live line was cleared: no spinner is left on the screen.
     assert!(!screen.contains('⠋') && !screen.contains('⠙'), "{screen}");
 }
+
+#[test]
+fn exec_it_gives_the_command_this_terminal() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply(
+        "shellbox",
+        &instance_yaml_with("shellbox", "  command: [sleep, \"3600\"]\n"),
+    );
+    let term = Terminal::start_as(&home, "exec -it shellbox -- sh", "xterm-256color");
+    // A terminal of its own: the command sees one, sized like this one.
+    term.type_line("tty; stty size; echo marker-$((6*7))");
+    term.wait_for("marker-42", 1);
+    let screen = term.screen();
+    assert!(screen.contains("/dev/pts/"), "{screen}");
+    assert!(screen.contains("40 120"), "{screen}");
+    term.type_line("exit 7");
+    term.wait_for("marker-42", 1);
+}

@@ -314,3 +314,47 @@ fn a_listing_printed_as_json_applies_back_unchanged() {
         "instance/j1 unchanged\ninstance/j2 unchanged\ninstance/j1 Running\ninstance/j2 Running\n"
     );
 }
+
+#[test]
+fn logs_follow_keeps_printing_and_set_phase_takes_a_file() {
+    ensure_busybox();
+    let home = Home::new();
+    let spec = "  command: [sh, -c, 'echo one; sleep 2; echo two; exec sleep 3600']\n";
+    let file = home.write_input("f.yaml", &instance_yaml_with("follow", spec));
+    home.ok(&["apply", "-f", file.to_str().unwrap()]);
+    let mut logs = home
+        .command(&["logs", "-f", "follow"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let reader = BufReader::new(logs.stdout.take().unwrap());
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in reader.lines().map_while(Result::ok) {
+            sink.lock().unwrap().push(line);
+        }
+    });
+    // "two" comes two seconds after the command started following.
+    eventually(Duration::from_secs(20), "the line printed later", || {
+        lines.lock().unwrap().iter().any(|l| l.trim() == "two")
+    });
+    let _ = logs.kill();
+    let _ = logs.wait();
+
+    // set-phase -f: the instances a manifest holds.
+    let out = home.ok(&["set-phase", "kept", "-f", file.to_str().unwrap()]);
+    assert!(out.contains("instance/follow Kept"), "{out}");
+
+    // get workspaces NAME and get agents NAME print one.
+    let ws = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: desk}\nspec: {}\n";
+    home.apply("ws", ws);
+    assert_eq!(
+        home.ok(&["get", "workspaces", "desk", "-o", "name"]),
+        "workspace/desk\n"
+    );
+    assert_eq!(
+        home.ok(&["get", "agents", "shell", "-o", "name"]),
+        "agent/shell\n"
+    );
+}
