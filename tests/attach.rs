@@ -682,6 +682,9 @@ fn a_new_session_never_takes_over_an_instance_created_meanwhile() {
     let theirs = home.object("tester-1");
     assert_eq!(theirs["spec"]["command"], serde_json::json!(["sleep", "7"]));
     assert_eq!(theirs["metadata"]["generation"], 1, "left as it was");
+    // The launch converges on to the end before the test ends, so that
+    // nothing it creates comes after the home's cleanup.
+    terminal.wait_for("Ctrl-P Ctrl-Q detaches", 1);
 }
 
 #[test]
