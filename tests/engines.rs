@@ -28,6 +28,15 @@ fn containers(private: Option<&PrivateEngine>, uid: &str) -> Vec<String> {
     out.lines().map(str::to_owned).collect()
 }
 
+/// `near` on the default engine and `far` on the engine at `url`.
+fn near_and_far(url: &str) -> String {
+    format!(
+        "{}---\n{}",
+        instance_on("near", None),
+        instance_on("far", Some(url))
+    )
+}
+
 fn uid(home: &Home, name: &str) -> String {
     home.object(name)["metadata"]["uid"]
         .as_str()
@@ -48,14 +57,7 @@ fn instances_run_where_they_say_and_a_dead_engine_holds_up_only_its_own() {
     let far = PrivateEngine::start();
     far.ensure_busybox();
     let home = Home::new();
-    let out = home.apply(
-        "two",
-        &format!(
-            "{}---\n{}",
-            instance_on("near", None),
-            instance_on("far", Some(far.url()))
-        ),
-    );
+    let out = home.apply("two", &near_and_far(far.url()));
     assert!(
         out.contains("instance/near Running") && out.contains("instance/far Running"),
         "{out}"
@@ -130,14 +132,7 @@ fn a_one_shot_apply_fails_only_the_instances_of_an_engine_that_is_down() {
     let home = Home::new();
     home.apply("far", &instance_on("far", Some(far.url())));
     far.kill();
-    let file = home.write_input(
-        "both.yaml",
-        &format!(
-            "{}---\n{}",
-            instance_on("near", None),
-            instance_on("far", Some(far.url()))
-        ),
-    );
+    let file = home.write_input("both.yaml", &near_and_far(far.url()));
     let out = home.within(
         Duration::from_secs(120),
         &["apply", "--timeout", "20s", file.to_str().unwrap()],

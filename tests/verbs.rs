@@ -20,6 +20,18 @@ fn labelled(name: &str, labels: &str) -> String {
     )
 }
 
+/// The lines a running command prints, gathered as they come.
+fn collect_lines(out: std::process::ChildStdout) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            sink.lock().unwrap().push(line);
+        }
+    });
+    lines
+}
+
 fn stdout(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -156,14 +168,7 @@ fn get_w_prints_a_line_when_a_phase_changes() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let reader = BufReader::new(watch.stdout.take().unwrap());
-    let sink = lines.clone();
-    std::thread::spawn(move || {
-        for line in reader.lines().map_while(Result::ok) {
-            sink.lock().unwrap().push(line);
-        }
-    });
+    let lines = collect_lines(watch.stdout.take().unwrap());
     let has = |needle: &str| {
         lines
             .lock()
@@ -327,14 +332,7 @@ fn logs_follow_keeps_printing_and_set_phase_takes_a_file() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let reader = BufReader::new(logs.stdout.take().unwrap());
-    let sink = lines.clone();
-    std::thread::spawn(move || {
-        for line in reader.lines().map_while(Result::ok) {
-            sink.lock().unwrap().push(line);
-        }
-    });
+    let lines = collect_lines(logs.stdout.take().unwrap());
     // "two" comes two seconds after the command started following.
     eventually(Duration::from_secs(20), "the line printed later", || {
         lines.lock().unwrap().iter().any(|l| l.trim() == "two")

@@ -250,17 +250,21 @@ mod tests {
         assert_eq!(free(pool, &["10.0.0.0/8".parse().unwrap()], "any"), None);
     }
 
-    #[tokio::test]
-    async fn networks_get_distinct_subnets_until_the_pool_runs_out() {
+    /// A home whose pool is `base` cut into /30s, an empty engine, and an
+    /// address book that has listed nothing yet.
+    fn a_home_with_pool(base: &str) -> (tempfile::TempDir, Engine, AddressBook) {
         let home = tempfile::tempdir().unwrap();
         std::fs::write(
             home.path().join(HOME_CONFIG_FILE),
-            "addressPool: {base: 10.99.0.0/28, size: 30}\n",
+            format!("addressPool: {{base: {base}, size: 30}}\n"),
         )
         .unwrap();
-        let fake = FakeEngine::default();
-        let engine = fake.engine();
-        let book = AddressBook::default();
+        (home, FakeEngine::default().engine(), AddressBook::default())
+    }
+
+    #[tokio::test]
+    async fn networks_get_distinct_subnets_until_the_pool_runs_out() {
+        let (home, engine, book) = a_home_with_pool("10.99.0.0/28");
         let mut subnets = Vec::new();
         for i in 0..4 {
             let name = format!("net-{i}");
@@ -288,15 +292,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_subnet_taken_by_another_process_is_given_up_for_the_next() {
-        let home = tempfile::tempdir().unwrap();
-        std::fs::write(
-            home.path().join(HOME_CONFIG_FILE),
-            "addressPool: {base: 10.99.0.0/29, size: 30}\n",
-        )
-        .unwrap();
-        let fake = FakeEngine::default();
-        let engine = fake.engine();
-        let book = AddressBook::default();
+        let (home, engine, book) = a_home_with_pool("10.99.0.0/29");
         let first = book
             .create_network(&engine, home.path(), "a", Default::default())
             .await
