@@ -51,8 +51,9 @@ impl Assessment {
     }
 }
 
-/// Runs git in `dir`, a checkout the agent may have rigged: see
-/// [`git::run_untrusted`].
+/// Runs git in `dir`, a checkout the agent may have rigged: confined, so
+/// that no program the tree names runs, at any submodule depth (see
+/// [`git::run_untrusted`]).
 fn git_in(dir: &str, args: &[&str]) -> Result<String, String> {
     git::run_untrusted(dir, args)
         .map(|out| String::from_utf8_lossy(&out).into_owned())
@@ -105,7 +106,15 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
     let mut assessment = Assessment::default();
     let status = git_in(
         dir,
-        &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            // A `.gitmodules` or config the agent wrote may say `ignore =
+            // all` for a submodule: the gate does not go blind on its say.
+            "--ignore-submodules=none",
+        ],
     )?;
     // Ignored files go with the checkout too. Listed by directory, so a
     // large ignored tree (a build's output) is one entry.
@@ -117,6 +126,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
             "-z",
             "--ignored=traditional",
             "--untracked-files=normal",
+            "--ignore-submodules=none",
         ],
     )?;
     let ignored = ignored

@@ -1,7 +1,20 @@
 //! The `git` command line, always with an argv (never a shell string), and
 //! `--` before anything that came from a user.
+//!
+//! Two ways to run it:
+//! - [`run`], for repositories the operator controls (a mount's host
+//!   repository, a role mirror), with paths and refs from jackin's records;
+//! - [`run_untrusted`], for any tree the agent can write: it runs confined
+//!   (see [`crate::sandbox`]), bounded in time and output, and with the
+//!   settings that name programs turned off besides.
 
-use std::process::Command;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::sandbox::{self, SandboxError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
@@ -9,6 +22,12 @@ pub enum GitError {
     Spawn(#[source] std::io::Error),
     #[error("git {args} failed: {stderr}")]
     Failed { args: String, stderr: String },
+    #[error(transparent)]
+    Confine(#[from] SandboxError),
+    #[error("git {args} did not finish within {}s and was stopped", .limit.as_secs())]
+    TimedOut { args: String, limit: Duration },
+    #[error("git {args} printed more than {} MiB and was stopped", MAX_UNTRUSTED_OUTPUT >> 20)]
+    TooMuchOutput { args: String },
 }
 
 impl GitError {
@@ -26,7 +45,8 @@ impl GitError {
             "unable to find remote helper",
         ];
         match self {
-            Self::Spawn(_) => false,
+            Self::Spawn(_) | Self::TimedOut { .. } => false,
+            Self::Confine(_) | Self::TooMuchOutput { .. } => true,
             Self::Failed { stderr, .. } => PERMANENT.iter().any(|p| stderr.contains(p)),
         }
     }
@@ -50,35 +70,55 @@ pub fn run(args: &[&str]) -> Result<Vec<u8>, GitError> {
     }
 }
 
-/// Settings that make git run a program, overridden for a repository whose
-/// config someone else controls: the agent writes its checkout's
-/// `.git/config` (and a worktree's `config.worktree`), and git would run
-/// `core.fsmonitor` on `status`, `gpg.program` for `log.showSignature`, a
-/// hook or an external diff on the host, as jackin.
-const DEFUSED: [&str; 6] = [
+/// How long one git over an agent's tree may take: a FIFO named as an
+/// include, or a work tree pointed at `/`, would otherwise hold a pass
+/// forever. Far above what `status` of a large checkout takes.
+pub const UNTRUSTED_GIT_LIMIT: Duration = Duration::from_secs(60);
+
+/// How much one git over an agent's tree may print before it is stopped.
+const MAX_UNTRUSTED_OUTPUT: usize = 64 << 20;
+
+/// How much of its standard error is kept for the message.
+const MAX_STDERR: usize = 4 << 10;
+
+/// Settings that name a program, turned off for every repository git reads
+/// (`-c` settings reach the git processes of submodules too). The sandbox
+/// already stops any such program from starting; these keep git from
+/// trying, so that its answer does not depend on a failed start.
+const DEFUSED: [&str; 8] = [
     "core.fsmonitor=false",
     "core.hooksPath=/dev/null",
     "log.showSignature=false",
     "gpg.program=false",
     "diff.external=",
     "core.pager=cat",
+    "core.sshCommand=false",
+    "protocol.allow=never",
 ];
 
-/// Runs `git -C DIR ARGS…` in a repository whose config and attributes the
-/// agent controls, without writing to it (`--no-optional-locks`) and with
-/// every setting that would run a program defused:
-/// the fixed ones above, and every filter driver any config defines (a
-/// `.gitattributes` may name one for `status` to run on a file), set empty.
-/// Reading the config to find those runs nothing.
+/// Runs `git -C DIR ARGS…` over a tree the agent can write, and returns its
+/// stdout:
+/// - confined, so that no program the tree names can run (at any depth:
+///   submodules, includes, worktree config, attributes), nothing is written
+///   and no connection is made; a machine that cannot confine it gets an
+///   error, never an unconfined git;
+/// - without writing the index (`--no-optional-locks`);
+/// - with the settings above and every filter driver the configs it sees at
+///   the top define (the operator's own, such as git-lfs, included) set
+///   empty, so a filter that cannot start does not fail the command;
+/// - stopped after [`UNTRUSTED_GIT_LIMIT`] or [`MAX_UNTRUSTED_OUTPUT`].
 pub fn run_untrusted(dir: &str, args: &[&str]) -> Result<Vec<u8>, GitError> {
-    let listed = match run(&[
-        "-C",
-        dir,
-        "config",
-        "--name-only",
-        "--get-regexp",
-        r"^filter\.",
-    ]) {
+    let listed = match run_confined(
+        &[
+            "-C",
+            dir,
+            "config",
+            "--name-only",
+            "--get-regexp",
+            r"^filter\.",
+        ],
+        UNTRUSTED_GIT_LIMIT,
+    ) {
         Ok(out) => String::from_utf8_lossy(&out).into_owned(),
         // No filter is configured (git exits 1 when nothing matches).
         Err(GitError::Failed { stderr, .. }) if stderr.is_empty() => String::new(),
@@ -104,7 +144,74 @@ pub fn run_untrusted(dir: &str, args: &[&str]) -> Result<Vec<u8>, GitError> {
     // Looking is not touching: `status` would otherwise refresh the index.
     argv.extend(["--no-optional-locks", "-C", dir]);
     argv.extend_from_slice(args);
-    run(&argv)
+    run_confined(&argv, UNTRUSTED_GIT_LIMIT)
+}
+
+/// Runs git confined and bounded: `limit` on the wall clock, and
+/// [`MAX_UNTRUSTED_OUTPUT`] on what it prints. The whole process group goes
+/// when either is passed.
+fn run_confined(args: &[&str], limit: Duration) -> Result<Vec<u8>, GitError> {
+    let describe = || args.join(" ");
+    let mut command = Command::new("git");
+    command
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    sandbox::confine(&mut command)?;
+    let mut child = command.spawn().map_err(GitError::Spawn)?;
+    let leader = child.id();
+    // The group is the child's own until the child is reaped, below.
+    let kill_group = move || sandbox::kill_process_group(leader);
+    let (finished, watch) = mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let expired = watch.recv_timeout(limit) == Err(mpsc::RecvTimeoutError::Timeout);
+        if expired {
+            kill_group();
+        }
+        expired
+    });
+    let mut stderr = child.stderr.take().expect("piped");
+    let stderr_reader = std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let _ = (&mut stderr).take(MAX_STDERR as u64).read_to_end(&mut kept);
+        // Drain the rest, so git never blocks on a full pipe.
+        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+        kept
+    });
+    let mut stdout = Vec::new();
+    let stdout_pipe = child.stdout.take().expect("piped");
+    let read = stdout_pipe
+        .take(MAX_UNTRUSTED_OUTPUT as u64 + 1)
+        .read_to_end(&mut stdout);
+    let too_much = stdout.len() > MAX_UNTRUSTED_OUTPUT;
+    if too_much {
+        kill_group();
+    }
+    let stderr = stderr_reader.join().unwrap_or_default();
+    drop(finished);
+    let timed_out = watchdog.join().unwrap_or(false);
+    let status = child.wait().map_err(GitError::Spawn)?;
+    read.map_err(GitError::Spawn)?;
+    if timed_out {
+        return Err(GitError::TimedOut {
+            args: describe(),
+            limit,
+        });
+    }
+    if too_much {
+        return Err(GitError::TooMuchOutput { args: describe() });
+    }
+    if status.success() {
+        Ok(stdout)
+    } else {
+        Err(GitError::Failed {
+            args: describe(),
+            stderr: String::from_utf8_lossy(&stderr).trim().to_owned(),
+        })
+    }
 }
 
 /// A bare mirror of a role repository in a temporary directory, removed on drop.
@@ -170,6 +277,8 @@ impl Mirror {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     /// A checkout whose config would run programs on the host: `status`
@@ -203,7 +312,7 @@ mod tests {
         git(&["config", "core.fsmonitor", &touch]);
         git(&["config", "filter.evil.clean", &touch]);
         // Same size, new time: status must look at the contents again.
-        std::thread::sleep(std::time::Duration::from_millis(1100));
+        std::thread::sleep(Duration::from_millis(1100));
         std::fs::write(repo.join("a"), "a\n").unwrap();
 
         let status = run_untrusted(repo_str, &["status", "--porcelain"]).unwrap();
@@ -215,6 +324,84 @@ mod tests {
         // The same, unguarded, does run it: the test would see a hole.
         let _ = run(&["-C", repo_str, "status", "--porcelain"]);
         assert!(proof.exists(), "the probe itself works");
+    }
+
+    /// A submodule whose own config (which no override names, because the
+    /// agent chose the driver's name) defines a filter: `status` through
+    /// `run_untrusted` recurses into it, runs nothing, and still sees the
+    /// change inside it.
+    #[test]
+    fn a_submodules_own_filter_runs_nothing_and_its_change_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+        let git = |repo: &str, args: &[&str]| {
+            let mut argv = vec![
+                "-C",
+                repo,
+                "-c",
+                "user.email=t@jackin.dev",
+                "-c",
+                "user.name=t",
+                "-c",
+                "protocol.file.allow=always",
+            ];
+            argv.extend_from_slice(args);
+            run(&argv).unwrap();
+        };
+        let (top, upstream) = (path("top"), path("sub-upstream"));
+        for repo in [&top, &upstream] {
+            run(&["init", "--quiet", repo]).unwrap();
+            for file in ["f", "g"] {
+                std::fs::write(Path::new(repo).join(file), "f\n").unwrap();
+            }
+            git(repo, &["add", "."]);
+            git(repo, &["commit", "--quiet", "-m", "f"]);
+        }
+        git(&top, &["submodule", "--quiet", "add", &upstream, "sub"]);
+        git(&top, &["commit", "--quiet", "-m", "sub"]);
+        let sub = format!("{top}/sub");
+        std::fs::write(Path::new(&sub).join(".gitattributes"), "* filter=subevil\n").unwrap();
+        let proof = dir.path().join("ran");
+        let touch = format!("sh -c \"touch {}; cat\"", proof.display());
+        git(&sub, &["config", "filter.subevil.clean", &touch]);
+        std::fs::write(Path::new(&sub).join("g"), "changed by the agent\n").unwrap();
+        // Same size, new time: status must run the filter over `f` to compare.
+        std::thread::sleep(Duration::from_millis(1100));
+        std::fs::write(Path::new(&sub).join("f"), "f\n").unwrap();
+
+        let status = run_untrusted(
+            &top,
+            &["status", "--porcelain=v1", "--ignore-submodules=none"],
+        )
+        .unwrap();
+        assert!(!proof.exists(), "the submodule's filter ran on the host");
+        assert_eq!(String::from_utf8_lossy(&status), " M sub\n");
+        // Unconfined, the same status runs it: the probe works.
+        let _ = run(&["-C", &top, "status", "--porcelain"]);
+        assert!(proof.exists(), "the probe itself works");
+    }
+
+    #[test]
+    fn a_fifo_named_as_an_include_is_stopped_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let repo = repo.to_str().unwrap();
+        run(&["init", "--quiet", repo]).unwrap();
+        let fifo = dir.path().join("fifo");
+        assert!(
+            Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        run(&["-C", repo, "config", "include.path", fifo.to_str().unwrap()]).unwrap();
+        let err = run_confined(
+            &["-C", repo, "status", "--porcelain"],
+            Duration::from_secs(2),
+        )
+        .unwrap_err();
+        assert!(matches!(err, GitError::TimedOut { .. }), "{err}");
     }
 
     #[test]
