@@ -163,3 +163,356 @@ fn file_names_full_of_escapes_reach_the_terminal_escaped() {
     assert!(!err.contains('\u{1b}') && !err.contains('\r'), "{err:?}");
     assert!(err.contains("draft\\r"), "{err}");
 }
+
+// ---------------------------------------------------------------------------
+// A hostile checkout: every place git takes a program from, planted in the
+// agent's tree, never runs that program on the host, whatever jackin does
+// with the instance; and unfinished work (inside submodules too) is still
+// seen. One case per execution vector; each plants a canary command.
+// ---------------------------------------------------------------------------
+
+/// A host repository with one commit, and an upstream for submodules.
+struct Repos {
+    dir: tempfile::TempDir,
+}
+
+impl Repos {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["host", "sub-upstream", "inner-upstream"] {
+            let repo = dir.path().join(name);
+            support::git(
+                dir.path(),
+                &["init", "--quiet", "--initial-branch=main", name],
+            );
+            std::fs::write(repo.join("f"), "f\n").unwrap();
+            commit_all(&repo, name);
+        }
+        // The submodule upstream has a nested submodule of its own.
+        let sub = dir.path().join("sub-upstream");
+        add_submodule(&sub, &dir.path().join("inner-upstream"), "inner");
+        commit_all(&sub, "inner");
+        Self { dir }
+    }
+
+    fn host(&self) -> PathBuf {
+        self.dir.path().join("host")
+    }
+
+    fn upstream(&self) -> PathBuf {
+        self.dir.path().join("sub-upstream")
+    }
+
+    /// Where canaries land: each one's existence means its program ran.
+    fn canary(&self, name: &str) -> PathBuf {
+        self.dir.path().join(format!("canary-{name}"))
+    }
+}
+
+/// git with an identity and the file transport allowed (the test's own
+/// git, unconfined: it runs before anything hostile is planted).
+fn test_git(repo: &Path, args: &[&str]) -> String {
+    let mut argv = vec![
+        "-c",
+        "user.email=t@jackin.dev",
+        "-c",
+        "user.name=t",
+        "-c",
+        "protocol.file.allow=always",
+    ];
+    argv.extend_from_slice(args);
+    support::git(repo, &argv)
+}
+
+fn commit_all(repo: &Path, message: &str) {
+    test_git(repo, &["add", "-A"]);
+    test_git(repo, &["commit", "--quiet", "-m", message]);
+}
+
+fn add_submodule(repo: &Path, upstream: &Path, at: &str) {
+    test_git(
+        repo,
+        &[
+            "submodule",
+            "--quiet",
+            "add",
+            upstream.to_str().unwrap(),
+            at,
+        ],
+    );
+}
+
+/// A shell command that leaves `canary` behind and passes its input on (a
+/// filter must). Quoted for a git config value.
+fn canary_command(canary: &Path) -> String {
+    format!("sh -c \"touch {}; cat\"", canary.display())
+}
+
+/// Rewrites `file` with the same contents after the index's time stamp, so
+/// that `status` must read it again (through any filter) to compare.
+fn make_stat_dirty(file: &Path) {
+    let contents = std::fs::read(file).unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    std::fs::write(file, contents).unwrap();
+}
+
+/// The execution vectors of the corpus.
+#[derive(Clone, Copy, Debug)]
+enum Vector {
+    /// The checkout's own config: `core.fsmonitor`, a filter named by
+    /// `.gitattributes`, and the settings status never needs (textconv, a
+    /// merge driver, the pager, `core.sshCommand`, `gpg.program` with
+    /// signatures shown, `diff.external`, a hooks directory).
+    TopLevel,
+    /// A long-running filter (`filter.<d>.process`) named in
+    /// `.git/info/attributes`.
+    InfoAttributes,
+    /// A submodule whose own config defines the filter its attributes name.
+    Submodule,
+    /// The same one level deeper.
+    NestedSubmodule,
+    /// `include.path` to a file in the checkout that defines the filter.
+    Include,
+    /// `includeIf "gitdir:/"` to the same.
+    IncludeIf,
+    /// A worktree's `config.worktree` in its (agent-writable) entry, in a
+    /// host repository whose operator enabled `extensions.worktreeConfig`.
+    WorktreeConfig,
+}
+
+impl Vector {
+    fn isolation(self) -> &'static str {
+        match self {
+            Self::WorktreeConfig => "worktree",
+            _ => "clone",
+        }
+    }
+
+    /// The file a filter has to read for `status` to compare it.
+    fn filtered_file(self, checkout: &Path) -> PathBuf {
+        match self {
+            Self::Submodule => checkout.join("sub/f"),
+            Self::NestedSubmodule => checkout.join("sub/inner/f"),
+            _ => checkout.join("f"),
+        }
+    }
+
+    /// The unfinished work the gate must still see.
+    fn unfinished(self) -> &'static str {
+        match self {
+            // Added by the agent (`A`), with changes inside it (`M`).
+            Self::Submodule | Self::NestedSubmodule => "AM sub",
+            _ => "?? wip.txt",
+        }
+    }
+
+    /// Plants the vector in the agent's checkout, every program it names
+    /// leaving `canary` behind. Planting twice replaces the first.
+    fn plant(self, repos: &Repos, checkout: &Path, canary: &Path) {
+        let run = canary_command(canary);
+        let config = |repo: &Path, args: &[&str]| {
+            let mut argv = vec!["config"];
+            argv.extend_from_slice(args);
+            support::git(repo, &argv);
+        };
+        match self {
+            Self::TopLevel => {
+                std::fs::write(
+                    checkout.join(".gitattributes"),
+                    "* filter=top diff=top merge=top\n",
+                )
+                .unwrap();
+                config(checkout, &["core.fsmonitor", &run]);
+                config(checkout, &["filter.top.clean", &run]);
+                config(checkout, &["filter.top.smudge", &run]);
+                config(checkout, &["diff.top.textconv", &run]);
+                config(checkout, &["merge.top.driver", &run]);
+                config(checkout, &["core.pager", &run]);
+                config(checkout, &["core.sshCommand", &run]);
+                config(checkout, &["gpg.program", &run]);
+                config(checkout, &["log.showSignature", "true"]);
+                config(checkout, &["diff.external", &run]);
+                let hooks = checkout.join(".git/evil-hooks");
+                std::fs::create_dir_all(&hooks).unwrap();
+                for hook in [
+                    "post-index-change",
+                    "pre-commit",
+                    "post-checkout",
+                    "reference-transaction",
+                ] {
+                    let path = hooks.join(hook);
+                    std::fs::write(&path, format!("#!/bin/sh\ntouch {}\n", canary.display()))
+                        .unwrap();
+                    std::fs::set_permissions(
+                        &path,
+                        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+                    )
+                    .unwrap();
+                }
+                config(checkout, &["core.hooksPath", hooks.to_str().unwrap()]);
+            }
+            Self::InfoAttributes => {
+                std::fs::write(checkout.join(".git/info/attributes"), "* filter=inf\n").unwrap();
+                config(checkout, &["filter.inf.process", &run]);
+            }
+            Self::Submodule | Self::NestedSubmodule => {
+                if !checkout.join("sub/.git").exists() {
+                    add_submodule(checkout, &repos.upstream(), "sub");
+                    test_git(
+                        &checkout.join("sub"),
+                        &["submodule", "--quiet", "update", "--init"],
+                    );
+                }
+                let deep = if matches!(self, Self::Submodule) {
+                    checkout.join("sub")
+                } else {
+                    checkout.join("sub/inner")
+                };
+                std::fs::write(deep.join(".gitattributes"), "* filter=subevil\n").unwrap();
+                config(&deep, &["filter.subevil.clean", &run]);
+            }
+            Self::Include | Self::IncludeIf => {
+                let included = checkout.join(".git/evil.inc");
+                let file = included.to_str().unwrap();
+                config(checkout, &["--file", file, "filter.inc.clean", &run]);
+                config(checkout, &["--file", file, "core.fsmonitor", &run]);
+                std::fs::write(checkout.join(".gitattributes"), "* filter=inc\n").unwrap();
+                let key = if matches!(self, Self::Include) {
+                    "include.path"
+                } else {
+                    "includeIf.gitdir:/.path"
+                };
+                config(checkout, &[key, file]);
+            }
+            Self::WorktreeConfig => {
+                let own = support::git(
+                    checkout,
+                    &["rev-parse", "--path-format=absolute", "--git-dir"],
+                );
+                let file = Path::new(&own).join("config.worktree");
+                let file = file.to_str().unwrap();
+                config(checkout, &["--file", file, "core.fsmonitor", &run]);
+                config(checkout, &["--file", file, "filter.wt.clean", &run]);
+                std::fs::write(checkout.join(".gitattributes"), "* filter=wt\n").unwrap();
+            }
+        }
+    }
+}
+
+/// Plants `vector` in a fresh instance's checkout; shows (with the test's
+/// own, unconfined git) that the planted program does run on a plain
+/// `git status`; then drives jackin through describe, keep, resume, a
+/// controller pass, prune and a forced purge, and checks after each that
+/// the program never ran and that the unfinished work was seen.
+fn hostile_checkout(vector: Vector) {
+    ensure_busybox();
+    let home = Home::new();
+    let repos = Repos::new();
+    if matches!(vector, Vector::WorktreeConfig) {
+        support::git(
+            &repos.host(),
+            &["config", "extensions.worktreeConfig", "true"],
+        );
+    }
+    let name = "hostile";
+    let spec = format!(
+        "  command: [sleep, \"3600\"]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: {}}}]\n",
+        repos.host().display(),
+        vector.isolation()
+    );
+    home.apply(name, &instance_yaml_with(name, &spec));
+    let checkout = PathBuf::from(
+        home.object(name)["status"]["mounts"][0]["path"]
+            .as_str()
+            .expect("a recorded checkout"),
+    );
+    std::fs::write(checkout.join("wip.txt"), "the agent's unfinished work\n").unwrap();
+
+    // The probe: planted with its own canary, a plain status runs it.
+    let probe = repos.canary("probe");
+    vector.plant(&repos, &checkout, &probe);
+    make_stat_dirty(&vector.filtered_file(&checkout));
+    let _ = Command::new("git")
+        .args(["--no-optional-locks", "-C"])
+        .arg(&checkout)
+        .args(["status", "--porcelain"])
+        .output()
+        .unwrap();
+    assert!(
+        probe.exists(),
+        "{vector:?}: the vector does not run a program at all"
+    );
+
+    let canary = repos.canary("jackin");
+    vector.plant(&repos, &checkout, &canary);
+    make_stat_dirty(&vector.filtered_file(&checkout));
+
+    let described = home.within(LIMIT, &["describe", name]);
+    assert!(described.status.success(), "{}", stderr(&described));
+    let shown = String::from_utf8_lossy(&described.stdout);
+    assert!(
+        shown.contains(vector.unfinished()),
+        "{vector:?}: describe does not show the unfinished work {:?}:\n{shown}",
+        vector.unfinished()
+    );
+    let steps: [&[&str]; 5] = [
+        &["set-phase", name, "kept"],
+        &["set-phase", name, "running"],
+        &["controller", "--once"],
+        &["prune"],
+        &["set-phase", name, "purged", "--force"],
+    ];
+    assert!(
+        !canary.exists(),
+        "{vector:?}: describe ran the agent's program"
+    );
+    for step in steps {
+        let out = home.within(LIMIT, step);
+        assert!(
+            out.status.success(),
+            "{vector:?}: jackin {step:?}: {}",
+            stderr(&out)
+        );
+        assert!(
+            !canary.exists(),
+            "{vector:?}: jackin {step:?} ran the agent's program"
+        );
+    }
+    assert!(!home.jackin(&["get", name]).status.success(), "purged");
+}
+
+#[test]
+fn hostile_checkout_top_level_config_runs_nothing_on_the_host() {
+    hostile_checkout(Vector::TopLevel);
+}
+
+#[test]
+fn hostile_checkout_info_attributes_process_filter_runs_nothing_on_the_host() {
+    hostile_checkout(Vector::InfoAttributes);
+}
+
+/// H3.
+#[test]
+fn hostile_checkout_submodule_filter_runs_nothing_on_the_host() {
+    hostile_checkout(Vector::Submodule);
+}
+
+#[test]
+fn hostile_checkout_nested_submodule_filter_runs_nothing_on_the_host() {
+    hostile_checkout(Vector::NestedSubmodule);
+}
+
+#[test]
+fn hostile_checkout_include_runs_nothing_on_the_host() {
+    hostile_checkout(Vector::Include);
+}
+
+#[test]
+fn hostile_checkout_include_if_runs_nothing_on_the_host() {
+    hostile_checkout(Vector::IncludeIf);
+}
+
+#[test]
+fn hostile_checkout_worktree_config_runs_nothing_on_the_host() {
+    hostile_checkout(Vector::WorktreeConfig);
+}

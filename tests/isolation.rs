@@ -87,6 +87,7 @@ fn a_dirty_worktree_blocks_the_purge_until_acknowledged_then_only_jackins_parts_
     let home = Home::new();
     let host = HostRepo::new();
     let before = host.state();
+    let config_before = std::fs::read_to_string(host.path().join(".git/config")).unwrap();
     home.apply("wt", &instance_with_mount("wt", &host.path(), "worktree"));
     let container = home.container("wt");
     let checkout = checkout_path(&home, "wt");
@@ -110,10 +111,12 @@ fn a_dirty_worktree_blocks_the_purge_until_acknowledged_then_only_jackins_parts_
         "-c",
         "echo idea > /workspace/app/notes.md",
     ]);
-    // Per-worktree config stays out of the host's config.
+    // The host's config is the operator's: jackin changes nothing in it
+    // (it no longer enables `extensions.worktreeConfig`, which made a file
+    // in the agent-writable entry config for the operator's git).
     assert_eq!(
-        git(&host.path(), &["config", "extensions.worktreeConfig"]),
-        "true"
+        std::fs::read_to_string(host.path().join(".git/config")).unwrap(),
+        config_before
     );
 
     // Not acknowledged: the purge shows the evidence and deletes nothing.

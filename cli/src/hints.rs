@@ -158,6 +158,11 @@ fn isolation(e: &IsolationError) -> Option<String> {
         IsolationError::ResumeConflict { src, .. } => Some(format!(
             "restore the commit in {src}, or inspect the checkout and purge the instance"
         )),
+        IsolationError::LinkConflict { path, .. } => Some(format!(
+            "something in the container rewrote the worktree's links: inspect {path} with \
+             `jackin exec` (not with git on the host), save what you need, then purge the \
+             instance with --force; jackin removes only its own checkout and entry"
+        )),
         IsolationError::Git(e) => git(e),
         _ => None,
     }
@@ -176,6 +181,16 @@ fn secret(e: &SecretError) -> Option<String> {
 fn git(e: &GitError) -> Option<String> {
     match e {
         GitError::Spawn(_) => Some("install git".into()),
+        GitError::Confine(_) => Some(
+            "run jackin on a kernel with Landlock enabled (Linux 5.13 or later; see \
+             docs/SECURITY.md), or discard the checkout unassessed with --force"
+                .into(),
+        ),
+        GitError::TimedOut { .. } | GitError::TooMuchOutput { .. } => Some(
+            "inspect the checkout with `jackin exec`: something in it (a FIFO, a huge tree) \
+             keeps git from finishing"
+                .into(),
+        ),
         GitError::Failed { .. } => None,
     }
 }

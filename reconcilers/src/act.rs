@@ -102,7 +102,9 @@ impl ActError {
             Self::Recipe(_) => reason::BUILD_FAILED,
             Self::Secret(_) => reason::SECRET_UNAVAILABLE,
             Self::Io { .. } | Self::State(_) => reason::FILESYSTEM_ERROR,
-            Self::Isolation(IsolationError::ResumeConflict { .. }) => reason::RESUME_CONFLICT,
+            Self::Isolation(
+                IsolationError::ResumeConflict { .. } | IsolationError::LinkConflict { .. },
+            ) => reason::RESUME_CONFLICT,
             Self::Isolation(_) => reason::CHECKOUT_FAILED,
             Self::NoCommand(_) => reason::NO_COMMAND,
             Self::UnknownAgent(_) => reason::UNKNOWN_AGENT,

@@ -25,7 +25,7 @@ use jackin_api::instance::MountStatus;
 use sha2::{Digest, Sha256};
 
 use crate::git;
-use crate::isolation::IsolationRecord;
+use crate::isolation::{self, IsolationRecord};
 
 /// At most this many files are listed in the status; the rest are counted.
 pub const MAX_LISTED_FILES: usize = 20;
@@ -102,6 +102,7 @@ fn assess_missing(record: &IsolationRecord) -> Result<Assessment, String> {
 }
 
 fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
+    isolation::check_link(record).map_err(|e| e.to_string())?;
     let dir = record.path.as_str();
     let mut assessment = Assessment::default();
     let status = git_in(
@@ -413,7 +414,6 @@ mod tests {
     use jackin_api::instance::{Isolation, MountSpec};
 
     use super::*;
-    use crate::isolation::{self, IsolationRecord};
     use crate::layout::Layout;
 
     fn git(dir: &Path, args: &[&str]) -> String {

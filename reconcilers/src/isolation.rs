@@ -2,8 +2,7 @@
 //! repository, never in the repository itself.
 //!
 //! - `worktree`: a `git worktree` on a scratch branch `jackin/scratch/<unit>`
-//!   from the host's `HEAD`. `extensions.worktreeConfig` is enabled first so
-//!   per-worktree config stays out of the host's `.git/config`.
+//!   from the host's `HEAD`.
 //! - `clone`: a local clone of the host's current branch.
 //!
 //! Both are made once under the unit's `git/` directory, recorded with their
@@ -12,11 +11,22 @@
 //! repository must still hold its base commit. A worktree whose directory
 //! went missing is made again from its scratch branch, commits and all.
 //!
+//! The checkout is the agent's: its `.git` file, and the worktree's entry in
+//! the host repository (bound writable so that it can commit), say whatever
+//! the agent wrote last. So jackin never asks them where anything is. When
+//! it makes a worktree it records the host repository's git directory and
+//! the worktree's entry in it (`<git dir>/worktrees/<id>`), read back before
+//! any agent ran; every host path it binds, repairs or removes comes from
+//! that record, and before any of that it checks that the entry and the
+//! checkout still name each other. If they do not, that is a
+//! [`IsolationError::LinkConflict`] and nothing is touched. jackin runs no
+//! `git worktree repair`, `remove` or `prune`: they would follow the tree.
+//!
 //! The operator's repository is touched only where jackin's own parts are:
-//! its worktree entry, removed by path (never a repository-wide `git
-//! worktree prune`, which would also drop the entry of an operator's
-//! worktree on a disk that is not mounted), and its scratch branch, deleted
-//! only when every commit on it is held elsewhere.
+//! its worktree entry, and its scratch branch, deleted only when every
+//! commit on it is held elsewhere. Its config is never changed (jackin used
+//! to enable `extensions.worktreeConfig`, which made a `config.worktree` in
+//! an agent-writable entry config for the operator's own git).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,7 +35,7 @@ use jackin_api::instance::{Isolation, MountSpec};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::fsutil::{ensure_private_dir, remove_if_exists, write_atomic};
+use crate::fsutil::{ensure_private_dir, read_untrusted, remove_if_exists, write_atomic};
 use crate::git::{self, GitError};
 use crate::layout::Layout;
 
@@ -50,6 +60,21 @@ pub struct IsolationRecord {
     /// agent's, and worktrees share the host's branches).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub host_branches: BTreeMap<String, String>,
+    /// For a worktree: the host repository's git directory, which all its
+    /// worktrees share (`git rev-parse --git-common-dir` in the host
+    /// repository when the worktree was made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub common_dir: Option<String>,
+    /// For a worktree: its entry in the host repository,
+    /// `<common_dir>/worktrees/<id>`, read from the new checkout right after
+    /// git made it, before any agent ran. The one entry jackin binds,
+    /// repairs and removes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_dir: Option<String>,
+    /// Where the record put the checkout when that is not where the layout
+    /// puts it now: the home was moved. Not stored.
+    #[serde(skip)]
+    pub moved_from: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +111,16 @@ pub enum IsolationError {
         base: String,
         path: String,
     },
+    #[error(
+        "mount {dst}: the worktree {path} and its entry in {src} no longer name each other \
+         ({detail}); jackin neither binds, repairs nor removes an entry the tree points at"
+    )]
+    LinkConflict {
+        dst: String,
+        src: String,
+        path: String,
+        detail: String,
+    },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IsolationError + '_ {
@@ -116,8 +151,16 @@ pub fn read_records(
         Err(e) => return Err(io(&path)(e)),
     };
     for record in &mut records {
-        let here = checkout_path(layout, container, record.isolation, &record.dst);
-        record.path = path_str(&here).to_owned();
+        let here = path_str(&checkout_path(
+            layout,
+            container,
+            record.isolation,
+            &record.dst,
+        ))
+        .to_owned();
+        if record.path != here {
+            record.moved_from = Some(std::mem::replace(&mut record.path, here));
+        }
     }
     Ok(records)
 }
@@ -200,7 +243,7 @@ fn branch_tips(repo: &str) -> Result<BTreeMap<String, String>, GitError> {
 
 /// Makes (or finds) the checkout of every isolated mount; `shared` mounts
 /// are not touched. A kept checkout is verified against its host repository
-/// before it is reused.
+/// (and a worktree against its entry there) before it is reused.
 pub fn prepare(
     layout: &Layout,
     container: &str,
@@ -208,20 +251,36 @@ pub fn prepare(
 ) -> Result<(), IsolationError> {
     let mut records = read_records(layout, container)?;
     for mount in mounts.iter().filter(|m| m.isolation != Isolation::Shared) {
-        let existing = records.iter().find(|r| r.dst == mount.dst).cloned();
+        let existing = records.iter().position(|r| r.dst == mount.dst);
         match existing {
-            Some(record) if Path::new(&record.path).exists() => {
-                verify(&record)?;
-                if record.isolation == Isolation::Worktree {
-                    // The home may have moved: point the host's entry here.
-                    git::run(&["-C", &record.src, "worktree", "repair", "--", &record.path])?;
+            Some(at) if Path::new(&records[at].path).exists() => {
+                verify(&records[at])?;
+                if records[at].isolation == Isolation::Worktree {
+                    let link = worktree_link(&records[at])?;
+                    if link.names_old_path {
+                        // The home moved: the entry is pointed here, by
+                        // jackin, from its record (never `git worktree
+                        // repair`, which would follow the checkout's `.git`).
+                        let gitdir = link.admin.join("gitdir");
+                        let target = format!("{}/.git\n", records[at].path);
+                        write_atomic(&gitdir, target.as_bytes()).map_err(io(&gitdir))?;
+                    }
+                    let adopted = records[at].admin_dir.is_none();
+                    records[at].common_dir = Some(path_str(&link.common).to_owned());
+                    records[at].admin_dir = Some(path_str(&link.admin).to_owned());
+                    if adopted || records[at].moved_from.take().is_some() {
+                        write_records(layout, container, &records)?;
+                    }
                 }
             }
             // A worktree whose directory is gone: its branch still holds the
             // agent's commits. Made again from it, never from scratch.
-            Some(record) if record.isolation == Isolation::Worktree => {
-                verify(&record)?;
-                make_checkout(&record)?;
+            Some(at) if records[at].isolation == Isolation::Worktree => {
+                verify(&records[at])?;
+                forget_stale_entries(&records[at])?;
+                make_checkout(&mut records[at])?;
+                records[at].moved_from = None;
+                write_records(layout, container, &records)?;
             }
             // A clone is nothing without its directory: a new one, recorded
             // before anything is made, so that a failure or a crash half-way
@@ -229,9 +288,11 @@ pub fn prepare(
             _ => {
                 let record = plan_record(layout, container, mount)?;
                 records.retain(|r| r.dst != mount.dst);
-                records.push(record.clone());
+                records.push(record);
                 write_records(layout, container, &records)?;
-                make_checkout(&record)?;
+                let last = records.len() - 1;
+                make_checkout(&mut records[last])?;
+                write_records(layout, container, &records)?;
             }
         }
     }
@@ -276,46 +337,55 @@ pub struct GitBind {
 /// the host repository's git directory by its host path, so that directory
 /// is bound at the same path: read-only, so that the agent can plant no hook
 /// or config that would run on the operator's next `git` command, with
-/// writable binds over just what committing on the scratch branch writes
-/// (the objects, the scratch branches' refs, the reflogs, and the
-/// worktree's own directory: its HEAD, index and config).
+/// writable binds over just what committing on the scratch branch writes:
+/// the loose objects (but not `objects/info`, where an `alternates` file
+/// would point the operator's repository at objects elsewhere), the scratch
+/// branches' refs and their reflogs, and the worktree's own entry (its HEAD,
+/// index and reflog). Every path comes from the unit's records, and only
+/// after the entry and the checkout are seen to name each other.
 pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, IsolationError> {
     let mut binds = Vec::new();
     for record in read_records(layout, container)? {
         let Some(branch) = &record.scratch_branch else {
             continue;
         };
-        let out = git::run_untrusted(
-            &record.path,
-            &[
-                "rev-parse",
-                "--path-format=absolute",
-                "--git-dir",
-                "--git-common-dir",
-            ],
-        )?;
-        let out = String::from_utf8_lossy(&out);
-        let mut lines = out.lines();
-        let (Some(own), Some(common)) = (lines.next(), lines.next()) else {
+        let link = worktree_link(&record)?;
+        if link.names_old_path {
             return Err(IsolationError::NotPrepared { dst: record.dst });
+        }
+        let conflict = |detail: String| IsolationError::LinkConflict {
+            dst: record.dst.clone(),
+            src: record.src.clone(),
+            path: record.path.clone(),
+            detail,
         };
-        let common = Path::new(common);
         let refs_dir = Path::new(branch).parent().unwrap_or(Path::new(""));
-        let writable = [
-            common.join("objects"),
-            common.join("refs/heads").join(refs_dir),
-            common.join("logs"),
-            PathBuf::from(own),
-        ];
+        let objects = real_dir_below(&link.common, Path::new("objects")).map_err(&conflict)?;
         binds.push(GitBind {
-            path: path_str(common).to_owned(),
+            path: path_str(&link.common).to_owned(),
             read_only: true,
         });
-        for dir in writable {
-            ensure_dir(&dir)?;
+        for (dir, read_only) in [
+            (objects, false),
+            (
+                real_dir_below(&link.common, Path::new("objects/info")).map_err(&conflict)?,
+                true,
+            ),
+            (
+                real_dir_below(&link.common, &Path::new("refs/heads").join(refs_dir))
+                    .map_err(&conflict)?,
+                false,
+            ),
+            (
+                real_dir_below(&link.common, &Path::new("logs/refs/heads").join(refs_dir))
+                    .map_err(&conflict)?,
+                false,
+            ),
+            (link.admin.clone(), false),
+        ] {
             binds.push(GitBind {
                 path: path_str(&dir).to_owned(),
-                read_only: false,
+                read_only,
             });
         }
     }
@@ -323,10 +393,185 @@ pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, Isola
     Ok(binds)
 }
 
-/// Creates a directory git would create on its own (it cannot once the
-/// parent is bound read-only).
-fn ensure_dir(dir: &Path) -> Result<(), IsolationError> {
-    std::fs::create_dir_all(dir).map_err(io(dir))
+/// `base/relative` as a real directory, made where missing: no component
+/// below `base` may be a symbolic link (an agent that could once write
+/// there may have left one, and the engine would bind where it points).
+fn real_dir_below(base: &Path, relative: &Path) -> Result<PathBuf, String> {
+    let mut dir = base.to_owned();
+    for part in relative.components() {
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Err(format!("{} is not a plain directory", dir.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            }
+            Err(e) => return Err(format!("{}: {e}", dir.display())),
+        }
+    }
+    Ok(dir)
+}
+
+/// A worktree's entry in its host repository, as jackin recorded it (or,
+/// for a record made before jackin recorded entries, as found once).
+struct WorktreeLink {
+    common: PathBuf,
+    admin: PathBuf,
+    /// The entry names where the checkout was before the home moved.
+    names_old_path: bool,
+}
+
+/// The most a `.git` file or an entry's `gitdir` holds: one path.
+const MAX_LINK_FILE: u64 = 4096;
+
+/// Reads a one-line link file of a worktree (the checkout's `.git`, the
+/// entry's `gitdir`), which the agent can write: no link followed, no FIFO
+/// waited on, nothing large read. What it says is shown escaped.
+fn read_link_file(path: &Path) -> Result<String, String> {
+    read_untrusted(path, MAX_LINK_FILE)
+        .map(|bytes| String::from_utf8_lossy(&bytes).trim_end().to_owned())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Shows what a tree says, escaped and short, in a message.
+fn quoted(text: &str) -> String {
+    let short: String = text.chars().take(200).collect();
+    format!("{short:?}")
+}
+
+/// Finds the worktree's entry from the record and checks that it and the
+/// checkout still name each other: the entry's `gitdir` names the checkout
+/// (here, or where it was before the home moved) and the checkout's `.git`
+/// names the entry. Anything else is a [`IsolationError::LinkConflict`].
+fn worktree_link(record: &IsolationRecord) -> Result<WorktreeLink, IsolationError> {
+    let conflict = |detail: String| IsolationError::LinkConflict {
+        dst: record.dst.clone(),
+        src: record.src.clone(),
+        path: record.path.clone(),
+        detail,
+    };
+    let common = match &record.common_dir {
+        Some(dir) => PathBuf::from(dir),
+        None => common_dir(&record.src)?,
+    };
+    let worktrees = common.join("worktrees");
+    let admin = match &record.admin_dir {
+        Some(dir) => PathBuf::from(dir),
+        None => adopt_entry(record, &worktrees).map_err(&conflict)?,
+    };
+    if admin.parent() != Some(worktrees.as_path())
+        || !std::fs::symlink_metadata(&admin).is_ok_and(|m| m.is_dir())
+    {
+        return Err(conflict(format!(
+            "jackin's entry {} is not a directory of {}",
+            admin.display(),
+            worktrees.display()
+        )));
+    }
+    let names = read_link_file(&admin.join("gitdir")).map_err(&conflict)?;
+    let here = format!("{}/.git", record.path);
+    let before = record.moved_from.as_ref().map(|p| format!("{p}/.git"));
+    let names_old_path = if names == here {
+        false
+    } else if Some(&names) == before.as_ref() {
+        true
+    } else {
+        return Err(conflict(format!(
+            "the entry {} names {} as its checkout",
+            admin.display(),
+            quoted(&names)
+        )));
+    };
+    let dot_git = read_link_file(&Path::new(&record.path).join(".git")).map_err(&conflict)?;
+    if dot_git.strip_prefix("gitdir: ") != Some(path_str(&admin)) {
+        return Err(conflict(format!(
+            "the checkout's .git says {}, not {}",
+            quoted(&dot_git),
+            admin.display()
+        )));
+    }
+    Ok(WorktreeLink {
+        common,
+        admin,
+        names_old_path,
+    })
+}
+
+/// Checks, for a worktree, that its checkout and its recorded entry in the
+/// host repository still name each other (see [`IsolationError::LinkConflict`]);
+/// a clone has no such link. The assessment runs this first: git in a
+/// checkout whose `.git` points elsewhere would report on another tree.
+pub fn check_link(record: &IsolationRecord) -> Result<(), IsolationError> {
+    if record.scratch_branch.is_some() {
+        worktree_link(record)?;
+    }
+    Ok(())
+}
+
+/// The host repository's git directory, which its worktrees share. The host
+/// repository is the operator's; its own `.git` is not agent-writable.
+fn common_dir(src: &str) -> Result<PathBuf, IsolationError> {
+    let out = git::run(&[
+        "-C",
+        src,
+        "rev-parse",
+        "--path-format=absolute",
+        "--git-common-dir",
+    ])?;
+    Ok(PathBuf::from(String::from_utf8_lossy(&out).trim()))
+}
+
+/// The entries of the host repository whose `gitdir` names the checkout
+/// (here, or where it was before the home moved).
+fn entries_naming(record: &IsolationRecord, worktrees: &Path) -> Vec<PathBuf> {
+    let mut names = vec![format!("{}/.git", record.path)];
+    names.extend(record.moved_from.as_ref().map(|p| format!("{p}/.git")));
+    let Ok(entries) = std::fs::read_dir(worktrees) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|entry| std::fs::symlink_metadata(entry).is_ok_and(|m| m.is_dir()))
+        .filter(|entry| {
+            read_link_file(&entry.join("gitdir")).is_ok_and(|gitdir| names.contains(&gitdir))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// For a worktree recorded before jackin recorded entries: the one entry
+/// that names the checkout. None, or more than one, is a conflict.
+fn adopt_entry(record: &IsolationRecord, worktrees: &Path) -> Result<PathBuf, String> {
+    match entries_naming(record, worktrees).as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(format!(
+            "no entry in {} names the checkout",
+            worktrees.display()
+        )),
+        many => Err(format!(
+            "{} entries in {} name the checkout",
+            many.len(),
+            worktrees.display()
+        )),
+    }
+}
+
+/// Before a worktree whose directory is gone is made again: its old entry,
+/// and any entry an interrupted attempt left, would refuse the path. Each
+/// is removed only if it names this checkout (an entry that names another
+/// may be someone's now).
+fn forget_stale_entries(record: &IsolationRecord) -> Result<(), IsolationError> {
+    let worktrees = match &record.common_dir {
+        Some(dir) => PathBuf::from(dir),
+        None => common_dir(&record.src)?,
+    }
+    .join("worktrees");
+    for entry in entries_naming(record, &worktrees) {
+        remove_if_exists(&entry).map_err(io(&entry))?;
+    }
+    Ok(())
 }
 
 /// The reuse check: the host must still contain the base commit.
@@ -367,11 +612,19 @@ fn plan_record(
         } else {
             BTreeMap::new()
         },
+        common_dir: if worktree {
+            Some(path_str(&common_dir(src)?).to_owned())
+        } else {
+            None
+        },
+        admin_dir: None,
+        moved_from: None,
     })
 }
 
-/// Makes the checkout a record describes.
-fn make_checkout(record: &IsolationRecord) -> Result<(), IsolationError> {
+/// Makes the checkout a record describes; for a worktree, records the entry
+/// git made for it, read back from the new checkout before any agent ran.
+fn make_checkout(record: &mut IsolationRecord) -> Result<(), IsolationError> {
     let src = record.src.as_str();
     let path = Path::new(&record.path);
     // A directory there that no record vouched for may hold someone's work:
@@ -381,58 +634,46 @@ fn make_checkout(record: &IsolationRecord) -> Result<(), IsolationError> {
             path: record.path.clone(),
         });
     }
-    match &record.scratch_branch {
-        Some(branch) => {
-            git::run(&["-C", src, "config", "extensions.worktreeConfig", "true"])?;
-            let version = git::run(&["-C", src, "config", "core.repositoryformatversion"])
-                .map(|v| String::from_utf8_lossy(&v).trim().to_owned())
-                .unwrap_or_default();
-            if version != "1" {
-                git::run(&["-C", src, "config", "core.repositoryformatversion", "1"])?;
-            }
-            // An entry of ours whose directory is gone (or an interrupted
-            // attempt's) would refuse the path: remove it, by path only.
-            remove_worktree_entry(src, &record.path);
-            let full = format!("refs/heads/{branch}");
-            let branch_exists =
-                git::run(&["-C", src, "rev-parse", "--verify", "--quiet", &full]).is_ok();
-            // With the branch there, the agent's commits are on it: check it
-            // out as it is. Otherwise make it at the base commit.
-            let mut argv = vec!["-C", src, "worktree", "add", "--quiet"];
-            if !branch_exists {
-                argv.extend(["-b", branch.as_str()]);
-            }
-            argv.extend(["--", record.path.as_str()]);
-            argv.push(if branch_exists {
-                branch
-            } else {
-                &record.base_commit
-            });
-            git::run(&argv)?;
-        }
-        None => {
-            git::run(&[
-                "clone",
-                "--quiet",
-                "--no-hardlinks",
-                "--",
-                src,
-                &record.path,
-            ])?;
-        }
+    let Some(branch) = &record.scratch_branch else {
+        git::run(&[
+            "clone",
+            "--quiet",
+            "--no-hardlinks",
+            "--",
+            src,
+            &record.path,
+        ])?;
+        return Ok(());
+    };
+    let full = format!("refs/heads/{branch}");
+    let branch_exists = git::run(&["-C", src, "rev-parse", "--verify", "--quiet", &full]).is_ok();
+    // With the branch there, the agent's commits are on it: check it out as
+    // it is. Otherwise make it at the base commit.
+    let mut argv = vec!["-C", src, "worktree", "add", "--quiet"];
+    if !branch_exists {
+        argv.extend(["-b", branch.as_str()]);
     }
+    argv.extend(["--", record.path.as_str()]);
+    argv.push(if branch_exists {
+        branch
+    } else {
+        &record.base_commit
+    });
+    git::run(&argv)?;
+    let common = match &record.common_dir {
+        Some(dir) => PathBuf::from(dir),
+        None => common_dir(src)?,
+    };
+    record.common_dir = Some(path_str(&common).to_owned());
+    record.admin_dir = None;
+    let link = worktree_link(record)?;
+    record.admin_dir = Some(path_str(&link.admin).to_owned());
     Ok(())
 }
 
-/// Removes the host repository's entry for the worktree at `path`, if it
-/// has one, and no other (a missing directory is no obstacle). What is not
-/// there is not an error.
-fn remove_worktree_entry(src: &str, path: &str) {
-    let _ = git::run(&["-C", src, "worktree", "remove", "--force", "--", path]);
-}
-
-/// Removes every isolated checkout of the unit: a worktree through git (its
-/// entry removed by path), a clone as a directory. A scratch branch is
+/// Removes every isolated checkout of the unit: a worktree's directory and
+/// its entry in the host repository (the recorded entry, and only if it
+/// still names this checkout), a clone's directory. A scratch branch is
 /// deleted only when every commit on it is held by another ref; otherwise it
 /// stays in the host repository and is returned, so that nothing committed
 /// is ever lost. The host repository's own branches and files stay.
@@ -442,11 +683,34 @@ pub fn remove_all(layout: &Layout, container: &str) -> Result<Vec<String>, Isola
     for record in &records {
         let src = record.src.as_str();
         if record.isolation == Isolation::Worktree && Path::new(src).exists() {
-            if Path::new(&record.path).exists() {
-                // A moved home: the host's entry must point here first.
-                let _ = git::run(&["-C", src, "worktree", "repair", "--", &record.path]);
+            let worktrees = match &record.common_dir {
+                Some(dir) => PathBuf::from(dir),
+                None => common_dir(src)?,
             }
-            remove_worktree_entry(src, &record.path);
+            .join("worktrees");
+            // Of the recorded entry only what names this checkout is
+            // jackin's to remove; an entry from before jackin recorded them
+            // is found the same way.
+            let ours = entries_naming(record, &worktrees);
+            for entry in &ours {
+                let recorded = record
+                    .admin_dir
+                    .as_deref()
+                    .is_none_or(|a| Path::new(a) == entry);
+                if recorded {
+                    remove_if_exists(entry).map_err(io(entry))?;
+                }
+            }
+            if let Some(admin) = &record.admin_dir
+                && !ours.iter().any(|e| e == Path::new(admin))
+                && Path::new(admin).exists()
+            {
+                tracing::warn!(
+                    "left the worktree entry {admin} in {src}: it no longer names the checkout \
+                     {}, so it is not jackin's to remove",
+                    record.path
+                );
+            }
             if let Some(branch) = &record.scratch_branch {
                 if held_elsewhere(src, branch)? {
                     let _ = git::run(&["-C", src, "branch", "-D", "--", branch]);
