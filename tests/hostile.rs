@@ -516,3 +516,208 @@ fn hostile_checkout_include_if_runs_nothing_on_the_host() {
 fn hostile_checkout_worktree_config_runs_nothing_on_the_host() {
     hostile_checkout(Vector::WorktreeConfig);
 }
+
+// ---------------------------------------------------------------------------
+// A worktree's `.git` file redirected by the agent at an operator's worktree
+// entry (of the same repository, H1, or of another one, H2): jackin binds,
+// repairs and removes only its own recorded entry, so neither admin
+// directory is bound into a container or changed, and the operator's
+// worktree lists stay as they were.
+// ---------------------------------------------------------------------------
+
+/// Every file under `dir` with its contents.
+fn tree_contents(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// `git worktree list --porcelain` of `repo`, less the entry of `except`.
+fn worktrees_except(repo: &Path, except: &Path) -> String {
+    support::git(repo, &["worktree", "list", "--porcelain"])
+        .split("\n\n")
+        .filter(|entry| !entry.contains(except.to_str().unwrap()))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// Which repository the agent points its `.git` at.
+#[derive(Clone, Copy, Debug)]
+enum Redirect {
+    /// An operator's worktree of the host repository itself (H1).
+    SameRepository,
+    /// An operator's worktree of another repository (H2).
+    OtherRepository,
+}
+
+fn redirected_dot_git(redirect: Redirect) {
+    ensure_busybox();
+    let home = Home::new();
+    let repos = Repos::new();
+    let host = repos.host();
+    // The operator's own worktrees: one of the host repository, one of
+    // another repository of theirs.
+    let victim = repos.dir.path().join("victim");
+    support::git(
+        repos.dir.path(),
+        &["clone", "--quiet", host.to_str().unwrap(), "victim"],
+    );
+    let host_wt = repos.dir.path().join("host-op");
+    let victim_wt = repos.dir.path().join("victim-op");
+    test_git(
+        &host,
+        &[
+            "worktree",
+            "add",
+            "--quiet",
+            "-b",
+            "op",
+            host_wt.to_str().unwrap(),
+        ],
+    );
+    test_git(
+        &victim,
+        &[
+            "worktree",
+            "add",
+            "--quiet",
+            "-b",
+            "op",
+            victim_wt.to_str().unwrap(),
+        ],
+    );
+    let admin_of = |repo: &Path, wt: &Path| {
+        PathBuf::from(support::git(
+            wt,
+            &["rev-parse", "--path-format=absolute", "--git-dir"],
+        ))
+        .strip_prefix(repo)
+        .map(|rel| repo.join(rel))
+        .unwrap()
+    };
+    let host_admin = admin_of(&host, &host_wt);
+    let victim_admin = admin_of(&victim, &victim_wt);
+    let target = match redirect {
+        Redirect::SameRepository => &host_admin,
+        Redirect::OtherRepository => &victim_admin,
+    };
+
+    let name = "redirected";
+    let spec = format!(
+        "  command: [sleep, \"3600\"]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+        host.display()
+    );
+    home.apply(name, &instance_yaml_with(name, &spec));
+    let container = home.container(name);
+    let checkout = PathBuf::from(
+        home.object(name)["status"]["mounts"][0]["path"]
+            .as_str()
+            .expect("a recorded checkout"),
+    );
+    let before = (
+        tree_contents(&host_admin),
+        tree_contents(&victim_admin),
+        worktrees_except(&host, &checkout),
+        worktrees_except(&victim, &checkout),
+    );
+    let unchanged = |when: &str| {
+        let now = (
+            tree_contents(&host_admin),
+            tree_contents(&victim_admin),
+            worktrees_except(&host, &checkout),
+            worktrees_except(&victim, &checkout),
+        );
+        assert!(
+            now.0 == before.0,
+            "{redirect:?}: {when}: the host repository's operator entry changed"
+        );
+        assert!(
+            now.1 == before.1,
+            "{redirect:?}: {when}: the other repository's operator entry changed"
+        );
+        assert_eq!(
+            now.2, before.2,
+            "{redirect:?}: {when}: the host's worktree list changed"
+        );
+        assert_eq!(
+            now.3, before.3,
+            "{redirect:?}: {when}: the other worktree list changed"
+        );
+    };
+
+    // The agent, inside its container, points its checkout elsewhere.
+    docker(&[
+        "exec",
+        &container,
+        "sh",
+        "-c",
+        &format!("echo 'gitdir: {}' > /workspace/app/.git", target.display()),
+    ]);
+    home.ok(&["set-phase", name, "kept"]);
+    let err = home.fails(&["set-phase", name, "running"]);
+    assert!(
+        err.contains("no longer name each other"),
+        "{redirect:?}: {err}"
+    );
+    assert_eq!(
+        condition(&home.object(name), "Ready").unwrap()["reason"],
+        "ResumeConflict",
+        "{redirect:?}"
+    );
+    // Nothing was bound: no container runs, and none that exists binds
+    // either operator entry.
+    let containers = docker(&["ps", "-aq", "--filter", &format!("name=^{container}$")]);
+    for id in containers.split_whitespace() {
+        let mounts = docker(&["inspect", "--format", "{{json .Mounts}}", id]);
+        for admin in [&host_admin, &victim_admin] {
+            assert!(
+                !mounts.contains(admin.to_str().unwrap()),
+                "{redirect:?}: {mounts}"
+            );
+        }
+    }
+    assert!(
+        containers.is_empty(),
+        "{redirect:?}: a container was made: {containers}"
+    );
+    unchanged("after the resume");
+
+    // The purge assesses the checkout as unsafe (its links are broken) and,
+    // forced, removes jackin's checkout and entry only.
+    let err = home.fails(&["set-phase", name, "purged"]);
+    assert!(
+        err.contains("no longer name each other"),
+        "{redirect:?}: {err}"
+    );
+    home.ok(&["set-phase", name, "purged", "--force"]);
+    assert!(!home.jackin(&["get", name]).status.success(), "purged");
+    assert!(!checkout.exists(), "{redirect:?}: the checkout stays");
+    unchanged("after the purge");
+    let listed = support::git(&host, &["worktree", "list", "--porcelain"]);
+    assert!(
+        !listed.contains(checkout.to_str().unwrap()),
+        "{redirect:?}: jackin's own entry stays: {listed}"
+    );
+}
+
+/// H1.
+#[test]
+fn a_dot_git_redirected_at_an_operator_worktree_of_the_same_repository_binds_and_changes_nothing() {
+    redirected_dot_git(Redirect::SameRepository);
+}
+
+/// H2.
+#[test]
+fn a_dot_git_redirected_at_an_operator_worktree_of_another_repository_binds_and_changes_nothing() {
+    redirected_dot_git(Redirect::OtherRepository);
+}

@@ -130,6 +130,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IsolationError + '_ {
     }
 }
 
+/// Far above what any unit's records take (a few hundred bytes a mount).
+const MAX_RECORDS_FILE: u64 = 1 << 20;
+
 fn records_file(layout: &Layout, container: &str) -> PathBuf {
     layout.unit_meta_dir(container).join("isolation.json")
 }
@@ -142,7 +145,7 @@ pub fn read_records(
     container: &str,
 ) -> Result<Vec<IsolationRecord>, IsolationError> {
     let path = records_file(layout, container);
-    let mut records: Vec<IsolationRecord> = match std::fs::read(&path) {
+    let mut records: Vec<IsolationRecord> = match read_untrusted(&path, MAX_RECORDS_FILE) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| IsolationError::Records {
             path,
             message: e.to_string(),
