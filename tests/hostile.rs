@@ -721,3 +721,67 @@ fn a_dot_git_redirected_at_an_operator_worktree_of_the_same_repository_binds_and
 fn a_dot_git_redirected_at_an_operator_worktree_of_another_repository_binds_and_changes_nothing() {
     redirected_dot_git(Redirect::OtherRepository);
 }
+
+/// A worktree whose directory went missing is made again from its scratch
+/// branch: the agent's commits, with attributes the agent wrote naming a
+/// filter driver (here one the operator configured). The files come back,
+/// and no driver, and no hook of the host repository, runs.
+#[test]
+fn a_worktree_made_again_from_the_agents_branch_runs_no_driver_the_branch_names() {
+    ensure_busybox();
+    let home = Home::new();
+    let repos = Repos::new();
+    let host = repos.host();
+    let canary = repos.canary("smudge");
+    support::git(
+        &host,
+        &["config", "filter.opf.smudge", &canary_command(&canary)],
+    );
+    support::git(&host, &["config", "filter.opf.clean", "cat"]);
+    let hook = host.join(".git/hooks/post-checkout");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\ntouch {}\n", repos.canary("hook").display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let name = "remade";
+    let spec = format!(
+        "  command: [sleep, \"3600\"]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+        host.display()
+    );
+    home.apply(name, &instance_yaml_with(name, &spec));
+    // The first checkout is of the operator's own tree: their hook ran.
+    assert!(
+        repos.canary("hook").exists(),
+        "the operator's hook runs on their own tree"
+    );
+    std::fs::remove_file(repos.canary("hook")).unwrap();
+    let checkout = PathBuf::from(
+        home.object(name)["status"]["mounts"][0]["path"]
+            .as_str()
+            .expect("a recorded checkout"),
+    );
+    // The agent's commit: attributes naming the driver, and its work.
+    std::fs::write(checkout.join(".gitattributes"), "* filter=opf\n").unwrap();
+    std::fs::write(checkout.join("work.txt"), "the agent's work\n").unwrap();
+    commit_all(&checkout, "agent");
+    home.ok(&["set-phase", name, "kept"]);
+    std::fs::remove_dir_all(&checkout).unwrap();
+
+    home.ok(&["set-phase", name, "running"]);
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("work.txt")).unwrap(),
+        "the agent's work\n",
+        "the agent's work came back"
+    );
+    assert!(
+        !canary.exists(),
+        "the filter the agent's attributes name ran on the host"
+    );
+    assert!(
+        !repos.canary("hook").exists(),
+        "the host's hook ran over the agent's tree"
+    );
+    home.ok(&["set-phase", name, "purged", "--force"]);
+}

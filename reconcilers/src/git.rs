@@ -10,6 +10,7 @@
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -85,7 +86,7 @@ const MAX_STDERR: usize = 4 << 10;
 /// (`-c` settings reach the git processes of submodules too). The sandbox
 /// already stops any such program from starting; these keep git from
 /// trying, so that its answer does not depend on a failed start.
-const DEFUSED: [&str; 8] = [
+const DEFUSED: [&str; 9] = [
     "core.fsmonitor=false",
     "core.hooksPath=/dev/null",
     "log.showSignature=false",
@@ -94,6 +95,7 @@ const DEFUSED: [&str; 8] = [
     "core.pager=cat",
     "core.sshCommand=false",
     "protocol.allow=never",
+    "submodule.recurse=false",
 ];
 
 /// Runs `git -C DIR ARGS…` over a tree the agent can write, and returns its
@@ -108,6 +110,16 @@ const DEFUSED: [&str; 8] = [
 ///   empty, so a filter that cannot start does not fail the command;
 /// - stopped after [`UNTRUSTED_GIT_LIMIT`] or [`MAX_UNTRUSTED_OUTPUT`].
 pub fn run_untrusted(dir: &str, args: &[&str]) -> Result<Vec<u8>, GitError> {
+    run_untrusted_writing(dir, args, &[])
+}
+
+/// As [`run_untrusted`], but git may also write beneath each of `writable`
+/// (and still execute nothing there): to check out a tree the agent wrote.
+pub fn run_untrusted_writing(
+    dir: &str,
+    args: &[&str],
+    writable: &[&Path],
+) -> Result<Vec<u8>, GitError> {
     let listed = match run_confined(
         &[
             "-C",
@@ -118,6 +130,7 @@ pub fn run_untrusted(dir: &str, args: &[&str]) -> Result<Vec<u8>, GitError> {
             r"^filter\.",
         ],
         UNTRUSTED_GIT_LIMIT,
+        &[],
     ) {
         Ok(out) => String::from_utf8_lossy(&out).into_owned(),
         // No filter is configured (git exits 1 when nothing matches).
@@ -144,13 +157,13 @@ pub fn run_untrusted(dir: &str, args: &[&str]) -> Result<Vec<u8>, GitError> {
     // Looking is not touching: `status` would otherwise refresh the index.
     argv.extend(["--no-optional-locks", "-C", dir]);
     argv.extend_from_slice(args);
-    run_confined(&argv, UNTRUSTED_GIT_LIMIT)
+    run_confined(&argv, UNTRUSTED_GIT_LIMIT, writable)
 }
 
 /// Runs git confined and bounded: `limit` on the wall clock, and
 /// [`MAX_UNTRUSTED_OUTPUT`] on what it prints. The whole process group goes
 /// when either is passed.
-fn run_confined(args: &[&str], limit: Duration) -> Result<Vec<u8>, GitError> {
+fn run_confined(args: &[&str], limit: Duration, writable: &[&Path]) -> Result<Vec<u8>, GitError> {
     let describe = || args.join(" ");
     let mut command = Command::new("git");
     command
@@ -160,8 +173,14 @@ fn run_confined(args: &[&str], limit: Duration) -> Result<Vec<u8>, GitError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    sandbox::confine(&mut command)?;
+    let rules = if writable.is_empty() {
+        sandbox::confine(&mut command)?;
+        None
+    } else {
+        Some(sandbox::confine_writing(&mut command, writable)?)
+    };
     let mut child = command.spawn().map_err(GitError::Spawn)?;
+    drop(rules);
     let leader = child.id();
     // The group is the child's own until the child is reaped, below.
     let kill_group = move || sandbox::kill_process_group(leader);
@@ -277,8 +296,6 @@ impl Mirror {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
 
     /// A checkout whose config would run programs on the host: `status`
@@ -381,6 +398,55 @@ mod tests {
         assert!(proof.exists(), "the probe itself works");
     }
 
+    /// Drivers that only `diff` would run: even asked to use them, and with
+    /// nothing defused, a confined git starts none.
+    #[test]
+    fn diff_time_drivers_do_not_start_either() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let repo = repo.to_str().unwrap();
+        let git = |args: &[&str]| {
+            let mut argv = vec![
+                "-C",
+                repo,
+                "-c",
+                "user.email=t@jackin.dev",
+                "-c",
+                "user.name=t",
+            ];
+            argv.extend_from_slice(args);
+            run(&argv).unwrap();
+        };
+        run(&["init", "--quiet", repo]).unwrap();
+        std::fs::write(Path::new(repo).join("a.txt"), "one\n").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "--quiet", "-m", "one"]);
+        std::fs::write(Path::new(repo).join("a.txt"), "two\n").unwrap();
+        std::fs::write(Path::new(repo).join(".gitattributes"), "*.txt diff=evil\n").unwrap();
+        let canary = |name: &str| dir.path().join(name);
+        let touch = |name: &str| format!("sh -c \"touch {}\"", canary(name).display());
+        let (textconv, external) = (touch("textconv"), touch("external"));
+        git(&["config", "diff.evil.textconv", &textconv]);
+        let external = format!("diff.external={external}");
+        let asks: [&[&str]; 2] = [
+            &["-C", repo, "diff", "HEAD"],
+            &["-C", repo, "-c", &external, "diff", "--ext-diff", "HEAD"],
+        ];
+        for ask in asks {
+            let _ = run_confined(ask, UNTRUSTED_GIT_LIMIT, &[]);
+        }
+        for name in ["textconv", "external"] {
+            assert!(!canary(name).exists(), "{name} ran");
+        }
+        // Unconfined, each is a real vector.
+        for ask in asks {
+            let _ = run(ask);
+        }
+        for name in ["textconv", "external"] {
+            assert!(canary(name).exists(), "{name}: the probe itself works");
+        }
+    }
+
     #[test]
     fn a_fifo_named_as_an_include_is_stopped_not_waited_on() {
         let dir = tempfile::tempdir().unwrap();
@@ -399,6 +465,7 @@ mod tests {
         let err = run_confined(
             &["-C", repo, "status", "--porcelain"],
             Duration::from_secs(2),
+            &[],
         )
         .unwrap_err();
         assert!(matches!(err, GitError::TimedOut { .. }), "{err}");

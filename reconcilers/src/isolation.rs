@@ -77,6 +77,18 @@ pub struct IsolationRecord {
     pub moved_from: Option<String>,
 }
 
+impl IsolationRecord {
+    /// The checkout and its entry no longer name each other, as `detail` says.
+    fn link_conflict(&self, detail: String) -> IsolationError {
+        IsolationError::LinkConflict {
+            dst: self.dst.clone(),
+            src: self.src.clone(),
+            path: self.path.clone(),
+            detail,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum IsolationError {
     #[error(transparent)]
@@ -356,12 +368,7 @@ pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, Isola
         if link.names_old_path {
             return Err(IsolationError::NotPrepared { dst: record.dst });
         }
-        let conflict = |detail: String| IsolationError::LinkConflict {
-            dst: record.dst.clone(),
-            src: record.src.clone(),
-            path: record.path.clone(),
-            detail,
-        };
+        let conflict = |detail| record.link_conflict(detail);
         let refs_dir = Path::new(branch).parent().unwrap_or(Path::new(""));
         let objects = real_dir_below(&link.common, Path::new("objects")).map_err(&conflict)?;
         binds.push(GitBind {
@@ -447,12 +454,7 @@ fn quoted(text: &str) -> String {
 /// (here, or where it was before the home moved) and the checkout's `.git`
 /// names the entry. Anything else is a [`IsolationError::LinkConflict`].
 fn worktree_link(record: &IsolationRecord) -> Result<WorktreeLink, IsolationError> {
-    let conflict = |detail: String| IsolationError::LinkConflict {
-        dst: record.dst.clone(),
-        src: record.src.clone(),
-        path: record.path.clone(),
-        detail,
-    };
+    let conflict = |detail| record.link_conflict(detail);
     let common = match &record.common_dir {
         Some(dir) => PathBuf::from(dir),
         None => common_dir(&record.src)?,
@@ -650,27 +652,60 @@ fn make_checkout(record: &mut IsolationRecord) -> Result<(), IsolationError> {
     };
     let full = format!("refs/heads/{branch}");
     let branch_exists = git::run(&["-C", src, "rev-parse", "--verify", "--quiet", &full]).is_ok();
-    // With the branch there, the agent's commits are on it: check it out as
-    // it is. Otherwise make it at the base commit.
-    let mut argv = vec!["-C", src, "worktree", "add", "--quiet"];
-    if !branch_exists {
-        argv.extend(["-b", branch.as_str()]);
-    }
-    argv.extend(["--", record.path.as_str()]);
-    argv.push(if branch_exists {
-        branch
-    } else {
-        &record.base_commit
-    });
-    git::run(&argv)?;
     let common = match &record.common_dir {
         Some(dir) => PathBuf::from(dir),
         None => common_dir(src)?,
     };
     record.common_dir = Some(path_str(&common).to_owned());
     record.admin_dir = None;
+    if !branch_exists {
+        // A new branch at the base commit: the operator's own tree, checked
+        // out as the operator's git would.
+        git::run(&[
+            "-C",
+            src,
+            "worktree",
+            "add",
+            "--quiet",
+            "-b",
+            branch,
+            "--",
+            &record.path,
+            &record.base_commit,
+        ])?;
+        let link = worktree_link(record)?;
+        record.admin_dir = Some(path_str(&link.admin).to_owned());
+        return Ok(());
+    }
+    // The branch holds the agent's commits: its tree (and the attributes in
+    // it, which name filter drivers) is the agent's. git makes the entry
+    // without checking anything out (so no hook or filter runs), and the
+    // files are checked out confined, writing only the new checkout, its
+    // entry and the scratch branch's ref and reflog.
+    git::run(&[
+        "-C",
+        src,
+        "worktree",
+        "add",
+        "--quiet",
+        "--no-checkout",
+        "--",
+        &record.path,
+        branch,
+    ])?;
     let link = worktree_link(record)?;
     record.admin_dir = Some(path_str(&link.admin).to_owned());
+    let refs_dir = Path::new(branch).parent().unwrap_or(Path::new(""));
+    let conflict = |detail| record.link_conflict(detail);
+    let refs =
+        real_dir_below(&common, &Path::new("refs/heads").join(refs_dir)).map_err(&conflict)?;
+    let logs =
+        real_dir_below(&common, &Path::new("logs/refs/heads").join(refs_dir)).map_err(&conflict)?;
+    git::run_untrusted_writing(
+        &record.path,
+        &["reset", "--hard", "--quiet"],
+        &[Path::new(&record.path), &link.admin, &refs, &logs],
+    )?;
     Ok(())
 }
 

@@ -79,14 +79,18 @@ struct PathBeneathAttr {
 )]
 pub struct SandboxError(String);
 
-/// The one rule set of this process.
-struct Ruleset {
+/// A rule set, kept open until the command it confines has started.
+pub struct Ruleset {
     fd: OwnedFd,
 }
 
-fn ruleset() -> Result<&'static Ruleset, SandboxError> {
+/// The read-only rule set, built once per process.
+fn read_only() -> Result<&'static Ruleset, SandboxError> {
     static RULESET: OnceLock<Result<Ruleset, SandboxError>> = OnceLock::new();
-    RULESET.get_or_init(build).as_ref().map_err(Clone::clone)
+    RULESET
+        .get_or_init(|| build(&[]))
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 fn abi_version() -> io::Result<i64> {
@@ -106,7 +110,16 @@ fn abi_version() -> io::Result<i64> {
     }
 }
 
-fn build() -> Result<Ruleset, SandboxError> {
+/// What may be done beneath a writable directory: everything but executing
+/// and making device nodes, FIFOs or sockets.
+const FS_WRITE_BENEATH: u64 = !(FS_EXECUTE
+    | FS_IOCTL_DEV
+    | (1 << 6) // make a character device
+    | (1 << 9) // make a socket
+    | (1 << 10) // make a FIFO
+    | (1 << 11)); // make a block device
+
+fn build(writable: &[&Path]) -> Result<Ruleset, SandboxError> {
     let abi =
         abi_version().map_err(|e| SandboxError(format!("Landlock is not available ({e})")))?;
     let mut handled_fs = FS_ABI1;
@@ -161,6 +174,11 @@ fn build() -> Result<Ruleset, SandboxError> {
         rules.push((loader, FS_EXECUTE | FS_READ_FILE));
     }
     rules.push((git, FS_EXECUTE | FS_READ_FILE));
+    rules.extend(
+        writable
+            .iter()
+            .map(|dir| (dir.to_path_buf(), FS_WRITE_BENEATH)),
+    );
     for (path, access) in rules {
         add_rule(&fd, &path, access & handled_fs).map_err(|e| {
             SandboxError(format!(
@@ -269,7 +287,21 @@ fn elf_interpreter(binary: &Path) -> Result<Option<PathBuf>, String> {
 /// Makes `command` start inside the domain. Fails (and `command` is left
 /// as it was) when this machine cannot confine it.
 pub fn confine(command: &mut Command) -> Result<(), SandboxError> {
-    let fd = ruleset()?.fd.as_raw_fd();
+    apply(command, read_only()?);
+    Ok(())
+}
+
+/// As [`confine`], but the command may also write beneath each of
+/// `writable` (never execute there). The returned rule set must be kept
+/// until the command has been spawned.
+pub fn confine_writing(command: &mut Command, writable: &[&Path]) -> Result<Ruleset, SandboxError> {
+    let ruleset = build(writable)?;
+    apply(command, &ruleset);
+    Ok(ruleset)
+}
+
+fn apply(command: &mut Command, ruleset: &Ruleset) {
+    let fd = ruleset.fd.as_raw_fd();
     // SAFETY: the closure runs in the child between `fork` and `execve` and
     // makes only two system calls: no allocation, no lock. The rule set's
     // descriptor is open in the child until `execve` (it is close-on-exec).
@@ -284,7 +316,6 @@ pub fn confine(command: &mut Command) -> Result<(), SandboxError> {
             Ok(())
         });
     }
-    Ok(())
 }
 
 /// Kills every process of the group `leader` leads (a child started with
@@ -349,6 +380,35 @@ mod tests {
         let out = init.output().unwrap();
         assert!(!out.status.success(), "{out:?}");
         assert!(!target.join(".git").exists());
+    }
+
+    #[test]
+    fn a_writable_directory_takes_writes_and_runs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let allowed = dir.path().join("allowed");
+        std::fs::create_dir(&allowed).unwrap();
+        let mut init = Command::new("git");
+        init.args(["init", "--quiet"]).arg(allowed.join("repo"));
+        let _rules = confine_writing(&mut init, &[&allowed]).unwrap();
+        let out = init.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert!(allowed.join("repo/.git/HEAD").exists());
+        // Beside it, still nothing.
+        let mut elsewhere = Command::new("git");
+        elsewhere
+            .args(["init", "--quiet"])
+            .arg(dir.path().join("other"));
+        let _rules = confine_writing(&mut elsewhere, &[&allowed]).unwrap();
+        assert!(!elsewhere.output().unwrap().status.success());
+        // A program written there cannot be run.
+        let script = allowed.join("run-me");
+        std::fs::write(&script, "#!/bin/sh\ntouch \"$0.ran\"\n").unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let mut run = Command::new(&script);
+        let _rules = confine_writing(&mut run, &[&allowed]).unwrap();
+        assert!(run.status().is_err(), "the script started");
+        assert!(!allowed.join("run-me.ran").exists());
     }
 
     #[test]
