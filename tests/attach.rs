@@ -702,6 +702,39 @@ fn a_reattach_shows_what_the_agent_printed_before() {
     terminal.wait_for("printed-while-nobody-watched", 1);
 }
 
+/// The replay is history: queries the agent printed earlier (a cursor
+/// position report, device status, device attributes) are not replayed, so
+/// the operator's terminal types no answers into the agent's input.
+#[test]
+fn a_reattach_replays_no_query_that_makes_the_terminal_answer() {
+    ensure_busybox();
+    let home = Home::new();
+    let agent = "printf 'before-\\033[6n\\033[5n\\033[c-replay-marker\\n'; \
+                 while read line; do echo \"$line\" >> $HOME/typed; done";
+    let spec = format!(
+        "  command: [sh, -c, {}]\n",
+        serde_json::to_string(agent).unwrap()
+    );
+    home.apply("asker", &instance_yaml_with("asker", &spec));
+    support::eventually(Duration::from_secs(20), "the agent's first line", || {
+        home.ok(&["logs", "asker"]).contains("-replay-marker")
+    });
+    let typed = home
+        .path()
+        .join("data")
+        .join(home.container("asker"))
+        .join("home/typed");
+    let terminal = Terminal::start(&home, "attach asker");
+    terminal.wait_for("before--replay-marker", 1);
+    // Anything the terminal answered is ahead of this line in the agent's input.
+    terminal.type_line("done");
+    support::eventually(Duration::from_secs(30), "the agent's line", || {
+        std::fs::read_to_string(&typed).is_ok_and(|text| text.ends_with('\n'))
+    });
+    let text = std::fs::read_to_string(&typed).unwrap();
+    assert_eq!(text, "done\n", "the terminal answered the replay: {text:?}");
+}
+
 #[test]
 fn launch_refuses_a_workspace_that_does_not_exist_and_suggests_one() {
     let home = Home::new();

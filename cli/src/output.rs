@@ -96,6 +96,132 @@ pub fn terminal_safe_lines(text: &str) -> String {
     out
 }
 
+/// The agent's earlier output (its log) made safe to show again on the
+/// operator's terminal: text and its colours only. Unlike [`terminal_safe`],
+/// which shows every control character escaped so that a name reads as
+/// what it is, this keeps the agent's screen looking as it did and drops what
+/// is not text.
+///
+/// Kept: printable text (invalid UTF-8 shown as U+FFFD), newline, carriage
+/// return, tab, backspace, and colour/style sequences (SGR: `ESC [`, digits
+/// and `;`, `m`). Dropped whole: every other escape sequence (a control
+/// sequence with any other final byte, OSC up to BEL or ST, DCS, SOS, PM
+/// and APC up to ST, two-byte escapes), the 8-bit forms of their
+/// introducers, every other C0 and C1 control, and a sequence left
+/// unterminated at the end. So the replay can never ask the terminal
+/// something (a cursor position or device report, a window title, the
+/// clipboard), whose answer the terminal would type into the agent's input,
+/// nor set anything on it. The log must be given whole, not chunk by chunk,
+/// so that a sequence split across chunks is seen as one.
+pub fn terminal_safe_replay(log: &[u8]) -> Vec<u8> {
+    /// Where the filter is in the grammar of escape sequences (ECMA-48).
+    enum State {
+        Text,
+        /// After ESC.
+        Escape,
+        /// After ESC and an intermediate byte (`ESC ( B`).
+        EscapeIntermediate,
+        /// Inside a control sequence; `sgr` holds its parameters while it
+        /// can still be a colour sequence.
+        Control {
+            sgr: Option<String>,
+            intermediate: bool,
+        },
+        /// Inside OSC, DCS, SOS, PM or APC: up to ST (or BEL, for OSC).
+        Str {
+            bel_ends: bool,
+        },
+    }
+    let text = String::from_utf8_lossy(log);
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    let mut state = State::Text;
+    // A character that ended a malformed sequence, read again as text.
+    let mut again = None;
+    while let Some(c) = again.take().or_else(|| chars.next()) {
+        state = match state {
+            State::Text => match c {
+                '\n' | '\r' | '\t' | '\u{8}' => {
+                    out.push(c);
+                    State::Text
+                }
+                '\u{1b}' => State::Escape,
+                '\u{9b}' => State::Control {
+                    sgr: None,
+                    intermediate: false,
+                },
+                '\u{9d}' => State::Str { bel_ends: true },
+                '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => State::Str { bel_ends: false },
+                c if c.is_control() => State::Text,
+                c => {
+                    out.push(c);
+                    State::Text
+                }
+            },
+            State::Escape => match c {
+                '[' => State::Control {
+                    sgr: Some(String::new()),
+                    intermediate: false,
+                },
+                ']' => State::Str { bel_ends: true },
+                'P' | 'X' | '^' | '_' => State::Str { bel_ends: false },
+                ' '..='/' => State::EscapeIntermediate,
+                '0'..='~' => State::Text,
+                _ => {
+                    again = Some(c);
+                    State::Text
+                }
+            },
+            State::EscapeIntermediate => match c {
+                ' '..='/' => State::EscapeIntermediate,
+                '0'..='~' => State::Text,
+                _ => {
+                    again = Some(c);
+                    State::Text
+                }
+            },
+            State::Control {
+                mut sgr,
+                intermediate,
+            } => match c {
+                '0'..='?' if !intermediate => {
+                    match &mut sgr {
+                        Some(params) if c.is_ascii_digit() || c == ';' => params.push(c),
+                        _ => sgr = None,
+                    }
+                    State::Control { sgr, intermediate }
+                }
+                ' '..='/' => State::Control {
+                    sgr: None,
+                    intermediate: true,
+                },
+                '@'..='~' => {
+                    if c == 'm'
+                        && let Some(params) = sgr
+                    {
+                        out.push_str("\u{1b}[");
+                        out.push_str(&params);
+                        out.push('m');
+                    }
+                    State::Text
+                }
+                _ => {
+                    again = Some(c);
+                    State::Text
+                }
+            },
+            State::Str { bel_ends } => match c {
+                '\u{7}' if bel_ends => State::Text,
+                '\u{9c}' => State::Text,
+                // ESC ends the string; `ESC \` (ST) is then a two-byte escape.
+                '\u{1b}' => State::Escape,
+                _ => State::Str { bel_ends },
+            },
+        };
+    }
+    out.into_bytes()
+}
+
 /// Left-aligned columns separated by three spaces.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> = rows
@@ -754,6 +880,125 @@ mod tests {
         assert_eq!(safe, "notes\\r\\u{1b}[2K\\u{1b}[1Aclean\\u{202e}txt");
         assert_eq!(terminal_safe("plain/path.rs"), "plain/path.rs");
         assert_eq!(terminal_safe_lines("a\rb\nc\n"), "a\\rb\nc\n");
+    }
+
+    fn replayed(log: &str) -> String {
+        String::from_utf8(terminal_safe_replay(log.as_bytes())).unwrap()
+    }
+
+    #[test]
+    fn a_replay_asks_the_terminal_nothing() {
+        let queries = [
+            "\u{1b}[6n",                     // cursor position report
+            "\u{1b}[?6n",                    // the DEC form of it
+            "\u{1b}[5n",                     // device status
+            "\u{1b}[c",                      // primary device attributes
+            "\u{1b}[0c",                     // the same, with a parameter
+            "\u{1b}[>c",                     // secondary device attributes
+            "\u{1b}[=c",                     // tertiary device attributes
+            "\u{1b}[21t",                    // window title report
+            "\u{1b}[18t",                    // text area size report
+            "\u{1b}[$p",                     // DECRQM-like: an intermediate byte
+            "\u{1b}P$qm\u{1b}\\",            // DECRQSS, a DCS query
+            "\u{1b}P+q544e\u{1b}\\",         // XTGETTCAP
+            "\u{1b}]10;?\u{7}",              // OSC colour query, BEL-ended
+            "\u{1b}]11;?\u{1b}\\",           // OSC colour query, ST-ended
+            "\u{1b}]52;c;?\u{7}",            // clipboard read
+            "\u{1b}]52;c;cGF5bG9hZA==\u{7}", // clipboard write
+            "\u{1b}]0;pwned title\u{7}",     // title set
+            "\u{1b}X sos \u{1b}\\",          // SOS
+            "\u{1b}^ pm \u{1b}\\",           // PM
+            "\u{1b}_ apc \u{1b}\\",          // APC
+            "\u{1b}Z",                       // DECID: identify
+            "\u{1b}c",                       // full reset
+            "\u{1b}(0",                      // a character set, with an intermediate
+            "\u{1b}#8",                      // screen alignment test
+            "\u{1b}[2J\u{1b}[H",             // clear and home: not colour, so not kept
+        ];
+        for query in queries {
+            assert_eq!(
+                replayed(&format!("before {query}after")),
+                "before after",
+                "{query:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_replay_keeps_text_colours_and_line_controls() {
+        let log = "\u{1b}[1;31mred\u{1b}[0m \u{1b}[m\u{1b}[38;5;208mé✓\tx\u{8}y\r\n";
+        assert_eq!(replayed(log), log);
+        // Colour sequences with anything but digits and `;` are dropped.
+        assert_eq!(replayed("a\u{1b}[38:2:1:2:3mb\u{1b}[?1mc"), "abc");
+    }
+
+    #[test]
+    fn a_replay_drops_other_controls_and_mends_invalid_utf8() {
+        assert_eq!(replayed("a\u{7}b\u{0}c\u{7f}d\u{85}e\u{9c}f"), "abcdef");
+        assert_eq!(
+            terminal_safe_replay(b"ok \xff\xfe end"),
+            "ok \u{fffd}\u{fffd} end".as_bytes()
+        );
+    }
+
+    #[test]
+    fn a_replay_drops_8_bit_introducers_with_their_sequences() {
+        for sequence in [
+            "\u{9b}6n",             // CSI: a cursor position report
+            "\u{9b}31m",            // CSI: even a colour
+            "\u{9d}52;c;?\u{7}",    // OSC: a clipboard read
+            "\u{90}$qm\u{9c}",      // DCS up to the 8-bit ST
+            "\u{1b}]0;title\u{9c}", // OSC up to the 8-bit ST
+        ] {
+            assert_eq!(replayed(&format!("a{sequence}b")), "ab", "{sequence:?}");
+        }
+    }
+
+    #[test]
+    fn a_replay_sees_a_sequence_split_across_log_chunks_as_one() {
+        // The log comes in chunks; the replay filters them joined.
+        let chunks: [&[u8]; 4] = [b"one \x1b", b"[6", b"n two \x1b]52;c", b";?\x07three"];
+        assert_eq!(terminal_safe_replay(&chunks.concat()), b"one  two three");
+        // A multi-byte character split across chunks survives too.
+        let chunks: [&[u8]; 2] = [b"caf\xc3", b"\xa9"];
+        assert_eq!(terminal_safe_replay(&chunks.concat()), "café".as_bytes());
+    }
+
+    #[test]
+    fn a_replay_drops_a_sequence_left_unterminated() {
+        for tail in [
+            "\u{1b}",
+            "\u{1b}[",
+            "\u{1b}[1;31",
+            "\u{1b}[6",
+            "\u{1b}]52;c;?",
+            "\u{1b}P$q",
+            "\u{1b}]0;title\u{1b}",
+            "\u{9b}",
+        ] {
+            assert_eq!(replayed(&format!("text{tail}")), "text", "{tail:?}");
+        }
+    }
+
+    #[test]
+    fn a_replay_drops_a_long_osc_whole_and_reads_on() {
+        let long = format!("a\u{1b}]52;c;{}\u{7}b", "QUFB".repeat(50_000));
+        assert_eq!(replayed(&long), "ab");
+        // A string interrupted by another escape ends there.
+        assert_eq!(replayed("a\u{1b}]0;t\u{1b}[6nb\u{1b}[1mc"), "ab\u{1b}[1mc");
+    }
+
+    #[test]
+    fn a_malformed_sequence_is_dropped_and_the_character_that_broke_it_read_as_text() {
+        // A control inside a control sequence: the terminal would act on
+        // the newline, then finish the sequence; here it is only a newline
+        // and text.
+        assert_eq!(replayed("a\u{1b}[6\nn"), "a\nn");
+        assert_eq!(replayed("a\u{1b}[1é"), "aé");
+        assert_eq!(replayed("a\u{1b}\u{1b}[6nb"), "ab");
+        assert_eq!(replayed("a\u{1b}(\nb"), "a\nb");
+        // Many unfinished strings in a row are read without recursion.
+        assert_eq!(replayed(&"\u{1b}]".repeat(100_000)), "");
     }
 
     #[test]

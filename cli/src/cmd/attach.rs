@@ -134,6 +134,14 @@ async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) 
 /// The last screenful of what the agent printed, from the container's log,
 /// so that a reattach never starts on a blank screen. A log that cannot be
 /// read costs only that.
+///
+/// The replay is history, not the session: it shows text and colours only
+/// ([`output::terminal_safe_replay`]), since a query replayed from the log
+/// (a cursor position report, a clipboard read) would make the terminal type
+/// its answer into the agent's input. The live stream that follows in
+/// [`attach_once`] stays raw: there the agent drives the operator's terminal
+/// by design, as any program run in it does. The log is bounded by the
+/// terminal's rows, so it is read whole and filtered once.
 async fn show_recent_output(engine: &Engine, container: &str) {
     let rows = crossterm::terminal::size().map_or(24, |(_, rows)| rows.max(1));
     let request = LogsRequest {
@@ -141,12 +149,12 @@ async fn show_recent_output(engine: &Engine, container: &str) {
         ..Default::default()
     };
     let mut logs = engine.logs(container, request);
-    let mut stdout = std::io::stdout();
+    let mut recent = Vec::new();
     while let Some(Ok(chunk)) = logs.next().await {
-        if stdout.write_all(&chunk).is_err() {
-            return;
-        }
+        recent.extend_from_slice(&chunk);
     }
+    let mut stdout = std::io::stdout();
+    let _ = stdout.write_all(&output::terminal_safe_replay(&recent));
     let _ = stdout.flush();
 }
 
