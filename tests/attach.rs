@@ -735,6 +735,50 @@ fn a_reattach_replays_no_query_that_makes_the_terminal_answer() {
     assert_eq!(text, "done\n", "the terminal answered the replay: {text:?}");
 }
 
+/// `jackin logs` on a terminal shows the log as text and colours only, as
+/// the replay does: a query in it would make the terminal type its answer
+/// into the operator's shell. Piped, the bytes go on as the agent wrote them.
+#[test]
+fn logs_on_a_terminal_show_no_query_that_makes_the_terminal_answer() {
+    ensure_busybox();
+    let home = Home::new();
+    let agent = "printf 'before-\\033[6n\\033[5n\\033[c-logs-marker\\n'; sleep 3600";
+    let spec = format!(
+        "  command: [sh, -c, {}]\n",
+        serde_json::to_string(agent).unwrap()
+    );
+    home.apply("asker", &instance_yaml_with("asker", &spec));
+    support::eventually(Duration::from_secs(20), "the agent's first line", || {
+        home.ok(&["logs", "asker"]).contains("-logs-marker")
+    });
+    let piped = home.ok(&["logs", "asker"]);
+    assert!(
+        piped.contains("before-\u{1b}[6n"),
+        "piped output is as written: {piped:?}"
+    );
+
+    // What the shell reads after `jackin logs` is whatever the terminal
+    // typed in answer: nothing, unless a query reached it.
+    let scratch = tempfile::tempdir().unwrap();
+    let typed = scratch.path().join("typed");
+    let terminal = Terminal::start(
+        &home,
+        &format!(
+            "logs asker; bash -c 'read -t 3 -r -n 64 line; printf %q \"$line\" > {}'",
+            typed.display()
+        ),
+    );
+    terminal.wait_for("before--logs-marker", 1);
+    support::eventually(Duration::from_secs(30), "the shell's read", || {
+        typed.exists()
+    });
+    support::eventually(Duration::from_secs(5), "the read's result", || {
+        std::fs::read_to_string(&typed).is_ok_and(|text| !text.is_empty())
+    });
+    let text = std::fs::read_to_string(&typed).unwrap();
+    assert_eq!(text, "''", "the terminal answered the log: {text:?}");
+}
+
 #[test]
 fn launch_refuses_a_workspace_that_does_not_exist_and_suggests_one() {
     let home = Home::new();

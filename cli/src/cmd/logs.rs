@@ -43,10 +43,20 @@ pub async fn run(args: &LogsArgs) -> Result<()> {
     };
     let mut logs = engine.logs(&id, request);
     let mut stdout = std::io::stdout().lock();
-    // The agent's output as it wrote it, as `docker logs` prints it: it was
-    // meant for a terminal, like what `attach` shows.
+    // Piped, the agent's output goes on as it wrote it, as `docker logs`
+    // prints it. On a terminal it is history, shown as text and colours
+    // only, as `attach` replays it: a query in it would make the terminal
+    // type its answer into the operator's shell. Each chunk is filtered on
+    // its own; a sequence split between two is dropped or shown as plain
+    // text, never passed on.
+    let on_terminal = std::io::IsTerminal::is_terminal(&stdout);
     while let Some(chunk) = logs.next().await {
-        stdout.write_all(&chunk?)?;
+        let chunk = chunk?;
+        if on_terminal {
+            stdout.write_all(&crate::output::terminal_safe_replay(&chunk))?;
+        } else {
+            stdout.write_all(&chunk)?;
+        }
         stdout.flush()?;
     }
     Ok(())
