@@ -298,6 +298,23 @@ impl Mirror {
 mod tests {
     use super::*;
 
+    /// The tests' own git, unconfined, in `repo`: with an identity, and the
+    /// file transport allowed for submodules.
+    fn test_git(repo: &str, args: &[&str]) {
+        let mut argv = vec![
+            "-C",
+            repo,
+            "-c",
+            "user.email=t@jackin.dev",
+            "-c",
+            "user.name=t",
+            "-c",
+            "protocol.file.allow=always",
+        ];
+        argv.extend_from_slice(args);
+        run(&argv).unwrap();
+    }
+
     /// A checkout whose config would run programs on the host: `status`
     /// through `run_untrusted` runs none of them, and still answers.
     #[test]
@@ -352,18 +369,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
         let git = |repo: &str, args: &[&str]| {
-            let mut argv = vec![
-                "-C",
-                repo,
-                "-c",
-                "user.email=t@jackin.dev",
-                "-c",
-                "user.name=t",
-                "-c",
-                "protocol.file.allow=always",
-            ];
-            argv.extend_from_slice(args);
-            run(&argv).unwrap();
+            test_git(repo, args);
         };
         let (top, upstream) = (path("top"), path("sub-upstream"));
         for repo in [&top, &upstream] {
@@ -406,16 +412,7 @@ mod tests {
         let repo = dir.path().join("repo");
         let repo = repo.to_str().unwrap();
         let git = |args: &[&str]| {
-            let mut argv = vec![
-                "-C",
-                repo,
-                "-c",
-                "user.email=t@jackin.dev",
-                "-c",
-                "user.name=t",
-            ];
-            argv.extend_from_slice(args);
-            run(&argv).unwrap();
+            test_git(repo, args);
         };
         run(&["init", "--quiet", repo]).unwrap();
         std::fs::write(Path::new(repo).join("a.txt"), "one\n").unwrap();

@@ -82,7 +82,6 @@ impl IsolationRecord {
     fn link_conflict(&self, detail: String) -> IsolationError {
         IsolationError::LinkConflict {
             dst: self.dst.clone(),
-            src: self.src.clone(),
             path: self.path.clone(),
             detail,
         }
@@ -124,12 +123,12 @@ pub enum IsolationError {
         path: String,
     },
     #[error(
-        "mount {dst}: the worktree {path} and its entry in {src} no longer name each other \
-         ({detail}); jackin neither binds, repairs nor removes an entry the tree points at"
+        "mount {dst}: the worktree {path} and its entry in the host repository no longer name \
+         each other ({detail}); jackin neither binds, repairs nor removes an entry the tree \
+         points at"
     )]
     LinkConflict {
         dst: String,
-        src: String,
         path: String,
         detail: String,
     },
@@ -455,10 +454,7 @@ fn quoted(text: &str) -> String {
 /// names the entry. Anything else is a [`IsolationError::LinkConflict`].
 fn worktree_link(record: &IsolationRecord) -> Result<WorktreeLink, IsolationError> {
     let conflict = |detail| record.link_conflict(detail);
-    let common = match &record.common_dir {
-        Some(dir) => PathBuf::from(dir),
-        None => common_dir(&record.src)?,
-    };
+    let common = git_dir_of(record)?;
     let worktrees = common.join("worktrees");
     let admin = match &record.admin_dir {
         Some(dir) => PathBuf::from(dir),
@@ -511,6 +507,15 @@ pub fn check_link(record: &IsolationRecord) -> Result<(), IsolationError> {
         worktree_link(record)?;
     }
     Ok(())
+}
+
+/// The host repository's git directory as recorded, or (for a record made
+/// before jackin recorded it) as the host repository says.
+fn git_dir_of(record: &IsolationRecord) -> Result<PathBuf, IsolationError> {
+    match &record.common_dir {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => common_dir(&record.src),
+    }
 }
 
 /// The host repository's git directory, which its worktrees share. The host
@@ -568,11 +573,7 @@ fn adopt_entry(record: &IsolationRecord, worktrees: &Path) -> Result<PathBuf, St
 /// is removed only if it names this checkout (an entry that names another
 /// may be someone's now).
 fn forget_stale_entries(record: &IsolationRecord) -> Result<(), IsolationError> {
-    let worktrees = match &record.common_dir {
-        Some(dir) => PathBuf::from(dir),
-        None => common_dir(&record.src)?,
-    }
-    .join("worktrees");
+    let worktrees = git_dir_of(record)?.join("worktrees");
     for entry in entries_naming(record, &worktrees) {
         remove_if_exists(&entry).map_err(io(&entry))?;
     }
@@ -652,49 +653,34 @@ fn make_checkout(record: &mut IsolationRecord) -> Result<(), IsolationError> {
     };
     let full = format!("refs/heads/{branch}");
     let branch_exists = git::run(&["-C", src, "rev-parse", "--verify", "--quiet", &full]).is_ok();
-    let common = match &record.common_dir {
-        Some(dir) => PathBuf::from(dir),
-        None => common_dir(src)?,
-    };
+    let common = git_dir_of(record)?;
     record.common_dir = Some(path_str(&common).to_owned());
     record.admin_dir = None;
-    if !branch_exists {
-        // A new branch at the base commit: the operator's own tree, checked
-        // out as the operator's git would.
-        git::run(&[
-            "-C",
-            src,
-            "worktree",
-            "add",
-            "--quiet",
-            "-b",
-            branch,
-            "--",
-            &record.path,
-            &record.base_commit,
-        ])?;
-        let link = worktree_link(record)?;
-        record.admin_dir = Some(path_str(&link.admin).to_owned());
-        return Ok(());
+    // A new branch at the base commit is the operator's own tree, checked
+    // out as the operator's git would. An existing branch holds the agent's
+    // commits: its tree (and the attributes in it, which name filter
+    // drivers) is the agent's, so git makes only the entry (no hook or
+    // filter runs) and the files are checked out confined below.
+    let mut argv = vec!["-C", src, "worktree", "add", "--quiet"];
+    if branch_exists {
+        argv.push("--no-checkout");
+    } else {
+        argv.extend(["-b", branch]);
     }
-    // The branch holds the agent's commits: its tree (and the attributes in
-    // it, which name filter drivers) is the agent's. git makes the entry
-    // without checking anything out (so no hook or filter runs), and the
-    // files are checked out confined, writing only the new checkout, its
-    // entry and the scratch branch's ref and reflog.
-    git::run(&[
-        "-C",
-        src,
-        "worktree",
-        "add",
-        "--quiet",
-        "--no-checkout",
-        "--",
-        &record.path,
-        branch,
-    ])?;
+    argv.extend(["--", &record.path]);
+    argv.push(if branch_exists {
+        branch
+    } else {
+        &record.base_commit
+    });
+    git::run(&argv)?;
     let link = worktree_link(record)?;
     record.admin_dir = Some(path_str(&link.admin).to_owned());
+    if !branch_exists {
+        return Ok(());
+    }
+    // Writing only the new checkout, its entry and the scratch branch's ref
+    // and reflog.
     let refs_dir = Path::new(branch).parent().unwrap_or(Path::new(""));
     let conflict = |detail| record.link_conflict(detail);
     let refs =
@@ -721,11 +707,7 @@ pub fn remove_all(layout: &Layout, container: &str) -> Result<Vec<String>, Isola
     for record in &records {
         let src = record.src.as_str();
         if record.isolation == Isolation::Worktree && Path::new(src).exists() {
-            let worktrees = match &record.common_dir {
-                Some(dir) => PathBuf::from(dir),
-                None => common_dir(src)?,
-            }
-            .join("worktrees");
+            let worktrees = git_dir_of(record)?.join("worktrees");
             // Of the recorded entry only what names this checkout is
             // jackin's to remove; an entry from before jackin recorded them
             // is found the same way.
