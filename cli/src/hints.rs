@@ -159,9 +159,10 @@ fn isolation(e: &IsolationError) -> Option<String> {
             "restore the commit in {src}, or inspect the checkout and purge the instance"
         )),
         IsolationError::LinkConflict { path, .. } => Some(format!(
-            "something in the container rewrote the worktree's links: inspect {path} with \
-             `jackin exec` (not with git on the host), save what you need, then purge the \
-             instance with --force; jackin removes only its own checkout and entry"
+            "something in the container rewrote the worktree's git links: look at the files in \
+             {path} with file tools (git run there on the host would read the agent's config), \
+             save what you need, then purge the instance with --force; jackin removes only its \
+             own checkout and entry"
         )),
         IsolationError::Git(e) => git(e),
         _ => None,

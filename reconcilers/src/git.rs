@@ -108,7 +108,7 @@ const DEFUSED: [&str; 9] = [
 /// - with the settings above and every filter driver the configs it sees at
 ///   the top define (the operator's own, such as git-lfs, included) set
 ///   empty, so a filter that cannot start does not fail the command;
-/// - stopped after [`UNTRUSTED_GIT_LIMIT`] or [`MAX_UNTRUSTED_OUTPUT`].
+/// - stopped after [`UNTRUSTED_GIT_LIMIT`], or once it has printed 64 MiB.
 pub fn run_untrusted(dir: &str, args: &[&str]) -> Result<Vec<u8>, GitError> {
     run_untrusted_writing(dir, args, &[])
 }

@@ -29,7 +29,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
-use std::io;
+use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
@@ -250,7 +250,11 @@ fn exec_path() -> Result<PathBuf, String> {
 /// names: the dynamic loader the kernel executes alongside it. `None` for a
 /// static binary.
 fn elf_interpreter(binary: &Path) -> Result<Option<PathBuf>, String> {
-    let bytes = std::fs::read(binary).map_err(|e| format!("{}: {e}", binary.display()))?;
+    // The headers and the interpreter's name sit at the start of the file.
+    let mut bytes = Vec::new();
+    std::fs::File::open(binary)
+        .and_then(|file| file.take(64 << 10).read_to_end(&mut bytes))
+        .map_err(|e| format!("{}: {e}", binary.display()))?;
     let unsupported = || format!("{}: not a 64-bit little-endian ELF file", binary.display());
     if bytes.get(..6) != Some(b"\x7fELF\x02\x01") {
         return Err(unsupported());
