@@ -199,7 +199,19 @@ fn write_records(
     records: &[IsolationRecord],
 ) -> Result<(), IsolationError> {
     let path = records_file(layout, container);
-    let mut bytes = serde_json::to_vec_pretty(records).expect("records serialize");
+    // A record keeps the path its worktree's entry names until jackin has
+    // pointed the entry at the new one (after a move of the home).
+    let stored: Vec<IsolationRecord> = records
+        .iter()
+        .map(|record| IsolationRecord {
+            path: record
+                .moved_from
+                .clone()
+                .unwrap_or_else(|| record.path.clone()),
+            ..record.clone()
+        })
+        .collect();
+    let mut bytes = serde_json::to_vec_pretty(&stored).expect("records serialize");
     bytes.push(b'\n');
     write_atomic(&path, &bytes).map_err(io(&path))
 }
@@ -291,7 +303,7 @@ pub fn prepare(
             // agent's commits. Made again from it, never from scratch.
             Some(at) if records[at].isolation == Isolation::Worktree => {
                 verify(&records[at])?;
-                forget_stale_entries(&records[at])?;
+                remove_entries_naming(&records[at])?;
                 make_checkout(&mut records[at])?;
                 records[at].moved_from = None;
                 write_records(layout, container, &records)?;
@@ -568,16 +580,17 @@ fn adopt_entry(record: &IsolationRecord, worktrees: &Path) -> Result<PathBuf, St
     }
 }
 
-/// Before a worktree whose directory is gone is made again: its old entry,
-/// and any entry an interrupted attempt left, would refuse the path. Each
-/// is removed only if it names this checkout (an entry that names another
-/// may be someone's now).
-fn forget_stale_entries(record: &IsolationRecord) -> Result<(), IsolationError> {
-    let worktrees = git_dir_of(record)?.join("worktrees");
-    for entry in entries_naming(record, &worktrees) {
-        remove_if_exists(&entry).map_err(io(&entry))?;
+/// Removes every entry of the host repository that names this checkout:
+/// the recorded one, and any an interrupted attempt left (before a worktree
+/// whose directory is gone is made again, they would refuse its path). An
+/// entry that names anything else may be someone's now and stays. Returns
+/// what was removed.
+fn remove_entries_naming(record: &IsolationRecord) -> Result<Vec<PathBuf>, IsolationError> {
+    let entries = entries_naming(record, &git_dir_of(record)?.join("worktrees"));
+    for entry in &entries {
+        remove_if_exists(entry).map_err(io(entry))?;
     }
-    Ok(())
+    Ok(entries)
 }
 
 /// The reuse check: the host must still contain the base commit.
@@ -707,20 +720,7 @@ pub fn remove_all(layout: &Layout, container: &str) -> Result<Vec<String>, Isola
     for record in &records {
         let src = record.src.as_str();
         if record.isolation == Isolation::Worktree && Path::new(src).exists() {
-            let worktrees = git_dir_of(record)?.join("worktrees");
-            // Of the recorded entry only what names this checkout is
-            // jackin's to remove; an entry from before jackin recorded them
-            // is found the same way.
-            let ours = entries_naming(record, &worktrees);
-            for entry in &ours {
-                let recorded = record
-                    .admin_dir
-                    .as_deref()
-                    .is_none_or(|a| Path::new(a) == entry);
-                if recorded {
-                    remove_if_exists(entry).map_err(io(entry))?;
-                }
-            }
+            let ours = remove_entries_naming(record)?;
             if let Some(admin) = &record.admin_dir
                 && !ours.iter().any(|e| e == Path::new(admin))
                 && Path::new(admin).exists()
@@ -765,6 +765,93 @@ fn held_elsewhere(src: &str, branch: &str) -> Result<bool, GitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn host_repository(dir: &Path) -> String {
+        let host = dir.join("host");
+        let host = host.to_str().unwrap();
+        git::run(&["init", "--quiet", host]).unwrap();
+        std::fs::write(dir.join("host/README"), "host\n").unwrap();
+        for args in [
+            &["add", "."][..],
+            &[
+                "-c",
+                "user.email=t@jackin.dev",
+                "-c",
+                "user.name=t",
+                "commit",
+                "--quiet",
+                "-m",
+                "base",
+            ],
+        ] {
+            let mut argv = vec!["-C", host];
+            argv.extend_from_slice(args);
+            git::run(&argv).unwrap();
+        }
+        host.to_owned()
+    }
+
+    /// A moved home: the record keeps the path its entry names until jackin
+    /// points the entry at the new place (itself, from the record), and the
+    /// binds then come from the record.
+    #[test]
+    fn a_moved_home_repoints_its_own_entry_from_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_repository(dir.path());
+        let mount = MountSpec {
+            src: host.clone(),
+            dst: "/workspace/app".into(),
+            readonly: false,
+            isolation: Isolation::Worktree,
+        };
+        let before = Layout::new(dir.path().join("home"));
+        prepare(&before, "jk-1-t", std::slice::from_ref(&mount)).unwrap();
+        let old_path = read_records(&before, "jk-1-t").unwrap()[0].path.clone();
+        std::fs::rename(dir.path().join("home"), dir.path().join("moved")).unwrap();
+
+        let after = Layout::new(dir.path().join("moved"));
+        let records = read_records(&after, "jk-1-t").unwrap();
+        assert_eq!(records[0].moved_from.as_deref(), Some(old_path.as_str()));
+        // Written back before the repair, a record still says the old path.
+        write_records(&after, "jk-1-t", &records).unwrap();
+        assert_eq!(
+            read_records(&after, "jk-1-t").unwrap()[0].moved_from,
+            records[0].moved_from
+        );
+        assert!(matches!(
+            git_binds(&after, "jk-1-t"),
+            Err(IsolationError::NotPrepared { .. })
+        ));
+
+        prepare(&after, "jk-1-t", std::slice::from_ref(&mount)).unwrap();
+        let record = read_records(&after, "jk-1-t").unwrap().remove(0);
+        assert_eq!(
+            record.moved_from, None,
+            "the record follows the repaired entry"
+        );
+        let admin = PathBuf::from(record.admin_dir.clone().unwrap());
+        assert_eq!(
+            std::fs::read_to_string(admin.join("gitdir"))
+                .unwrap()
+                .trim(),
+            format!("{}/.git", record.path)
+        );
+        let binds = git_binds(&after, "jk-1-t").unwrap();
+        assert!(
+            binds
+                .iter()
+                .any(|b| Path::new(&b.path) == admin && !b.read_only),
+            "{binds:?}"
+        );
+        assert!(
+            binds
+                .iter()
+                .any(|b| b.path.ends_with("objects/info") && b.read_only),
+            "{binds:?}"
+        );
+        let listed = git::run(&["-C", &host, "worktree", "list", "--porcelain"]).unwrap();
+        assert!(String::from_utf8_lossy(&listed).contains(&record.path));
+    }
 
     #[test]
     fn slugs_are_readable_and_distinct() {
