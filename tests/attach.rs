@@ -106,6 +106,16 @@ impl Terminal {
         self.keys(&["Enter"]);
     }
 
+    /// Resizes the terminal, as an operator dragging its window would.
+    fn resize(&self, columns: u16, rows: u16) {
+        let status = Command::new("tmux")
+            .args(["resize-window", "-t", &self.name])
+            .args(["-x", &columns.to_string(), "-y", &rows.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
     fn type_line(&self, line: &str) {
         let status = Command::new("tmux")
             .args(["send-keys", "-t", &self.name, line, "Enter"])
@@ -777,6 +787,39 @@ fn logs_on_a_terminal_show_no_query_that_makes_the_terminal_answer() {
     });
     let text = std::fs::read_to_string(&typed).unwrap();
     assert_eq!(text, "''", "the terminal answered the log: {text:?}");
+}
+
+/// A resize while attached reaches the agent's terminal at once (T1), and
+/// so does one during `exec -t`: each prints its terminal's size per line.
+#[test]
+fn a_resized_terminal_is_passed_on_to_attach_and_exec() {
+    ensure_busybox();
+    let home = Home::new();
+    let agent = "while read line; do echo \"agent-size $(stty size)\"; done";
+    let spec = format!(
+        "  command: [sh, -c, {}]\n",
+        serde_json::to_string(agent).unwrap()
+    );
+    home.apply("sized", &instance_yaml_with("sized", &spec));
+    let terminal = Terminal::start_as(&home, "attach sized", "xterm");
+    // Sizes as `stty size` prints them: rows, then columns.
+    terminal.type_line("one");
+    terminal.wait_for("agent-size 40 120", 1);
+    terminal.resize(100, 30);
+    terminal.type_line("two");
+    terminal.wait_for("agent-size 30 100", 1);
+    drop(terminal);
+
+    let terminal = Terminal::start_as(
+        &home,
+        "exec -it sized -- sh -c 'while read line; do echo \"exec-size $(stty size)\"; done'",
+        "xterm",
+    );
+    terminal.type_line("one");
+    terminal.wait_for("exec-size 40 120", 1);
+    terminal.resize(90, 25);
+    terminal.type_line("two");
+    terminal.wait_for("exec-size 25 90", 1);
 }
 
 #[test]

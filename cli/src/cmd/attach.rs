@@ -96,6 +96,32 @@ impl Drop for RawMode {
     }
 }
 
+/// The operator's terminal being resized (`SIGWINCH`), while attached. With
+/// no terminal there is nothing to follow and it never fires.
+pub struct Resizes(Option<tokio::signal::unix::Signal>);
+
+impl Resizes {
+    pub fn watch(tty: bool) -> Self {
+        let signal =
+            || tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change());
+        Self(if tty { signal().ok() } else { None })
+    }
+
+    /// Waits for the next resize and returns the new size (columns, rows).
+    pub async fn next(&mut self) -> (u16, u16) {
+        loop {
+            let Some(signal) = &mut self.0 else {
+                return std::future::pending().await;
+            };
+            if signal.recv().await.is_none() {
+                self.0 = None;
+            } else if let Ok(size) = crossterm::terminal::size() {
+                return size;
+            }
+        }
+    }
+}
+
 /// Connects the terminal to the container until the agent exits or the
 /// operator detaches (Ctrl-P Ctrl-Q).
 async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) -> Result<()> {
@@ -107,6 +133,7 @@ async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) 
         // The agent lays its screen out for this terminal; a failure only costs looks.
         let _ = engine.resize(container, width, height).await;
     }
+    let mut resizes = Resizes::watch(tty);
     let mut stdout = std::io::stdout();
     loop {
         tokio::select! {
@@ -117,6 +144,10 @@ async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) 
                 }
                 _ => break,
             },
+            // A full-screen agent redraws at the size it is told.
+            (width, height) = resizes.next() => {
+                let _ = engine.resize(container, width, height).await;
+            }
             chunk = keyboard.chunk() => match chunk {
                 Some(bytes) => {
                     if attached.input.write_all(&bytes).await.is_err() {

@@ -11,7 +11,7 @@ use jackin_reconcilers::engine::LogOutput;
 use tokio::io::AsyncWriteExt;
 
 use crate::args::ExecArgs;
-use crate::cmd::attach::{Keyboard, RawMode};
+use crate::cmd::attach::{Keyboard, RawMode, Resizes};
 use crate::{CommandExited, check_name, open_store};
 
 pub async fn run(args: &ExecArgs) -> Result<()> {
@@ -65,6 +65,7 @@ pub async fn run(args: &ExecArgs) -> Result<()> {
         // The command lays its screen out for this terminal; a failure only costs looks.
         let _ = engine.resize_exec(&exec.exec_id, width, height).await;
     }
+    let mut resizes = Resizes::watch(args.tty);
     let mut keyboard = args.interactive.then(Keyboard::start);
     let (mut stdout, mut stderr) = (std::io::stdout(), std::io::stderr());
     loop {
@@ -81,6 +82,9 @@ pub async fn run(args: &ExecArgs) -> Result<()> {
                 Some(Err(e)) => return Err(e.into()),
                 None => break,
             },
+            (width, height) = resizes.next() => {
+                let _ = engine.resize_exec(&exec.exec_id, width, height).await;
+            }
             chunk = next_input(&mut keyboard) => match chunk {
                 Some(bytes) => {
                     exec.streams.input.write_all(&bytes).await?;
