@@ -64,6 +64,28 @@ pub struct StateEnv {
     pub name: String,
     /// Relative to the agent's home (`/home/agent`, the unit's `home/`).
     pub path: String,
+    /// What the path is. jackin makes it before every start (a directory,
+    /// or a file's directory): some agents refuse to start when the
+    /// variable names a directory that does not exist.
+    #[serde(default, skip_serializing_if = "StateKind::is_directory")]
+    pub kind: StateKind,
+}
+
+/// What a [`StateEnv`] path names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum StateKind {
+    /// A directory (a config home): made itself.
+    #[default]
+    Directory,
+    /// A file (a history file): its directory is made.
+    File,
+}
+
+impl StateKind {
+    pub fn is_directory(&self) -> bool {
+        *self == Self::Directory
+    }
 }
 
 /// How an agent's conversation comes back after a restart.
@@ -135,6 +157,7 @@ pub fn builtin() -> Vec<Agent> {
         Some(StateEnv {
             name: name.into(),
             path: path.into(),
+            kind: StateKind::Directory,
         })
     };
     let entry = |name: &str, spec: AgentSpec| Agent {
@@ -162,7 +185,9 @@ pub fn builtin() -> Vec<Agent> {
             },
         ),
         // Codex chooses its own ids: continue the latest under an isolated
-        // CODEX_HOME.
+        // CODEX_HOME, which must exist before codex starts (it refuses a
+        // CODEX_HOME that names no directory: openai/codex
+        // codex-rs/utils/home-dir); jackin makes it.
         entry(
             "codex",
             AgentSpec {
@@ -189,7 +214,11 @@ pub fn builtin() -> Vec<Agent> {
             AgentSpec {
                 launch: args(&["aider"]),
                 continue_args: args(&["--restore-chat-history"]),
-                state_env: state("AIDER_CHAT_HISTORY_FILE", ".aider.chat.history.md"),
+                state_env: Some(StateEnv {
+                    name: "AIDER_CHAT_HISTORY_FILE".into(),
+                    path: ".aider.chat.history.md".into(),
+                    kind: StateKind::File,
+                }),
                 ..Default::default()
             },
         ),

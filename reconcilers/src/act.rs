@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use jackin_api::agent::Strategy;
+use jackin_api::agent::{StateKind, Strategy};
 use jackin_api::instance::{Conversation, Instance, InstancePhase, RoleSource};
 use jackin_api::names::{label, reason};
 use jackin_api::workspace::WorkspaceSpec;
@@ -15,7 +15,7 @@ use crate::engine::models::{
     ContainerCreateBody, EndpointSettings, HostConfig, Mount, MountType, NetworkingConfig,
 };
 use crate::engine::{Engine, EngineError};
-use crate::fsutil::ensure_private_dir;
+use crate::fsutil::{self, ensure_private_dir};
 use crate::isolation::{self, IsolationError};
 use crate::layout::Layout;
 use crate::recipe::{self, RecipeError, ResolvedAgent};
@@ -632,10 +632,24 @@ async fn create_container(
         .and_then(|a| a.spec.state_env.as_ref())
         && !recipe.env.iter().any(|v| v.name == state.name)
     {
-        let path = match state.path.trim_matches('/') {
+        let relative = state.path.trim_matches('/');
+        let path = match relative {
             "" | "." => AGENT_HOME.to_owned(),
             path => format!("{AGENT_HOME}/{path}"),
         };
+        // The agent's own home is agent-writable: made without following
+        // any link in it. A directory it names exists before it starts.
+        let made = match state.kind {
+            StateKind::Directory => Path::new(relative),
+            StateKind::File => Path::new(relative).parent().unwrap_or(Path::new("")),
+        };
+        let home = unit.join("home");
+        // A recipe pinned before entries said their kind says nothing: a
+        // file already there (an aider history) is taken as it is.
+        let existing_file = std::fs::symlink_metadata(home.join(made)).is_ok_and(|m| m.is_file());
+        if !existing_file {
+            fsutil::ensure_real_dir_below(&home, made).map_err(io(&home.join(made)))?;
+        }
         env.push(format!("{}={path}", state.name));
     }
     // The agent's Docker daemon, unless the operator points it elsewhere.

@@ -65,6 +65,41 @@ pub fn read_untrusted(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// `base/relative` as a real directory (mode 0700 where it is made), in a
+/// tree someone else can write: no component below `base` may be a
+/// symbolic link or anything but a directory, so no link planted there can
+/// make jackin create, or hand on, a directory elsewhere on the host.
+/// `relative` must not climb (`..`).
+pub fn ensure_real_dir_below(base: &Path, relative: &Path) -> io::Result<std::path::PathBuf> {
+    let mut dir = base.to_owned();
+    for part in relative.components() {
+        if part == std::path::Component::CurDir {
+            continue;
+        }
+        if !matches!(part, std::path::Component::Normal(_)) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a plain relative path", relative.display()),
+            ));
+        }
+        dir.push(part);
+        match fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{} is not a plain directory", dir.display()),
+                ));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::DirBuilder::new().mode(0o700).create(&dir)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(dir)
+}
+
 /// Removes a file, or a directory with everything in it; what is already
 /// gone is not an error, so a removal interrupted anywhere can be re-run.
 pub fn remove_if_exists(path: &Path) -> io::Result<()> {
@@ -125,6 +160,25 @@ impl FileLock {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_real_dir_below_refuses_links_and_climbing() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("home");
+        fs::create_dir(&base).unwrap();
+        let made = ensure_real_dir_below(&base, Path::new("a/b")).unwrap();
+        assert!(made.is_dir() && made == base.join("a/b"));
+        let elsewhere = dir.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, base.join("link")).unwrap();
+        assert!(ensure_real_dir_below(&base, Path::new("link/c")).is_err());
+        assert!(
+            !elsewhere.join("c").exists(),
+            "nothing made through the link"
+        );
+        assert!(ensure_real_dir_below(&base, Path::new("../c")).is_err());
+        assert!(!dir.path().join("c").exists());
+    }
 
     #[test]
     fn atomic_write_is_private_and_replaces() {

@@ -35,7 +35,7 @@ use jackin_api::instance::{Isolation, MountSpec};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::fsutil::{ensure_private_dir, read_untrusted, remove_if_exists, write_atomic};
+use crate::fsutil::{self, ensure_private_dir, read_untrusted, remove_if_exists, write_atomic};
 use crate::git::{self, GitError};
 use crate::layout::Layout;
 
@@ -414,23 +414,11 @@ pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, Isola
     Ok(binds)
 }
 
-/// `base/relative` as a real directory, made where missing: no component
-/// below `base` may be a symbolic link (an agent that could once write
-/// there may have left one, and the engine would bind where it points).
+/// `base/relative` as a real directory (see
+/// [`fsutil::ensure_real_dir_below`]): an agent that could once write below
+/// `base` may have left a link, and the engine would bind where it points.
 fn real_dir_below(base: &Path, relative: &Path) -> Result<PathBuf, String> {
-    let mut dir = base.to_owned();
-    for part in relative.components() {
-        dir.push(part);
-        match std::fs::symlink_metadata(&dir) {
-            Ok(meta) if meta.is_dir() => {}
-            Ok(_) => return Err(format!("{} is not a plain directory", dir.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            }
-            Err(e) => return Err(format!("{}: {e}", dir.display())),
-        }
-    }
-    Ok(dir)
+    fsutil::ensure_real_dir_below(base, relative).map_err(|e| format!("{}: {e}", base.display()))
 }
 
 /// A worktree's entry in its host repository, as jackin recorded it (or,
