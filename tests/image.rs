@@ -361,3 +361,81 @@ fn what_the_agent_writes_belongs_to_the_operator_who_cleans_up_without_root() {
     assert!(!home.join("data").join(&container).exists());
     assert!(!checkout.exists());
 }
+
+/// The agent starts where its work is (A8): the first mount by default,
+/// `spec.workingDir` when given, its home when it has neither; the same
+/// after a tier 2 restore, and for `jackin exec`. A relative directory is
+/// refused with its place in the file.
+#[test]
+fn the_agent_starts_in_its_workspace_at_every_tier() {
+    ensure_busybox();
+    let home = Home::new();
+    let shared = tempfile::tempdir().unwrap();
+    let command = "  command: [sh, -c, 'pwd > $HOME/started-in; exec sleep 3600']\n";
+    let mount = format!(
+        "  mounts: [{{src: {}, dst: /workspace/app}}]\n",
+        shared.path().display()
+    );
+    let cases = [
+        ("in-mount", format!("{command}{mount}"), "/workspace/app"),
+        (
+            "in-spec",
+            format!("{command}{mount}  workingDir: /tmp\n"),
+            "/tmp",
+        ),
+        ("in-home", command.to_owned(), "/home/agent"),
+    ];
+    let started_in = |name: &str| {
+        let file = home
+            .path()
+            .join("data")
+            .join(home.container(name))
+            .join("home/started-in");
+        std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    };
+    for (name, spec, expected) in &cases {
+        home.apply(name, &instance_yaml_with(name, spec));
+        eventually(Duration::from_secs(30), "the first start", || {
+            !started_in(name).is_empty()
+        });
+        assert_eq!(&started_in(name), expected, "{name}");
+        assert_eq!(
+            home.ok(&["exec", name, "--", "pwd"]).trim(),
+            *expected,
+            "{name}: exec"
+        );
+    }
+    // Tier 2: the container is made again from the recipe, in the same place.
+    let (name, _, expected) = &cases[0];
+    let container = home.container(name);
+    std::fs::remove_file(
+        home.path()
+            .join("data")
+            .join(&container)
+            .join("home/started-in"),
+    )
+    .unwrap();
+    docker(&["rm", "-f", &container]);
+    home.ok(&["controller", "--once"]);
+    eventually(Duration::from_secs(30), "the restored start", || {
+        !started_in(name).is_empty()
+    });
+    assert_eq!(&started_in(name), expected);
+    assert_eq!(home.object(name)["status"]["restore"]["tier"], 2);
+
+    let path = home.write_input(
+        "relative.yaml",
+        &instance_yaml_with(
+            "relative",
+            &format!("{command}  workingDir: workspace/app\n"),
+        ),
+    );
+    let err = home.fails(&["apply", path.to_str().unwrap()]);
+    assert!(
+        err.contains(&format!("{}:9:15:", path.display())) && err.contains("spec.workingDir"),
+        "{err}"
+    );
+}

@@ -146,6 +146,13 @@ pub struct InstanceSpec {
     /// workspace's when omitted, else the one the environment selects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
+    /// The directory the agent starts in (absolute, in the container). The
+    /// workspace's when omitted, else the first mount's destination, else
+    /// the image's working directory, else the agent's home. Pinned with
+    /// the recipe: every tier starts in the same place, where agents look
+    /// for "the latest conversation here" and for the repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -168,6 +175,7 @@ impl Default for InstanceSpec {
             host_user: None,
             dind: None,
             engine: None,
+            working_dir: None,
             mounts: Vec::new(),
             env: Vec::new(),
             sidecars: Vec::new(),

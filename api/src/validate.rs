@@ -202,6 +202,30 @@ fn mount_destination(dst: &str) -> Result<String, String> {
     Ok(normalized)
 }
 
+/// A working directory: absolute, in normal form, no control characters.
+fn working_dir(dir: &str) -> Result<(), String> {
+    if !dir.starts_with('/') {
+        return Err(format!(
+            "{dir:?} is not absolute: expected a path starting with '/'"
+        ));
+    }
+    if dir.chars().any(char::is_control) {
+        return Err("must not contain control characters".into());
+    }
+    let normalized = normalize_path(dir);
+    if normalized
+        .split('/')
+        .any(|part| part == ".." || part == ".")
+        || dir != normalized
+    {
+        return Err(format!(
+            "{dir:?} is not in normal form: expected a plain absolute path such as \
+             \"/workspace/app\""
+        ));
+    }
+    Ok(())
+}
+
 fn mounts(errors: &mut Errors, base: &str, mounts: &[MountSpec]) {
     let mut seen = HashSet::new();
     for (i, mount) in mounts.iter().enumerate() {
@@ -379,6 +403,9 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
     }
     if let Some(engine) = &spec.engine {
         errors.check("spec.engine", engine_ref(engine));
+    }
+    if let Some(dir) = &spec.working_dir {
+        errors.check("spec.workingDir", working_dir(dir));
     }
     mounts(&mut errors, "spec.mounts", &spec.mounts);
     env(&mut errors, &spec.env);
@@ -606,6 +633,9 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     }
     if let Some(engine) = &obj.spec.engine {
         errors.check("spec.engine", engine_ref(engine));
+    }
+    if let Some(dir) = &obj.spec.working_dir {
+        errors.check("spec.workingDir", working_dir(dir));
     }
     if let Some(idle) = &obj.spec.idle {
         for (field, value) in [

@@ -80,6 +80,9 @@ pub struct WorkspaceSpec {
     /// The default of `spec.engine` for the workspace's instances.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
+    /// The default of `spec.workingDir` for the workspace's instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
     /// Idle hooks: what to run in an agent's container once it has been
     /// idle for a while. Off unless `enabled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -703,6 +703,15 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
     if let Some(command) = &spec.command {
         field("Command", command.join(" "));
     }
+    // Where the agent starts, as pinned (else as asked).
+    if let Some(dir) = status
+        .recipe
+        .as_ref()
+        .and_then(|r| r.working_dir.clone())
+        .or_else(|| spec.working_dir.clone())
+    {
+        field("Working dir", dir);
+    }
     // The pinned sidecars (a `dind` included), else the spec's.
     let sidecars = match &status.recipe {
         Some(recipe) => &recipe.sidecars,

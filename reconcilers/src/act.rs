@@ -387,7 +387,14 @@ async fn pin(
             return Err(ActError::NoCommand(pinned.image.clone()));
         }
     }
-    pinned.working_dir = Some(defaults.working_dir.unwrap_or_else(|| "/".to_owned()));
+    // The agent starts where its work is: the spec's directory, else the
+    // first mount (a checkout, usually), else the image's, else its home.
+    pinned.working_dir = pinned
+        .working_dir
+        .take()
+        .or_else(|| pinned.mounts.first().map(|m| m.dst.clone()))
+        .or(defaults.working_dir.filter(|dir| !dir.is_empty()))
+        .or_else(|| Some(AGENT_HOME.to_owned()));
     // The operator's uid and gid: the owner of the unit this process made.
     if recipe::runs_as_host_user(obj, ctx.workspace) {
         use std::os::unix::fs::MetadataExt;

@@ -174,7 +174,10 @@ pub fn wanted(
         user: None,
         dind,
         engine: wanted_engine(obj, workspace),
-        working_dir: None,
+        working_dir: spec
+            .working_dir
+            .clone()
+            .or_else(|| workspace.and_then(|w| w.working_dir.clone())),
         idle_commands: Vec::new(),
         mounts,
         env: spec.env.clone(),
@@ -230,6 +233,10 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     }
     if wanted.mounts != pinned.mounts {
         fields.push("mounts");
+    }
+    // Without spec.workingDir the default was pinned: nothing to compare.
+    if wanted.working_dir.is_some() && wanted.working_dir != pinned.working_dir {
+        fields.push("workingDir");
     }
     if wanted.env != pinned.env {
         fields.push("env");
