@@ -307,9 +307,11 @@ fn return_to_agent_resumes_the_agents_conversation() {
         starts(2),
         format!("claude minted {id}\nclaude resumed {id}\n")
     );
-    let transcript =
-        std::fs::read_to_string(unit.join(format!("home/.claude/projects/-work/{id}.jsonl")))
-            .unwrap();
+    // The agent works in its checkout, where claude keys its transcripts.
+    let transcript = std::fs::read_to_string(
+        unit.join(format!("home/.claude/projects/-workspace-app/{id}.jsonl")),
+    )
+    .unwrap();
     assert_eq!(transcript, "started minted\nhello\nstarted resumed\n");
 }
 

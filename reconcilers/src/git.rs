@@ -86,7 +86,7 @@ const MAX_STDERR: usize = 4 << 10;
 /// (`-c` settings reach the git processes of submodules too). The sandbox
 /// already stops any such program from starting; these keep git from
 /// trying, so that its answer does not depend on a failed start.
-const DEFUSED: [&str; 9] = [
+const DEFUSED: [&str; 15] = [
     "core.fsmonitor=false",
     "core.hooksPath=/dev/null",
     "log.showSignature=false",
@@ -94,8 +94,16 @@ const DEFUSED: [&str; 9] = [
     "diff.external=",
     "core.pager=cat",
     "core.sshCommand=false",
-    "protocol.allow=never",
     "submodule.recurse=false",
+    // `protocol.<name>.allow` in the repository's config wins over
+    // `protocol.allow`: each transport is refused by name as well.
+    "protocol.allow=never",
+    "protocol.file.allow=never",
+    "protocol.git.allow=never",
+    "protocol.ssh.allow=never",
+    "protocol.http.allow=never",
+    "protocol.https.allow=never",
+    "protocol.ext.allow=never",
 ];
 
 /// Runs `git -C DIR ARGS…` over a tree the agent can write, and returns its
@@ -169,6 +177,10 @@ fn run_confined(args: &[&str], limit: Duration, writable: &[&Path]) -> Result<Ve
     command
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
+        // A partial clone's missing object is fetched on demand from the
+        // remote its config names, with the operator's credentials:
+        // reading an agent's tree never does that (git 2.45 and later).
+        .env("GIT_NO_LAZY_FETCH", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -442,6 +454,73 @@ mod tests {
         for name in ["textconv", "external"] {
             assert!(canary(name).exists(), "{name}: the probe itself works");
         }
+    }
+
+    /// A partial clone whose tree object is missing, its remote behind a
+    /// proxy on a path socket the agent listens on: reading the checkout
+    /// must fetch nothing (git would send the operator's credentials), even
+    /// with every transport allowed by the repository's own config.
+    #[test]
+    fn reading_a_checkout_fetches_nothing_through_any_proxy() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let repo = repo.to_str().unwrap();
+        run(&["init", "--quiet", repo]).unwrap();
+        std::fs::write(Path::new(repo).join("f"), "f\n").unwrap();
+        test_git(repo, &["add", "."]);
+        test_git(repo, &["commit", "--quiet", "-m", "f"]);
+        let tree =
+            String::from_utf8(run(&["-C", repo, "rev-parse", "HEAD^{tree}"]).unwrap()).unwrap();
+        let tree = tree.trim();
+        std::fs::remove_file(Path::new(repo).join(format!(
+            ".git/objects/{}/{}",
+            &tree[..2],
+            &tree[2..]
+        )))
+        .unwrap();
+        let socket = dir.path().join("proxy.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let proxy = format!("socks5h://localhost{}", socket.display());
+        for (key, value) in [
+            ("core.repositoryformatversion", "1"),
+            ("extensions.partialClone", "origin"),
+            ("remote.origin.url", "https://example.invalid/private.git"),
+            ("remote.origin.promisor", "true"),
+            ("remote.origin.partialclonefilter", "blob:none"),
+            ("protocol.https.allow", "always"),
+            ("http.proxy", proxy.as_str()),
+        ] {
+            test_git(repo, &["config", key, value]);
+        }
+        let connected = || match listener.accept() {
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
+            Err(e) => panic!("{e}"),
+        };
+        let _ = run_untrusted(repo, &["status", "--porcelain"]);
+        let _ = run_untrusted(repo, &["cat-file", "-p", tree]);
+        assert!(
+            !connected(),
+            "the confined git fetched through the agent's proxy"
+        );
+        // Unconfined, the same read does fetch: the probe works. Nothing
+        // answers on the socket, so the probe is stopped once it connects.
+        let mut probe = Command::new("git")
+            .args(["-C", repo, "cat-file", "-p", tree])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut seen = false;
+        while !seen && std::time::Instant::now() < deadline {
+            seen = connected();
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = probe.kill();
+        let _ = probe.wait();
+        assert!(seen, "the probe itself works");
     }
 
     #[test]

@@ -3,12 +3,12 @@
 //! write). Inside the domain a process, and every process it starts, at any
 //! depth:
 //!
-//! - may execute only git itself: its binary, the programs of its exec path
-//!   (`git --exec-path`) and the ELF loader they need. Any other program a
-//!   tree names (a filter, textconv or merge driver, `core.fsmonitor`,
-//!   `core.sshCommand`, a pager, a hook, `gpg.program`, `sh -c …`) fails to
-//!   start with `EACCES`; a script in the exec path fails too, because its
-//!   interpreter may not be executed;
+//! - may execute only git itself: its binary (on `PATH`, and the `git` of
+//!   its exec path, which it runs for submodules) and the ELF loader it
+//!   needs. Any other program a tree names (a filter, textconv or merge
+//!   driver, `core.fsmonitor`, `core.sshCommand`, a pager, a hook,
+//!   `gpg.program`, `sh -c …`), and every helper in git's exec path (remote
+//!   helpers that would fetch included), fails to start with `EACCES`;
 //! - may read any file, and write none but `/dev/null` (git opens it for the
 //!   standard streams of its children);
 //! - may open no TCP connection and bind no TCP port (Landlock ABI 4), and
@@ -164,12 +164,18 @@ fn build(writable: &[&Path]) -> Result<Ruleset, SandboxError> {
     let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
 
     let git = git_binary().map_err(SandboxError)?;
-    let exec_path = exec_path().map_err(SandboxError)?;
+    // git starts git for submodules through its exec path: that one file,
+    // never the helpers beside it (a remote helper such as
+    // git-remote-https would fetch, and could be pointed at a proxy on a
+    // path socket, which Landlock does not cover).
+    let exec_path_git = exec_path().map_err(SandboxError)?.join("git");
     let mut rules = vec![
         (PathBuf::from("/"), FS_READ_FILE | FS_READ_DIR),
         (PathBuf::from("/dev/null"), FS_READ_FILE | FS_WRITE_FILE),
-        (exec_path, FS_EXECUTE | FS_READ_FILE | FS_READ_DIR),
     ];
+    if exec_path_git.is_file() {
+        rules.push((exec_path_git, FS_EXECUTE | FS_READ_FILE));
+    }
     if let Some(loader) = elf_interpreter(&git).map_err(SandboxError)? {
         rules.push((loader, FS_EXECUTE | FS_READ_FILE));
     }
