@@ -144,7 +144,7 @@ impl Store {
         let text =
             String::from_utf8(bytes).map_err(|_| unreadable("it is not UTF-8 text".into()))?;
         let objects =
-            manifest::parse(&path.display().to_string(), &text).map_err(|errs| {
+            manifest::parse_stored(&path.display().to_string(), &text).map_err(|errs| {
                 unreadable(
                     errs.iter()
                         .map(ToString::to_string)

@@ -10,7 +10,9 @@
 //! workspace or agent is deleted. An object applied by hand, or from another
 //! source, does not carry this source's label and is never pruned; applying
 //! an object by hand takes its labels from the file, which ends its
-//! ownership.
+//! ownership. No file may set the label itself (it is reserved, see
+//! [`jackin_api::names::reserved_label`]), and `get -o yaml` does not print
+//! it: `get`'s output applied by hand is the operator's own.
 //!
 //! Every file of a source is a regular file of at most
 //! [`MAX_MANIFEST_BYTES`], and a link is followed only when it leads to a
@@ -242,23 +244,16 @@ impl Source {
     }
 }
 
-/// The object as this source applies it: with its ownership label.
+/// The object as this source applies it: with its ownership label, which
+/// only jackin sets (a file that sets it is refused when it is read).
 fn owned(obj: &Object, source: Option<&Source>) -> Object {
     let mut obj = obj.clone();
     if let Some(source) = source {
-        metadata_mut(&mut obj)
+        obj.metadata_mut()
             .labels
             .insert(label::SOURCE.to_owned(), source.id.clone());
     }
     obj
-}
-
-fn metadata_mut(obj: &mut Object) -> &mut ObjectMeta {
-    match obj {
-        Object::Instance(i) => &mut i.metadata,
-        Object::Workspace(w) => &mut w.metadata,
-        Object::Agent(a) => &mut a.metadata,
-    }
 }
 
 /// An object of a source that is no longer in its files.
