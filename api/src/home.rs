@@ -182,8 +182,14 @@ impl AddressPool {
 /// Reads a home's settings; the error names `source`, and the line, column
 /// or field at fault.
 pub fn parse(source: &str, text: &str) -> Result<HomeConfig, String> {
-    let config: Option<HomeConfig> =
-        serde_saphyr::from_str(text).map_err(|e| format!("{source}: {}", e.without_snippet()))?;
+    // The file may be a link the operator made: its errors say where, never
+    // what it holds.
+    let config: Option<HomeConfig> = serde_saphyr::from_str(text).map_err(|e| {
+        format!(
+            "{source}: {}",
+            crate::redact::without_values(&e.without_snippet().to_string())
+        )
+    })?;
     let config = config.unwrap_or_default();
     config
         .address_pool
@@ -243,7 +249,11 @@ mod tests {
             "addressPool:\n  base: 10.0.0.0/8\n  sise: 28\n",
         )
         .unwrap_err();
-        assert!(err.contains("config.yaml") && err.contains("sise"), "{err}");
+        // Where, and what was expected; not the file's own text.
+        assert!(
+            err.contains("config.yaml") && err.contains("line 3") && !err.contains("sise"),
+            "{err}"
+        );
         let err = parse("config.yaml", "addressPool: {base: 10.0.0.0/8, size: 31}\n").unwrap_err();
         assert!(err.contains("addressPool") && err.contains("/31"), "{err}");
     }

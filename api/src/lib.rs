@@ -11,6 +11,7 @@ pub mod instance;
 pub mod manifest;
 pub mod meta;
 pub mod names;
+pub mod redact;
 pub mod role;
 pub mod selector;
 pub mod validate;

@@ -5,6 +5,10 @@
 //! fields rejected. Every error names the source, line, column and field path,
 //! including semantic errors from [`crate::validate`], whose paths are mapped
 //! back to positions through a location tree of the document.
+//!
+//! What an operator applies ([`parse`]) may not set the names jackin keeps
+//! for itself ([`crate::names::reserved_label`]); jackin's own stored
+//! objects ([`parse_stored`]) carry the ones it set.
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -12,6 +16,7 @@ use serde_saphyr::Spanned;
 
 use crate::agent::Agent;
 use crate::instance::Instance;
+use crate::meta::ObjectMeta;
 use crate::validate::{self, FieldError};
 use crate::workspace::Workspace;
 
@@ -33,12 +38,32 @@ impl Object {
     }
 
     pub fn name(&self) -> &str {
+        &self.metadata().name
+    }
+
+    pub fn metadata(&self) -> &ObjectMeta {
         match self {
-            Object::Instance(i) => &i.metadata.name,
-            Object::Workspace(w) => &w.metadata.name,
-            Object::Agent(a) => &a.metadata.name,
+            Object::Instance(i) => &i.metadata,
+            Object::Workspace(w) => &w.metadata,
+            Object::Agent(a) => &a.metadata,
         }
     }
+
+    pub fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        match self {
+            Object::Instance(i) => &mut i.metadata,
+            Object::Workspace(w) => &mut w.metadata,
+            Object::Agent(a) => &mut a.metadata,
+        }
+    }
+}
+
+/// Who wrote the text: what an operator applies may not set jackin's
+/// reserved names; what jackin stored carries those it set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Author {
+    Operator,
+    Jackin,
 }
 
 /// A problem in a manifest, located as precisely as the input allows.
@@ -67,11 +92,23 @@ impl std::fmt::Display for ManifestError {
 
 impl std::error::Error for ManifestError {}
 
-/// Parses every document in `text`; `source` names it in errors.
+/// Parses every document of an operator's manifest in `text`; `source`
+/// names it in errors. A label or annotation jackin keeps for itself is an
+/// error at its place.
 ///
 /// All documents are checked, and all their errors returned, so an operator
 /// fixes a file in one round. On any error no object is returned.
 pub fn parse(source: &str, text: &str) -> Result<Vec<Object>, Vec<ManifestError>> {
+    parse_as(source, text, Author::Operator)
+}
+
+/// Parses an object jackin stored (`workspaces/NAME.yaml`): as [`parse`],
+/// but the reserved names jackin set on it are its own.
+pub fn parse_stored(source: &str, text: &str) -> Result<Vec<Object>, Vec<ManifestError>> {
+    parse_as(source, text, Author::Jackin)
+}
+
+fn parse_as(source: &str, text: &str, author: Author) -> Result<Vec<Object>, Vec<ManifestError>> {
     let mut objects = Vec::new();
     let mut errors = Vec::new();
     for doc in split_documents(text) {
@@ -83,7 +120,7 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<Object>, Vec<ManifestError>
             }
         };
         let Some(items) = items else {
-            match parse_document(source, &doc) {
+            match parse_document(source, &doc, author) {
                 Ok(Some(obj)) => objects.push(obj),
                 Ok(None) => {}
                 Err(mut errs) => errors.append(&mut errs),
@@ -94,7 +131,7 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<Object>, Vec<ManifestError>
         // each item is a document; its errors are placed at the list and
         // named by the item's index.
         for (i, item) in items.iter().enumerate() {
-            match parse_document(source, item) {
+            match parse_document(source, item, author) {
                 Ok(Some(obj)) => objects.push(obj),
                 Ok(None) => {}
                 Err(errs) => errors.extend(errs.into_iter().map(|mut e| {
@@ -246,7 +283,11 @@ struct TypeMeta {
     kind: Option<Spanned<String>>,
 }
 
-fn parse_document(source: &str, doc: &Document) -> Result<Option<Object>, Vec<ManifestError>> {
+fn parse_document(
+    source: &str,
+    doc: &Document,
+    author: Author,
+) -> Result<Option<Object>, Vec<ManifestError>> {
     let at_doc = |message: String| ManifestError {
         source: source.to_owned(),
         line: doc.first_line,
@@ -290,9 +331,17 @@ fn parse_document(source: &str, doc: &Document) -> Result<Option<Object>, Vec<Ma
             }]);
         }
     };
-    match result {
-        Ok(()) => Ok(Some(object)),
-        Err(field_errors) => Err(locate(source, doc, field_errors)),
+    let names = match author {
+        Author::Operator => validate::operator_names(object.metadata()),
+        Author::Jackin => Ok(()),
+    };
+    match (result, names) {
+        (Ok(()), Ok(())) => Ok(Some(object)),
+        (Err(mut errors), Err(more)) => {
+            errors.extend(more);
+            Err(locate(source, doc, errors))
+        }
+        (Err(errors), _) | (_, Err(errors)) => Err(locate(source, doc, errors)),
     }
 }
 
@@ -607,6 +656,23 @@ spec:
         let err = one_error(&text);
         assert_eq!(err.field.as_deref(), Some("metadata.labels.jackin.dev/a b"));
         assert_eq!((err.line, err.column), (6, 21));
+    }
+
+    #[test]
+    fn a_reserved_name_is_refused_at_its_place_but_kept_in_a_stored_object() {
+        let text = INSTANCE.replace(
+            "  name: architect-1\n",
+            "  name: architect-1\n  labels:\n    jackin.dev/source: src-1\n",
+        );
+        let err = one_error(&text);
+        assert_eq!(
+            err.field.as_deref(),
+            Some("metadata.labels.jackin.dev/source")
+        );
+        assert_eq!((err.line, err.column), (6, 24));
+        assert!(err.message.contains("reserved"), "{err}");
+        let stored = parse_stored("instance.yaml", &text).unwrap();
+        assert_eq!(stored[0].metadata().labels["jackin.dev/source"], "src-1");
     }
 
     #[test]

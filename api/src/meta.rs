@@ -33,6 +33,19 @@ pub struct ObjectMeta {
     pub creation_timestamp: Option<Timestamp>,
 }
 
+impl ObjectMeta {
+    /// Leaves out the labels and annotations jackin keeps for itself (see
+    /// [`crate::names::reserved_label`]): what `get -o yaml|json` prints,
+    /// so that its output applies back as it is. jackin still knows them;
+    /// `get sources`, `describe` and `-l` show and select by them.
+    pub fn hide_reserved_names(&mut self) {
+        self.labels
+            .retain(|key, _| crate::names::reserved_label(key).is_none());
+        self.annotations
+            .retain(|key, _| crate::names::reserved_annotation(key).is_none());
+    }
+}
+
 /// Whether a condition holds; a string, as Kubernetes spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ConditionStatus {

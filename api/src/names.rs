@@ -1,7 +1,8 @@
 //! Every well-known name in one place: the labels on engine objects, the
-//! annotations an operator (or a command acting for one) sets, and the
-//! condition types and reasons of `status.conditions`. Scripts and tests
-//! match on these strings, so each is written once, here.
+//! annotations an operator (or a command acting for one) sets, which names
+//! are reserved to jackin, and the condition types and reasons of
+//! `status.conditions`. Scripts and tests match on these strings, so each
+//! is written once, here.
 
 /// Labels on the engine objects jackin creates. Ownership is decided by
 /// them (and by home), never by a name someone else may have taken.
@@ -25,6 +26,77 @@ pub mod label {
     /// On objects an apply with `--prune` (or `controller --sync`) wrote:
     /// the id of the source that owns them.
     pub const SOURCE: &str = "jackin.dev/source";
+    /// Every label above. Each is jackin's alone: no operator's manifest
+    /// may set one (see [`super::reserved_label`]).
+    pub const ALL: [&str; 8] = [
+        MANAGED,
+        INSTANCE,
+        HOME,
+        UID,
+        SIDECAR,
+        ROLE,
+        ROLE_COMMIT,
+        SOURCE,
+    ];
+}
+
+/// The DNS prefix of the names jackin keeps for itself. Every label and
+/// annotation key under it, or under a subdomain of it (`*.jackin.dev/`), is
+/// jackin's, as Kubernetes keeps `kubernetes.io/` and `k8s.io/`: an
+/// operator's manifest may set none of them but the annotations of
+/// [`annotation::OPERATOR_SET`], so that jackin can give a new name a
+/// meaning in any release without meeting an operator's value there.
+pub const PREFIX: &str = "jackin.dev";
+
+/// Whether `key` is under [`PREFIX`] or one of its subdomains (compared
+/// without regard to case, as DNS names are).
+pub fn is_jackin_key(key: &str) -> bool {
+    let Some((prefix, _)) = key.split_once('/') else {
+        return false;
+    };
+    let prefix = prefix.to_ascii_lowercase();
+    prefix == PREFIX
+        || prefix
+            .strip_suffix(PREFIX)
+            .is_some_and(|sub| sub.ends_with('.'))
+}
+
+/// Why an operator's manifest may not set the label `key`; `None` when it
+/// may. Every label under [`PREFIX`] is jackin's.
+pub fn reserved_label(key: &str) -> Option<String> {
+    if !is_jackin_key(key) {
+        return None;
+    }
+    Some(if key == label::SOURCE {
+        format!(
+            "label {key:?} is reserved: jackin sets it on what an `apply --prune` or \
+             `controller --sync` applies, to know what that source owns; remove it from the file"
+        )
+    } else if label::ALL.contains(&key) {
+        format!(
+            "label {key:?} is reserved: jackin sets it on the engine objects it creates, and \
+             ownership is decided by it; remove it from the file"
+        )
+    } else {
+        format!(
+            "label {key:?} is reserved: names under {PREFIX}/ are jackin's; use a prefix of \
+             your own (example.com/NAME)"
+        )
+    })
+}
+
+/// Why an operator's manifest may not set the annotation `key`; `None` when
+/// it may: any name outside [`PREFIX`], and those of
+/// [`annotation::OPERATOR_SET`].
+pub fn reserved_annotation(key: &str) -> Option<String> {
+    if !is_jackin_key(key) || annotation::OPERATOR_SET.contains(&key) {
+        return None;
+    }
+    Some(format!(
+        "annotation {key:?} is reserved: of the names under {PREFIX}/ an operator sets only \
+         the annotations {}; use a prefix of your own (example.com/NAME)",
+        annotation::OPERATOR_SET.join(", ")
+    ))
 }
 
 /// Annotations on an instance.
@@ -40,6 +112,9 @@ pub mod annotation {
     /// running`, `attach`, `launch`), like `kubectl rollout restart`: a
     /// settlement older than it no longer stands.
     pub const RESUME: &str = "jackin.dev/resume";
+    /// The only names under [`super::PREFIX`] an operator's manifest may
+    /// set: each says what the operator wants.
+    pub const OPERATOR_SET: [&str; 3] = [ACKNOWLEDGE_DISCARD, EXIT_POLICY, RESUME];
 }
 
 /// Condition types of `status.conditions`.
@@ -107,4 +182,38 @@ pub mod reason {
     pub const IDLE_HOOK: &str = "IdleHook";
     pub const IDLE_HOOKS: &str = "IdleHooks";
     pub const RESTART_FAILED: &str = "RestartFailed";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_under_jackins_prefix_are_reserved_but_the_operators_annotations() {
+        for key in label::ALL {
+            assert!(reserved_label(key).is_some(), "{key}");
+        }
+        for key in [
+            "jackin.dev/anything",
+            "sub.jackin.dev/x",
+            "Jackin.Dev/source",
+        ] {
+            assert!(reserved_label(key).is_some(), "{key}");
+            assert!(reserved_annotation(key).is_some(), "{key}");
+        }
+        for key in annotation::OPERATOR_SET {
+            assert!(reserved_annotation(key).is_none(), "{key}");
+        }
+        for key in [
+            "team",
+            "example.com/team",
+            "notjackin.dev/x",
+            "jackin.dev.example/x",
+        ] {
+            assert!(reserved_label(key).is_none(), "{key}");
+            assert!(reserved_annotation(key).is_none(), "{key}");
+        }
+        let why = reserved_label(label::SOURCE).unwrap();
+        assert!(why.contains("jackin sets it"), "{why}");
+    }
 }

@@ -44,6 +44,14 @@ impl Errors {
             self.push(path, message);
         }
     }
+
+    fn into_result(self) -> Result<(), Vec<FieldError>> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(self.0)
+        }
+    }
 }
 
 /// Longest DNS-1123 label, and so the longest object name.
@@ -120,6 +128,26 @@ fn metadata(errors: &mut Errors, meta: &ObjectMeta) {
     for key in meta.annotations.keys() {
         errors.check(&format!("metadata.annotations.{key}"), label_key(key));
     }
+}
+
+/// The names an operator's manifest may not set: labels and annotations
+/// jackin keeps for itself (see [`crate::names::reserved_label`]). Checked
+/// on what an operator applies, not on jackin's own stored objects, which
+/// carry the labels jackin set. A key that is not a valid key at all is
+/// reported as such by [`instance`] and the others, not twice.
+pub fn operator_names(meta: &ObjectMeta) -> Result<(), Vec<FieldError>> {
+    let mut errors = Errors::default();
+    for key in meta.labels.keys().filter(|key| label_key(key).is_ok()) {
+        if let Some(why) = crate::names::reserved_label(key) {
+            errors.push(format!("metadata.labels.{key}"), why);
+        }
+    }
+    for key in meta.annotations.keys().filter(|key| label_key(key).is_ok()) {
+        if let Some(why) = crate::names::reserved_annotation(key) {
+            errors.push(format!("metadata.annotations.{key}"), why);
+        }
+    }
+    errors.into_result()
 }
 
 fn api_version(errors: &mut Errors, value: &str) {
@@ -424,11 +452,7 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
             argv_value(&sidecar.image, "an image reference"),
         );
     }
-    if errors.0.is_empty() {
-        Ok(())
-    } else {
-        Err(errors.0)
-    }
+    errors.into_result()
 }
 
 /// An engine as `spec.engine` names it: a `docker context` name, or an
@@ -504,11 +528,7 @@ pub fn duration(text: &str) -> Result<std::time::Duration, String> {
 pub fn role_config(config: &RoleConfig) -> Result<(), Vec<FieldError>> {
     let mut errors = Errors::default();
     idle_commands(&mut errors, "idle.commands", &config.idle.commands);
-    if errors.0.is_empty() {
-        Ok(())
-    } else {
-        Err(errors.0)
-    }
+    errors.into_result()
 }
 
 /// Idle commands: argv lists whose program is named.
@@ -592,11 +612,7 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
             );
         }
     }
-    if errors.0.is_empty() {
-        Ok(())
-    } else {
-        Err(errors.0)
-    }
+    errors.into_result()
 }
 
 /// Validates a Workspace; returns every broken rule.
@@ -659,11 +675,7 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
             );
         }
     }
-    if errors.0.is_empty() {
-        Ok(())
-    } else {
-        Err(errors.0)
-    }
+    errors.into_result()
 }
 
 #[cfg(test)]

@@ -13,6 +13,9 @@ use std::collections::BTreeMap;
 
 use jackin_api::Instance;
 use jackin_api::instance::SettledBy;
+use jackin_api::redact::json_error;
+use jackin_reconcilers::fsutil::read_untrusted;
+use jackin_reconcilers::layout::cap;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -64,7 +67,9 @@ impl Store {
     /// does: a broken record must not stop every apply and purge.
     fn read_ended(&self) -> Result<EndedFile, StoreError> {
         let path = self.ended_file();
-        let bytes = match std::fs::read(&path) {
+        // A FIFO, a link or a file past the cap is not a record jackin
+        // wrote: an error naming it, not one to move aside.
+        let bytes = match read_untrusted(&path, cap::ENDED) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(EndedFile::default()),
             Err(e) => return Err(StoreError::io(&path, e)),
@@ -72,6 +77,7 @@ impl Store {
         match serde_json::from_slice(&bytes) {
             Ok(file) => Ok(file),
             Err(reason) => {
+                let reason = json_error(&reason);
                 let stamp = Timestamp::now().strftime("%Y%m%dT%H%M%S%.fZ").to_string();
                 let kept = path.with_file_name(format!("ended.json.corrupt-{stamp}"));
                 match std::fs::rename(&path, &kept) {

@@ -7,6 +7,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 use jackin_reconcilers::Layout;
+use jackin_reconcilers::fsutil::read_untrusted;
+use jackin_reconcilers::layout::cap;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +38,17 @@ pub fn record(layout: &Layout, container: &str, reason: &str, message: &str) {
     };
     let path = file(layout, container);
     let line = serde_json::to_string(&event).expect("an event serializes");
+    // Only a regular file (or none yet) is appended to: opening a FIFO to
+    // write would wait for a reader, and a link may lead anywhere.
+    if let Ok(meta) = std::fs::symlink_metadata(&path)
+        && !meta.is_file()
+    {
+        tracing::warn!(
+            "{}: the event log is not a regular file; no event is recorded",
+            path.display()
+        );
+        return;
+    }
     let appended = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -58,10 +71,20 @@ pub fn record(layout: &Layout, container: &str, reason: &str, message: &str) {
     }
 }
 
-/// Every event in the log, oldest first; unreadable lines are skipped.
+/// Every event in the log, oldest first; unreadable lines are skipped. A
+/// log that is not a regular file within [`cap::EVENTS`] (a FIFO, a link)
+/// reads as empty, with a warning naming it: the log is a convenience.
 pub fn read(layout: &Layout, container: &str) -> Vec<Event> {
-    std::fs::read_to_string(file(layout, container))
-        .unwrap_or_default()
+    let path = file(layout, container);
+    let bytes = match read_untrusted(&path, cap::EVENTS) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            tracing::warn!("{}: the event log is passed over: {e}", path.display());
+            return Vec::new();
+        }
+    };
+    String::from_utf8_lossy(&bytes)
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect()

@@ -8,9 +8,11 @@ use std::io::ErrorKind;
 
 use jackin_api::meta::find_condition;
 use jackin_api::names::{condition, reason};
+use jackin_api::redact::json_error;
 use jackin_api::{DesiredPhase, Instance, InstancePhase};
 use jackin_reconcilers::Layout;
-use jackin_reconcilers::fsutil::write_atomic;
+use jackin_reconcilers::fsutil::{read_untrusted, write_atomic};
+use jackin_reconcilers::layout::cap;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -237,7 +239,9 @@ impl Index {
     /// the parse error when it exists but cannot be read as an index.
     pub fn read(layout: &Layout) -> Result<Result<Option<Index>, String>, StoreError> {
         let path = layout.index_file();
-        let bytes = match fs::read(&path) {
+        // A FIFO, a link or a file past the cap is not an index jackin
+        // wrote: an error naming it, not a repair that would move it aside.
+        let bytes = match read_untrusted(&path, cap::INDEX) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Ok(None)),
             Err(e) => return Err(StoreError::io(&path, e)),
@@ -250,7 +254,7 @@ impl Index {
                 "version {} or row order not understood",
                 index.version
             )),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(json_error(&e)),
         })
     }
 

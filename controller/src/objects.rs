@@ -8,7 +8,8 @@ use std::io::ErrorKind;
 
 use jackin_api::agent::{self, Agent};
 use jackin_api::{Object, ObjectMeta, Workspace, manifest};
-use jackin_reconcilers::fsutil::{FileLock, write_atomic};
+use jackin_reconcilers::fsutil::{FileLock, read_untrusted, write_atomic};
+use jackin_reconcilers::layout::cap;
 use jackin_reconcilers::recipe::ResolvedAgent;
 use jiff::Timestamp;
 use serde::Serialize;
@@ -131,8 +132,8 @@ impl Store {
     /// The stored object of kind `K` named `name`.
     pub fn get<K: FileObject>(&self, name: &str) -> Result<Option<K>, StoreError> {
         let path = self.layout().object_of_kind_file(K::PLURAL, name);
-        let text = match fs::read_to_string(&path) {
-            Ok(text) => text,
+        let bytes = match read_untrusted(&path, cap::STORED_OBJECT) {
+            Ok(bytes) => bytes,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(StoreError::io(&path, e)),
         };
@@ -140,14 +141,17 @@ impl Store {
             path: path.clone(),
             message,
         };
-        let objects = manifest::parse(&path.display().to_string(), &text).map_err(|errs| {
-            unreadable(
-                errs.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )
-        })?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| unreadable("it is not UTF-8 text".into()))?;
+        let objects =
+            manifest::parse_stored(&path.display().to_string(), &text).map_err(|errs| {
+                unreadable(
+                    errs.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                )
+            })?;
         match objects.into_iter().next().and_then(K::from_object) {
             Some(obj) if obj.metadata().name == name => Ok(Some(obj)),
             _ => Err(unreadable(format!("expected {} {name:?}", K::KIND))),

@@ -10,7 +10,15 @@
 //! workspace or agent is deleted. An object applied by hand, or from another
 //! source, does not carry this source's label and is never pruned; applying
 //! an object by hand takes its labels from the file, which ends its
-//! ownership.
+//! ownership. No file may set the label itself (it is reserved, see
+//! [`jackin_api::names::reserved_label`]), and `get -o yaml` does not print
+//! it: `get`'s output applied by hand is the operator's own.
+//!
+//! Every file of a source is a regular file of at most
+//! [`MAX_MANIFEST_BYTES`], and a link is followed only when it leads to a
+//! file inside the source directory (for a file named on its own, the
+//! directory it is in): a policy repository cannot make jackin read, and
+//! print in an error, a file from elsewhere on the host.
 //!
 //! What each source last did is kept in `sources/<id>.json` for `jackin get
 //! sources`: the revision and time of the last good apply, how many objects
@@ -21,9 +29,11 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use jackin_api::names::label;
+use jackin_api::redact::json_error;
 use jackin_api::{Agent, Instance, Object, ObjectMeta, Workspace, manifest};
-use jackin_reconcilers::fsutil::{ensure_private_dir, write_atomic};
+use jackin_reconcilers::fsutil::{ensure_private_dir, read_regular, read_untrusted, write_atomic};
 use jackin_reconcilers::git;
+use jackin_reconcilers::layout::cap;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
@@ -61,6 +71,16 @@ pub enum SourceError {
     },
     #[error("{0}: no *.yaml or *.yml files here")]
     Empty(PathBuf),
+    #[error(
+        "{path}: it is a link to {}, outside the source directory {}: jackin follows a \
+         link in a source only within it; put the file itself here",
+        target.display(), root.display()
+    )]
+    LinksOut {
+        path: PathBuf,
+        target: PathBuf,
+        root: PathBuf,
+    },
     #[error(transparent)]
     Invalid(#[from] Invalid),
     #[error(transparent)]
@@ -74,13 +94,30 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SourceError + '_ {
     }
 }
 
+/// The most jackin reads of one manifest file: `get -o yaml` prints 1 to
+/// 3 KB an instance (status included), so a listing of 500 saved to a file
+/// is under 2 MB, and a hand-written policy file is far smaller.
+pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+
 /// The manifest files a path stands for: a file itself, or every `*.yaml`
 /// and `*.yml` file below a directory, in path order. Hidden entries (`.git`)
-/// and symbolic links to directories are skipped.
+/// and symbolic links to directories are skipped; a link to a file is kept
+/// only when it leads inside the directory (else an error). Whether each is
+/// a regular file is for the reading to say.
 pub fn files_under(path: &Path) -> Result<Vec<PathBuf>, SourceError> {
     if !path.is_dir() {
+        let parent = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let root = parent.canonicalize().map_err(io(parent))?;
+        let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
+        if is_link {
+            inside(path, &root)?;
+        }
         return Ok(vec![path.to_owned()]);
     }
+    let root = path.canonicalize().map_err(io(path))?;
     let mut found = Vec::new();
     let mut dirs = vec![path.to_owned()];
     while let Some(dir) = dirs.pop() {
@@ -96,7 +133,11 @@ pub fn files_under(path: &Path) -> Result<Vec<PathBuf>, SourceError> {
                 .is_some_and(|ext| ext == "yaml" || ext == "yml");
             if kind.is_dir() {
                 dirs.push(file);
-            } else if is_yaml && file.is_file() {
+            } else if is_yaml && kind.is_symlink() {
+                if !inside(&file, &root)?.is_dir() {
+                    found.push(file);
+                }
+            } else if is_yaml {
                 found.push(file);
             }
         }
@@ -108,12 +149,31 @@ pub fn files_under(path: &Path) -> Result<Vec<PathBuf>, SourceError> {
     Ok(found)
 }
 
-/// Reads every manifest file of `paths`.
+/// Where the link `file` leads, when that is inside `root` (canonical).
+fn inside(file: &Path, root: &Path) -> Result<PathBuf, SourceError> {
+    let target = file.canonicalize().map_err(io(file))?;
+    if target.starts_with(root) {
+        Ok(target)
+    } else {
+        Err(SourceError::LinksOut {
+            path: file.to_owned(),
+            target,
+            root: root.to_owned(),
+        })
+    }
+}
+
+/// Reads every manifest file of `paths`: regular files (a FIFO or device
+/// is refused, not waited on) of at most [`MAX_MANIFEST_BYTES`].
 pub fn read(paths: &[PathBuf]) -> Result<Vec<Input>, SourceError> {
     let mut inputs = Vec::new();
     for path in paths {
         for file in files_under(path)? {
-            let text = std::fs::read_to_string(&file).map_err(io(&file))?;
+            let bytes = read_regular(&file, MAX_MANIFEST_BYTES).map_err(io(&file))?;
+            let text = String::from_utf8(bytes).map_err(|_| SourceError::Io {
+                path: file.clone(),
+                source: std::io::Error::new(ErrorKind::InvalidData, "it is not UTF-8 text"),
+            })?;
             inputs.push(Input {
                 name: file.display().to_string(),
                 text,
@@ -184,23 +244,16 @@ impl Source {
     }
 }
 
-/// The object as this source applies it: with its ownership label.
+/// The object as this source applies it: with its ownership label, which
+/// only jackin sets (a file that sets it is refused when it is read).
 fn owned(obj: &Object, source: Option<&Source>) -> Object {
     let mut obj = obj.clone();
     if let Some(source) = source {
-        metadata_mut(&mut obj)
+        obj.metadata_mut()
             .labels
             .insert(label::SOURCE.to_owned(), source.id.clone());
     }
     obj
-}
-
-fn metadata_mut(obj: &mut Object) -> &mut ObjectMeta {
-    match obj {
-        Object::Instance(i) => &mut i.metadata,
-        Object::Workspace(w) => &mut w.metadata,
-        Object::Agent(a) => &mut a.metadata,
-    }
 }
 
 /// An object of a source that is no longer in its files.
@@ -555,10 +608,10 @@ impl Store {
     /// The record of `source`, or a fresh one.
     pub fn source_record(&self, source: &Source) -> Result<SourceRecord, StoreError> {
         let path = self.source_file(&source.id);
-        match std::fs::read(&path) {
+        match read_untrusted(&path, cap::SOURCE_RECORD) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| StoreError::Unreadable {
                 path,
-                message: e.to_string(),
+                message: json_error(&e),
             }),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(SourceRecord {
                 id: source.id.clone(),
@@ -593,9 +646,9 @@ impl Store {
             if path.extension().is_none_or(|e| e != "json") {
                 continue;
             }
-            match std::fs::read(&path)
+            match read_untrusted(&path, cap::SOURCE_RECORD)
                 .map_err(|e| e.to_string())
-                .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+                .and_then(|b| serde_json::from_slice(&b).map_err(|e| json_error(&e)))
             {
                 Ok(record) => records.push(record),
                 Err(e) => tracing::warn!("{}: cannot read the source record: {e}", path.display()),

@@ -7,7 +7,6 @@
 //! unit's lock file), so two processes can never create the same name twice. Every write is atomic; nothing is written when
 //! nothing changed.
 
-use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
@@ -15,11 +14,15 @@ use jackin_api::identity::container_name;
 use jackin_api::instance::SettledBy;
 use jackin_api::meta::set_condition;
 use jackin_api::names::{annotation, condition, reason};
+use jackin_api::redact::json_error;
 use jackin_api::{
     ConditionStatus, DesiredPhase, Instance, InstancePhase, InstanceStatus, ObjectMeta,
 };
 use jackin_reconcilers::Layout;
-use jackin_reconcilers::fsutil::{FileLock, ensure_private_dir, remove_if_exists, write_atomic};
+use jackin_reconcilers::fsutil::{
+    FileLock, ensure_private_dir, read_untrusted, remove_if_exists, write_atomic,
+};
+use jackin_reconcilers::layout::cap;
 use jiff::Timestamp;
 
 use crate::index::{Index, IndexRepair, IndexRow};
@@ -84,14 +87,14 @@ pub(crate) fn read_object(
     container: &str,
 ) -> Result<Option<Instance>, StoreError> {
     let path = layout.object_file(container);
-    let bytes = match fs::read(&path) {
+    let bytes = match read_untrusted(&path, cap::OBJECT) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(StoreError::io(&path, e)),
     };
     let obj: Instance = serde_json::from_slice(&bytes).map_err(|e| StoreError::Unreadable {
         path: path.clone(),
-        message: e.to_string(),
+        message: json_error(&e),
     })?;
     // The directory name is the identity; an object that disagrees (or whose
     // name is unsafe) is not trusted.

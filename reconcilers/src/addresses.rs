@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use jackin_api::home::{self, HOME_CONFIG_FILE, HomeConfig, Pool, Subnet};
 
 use crate::engine::{Engine, EngineError};
+use crate::fsutil::read_regular;
+use crate::layout::cap;
 
 /// How long a list of the engine's networks is trusted.
 const LIST_TRUSTED_FOR: Duration = Duration::from_secs(30);
@@ -52,12 +54,20 @@ impl AddressError {
 }
 
 /// The home's settings: the defaults when `config.yaml` does not exist.
+/// The operator may link it elsewhere (a dotfiles repository): the link is
+/// followed, but only to a regular file within [`cap::CONFIG`], and no
+/// error quotes what the file holds.
 pub fn read_config(home: &Path) -> Result<HomeConfig, AddressError> {
     let path = home.join(HOME_CONFIG_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => home::parse(&path.display().to_string(), &text).map_err(AddressError::Config),
+    let unusable = |why: String| AddressError::Config(format!("{}: {why}", path.display()));
+    match read_regular(&path, cap::CONFIG) {
+        Ok(bytes) => {
+            let text =
+                String::from_utf8(bytes).map_err(|_| unusable("it is not UTF-8 text".into()))?;
+            home::parse(&path.display().to_string(), &text).map_err(AddressError::Config)
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(HomeConfig::default()),
-        Err(e) => Err(AddressError::Config(format!("{}: {e}", path.display()))),
+        Err(e) => Err(unusable(e.to_string())),
     }
 }
 

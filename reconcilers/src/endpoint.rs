@@ -5,7 +5,15 @@
 
 use std::path::{Path, PathBuf};
 
+use jackin_api::redact::json_error;
 use sha2::{Digest, Sha256};
+
+use crate::fsutil::read_regular;
+
+/// The most jackin reads of the docker CLI's `config.json` or a context's
+/// `meta.json`. Both are the operator's and may be links (followed, to a
+/// regular file only); a config with many registry logins is a few KiB.
+const MAX_DOCKER_FILE_BYTES: u64 = 4 << 20;
 
 /// Where the engine is reached when nothing else is configured.
 pub const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
@@ -146,13 +154,20 @@ fn current_context(config_dir: Option<&Path>) -> Result<Option<String>, Endpoint
     let Some(path) = config_dir.map(|d| d.join("config.json")) else {
         return Ok(None);
     };
-    let Ok(bytes) = std::fs::read(&path) else {
-        return Ok(None);
+    let bytes = match read_regular(&path, MAX_DOCKER_FILE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(EndpointError::BadContext {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            });
+        }
     };
     let config: serde_json::Value =
         serde_json::from_slice(&bytes).map_err(|e| EndpointError::BadContext {
             path: path.display().to_string(),
-            message: e.to_string(),
+            message: json_error(&e),
         })?;
     Ok(config["currentContext"]
         .as_str()
@@ -169,15 +184,22 @@ fn context_endpoint(config_dir: &Path, name: &str, from: &str) -> Result<Endpoin
         .collect();
     let meta_dir = config_dir.join("contexts/meta").join(&digest);
     let path = meta_dir.join("meta.json");
-    let bytes = std::fs::read(&path).map_err(|_| EndpointError::UnknownContext {
-        name: name.to_owned(),
-        dir: config_dir.join("contexts/meta").display().to_string(),
-    })?;
     let bad = |message: String| EndpointError::BadContext {
         path: path.display().to_string(),
         message,
     };
-    let meta: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+    let bytes = match read_regular(&path, MAX_DOCKER_FILE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(EndpointError::UnknownContext {
+                name: name.to_owned(),
+                dir: config_dir.join("contexts/meta").display().to_string(),
+            });
+        }
+        Err(e) => return Err(bad(e.to_string())),
+    };
+    let meta: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| bad(json_error(&e)))?;
     let docker = &meta["Endpoints"]["docker"];
     let host = docker["Host"]
         .as_str()

@@ -30,20 +30,38 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
 }
 
 /// Reads a file that someone else controls (the agent writes the unit's
-/// `state/`; a secret reference names any path) without letting it hang or
-/// exhaust jackin: a symbolic link is not followed, only a regular file is
-/// read (opening a FIFO does not wait for a writer, and a FIFO or device is
-/// refused), and a file larger than `max_bytes` is refused. Blocking I/O:
-/// call it off the async runtime.
+/// `state/`; a secret reference names any path), and every file jackin keeps
+/// under `$JACKIN_HOME`, without letting it hang or exhaust jackin: a
+/// symbolic link is not followed, only a regular file is read (opening a
+/// FIFO does not wait for a writer, and a FIFO or device is refused), and a
+/// file larger than `max_bytes` is refused. Blocking I/O: call it off the
+/// async runtime. The error says what the file is, never what it holds.
 pub fn read_untrusted(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
+    read_capped(path, max_bytes, false)
+}
+
+/// As [`read_untrusted`], but a symbolic link is followed: for a file the
+/// operator names or keeps where they like (`$JACKIN_HOME/config.yaml`
+/// linked into a dotfiles repository, a policy file they named, Docker's
+/// own config). What the link leads to must still be a regular file no
+/// larger than `max_bytes`: a link to `/dev/zero` or a FIFO is refused like
+/// the thing itself. Where a link may lead is the caller's rule (a policy
+/// directory keeps its links inside itself).
+pub fn read_regular(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
+    read_capped(path, max_bytes, true)
+}
+
+fn read_capped(path: &Path, max_bytes: u64, follow: bool) -> io::Result<Vec<u8>> {
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(nofollow | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => io::Error::new(
+            Some(libc::ELOOP) if !follow => io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "it is a symbolic link, which jackin does not follow here",
+                "it is a symbolic link, which jackin does not follow here: \
+                 put the file itself in its place",
             ),
             _ => e,
         })?;
@@ -51,7 +69,8 @@ pub fn read_untrusted(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
     if !meta.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "it is not a regular file (a FIFO, socket, device or directory)",
+            "it is not a regular file (a FIFO, socket, device or directory): \
+             jackin reads only regular files here; put one in its place or remove it",
         ));
     }
     let mut bytes = Vec::new();
@@ -59,7 +78,10 @@ pub fn read_untrusted(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
     if bytes.len() as u64 > max_bytes {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("it is larger than {max_bytes} bytes"),
+            format!(
+                "it is larger than {max_bytes} bytes, more than jackin reads from such a file: \
+                 no file it expects here is that large; replace or remove it"
+            ),
         ));
     }
     Ok(bytes)
@@ -120,17 +142,36 @@ pub struct FileLock {
     _file: File,
 }
 
+fn not_a_lock() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "a lock file must be a regular file, not a link, FIFO or device: \
+         remove it and jackin makes a new one",
+    )
+}
+
 impl FileLock {
     fn open(path: &Path) -> io::Result<File> {
         if let Some(dir) = path.parent() {
             ensure_private_dir(dir)?;
         }
-        OpenOptions::new()
+        // Like a read of jackin's own files: no link is followed, and a
+        // FIFO or device in the lock's place is refused instead of waited on.
+        let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP | libc::ENXIO) => not_a_lock(),
+                _ => e,
+            })?;
+        if !file.metadata()?.is_file() {
+            return Err(not_a_lock());
+        }
+        Ok(file)
     }
 
     /// Creates the lock file (0600) without taking the lock.
@@ -216,6 +257,35 @@ mod tests {
         fs::write(&file, vec![b'x'; 17]).unwrap();
         let err = read_untrusted(&file, 16).unwrap_err();
         assert!(err.to_string().contains("larger than 16 bytes"), "{err}");
+    }
+
+    #[test]
+    fn regular_reads_follow_a_link_only_to_a_regular_file_and_locks_refuse_fifos() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.yaml");
+        fs::write(&file, b"a: 1\n").unwrap();
+        let link = dir.path().join("linked.yaml");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(read_regular(&link, 16).unwrap(), b"a: 1\n");
+
+        let zero = dir.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let err = read_regular(&zero, 16).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        let to_fifo = dir.path().join("to-fifo");
+        std::os::unix::fs::symlink(&fifo, &to_fifo).unwrap();
+        let err = read_regular(&to_fifo, 16).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+
+        // A FIFO or a link in a lock's place is refused, not waited on.
+        let err = FileLock::acquire(&fifo).unwrap_err();
+        assert!(err.to_string().contains("lock file"), "{err}");
+        let err = FileLock::acquire(&zero).unwrap_err();
+        assert!(err.to_string().contains("lock file"), "{err}");
     }
 
     #[test]

@@ -20,10 +20,43 @@
 //!
 //! Only names that passed DNS-1123 validation are joined onto these paths, so
 //! no user input can climb out of the root.
+//!
+//! Every file here is read with [`crate::fsutil::read_untrusted`] (a regular
+//! file, no link followed, at most its [`cap`]), except `config.yaml`, which
+//! the operator writes and may link elsewhere: [`crate::fsutil::read_regular`]
+//! follows the link, and still reads only a regular file within its cap.
 
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+/// The most jackin reads of each file it keeps under `$JACKIN_HOME`. Each is
+/// far above what an honest file reaches, so only a file that is not what
+/// jackin wrote (a link to `/dev/zero`, something else copied over it)
+/// meets its cap, and the command fails at once, naming it, instead of
+/// filling memory. Measured: 100 instances make an index of 33 KB and a
+/// unit's object is 2 KB; `tests/scale.rs` and `scripts/bench` go to 500.
+pub mod cap {
+    /// `data/instances.json`: about 330 bytes a row, so 500 instances take
+    /// some 170 KB; the cap leaves room for a couple of hundred thousand.
+    pub const INDEX: u64 = 64 << 20;
+    /// `data/ended.json`: at most 256 records, each an instance's spec
+    /// (names and references, a few KiB).
+    pub const ENDED: u64 = 64 << 20;
+    /// A unit's `.jackin/instance.json`: one spec and its status (whose
+    /// lists of files are cut short); env values are at most 128 KiB each.
+    pub const OBJECT: u64 = 16 << 20;
+    /// A unit's `.jackin/events.jsonl`: at most 600 one-line events.
+    pub const EVENTS: u64 = 8 << 20;
+    /// `workspaces/NAME.yaml` and `agents/NAME.yaml`: one applied object.
+    pub const STORED_OBJECT: u64 = 16 << 20;
+    /// `sources/ID.json`: paths, a revision and the last error's lines.
+    pub const SOURCE_RECORD: u64 = 4 << 20;
+    /// `home-id`: one short id.
+    pub const HOME_ID: u64 = 4 << 10;
+    /// `config.yaml`: a handful of settings.
+    pub const CONFIG: u64 = 1 << 20;
+}
 
 /// The environment variable that overrides the state root.
 pub const HOME_ENV: &str = "JACKIN_HOME";
@@ -58,8 +91,10 @@ impl Layout {
     /// This home's id, labelled on every engine object it creates; `None`
     /// before the home has created any.
     pub fn home_id(&self) -> std::io::Result<Option<String>> {
-        match std::fs::read_to_string(self.home_id_file()) {
-            Ok(id) => Ok(Some(id.trim().to_owned())),
+        match crate::fsutil::read_untrusted(&self.home_id_file(), cap::HOME_ID) {
+            Ok(id) => String::from_utf8(id)
+                .map(|id| Some(id.trim().to_owned()))
+                .map_err(|_| std::io::Error::new(ErrorKind::InvalidData, "it is not UTF-8 text")),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }

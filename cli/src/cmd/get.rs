@@ -5,10 +5,10 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::{Result, anyhow};
-use jackin_api::Instance;
 use jackin_api::meta::find_condition;
 use jackin_api::names::condition;
 use jackin_api::selector::Selector;
+use jackin_api::{Instance, ObjectMeta};
 use jiff::Timestamp;
 
 use crate::args::{Format, GetArgs};
@@ -85,8 +85,10 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
             match args.output {
                 Format::Table => output::instance_table(&objects, false, now),
                 Format::Wide => output::instance_table(&objects, true, now),
-                Format::Yaml => output::yaml_stream(&objects)?,
-                Format::Json => output::json(&objects, name.is_some())?,
+                Format::Yaml => output::yaml_stream(&printable(objects, |o| &mut o.metadata))?,
+                Format::Json => {
+                    output::json(&printable(objects, |o| &mut o.metadata), name.is_some())?
+                }
                 Format::Name => names("instance", objects.iter().map(|o| &o.metadata.name)),
             }
         }
@@ -105,8 +107,10 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
             }
             match args.output {
                 Format::Table | Format::Wide => output::workspace_table(&objects, now),
-                Format::Yaml => output::yaml_stream(&objects)?,
-                Format::Json => output::json(&objects, name.is_some())?,
+                Format::Yaml => output::yaml_stream(&printable(objects, |o| &mut o.metadata))?,
+                Format::Json => {
+                    output::json(&printable(objects, |o| &mut o.metadata), name.is_some())?
+                }
                 Format::Name => names("workspace", objects.iter().map(|o| &o.metadata.name)),
             }
         }
@@ -123,8 +127,10 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
             let objects: Vec<_> = agents.iter().map(|(agent, _)| agent.clone()).collect();
             match args.output {
                 Format::Table | Format::Wide => output::agent_table(&agents),
-                Format::Yaml => output::yaml_stream(&objects)?,
-                Format::Json => output::json(&objects, name.is_some())?,
+                Format::Yaml => output::yaml_stream(&printable(objects, |o| &mut o.metadata))?,
+                Format::Json => {
+                    output::json(&printable(objects, |o| &mut o.metadata), name.is_some())?
+                }
                 Format::Name => names("agent", objects.iter().map(|o| &o.metadata.name)),
             }
         }
@@ -155,6 +161,16 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
     };
     std::io::stdout().write_all(text.as_bytes())?;
     Ok(())
+}
+
+/// The objects as `-o yaml|json` prints them: without the names jackin
+/// keeps for itself, which no applied file may set, so that the output
+/// applies back as it is.
+fn printable<T>(mut objects: Vec<T>, meta: impl Fn(&mut T) -> &mut ObjectMeta) -> Vec<T> {
+    for obj in &mut objects {
+        meta(obj).hide_reserved_names();
+    }
+    objects
 }
 
 /// `kind/NAME` lines, as `kubectl get -o name` prints them.

@@ -3,14 +3,14 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use jackin_api::agent::Strategy;
-use jackin_api::manifest;
 use jackin_api::names::annotation;
 use jackin_api::{DesiredPhase, Instance, Object};
 use jackin_controller::Store;
 use jackin_controller::engines::Engines;
 use jackin_controller::reconcile::assess_checkouts;
+use jackin_controller::source;
 use jackin_reconcilers::assess::has_unfinished_work;
 use jiff::Timestamp;
 
@@ -321,12 +321,11 @@ fn one_error<E: std::fmt::Display>(errors: &[E]) -> anyhow::Error {
     anyhow!("{}", lines.join("\n"))
 }
 
+/// Reads the template as `apply` reads a file: a regular file within the
+/// manifest cap, the names jackin keeps for itself refused.
 fn read_template(path: &Path) -> Result<Instance> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let objects =
-        manifest::parse(&path.display().to_string(), &text).map_err(|errs| one_error(&errs))?;
-    match objects.into_iter().next() {
+    let inputs = source::read(&[path.to_owned()])?;
+    match source::parse(&inputs)?.into_iter().next() {
         Some(Object::Instance(obj)) => Ok(*obj),
         _ => bail!("{}: expected an Instance", path.display()),
     }
