@@ -27,6 +27,9 @@ use sha2::{Digest, Sha256};
 use crate::git;
 use crate::isolation::{self, IsolationRecord};
 
+/// How much of one file the digest reads.
+const MAX_HASHED_BYTES: u64 = 64 << 20;
+
 /// At most this many files are listed in the status; the rest are counted.
 pub const MAX_LISTED_FILES: usize = 20;
 
@@ -53,9 +56,13 @@ impl Assessment {
 
 /// Runs git in `dir`, a checkout the agent may have rigged: confined, so
 /// that no program the tree names runs, at any submodule depth (see
-/// [`git::run_untrusted`]).
+/// [`git::run_untrusted`]), and always over `dir` itself as the work tree
+/// (a clone's `core.worktree` could point status at a clean tree elsewhere).
 fn git_in(dir: &str, args: &[&str]) -> Result<String, String> {
-    git::run_untrusted(dir, args)
+    let work_tree = format!("--work-tree={dir}");
+    let mut argv = vec![work_tree.as_str()];
+    argv.extend_from_slice(args);
+    git::run_untrusted(dir, &argv)
         .map(|out| String::from_utf8_lossy(&out).into_owned())
         .map_err(|e| e.to_string())
 }
@@ -135,6 +142,27 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
         .filter(|e| e.starts_with("!! "))
         .map(str::to_owned)
         .collect::<Vec<_>>();
+    // The index can tell status not to look at a file (assume-unchanged,
+    // skip-worktree): the agent writes the index, so such a file counts as
+    // unfinished work, whatever is in it.
+    let tagged = git_in(dir, &["ls-files", "-v", "-z"])?;
+    for entry in tagged.split('\0') {
+        let Some((tag, file)) = entry.split_once(' ') else {
+            continue;
+        };
+        let hidden = match tag {
+            "S" => "skip-worktree",
+            tag if tag.chars().all(|c| c.is_ascii_lowercase()) => "assume-unchanged",
+            _ => continue,
+        };
+        let file_path = Path::new(dir).join(file);
+        assessment
+            .fingerprint
+            .push(format!("{hidden}\0{file}\0{}", content_hash(&file_path)));
+        assessment
+            .dirty_files
+            .push(format!("{file} (hidden from status: {hidden})"));
+    }
     let mut entries = status.split('\0').filter(|e| !e.is_empty());
     while let Some(entry) = entries.next() {
         // A rename or copy is followed by its original path.
@@ -255,13 +283,10 @@ fn other_refs_of_a_clone(
             .trim()
             .parse()
             .map_err(|e| format!("rev-list {name}: {e}"))?;
-        let host_has_it = git::run(&[
-            "-C",
+        let host_has_it = git::run_untrusted(
             &record.src,
-            "cat-file",
-            "-e",
-            &format!("{tip}^{{commit}}"),
-        ])
+            &["cat-file", "-e", &format!("{tip}^{{commit}}")],
+        )
         .is_ok();
         if lonely == 0 || host_has_it {
             continue;
@@ -301,13 +326,25 @@ fn content_hash(path: &Path) -> String {
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path);
-        let Ok(mut file) = opened else {
+        let Ok(file) = opened else {
             return "unreadable".into();
         };
         if !file.metadata().is_ok_and(|m| m.is_file()) {
             return "other".into();
         }
+        // A sparse file may claim terabytes: past the cap, its size and
+        // time stand in for the rest of its contents.
+        let Ok(meta) = file.metadata() else {
+            return "unreadable".into();
+        };
+        hasher.update(meta.len().to_le_bytes());
+        if meta.len() > MAX_HASHED_BYTES {
+            use std::os::unix::fs::MetadataExt;
+            hasher.update(meta.mtime().to_le_bytes());
+            hasher.update(meta.mtime_nsec().to_le_bytes());
+        }
         let mut buffer = vec![0; 64 * 1024];
+        let mut file = file.take(MAX_HASHED_BYTES);
         loop {
             match file.read(&mut buffer) {
                 Ok(0) => break,
@@ -707,6 +744,66 @@ mod tests {
         );
         let amended = acknowledgement_digest(&[mount_status(&f.record, &f.assess())]).unwrap();
         assert_ne!(committed, amended, "a rewritten commit changes the digest");
+    }
+
+    /// The index is the agent's: a file it tells status to skip is still
+    /// unfinished work, in either mode.
+    #[test]
+    fn files_the_index_hides_from_status_are_unfinished_work() {
+        for (mode, flag, word) in [
+            (
+                Isolation::Worktree,
+                "--assume-unchanged",
+                "assume-unchanged",
+            ),
+            (Isolation::Clone, "--skip-worktree", "skip-worktree"),
+        ] {
+            let f = Fixture::new(mode);
+            std::fs::write(f.checkout().join("README"), "edited and hidden\n").unwrap();
+            git(f.checkout(), &["update-index", flag, "README"]);
+            let a = f.assess();
+            assert_eq!(
+                a.dirty_files,
+                [format!("README (hidden from status: {word})")],
+                "{mode:?}"
+            );
+            assert!(!a.is_safe());
+        }
+    }
+
+    /// A clone's config may point status at another work tree: the
+    /// assessment looks at the checkout itself.
+    #[test]
+    fn a_work_tree_set_elsewhere_is_not_looked_at() {
+        let f = Fixture::new(Isolation::Clone);
+        let clean = tempfile::tempdir().unwrap();
+        git(
+            f.checkout(),
+            &[
+                "--work-tree",
+                clean.path().to_str().unwrap(),
+                "checkout",
+                "--quiet",
+                "--",
+                ".",
+            ],
+        );
+        git(
+            f.checkout(),
+            &["config", "core.worktree", clean.path().to_str().unwrap()],
+        );
+        std::fs::write(f.checkout().join("notes.md"), "work").unwrap();
+        assert_eq!(f.assess().dirty_files, ["?? notes.md"]);
+    }
+
+    /// A sparse file that claims a terabyte is read only up to the cap.
+    #[test]
+    fn a_huge_sparse_file_is_assessed_without_reading_it_all() {
+        let f = Fixture::new(Isolation::Clone);
+        let big = std::fs::File::create(f.checkout().join("big")).unwrap();
+        big.set_len(1 << 40).unwrap();
+        let a = f.assess();
+        assert_eq!(a.dirty_files, ["?? big"]);
     }
 
     #[test]

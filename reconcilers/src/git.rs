@@ -53,23 +53,18 @@ impl GitError {
     }
 }
 
-/// Runs `git ARGS…` and returns its stdout.
+/// Runs `git ARGS…` and returns its stdout: for repositories the operator
+/// controls, with paths and refs from jackin's records. Not confined, but
+/// bounded by [`TRUSTED_GIT_LIMIT`]: the host repository's objects and
+/// scratch refs are agent-writable, and a link loop there would otherwise
+/// hold jackin (and its `--timeout`) forever.
 pub fn run(args: &[&str]) -> Result<Vec<u8>, GitError> {
-    let out = Command::new("git")
-        .args(args)
-        // Never prompt: jackin may run with no terminal.
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .output()
-        .map_err(GitError::Spawn)?;
-    if out.status.success() {
-        Ok(out.stdout)
-    } else {
-        Err(GitError::Failed {
-            args: args.join(" "),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        })
-    }
+    run_bounded(args, TRUSTED_GIT_LIMIT, Confinement::None)
 }
+
+/// How long one git in an operator's repository may take: far above a
+/// local clone or checkout of a large repository.
+pub const TRUSTED_GIT_LIMIT: Duration = Duration::from_secs(600);
 
 /// How long one git over an agent's tree may take: a FIFO named as an
 /// include, or a work tree pointed at `/`, would otherwise hold a pass
@@ -128,7 +123,7 @@ pub fn run_untrusted_writing(
     args: &[&str],
     writable: &[&Path],
 ) -> Result<Vec<u8>, GitError> {
-    let listed = match run_confined(
+    let listed = match run_bounded(
         &[
             "-C",
             dir,
@@ -138,7 +133,7 @@ pub fn run_untrusted_writing(
             r"^filter\.",
         ],
         UNTRUSTED_GIT_LIMIT,
-        &[],
+        Confinement::Sandbox { writable: &[] },
     ) {
         Ok(out) => String::from_utf8_lossy(&out).into_owned(),
         // No filter is configured (git exits 1 when nothing matches).
@@ -165,31 +160,58 @@ pub fn run_untrusted_writing(
     // Looking is not touching: `status` would otherwise refresh the index.
     argv.extend(["--no-optional-locks", "-C", dir]);
     argv.extend_from_slice(args);
-    run_confined(&argv, UNTRUSTED_GIT_LIMIT, writable)
+    run_bounded(
+        &argv,
+        UNTRUSTED_GIT_LIMIT,
+        Confinement::Sandbox { writable },
+    )
 }
 
-/// Runs git confined and bounded: `limit` on the wall clock, and
+/// What a bounded git runs inside.
+enum Confinement<'a> {
+    /// Nothing: a repository the operator controls. Its output is not capped
+    /// (a role's build context may be large).
+    None,
+    /// The sandbox: execute only git, write only beneath `writable`.
+    Sandbox { writable: &'a [&'a Path] },
+}
+
+/// Runs git bounded by `limit` on the wall clock and, confined, by
 /// [`MAX_UNTRUSTED_OUTPUT`] on what it prints. The whole process group goes
 /// when either is passed.
-fn run_confined(args: &[&str], limit: Duration, writable: &[&Path]) -> Result<Vec<u8>, GitError> {
+fn run_bounded(
+    args: &[&str],
+    limit: Duration,
+    confinement: Confinement<'_>,
+) -> Result<Vec<u8>, GitError> {
     let describe = || args.join(" ");
     let mut command = Command::new("git");
     command
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
-        // A partial clone's missing object is fetched on demand from the
-        // remote its config names, with the operator's credentials:
-        // reading an agent's tree never does that (git 2.45 and later).
-        .env("GIT_NO_LAZY_FETCH", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let rules = if writable.is_empty() {
-        sandbox::confine(&mut command)?;
-        None
-    } else {
-        Some(sandbox::confine_writing(&mut command, writable)?)
+    let max_output = match confinement {
+        Confinement::None => u64::MAX,
+        Confinement::Sandbox { .. } => MAX_UNTRUSTED_OUTPUT as u64,
+    };
+    let rules = match confinement {
+        Confinement::None => None,
+        Confinement::Sandbox { writable } => {
+            // A partial clone's missing object is fetched on demand from
+            // the remote its config names, with the operator's credentials:
+            // git over an agent's tree never does that (git 2.45 and later;
+            // older ones cannot start the remote helper in the sandbox).
+            command.env("GIT_NO_LAZY_FETCH", "1");
+            if writable.is_empty() {
+                sandbox::confine(&mut command)?;
+                None
+            } else {
+                Some(sandbox::confine_writing(&mut command, writable)?)
+            }
+        }
     };
     let mut child = command.spawn().map_err(GitError::Spawn)?;
     drop(rules);
@@ -215,9 +237,9 @@ fn run_confined(args: &[&str], limit: Duration, writable: &[&Path]) -> Result<Ve
     let mut stdout = Vec::new();
     let stdout_pipe = child.stdout.take().expect("piped");
     let read = stdout_pipe
-        .take(MAX_UNTRUSTED_OUTPUT as u64 + 1)
+        .take(max_output.saturating_add(1))
         .read_to_end(&mut stdout);
-    let too_much = stdout.len() > MAX_UNTRUSTED_OUTPUT;
+    let too_much = stdout.len() as u64 > max_output;
     if too_much {
         kill_group();
     }
@@ -442,7 +464,11 @@ mod tests {
             &["-C", repo, "-c", &external, "diff", "--ext-diff", "HEAD"],
         ];
         for ask in asks {
-            let _ = run_confined(ask, UNTRUSTED_GIT_LIMIT, &[]);
+            let _ = run_bounded(
+                ask,
+                UNTRUSTED_GIT_LIMIT,
+                Confinement::Sandbox { writable: &[] },
+            );
         }
         for name in ["textconv", "external"] {
             assert!(!canary(name).exists(), "{name} ran");
@@ -538,10 +564,10 @@ mod tests {
                 .success()
         );
         run(&["-C", repo, "config", "include.path", fifo.to_str().unwrap()]).unwrap();
-        let err = run_confined(
+        let err = run_bounded(
             &["-C", repo, "status", "--porcelain"],
             Duration::from_secs(2),
-            &[],
+            Confinement::Sandbox { writable: &[] },
         )
         .unwrap_err();
         assert!(matches!(err, GitError::TimedOut { .. }), "{err}");

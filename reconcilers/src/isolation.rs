@@ -141,9 +141,6 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IsolationError + '_ {
     }
 }
 
-/// Far above what any unit's records take (a few hundred bytes a mount).
-const MAX_RECORDS_FILE: u64 = 1 << 20;
-
 fn records_file(layout: &Layout, container: &str) -> PathBuf {
     layout.unit_meta_dir(container).join("isolation.json")
 }
@@ -156,14 +153,15 @@ pub fn read_records(
     container: &str,
 ) -> Result<Vec<IsolationRecord>, IsolationError> {
     let path = records_file(layout, container);
-    let mut records: Vec<IsolationRecord> = match read_untrusted(&path, MAX_RECORDS_FILE) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| IsolationError::Records {
-            path,
-            message: e.to_string(),
-        })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io(&path)(e)),
-    };
+    let mut records: Vec<IsolationRecord> =
+        match read_untrusted(&path, crate::layout::cap::ISOLATION_RECORDS) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| IsolationError::Records {
+                path,
+                message: e.to_string(),
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io(&path)(e)),
+        };
     for record in &mut records {
         let here = path_str(&checkout_path(
             layout,
@@ -251,13 +249,15 @@ const SCRATCH_PREFIX: &str = "jackin/scratch/";
 /// The host's own branches and their tips; scratch branches (of this or
 /// any other unit) are jackin's, never the operator's.
 fn branch_tips(repo: &str) -> Result<BTreeMap<String, String>, GitError> {
-    let out = git::run(&[
-        "-C",
+    // Its refs directory holds the agent-writable scratch refs: read confined.
+    let out = git::run_untrusted(
         repo,
-        "for-each-ref",
-        "--format=%(refname:short)%00%(objectname)",
-        "refs/heads/",
-    ])?;
+        &[
+            "for-each-ref",
+            "--format=%(refname:short)%00%(objectname)",
+            "refs/heads/",
+        ],
+    )?;
     Ok(String::from_utf8_lossy(&out)
         .lines()
         .filter_map(|line| {
@@ -483,6 +483,17 @@ fn worktree_link(record: &IsolationRecord) -> Result<WorktreeLink, IsolationErro
             quoted(&names)
         )));
     };
+    // git writes `../..` (the git directory the entry is in); anything else
+    // would make git in the checkout, jackin's confined git included, read
+    // another repository as this one.
+    let commondir = read_link_file(&admin.join("commondir")).map_err(&conflict)?;
+    if commondir != "../.." {
+        return Err(conflict(format!(
+            "the entry {} names {} as its repository",
+            admin.display(),
+            quoted(&commondir)
+        )));
+    }
     let dot_git = read_link_file(&Path::new(&record.path).join(".git")).map_err(&conflict)?;
     if dot_git.strip_prefix("gitdir: ") != Some(path_str(&admin)) {
         return Err(conflict(format!(
@@ -584,8 +595,9 @@ fn remove_entries_naming(record: &IsolationRecord) -> Result<Vec<PathBuf>, Isola
 /// The reuse check: the host must still contain the base commit.
 fn verify(record: &IsolationRecord) -> Result<(), IsolationError> {
     let spec = format!("{}^{{commit}}", record.base_commit);
-    match git::run(&["-C", &record.src, "cat-file", "-e", &spec]) {
+    match git::run_untrusted(&record.src, &["cat-file", "-e", &spec]) {
         Ok(_) => Ok(()),
+        Err(e @ (GitError::TimedOut { .. } | GitError::Confine(_))) => Err(e.into()),
         Err(_) => Err(IsolationError::ResumeConflict {
             dst: record.dst.clone(),
             src: record.src.clone(),
@@ -653,7 +665,7 @@ fn make_checkout(record: &mut IsolationRecord) -> Result<(), IsolationError> {
         return Ok(());
     };
     let full = format!("refs/heads/{branch}");
-    let branch_exists = git::run(&["-C", src, "rev-parse", "--verify", "--quiet", &full]).is_ok();
+    let has_branch = branch_exists(src, &full)?;
     let common = git_dir_of(record)?;
     record.common_dir = Some(path_str(&common).to_owned());
     record.admin_dir = None;
@@ -663,13 +675,13 @@ fn make_checkout(record: &mut IsolationRecord) -> Result<(), IsolationError> {
     // drivers) is the agent's, so git makes only the entry (no hook or
     // filter runs) and the files are checked out confined below.
     let mut argv = vec!["-C", src, "worktree", "add", "--quiet"];
-    if branch_exists {
+    if has_branch {
         argv.push("--no-checkout");
     } else {
         argv.extend(["-b", branch]);
     }
     argv.extend(["--", &record.path]);
-    argv.push(if branch_exists {
+    argv.push(if has_branch {
         branch
     } else {
         &record.base_commit
@@ -677,7 +689,7 @@ fn make_checkout(record: &mut IsolationRecord) -> Result<(), IsolationError> {
     git::run(&argv)?;
     let link = worktree_link(record)?;
     record.admin_dir = Some(path_str(&link.admin).to_owned());
-    if !branch_exists {
+    if !has_branch {
         return Ok(());
     }
     // Writing only the new checkout, its entry and the scratch branch's ref
@@ -740,14 +752,28 @@ pub fn remove_all(layout: &Layout, container: &str) -> Result<Vec<String>, Isola
 /// not exist holds nothing.
 fn held_elsewhere(src: &str, branch: &str) -> Result<bool, GitError> {
     let full = format!("refs/heads/{branch}");
-    if git::run(&["-C", src, "rev-parse", "--verify", "--quiet", &full]).is_err() {
+    if !branch_exists(src, &full)? {
         return Ok(true);
     }
     let exclude = format!("--exclude={full}");
-    let out = git::run(&[
-        "-C", src, "rev-list", "--count", &full, "--not", &exclude, "--all", "--",
-    ])?;
+    let out = git::run_untrusted(
+        src,
+        &[
+            "rev-list", "--count", &full, "--not", &exclude, "--all", "--",
+        ],
+    )?;
     Ok(String::from_utf8_lossy(&out).trim() == "0")
+}
+
+/// Whether the ref `full` exists in the host repository. Only git's own
+/// "no" is an answer: a git that could not finish (a link loop the agent
+/// made among the scratch refs) is an error, never "absent".
+fn branch_exists(src: &str, full: &str) -> Result<bool, GitError> {
+    match git::run_untrusted(src, &["rev-parse", "--verify", "--quiet", full]) {
+        Ok(_) => Ok(true),
+        Err(GitError::Failed { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

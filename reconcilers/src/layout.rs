@@ -56,6 +56,8 @@ pub mod cap {
     pub const HOME_ID: u64 = 4 << 10;
     /// `config.yaml`: a handful of settings.
     pub const CONFIG: u64 = 1 << 20;
+    /// A unit's `.jackin/isolation.json`: a few hundred bytes a mount.
+    pub const ISOLATION_RECORDS: u64 = 1 << 20;
 }
 
 /// The environment variable that overrides the state root.
