@@ -421,11 +421,7 @@ fn hostile_checkout(vector: Vector) {
         vector.isolation()
     );
     home.apply(name, &instance_yaml_with(name, &spec));
-    let checkout = PathBuf::from(
-        home.object(name)["status"]["mounts"][0]["path"]
-            .as_str()
-            .expect("a recorded checkout"),
-    );
+    let checkout = home.checkout(name);
     std::fs::write(checkout.join("wip.txt"), "the agent's unfinished work\n").unwrap();
 
     // The probe: planted with its own canary, a plain status runs it.
@@ -558,6 +554,9 @@ enum Redirect {
     SameRepository,
     /// An operator's worktree of another repository (H2).
     OtherRepository,
+    /// The checkout's `.git` stays; its own entry's `commondir` (which the
+    /// agent can write) names the other repository's git directory.
+    CommonDir,
 }
 
 fn redirected_dot_git(redirect: Redirect) {
@@ -609,7 +608,7 @@ fn redirected_dot_git(redirect: Redirect) {
     let victim_admin = admin_of(&victim, &victim_wt);
     let target = match redirect {
         Redirect::SameRepository => &host_admin,
-        Redirect::OtherRepository => &victim_admin,
+        Redirect::OtherRepository | Redirect::CommonDir => &victim_admin,
     };
 
     let name = "redirected";
@@ -619,11 +618,7 @@ fn redirected_dot_git(redirect: Redirect) {
     );
     home.apply(name, &instance_yaml_with(name, &spec));
     let container = home.container(name);
-    let checkout = PathBuf::from(
-        home.object(name)["status"]["mounts"][0]["path"]
-            .as_str()
-            .expect("a recorded checkout"),
-    );
+    let checkout = home.checkout(name);
     let before = (
         tree_contents(&host_admin),
         tree_contents(&victim_admin),
@@ -656,13 +651,14 @@ fn redirected_dot_git(redirect: Redirect) {
     };
 
     // The agent, inside its container, points its checkout elsewhere.
-    docker(&[
-        "exec",
-        &container,
-        "sh",
-        "-c",
-        &format!("echo 'gitdir: {}' > /workspace/app/.git", target.display()),
-    ]);
+    let rewrite = match redirect {
+        Redirect::CommonDir => format!(
+            "echo '{}' > \"$(sed 's/^gitdir: //' /workspace/app/.git)/commondir\"",
+            victim.join(".git").display()
+        ),
+        _ => format!("echo 'gitdir: {}' > /workspace/app/.git", target.display()),
+    };
+    docker(&["exec", &container, "sh", "-c", &rewrite]);
     home.ok(&["set-phase", name, "kept"]);
     let err = home.fails(&["set-phase", name, "running"]);
     assert!(
@@ -722,6 +718,12 @@ fn a_dot_git_redirected_at_an_operator_worktree_of_another_repository_binds_and_
     redirected_dot_git(Redirect::OtherRepository);
 }
 
+/// The agent's own entry repointed at another repository's git directory.
+#[test]
+fn a_worktree_entry_whose_commondir_the_agent_rewrote_binds_and_changes_nothing() {
+    redirected_dot_git(Redirect::CommonDir);
+}
+
 /// A worktree whose directory went missing is made again from its scratch
 /// branch: the agent's commits, with attributes the agent wrote naming a
 /// filter driver (here one the operator configured). The files come back,
@@ -757,11 +759,7 @@ fn a_worktree_made_again_from_the_agents_branch_runs_no_driver_the_branch_names(
         "the operator's hook runs on their own tree"
     );
     std::fs::remove_file(repos.canary("hook")).unwrap();
-    let checkout = PathBuf::from(
-        home.object(name)["status"]["mounts"][0]["path"]
-            .as_str()
-            .expect("a recorded checkout"),
-    );
+    let checkout = home.checkout(name);
     // The agent's commit: attributes naming the driver, and its work.
     std::fs::write(checkout.join(".gitattributes"), "* filter=opf\n").unwrap();
     std::fs::write(checkout.join("work.txt"), "the agent's work\n").unwrap();

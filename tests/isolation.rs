@@ -76,11 +76,6 @@ fn instance_with_mount(name: &str, src: &Path, isolation: &str) -> String {
     )
 }
 
-fn checkout_path(home: &Home, name: &str) -> PathBuf {
-    let mounts = &home.object(name)["status"]["mounts"];
-    PathBuf::from(mounts[0]["path"].as_str().expect("a recorded checkout"))
-}
-
 #[test]
 fn a_dirty_worktree_blocks_the_purge_until_acknowledged_then_only_jackins_parts_go() {
     ensure_busybox();
@@ -90,7 +85,7 @@ fn a_dirty_worktree_blocks_the_purge_until_acknowledged_then_only_jackins_parts_
     let config_before = std::fs::read_to_string(host.path().join(".git/config")).unwrap();
     home.apply("wt", &instance_with_mount("wt", &host.path(), "worktree"));
     let container = home.container("wt");
-    let checkout = checkout_path(&home, "wt");
+    let checkout = home.checkout("wt");
     assert!(
         checkout.starts_with(
             home.path()
@@ -174,7 +169,7 @@ fn a_clean_worktree_purges_without_a_question() {
         "tidy",
         &instance_with_mount("tidy", &host.path(), "worktree"),
     );
-    let checkout = checkout_path(&home, "tidy");
+    let checkout = home.checkout("tidy");
     let out = home.ok(&["delete", "tidy"]);
     assert!(out.ends_with("instance/tidy purged\n"), "{out}");
     assert!(!checkout.exists());
@@ -188,7 +183,7 @@ fn a_clone_whose_base_left_the_host_is_neither_reused_nor_deleted() {
     let host = HostRepo::new();
     home.apply("cl", &instance_with_mount("cl", &host.path(), "clone"));
     let container = home.container("cl");
-    let checkout = checkout_path(&home, "cl");
+    let checkout = home.checkout("cl");
     assert!(checkout.starts_with(home.path().join("data").join(&container).join("git/clone")));
     docker(&[
         "exec",
@@ -276,7 +271,7 @@ fn the_keep_cap_spares_a_kept_instance_with_unfinished_work() {
             .replace("  agent: shell\n", "  agent: shell\n  workspace: capped\n");
         home.apply(name, &yaml);
     }
-    std::fs::write(checkout_path(&home, "older").join("draft.md"), "unfinished").unwrap();
+    std::fs::write(home.checkout("older").join("draft.md"), "unfinished").unwrap();
     home.ok(&["set-phase", "older", "kept"]);
     let out = home.ok(&["set-phase", "newer", "kept"]);
     assert!(
@@ -284,7 +279,7 @@ fn the_keep_cap_spares_a_kept_instance_with_unfinished_work() {
         "{out}"
     );
     assert_eq!(home.object("older")["status"]["phase"], "Kept");
-    assert!(checkout_path(&home, "older").join("draft.md").exists());
+    assert!(home.checkout("older").join("draft.md").exists());
 }
 
 #[test]
@@ -312,7 +307,7 @@ fn a_workspace_mount_is_isolated_too() {
         !host.path().join("agent.txt").exists(),
         "the agent wrote into the host repository"
     );
-    assert!(checkout_path(&home, "viaws").join("agent.txt").exists());
+    assert!(home.checkout("viaws").join("agent.txt").exists());
 }
 
 #[test]
@@ -368,7 +363,7 @@ fn work_in(dir: &Path, script: &str) {
 /// work in it; returns the unit, the checkout and the commit.
 fn worktree_with_a_commit(home: &Home, host: &HostRepo, name: &str) -> (String, PathBuf, String) {
     home.apply(name, &instance_with_mount(name, &host.path(), "worktree"));
-    let checkout = checkout_path(home, name);
+    let checkout = home.checkout(name);
     work_in(
         &checkout,
         "echo w > work && git add work && git commit --quiet -m agent-work",
@@ -418,7 +413,7 @@ fn the_gate_sees_stashes_ignored_files_and_tag_only_commits_in_a_clone() {
         ),
     ] {
         home.apply(name, &instance_with_mount(name, &host.path(), "clone"));
-        let checkout = checkout_path(&home, name);
+        let checkout = home.checkout(name);
         work_in(&checkout, script);
         assert_purge_blocked(&home, name, evidence);
         // `ask` with nobody attached keeps such a session; it never purges.
@@ -567,7 +562,7 @@ fn a_dry_run_purge_shows_the_checkout_removal_and_the_block() {
     let home = Home::new();
     let host = HostRepo::new();
     home.apply("dry", &instance_with_mount("dry", &host.path(), "clone"));
-    let checkout = checkout_path(&home, "dry");
+    let checkout = home.checkout("dry");
     std::fs::write(checkout.join("draft.md"), "unfinished").unwrap();
     let container = home.container("dry");
     let before = home.snapshot();

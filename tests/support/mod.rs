@@ -131,6 +131,12 @@ impl Home {
         serde_json::from_str(&self.ok(&["get", name, "-o", "json"])).expect("get prints JSON")
     }
 
+    /// Where an instance's first isolated checkout is on the host.
+    pub fn checkout(&self, name: &str) -> PathBuf {
+        let mounts = &self.object(name)["status"]["mounts"];
+        PathBuf::from(mounts[0]["path"].as_str().expect("a recorded checkout"))
+    }
+
     /// The container name of an instance.
     pub fn container(&self, name: &str) -> String {
         self.object(name)["status"]["containerName"]
