@@ -783,3 +783,79 @@ fn a_worktree_made_again_from_the_agents_branch_runs_no_driver_the_branch_names(
     );
     home.ok(&["set-phase", name, "purged", "--force"]);
 }
+
+/// Two instances on one repository: each container sees only its own scratch
+/// ref, what an agent leaves beside it (a loop, a link to elsewhere) never
+/// reaches the host repository, and its commit reaches the host's branch
+/// only through jackin, checked.
+#[test]
+fn a_units_scratch_ref_is_its_own_and_reaches_the_host_only_checked() {
+    ensure_busybox();
+    let home = Home::new();
+    let repos = Repos::new();
+    let host = repos.host();
+    let spec = format!(
+        "  command: [sleep, \"3600\"]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+        host.display()
+    );
+    for name in ["wa", "wb"] {
+        home.apply(name, &instance_yaml_with(name, &spec));
+    }
+    let (a, b) = (home.container("wa"), home.container("wb"));
+    let scratch = host.join(".git/refs/heads/jackin/scratch");
+    let seen = docker(&["exec", &a, "ls", scratch.to_str().unwrap()]);
+    assert_eq!(seen.split_whitespace().collect::<Vec<_>>(), [a.as_str()]);
+    // The agent leaves a loop and a link beside its ref.
+    docker(&[
+        "exec",
+        &a,
+        "sh",
+        "-c",
+        &format!(
+            "cd {} && ln -s . loop && ln -s /etc evil",
+            scratch.display()
+        ),
+    ]);
+    assert!(!scratch.join("loop").exists() && !scratch.join("evil").exists());
+    let branches = support::git(&host, &["branch", "--list", "jackin/*"]);
+    assert_eq!(branches.lines().count(), 2, "{branches}");
+
+    // The agent's commit: its object in the host repository (as git in the
+    // container writes it), its ref in the unit.
+    let base = support::git(&host, &["rev-parse", "HEAD"]);
+    let commit = test_git(
+        &host,
+        &[
+            "commit-tree",
+            "-p",
+            &base,
+            "-m",
+            "agent",
+            &format!("{base}^{{tree}}"),
+        ],
+    );
+    let ours = format!("refs/heads/jackin/scratch/{a}");
+    docker(&[
+        "exec",
+        &a,
+        "sh",
+        "-c",
+        &format!("echo {commit} > {}/{a}", scratch.display()),
+    ]);
+    assert_eq!(
+        support::git(&host, &["rev-parse", &ours]),
+        base,
+        "not before jackin"
+    );
+    let described = home.ok(&["describe", "wa"]);
+    assert!(
+        described.contains("1 commits since the base"),
+        "{described}"
+    );
+    assert_eq!(support::git(&host, &["rev-parse", &ours]), commit);
+    let theirs = format!("refs/heads/jackin/scratch/{b}");
+    assert_eq!(support::git(&host, &["rev-parse", &theirs]), base);
+    for name in ["wa", "wb"] {
+        home.ok(&["set-phase", name, "purged", "--force"]);
+    }
+}

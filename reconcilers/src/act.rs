@@ -620,7 +620,7 @@ async fn create_container(
     let git = blocking(move || isolation::git_binds(&layout, &unit_name)).await?;
     mounts.extend(
         git.into_iter()
-            .map(|g| bind(g.path.clone(), &g.path, g.read_only)),
+            .map(|g| bind(g.source, &g.target, g.read_only)),
     );
     // Resolved here, handed to the engine, kept nowhere. Reading files and
     // running `op` block: off the runtime.

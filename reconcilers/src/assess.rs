@@ -69,10 +69,12 @@ fn git_in(dir: &str, args: &[&str]) -> Result<String, String> {
 
 /// Assesses one recorded checkout.
 pub fn assess(record: &IsolationRecord) -> Assessment {
-    let result = if Path::new(&record.path).exists() {
-        assess_inner(record)
-    } else {
-        assess_missing(record)
+    // A worktree's branch moves in the unit: the host repository catches up
+    // first, so the branch judged is the agent's latest.
+    let result = match isolation::publish(record) {
+        Err(e) => Err(e.to_string()),
+        Ok(()) if Path::new(&record.path).exists() => assess_inner(record),
+        Ok(()) => assess_missing(record),
     };
     match result {
         Ok(assessment) => assessment,

@@ -281,6 +281,7 @@ pub fn prepare(
         match existing {
             Some(at) if Path::new(&records[at].path).exists() => {
                 verify(&records[at])?;
+                publish(&records[at])?;
                 if records[at].isolation == Isolation::Worktree {
                     let link = worktree_link(&records[at])?;
                     if link.names_old_path {
@@ -303,6 +304,7 @@ pub fn prepare(
             // agent's commits. Made again from it, never from scratch.
             Some(at) if records[at].isolation == Isolation::Worktree => {
                 verify(&records[at])?;
+                publish(&records[at])?;
                 remove_entries_naming(&records[at])?;
                 make_checkout(&mut records[at])?;
                 records[at].moved_from = None;
@@ -354,21 +356,31 @@ pub fn bind_sources(
 /// A bind mount a worktree needs besides its own directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GitBind {
-    /// The host path, bound at the same path in the container.
-    pub path: String,
+    /// The host path bound.
+    pub source: String,
+    /// Where the container sees it: a path of the host repository's git
+    /// directory, as the checkout's `.git` names it.
+    pub target: String,
     pub read_only: bool,
 }
 
 /// What a worktree's git needs inside the container. Its `.git` file names
 /// the host repository's git directory by its host path, so that directory
-/// is bound at the same path: read-only, so that the agent can plant no hook
-/// or config that would run on the operator's next `git` command, with
-/// writable binds over just what committing on the scratch branch writes:
-/// the loose objects (but not `objects/info`, where an `alternates` file
-/// would point the operator's repository at objects elsewhere), the scratch
-/// branches' refs and their reflogs, and the worktree's own entry (its HEAD,
-/// index and reflog). Every path comes from the unit's records, and only
-/// after the entry and the checkout are seen to name each other.
+/// is bound at the same path, read-only, so that the agent can plant no hook
+/// or config that the operator's next `git` command would read. Writable
+/// over it is just what committing on the scratch branch writes:
+/// - the loose objects (but not `objects/info`, where an `alternates` file
+///   would point the operator's repository at objects elsewhere);
+/// - the worktree's own entry (its HEAD, index and reflog);
+/// - the scratch branch's ref and its reflog, from directories of the unit
+///   (seen where the host repository keeps its scratch refs): the agent's
+///   branch moves there, and jackin [`publish`]es it into the host
+///   repository with a checked value. Other units' scratch branches, and
+///   whatever the agent leaves beside its own (a link, a loop), never reach
+///   the host repository.
+///
+/// Every path comes from the unit's records, and only after the entry and
+/// the checkout are seen to name each other.
 pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, IsolationError> {
     let mut binds = Vec::new();
     for record in read_records(layout, container)? {
@@ -381,37 +393,160 @@ pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, Isola
         }
         let conflict = |detail| record.link_conflict(detail);
         let refs_dir = Path::new(branch).parent().unwrap_or(Path::new(""));
-        let objects = real_dir_below(&link.common, Path::new("objects")).map_err(&conflict)?;
-        binds.push(GitBind {
-            path: path_str(&link.common).to_owned(),
-            read_only: true,
-        });
-        for (dir, read_only) in [
-            (objects, false),
-            (
-                real_dir_below(&link.common, Path::new("objects/info")).map_err(&conflict)?,
-                true,
-            ),
-            (
-                real_dir_below(&link.common, &Path::new("refs/heads").join(refs_dir))
-                    .map_err(&conflict)?,
-                false,
-            ),
-            (
-                real_dir_below(&link.common, &Path::new("logs/refs/heads").join(refs_dir))
-                    .map_err(&conflict)?,
-                false,
-            ),
-            (link.admin.clone(), false),
-        ] {
+        let real = |relative: &Path| real_dir_below(&link.common, relative).map_err(&conflict);
+        let same = |path: PathBuf, read_only: bool| GitBind {
+            source: path_str(&path).to_owned(),
+            target: path_str(&path).to_owned(),
+            read_only,
+        };
+        binds.push(same(link.common.clone(), true));
+        binds.push(same(real(Path::new("objects"))?, false));
+        binds.push(same(real(Path::new("objects/info"))?, true));
+        binds.push(same(link.admin.clone(), false));
+        let seed = seed_unit_ref(&record)?;
+        for (kind, under) in [(UNIT_REFS, "refs/heads"), (UNIT_LOGS, "logs/refs/heads")] {
+            let target = real(&Path::new(under).join(refs_dir))?;
+            let source = if kind == UNIT_REFS {
+                seed.clone()
+            } else {
+                unit_git_dir(&record, kind)
+            };
+            ensure_private_dir(&source).map_err(io(&source))?;
             binds.push(GitBind {
-                path: path_str(&dir).to_owned(),
-                read_only,
+                source: path_str(&source).to_owned(),
+                target: path_str(&target).to_owned(),
+                read_only: false,
             });
         }
     }
     binds.dedup();
     Ok(binds)
+}
+
+/// The unit's directories that stand in for the host repository's scratch
+/// refs and their reflogs in the container.
+const UNIT_REFS: &str = "refs";
+const UNIT_LOGS: &str = "logs";
+
+/// `<unit>/git/<kind>/<the checkout's name>`: beside the unit's checkouts,
+/// out of the agent's reach but for the bind.
+fn unit_git_dir(record: &IsolationRecord, kind: &str) -> PathBuf {
+    let checkout = Path::new(&record.path);
+    let git = checkout
+        .parent()
+        .and_then(Path::parent)
+        .expect("a checkout lives under the unit's git/");
+    git.join(kind)
+        .join(checkout.file_name().expect("a checkout has a name"))
+}
+
+/// The file of the agent's own scratch ref, in the unit.
+fn unit_ref_file(record: &IsolationRecord, branch: &str) -> PathBuf {
+    let leaf = Path::new(branch)
+        .file_name()
+        .expect("a scratch branch has a name");
+    unit_git_dir(record, UNIT_REFS).join(leaf)
+}
+
+/// Where jackin keeps the value it last gave the unit's scratch ref: beside
+/// the bound directory, out of the agent's reach. The agent moved its
+/// branch exactly when its ref differs from this.
+fn seeded_file(record: &IsolationRecord) -> PathBuf {
+    let mut dir = unit_git_dir(record, UNIT_REFS).into_os_string();
+    dir.push(".seeded");
+    PathBuf::from(dir)
+}
+
+/// Before a container starts, the unit's scratch ref is where the host
+/// repository's branch is (published already, or moved by the operator).
+/// Returns the unit's refs directory.
+fn seed_unit_ref(record: &IsolationRecord) -> Result<PathBuf, IsolationError> {
+    // What the agent moved since the last start reaches the host first: the
+    // seed never overwrites it.
+    publish(record)?;
+    let branch = record.scratch_branch.as_deref().unwrap_or_default();
+    let dir = unit_git_dir(record, UNIT_REFS);
+    ensure_private_dir(&dir).map_err(io(&dir))?;
+    let full = format!("refs/heads/{branch}");
+    let tip = git::run_untrusted(&record.src, &["rev-parse", "--verify", "--quiet", &full])?;
+    let seeded = seeded_file(record);
+    write_atomic(&seeded, &tip).map_err(io(&seeded))?;
+    let file = unit_ref_file(record, branch);
+    write_atomic(&file, &tip).map_err(io(&file))?;
+    Ok(dir)
+}
+
+/// Moves the scratch branch in the host repository to where the agent's own
+/// ref (in the unit) says, when the agent moved it since jackin last set it,
+/// and once it names a commit the repository has: the agent's commits land
+/// in the host's objects, its ref in the unit. The host's branch moves only
+/// from the value jackin gave the unit, so a move made meanwhile on the
+/// host (by the operator, or by jackin) is never undone. A ref that is no
+/// object name, names no commit there, or races a move on the host, is a
+/// link conflict and moves nothing. A worktree made before jackin kept the
+/// ref in the unit has none there yet: nothing to publish.
+pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
+    let Some(branch) = &record.scratch_branch else {
+        return Ok(());
+    };
+    let conflict = |detail| record.link_conflict(detail);
+    let file = unit_ref_file(record, branch);
+    let tip = match read_untrusted(&file, MAX_LINK_FILE) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(conflict(format!("{}: {e}", file.display()))),
+    };
+    let is_object_name = matches!(tip.len(), 40 | 64)
+        && tip
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if !is_object_name {
+        return Err(conflict(format!(
+            "the scratch branch's ref {} says {}",
+            file.display(),
+            quoted(&tip)
+        )));
+    }
+    let seeded = seeded_file(record);
+    let given = read_untrusted(&seeded, MAX_LINK_FILE)
+        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned())
+        .map_err(io(&seeded))?;
+    if given == tip {
+        return Ok(());
+    }
+    let full = format!("refs/heads/{branch}");
+    match git::run_untrusted(
+        &record.src,
+        &["cat-file", "-e", &format!("{tip}^{{commit}}")],
+    ) {
+        Ok(_) => {}
+        Err(GitError::Failed { .. }) => {
+            return Err(conflict(format!(
+                "the scratch branch names {tip}, which is no commit of the host repository"
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    // From the value the unit was given, or not at all.
+    let moved = git::run(&[
+        "-C",
+        &record.src,
+        "update-ref",
+        "-m",
+        "jackin: the agent's commits",
+        &full,
+        &tip,
+        &given,
+    ]);
+    if let Err(GitError::Failed { stderr, .. }) = &moved {
+        return Err(conflict(format!(
+            "the agent moved the scratch branch to {tip}, and it moved in the host repository \
+             too ({stderr})"
+        )));
+    }
+    moved?;
+    write_atomic(&seeded, tip.as_bytes()).map_err(io(&seeded))?;
+    Ok(())
 }
 
 /// `base/relative` as a real directory (see
@@ -731,8 +866,14 @@ pub fn remove_all(layout: &Layout, container: &str) -> Result<Vec<String>, Isola
                     record.path
                 );
             }
+            // The agent's latest commits reach the branch first; if they
+            // cannot, the branch is kept as it is, never deleted.
+            let published = publish(record);
+            if let Err(e) = &published {
+                tracing::warn!("{e}");
+            }
             if let Some(branch) = &record.scratch_branch {
-                if held_elsewhere(src, branch)? {
+                if published.is_ok() && held_elsewhere(src, branch)? {
                     let _ = git::run(&["-C", src, "branch", "-D", "--", branch]);
                 } else {
                     kept_branches.push(format!("{branch} in {src}"));
@@ -854,17 +995,133 @@ mod tests {
         assert!(
             binds
                 .iter()
-                .any(|b| Path::new(&b.path) == admin && !b.read_only),
+                .any(|b| Path::new(&b.target) == admin && !b.read_only),
             "{binds:?}"
         );
         assert!(
             binds
                 .iter()
-                .any(|b| b.path.ends_with("objects/info") && b.read_only),
+                .any(|b| b.target.ends_with("objects/info") && b.read_only),
             "{binds:?}"
         );
         let listed = git::run(&["-C", &host, "worktree", "list", "--porcelain"]).unwrap();
         assert!(String::from_utf8_lossy(&listed).contains(&record.path));
+    }
+
+    /// The container moves the scratch branch in the unit; jackin publishes
+    /// it into the host repository only as a commit the repository has.
+    #[test]
+    fn the_agents_branch_moves_in_the_unit_and_is_published_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_repository(dir.path());
+        let mount = MountSpec {
+            src: host.clone(),
+            dst: "/workspace/app".into(),
+            readonly: false,
+            isolation: Isolation::Worktree,
+        };
+        let layout = Layout::new(dir.path().join("home"));
+        prepare(&layout, "jk-1-t", std::slice::from_ref(&mount)).unwrap();
+        let binds = git_binds(&layout, "jk-1-t").unwrap();
+        let scratch = binds
+            .iter()
+            .find(|b| b.target.ends_with("refs/heads/jackin/scratch"))
+            .expect("the scratch refs are bound");
+        assert!(
+            scratch
+                .source
+                .starts_with(dir.path().join("home").to_str().unwrap())
+                && !scratch.read_only,
+            "{scratch:?}"
+        );
+        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
+        let branch = record.scratch_branch.clone().unwrap();
+        let full = format!("refs/heads/{branch}");
+        let tip = |repo: &str| {
+            String::from_utf8(git::run(&["-C", repo, "rev-parse", &full]).unwrap())
+                .unwrap()
+                .trim()
+                .to_owned()
+        };
+        let unit_ref = Path::new(&scratch.source).join("jk-1-t");
+        assert_eq!(
+            std::fs::read_to_string(&unit_ref).unwrap().trim(),
+            tip(&host)
+        );
+
+        // The agent commits: the object lands in the host, the ref in the unit.
+        let base = tip(&host);
+        let commit = String::from_utf8(
+            git::run(&[
+                "-C",
+                &host,
+                "-c",
+                "user.email=t@jackin.dev",
+                "-c",
+                "user.name=t",
+                "commit-tree",
+                "-p",
+                &base,
+                "-m",
+                "agent",
+                &format!("{base}^{{tree}}"),
+            ])
+            .unwrap(),
+        )
+        .unwrap()
+        .trim()
+        .to_owned();
+        std::fs::write(&unit_ref, format!("{commit}\n")).unwrap();
+        // A link the agent leaves beside its ref stays in the unit.
+        std::os::unix::fs::symlink("/", Path::new(&scratch.source).join("evil")).unwrap();
+        assert_eq!(tip(&host), base, "nothing moves before jackin publishes");
+        publish(&record).unwrap();
+        assert_eq!(tip(&host), commit);
+        let refs_dir = Path::new(&host).join(".git/refs/heads/jackin/scratch");
+        assert!(!refs_dir.join("evil").exists());
+
+        for bad in ["not a commit", &"a".repeat(40)] {
+            std::fs::write(&unit_ref, bad).unwrap();
+            assert!(
+                matches!(publish(&record), Err(IsolationError::LinkConflict { .. })),
+                "{bad}"
+            );
+            assert_eq!(tip(&host), commit, "{bad}: the host's branch stays");
+        }
+
+        // A move on the host (here back to the base) is never undone by a
+        // unit ref the agent did not move...
+        std::fs::write(&unit_ref, format!("{commit}\n")).unwrap();
+        git::run(&["-C", &host, "update-ref", &full, &base]).unwrap();
+        publish(&record).unwrap();
+        assert_eq!(tip(&host), base);
+        // ...and when both moved, nothing moves.
+        let later = String::from_utf8(
+            git::run(&[
+                "-C",
+                &host,
+                "-c",
+                "user.email=t@jackin.dev",
+                "-c",
+                "user.name=t",
+                "commit-tree",
+                "-p",
+                &commit,
+                "-m",
+                "later",
+                &format!("{base}^{{tree}}"),
+            ])
+            .unwrap(),
+        )
+        .unwrap()
+        .trim()
+        .to_owned();
+        std::fs::write(&unit_ref, format!("{later}\n")).unwrap();
+        assert!(matches!(
+            publish(&record),
+            Err(IsolationError::LinkConflict { .. })
+        ));
+        assert_eq!(tip(&host), base, "the operator's move stands");
     }
 
     #[test]
