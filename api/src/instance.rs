@@ -434,6 +434,11 @@ pub struct Conversation {
     pub start_stamp: Option<String>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub start_fallbacks: u32,
+    /// When the start report was last changed, as it was when jackin last
+    /// read it (nanoseconds since the epoch): a report changed since then
+    /// has not been taken in yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_modified: Option<String>,
 }
 
 #[allow(

@@ -59,6 +59,13 @@ pub struct IndexRow {
     pub sidecars: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<String>,
+    /// The agent's start report as its status last took it in
+    /// ([`Conversation::report_modified`]); a report changed since is a
+    /// start to look at.
+    ///
+    /// [`Conversation::report_modified`]: jackin_api::instance::Conversation::report_modified
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_modified: Option<String>,
 }
 
 impl IndexRow {
@@ -82,6 +89,10 @@ impl IndexRow {
             },
             fingerprint: fingerprint(obj),
             converged: converged(obj),
+            report_modified: status
+                .conversation
+                .as_ref()
+                .and_then(|c| c.report_modified.clone()),
             sidecars: status
                 .recipe
                 .iter()

@@ -699,7 +699,7 @@ pub fn already_converged(
     if !row.converged || snapshot.engine != row.engine.as_deref() {
         return None;
     }
-    if resume::report_newer_than_object(layout, &row.container_name) {
+    if resume::report_unseen(layout, &row.container_name, row.report_modified.as_deref()) {
         return None;
     }
     let view = snapshot.observation.view(&row.uid, None);

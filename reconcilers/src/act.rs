@@ -415,6 +415,7 @@ async fn pin(
         fallbacks: 0,
         start_stamp: None,
         start_fallbacks: 0,
+        report_modified: None,
     });
     let status = obj.status.get_or_insert_default();
     status.conversation = conversation;

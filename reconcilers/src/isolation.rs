@@ -946,6 +946,38 @@ mod tests {
         host.to_owned()
     }
 
+    /// A worktree mount of `host`.
+    fn worktree_mount(host: &str) -> MountSpec {
+        MountSpec {
+            src: host.to_owned(),
+            dst: "/workspace/app".into(),
+            readonly: false,
+            isolation: Isolation::Worktree,
+        }
+    }
+
+    /// A commit of `parent`'s tree on `parent`, made in `host` without
+    /// moving any ref (as git in a container writes it); its name.
+    fn commit_tree(host: &str, parent: &str, message: &str) -> String {
+        let tree = format!("{parent}^{{tree}}");
+        let out = git::run(&[
+            "-C",
+            host,
+            "-c",
+            "user.email=t@jackin.dev",
+            "-c",
+            "user.name=t",
+            "commit-tree",
+            "-p",
+            parent,
+            "-m",
+            message,
+            &tree,
+        ])
+        .unwrap();
+        String::from_utf8(out).unwrap().trim().to_owned()
+    }
+
     /// A moved home: the record keeps the path its entry names until jackin
     /// points the entry at the new place (itself, from the record), and the
     /// binds then come from the record.
@@ -953,12 +985,7 @@ mod tests {
     fn a_moved_home_repoints_its_own_entry_from_the_record() {
         let dir = tempfile::tempdir().unwrap();
         let host = host_repository(dir.path());
-        let mount = MountSpec {
-            src: host.clone(),
-            dst: "/workspace/app".into(),
-            readonly: false,
-            isolation: Isolation::Worktree,
-        };
+        let mount = worktree_mount(&host);
         let before = Layout::new(dir.path().join("home"));
         prepare(&before, "jk-1-t", std::slice::from_ref(&mount)).unwrap();
         let old_path = read_records(&before, "jk-1-t").unwrap()[0].path.clone();
@@ -1014,12 +1041,7 @@ mod tests {
     fn the_agents_branch_moves_in_the_unit_and_is_published_checked() {
         let dir = tempfile::tempdir().unwrap();
         let host = host_repository(dir.path());
-        let mount = MountSpec {
-            src: host.clone(),
-            dst: "/workspace/app".into(),
-            readonly: false,
-            isolation: Isolation::Worktree,
-        };
+        let mount = worktree_mount(&host);
         let layout = Layout::new(dir.path().join("home"));
         prepare(&layout, "jk-1-t", std::slice::from_ref(&mount)).unwrap();
         let binds = git_binds(&layout, "jk-1-t").unwrap();
@@ -1051,26 +1073,7 @@ mod tests {
 
         // The agent commits: the object lands in the host, the ref in the unit.
         let base = tip(&host);
-        let commit = String::from_utf8(
-            git::run(&[
-                "-C",
-                &host,
-                "-c",
-                "user.email=t@jackin.dev",
-                "-c",
-                "user.name=t",
-                "commit-tree",
-                "-p",
-                &base,
-                "-m",
-                "agent",
-                &format!("{base}^{{tree}}"),
-            ])
-            .unwrap(),
-        )
-        .unwrap()
-        .trim()
-        .to_owned();
+        let commit = commit_tree(&host, &base, "agent");
         std::fs::write(&unit_ref, format!("{commit}\n")).unwrap();
         // A link the agent leaves beside its ref stays in the unit.
         std::os::unix::fs::symlink("/", Path::new(&scratch.source).join("evil")).unwrap();
@@ -1096,26 +1099,7 @@ mod tests {
         publish(&record).unwrap();
         assert_eq!(tip(&host), base);
         // ...and when both moved, nothing moves.
-        let later = String::from_utf8(
-            git::run(&[
-                "-C",
-                &host,
-                "-c",
-                "user.email=t@jackin.dev",
-                "-c",
-                "user.name=t",
-                "commit-tree",
-                "-p",
-                &commit,
-                "-m",
-                "later",
-                &format!("{base}^{{tree}}"),
-            ])
-            .unwrap(),
-        )
-        .unwrap()
-        .trim()
-        .to_owned();
+        let later = commit_tree(&host, &commit, "later");
         std::fs::write(&unit_ref, format!("{later}\n")).unwrap();
         assert!(matches!(
             publish(&record),

@@ -20,7 +20,7 @@
 //! regular, every line checked) and the last lines of a failed rung's
 //! standard error in `state/agent-start.<rung>.err`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use jackin_api::agent::{Strategy, fill};
 use jackin_api::instance::{Conversation, Recipe, StartKind};
@@ -42,19 +42,32 @@ fn report_file(layout: &Layout, container: &str) -> PathBuf {
     layout.unit_dir(container).join("state").join("agent-start")
 }
 
-/// Whether the wrapper wrote a start report after the instance's object was
-/// last written: a start the status has not taken in yet. Two `stat`s, no
-/// read (the report is the agent's to write, so it is read only by
-/// [`read_report`], with its limits).
-pub fn report_newer_than_object(layout: &Layout, container: &str) -> bool {
-    let modified = |path: PathBuf| std::fs::symlink_metadata(path).and_then(|m| m.modified());
-    match (
-        modified(report_file(layout, container)),
-        modified(layout.object_file(container)),
-    ) {
-        (Ok(report), Ok(object)) => report > object,
-        (Ok(_), Err(_)) => true,
-        (Err(_), _) => false,
+/// A file's modification time, in nanoseconds since the epoch.
+fn modified(path: &Path) -> Option<String> {
+    let time = std::fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .ok()?;
+    let since = time.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some(since.as_nanos().to_string())
+}
+
+/// Whether the wrapper's start report changed since the status last took it
+/// in (`seen`: [`Conversation::report_modified`]): a start the status does
+/// not show yet. One `stat`, no read (the report is the agent's to write,
+/// so it is read only by [`read_report`], with its limits). Without `seen`
+/// (a status from before jackin recorded it), a report newer than the
+/// object counts.
+pub fn report_unseen(layout: &Layout, container: &str, seen: Option<&str>) -> bool {
+    let Some(report) = modified(&report_file(layout, container)) else {
+        return false;
+    };
+    match seen {
+        Some(seen) => report != seen,
+        None => {
+            let as_number = |t: &str| t.parse::<u128>().unwrap_or(0);
+            modified(&layout.object_file(container))
+                .is_none_or(|object| as_number(&report) > as_number(&object))
+        }
     }
 }
 
@@ -138,6 +151,8 @@ pub struct StartReport {
     pub fallbacks: Vec<Fallback>,
     /// The rung that was started last (and runs, or ran).
     pub started: Option<StartKind>,
+    /// When the report file was last changed, as read.
+    pub modified: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,6 +174,8 @@ const MAX_ERROR_CHARS: usize = 200;
 /// Blocking: call it off the runtime.
 pub fn read_report(layout: &Layout, container: &str) -> Option<StartReport> {
     let path = report_file(layout, container);
+    // Taken before the read: a write after it shows as a change.
+    let modified = modified(&path);
     let bytes = read_untrusted(&path, MAX_REPORT_BYTES).ok()?;
     let text = String::from_utf8_lossy(&bytes);
     let mut report = StartReport::default();
@@ -168,6 +185,7 @@ pub fn read_report(layout: &Layout, container: &str) -> Option<StartReport> {
             ["start", stamp] if is_stamp(stamp) => {
                 report = StartReport {
                     stamp: (*stamp).to_owned(),
+                    modified: modified.clone(),
                     ..Default::default()
                 };
             }
@@ -226,6 +244,7 @@ pub fn fold_report(conversation: &mut Conversation, report: &StartReport) -> Vec
     let new: Vec<Fallback> = report.fallbacks.iter().skip(seen).cloned().collect();
     conversation.start_stamp = Some(report.stamp.clone());
     conversation.start_fallbacks = report.fallbacks.len() as u32;
+    conversation.report_modified = report.modified.clone();
     conversation.fallbacks += new.len() as u32;
     conversation.last_start = report.started.or(conversation.last_start);
     new
@@ -264,6 +283,7 @@ mod tests {
             fallbacks: 0,
             start_stamp: None,
             start_fallbacks: 0,
+            report_modified: None,
         }
     }
 
@@ -337,6 +357,40 @@ mod tests {
         );
     }
 
+    /// A report the status took in is seen whatever the object's time (a
+    /// report written just before the object once looked seen without being
+    /// read); one changed since is not.
+    #[test]
+    fn a_report_is_unseen_until_the_status_took_it_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let state = layout.unit_dir("jk-1-a").join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        assert!(
+            !report_unseen(&layout, "jk-1-a", None),
+            "no report, nothing to see"
+        );
+        std::fs::write(state.join("agent-start"), "start 1-1\ntry minted\n").unwrap();
+        // Written after the report, the object says nothing of whether the
+        // report was read: only what the status recorded does.
+        let object = layout.object_file("jk-1-a");
+        std::fs::create_dir_all(object.parent().unwrap()).unwrap();
+        std::fs::write(&object, "{}").unwrap();
+        let taken = read_report(&layout, "jk-1-a").unwrap().modified;
+        assert!(report_unseen(&layout, "jk-1-a", Some("0")), "an older read");
+        assert!(!report_unseen(&layout, "jk-1-a", taken.as_deref()));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(
+            state.join("agent-start"),
+            "start 1-1\ntry minted\nfallback minted 1\n",
+        )
+        .unwrap();
+        assert!(
+            report_unseen(&layout, "jk-1-a", taken.as_deref()),
+            "changed since"
+        );
+    }
+
     #[test]
     fn reports_are_folded_once_per_start() {
         let mut conv = conversation(Some("u1"), None);
@@ -348,8 +402,10 @@ mod tests {
                 error: "no such session".into(),
             }],
             started: Some(StartKind::ContinuedLatest),
+            modified: Some("1700000000000000001".into()),
         };
         assert_eq!(fold_report(&mut conv, &report).len(), 1);
+        assert_eq!(conv.report_modified.as_deref(), Some("1700000000000000001"));
         assert_eq!(fold_report(&mut conv, &report).len(), 0);
         assert_eq!(conv.fallbacks, 1);
         assert_eq!(conv.last_start, Some(StartKind::ContinuedLatest));
