@@ -517,8 +517,12 @@ fn purging_never_prunes_the_operators_worktrees_nor_deletes_a_branch_with_commit
     );
 }
 
+/// The container sees a git directory where the checkout's `.git` says, and
+/// may write all of it (config, hooks, objects), as in a clone of its own:
+/// it is the unit's view, and nothing written there reaches the host
+/// repository, whose objects the container can read and never change.
 #[test]
-fn a_worktree_is_a_git_checkout_inside_the_container_without_the_hooks() {
+fn a_worktree_is_a_git_checkout_inside_the_container_whose_writes_stay_in_the_unit() {
     ensure_busybox();
     let home = Home::new();
     let host = HostRepo::new();
@@ -533,14 +537,23 @@ fn a_worktree_is_a_git_checkout_inside_the_container_without_the_hooks() {
             .output()
             .unwrap()
     };
+    let host_git = host.path().join(".git");
+    let before: Vec<(String, Vec<u8>)> = ["config", "HEAD", "info/exclude"]
+        .iter()
+        .map(|f| {
+            (
+                f.to_string(),
+                std::fs::read(host_git.join(f)).unwrap_or_default(),
+            )
+        })
+        .collect();
     // What git reads to find the repository is there, at the paths the
     // checkout's `.git` file names.
     let check = in_container(
         "set -e; dir=$(sed -n 's/^gitdir: //p' /workspace/app/.git); \
          test -f \"$dir/HEAD\"; test -f \"$dir/$(cat \"$dir/commondir\")/HEAD\"; \
          common=$(cd \"$dir/$(cat \"$dir/commondir\")\" && pwd); \
-         test -d \"$common/objects\"; touch \"$common/objects/.probe\"; \
-         rm \"$common/objects/.probe\"; echo \"$common\"",
+         test -d \"$common/objects\"; test -f \"$common/config\"; echo \"$common\"",
     );
     assert!(
         check.status.success(),
@@ -548,12 +561,52 @@ fn a_worktree_is_a_git_checkout_inside_the_container_without_the_hooks() {
         String::from_utf8_lossy(&check.stderr)
     );
     let common = String::from_utf8_lossy(&check.stdout).trim().to_owned();
-    assert_eq!(Path::new(&common), host.path().join(".git"));
-    // Hooks and config run on the operator's side: the agent cannot write them.
-    for path in ["hooks/post-checkout", "config"] {
-        let out = in_container(&format!("echo x >> {common}/{path}"));
-        assert!(!out.status.success(), "the agent wrote {path}");
+    assert_eq!(Path::new(&common), host_git);
+    // The agent's git writes its config (as aider does at every start, with
+    // a lock file beside it), hooks and objects: in the unit.
+    let writes = in_container(&format!(
+        "set -e; cd {common}; echo '[user]' > config.lock; cat config >> config.lock; \
+         mv config.lock config; mkdir -p hooks; echo 'touch /tmp/x' > hooks/post-checkout; \
+         mkdir -p objects/ab; echo x > objects/ab/probe; echo x > description"
+    ));
+    assert!(
+        writes.status.success(),
+        "{}",
+        String::from_utf8_lossy(&writes.stderr)
+    );
+    for (file, bytes) in &before {
+        assert_eq!(
+            &std::fs::read(host_git.join(file)).unwrap_or_default(),
+            bytes,
+            "{file} of the host repository changed"
+        );
     }
+    assert!(!host_git.join("hooks/post-checkout").exists());
+    assert!(!host_git.join("objects/ab/probe").exists());
+    // The host's objects are there to read, and nothing more.
+    let alternates = in_container(&format!("cat {common}/objects/info/alternates"));
+    let host_objects = String::from_utf8_lossy(&alternates.stdout)
+        .trim()
+        .to_owned();
+    assert!(
+        host_objects.starts_with("/.jackin/host-objects/"),
+        "{host_objects}"
+    );
+    let head = git(&host.path(), &["rev-parse", "HEAD"]);
+    let object = format!("{host_objects}/{}/{}", &head[..2], &head[2..]);
+    assert!(in_container(&format!("test -f {object}")).status.success());
+    for attempt in [
+        format!("rm -f {object}"),
+        format!("touch {host_objects}/probe"),
+    ] {
+        let out = in_container(&attempt);
+        assert!(!out.status.success(), "the agent could: {attempt}");
+    }
+    assert!(
+        std::fs::symlink_metadata(host_git.join("objects").join(&head[..2]).join(&head[2..]))
+            .is_ok(),
+        "the host's object is gone"
+    );
 }
 
 #[test]

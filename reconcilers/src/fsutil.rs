@@ -122,6 +122,82 @@ pub fn ensure_real_dir_below(base: &Path, relative: &Path) -> io::Result<std::pa
     Ok(dir)
 }
 
+/// A directory someone else can write, read so that nothing in it can lead
+/// jackin elsewhere: every path below it is resolved by the kernel with
+/// `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` (openat2), so a symbolic link
+/// planted anywhere in the path, even one swapped in while jackin reads, is
+/// refused rather than followed, and `..` cannot climb out.
+#[derive(Debug)]
+pub struct BeneathDir {
+    fd: rustix::fd::OwnedFd,
+}
+
+impl BeneathDir {
+    const RESOLVE: rustix::fs::ResolveFlags = rustix::fs::ResolveFlags::BENEATH
+        .union(rustix::fs::ResolveFlags::NO_SYMLINKS)
+        .union(rustix::fs::ResolveFlags::NO_MAGICLINKS);
+
+    /// Opens `path`, whose parents are jackin's; `path` itself must be a
+    /// directory, not a link to one.
+    pub fn open(path: &Path) -> io::Result<Self> {
+        use rustix::fs::{Mode, OFlags};
+        let fd = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Self { fd })
+    }
+
+    fn open_below(&self, relative: &str, flags: rustix::fs::OFlags) -> io::Result<File> {
+        use rustix::fs::{Mode, OFlags};
+        let fd = rustix::fs::openat2(
+            &self.fd,
+            relative,
+            flags | OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+            Self::RESOLVE,
+        )?;
+        Ok(File::from(fd))
+    }
+
+    /// The names in the directory `relative` below this one (`.` for this
+    /// one), each with whether it is a directory, as the directory says.
+    /// What a name is must still be checked when it is opened: it can change.
+    pub fn entries(&self, relative: &str) -> io::Result<Vec<(String, bool)>> {
+        let dir = self.open_below(relative, rustix::fs::OFlags::DIRECTORY)?;
+        let mut out = Vec::new();
+        for entry in rustix::fs::Dir::read_from(&dir)? {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().to_str() else {
+                continue;
+            };
+            if name == "." || name == ".." {
+                continue;
+            }
+            out.push((
+                name.to_owned(),
+                entry.file_type() == rustix::fs::FileType::Directory,
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Opens the regular file `relative` below this directory for reading:
+    /// a link anywhere on the way, a FIFO, a device or a directory is
+    /// refused (a FIFO without waiting for a writer).
+    pub fn open_regular(&self, relative: &str) -> io::Result<File> {
+        let file = self.open_below(relative, rustix::fs::OFlags::NONBLOCK)?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{relative} is not a regular file"),
+            ));
+        }
+        Ok(file)
+    }
+}
+
 /// Removes a file, or a directory with everything in it; what is already
 /// gone is not an error, so a removal interrupted anywhere can be re-run.
 pub fn remove_if_exists(path: &Path) -> io::Result<()> {

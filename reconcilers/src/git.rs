@@ -55,11 +55,12 @@ impl GitError {
 
 /// Runs `git ARGS…` and returns its stdout: for repositories the operator
 /// controls, with paths and refs from jackin's records. Not confined, but
-/// bounded by [`TRUSTED_GIT_LIMIT`]: the host repository's objects and
-/// scratch refs are agent-writable, and a link loop there would otherwise
-/// hold jackin (and its `--timeout`) forever.
+/// bounded by [`TRUSTED_GIT_LIMIT`]: the host repository holds worktree
+/// entries agents wrote (and, from before their git directory was a view
+/// of their own, objects and scratch refs), and a link loop there would
+/// otherwise hold jackin (and its `--timeout`) forever.
 pub fn run(args: &[&str]) -> Result<Vec<u8>, GitError> {
-    run_bounded(args, TRUSTED_GIT_LIMIT, Confinement::None)
+    run_bounded(args, TRUSTED_GIT_LIMIT, Confinement::None, None)
 }
 
 /// How long one git in an operator's repository may take: far above a
@@ -123,6 +124,18 @@ pub fn run_untrusted_writing(
     args: &[&str],
     writable: &[&Path],
 ) -> Result<Vec<u8>, GitError> {
+    run_untrusted_fed(dir, args, writable, None)
+}
+
+/// As [`run_untrusted_writing`], with the file `input` (one of jackin's
+/// own) as git's standard input: for the commands that read what to do
+/// from it (`pack-objects --revs`, `unpack-objects`).
+pub fn run_untrusted_fed(
+    dir: &str,
+    args: &[&str],
+    writable: &[&Path],
+    input: Option<&Path>,
+) -> Result<Vec<u8>, GitError> {
     let listed = match run_bounded(
         &[
             "-C",
@@ -134,6 +147,7 @@ pub fn run_untrusted_writing(
         ],
         UNTRUSTED_GIT_LIMIT,
         Confinement::Sandbox { writable: &[] },
+        None,
     ) {
         Ok(out) => String::from_utf8_lossy(&out).into_owned(),
         // No filter is configured (git exits 1 when nothing matches).
@@ -164,6 +178,7 @@ pub fn run_untrusted_writing(
         &argv,
         UNTRUSTED_GIT_LIMIT,
         Confinement::Sandbox { writable },
+        input,
     )
 }
 
@@ -178,18 +193,23 @@ enum Confinement<'a> {
 
 /// Runs git bounded by `limit` on the wall clock and, confined, by
 /// [`MAX_UNTRUSTED_OUTPUT`] on what it prints. The whole process group goes
-/// when either is passed.
+/// when either is passed. Its standard input is `input`, or nothing.
 fn run_bounded(
     args: &[&str],
     limit: Duration,
     confinement: Confinement<'_>,
+    input: Option<&Path>,
 ) -> Result<Vec<u8>, GitError> {
     let describe = || args.join(" ");
+    let stdin = match input {
+        Some(path) => Stdio::from(std::fs::File::open(path).map_err(GitError::Spawn)?),
+        None => Stdio::null(),
+    };
     let mut command = Command::new("git");
     command
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -468,6 +488,7 @@ mod tests {
                 ask,
                 UNTRUSTED_GIT_LIMIT,
                 Confinement::Sandbox { writable: &[] },
+                None,
             );
         }
         for name in ["textconv", "external"] {
@@ -568,6 +589,7 @@ mod tests {
             &["-C", repo, "status", "--porcelain"],
             Duration::from_secs(2),
             Confinement::Sandbox { writable: &[] },
+            None,
         )
         .unwrap_err();
         assert!(matches!(err, GitError::TimedOut { .. }), "{err}");

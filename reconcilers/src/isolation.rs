@@ -37,6 +37,7 @@ use sha2::{Digest, Sha256};
 
 use crate::fsutil::{self, ensure_private_dir, read_untrusted, remove_if_exists, write_atomic};
 use crate::git::{self, GitError};
+use crate::gitdir::{self, ViewError};
 use crate::layout::Layout;
 
 /// One materialized isolated mount.
@@ -92,6 +93,8 @@ impl IsolationRecord {
 pub enum IsolationError {
     #[error(transparent)]
     Git(#[from] GitError),
+    #[error(transparent)]
+    View(#[from] ViewError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -249,7 +252,8 @@ const SCRATCH_PREFIX: &str = "jackin/scratch/";
 /// The host's own branches and their tips; scratch branches (of this or
 /// any other unit) are jackin's, never the operator's.
 fn branch_tips(repo: &str) -> Result<BTreeMap<String, String>, GitError> {
-    // Its refs directory holds the agent-writable scratch refs: read confined.
+    // Its scratch refs were agent-writable before each unit had its own
+    // (a link loop may be left there): read confined.
     let out = git::run_untrusted(
         repo,
         &[
@@ -365,19 +369,21 @@ pub struct GitBind {
 }
 
 /// What a worktree's git needs inside the container. Its `.git` file names
-/// the host repository's git directory by its host path, so that directory
-/// is bound at the same path, read-only, so that the agent can plant no hook
-/// or config that the operator's next `git` command would read. Writable
-/// over it is just what committing on the scratch branch writes:
-/// - the loose objects (but not `objects/info`, where an `alternates` file
-///   would point the operator's repository at objects elsewhere);
-/// - the worktree's own entry (its HEAD, index and reflog);
-/// - the scratch branch's ref and its reflog, from directories of the unit
-///   (seen where the host repository keeps its scratch refs): the agent's
-///   branch moves there, and jackin [`publish`]es it into the host
-///   repository with a checked value. Other units' scratch branches, and
+/// the host repository's git directory by its host path, so a git directory
+/// is bound there: the unit's view of it ([`gitdir::View`]), writable, in
+/// which the agent's git writes its config, objects and logs, none of which
+/// the operator's git ever reads. Over the view:
+/// - the host's refs and `packed-refs`, read-only, so the agent sees the
+///   operator's branches as they are;
+/// - over the scratch branches among them, a directory of the unit with the
+///   agent's own scratch ref: the agent's branch moves there, and jackin
+///   [`publish`]es it into the host repository with a checked value (and
+///   the objects it needs, checked too). Other units' scratch branches, and
 ///   whatever the agent leaves beside its own (a link, a loop), never reach
-///   the host repository.
+///   the host repository;
+/// - the host's objects, read-only, where the view's `alternates` names
+///   them;
+/// - the worktree's own entry (its HEAD, index and reflog), writable.
 ///
 /// Every path comes from the unit's records, and only after the entry and
 /// the checkout are seen to name each other.
@@ -394,50 +400,69 @@ pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, Isola
         let conflict = |detail| record.link_conflict(detail);
         let refs_dir = Path::new(branch).parent().unwrap_or(Path::new(""));
         let real = |relative: &Path| real_dir_below(&link.common, relative).map_err(&conflict);
-        let same = |path: PathBuf, read_only: bool| GitBind {
-            source: path_str(&path).to_owned(),
-            target: path_str(&path).to_owned(),
+        let bind = |source: &Path, target: &Path, read_only: bool| GitBind {
+            source: path_str(source).to_owned(),
+            target: path_str(target).to_owned(),
             read_only,
         };
-        binds.push(same(link.common.clone(), true));
-        binds.push(same(real(Path::new("objects"))?, false));
-        binds.push(same(real(Path::new("objects/info"))?, true));
-        binds.push(same(link.admin.clone(), false));
-        let seed = seed_unit_ref(&record)?;
-        for (kind, under) in [(UNIT_REFS, "refs/heads"), (UNIT_LOGS, "logs/refs/heads")] {
-            let target = real(&Path::new(under).join(refs_dir))?;
-            let source = if kind == UNIT_REFS {
-                seed.clone()
-            } else {
-                unit_git_dir(&record, kind)
-            };
-            ensure_private_dir(&source).map_err(io(&source))?;
-            binds.push(GitBind {
-                source: path_str(&source).to_owned(),
-                target: path_str(&target).to_owned(),
-                read_only: false,
-            });
+        let common = &link.common;
+        let entry = link
+            .admin
+            .file_name()
+            .and_then(|name| name.to_str())
+            .expect("an entry of worktrees/ has a name");
+        let view = view_of(&record);
+        view.refresh(common, entry)?;
+        binds.push(bind(&view.dir, common, false));
+        binds.push(bind(&real(Path::new("refs"))?, &common.join("refs"), true));
+        if let Some(packed) = view.host_packed_refs(common) {
+            binds.push(bind(&packed, &packed, true));
         }
+        let seed = seed_unit_ref(&record)?;
+        let scratch_refs = real(&Path::new("refs/heads").join(refs_dir))?;
+        binds.push(bind(&seed, &scratch_refs, false));
+        let host_objects = real(Path::new("objects"))?;
+        binds.push(bind(
+            &host_objects,
+            Path::new(&view.host_objects_target),
+            true,
+        ));
+        binds.push(bind(&link.admin, &link.admin, false));
     }
     binds.dedup();
     Ok(binds)
 }
 
-/// The unit's directories that stand in for the host repository's scratch
-/// refs and their reflogs in the container.
-const UNIT_REFS: &str = "refs";
-const UNIT_LOGS: &str = "logs";
+/// The unit's view of the git directory of a worktree's host repository.
+fn view_of(record: &IsolationRecord) -> gitdir::View {
+    let (git, name) = unit_git_root(record);
+    gitdir::View::new(&git, name)
+}
 
-/// `<unit>/git/<kind>/<the checkout's name>`: beside the unit's checkouts,
-/// out of the agent's reach but for the bind.
-fn unit_git_dir(record: &IsolationRecord, kind: &str) -> PathBuf {
+/// The unit's directory that stands in for the host repository's scratch
+/// refs in the container.
+const UNIT_REFS: &str = "refs";
+
+/// The unit's `git/` directory and the checkout's name in it: jackin's
+/// directories for the checkout live beside it, out of the agent's reach
+/// but for the binds.
+fn unit_git_root(record: &IsolationRecord) -> (PathBuf, &str) {
     let checkout = Path::new(&record.path);
     let git = checkout
         .parent()
         .and_then(Path::parent)
         .expect("a checkout lives under the unit's git/");
-    git.join(kind)
-        .join(checkout.file_name().expect("a checkout has a name"))
+    let name = checkout
+        .file_name()
+        .and_then(|name| name.to_str())
+        .expect("a checkout has a UTF-8 name");
+    (git.to_owned(), name)
+}
+
+/// `<unit>/git/<kind>/<the checkout's name>`.
+fn unit_git_dir(record: &IsolationRecord, kind: &str) -> PathBuf {
+    let (git, name) = unit_git_root(record);
+    git.join(kind).join(name)
 }
 
 /// The file of the agent's own scratch ref, in the unit.
@@ -479,7 +504,9 @@ fn seed_unit_ref(record: &IsolationRecord) -> Result<PathBuf, IsolationError> {
 /// Moves the scratch branch in the host repository to where the agent's own
 /// ref (in the unit) says, when the agent moved it since jackin last set it,
 /// and once it names a commit the repository has: the agent's commits land
-/// in the host's objects, its ref in the unit. The host's branch moves only
+/// in its view's objects, its ref in the unit, and the objects the commit
+/// needs are brought over checked ([`gitdir::import_objects`]) when the
+/// host lacks the commit. The host's branch moves only
 /// from the value jackin gave the unit, so a move made meanwhile on the
 /// host (by the operator, or by jackin) is never undone. A ref that is no
 /// object name, names no commit there, or races a move on the host, is a
@@ -515,17 +542,35 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
         return Ok(());
     }
     let full = format!("refs/heads/{branch}");
-    match git::run_untrusted(
-        &record.src,
-        &["cat-file", "-e", &format!("{tip}^{{commit}}")],
-    ) {
-        Ok(_) => {}
-        Err(GitError::Failed { .. }) => {
+    if !host_has_commit(record, &tip)? {
+        // The agent's new objects are in its view: they come over checked.
+        let common = git_dir_of(record)?;
+        let host_objects = real_dir_below(&common, Path::new("objects")).map_err(&conflict)?;
+        let (scratch, _) = unit_git_root(record);
+        match gitdir::import_objects(
+            &view_of(record),
+            &record.src,
+            &host_objects,
+            &scratch,
+            &tip,
+            &given,
+        ) {
+            Ok(()) => {}
+            Err(ViewError::Refused(detail)) => return Err(conflict(detail)),
+            Err(ViewError::Git(GitError::Failed { stderr, .. })) => {
+                return Err(conflict(format!(
+                    "the objects of the agent's commit {tip} cannot be brought into the host \
+                     repository: {stderr}"
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if !host_has_commit(record, &tip)? {
             return Err(conflict(format!(
-                "the scratch branch names {tip}, which is no commit of the host repository"
+                "the scratch branch names {tip}, which is no commit of the host repository \
+                 or of the agent's"
             )));
         }
-        Err(e) => return Err(e.into()),
     }
     // From the value the unit was given, or not at all.
     let moved = git::run(&[
@@ -547,6 +592,19 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     moved?;
     write_atomic(&seeded, tip.as_bytes()).map_err(io(&seeded))?;
     Ok(())
+}
+
+/// Whether the host repository has the commit `tip`. Only git's own "no"
+/// is an answer (see [`branch_exists`]).
+fn host_has_commit(record: &IsolationRecord, tip: &str) -> Result<bool, GitError> {
+    match git::run_untrusted(
+        &record.src,
+        &["cat-file", "-e", &format!("{tip}^{{commit}}")],
+    ) {
+        Ok(_) => Ok(true),
+        Err(GitError::Failed { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// `base/relative` as a real directory (see
@@ -956,26 +1014,30 @@ mod tests {
         }
     }
 
-    /// A commit of `parent`'s tree on `parent`, made in `host` without
-    /// moving any ref (as git in a container writes it); its name.
-    fn commit_tree(host: &str, parent: &str, message: &str) -> String {
-        let tree = format!("{parent}^{{tree}}");
-        let out = git::run(&[
-            "-C",
-            host,
-            "-c",
-            "user.email=t@jackin.dev",
-            "-c",
-            "user.name=t",
-            "commit-tree",
-            "-p",
-            parent,
-            "-m",
-            message,
-            &tree,
-        ])
-        .unwrap();
-        String::from_utf8(out).unwrap().trim().to_owned()
+    /// A commit of `parent`'s tree on `parent`, written as git in a
+    /// container writes it: into the unit's view of the git directory, with
+    /// the host's objects behind it, moving no ref; its name.
+    fn agent_commit(host: &str, view: &str, parent: &str, message: &str) -> String {
+        let out = std::process::Command::new("git")
+            .args([
+                "-C",
+                host,
+                "-c",
+                "user.email=t@jackin.dev",
+                "-c",
+                "user.name=t",
+            ])
+            .args(["commit-tree", "-p", parent, "-m", message])
+            .arg(format!("{parent}^{{tree}}"))
+            .env("GIT_OBJECT_DIRECTORY", format!("{view}/objects"))
+            .env(
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+                format!("{host}/.git/objects"),
+            )
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
     }
 
     /// A moved home: the record keeps the path its entry names until jackin
@@ -1026,9 +1088,11 @@ mod tests {
             "{binds:?}"
         );
         assert!(
-            binds
-                .iter()
-                .any(|b| b.target.ends_with("objects/info") && b.read_only),
+            binds.iter().any(
+                |b| Path::new(&b.source) == Path::new(&host).join(".git/objects")
+                    && b.target.starts_with(gitdir::HOST_OBJECTS_IN_CONTAINER)
+                    && b.read_only
+            ),
             "{binds:?}"
         );
         let listed = git::run(&["-C", &host, "worktree", "list", "--porcelain"]).unwrap();
@@ -1071,15 +1135,29 @@ mod tests {
             tip(&host)
         );
 
-        // The agent commits: the object lands in the host, the ref in the unit.
+        // The agent commits: the objects land in its view, the ref in the
+        // unit; the host has neither until jackin publishes.
+        let common = format!("{host}/.git");
+        let view = binds
+            .iter()
+            .find(|b| b.target == common)
+            .expect("the view is bound over the git directory");
+        assert!(
+            !view.read_only
+                && view
+                    .source
+                    .starts_with(dir.path().join("home").to_str().unwrap())
+        );
         let base = tip(&host);
-        let commit = commit_tree(&host, &base, "agent");
+        let commit = agent_commit(&host, &view.source, &base, "agent");
         std::fs::write(&unit_ref, format!("{commit}\n")).unwrap();
         // A link the agent leaves beside its ref stays in the unit.
         std::os::unix::fs::symlink("/", Path::new(&scratch.source).join("evil")).unwrap();
         assert_eq!(tip(&host), base, "nothing moves before jackin publishes");
+        assert!(git::run(&["-C", &host, "cat-file", "-e", &commit]).is_err());
         publish(&record).unwrap();
         assert_eq!(tip(&host), commit);
+        git::run(&["-C", &host, "fsck", "--connectivity-only", "--no-dangling"]).unwrap();
         let refs_dir = Path::new(&host).join(".git/refs/heads/jackin/scratch");
         assert!(!refs_dir.join("evil").exists());
 
@@ -1099,13 +1177,117 @@ mod tests {
         publish(&record).unwrap();
         assert_eq!(tip(&host), base);
         // ...and when both moved, nothing moves.
-        let later = commit_tree(&host, &commit, "later");
+        let later = agent_commit(&host, &view.source, &commit, "later");
         std::fs::write(&unit_ref, format!("{later}\n")).unwrap();
         assert!(matches!(
             publish(&record),
             Err(IsolationError::LinkConflict { .. })
         ));
         assert_eq!(tip(&host), base, "the operator's move stands");
+    }
+
+    /// What the agent leaves in its view reaches the host repository only
+    /// as regular files below the view's objects: a link to an object file
+    /// elsewhere (anywhere on the path), or a FIFO, publishes nothing and
+    /// does not hang; the object itself then does.
+    #[test]
+    fn the_agents_objects_are_published_only_from_regular_files_in_its_view() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_repository(dir.path());
+        let layout = Layout::new(dir.path().join("home"));
+        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
+        let binds = git_binds(&layout, "jk-1-t").unwrap();
+        let common = format!("{host}/.git");
+        let view = &binds.iter().find(|b| b.target == common).unwrap().source;
+        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
+        let base = String::from_utf8(git::run(&["-C", &host, "rev-parse", "HEAD"]).unwrap())
+            .unwrap()
+            .trim()
+            .to_owned();
+        let commit = agent_commit(&host, view, &base, "agent");
+        let unit_ref = unit_ref_file(&record, record.scratch_branch.as_deref().unwrap());
+        std::fs::write(&unit_ref, format!("{commit}\n")).unwrap();
+
+        let objects = Path::new(view).join("objects");
+        let (fanout, rest) = commit.split_at(2);
+        let object = objects.join(fanout).join(rest);
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(elsewhere.join(fanout)).unwrap();
+        std::fs::rename(&object, elsewhere.join(fanout).join(rest)).unwrap();
+        let refused = |what: &str| {
+            let err = publish(&record).unwrap_err();
+            assert!(
+                matches!(err, IsolationError::LinkConflict { .. }),
+                "{what}: {err}"
+            );
+            assert!(
+                git::run(&["-C", &host, "cat-file", "-e", &commit]).is_err(),
+                "{what}: the commit reached the host"
+            );
+        };
+        std::os::unix::fs::symlink(elsewhere.join(fanout).join(rest), &object).unwrap();
+        refused("a link as the object file");
+        std::fs::remove_file(&object).unwrap();
+        std::fs::remove_dir(objects.join(fanout)).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join(fanout), objects.join(fanout)).unwrap();
+        refused("a link as the fan-out directory");
+        std::fs::remove_file(objects.join(fanout)).unwrap();
+        std::fs::create_dir(objects.join(fanout)).unwrap();
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&object)
+                .status()
+                .unwrap()
+                .success()
+        );
+        refused("a FIFO as the object file");
+
+        std::fs::remove_file(&object).unwrap();
+        std::fs::rename(elsewhere.join(fanout).join(rest), &object).unwrap();
+        publish(&record).unwrap();
+        git::run(&["-C", &host, "cat-file", "-e", &commit]).unwrap();
+    }
+
+    /// The view is the agent's to write (its config persists, the host's is
+    /// never touched), and jackin's to lay out: what the agent put where a
+    /// bind lands is replaced at the next start.
+    #[test]
+    fn the_view_keeps_the_agents_config_and_resets_where_binds_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_repository(dir.path());
+        let layout = Layout::new(dir.path().join("home"));
+        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
+        let host_config = std::fs::read(format!("{host}/.git/config")).unwrap();
+        let binds = git_binds(&layout, "jk-1-t").unwrap();
+        let common = format!("{host}/.git");
+        let view = PathBuf::from(&binds.iter().find(|b| b.target == common).unwrap().source);
+        assert_eq!(std::fs::read(view.join("config")).unwrap(), host_config);
+        let mut agents = host_config.clone();
+        agents.extend_from_slice(b"[user]\n\tname = agent\n");
+        std::fs::write(view.join("config"), &agents).unwrap();
+        std::fs::remove_dir_all(view.join("objects/info")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), view.join("objects/info")).unwrap();
+        assert!(!dir.path().join("alternates").exists());
+        std::fs::remove_dir_all(view.join("refs")).unwrap();
+        std::fs::write(view.join("refs"), "not a directory").unwrap();
+        std::fs::remove_file(view.join("HEAD")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", view.join("HEAD")).unwrap();
+
+        git_binds(&layout, "jk-1-t").unwrap();
+        assert_eq!(std::fs::read(view.join("config")).unwrap(), agents);
+        assert_eq!(
+            std::fs::read(format!("{host}/.git/config")).unwrap(),
+            host_config
+        );
+        for place in ["objects/info", "refs"] {
+            let meta = std::fs::symlink_metadata(view.join(place)).unwrap();
+            assert!(meta.is_dir(), "{place}: {meta:?}");
+        }
+        assert_eq!(
+            std::fs::read(view.join("HEAD")).unwrap(),
+            std::fs::read(format!("{host}/.git/HEAD")).unwrap()
+        );
+        assert!(std::fs::symlink_metadata(dir.path().join("alternates")).is_err());
     }
 
     #[test]

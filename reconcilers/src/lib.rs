@@ -14,6 +14,7 @@ pub mod engine;
 pub mod fake;
 pub mod fsutil;
 pub mod git;
+pub mod gitdir;
 pub mod idle;
 pub mod isolation;
 pub mod layout;
