@@ -126,58 +126,114 @@ fn the_same_conversation_continues_across_every_tier() {
     );
 }
 
+/// Defect A3: a first conversation that left no transcript (nothing was
+/// said yet) is minted again under the same id, not given up for "the
+/// latest" at every later start.
 #[test]
-fn a_lost_transcript_falls_back_to_the_latest_then_to_a_fresh_start() {
+fn an_id_whose_first_conversation_left_nothing_is_minted_again() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
-    home.apply("c.yaml", &role.agent_instance_yaml("lost", "claude", ""));
-    let id = conversation(&home, "lost")["id"]
+    home.apply("c.yaml", &role.agent_instance_yaml("again", "claude", ""));
+    let id = conversation(&home, "again")["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    wait_for_starts(&home, "lost", 1);
-    let projects = unit(&home, "lost").join("home/.claude/projects/-work");
-    let container = home.container("lost");
-
-    // The id's transcript is gone, another one is there: continue it.
+    wait_for_starts(&home, "again", 1);
+    let projects = unit(&home, "again").join("home/.claude/projects/-work");
     std::fs::remove_file(projects.join(format!("{id}.jsonl"))).unwrap();
-    std::fs::write(projects.join("other.jsonl"), "started elsewhere\n").unwrap();
-    docker(&["stop", "-t", "2", &container]);
+    docker(&["stop", "-t", "2", &home.container("again")]);
     pass(&home);
-    let log = wait_for_starts(&home, "lost", 2);
-    assert_eq!(log[1], "claude continued other");
+    let log = wait_for_starts(&home, "again", 2);
+    assert_eq!(log[1], format!("claude minted {id}"), "{log:?}");
     pass(&home);
-    let conv = conversation(&home, "lost");
-    assert_eq!(conv["lastStart"], "continued-latest", "{conv}");
-    assert_eq!(conv["fallbacks"], 1, "{conv}");
-    let events = home.ok(&["describe", "lost"]);
+    let conv = conversation(&home, "again");
+    assert_eq!(conv["lastStart"], "minted", "{conv}");
+    assert_eq!(conv["id"], id.as_str());
+    assert_eq!(conv["fallbacks"], 1, "the resume by id fell back: {conv}");
+    let events = home.ok(&["describe", "again"]);
     assert!(
-        events.contains("AgentFallback")
-            && events.contains(&format!("No conversation found with session ID: {id}")),
+        events.contains(&format!("No conversation found with session ID: {id}")),
         "{events}"
     );
+}
 
-    // No transcript at all: a fresh start, and the agent runs.
+/// An agent asked to continue when there is nothing to continue: claude
+/// refuses, and the start falls back to a fresh one, with the agent's own
+/// words in an event; codex starts anew and succeeds, and the status says
+/// only what jackin knows: a continuation was requested (defect A5).
+#[test]
+fn a_continue_with_nothing_to_continue_is_told_as_it_is() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_fake_agents();
+    let agent = "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: claude-latest}\n\
+                 spec:\n  launch: [claude]\n  continueArgs: [--continue]\n  \
+                 stateEnv: {name: CLAUDE_CONFIG_DIR, path: .claude}\n";
+    home.apply("agent.yaml", agent);
+    home.apply(
+        "c.yaml",
+        &role.agent_instance_yaml("latest", "claude-latest", ""),
+    );
+    let first = wait_for_starts(&home, "latest", 1);
+    let id = first[0]
+        .strip_prefix("claude new ")
+        .expect("a new conversation");
+    let container = home.container("latest");
+    docker(&["stop", "-t", "2", &container]);
+    pass(&home);
+    assert_eq!(
+        wait_for_starts(&home, "latest", 2)[1],
+        format!("claude continued {id}")
+    );
+    pass(&home);
+    assert_eq!(
+        conversation(&home, "latest")["lastStart"],
+        "continue-requested"
+    );
+
+    // Nothing to continue: claude says so, and the agent still runs.
+    let projects = unit(&home, "latest").join("home/.claude/projects/-work");
     for entry in std::fs::read_dir(&projects).unwrap() {
         std::fs::remove_file(entry.unwrap().path()).unwrap();
     }
     docker(&["stop", "-t", "2", &container]);
     pass(&home);
-    let log = wait_for_starts(&home, "lost", 3);
-    assert!(log[2].starts_with("claude new "), "{log:?}");
+    assert!(wait_for_starts(&home, "latest", 3)[2].starts_with("claude new "));
     pass(&home);
-    let conv = conversation(&home, "lost");
+    let conv = conversation(&home, "latest");
     assert_eq!(conv["lastStart"], "fresh", "{conv}");
-    assert_eq!(conv["fallbacks"], 3, "{conv}");
-    assert_eq!(conv["id"], id.as_str(), "the minted id stays the session's");
+    assert_eq!(conv["fallbacks"], 1, "{conv}");
     assert_eq!(
         docker(&["inspect", "-f", "{{.State.Running}}", &container]),
         "true"
     );
-    let described = home.ok(&["describe", "lost"]);
+    let described = home.ok(&["describe", "latest"]);
     assert!(
-        described.contains("No conversation found to continue"),
+        described.contains("AgentFallback")
+            && described.contains("No conversation found to continue"),
+        "{described}"
+    );
+
+    // codex with nothing to continue starts anew and succeeds: the status
+    // claims no continuation, and describe says who decides.
+    home.apply("x.yaml", &role.agent_instance_yaml("cx", "codex", ""));
+    wait_for_starts(&home, "cx", 1);
+    let sessions = unit(&home, "cx").join("home/.codex/sessions");
+    std::fs::remove_dir_all(&sessions).unwrap();
+    docker(&["stop", "-t", "2", &home.container("cx")]);
+    pass(&home);
+    assert!(wait_for_starts(&home, "cx", 2)[1].starts_with("codex new "));
+    pass(&home);
+    let conv = conversation(&home, "cx");
+    assert_eq!(conv["lastStart"], "continue-requested", "{conv}");
+    assert_eq!(conv.get("fallbacks"), None, "{conv}");
+    let described = home.ok(&["describe", "cx"]);
+    assert!(
+        described.contains(
+            "last started continue-requested (asked to continue its latest \
+                            conversation here; whether there was one is the agent's to say)"
+        ),
         "{described}"
     );
 }
@@ -187,7 +243,7 @@ fn agents_without_ids_continue_their_latest_conversation() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
-    for agent in ["codex", "aider"] {
+    for agent in ["codex", "opencode", "aider"] {
         home.apply(
             &format!("{agent}.yaml"),
             &role.agent_instance_yaml(agent, agent, ""),
@@ -203,9 +259,30 @@ fn agents_without_ids_continue_their_latest_conversation() {
         assert_eq!(conv["strategy"], "latest");
         assert_eq!(conv.get("id"), None);
     }
-    // Their state is in the unit's home, where the entries point it.
-    let codex = unit(&home, "codex").join("home/.codex/sessions/-work");
-    assert_eq!(std::fs::read_dir(codex).unwrap().count(), 1);
+    // Their state is in the unit's home, where the entries point it: one
+    // codex rollout, in codex's own layout (sessions/YYYY/MM/DD/).
+    let sessions = unit(&home, "codex").join("home/.codex/sessions");
+    let rollouts = std::process::Command::new("find")
+        .arg(&sessions)
+        .args(["-name", "rollout-*.jsonl"])
+        .output()
+        .unwrap();
+    let rollouts = String::from_utf8(rollouts.stdout).unwrap();
+    assert_eq!(rollouts.lines().count(), 1, "{rollouts}");
+    let relative = rollouts
+        .trim()
+        .strip_prefix(sessions.to_str().unwrap())
+        .unwrap();
+    assert_eq!(
+        relative.split('/').count(),
+        5,
+        "/YYYY/MM/DD/rollout: {relative}"
+    );
+    assert!(
+        unit(&home, "opencode")
+            .join("home/.local/share/opencode/sessions/-work")
+            .is_dir()
+    );
     assert!(
         unit(&home, "aider")
             .join("home/.aider.chat.history.md")
@@ -361,6 +438,173 @@ fn minting_an_id_the_agent_already_has_falls_back_to_resuming_it() {
     let described = home.ok(&["describe", "adopt"]);
     assert!(
         described.contains(&format!("Error: Session ID {id} is already in use.")),
+        "{described}"
+    );
+}
+
+/// codex starts (its CODEX_HOME made by jackin, defect A1) and comes back
+/// to its own conversation at every tier: restarted, recreated from the
+/// pinned image, and rebuilt.
+#[test]
+fn codex_resumes_its_conversation_at_every_tier() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_fake_agents();
+    home.apply("x.yaml", &role.agent_instance_yaml("cx", "codex", ""));
+    let first = wait_for_starts(&home, "cx", 1);
+    let id = first[0].strip_prefix("codex new ").expect("a new session");
+    let container = home.container("cx");
+    let image = home.object("cx")["status"]["recipe"]["imageId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let breakages: [(&str, &[&[&str]], u64); 3] = [
+        ("docker stop", &[&["stop", "-t", "2", &container]], 1),
+        ("docker rm -f", &[&["rm", "-f", &container]], 2),
+        (
+            "the image removed",
+            &[&["rm", "-f", &container], &["rmi", "-f", &image]],
+            3,
+        ),
+    ];
+    for (n, (what, commands, tier)) in breakages.into_iter().enumerate() {
+        for args in commands {
+            docker(args);
+        }
+        pass(&home);
+        assert_eq!(
+            home.object("cx")["status"]["restore"]["tier"],
+            tier,
+            "{what}"
+        );
+        let log = wait_for_starts(&home, "cx", n + 2);
+        assert_eq!(
+            log[n + 1],
+            format!("codex continued {id}"),
+            "{what}: {log:?}"
+        );
+    }
+}
+
+/// Defect A2: gemini before 0.41 has no `--session-id`. The version is
+/// probed once with the image, the id rungs are skipped with an event that
+/// says so, and `--session-id` never reaches the agent; gemini 0.41 mints
+/// and resumes by id.
+#[test]
+fn gemini_older_than_its_id_flags_skips_those_ways_with_an_event() {
+    ensure_busybox();
+    let home = Home::new();
+    let old = RoleRepo::with_fake_agents_and(
+        "RUN [\"/bin/sh\", \"-c\", \"mkdir -p /etc && echo 0.40.1 > /etc/gemini-version\"]\n",
+    );
+    home.apply("g.yaml", &old.agent_instance_yaml("old", "gemini", ""));
+    let first = wait_for_starts(&home, "old", 1);
+    assert!(first[0].starts_with("gemini new "), "{first:?}");
+    let argv = std::fs::read_to_string(unit(&home, "old").join("home/agent-argv.log")).unwrap();
+    assert!(!argv.contains("--session-id"), "{argv}");
+    let recipe = &home.object("old")["status"]["recipe"];
+    assert_eq!(recipe["agent"]["version"], "0.40.1", "{recipe}");
+    let described = home.ok(&["describe", "old"]);
+    assert!(
+        described.contains("AgentRungsSkipped")
+            && described.contains("minted (needs 0.41.0), resumed-by-id (needs 0.41.0)"),
+        "{described}"
+    );
+
+    let new = RoleRepo::with_fake_agents();
+    home.apply("n.yaml", &new.agent_instance_yaml("new", "gemini", ""));
+    let id = conversation(&home, "new")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        wait_for_starts(&home, "new", 1),
+        [format!("gemini minted {id}")]
+    );
+    docker(&["rm", "-f", &home.container("new")]);
+    pass(&home);
+    assert_eq!(
+        wait_for_starts(&home, "new", 2)[1],
+        format!("gemini resumed {id}")
+    );
+    assert!(!home.ok(&["describe", "new"]).contains("AgentRungsSkipped"));
+}
+
+/// Defect A4: an applied conversation id the agent would refuse at its first
+/// start is refused at apply, and nothing is written.
+#[test]
+fn a_conversation_id_the_agent_would_refuse_is_refused_at_apply() {
+    let home = Home::new();
+    let yaml = |id: &str| {
+        support::instance_yaml("ided").replace(
+            "agent: shell",
+            &format!("agent: claude\n  conversationId: {id}"),
+        )
+    };
+    let input = home.write_input("bad.yaml", &yaml("session-1"));
+    let before = home.snapshot();
+    let err = home.fails(&["apply", input.to_str().unwrap()]);
+    assert!(
+        err.contains("instance/ided: spec.conversationId: claude takes a UUID")
+            && err.contains("\"session-1\""),
+        "{err}"
+    );
+    home.assert_unchanged(&before, "a refused apply");
+    // A UUID passes (a dry run: this test has no image to start).
+    let good = home.write_input("good.yaml", &yaml("0f5c3e0a-6a5b-4c7e-9d1f-2b3a4c5d6e7f"));
+    home.ok(&["apply", "--dry-run", good.to_str().unwrap()]);
+}
+
+/// Defect A6: claude and gemini delete conversations after 30 days; jackin
+/// raises their own setting in the unit, and keeps the rest of the file.
+/// An agent with no such setting gets a warning once a kept session is
+/// older than it keeps conversations.
+#[test]
+fn conversations_outlive_the_agents_own_retention() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_fake_agents();
+    home.apply("c.yaml", &role.agent_instance_yaml("cl", "claude", ""));
+    home.apply("g.yaml", &role.agent_instance_yaml("gm", "gemini", ""));
+    wait_for_starts(&home, "cl", 1);
+    wait_for_starts(&home, "gm", 1);
+    let settings = |name: &str, file: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(unit(&home, name).join("home").join(file)).unwrap())
+            .unwrap()
+    };
+    assert_eq!(
+        settings("cl", ".claude/settings.json")["cleanupPeriodDays"],
+        36_500
+    );
+    assert_eq!(
+        settings("gm", ".gemini/settings.json")["general"]["sessionRetention"]["maxAge"],
+        "36500d"
+    );
+    // The operator's (or the agent's) other settings stay.
+    let file = unit(&home, "cl").join("home/.claude/settings.json");
+    std::fs::write(&file, r#"{"model": "opus", "cleanupPeriodDays": 7}"#).unwrap();
+    docker(&["stop", "-t", "2", &home.container("cl")]);
+    pass(&home);
+    wait_for_starts(&home, "cl", 2);
+    assert_eq!(
+        settings("cl", ".claude/settings.json")["cleanupPeriodDays"],
+        36_500
+    );
+    assert_eq!(settings("cl", ".claude/settings.json")["model"], "opus");
+
+    // No setting to raise: a warning, once the kept session is older.
+    let agent = "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: brief}\nspec:\n  \
+                 launch: [codex]\n  continueArgs: [resume, --last]\n  \
+                 stateEnv: {name: CODEX_HOME, path: .codex}\n  retention: {days: 0}\n";
+    home.apply("agent.yaml", agent);
+    home.apply("b.yaml", &role.agent_instance_yaml("br", "brief", ""));
+    wait_for_starts(&home, "br", 1);
+    assert!(!home.ok(&["describe", "br"]).contains("Warning"));
+    home.ok(&["set-phase", "br", "kept"]);
+    let described = home.ok(&["describe", "br"]);
+    assert!(
+        described.lines().any(|line| line.starts_with("Warning:")
+            && line.contains("brief deletes a conversation 0 days after its last activity")),
         "{described}"
     );
 }

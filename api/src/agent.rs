@@ -55,6 +55,20 @@ pub struct AgentSpec {
     /// conversation survives every restore and goes with a purge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_env: Option<StateEnv>,
+    /// What a conversation id must look like to the agent; an applied
+    /// `conversationId` that does not fit is refused.
+    #[serde(default, skip_serializing_if = "IdFormat::is_any")]
+    pub id_format: IdFormat,
+    /// How to ask the installed agent its version, and the least version
+    /// each way of starting needs: a way the installed agent lacks is
+    /// skipped, not tried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<VersionRule>,
+    /// How long the agent keeps a conversation, and the setting that keeps
+    /// it longer: a kept session must not come back to a conversation the
+    /// agent deleted meanwhile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<Retention>,
 }
 
 /// An environment variable pointing into the agent's home.
@@ -182,6 +196,21 @@ pub fn builtin() -> Vec<Agent> {
                 resume_args: args(&["--resume", "{id}"]),
                 continue_args: args(&["--continue"]),
                 state_env: state("CLAUDE_CONFIG_DIR", ".claude"),
+                // `--session-id` "must be a valid UUID" (Claude Code CLI
+                // reference, docs.claude.com/en/docs/claude-code/cli-reference).
+                id_format: IdFormat::Uuid,
+                // Transcripts older than `cleanupPeriodDays` (default 30) are
+                // deleted at startup (Claude Code settings,
+                // docs.claude.com/en/docs/claude-code/settings).
+                retention: Some(Retention {
+                    days: 30,
+                    setting: Some(RetentionSetting {
+                        file: "settings.json".into(),
+                        key: "cleanupPeriodDays".into(),
+                        format: RetentionFormat::Days,
+                    }),
+                }),
+                version: None,
             },
         ),
         // Codex chooses its own ids: continue the latest under an isolated
@@ -205,6 +234,31 @@ pub fn builtin() -> Vec<Agent> {
                 resume_args: args(&["--resume", "{id}"]),
                 continue_args: args(&["--resume", "latest"]),
                 state_env: state("GEMINI_CLI_HOME", "."),
+                // Session ids are file-name safe words.
+                id_format: IdFormat::Word,
+                // `--session-id` came in 0.41.0; older versions reject the
+                // unknown flag (yargs strict mode), so those rungs are
+                // skipped rather than failed at every start.
+                version: Some(VersionRule {
+                    probe: args(&["gemini", "--version"]),
+                    minimum: RungMinimums {
+                        mint: Some("0.41.0".into()),
+                        resume: Some("0.41.0".into()),
+                        r#continue: None,
+                    },
+                }),
+                // Chats older than `general.sessionRetention.maxAge` ("30d"
+                // by default) are deleted (Gemini CLI configuration,
+                // geminicli.com/docs/reference/configuration); its settings
+                // file is `.gemini/settings.json` under GEMINI_CLI_HOME.
+                retention: Some(Retention {
+                    days: 30,
+                    setting: Some(RetentionSetting {
+                        file: ".gemini/settings.json".into(),
+                        key: "general.sessionRetention.maxAge".into(),
+                        format: RetentionFormat::Duration,
+                    }),
+                }),
             },
         ),
         // Aider keeps no ids, and its history file defaults to the
@@ -235,4 +289,199 @@ pub fn builtin() -> Vec<Agent> {
         // The image's command, as given: nothing to resume.
         entry("shell", AgentSpec::default()),
     ]
+}
+
+/// What a conversation id must look like to an agent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum IdFormat {
+    /// Any id jackin accepts (1 to 256 bytes, no control characters).
+    #[default]
+    Any,
+    /// A UUID, such as `0f5c3e0a-6a5b-4c7e-9d1f-2b3a4c5d6e7f`.
+    Uuid,
+    /// Letters, digits, `-` and `_`.
+    Word,
+}
+
+impl IdFormat {
+    pub fn is_any(&self) -> bool {
+        *self == Self::Any
+    }
+
+    /// Whether `id` is one the agent takes.
+    pub fn fits(self, id: &str) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Uuid => {
+                id.len() == 36
+                    && id.char_indices().all(|(at, c)| match at {
+                        8 | 13 | 18 | 23 => c == '-',
+                        _ => c.is_ascii_hexdigit(),
+                    })
+            }
+            Self::Word => {
+                !id.is_empty()
+                    && id
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            }
+        }
+    }
+
+    /// What the format asks, for an error message.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Any => "any id",
+            Self::Uuid => "a UUID (8-4-4-4-12 hexadecimal digits)",
+            Self::Word => "letters, digits, '-' and '_' only",
+        }
+    }
+}
+
+/// How to learn the installed agent's version, and what each rung needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VersionRule {
+    /// The argv that prints the version, run once per image in a throwaway
+    /// container; the first `N.N` or `N.N.N` it prints is the version.
+    pub probe: Vec<String>,
+    /// The least version each rung needs.
+    #[serde(default)]
+    pub minimum: RungMinimums,
+}
+
+/// The least version of the agent each rung needs (`N.N.N`); none: any.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RungMinimums {
+    /// For `mintArgs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mint: Option<String>,
+    /// For `resumeArgs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<String>,
+    /// For `continueArgs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r#continue: Option<String>,
+}
+
+/// A version as numbers (`0.41.0` is `[0, 41, 0]`), compared part by part;
+/// a missing part is 0. `None` unless `text` is two or three dot-separated
+/// numbers.
+pub fn parse_version(text: &str) -> Option<Vec<u64>> {
+    let parts: Vec<u64> = text
+        .split('.')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    (2..=3).contains(&parts.len()).then_some(parts)
+}
+
+/// The first version (`N.N` or `N.N.N`) in a program's output, such as
+/// `gemini --version` prints.
+pub fn find_version(output: &str) -> Option<String> {
+    output
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map(|word| word.trim_matches('.'))
+        .find(|word| parse_version(word).is_some())
+        .map(str::to_owned)
+}
+
+/// Whether `installed` is at least `minimum` (both as [`parse_version`]
+/// reads them; an unreadable one is not).
+pub fn at_least(installed: &str, minimum: &str) -> bool {
+    match (parse_version(installed), parse_version(minimum)) {
+        (Some(mut have), Some(mut need)) => {
+            have.resize(3, 0);
+            need.resize(3, 0);
+            have >= need
+        }
+        _ => false,
+    }
+}
+
+/// How long an agent keeps a conversation on its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Retention {
+    /// Days after its last activity that the agent deletes a conversation.
+    pub days: u32,
+    /// The agent's setting that changes that, which jackin sets in the
+    /// unit before every start so that the conversation lasts as long as
+    /// the session may be kept. Without one, `describe` and `launch` warn
+    /// when a kept session is older than `days`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setting: Option<RetentionSetting>,
+}
+
+/// A value in one of the agent's JSON settings files.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RetentionSetting {
+    /// The settings file, relative to the `stateEnv` path.
+    pub file: String,
+    /// The setting's key, with `.` between nested objects.
+    pub key: String,
+    /// How the setting spells a number of days.
+    pub format: RetentionFormat,
+}
+
+/// How a retention setting spells a number of days.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum RetentionFormat {
+    /// A number: `36500`.
+    #[default]
+    Days,
+    /// A duration string: `"36500d"`.
+    Duration,
+}
+
+/// How long jackin asks an agent to keep conversations: a kept session has
+/// no end date, so about a century.
+pub const KEPT_RETENTION_DAYS: u32 = 36_500;
+
+impl RetentionFormat {
+    /// The setting's value for `days`.
+    pub fn value(self, days: u32) -> serde_json::Value {
+        match self {
+            Self::Days => serde_json::Value::from(days),
+            Self::Duration => serde_json::Value::from(format!("{days}d")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_found_and_compared_part_by_part() {
+        assert_eq!(find_version("0.40.1\n").as_deref(), Some("0.40.1"));
+        assert_eq!(
+            find_version("gemini-cli version v0.41.2 (build 7)").as_deref(),
+            Some("0.41.2")
+        );
+        assert_eq!(find_version("codex-cli 1.2").as_deref(), Some("1.2"));
+        assert_eq!(find_version("no version here 7"), None);
+        assert!(at_least("0.41.0", "0.41.0"));
+        assert!(at_least("0.41", "0.41.0"));
+        assert!(at_least("0.100.0", "0.41.0"), "numbers, not text");
+        assert!(!at_least("0.40.9", "0.41.0"));
+        assert!(!at_least("garbage", "0.41.0"));
+    }
+
+    #[test]
+    fn id_formats_take_what_the_agents_take() {
+        let uuid = "0f5c3e0a-6a5b-4c7e-9d1f-2b3a4c5d6e7f";
+        assert!(IdFormat::Uuid.fits(uuid));
+        for bad in ["0f5c3e0a6a5b4c7e9d1f2b3a4c5d6e7f", "session-1", ""] {
+            assert!(!IdFormat::Uuid.fits(bad), "{bad}");
+        }
+        assert!(IdFormat::Word.fits("session_1-a"));
+        for bad in ["a b", "a/b", "a.b", ""] {
+            assert!(!IdFormat::Word.fits(bad), "{bad}");
+        }
+        assert!(IdFormat::Any.fits("a b/c"));
+    }
 }

@@ -24,6 +24,32 @@ pub struct Instance {
 impl Instance {
     pub const KIND: &'static str = "Instance";
 
+    /// A warning when this kept session ended longer ago than its agent
+    /// keeps a conversation, and jackin has no setting to keep it longer:
+    /// the agent may have deleted the conversation, and the next start
+    /// would then begin anew.
+    pub fn retention_warning(&self, now: Timestamp) -> Option<String> {
+        let status = self.status.as_ref()?;
+        if status.phase != Some(InstancePhase::Kept) {
+            return None;
+        }
+        let agent = status.recipe.as_ref()?.agent.as_ref()?;
+        let retention = agent.spec.retention.as_ref()?;
+        if retention.setting.is_some() || agent.strategy == Strategy::None {
+            return None;
+        }
+        let ended = status.session.as_ref()?.finished_at?;
+        let days = now.duration_since(ended).as_secs() / 86_400;
+        (days >= i64::from(retention.days)).then(|| {
+            format!(
+                "{} deletes a conversation {} days after its last activity, and this session \
+                 ended {days} days ago: its conversation may be gone, and the next start may \
+                 begin anew",
+                agent.name, retention.days
+            )
+        })
+    }
+
     /// The status, defaulted when the object has never been observed.
     pub fn status_or_default(&self) -> InstanceStatus {
         self.status.clone().unwrap_or_default()
@@ -457,8 +483,13 @@ pub enum StartKind {
     Minted,
     /// The conversation jackin chose, resumed by its id.
     ResumedById,
-    /// The latest conversation in the working directory.
-    ContinuedLatest,
+    /// The agent was asked to continue its latest conversation in the
+    /// working directory. Whether there was one is the agent's to decide:
+    /// codex, gemini, opencode and aider start a new conversation, and
+    /// succeed, when there is none. (Reports and statuses written before
+    /// this name said `continued-latest`.)
+    #[serde(rename = "continue-requested", alias = "continued-latest")]
+    ContinueRequested,
     /// A new conversation (the agent's own launch, or the command as given).
     Fresh,
 }
@@ -467,7 +498,7 @@ impl StartKind {
     pub const ALL: [StartKind; 4] = [
         Self::Minted,
         Self::ResumedById,
-        Self::ContinuedLatest,
+        Self::ContinueRequested,
         Self::Fresh,
     ];
 
@@ -475,13 +506,16 @@ impl StartKind {
         match self {
             Self::Minted => "minted",
             Self::ResumedById => "resumed-by-id",
-            Self::ContinuedLatest => "continued-latest",
+            Self::ContinueRequested => "continue-requested",
             Self::Fresh => "fresh",
         }
     }
 
     pub fn parse(word: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == word)
+        match word {
+            "continued-latest" => Some(Self::ContinueRequested),
+            _ => Self::ALL.into_iter().find(|k| k.as_str() == word),
+        }
     }
 }
 
@@ -621,6 +655,11 @@ pub struct PinnedAgent {
     /// The strategy this session resumes with: the entry's, or `none` when
     /// the instance opted out or its command is not the agent's program.
     pub strategy: Strategy,
+    /// The agent's version, as the entry's probe found it in the pinned
+    /// image; absent when the entry has no probe, or the probe printed no
+    /// version (then no rung is skipped for its version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 /// Which rung of the restore ladder brought the container back, and when.

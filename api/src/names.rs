@@ -177,6 +177,9 @@ pub mod reason {
     pub const NOT_FOUND: &str = "NotFound";
     // Events of the agent's start.
     pub const AGENT_FALLBACK: &str = "AgentFallback";
+    /// The installed agent is too old for some ways of starting it; they
+    /// are skipped.
+    pub const AGENT_RUNGS_SKIPPED: &str = "AgentRungsSkipped";
     // Idle hooks: one command's outcome, what followed the commands, and
     // the IdleRestart condition's reason.
     pub const IDLE_HOOK: &str = "IdleHook";

@@ -612,6 +612,60 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
             );
         }
     }
+    if let Some(version) = &spec.version {
+        if version.probe.first().is_none_or(String::is_empty) {
+            errors.push(
+                "spec.version.probe",
+                "expected the argv that prints the version, e.g. [gemini, --version]",
+            );
+        }
+        plan_args(&mut errors, "spec.version.probe", &version.probe);
+        let minimum = &version.minimum;
+        for (at, value) in [
+            ("mint", &minimum.mint),
+            ("resume", &minimum.resume),
+            ("continue", &minimum.r#continue),
+        ] {
+            if let Some(value) = value
+                && crate::agent::parse_version(value).is_none()
+            {
+                errors.push(
+                    format!("spec.version.minimum.{at}"),
+                    format!("expected a version such as 0.41.0, not {value:?}"),
+                );
+            }
+        }
+    }
+    if let Some(setting) = spec.retention.as_ref().and_then(|r| r.setting.as_ref()) {
+        if spec
+            .state_env
+            .as_ref()
+            .is_none_or(|state| state.kind != crate::agent::StateKind::Directory)
+        {
+            errors.push(
+                "spec.retention.setting",
+                "names a file under the agent's state directory: set spec.stateEnv to a \
+                 directory",
+            );
+        }
+        let file = &setting.file;
+        if file.is_empty()
+            || file.starts_with('/')
+            || file.split('/').any(|part| part == ".." || part.is_empty())
+            || file.chars().any(char::is_control)
+        {
+            errors.push(
+                "spec.retention.setting.file",
+                "expected a file path relative to the stateEnv path, without '..'",
+            );
+        }
+        if setting.key.split('.').any(str::is_empty) || setting.key.chars().any(char::is_control) {
+            errors.push(
+                "spec.retention.setting.key",
+                "expected a key such as general.sessionRetention.maxAge",
+            );
+        }
+    }
     errors.into_result()
 }
 
@@ -682,6 +736,54 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
 mod tests {
     use super::*;
     use crate::instance::{EnvSource, InstanceSpec, RoleRef};
+
+    /// Every built-in entry is valid, and a version rule or retention
+    /// setting that could not work is refused at its field.
+    #[test]
+    fn agent_versions_and_retention_settings_are_checked() {
+        for entry in crate::agent::builtin() {
+            assert_eq!(agent(&entry), Ok(()), "{}", entry.metadata.name);
+        }
+        let mut gemini = crate::agent::builtin()
+            .into_iter()
+            .find(|a| a.metadata.name == "gemini")
+            .unwrap();
+        let rule = gemini.spec.version.as_mut().unwrap();
+        rule.minimum.mint = Some("new".into());
+        rule.probe.clear();
+        let setting = gemini
+            .spec
+            .retention
+            .as_mut()
+            .unwrap()
+            .setting
+            .as_mut()
+            .unwrap();
+        setting.file = "../outside.json".into();
+        setting.key = "general..maxAge".into();
+        let fields: Vec<String> = agent(&gemini)
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.path)
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.version.probe",
+                "spec.version.minimum.mint",
+                "spec.retention.setting.file",
+                "spec.retention.setting.key",
+            ]
+        );
+        gemini.spec.state_env = None;
+        gemini.spec.retention.as_mut().unwrap().setting = Some(Default::default());
+        assert!(
+            agent(&gemini)
+                .unwrap_err()
+                .iter()
+                .any(|e| e.path == "spec.retention.setting")
+        );
+    }
 
     fn sample() -> Instance {
         Instance {

@@ -6,6 +6,7 @@ use anyhow::Result;
 use jackin_api::agent::Strategy;
 use jackin_api::instance::{
     Conversation, IdleStatus, InstancePhase, MountStatus, OutcomeSource, SessionOutcome, SettledBy,
+    StartKind,
 };
 use jackin_api::meta::find_condition;
 use jackin_api::names::condition;
@@ -515,6 +516,13 @@ pub fn conversation_summary(conversation: &Conversation) -> String {
         Strategy::None => "not resumed: every start is new".to_owned(),
     };
     let last = match conversation.last_start {
+        // The agents that continue "the latest conversation here" start a
+        // new one, and succeed, when there is none: jackin asked, and does
+        // not know what the agent found.
+        Some(kind @ StartKind::ContinueRequested) => format!(
+            "; last started {kind} (asked to continue its latest conversation here; whether \
+             there was one is the agent's to say)"
+        ),
         Some(kind) => format!("; last started {kind}"),
         None => "; not started yet".to_owned(),
     };
@@ -693,6 +701,9 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
     field("Agent", spec.agent.clone());
     if let Some(conversation) = &status.conversation {
         field("Conversation", conversation_summary(conversation));
+    }
+    if let Some(warning) = obj.retention_warning(now) {
+        field("Warning", warning);
     }
     if let Some(idle) = &status.idle {
         field("Idle", idle_summary(idle, now));

@@ -358,6 +358,9 @@ impl Reconciler {
                 crate::fault::crash_point(step.kind());
                 return Ok(true);
             }
+            if *step == Step::PinRecipe {
+                skipped_rungs_event(self.layout(), &guard.container, &guard.obj);
+            }
             if let (Step::StartContainer { .. }, Some(tier)) = (step, plan.tier) {
                 guard.obj.status.get_or_insert_default().restore = Some(RestoreRecord {
                     tier,
@@ -736,6 +739,38 @@ pub fn already_converged(
 }
 
 /// The id of the image `obj`'s pinned recipe runs, if it has one.
+/// Says, when a recipe is pinned, which ways of starting the agent its
+/// installed version lacks (they are left out of every start).
+fn skipped_rungs_event(layout: &Layout, container: &str, obj: &Instance) {
+    let Some(agent) = obj
+        .status
+        .as_ref()
+        .and_then(|s| s.recipe.as_ref())
+        .and_then(|r| r.agent.as_ref())
+    else {
+        return;
+    };
+    let skipped = resume::skipped_rungs(agent);
+    if skipped.is_empty() {
+        return;
+    }
+    let rungs: Vec<String> = skipped
+        .iter()
+        .map(|(rung, needs)| format!("{rung} (needs {needs})"))
+        .collect();
+    crate::events::record(
+        layout,
+        container,
+        reason::AGENT_RUNGS_SKIPPED,
+        &format!(
+            "{} {} in the image is older than some ways of starting it need; skipped: {}",
+            agent.name,
+            agent.version.as_deref().unwrap_or_default(),
+            rungs.join(", ")
+        ),
+    );
+}
+
 fn pinned_image(obj: &Instance) -> Option<&str> {
     let recipe = obj.status.as_ref()?.recipe.as_ref()?;
     Some(recipe.image_id.as_str()).filter(|id| !id.is_empty())

@@ -28,6 +28,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use jackin_api::agent::AgentSpec;
 use jackin_api::names::label;
 use jackin_api::redact::json_error;
 use jackin_api::{Agent, Instance, Object, ObjectMeta, Workspace, manifest};
@@ -350,7 +351,7 @@ impl Store {
     pub fn check(&self, objects: &[Object]) -> Result<(), SourceError> {
         let mut refusals = Vec::new();
         let index = self.index()?;
-        let mut agents_known: HashMap<&str, bool> = HashMap::new();
+        let mut agents_known: HashMap<&str, Option<AgentSpec>> = HashMap::new();
         for obj in objects {
             let Object::Instance(instance) = obj else {
                 if let Err(e) = self.plan_object(obj) {
@@ -364,22 +365,36 @@ impl Store {
                 refusals.push(e.to_string());
             }
             let agent = &instance.spec.agent;
-            let in_input = objects
-                .iter()
-                .any(|o| matches!(o, Object::Agent(a) if &a.metadata.name == agent));
-            let known = match agents_known.get(agent.as_str()) {
-                Some(known) => *known,
-                None => {
-                    let known = self.resolve_agent(agent)?.is_some();
-                    agents_known.insert(agent, known);
+            let in_input = objects.iter().find_map(|o| match o {
+                Object::Agent(a) if &a.metadata.name == agent => Some(a.spec.clone()),
+                _ => None,
+            });
+            let spec = match (in_input, agents_known.get(agent.as_str())) {
+                (Some(spec), _) => Some(spec),
+                (None, Some(known)) => known.clone(),
+                (None, None) => {
+                    let known = self.resolve_agent(agent)?.map(|a| a.spec);
+                    agents_known.insert(agent, known.clone());
                     known
                 }
             };
-            if !in_input && !known {
+            let Some(spec) = spec else {
                 refusals.push(format!(
                     "instance/{}: no agent is named {agent:?} (`jackin get agents` lists them; \
                      apply an Agent to add one)",
                     instance.metadata.name
+                ));
+                continue;
+            };
+            // The agent would refuse the id at its first start.
+            if let Some(id) = &instance.spec.conversation_id
+                && !spec.id_format.fits(id)
+            {
+                refusals.push(format!(
+                    "instance/{}: spec.conversationId: {agent} takes {}, not {id:?} \
+                     (omit conversationId and jackin chooses one)",
+                    instance.metadata.name,
+                    spec.id_format.describe()
                 ));
             }
         }
@@ -570,7 +585,7 @@ impl Spec for Workspace {
 }
 
 impl Spec for Agent {
-    type Spec = jackin_api::AgentSpec;
+    type Spec = AgentSpec;
     fn spec(&self) -> &Self::Spec {
         &self.spec
     }

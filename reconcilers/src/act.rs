@@ -381,6 +381,12 @@ async fn pin(
     if let Some(program) = pinned.command.first() {
         check_program(ctx, &pinned.image, &pinned.image_id, program).await?;
     }
+    // The rungs the installed agent knows depend on its version.
+    if let Some(agent) = pinned.agent.as_mut()
+        && let Some(rule) = &agent.spec.version
+    {
+        agent.version = agent_version(ctx, &pinned.image_id, &rule.probe).await?;
+    }
     if pinned.command.is_empty() {
         pinned.command = defaults.command;
         if pinned.command.is_empty() {
@@ -447,23 +453,42 @@ fn volume_mount(volume: &str, target: &str, read_only: bool) -> Mount {
     }
 }
 
-/// The programs found in images, by image id: an image is immutable, so a
-/// program found once is there for good, and launching many instances of
-/// one image probes it once: instances launched together wait for the one
-/// probe under way rather than each starting its own.
+/// What probes found in images, by image id: an image is immutable, so a
+/// program found once is there for good (and its version stays what it
+/// was), and launching many instances of one image probes it once:
+/// instances launched together wait for the one probe under way rather
+/// than each starting its own.
 #[derive(Debug, Default)]
-pub struct ProgramsFound(std::sync::Mutex<std::collections::HashMap<(String, String), Answer>>);
+pub struct ProgramsFound {
+    /// By (image id, program): whether it is there.
+    programs: Answers<String, ()>,
+    /// By (image id, version probe): the version it printed.
+    versions: Answers<Vec<String>, Option<String>>,
+}
 
-/// Set once a program was found; probed by the first who asks.
-type Answer = std::sync::Arc<tokio::sync::OnceCell<()>>;
+/// Set once found; probed by the first who asks.
+type Answer<T> = std::sync::Arc<tokio::sync::OnceCell<T>>;
+
+/// The answers of one kind of probe, by image id and what was asked.
+type Answers<Q, T> = std::sync::Mutex<std::collections::HashMap<(String, Q), Answer<T>>>;
 
 impl ProgramsFound {
     /// The answer for `program` in `image_id`, shared by every caller.
-    fn answer(&self, image_id: &str, program: &str) -> Answer {
-        self.0
+    fn program(&self, image_id: &str, program: &str) -> Answer<()> {
+        self.programs
             .lock()
             .expect("the map is never poisoned")
             .entry((image_id.to_owned(), program.to_owned()))
+            .or_default()
+            .clone()
+    }
+
+    /// The answer of the version probe `argv` in `image_id`.
+    fn version(&self, image_id: &str, argv: &[String]) -> Answer<Option<String>> {
+        self.versions
+            .lock()
+            .expect("the map is never poisoned")
+            .entry((image_id.to_owned(), argv.to_vec()))
             .or_default()
             .clone()
     }
@@ -477,12 +502,45 @@ async fn check_program(
     image_id: &str,
     program: &str,
 ) -> Result<(), ActError> {
-    let answer = ctx.found.answer(image_id, program);
+    let answer = ctx.found.program(image_id, program);
     // A missing program is not remembered: the next launch looks again.
     answer
         .get_or_try_init(|| probe_program(ctx, image, image_id, program))
         .await?;
     Ok(())
+}
+
+/// The agent's version in the image, as `probe` prints it (once per image
+/// and probe): `None` when it printed no version or did not run.
+async fn agent_version(
+    ctx: &Context<'_>,
+    image_id: &str,
+    probe: &[String],
+) -> Result<Option<String>, ActError> {
+    let answer = ctx.found.version(image_id, probe);
+    let found = answer
+        .get_or_try_init(|| async {
+            let ran = ctx
+                .engine
+                .probe(image_id, probe.to_vec(), probe_labels(ctx))
+                .await?;
+            Ok::<_, ActError>(match ran.exit_code {
+                Some(0) => jackin_api::agent::find_version(&ran.output),
+                _ => None,
+            })
+        })
+        .await?;
+    Ok(found.clone())
+}
+
+/// A probe container is labelled as this home's and no instance's: a sweep
+/// removes one that a crash left behind.
+fn probe_labels(ctx: &Context<'_>) -> std::collections::HashMap<String, String> {
+    [
+        (label::MANAGED.to_owned(), "true".to_owned()),
+        (label::HOME.to_owned(), ctx.home_id.clone()),
+    ]
+    .into()
 }
 
 /// Runs `command -v PROGRAM` in a throwaway container of the image.
@@ -499,15 +557,13 @@ async fn probe_program(
         "probe".to_owned(),
         program.to_owned(),
     ];
-    // Labelled as this home's and no instance's: a sweep removes a probe
-    // that a crash left behind.
-    let labels = [
-        (label::MANAGED.to_owned(), "true".to_owned()),
-        (label::HOME.to_owned(), ctx.home_id.clone()),
-    ]
-    .into();
-    match ctx.engine.probe(image_id, argv, labels).await? {
-        0 => Ok(()),
+    match ctx
+        .engine
+        .probe(image_id, argv, probe_labels(ctx))
+        .await?
+        .exit_code
+    {
+        Some(0) => Ok(()),
         _ => Err(ActError::AgentMissing {
             program: program.to_owned(),
             image: image.to_owned(),
@@ -578,7 +634,44 @@ async fn write_start_plan(
     blocking(move || {
         resume::write_plan(&writing, &unit, &rungs).map_err(io(&resume::plan_file(&writing, &unit)))
     })
-    .await
+    .await?;
+    keep_conversations(layout, container, obj).await;
+    Ok(())
+}
+
+/// Before every start, the agent's own retention setting (claude's
+/// `cleanupPeriodDays`, gemini's session retention) is raised in the unit,
+/// so that a long-kept session comes back to its conversation. Only where
+/// the agent's state is in the unit (not where the operator pointed it);
+/// a settings file jackin cannot read is left alone, with a warning.
+async fn keep_conversations(layout: &Layout, container: &str, obj: &Instance) {
+    let Some(recipe) = obj.status.as_ref().and_then(|s| s.recipe.as_ref()) else {
+        return;
+    };
+    let Some(agent) = recipe.agent.as_ref() else {
+        return;
+    };
+    let (Some(state), Some(setting)) = (
+        agent.spec.state_env.clone(),
+        agent
+            .spec
+            .retention
+            .as_ref()
+            .and_then(|r| r.setting.clone()),
+    ) else {
+        return;
+    };
+    if recipe.env.iter().any(|v| v.name == state.name) {
+        return;
+    }
+    let home = layout.unit_dir(container).join("home");
+    let kept = tokio::task::spawn_blocking(move || {
+        crate::retention::keep_conversations(&home, &state.path, &setting)
+    })
+    .await;
+    if let Ok(Err(why)) = kept {
+        tracing::warn!(container, "the agent's retention setting: {why}");
+    }
 }
 
 async fn create_container(

@@ -174,7 +174,7 @@ pub trait EngineCalls: Send + Sync {
         image: &'a str,
         argv: Vec<String>,
         labels: HashMap<String, String>,
-    ) -> BoxFuture<'a, Result<i64, EngineError>>;
+    ) -> BoxFuture<'a, Result<ExecOutcome, EngineError>>;
     fn exec_attached<'a>(
         &'a self,
         id: &'a str,
@@ -237,6 +237,20 @@ pub struct ExecOutcome {
 
 /// How much of an exec's output is kept: its end.
 pub const EXEC_OUTPUT_BYTES: usize = 4096;
+
+/// Adds `chunk` to `output`, keeping (about) the last [`EXEC_OUTPUT_BYTES`].
+fn keep_tail(output: &mut Vec<u8>, chunk: &[u8]) {
+    output.extend_from_slice(chunk);
+    if output.len() > 2 * EXEC_OUTPUT_BYTES {
+        output.drain(..output.len() - EXEC_OUTPUT_BYTES);
+    }
+}
+
+/// The last [`EXEC_OUTPUT_BYTES`] of `output`, as text.
+fn tail_text(output: &[u8]) -> String {
+    let start = output.len().saturating_sub(EXEC_OUTPUT_BYTES);
+    String::from_utf8_lossy(&output[start..]).into_owned()
+}
 
 /// A connection to one engine. Every call goes through here, so
 /// [`Engine::calls`] counts them all: the measure of what a pass costs.
@@ -563,14 +577,15 @@ impl Engine {
     }
 
     /// Runs `argv` in a throwaway container of `image` to its end, and
-    /// removes it; returns the exit code. `labels` mark the container so
-    /// that a sweep removes it should jackin die meanwhile.
+    /// removes it; returns its exit code and the end of its output. `labels`
+    /// mark the container so that a sweep removes it should jackin die
+    /// meanwhile.
     pub async fn probe(
         &self,
         image: &str,
         argv: Vec<String>,
         labels: HashMap<String, String>,
-    ) -> Result<i64, EngineError> {
+    ) -> Result<ExecOutcome, EngineError> {
         self.count().probe(image, argv, labels).await
     }
 }
@@ -1065,13 +1080,9 @@ impl EngineCalls for DockerCalls {
             {
                 while let Some(chunk) = stream.next().await {
                     let chunk = chunk.map_err(|e| self.classify(&what, e))?;
-                    output.extend_from_slice(&chunk.into_bytes());
-                    if output.len() > 2 * EXEC_OUTPUT_BYTES {
-                        output.drain(..output.len() - EXEC_OUTPUT_BYTES);
-                    }
+                    keep_tail(&mut output, &chunk.into_bytes());
                 }
             }
-            let start = output.len().saturating_sub(EXEC_OUTPUT_BYTES);
             let inspected = self
                 .docker
                 .inspect_exec(&exec_id)
@@ -1079,7 +1090,7 @@ impl EngineCalls for DockerCalls {
                 .map_err(|e| self.classify(&what, e))?;
             Ok(ExecOutcome {
                 exit_code: inspected.exit_code,
-                output: String::from_utf8_lossy(&output[start..]).into_owned(),
+                output: tail_text(&output),
             })
         })
     }
@@ -1157,7 +1168,7 @@ impl EngineCalls for DockerCalls {
         image: &'a str,
         argv: Vec<String>,
         labels: HashMap<String, String>,
-    ) -> BoxFuture<'a, Result<i64, EngineError>> {
+    ) -> BoxFuture<'a, Result<ExecOutcome, EngineError>> {
         Box::pin(async move {
             let name = format!("jackin-probe-{}", uuid::Uuid::new_v4().simple());
             let body = ContainerCreateBody {
@@ -1175,7 +1186,15 @@ impl EngineCalls for DockerCalls {
                 for _ in 0..300 {
                     let state = self.inspect_container(&name).await?.and_then(|c| c.state);
                     if let Some(state) = state.filter(|s| s.running != Some(true)) {
-                        return Ok(state.exit_code.unwrap_or(-1));
+                        let mut output = Vec::new();
+                        let mut logs = self.logs(&name, LogsRequest::default());
+                        while let Some(chunk) = logs.next().await {
+                            keep_tail(&mut output, &chunk?);
+                        }
+                        return Ok(ExecOutcome {
+                            exit_code: Some(state.exit_code.unwrap_or(-1)),
+                            output: tail_text(&output),
+                        });
                     }
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 }

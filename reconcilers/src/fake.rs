@@ -729,15 +729,18 @@ impl EngineCalls for FakeEngine {
         ready(Ok(()))
     }
 
-    /// Every probe finds what it looks for.
+    /// Every probe finds what it looks for, and prints nothing.
     fn probe<'a>(
         &'a self,
         image: &'a str,
         _argv: Vec<String>,
         _labels: HashMap<String, String>,
-    ) -> BoxFuture<'a, Result<i64, EngineError>> {
+    ) -> BoxFuture<'a, Result<ExecOutcome, EngineError>> {
         let result = self.check().and_then(|()| match self.state().image(image) {
-            Some(_) => Ok(0),
+            Some(_) => Ok(ExecOutcome {
+                exit_code: Some(0),
+                output: String::new(),
+            }),
             None => Err(refused("probe", 404, format!("No such image: {image}"))),
         });
         ready(result)

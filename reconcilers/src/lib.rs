@@ -22,6 +22,7 @@ pub mod observe;
 pub mod policy;
 pub mod recipe;
 pub mod resume;
+pub mod retention;
 pub mod sandbox;
 pub mod secrets;
 pub mod session;

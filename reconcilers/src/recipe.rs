@@ -115,6 +115,8 @@ fn pin_agent(
         source: entry.source.to_owned(),
         spec: entry.spec.clone(),
         strategy,
+        // Probed with the image, when the recipe is pinned.
+        version: None,
     };
     (command, Some(pinned))
 }

@@ -10,10 +10,15 @@
 //! rungs, best first:
 //!
 //! 1. the first start of a conversation jackin names: `minted` (launch +
-//!    `mintArgs`);
-//! 2. later starts: `resumed-by-id` (launch + `resumeArgs`);
-//! 3. `continued-latest` (launch + `continueArgs`);
+//!    `mintArgs`), then `resumed-by-id`;
+//! 2. later starts: `resumed-by-id` (launch + `resumeArgs`), then `minted`
+//!    again (the first conversation may have left nothing to resume);
+//! 3. `continue-requested` (launch + `continueArgs`): the agent continues
+//!    its latest conversation if it has one, and decides that itself;
 //! 4. `fresh`: the launch argv alone, or the command as given.
+//!
+//! A rung the installed agent's version lacks (the entry's `version`
+//! rule, probed once per image) is left out.
 //!
 //! The wrapper reports what it did in `state/agent-start` (the agent can
 //! write `state/`, so the report is read like the completion marker: small,
@@ -22,8 +27,8 @@
 
 use std::path::{Path, PathBuf};
 
-use jackin_api::agent::{Strategy, fill};
-use jackin_api::instance::{Conversation, Recipe, StartKind};
+use jackin_api::agent::{Strategy, at_least, fill};
+use jackin_api::instance::{Conversation, PinnedAgent, Recipe, StartKind};
 
 use crate::fsutil::{read_untrusted, write_atomic};
 use crate::layout::Layout;
@@ -71,7 +76,8 @@ pub fn report_unseen(layout: &Layout, container: &str, seen: Option<&str>) -> bo
     }
 }
 
-/// The rungs of the next start, best first; the last always runs.
+/// The rungs of the next start, best first; the last always runs. A rung
+/// the installed agent is too old for (see [`skipped_rungs`]) is left out.
 pub fn ladder(
     recipe: &Recipe,
     conversation: Option<&Conversation>,
@@ -86,29 +92,52 @@ pub fn ladder(
         argv.extend(fill(args, id));
         argv
     };
+    let skipped: Vec<StartKind> = skipped_rungs(agent).into_iter().map(|(k, _)| k).collect();
     let started_before = conversation.is_some_and(|c| c.last_start.is_some());
     let mut rungs = Vec::new();
-    match (agent.strategy, conversation.and_then(|c| c.id.as_deref())) {
-        (Strategy::Id, Some(id)) => {
-            // A first start whose report never reached jackin may have made
-            // the conversation already: minting again fails at once and
-            // the ladder resumes it.
-            if !started_before {
-                rungs.push((StartKind::Minted, with(&agent.spec.mint_args, id)));
-            }
-            rungs.push((StartKind::ResumedById, with(&agent.spec.resume_args, id)));
+    if let (Strategy::Id, Some(id)) = (agent.strategy, conversation.and_then(|c| c.id.as_deref())) {
+        let mint = (StartKind::Minted, with(&agent.spec.mint_args, id));
+        let resume = (StartKind::ResumedById, with(&agent.spec.resume_args, id));
+        // Both orders are safe: the agents refuse to mint an id that exists
+        // (so a first start whose report never reached jackin resumes), and
+        // to resume one that does not (so an id whose first conversation
+        // left no transcript is minted again, not given up).
+        if started_before {
+            rungs.extend([resume, mint]);
+        } else {
+            rungs.extend([mint, resume]);
         }
-        (Strategy::Id | Strategy::Latest, _) | (Strategy::None, _) => {}
     }
     let can_continue = agent.strategy != Strategy::None && !agent.spec.continue_args.is_empty();
     if can_continue && (started_before || agent.strategy == Strategy::Id) {
         rungs.push((
-            StartKind::ContinuedLatest,
+            StartKind::ContinueRequested,
             with(&agent.spec.continue_args, ""),
         ));
     }
+    rungs.retain(|(kind, _)| !skipped.contains(kind));
     rungs.push(fresh);
     rungs
+}
+
+/// The rungs the pinned agent's version is too old for, each with the
+/// version it needs. Without a version found, none: the agent is tried.
+pub fn skipped_rungs(agent: &PinnedAgent) -> Vec<(StartKind, String)> {
+    let (Some(rule), Some(installed)) = (&agent.spec.version, &agent.version) else {
+        return Vec::new();
+    };
+    let minimum = &rule.minimum;
+    [
+        (StartKind::Minted, &minimum.mint),
+        (StartKind::ResumedById, &minimum.resume),
+        (StartKind::ContinueRequested, &minimum.r#continue),
+    ]
+    .into_iter()
+    .filter_map(|(kind, needs)| {
+        let needs = needs.as_ref()?;
+        (!at_least(installed, needs)).then(|| (kind, needs.clone()))
+    })
+    .collect()
 }
 
 /// The plan as the wrapper reads it: `grace N`, then per rung a `rung KIND`
@@ -269,6 +298,7 @@ mod tests {
                 source: "builtin".into(),
                 spec,
                 strategy,
+                version: None,
             }),
             ..Default::default()
         }
@@ -294,8 +324,11 @@ mod tests {
             .collect()
     }
 
+    /// A first start mints (and resumes, if the first report never reached
+    /// jackin); a later one resumes, and mints the same id again when the
+    /// first conversation left nothing to resume (defect A3).
     #[test]
-    fn claude_mints_first_then_resumes_by_id_then_continues_then_starts_fresh() {
+    fn claude_mints_first_resumes_later_and_mints_again_an_id_never_used() {
         let r = recipe("claude", Strategy::Id);
         let first = ladder(&r, Some(&conversation(Some("u1"), None)));
         assert_eq!(
@@ -303,7 +336,7 @@ mod tests {
             [
                 "minted: claude --session-id u1",
                 "resumed-by-id: claude --resume u1",
-                "continued-latest: claude --continue",
+                "continue-requested: claude --continue",
                 "fresh: claude",
             ]
         );
@@ -312,10 +345,42 @@ mod tests {
             argvs(&later),
             [
                 "resumed-by-id: claude --resume u1",
-                "continued-latest: claude --continue",
+                "minted: claude --session-id u1",
+                "continue-requested: claude --continue",
                 "fresh: claude",
             ]
         );
+    }
+
+    /// Gemini before 0.41 has no `--session-id`: the id rungs are left out
+    /// (and said so, by [`skipped_rungs`]), not failed at every start.
+    #[test]
+    fn rungs_the_installed_version_lacks_are_skipped() {
+        let mut r = recipe("gemini", Strategy::Id);
+        let conv = conversation(Some("g1"), Some(StartKind::Minted));
+        assert_eq!(
+            ladder(&r, Some(&conv)).len(),
+            4,
+            "a version not found skips nothing"
+        );
+        r.agent.as_mut().unwrap().version = Some("0.40.1".into());
+        assert_eq!(
+            argvs(&ladder(&r, Some(&conv))),
+            [
+                "continue-requested: gemini --resume latest",
+                "fresh: gemini"
+            ]
+        );
+        assert_eq!(
+            skipped_rungs(r.agent.as_ref().unwrap()),
+            [
+                (StartKind::Minted, "0.41.0".to_owned()),
+                (StartKind::ResumedById, "0.41.0".to_owned())
+            ]
+        );
+        r.agent.as_mut().unwrap().version = Some("0.41.0".into());
+        assert!(skipped_rungs(r.agent.as_ref().unwrap()).is_empty());
+        assert_eq!(ladder(&r, Some(&conv)).len(), 4);
     }
 
     #[test]
@@ -332,7 +397,7 @@ mod tests {
         };
         assert_eq!(
             argvs(&ladder(&r, Some(&started))),
-            ["continued-latest: codex resume --last", "fresh: codex"]
+            ["continue-requested: codex resume --last", "fresh: codex"]
         );
     }
 
@@ -401,18 +466,18 @@ mod tests {
                 exit_code: 1,
                 error: "no such session".into(),
             }],
-            started: Some(StartKind::ContinuedLatest),
+            started: Some(StartKind::ContinueRequested),
             modified: Some("1700000000000000001".into()),
         };
         assert_eq!(fold_report(&mut conv, &report).len(), 1);
         assert_eq!(conv.report_modified.as_deref(), Some("1700000000000000001"));
         assert_eq!(fold_report(&mut conv, &report).len(), 0);
         assert_eq!(conv.fallbacks, 1);
-        assert_eq!(conv.last_start, Some(StartKind::ContinuedLatest));
+        assert_eq!(conv.last_start, Some(StartKind::ContinueRequested));
         // The same start, read again after one more rung failed.
         let mut later = report.clone();
         later.fallbacks.push(Fallback {
-            rung: StartKind::ContinuedLatest,
+            rung: StartKind::ContinueRequested,
             exit_code: 1,
             error: String::new(),
         });

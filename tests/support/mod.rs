@@ -548,23 +548,30 @@ impl RoleRepo {
     }
 
     /// A role whose image holds the fake agent CLIs
-    /// (`tests/fixtures/fake-agent`, installed as `claude`, `codex` and
-    /// `aider`) and works in `/work`.
+    /// (`tests/fixtures/fake-agent`, installed as `claude`, `codex`,
+    /// `gemini`, `opencode` and `aider`) and works in `/work`.
     pub fn with_fake_agents() -> Self {
+        Self::with_fake_agents_and("")
+    }
+
+    /// [`RoleRepo::with_fake_agents`], with more Dockerfile lines at the end
+    /// (to install another version of a fake, say).
+    pub fn with_fake_agents_and(dockerfile_lines: &str) -> Self {
         let repo = Self::new("agents");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/fake-agent");
         let installed = repo.path().join("fake-agent");
         std::fs::copy(&script, &installed).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&installed, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let links: String = ["claude", "codex", "aider"]
+        let links: String = ["claude", "codex", "gemini", "opencode", "aider"]
             .iter()
             .map(|name| format!("RUN [\"/bin/ln\", \"-s\", \"fake-agent\", \"/bin/{name}\"]\n"))
             .collect();
         std::fs::write(
             repo.path().join("Dockerfile"),
             format!(
-                "FROM {}\nLABEL jackin.test.role={}\nCOPY fake-agent /bin/fake-agent\n{links}WORKDIR /work\n",
+                "FROM {}\nLABEL jackin.test.role={}\nCOPY fake-agent /bin/fake-agent\n{links}WORKDIR /work\n\
+                 {dockerfile_lines}",
                 busybox_image(),
                 repo.role
             ),

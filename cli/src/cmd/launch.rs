@@ -382,7 +382,12 @@ pub async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()
             break None;
         };
         match verify_preserved_state(&store, &found[i], &mut keyboard).await? {
-            Answer::Chose(_) => break Some(i),
+            Answer::Chose(_) => {
+                if let Some(warning) = found[i].retention_warning(Timestamp::now()) {
+                    eprintln!("warning: instance/{}: {warning}", found[i].metadata.name);
+                }
+                break Some(i);
+            }
             Answer::Back => continue,
             Answer::Abort => bail!(
                 "resume aborted: instance/{} is unchanged",
