@@ -654,3 +654,81 @@ fn a_dry_run_purge_shows_the_checkout_removal_and_the_block() {
     assert!(checkout.join("draft.md").exists());
     assert_eq!(home.object("dry")["spec"]["phase"], "Running");
 }
+
+/// Real git in the container (the real-aider image's), in both checkout
+/// kinds: the ordinary commands an agent runs work, repository config
+/// writes included (defect A9). In a worktree they land in the unit's view,
+/// the commit reaches the host's scratch branch checked, and the host's
+/// config and other branches stay the operator's; a clone has all of git.
+#[test]
+fn real_git_works_in_both_checkout_kinds_and_the_host_stays_the_operators() {
+    let image = support::real_agent_image();
+    let home = Home::new();
+    let host = HostRepo::new();
+    let config_before = std::fs::read(host.path().join(".git/config")).unwrap();
+    let mounts = format!(
+        "  image: {image}\n  command: [sleep, \"3600\"]\n  mounts:\n  \
+         - {{src: {src}, dst: /workspace/wt, isolation: worktree}}\n  \
+         - {{src: {src}, dst: /workspace/cl, isolation: clone}}\n",
+        src = host.path().display()
+    );
+    let yaml = support::instance_yaml("real")
+        .replace(&format!("  image: {}\n", support::busybox_image()), "")
+        .replace("  agent: shell\n", &format!("  agent: shell\n{mounts}"));
+    home.apply("real", &yaml);
+    let container = home.container("real");
+    let git_in = |dir: &str, script: &str| {
+        let out = std::process::Command::new("docker")
+            .args(["exec", "-w", dir, "-e", "HOME=/tmp", &container, "sh", "-c"])
+            .arg(format!(
+                "git config --global --add safe.directory '*' && {script}"
+            ))
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let work = "git config user.name agent && git config user.email agent@jackin.dev && \
+                echo work > agent.txt && git add agent.txt && git commit -q -m 'agent work' && \
+                git rev-parse HEAD";
+    for dir in ["/workspace/wt", "/workspace/cl"] {
+        let (ok, out) = git_in(dir, work);
+        assert!(ok, "{dir}: {out}");
+    }
+    let (_, tip) = git_in("/workspace/wt", "git rev-parse HEAD");
+    // A clone has all of git; a worktree makes no ref but its branch.
+    let (ok, out) = git_in(
+        "/workspace/cl",
+        "git branch side && echo more > more.txt && git stash -u -q && git stash list",
+    );
+    assert!(ok && out.contains("stash@{0}"), "{out}");
+    let (ok, out) = git_in("/workspace/wt", "git branch side");
+    assert!(!ok, "a worktree made a branch: {out}");
+
+    // The assessment publishes the worktree's commit into the host.
+    let described = home.ok(&["describe", "real"]);
+    let branch = format!("jackin/scratch/{container}");
+    assert_eq!(
+        git(&host.path(), &["rev-parse", &branch]),
+        tip.trim(),
+        "{described}"
+    );
+    git(&host.path(), &["fsck", "--no-dangling"]);
+    assert_eq!(
+        std::fs::read(host.path().join(".git/config")).unwrap(),
+        config_before,
+        "the agent's config reached the host repository"
+    );
+    assert!(
+        git(&host.path(), &["branch", "--list", "side"]).is_empty(),
+        "no branch of the agent's reaches the host"
+    );
+    home.ok(&["delete", "real", "--force"]);
+    assert_eq!(git(&host.path(), &["rev-parse", &branch]), tip.trim());
+}

@@ -689,3 +689,27 @@ impl Drop for EngineCleanup {
         }
     }
 }
+
+/// The image `scripts/aider-image` built (Debian, with real git and the real
+/// aider), whose tag `scripts/test` hands over in `JACKIN_AIDER_IMAGE`.
+/// Missing, a test fails rather than skip unseen.
+pub fn real_agent_image() -> String {
+    let Some(tag) = std::env::var("JACKIN_AIDER_IMAGE")
+        .ok()
+        .filter(|tag| !tag.is_empty())
+    else {
+        panic!(
+            "JACKIN_AIDER_IMAGE is not set: build the real-aider image first, \
+             `export JACKIN_AIDER_IMAGE=$(scripts/aider-image)` (scripts/test does this)"
+        );
+    };
+    let found = Command::new("docker")
+        .args(["image", "inspect", "--format", "{{.Id}}", &tag])
+        .output()
+        .expect("docker runs");
+    assert!(
+        found.status.success(),
+        "JACKIN_AIDER_IMAGE={tag}, but the engine has no such image: run scripts/aider-image"
+    );
+    tag
+}
