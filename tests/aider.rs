@@ -16,29 +16,6 @@ use std::time::{Duration, Instant};
 
 use support::{Home, docker, git};
 
-/// The image `scripts/aider-image` built. Missing, the test fails: this is
-/// the one test of a real agent, and it is not to be skipped unseen.
-fn aider_image() -> String {
-    let Some(tag) = std::env::var("JACKIN_AIDER_IMAGE")
-        .ok()
-        .filter(|tag| !tag.is_empty())
-    else {
-        panic!(
-            "JACKIN_AIDER_IMAGE is not set: build the real-aider image first, \
-             `export JACKIN_AIDER_IMAGE=$(scripts/aider-image)` (scripts/test does this)"
-        );
-    };
-    let found = std::process::Command::new("docker")
-        .args(["image", "inspect", "--format", "{{.Id}}", &tag])
-        .output()
-        .expect("docker runs");
-    assert!(
-        found.status.success(),
-        "JACKIN_AIDER_IMAGE={tag}, but the engine has no such image: run scripts/aider-image"
-    );
-    tag
-}
-
 /// Files the host repository tracks; aider's banner counts them.
 const TRACKED: [(&str, &str); 4] = [
     ("README.md", "# calc\n"),
@@ -116,6 +93,9 @@ fn aider_instance(name: &str, image: &str, repo: &Path, isolation: &str) -> Stri
     //   newer aider at every launch (aider/versioncheck.py).
     // - AIDER_ANALYTICS_DISABLE (--analytics-disable): never asks to collect
     //   analytics and never sends any.
+    // - COLUMNS: aider prints through rich, which wraps at the terminal's
+    //   width unless COLUMNS says otherwise (rich/console.py, Console.width);
+    //   a worktree's long git path would wrap the banner's "Git repo:" line.
     // - AIDER_SHOW_RELEASE_NOTES (--show-release-notes): at the first run of
     //   a version aider asks whether to open the release notes and waits
     //   (aider/main.py).
@@ -132,7 +112,8 @@ fn aider_instance(name: &str, image: &str, repo: &Path, isolation: &str) -> Stri
          - {{name: AIDER_MODEL_METADATA_FILE, value: /opt/aider/offline-model-metadata.json}}\n    \
          - {{name: AIDER_CHECK_UPDATE, value: 'false'}}\n    \
          - {{name: AIDER_ANALYTICS_DISABLE, value: 'true'}}\n    \
-         - {{name: AIDER_SHOW_RELEASE_NOTES, value: 'false'}}\n",
+         - {{name: AIDER_SHOW_RELEASE_NOTES, value: 'false'}}\n    \
+         - {{name: COLUMNS, value: '400'}}\n",
         repo.display()
     )
 }
@@ -258,7 +239,7 @@ const SEEDED_EXCHANGE: &str = "\n# aider chat started at 2025-01-01 09:00:00\n\n
 
 /// The whole life of one aider session in a checkout of kind `isolation`.
 fn aider_session(isolation: &str) {
-    let image = aider_image();
+    let image = support::real_agent_image();
     let home = Home::new();
     let repo = HostRepo::new();
     let config_before = repo.config();
@@ -368,7 +349,7 @@ fn aider_session(isolation: &str) {
     home.ok(&["controller", "--once"]);
     let conversation = &home.object(&name)["status"]["conversation"];
     assert_eq!(
-        conversation["lastStart"], "continued-latest",
+        conversation["lastStart"], "continue-requested",
         "{conversation}"
     );
     assert_eq!(conversation.get("fallbacks"), None, "{conversation}");
