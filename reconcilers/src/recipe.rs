@@ -8,6 +8,7 @@ use std::io::Read;
 use std::path::Path;
 
 use jackin_api::agent::{AgentSpec, Strategy};
+use jackin_api::credentials::{CredentialSet, PinnedCredentials};
 use jackin_api::instance::{
     Instance, InstanceSpec, MountSpec, PinnedAgent, PinnedDind, Recipe, RoleSource, Sidecar,
 };
@@ -143,6 +144,7 @@ pub fn wanted(
         }
     }
     let uid = obj.metadata.uid.as_deref().unwrap_or_default();
+    let credentials = wanted_credentials(obj, workspace, agent);
     let (command, agent) = pin_agent(spec, agent);
     // A Docker daemon of the agent's own: the sidecar `dind`, and a volume
     // for the client certificates it shares with the agent.
@@ -188,7 +190,40 @@ pub fn wanted(
             .collect(),
         generation: obj.metadata.generation,
         agent,
+        credentials: Some(credentials),
         first_run_at: None,
+    }
+}
+
+/// The credential hand-off the spec asks for: the instance's mode, else its
+/// workspace's, else `sync`; the agent's own set (named after it), then the
+/// workspace's sets, a name alone resolved to the built-in set.
+fn wanted_credentials(
+    obj: &Instance,
+    workspace: Option<&WorkspaceSpec>,
+    agent: Option<&ResolvedAgent>,
+) -> PinnedCredentials {
+    let mode = obj
+        .spec
+        .auth_forward
+        .or_else(|| workspace.and_then(|w| w.auth_forward))
+        .unwrap_or_default();
+    let own = agent.and_then(|a| {
+        a.spec
+            .credentials
+            .as_ref()
+            .filter(|c| !c.is_empty())
+            .map(|c| c.named(&a.name))
+    });
+    let shared = workspace
+        .map(|w| w.credentials.as_slice())
+        .unwrap_or_default()
+        .iter()
+        // Validation refuses a name that is no built-in set.
+        .filter_map(CredentialSet::resolved);
+    PinnedCredentials {
+        mode,
+        sets: own.into_iter().chain(shared).collect(),
     }
 }
 
@@ -248,6 +283,10 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     // volumes are where it was pinned.
     if wanted.engine != pinned.engine {
         fields.push("engine");
+    }
+    // Recipes pinned before the hand-off existed have none to compare.
+    if pinned.credentials.is_some() && wanted.credentials != pinned.credentials {
+        fields.push("credentials (authForward or a credential set)");
     }
     // Recipes pinned before agents were data have no entry to compare.
     let entry = |r: &Recipe| r.agent.as_ref().map(|a| (a.spec.clone(), a.strategy));
