@@ -177,6 +177,11 @@ pub mod reason {
     pub const NOT_FOUND: &str = "NotFound";
     // Events of the agent's start.
     pub const AGENT_FALLBACK: &str = "AgentFallback";
+    // The credential hand-off: what reached the session, what did not, and
+    // (Ready) a destination jackin refused to write through.
+    pub const CREDENTIALS_FORWARDED: &str = "CredentialsForwarded";
+    pub const CREDENTIALS_MISSING: &str = "CredentialsMissing";
+    pub const CREDENTIALS_REFUSED: &str = "CredentialsRefused";
     // Idle hooks: one command's outcome, what followed the commands, and
     // the IdleRestart condition's reason.
     pub const IDLE_HOOK: &str = "IdleHook";
