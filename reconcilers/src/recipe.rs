@@ -288,8 +288,17 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     if pinned.credentials.is_some() && wanted.credentials != pinned.credentials {
         fields.push("credentials (authForward or a credential set)");
     }
-    // Recipes pinned before agents were data have no entry to compare.
-    let entry = |r: &Recipe| r.agent.as_ref().map(|a| (a.spec.clone(), a.strategy));
+    // Recipes pinned before agents were data have no entry to compare. Its
+    // credentials are compared above, with the mode, so that a session
+    // pinned before the hand-off existed reports no change of its entry
+    // for them.
+    let entry = |r: &Recipe| {
+        r.agent.as_ref().map(|a| {
+            let mut spec = a.spec.clone();
+            spec.credentials = None;
+            (spec, a.strategy)
+        })
+    };
     if pinned.agent.is_some() && entry(wanted) != entry(pinned) {
         fields.push("agent (its registry entry)");
     }
@@ -514,6 +523,53 @@ mod tests {
             pin_final_base(text, "sha256:abc"),
             "FROM a AS build\nRUN x\nFROM --platform=linux/amd64 sha256:abc AS final\nCMD y\n"
         );
+    }
+
+    /// A changed mode or set is drift, said once; a session pinned before
+    /// the hand-off existed reports none for it.
+    #[test]
+    fn credential_changes_are_drift_said_once() {
+        use jackin_api::credentials::{AuthForward, Credentials, PinnedCredentials};
+        let agent = |credentials: Option<Credentials>| PinnedAgent {
+            name: "claude".into(),
+            source: "builtin".into(),
+            spec: AgentSpec {
+                launch: vec!["claude".into()],
+                credentials,
+                ..Default::default()
+            },
+            strategy: Strategy::None,
+        };
+        let creds = Credentials {
+            login: Some("log in".into()),
+            ..Default::default()
+        };
+        let wanted = Recipe {
+            agent: Some(agent(Some(creds.clone()))),
+            credentials: Some(PinnedCredentials {
+                mode: AuthForward::Token,
+                sets: vec![creds.named("claude")],
+            }),
+            ..Default::default()
+        };
+        let before = Recipe {
+            agent: Some(agent(None)),
+            credentials: None,
+            ..Default::default()
+        };
+        assert_eq!(drift(&before, &wanted), Vec::<&str>::new());
+        let synced = Recipe {
+            credentials: Some(PinnedCredentials {
+                mode: AuthForward::Sync,
+                ..wanted.credentials.clone().unwrap()
+            }),
+            ..wanted.clone()
+        };
+        assert_eq!(
+            drift(&synced, &wanted),
+            ["credentials (authForward or a credential set)"]
+        );
+        assert_eq!(drift(&wanted, &wanted), Vec::<&str>::new());
     }
 
     #[test]
