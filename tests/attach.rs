@@ -29,8 +29,9 @@ impl Terminal {
     fn start_with_env(home: &Home, args: &str, env: &str) -> Self {
         let name = unique("jackin-tmux");
         let command = format!(
-            "env JACKIN_HOME={} {env} {} {args}; sleep 600",
+            "env JACKIN_HOME={} JACKIN_CREDENTIALS_HOME={} {env} {} {args}; sleep 600",
             home.path().display(),
+            home.operator_home().display(),
             env!("CARGO_BIN_EXE_jackin")
         );
         let status = Command::new("tmux")

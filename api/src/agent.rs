@@ -12,6 +12,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::credentials::{CredentialFile, Credentials, host_env, same_place};
 use crate::meta::{API_VERSION, ObjectMeta};
 
 /// How to run one agent CLI.
@@ -69,6 +70,10 @@ pub struct AgentSpec {
     /// agent deleted meanwhile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention: Option<Retention>,
+    /// What logs the agent in: host files copied into the unit's home under
+    /// `authForward: sync`, variables passed under `token`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<Credentials>,
 }
 
 /// An environment variable pointing into the agent's home.
@@ -211,6 +216,39 @@ pub fn builtin() -> Vec<Agent> {
                     }),
                 }),
                 version: None,
+                credentials: Some(Credentials {
+                    files: vec![
+                        // On Linux the login is a plain file in the config
+                        // directory (macOS keeps it in the Keychain, where
+                        // nothing can be copied: use token there).
+                        same_place(".claude/.credentials.json"),
+                        // Account metadata. Under CLAUDE_CONFIG_DIR claude
+                        // reads `.claude.json` inside that directory, not
+                        // in the home; without hasCompletedOnboarding it
+                        // runs its first-run onboarding even when logged
+                        // in (anthropics/claude-code#4714). Only these keys
+                        // go: the rest of the host's file is its other
+                        // projects' state.
+                        CredentialFile {
+                            src: ".claude.json".into(),
+                            dst: ".claude/.claude.json".into(),
+                            keys: args(&[
+                                "hasCompletedOnboarding",
+                                "lastOnboardingVersion",
+                                "oauthAccount",
+                                "userID",
+                            ]),
+                            secret: false,
+                        },
+                    ],
+                    // A long-lived token from `claude setup-token`, or an
+                    // API key.
+                    env: vec![
+                        host_env("CLAUDE_CODE_OAUTH_TOKEN"),
+                        host_env("ANTHROPIC_API_KEY"),
+                    ],
+                    login: Some("run `claude` once on the host to log in".into()),
+                }),
             },
         ),
         // Codex chooses its own ids: continue the latest under an isolated
@@ -223,6 +261,14 @@ pub fn builtin() -> Vec<Agent> {
                 launch: args(&["codex"]),
                 continue_args: args(&["resume", "--last"]),
                 state_env: state("CODEX_HOME", ".codex"),
+                // The login is $CODEX_HOME/auth.json (openai/codex
+                // codex-rs/login, auth storage); an OPENAI_API_KEY in the
+                // environment is an API-key login.
+                credentials: Some(Credentials {
+                    files: vec![same_place(".codex/auth.json")],
+                    env: vec![host_env("OPENAI_API_KEY")],
+                    login: Some("run `codex login` on the host".into()),
+                }),
                 ..Default::default()
             },
         ),
@@ -259,6 +305,22 @@ pub fn builtin() -> Vec<Agent> {
                         format: RetentionFormat::Duration,
                     }),
                 }),
+                // Under GEMINI_CLI_HOME gemini keeps `.gemini/` there
+                // (google-gemini/gemini-cli packages/core/src/utils/paths.ts,
+                // homedir()): the Google login in oauth_creds.json, and in
+                // settings.json the auth type that selects it, without
+                // which it asks how to log in.
+                credentials: Some(Credentials {
+                    files: vec![
+                        same_place(".gemini/oauth_creds.json"),
+                        CredentialFile {
+                            keys: args(&["security", "selectedAuthType"]),
+                            ..same_place(".gemini/settings.json")
+                        },
+                    ],
+                    env: vec![host_env("GEMINI_API_KEY")],
+                    login: Some("run `gemini` once on the host and log in with Google".into()),
+                }),
             },
         ),
         // Aider keeps no ids, and its history file defaults to the
@@ -273,6 +335,11 @@ pub fn builtin() -> Vec<Agent> {
                     path: ".aider.chat.history.md".into(),
                     kind: StateKind::File,
                 }),
+                // Aider has no login of its own: its model's API key.
+                credentials: Some(Credentials {
+                    env: vec![host_env("ANTHROPIC_API_KEY"), host_env("OPENAI_API_KEY")],
+                    ..Default::default()
+                }),
                 ..Default::default()
             },
         ),
@@ -283,6 +350,14 @@ pub fn builtin() -> Vec<Agent> {
                 launch: args(&["opencode"]),
                 continue_args: args(&["--continue"]),
                 state_env: state("XDG_DATA_HOME", ".local/share"),
+                // Every provider's login in one file under its data
+                // directory (sst/opencode packages/opencode/src/auth), or
+                // the provider's own API key variable.
+                credentials: Some(Credentials {
+                    files: vec![same_place(".local/share/opencode/auth.json")],
+                    env: vec![host_env("ANTHROPIC_API_KEY"), host_env("OPENAI_API_KEY")],
+                    login: Some("run `opencode auth login` on the host".into()),
+                }),
                 ..Default::default()
             },
         ),

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{AgentSpec, Strategy};
+use crate::credentials::{AuthForward, PinnedCredentials};
 use crate::meta::{Condition, ObjectMeta};
 
 /// One agent session: what should run (spec) and what jackin last saw (status).
@@ -179,6 +180,12 @@ pub struct InstanceSpec {
     /// for "the latest conversation here" and for the repository.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_dir: Option<String>,
+    /// How the operator's login reaches the agent: `sync` (the host's
+    /// credential files copied in at every start), `token` (the credential
+    /// variables passed from their references) or `none`. The workspace's
+    /// when omitted, else `sync`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_forward: Option<AuthForward>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -202,6 +209,7 @@ impl Default for InstanceSpec {
             dind: None,
             engine: None,
             working_dir: None,
+            auth_forward: None,
             mounts: Vec::new(),
             env: Vec::new(),
             sidecars: Vec::new(),
@@ -283,7 +291,7 @@ pub const MAX_VALUE_BYTES: usize = 128 * 1024;
 
 /// An environment variable: a plain `value` (never a secret) or a reference
 /// in `valueFrom` that is resolved only when a container is created.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EnvVar {
     pub name: String,
@@ -297,7 +305,7 @@ pub struct EnvVar {
 ///
 /// A struct of optional fields (rather than an enum) keeps the published
 /// schema structural, so the CRD installs into a cluster unchanged.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(extend("minProperties" = 1, "maxProperties" = 1))]
 pub struct EnvSource {
@@ -416,6 +424,33 @@ pub struct InstanceStatus {
     /// The idle hooks' timer and history (workspaces that opted in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle: Option<IdleStatus>,
+    /// What the credential hand-off gave the session, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<CredentialsStatus>,
+}
+
+/// What the credential hand-off did, by name: a variable's name and its
+/// reference, a file's place. Never a value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CredentialsStatus {
+    /// The mode the session was launched with.
+    pub mode: AuthForward,
+    /// The variables the container was created with (`token`), each as
+    /// `NAME (from REFERENCE)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Why a set got no variable when the container was created, with what
+    /// to do.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_missing: Vec<String>,
+    /// The files the last start forwarded into the unit's home (`~/…` on
+    /// the host).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// The files the last start could not forward, with what to do.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files_missing: Vec<String>,
 }
 
 /// The idle hooks' timer, kept in the status so that a restarted
@@ -619,6 +654,10 @@ pub struct Recipe {
     /// later change of the registry shows as drift, never silently.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<PinnedAgent>,
+    /// The credential hand-off: the mode and the sets (references and
+    /// host paths, never a value). Absent in recipes pinned before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<PinnedCredentials>,
     /// When a container first ran from this recipe. Until then the recipe
     /// follows the spec: a first launch that failed (a wrong secret file, a
     /// mount path) is pinned again from the corrected spec.

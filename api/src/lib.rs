@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod crd;
+pub mod credentials;
 pub mod home;
 pub mod identity;
 pub mod instance;

@@ -180,6 +180,11 @@ pub mod reason {
     /// The installed agent is too old for some ways of starting it; they
     /// are skipped.
     pub const AGENT_RUNGS_SKIPPED: &str = "AgentRungsSkipped";
+    // The credential hand-off: what reached the session, what did not, and
+    // (Ready) a destination jackin refused to write through.
+    pub const CREDENTIALS_FORWARDED: &str = "CredentialsForwarded";
+    pub const CREDENTIALS_MISSING: &str = "CredentialsMissing";
+    pub const CREDENTIALS_REFUSED: &str = "CredentialsRefused";
     // Idle hooks: one command's outcome, what followed the commands, and
     // the IdleRestart condition's reason.
     pub const IDLE_HOOK: &str = "IdleHook";

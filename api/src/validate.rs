@@ -276,10 +276,10 @@ fn mounts(errors: &mut Errors, base: &str, mounts: &[MountSpec]) {
     }
 }
 
-fn env(errors: &mut Errors, vars: &[EnvVar]) {
+fn env(errors: &mut Errors, base: &str, vars: &[EnvVar]) {
     let mut seen = HashSet::new();
     for (i, var) in vars.iter().enumerate() {
-        let at = format!("spec.env[{i}]");
+        let at = format!("{base}[{i}]");
         errors.check(&format!("{at}.name"), env_name(&var.name));
         if !seen.insert(var.name.as_str()) {
             errors.push(
@@ -344,6 +344,91 @@ fn env_value(name: &str, value: &str) -> Result<(), String> {
         ))
     } else {
         Ok(())
+    }
+}
+
+/// A path inside a home, written relative to it in normal form
+/// (`.claude/.credentials.json`): nothing above the home, no `.` or empty
+/// part, no control characters. The home is the operator's (`src`) or the
+/// agent's (`dst`).
+fn home_relative(path: &str, home: &str) -> Result<(), String> {
+    let expected = format!(
+        "expected a path relative to {home}, in normal form, such as \".claude/.credentials.json\""
+    );
+    if path.is_empty() {
+        return Err(format!("must not be empty: {expected}"));
+    }
+    if path.chars().any(char::is_control) {
+        return Err("must not contain control characters".into());
+    }
+    if path.starts_with('/') || path.starts_with('~') {
+        return Err(format!("{path:?} is not relative: {expected}"));
+    }
+    if path
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        return Err(format!("{path:?} is not in normal form: {expected}"));
+    }
+    Ok(())
+}
+
+/// The parts of a credential set: files whose places are inside the two
+/// homes, each destination once; keys named; variables that are secret
+/// references, never plain values.
+fn credentials(
+    errors: &mut Errors,
+    at: &str,
+    files: &[crate::credentials::CredentialFile],
+    vars: &[EnvVar],
+    login: Option<&String>,
+) {
+    let mut destinations = HashSet::new();
+    for (i, file) in files.iter().enumerate() {
+        let at = format!("{at}.files[{i}]");
+        errors.check(
+            &format!("{at}.src"),
+            home_relative(&file.src, "the operator's home"),
+        );
+        errors.check(
+            &format!("{at}.dst"),
+            home_relative(&file.dst, "the agent's home"),
+        );
+        if !destinations.insert(file.dst.as_str()) {
+            errors.push(
+                format!("{at}.dst"),
+                format!(
+                    "duplicate destination {:?}: each file goes to its own place",
+                    file.dst
+                ),
+            );
+        }
+        let mut keys = HashSet::new();
+        for (k, key) in file.keys.iter().enumerate() {
+            if key.is_empty() || key.chars().any(char::is_control) {
+                errors.push(
+                    format!("{at}.keys[{k}]"),
+                    "expected a top-level key of the JSON file, without control characters",
+                );
+            } else if !keys.insert(key.as_str()) {
+                errors.push(format!("{at}.keys[{k}]"), format!("duplicate key {key:?}"));
+            }
+        }
+    }
+    env(errors, &format!("{at}.env"), vars);
+    for (i, var) in vars.iter().enumerate() {
+        if var.value.is_some() {
+            errors.push(
+                format!("{at}.env[{i}].value"),
+                "a credential is a secret: give a reference in valueFrom (hostEnv, file or \
+                 onePassword), never the value itself",
+            );
+        }
+    }
+    if let Some(login) = login
+        && login.chars().any(char::is_control)
+    {
+        errors.push(format!("{at}.login"), "must not contain control characters");
     }
 }
 
@@ -436,7 +521,7 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
         errors.check("spec.workingDir", working_dir(dir));
     }
     mounts(&mut errors, "spec.mounts", &spec.mounts);
-    env(&mut errors, &spec.env);
+    env(&mut errors, "spec.env", &spec.env);
     let mut sidecar_names = HashSet::new();
     for (i, sidecar) in spec.sidecars.iter().enumerate() {
         let at = format!("spec.sidecars[{i}]");
@@ -599,6 +684,15 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
             "mintArgs and resumeArgs go together: an id jackin mints must be resumable",
         );
     }
+    if let Some(creds) = &spec.credentials {
+        credentials(
+            &mut errors,
+            "spec.credentials",
+            &creds.files,
+            &creds.env,
+            creds.login.as_ref(),
+        );
+    }
     if let Some(state) = &spec.state_env {
         errors.check("spec.stateEnv.name", env_name(&state.name));
         let path = &state.path;
@@ -706,6 +800,33 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     }
     if let Some(dir) = &obj.spec.working_dir {
         errors.check("spec.workingDir", working_dir(dir));
+    }
+    let mut set_names = HashSet::new();
+    for (i, set) in obj.spec.credentials.iter().enumerate() {
+        let at = format!("spec.credentials[{i}]");
+        errors.check(&format!("{at}.name"), dns_label(&set.name));
+        if !set_names.insert(set.name.as_str()) {
+            errors.push(
+                format!("{at}.name"),
+                format!("duplicate credential set {:?}", set.name),
+            );
+        }
+        if set.is_reference() && set.resolved().is_none() {
+            let known: Vec<String> = crate::credentials::builtin_sets()
+                .into_iter()
+                .map(|s| s.name)
+                .collect();
+            errors.push(
+                at.clone(),
+                format!(
+                    "no built-in credential set is named {:?} (built in: {}): name one, or give \
+                     its files and env",
+                    set.name,
+                    known.join(", ")
+                ),
+            );
+        }
+        credentials(&mut errors, &at, &set.files, &set.env, set.login.as_ref());
     }
     if let Some(idle) = &obj.spec.idle {
         for (field, value) in [
@@ -1051,5 +1172,199 @@ mod tests {
         let mut obj = sample();
         obj.api_version = "v1".into();
         assert_eq!(paths(&obj), ["apiVersion"]);
+    }
+
+    #[test]
+    fn every_builtin_agent_and_credential_set_is_valid() {
+        for agent in crate::agent::builtin() {
+            assert_eq!(super::agent(&agent), Ok(()), "{}", agent.metadata.name);
+        }
+        let mut ws = Workspace {
+            api_version: API_VERSION.into(),
+            kind: "Workspace".into(),
+            metadata: ObjectMeta {
+                name: "desk".into(),
+                ..Default::default()
+            },
+            spec: Default::default(),
+        };
+        ws.spec.credentials = crate::credentials::builtin_sets();
+        assert_eq!(workspace(&ws), Ok(()));
+    }
+
+    /// The manifest shape: the mode on a workspace and an instance, sets by
+    /// name or given, an agent's files and variables; a mode jackin does
+    /// not know, or a misspelt field, is refused with its place.
+    #[test]
+    fn credentials_read_from_manifests() {
+        use crate::credentials::AuthForward;
+        let text = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: desk}\n\
+                    spec:\n  authForward: token\n  credentials:\n    - {name: gh}\n    - name: npm\n      \
+                    files: [{src: .npmrc, dst: .npmrc}]\n---\n\
+                    apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {name: a}\n\
+                    spec:\n  role: {name: r}\n  agent: claude\n  image: x:1\n  authForward: none\n---\n\
+                    apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: mine}\nspec:\n  \
+                    launch: [mine]\n  credentials:\n    files: [{src: .mine/login, dst: .mine/login, secret: false}]\n    \
+                    env: [{name: MINE_TOKEN, valueFrom: {file: /run/mine}}]\n    login: run mine login\n";
+        let objects = crate::manifest::parse("m.yaml", text).expect("a valid manifest");
+        let [
+            crate::Object::Workspace(ws),
+            crate::Object::Instance(obj),
+            crate::Object::Agent(agent),
+        ] = objects.as_slice()
+        else {
+            panic!("three objects: {objects:?}");
+        };
+        assert_eq!(ws.spec.auth_forward, Some(AuthForward::Token));
+        assert!(ws.spec.credentials[0].is_reference());
+        assert_eq!(ws.spec.credentials[1].files[0].src, ".npmrc");
+        assert_eq!(obj.spec.auth_forward, Some(AuthForward::None));
+        let creds = agent.spec.credentials.as_ref().unwrap();
+        assert!(!creds.files[0].secret);
+        assert_eq!(creds.env[0].name, "MINE_TOKEN");
+
+        let bad_mode = text.replace("authForward: token", "authForward: copy");
+        let errors = crate::manifest::parse("m.yaml", &bad_mode).unwrap_err();
+        let text_of = |errors: &[crate::ManifestError]| {
+            errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert!(
+            text_of(&errors).contains("m.yaml:5:") && text_of(&errors).contains("sync"),
+            "{}",
+            text_of(&errors)
+        );
+        let misspelt = text.replace("authForward: none", "authforward: none");
+        let errors = crate::manifest::parse("m.yaml", &misspelt).unwrap_err();
+        assert!(
+            text_of(&errors).contains("unknown field"),
+            "{}",
+            text_of(&errors)
+        );
+    }
+
+    /// Credential places stay inside the two homes, and a credential is
+    /// always a reference, never a value written in the manifest.
+    #[test]
+    fn credentials_stay_in_their_homes_and_are_references() {
+        use crate::credentials::{CredentialFile, Credentials, host_env};
+        let file = |src: &str, dst: &str| CredentialFile {
+            src: src.into(),
+            dst: dst.into(),
+            keys: Vec::new(),
+            secret: true,
+        };
+        let mut agent = crate::agent::builtin().remove(0);
+        agent.spec.credentials = Some(Credentials {
+            files: vec![
+                file(".claude/.credentials.json", ".claude/.credentials.json"),
+                file("/etc/shadow", "../outside"),
+                file("~/.x", ".claude//x"),
+                file("a/./b", ".claude/.credentials.json"),
+                CredentialFile {
+                    keys: vec!["k".into(), "k".into(), String::new()],
+                    ..file(".claude.json", ".claude/.claude.json")
+                },
+            ],
+            env: vec![
+                host_env("CLAUDE_CODE_OAUTH_TOKEN"),
+                EnvVar {
+                    name: "ANTHROPIC_API_KEY".into(),
+                    value: Some("sk-in-the-manifest".into()),
+                    value_from: None,
+                },
+                host_env("CLAUDE_CODE_OAUTH_TOKEN"),
+            ],
+            login: Some("log in\u{1b}[2J".into()),
+        });
+        let errors = super::agent(&agent).unwrap_err();
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "spec.credentials.files[1].src",
+                "spec.credentials.files[1].dst",
+                "spec.credentials.files[2].src",
+                "spec.credentials.files[2].dst",
+                "spec.credentials.files[3].src",
+                "spec.credentials.files[3].dst",
+                "spec.credentials.files[4].keys[1]",
+                "spec.credentials.files[4].keys[2]",
+                "spec.credentials.env[2].name",
+                "spec.credentials.env[1].value",
+                "spec.credentials.login",
+            ]
+        );
+        let message = |path: &str| {
+            errors
+                .iter()
+                .find(|e| e.path == path)
+                .map(|e| e.message.clone())
+                .unwrap()
+        };
+        assert!(
+            message("spec.credentials.files[1].src").contains("not relative"),
+            "{errors:?}"
+        );
+        assert!(
+            message("spec.credentials.files[3].dst").contains("duplicate destination"),
+            "{errors:?}"
+        );
+        assert!(
+            message("spec.credentials.env[1].value").contains("valueFrom"),
+            "{errors:?}"
+        );
+        assert!(
+            !errors
+                .iter()
+                .any(|e| e.message.contains("sk-in-the-manifest")),
+            "an error never repeats the value: {errors:?}"
+        );
+    }
+
+    #[test]
+    fn a_workspace_names_builtin_sets_or_gives_its_own() {
+        use crate::credentials::{CredentialSet, host_env};
+        let mut ws = Workspace {
+            api_version: API_VERSION.into(),
+            kind: "Workspace".into(),
+            metadata: ObjectMeta {
+                name: "desk".into(),
+                ..Default::default()
+            },
+            spec: Default::default(),
+        };
+        let named = |name: &str| CredentialSet {
+            name: name.into(),
+            ..Default::default()
+        };
+        ws.spec.credentials = vec![
+            named("gh"),
+            CredentialSet {
+                env: vec![host_env("NPM_TOKEN")],
+                ..named("npm")
+            },
+        ];
+        assert_eq!(workspace(&ws), Ok(()));
+        ws.spec.credentials = vec![named("gh"), named("gh"), named("nope"), named("Bad")];
+        let errors = workspace(&ws).unwrap_err();
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "spec.credentials[1].name",
+                "spec.credentials[2]",
+                "spec.credentials[3].name",
+                "spec.credentials[3]",
+            ]
+        );
+        assert!(
+            errors[1].message.contains("built in: gh"),
+            "{}",
+            errors[1].message
+        );
     }
 }

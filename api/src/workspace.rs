@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::credentials::{AuthForward, CredentialSet};
 use crate::instance::MountSpec;
 use crate::meta::ObjectMeta;
 
@@ -87,6 +88,15 @@ pub struct WorkspaceSpec {
     /// idle for a while. Off unless `enabled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle: Option<IdlePolicy>,
+    /// The default of `spec.authForward` for the workspace's instances:
+    /// how the operator's logins reach them (`sync` when omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_forward: Option<AuthForward>,
+    /// Credential sets forwarded to every session, whatever its agent, as
+    /// the agent's own are: a name alone for a built-in set (`{name: gh}`),
+    /// or a set of files and variables.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub credentials: Vec<CredentialSet>,
 }
 
 /// When and what to run in an idle agent's container.

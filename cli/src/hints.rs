@@ -13,6 +13,7 @@ use jackin_controller::{ReconcileError, StoreError};
 use jackin_reconcilers::EngineError;
 use jackin_reconcilers::act::ActError;
 use jackin_reconcilers::addresses::AddressError;
+use jackin_reconcilers::credentials::CredentialError;
 use jackin_reconcilers::endpoint::EndpointError;
 use jackin_reconcilers::git::GitError;
 use jackin_reconcilers::isolation::IsolationError;
@@ -95,6 +96,13 @@ fn act(e: &ActError) -> Option<String> {
         ActError::ForeignVolume(volume) => Some(format!(
             "`docker volume inspect {volume}` shows whose it is; remove it if it is stale"
         )),
+        ActError::Credentials(e) => match e.as_ref() {
+            CredentialError::Refused { at, .. } => Some(format!(
+                "the agent can write its home and may have planted it: look at {}, remove \
+                 it, and `jackin set-phase NAME running`; or purge the instance",
+                at.display()
+            )),
+        },
         ActError::Addresses(AddressError::Engine(e)) => engine(e),
         // The message says how to widen the pool, or which setting is wrong.
         ActError::Addresses(_) | ActError::Io { .. } | ActError::State(_) => None,

@@ -4,9 +4,10 @@ use std::fmt::Write;
 
 use anyhow::Result;
 use jackin_api::agent::Strategy;
+use jackin_api::credentials::{AuthForward, PinnedCredentials};
 use jackin_api::instance::{
-    Conversation, IdleStatus, InstancePhase, MountStatus, OutcomeSource, SessionOutcome, SettledBy,
-    StartKind,
+    Conversation, CredentialsStatus, IdleStatus, InstancePhase, MountStatus, OutcomeSource,
+    SessionOutcome, SettledBy, StartKind,
 };
 use jackin_api::meta::find_condition;
 use jackin_api::names::condition;
@@ -449,6 +450,25 @@ pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) 
     );
     field("Exit policy", ws.spec.exit_policy.as_str().to_owned());
     field(
+        "Auth forward",
+        match ws.spec.auth_forward {
+            Some(mode) => mode.to_string(),
+            None => format!("{} (the default)", AuthForward::default()),
+        },
+    );
+    if !ws.spec.credentials.is_empty() {
+        let sets: Vec<String> = ws
+            .spec
+            .credentials
+            .iter()
+            .map(|set| match set.is_reference() {
+                true => format!("{} (built in)", set.name),
+                false => set.name.clone(),
+            })
+            .collect();
+        field("Credentials", sets.join(", "));
+    }
+    field(
         "Keep max",
         ws.spec
             .keep
@@ -708,6 +728,13 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
     if let Some(idle) = &status.idle {
         field("Idle", idle_summary(idle, now));
     }
+    let pinned_credentials = status.recipe.as_ref().and_then(|r| r.credentials.as_ref());
+    if let Some(pinned) = pinned_credentials {
+        field(
+            "Credentials",
+            credentials_summary(pinned, status.credentials.as_ref()),
+        );
+    }
     if let Some(image) = &spec.image {
         field("Image", image.clone());
     }
@@ -849,6 +876,33 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
     }
     // Values were escaped where they were written; this catches any other.
     terminal_safe_lines(&out)
+}
+
+/// The credential hand-off: the mode and the sets, then what the session
+/// got and what it did not, a line each (names, never values).
+pub fn credentials_summary(
+    pinned: &PinnedCredentials,
+    record: Option<&CredentialsStatus>,
+) -> String {
+    let sets: Vec<&str> = pinned.sets.iter().map(|s| s.name.as_str()).collect();
+    let mut out = match (pinned.mode, sets.is_empty()) {
+        (AuthForward::None, _) => "authForward none: nothing is forwarded".to_owned(),
+        (_, true) => format!("authForward {}: no credential set", pinned.mode),
+        (mode, false) => format!("authForward {mode} of {}", sets.join(", ")),
+    };
+    match record {
+        None if pinned.forwards_anything() => out.push_str("; nothing forwarded yet"),
+        None => {}
+        Some(record) => {
+            for line in record.env.iter().chain(&record.files) {
+                let _ = write!(out, "\n  {}", terminal_safe(line));
+            }
+            for line in record.env_missing.iter().chain(&record.files_missing) {
+                let _ = write!(out, "\n  missing: {}", terminal_safe(line));
+            }
+        }
+    }
+    out
 }
 
 /// `exit 3 (marker)`, `unknown`, …

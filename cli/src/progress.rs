@@ -14,8 +14,16 @@ use jackin_controller::reconcile::{Progress, ProgressSink};
 /// The live lines, one per instance.
 struct Live {
     multi: MultiProgress,
-    /// Each instance's line, and the step it shows.
-    lines: Mutex<HashMap<String, (ProgressBar, String)>>,
+    lines: Mutex<HashMap<String, Line>>,
+}
+
+/// One instance's live line.
+struct Line {
+    bar: ProgressBar,
+    /// The step it shows.
+    shown: String,
+    /// What that step noted, printed under the step's line once it is done.
+    notes: Vec<String>,
 }
 
 impl Live {
@@ -23,7 +31,7 @@ impl Live {
     /// done, and printed above the live lines.
     fn step(&self, name: &str, step: String) {
         let mut lines = self.lines.lock().expect("progress lock");
-        let (bar, shown) = lines.entry(name.to_owned()).or_insert_with(|| {
+        let Line { bar, shown, notes } = lines.entry(name.to_owned()).or_insert_with(|| {
             let bar = self.multi.add(ProgressBar::new_spinner());
             bar.set_style(
                 ProgressStyle::with_template("{spinner} {wide_msg}")
@@ -31,19 +39,34 @@ impl Live {
                     .tick_strings(&["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏", "✓"]),
             );
             bar.enable_steady_tick(Duration::from_millis(100));
-            (bar, String::new())
+            Line {
+                bar,
+                shown: String::new(),
+                notes: Vec::new(),
+            }
         });
         if !shown.is_empty() {
             let _ = self.multi.println(format!("✓ {shown}"));
+        }
+        for note in notes.drain(..) {
+            let _ = self.multi.println(note);
         }
         bar.set_message(step.clone());
         *shown = step;
     }
 
+    /// A line the running step has to say, shown once the step is done.
+    fn note(&self, name: &str, line: String) {
+        let mut lines = self.lines.lock().expect("progress lock");
+        if let Some(live) = lines.get_mut(name) {
+            live.notes.push(line);
+        }
+    }
+
     /// The latest build output, after the step.
     fn detail(&self, name: &str, detail: &str) {
         let lines = self.lines.lock().expect("progress lock");
-        if let Some((bar, shown)) = lines.get(name) {
+        if let Some(Line { bar, shown, .. }) = lines.get(name) {
             bar.set_message(format!("{shown} · {detail}"));
         }
     }
@@ -53,10 +76,13 @@ impl Live {
         let mut lines = self.lines.lock().expect("progress lock");
         let mut done: Vec<_> = lines.drain().collect();
         done.sort_by(|a, b| a.0.cmp(&b.0));
-        for (_, (bar, shown)) in done {
+        for (_, Line { bar, shown, notes }) in done {
             bar.finish_and_clear();
             if !shown.is_empty() {
                 let _ = self.multi.println(format!("✓ {shown}"));
+            }
+            for note in notes {
+                let _ = self.multi.println(note);
             }
         }
     }
@@ -90,8 +116,23 @@ impl Reporter {
             let line = |step: &jackin_reconcilers::decide::Step| {
                 format!("instance/{name}: [{}] {}", step.stage(), step.describe())
             };
+            // What a step noted (credentials forwarded or missing), under
+            // its stage: names and hints, never a value.
+            let note = |step: &jackin_reconcilers::decide::Step, message: &str| {
+                format!(
+                    "instance/{name}: [{}] {}",
+                    step.stage(),
+                    crate::output::terminal_safe(message)
+                )
+            };
             match (&live, event) {
                 (Some(live), Progress::Step(step)) => live.step(name, line(step)),
+                (Some(live), Progress::Note { step, message }) => {
+                    live.note(name, format!("  {}", note(step, message)));
+                }
+                (None, Progress::Note { step, message }) => {
+                    let _ = writeln!(std::io::stderr(), "{}", note(step, message));
+                }
                 // Build output is the role's: it must not drive the terminal.
                 (Some(live), Progress::Build(text)) => {
                     live.detail(name, &crate::output::terminal_safe(text));

@@ -25,6 +25,9 @@ const IMAGE: &str = "test/agent:1";
 /// A home, a fake engine with the agent image, and a reconciler over both.
 struct World {
     _dir: tempfile::TempDir,
+    /// The operator's home, where logins are read from: apart from the
+    /// jackin home, as a real one is.
+    operator: tempfile::TempDir,
     store: Store,
     fake: FakeEngine,
     reconciler: Reconciler,
@@ -36,9 +39,11 @@ impl World {
         let (store, _) = Store::open(Layout::new(dir.path())).unwrap();
         let fake = FakeEngine::default();
         fake.add_image(IMAGE, &["sleep", "3600"]);
-        let reconciler = Reconciler::new(store.clone(), Engines::single(fake.engine()));
+        let operator = tempfile::tempdir().unwrap();
+        let reconciler = reconciler(&store, Engines::single(fake.engine()), operator.path());
         Self {
             _dir: dir,
+            operator,
             store,
             fake,
             reconciler,
@@ -138,12 +143,25 @@ impl World {
     }
 }
 
+/// A reconciler whose operator's home is `operator`: a test never reads the
+/// logins of whoever runs it.
+fn reconciler(store: &Store, engines: Engines, operator: &std::path::Path) -> Reconciler {
+    let mut reconciler = Reconciler::new(store.clone(), engines);
+    reconciler.credentials_home = Ok(operator.to_owned());
+    reconciler
+}
+
 /// Another home on the same engine, with instance `name` launched in it;
 /// returns the home (kept alive by the caller) and its container's name.
 async fn neighbour(fake: &FakeEngine, name: &str) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let (store, _) = Store::open(Layout::new(dir.path())).unwrap();
-    let reconciler = Reconciler::new(store.clone(), Engines::single(fake.engine()));
+    // An operator's home with nothing in it.
+    let reconciler = reconciler(
+        &store,
+        Engines::single(fake.engine()),
+        &dir.path().join("operator-home"),
+    );
     store.apply_instance(&World::manifest(name, "")).unwrap();
     reconciler.reconcile(name, None).await.unwrap();
     let container = store
@@ -972,7 +990,7 @@ fn two_engines() -> (World, FakeEngine) {
             }
         })
     });
-    w.reconciler = Reconciler::new(w.store.clone(), engines);
+    w.reconciler = reconciler(&w.store, engines, w.operator.path());
     (w, far)
 }
 
@@ -1139,4 +1157,147 @@ async fn the_fast_path_answers_only_when_a_full_reconcile_would_do_nothing() {
     assert!(fast_and_full(&w, "in-ws").await.0.is_some());
     w.workspace("ws", "{exitPolicy: clean}");
     assert_eq!(fast_and_full(&w, "in-ws").await.0, None, "a workspace edit");
+}
+
+/// Reconciles `name`: the lines its steps noted for the operator.
+async fn reconcile_with_notes(w: &World, name: &str) -> Vec<String> {
+    let noted = Arc::new(Mutex::new(Vec::new()));
+    let mut reconciler = w.reconciler.clone();
+    let sink = noted.clone();
+    reconciler.progress = Arc::new(move |_, event| {
+        if let Progress::Note { step, message } = event {
+            sink.lock()
+                .unwrap()
+                .push(format!("[{}] {message}", step.stage()));
+        }
+    });
+    reconciler.reconcile(name, None).await.unwrap();
+    noted.lock().unwrap().clone()
+}
+
+/// Every file under `dir` holding `marker`, but those under `except`.
+fn files_holding(dir: &std::path::Path, except: &std::path::Path, marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.is_file()
+                && !path.starts_with(except)
+                && String::from_utf8_lossy(&std::fs::read(&path).unwrap()).contains(marker)
+            {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    found
+}
+
+/// Under `sync` the operator's login is copied into the unit's home before
+/// the start, said by name in the `credentials` stage and as events; the
+/// value is nowhere else in the home, not in the object, not in an event.
+#[tokio::test]
+async fn a_synced_login_lands_in_the_units_home_only_and_is_reported_by_name() {
+    let w = World::new();
+    let operator = w.operator.path();
+    std::fs::create_dir_all(operator.join(".claude")).unwrap();
+    let marker = format!("LOGIN-{}", uuid::Uuid::new_v4().simple());
+    std::fs::write(operator.join(".claude/.credentials.json"), &marker).unwrap();
+    w.apply("a", "");
+    let notes = reconcile_with_notes(&w, "a").await;
+    assert_eq!(
+        notes,
+        [
+            "[credentials] claude: ~/.claude/.credentials.json → ~/.claude/.credentials.json",
+            "[credentials] claude: ~/.claude.json not found on the host — run `claude` once on \
+             the host to log in, or set authForward: token with CLAUDE_CODE_OAUTH_TOKEN or \
+             ANTHROPIC_API_KEY"
+        ]
+    );
+    let home = w.unit("a").join("home");
+    assert_eq!(
+        std::fs::read_to_string(home.join(".claude/.credentials.json")).unwrap(),
+        marker
+    );
+    let data = w.store.layout().root().to_owned();
+    assert_eq!(
+        files_holding(&data, &home, &marker),
+        Vec::<String>::new(),
+        "the value is in the unit's home only"
+    );
+    let events = crate::events::read(w.store.layout(), &w.container("a"));
+    let reasons: Vec<&str> = events.iter().map(|e| e.reason.as_str()).collect();
+    assert_eq!(
+        reasons,
+        [reason::CREDENTIALS_FORWARDED, reason::CREDENTIALS_MISSING]
+    );
+    let record = w.obj("a").status.unwrap().credentials.unwrap();
+    assert_eq!(record.files.len(), 1);
+    assert_eq!(record.files_missing.len(), 1);
+    assert!(
+        w.fake
+            .env(&w.container("a"))
+            .iter()
+            .all(|e| !e.contains(&marker)),
+        "sync passes no variable"
+    );
+}
+
+/// Under `token` a set's variable reaches the engine's create request and
+/// nothing else: the status names it and its reference.
+#[tokio::test]
+async fn a_token_reaches_the_engine_only_and_a_missing_one_is_said_with_a_hint() {
+    let w = World::new();
+    let token = w.operator.path().join("token");
+    let marker = format!("TOKEN-{}", uuid::Uuid::new_v4().simple());
+    std::fs::write(&token, format!("{marker}\n")).unwrap();
+    w.workspace(
+        "desk",
+        &format!(
+            "{{authForward: token, credentials: [{{name: tok, env: [{{name: MY_TOKEN, \
+             valueFrom: {{file: {}}}}}]}}]}}",
+            token.display()
+        ),
+    );
+    w.apply("a", "  workspace: desk\n");
+    let notes = reconcile_with_notes(&w, "a").await;
+    assert!(
+        notes.contains(&format!(
+            "[credentials] tok: MY_TOKEN (from file {})",
+            token.display()
+        )),
+        "{notes:?}"
+    );
+    // Claude's own variables are not in this test's environment.
+    assert!(
+        notes.iter().any(|n| n
+            .starts_with("[credentials] claude: no token (CLAUDE_CODE_OAUTH_TOKEN: host variable")
+            && n.contains("— export CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_API_KEY for jackin")),
+        "{notes:?}"
+    );
+    assert!(
+        w.fake
+            .env(&w.container("a"))
+            .contains(&format!("MY_TOKEN={marker}")),
+        "the engine got the value"
+    );
+    let data = w.store.layout().root().to_owned();
+    assert_eq!(
+        files_holding(&data, &data.join("no-exception"), &marker),
+        Vec::<String>::new(),
+        "the value is nowhere under the home"
+    );
+    // Stopped from outside and started again (tier 1): said again, from
+    // the record, since the container keeps the environment it was
+    // created with.
+    w.session_ends("a", "signal:TERM", 143, false);
+    let notes = reconcile_with_notes(&w, "a").await;
+    assert_eq!(w.obj("a").status.unwrap().restore.unwrap().tier, 1);
+    assert!(
+        notes.iter().any(|n| n.contains("tok: MY_TOKEN")),
+        "{notes:?}"
+    );
 }

@@ -20,6 +20,7 @@ use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe, resume}
 use jiff::Timestamp;
 
 use crate::engines::{Connected, EngineName, Engines, display_name};
+use crate::events;
 use crate::index::IndexRow;
 use crate::store::{InstanceGuard, Store, StoreError};
 
@@ -108,6 +109,13 @@ pub enum Progress<'a> {
     Step(&'a Step),
     /// A line of build output.
     Build(&'a str),
+    /// What a step did, or could not do, that the operator should read
+    /// (what credentials reached the session, and what is missing): the
+    /// step it belongs to and the line. Also kept as an event.
+    Note {
+        step: &'a Step,
+        message: &'a str,
+    },
 }
 
 /// Receives progress as `(instance name, event)`.
@@ -131,6 +139,11 @@ pub struct Reconciler {
     /// [`act::ProgramsFound`]): many instances of one image probe it once.
     /// Image ids name their content, so this holds across engines.
     found: Arc<act::ProgramsFound>,
+    /// Where credential files are read from: the operator's home, or
+    /// `$JACKIN_CREDENTIALS_HOME` (see [`credentials::host_home`]).
+    ///
+    /// [`credentials::host_home`]: jackin_reconcilers::credentials::host_home
+    pub credentials_home: Result<std::path::PathBuf, String>,
 }
 
 impl Reconciler {
@@ -140,6 +153,7 @@ impl Reconciler {
             engines,
             progress: Arc::new(|_, _| {}),
             found: Arc::default(),
+            credentials_home: jackin_reconcilers::credentials::host_home(),
         }
     }
 
@@ -245,6 +259,7 @@ impl Reconciler {
             found: &self.found,
             addresses: &connected.addresses,
             home: std::env::home_dir(),
+            credentials_home: self.credentials_home.clone(),
             home_id,
         };
         let uid = guard.obj.metadata.uid.clone().unwrap_or_default();
@@ -340,8 +355,15 @@ impl Reconciler {
         for step in &plan.steps {
             (self.progress)(name, Progress::Step(step));
             let sink = self.progress.clone();
-            let mut on_build = |line: &str| sink(name, Progress::Build(line));
-            if let Err(error) = act::act(ctx, step, &mut guard.obj, &mut on_build).await {
+            let (layout, container) = (self.layout(), guard.container.clone());
+            let mut report = |report: act::Report<'_>| match report {
+                act::Report::Build(line) => sink(name, Progress::Build(line)),
+                act::Report::Note { reason, message } => {
+                    events::record(layout, &container, reason, message);
+                    sink(name, Progress::Note { step, message });
+                }
+            };
+            if let Err(error) = act::act(ctx, step, &mut guard.obj, &mut report).await {
                 // A purge tail that failed part-way may have taken the
                 // object's directory: the failure is then not written back.
                 if self.layout().object_file(&guard.container).exists() {
@@ -758,7 +780,7 @@ fn skipped_rungs_event(layout: &Layout, container: &str, obj: &Instance) {
         .iter()
         .map(|(rung, needs)| format!("{rung} (needs {needs})"))
         .collect();
-    crate::events::record(
+    events::record(
         layout,
         container,
         reason::AGENT_RUNGS_SKIPPED,

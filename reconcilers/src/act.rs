@@ -5,11 +5,13 @@
 use std::path::{Path, PathBuf};
 
 use jackin_api::agent::{StateKind, Strategy};
-use jackin_api::instance::{Conversation, Instance, InstancePhase, RoleSource};
+use jackin_api::credentials::AuthForward;
+use jackin_api::instance::{Conversation, CredentialsStatus, Instance, InstancePhase, RoleSource};
 use jackin_api::names::{label, reason};
 use jackin_api::workspace::WorkspaceSpec;
 
 use crate::addresses::{AddressBook, AddressError};
+use crate::credentials::{self, CredentialError};
 use crate::decide::Step;
 use crate::engine::models::{
     ContainerCreateBody, EndpointSettings, HostConfig, Mount, MountType, NetworkingConfig,
@@ -61,6 +63,9 @@ pub enum ActError {
     AgentMissing { program: String, image: String },
     #[error(transparent)]
     Addresses(#[from] AddressError),
+    /// Boxed: its places make it the largest error of a step.
+    #[error(transparent)]
+    Credentials(Box<CredentialError>),
     /// The owner of the state directory could not record a change.
     #[error(transparent)]
     State(Box<dyn std::error::Error + Send + Sync>),
@@ -78,6 +83,9 @@ impl ActError {
             // to export, a file to write, `op signin`); so does a checkout
             // that no longer fits its host repository.
             Self::Secret(_)
+            // A destination the agent made a link stays one until the
+            // operator removes it.
+            | Self::Credentials(_)
             | Self::NoCommand(_)
             | Self::UnknownAgent(_)
             | Self::ForeignVolume(_)
@@ -101,6 +109,7 @@ impl ActError {
             Self::Recipe(RecipeError::ImageNotFound(_)) => reason::IMAGE_NOT_FOUND,
             Self::Recipe(_) => reason::BUILD_FAILED,
             Self::Secret(_) => reason::SECRET_UNAVAILABLE,
+            Self::Credentials(_) => reason::CREDENTIALS_REFUSED,
             Self::Io { .. } | Self::State(_) => reason::FILESYSTEM_ERROR,
             Self::Isolation(
                 IsolationError::ResumeConflict { .. } | IsolationError::LinkConflict { .. },
@@ -117,6 +126,12 @@ impl ActError {
                 _ => reason::ENGINE_ERROR,
             },
         }
+    }
+}
+
+impl From<CredentialError> for ActError {
+    fn from(error: CredentialError) -> Self {
+        Self::Credentials(Box::new(error))
     }
 }
 
@@ -153,8 +168,24 @@ pub struct Context<'a> {
     pub addresses: &'a AddressBook,
     /// The operator's home, for `~` in mount sources.
     pub home: Option<PathBuf>,
+    /// Where credential files are read from (see
+    /// [`credentials::host_home`]), or why that is not known.
+    pub credentials_home: Result<PathBuf, String>,
     /// This `JACKIN_HOME`'s id, labelled on everything created.
     pub home_id: String,
+}
+
+/// What a step reports as it goes, besides its own start.
+#[derive(Debug, Clone, Copy)]
+pub enum Report<'a> {
+    /// A line of build output.
+    Build(&'a str),
+    /// What the step did, or could not do, for the operator: `reason`
+    /// names it as an event does. Never a secret's value.
+    Note {
+        reason: &'static str,
+        message: &'a str,
+    },
 }
 
 /// The name of a sidecar's container.
@@ -170,7 +201,7 @@ pub async fn act(
     ctx: &Context<'_>,
     step: &Step,
     obj: &mut Instance,
-    progress: &mut (dyn FnMut(&str) + Send),
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
 ) -> Result<(), ActError> {
     let container = obj
         .status
@@ -178,9 +209,10 @@ pub async fn act(
         .and_then(|s| s.container_name.clone())
         .expect("a stored instance has an identity");
     let engine = ctx.engine;
+    let mut build = |line: &str| progress(Report::Build(line));
     match step {
-        Step::PinRecipe => pin(ctx, obj, &container, progress).await?,
-        Step::RebuildImage => rebuild(ctx, obj, progress).await?,
+        Step::PinRecipe => pin(ctx, obj, &container, &mut build).await?,
+        Step::RebuildImage => rebuild(ctx, obj, &mut build).await?,
         Step::PrepareMounts => {
             let mounts = recipe_of(obj).mounts.clone();
             let layout = ctx.layout.clone();
@@ -262,7 +294,16 @@ pub async fn act(
             let target = id.clone().unwrap_or_else(|| sidecar_name(&container, name));
             engine.start_container(&target).await?;
         }
-        Step::CreateContainer => create_container(ctx, obj, &container).await?,
+        Step::CreateContainer => {
+            let (env, env_missing) = create_container(ctx, obj, &container).await?;
+            let mode = recipe_of(obj).credentials.as_ref().map(|c| c.mode);
+            if let Some(mode) = mode {
+                let record = credentials_record(obj, mode);
+                record.env = env;
+                record.env_missing = env_missing;
+            }
+        }
+        Step::ForwardCredentials => forward_credentials(ctx, obj, &container, progress).await?,
         Step::StartContainer { id } => {
             // The last run's marker was recorded; this run writes its own.
             session::retire_marker(ctx.layout, &container)
@@ -290,6 +331,56 @@ pub async fn act(
             obj.status.get_or_insert_default().phase = Some(InstancePhase::Purging);
         }
         Step::FinishPurge => ctx.state.finish_purge(obj).map_err(ActError::State)?,
+    }
+    Ok(())
+}
+
+/// The status's record of the credential hand-off, made for `mode` if the
+/// session has none yet.
+fn credentials_record(obj: &mut Instance, mode: AuthForward) -> &mut CredentialsStatus {
+    let record = obj
+        .status
+        .get_or_insert_default()
+        .credentials
+        .get_or_insert_with(|| CredentialsStatus {
+            mode,
+            ..Default::default()
+        });
+    record.mode = mode;
+    record
+}
+
+/// Copies the logins the recipe forwards into the unit's home, before the
+/// container starts (nothing of the agent runs then), records what went
+/// and what did not, and reports it line by line: the names, never a value.
+async fn forward_credentials(
+    ctx: &Context<'_>,
+    obj: &mut Instance,
+    container: &str,
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
+) -> Result<(), ActError> {
+    let Some(pinned) = recipe_of(obj)
+        .credentials
+        .clone()
+        .filter(jackin_api::credentials::PinnedCredentials::forwards_anything)
+    else {
+        return Ok(());
+    };
+    let home = ctx.layout.unit_dir(container).join("home");
+    let host = ctx.credentials_home.clone();
+    let mode = pinned.mode;
+    let files = blocking(move || {
+        credentials::forward_files(&pinned, host.as_deref().map_err(String::as_str), &home)
+    })
+    .await?;
+    let record = credentials_record(obj, mode);
+    record.files = files.files;
+    record.files_missing = files.missing;
+    for note in credentials::notes(record) {
+        progress(Report::Note {
+            reason: note.reason,
+            message: &note.message,
+        });
     }
     Ok(())
 }
@@ -674,11 +765,13 @@ async fn keep_conversations(layout: &Layout, container: &str, obj: &Instance) {
     }
 }
 
+/// Creates the agent's container. Returns what the credential variables
+/// gave it (`token`): the names set, and why a set got none.
 async fn create_container(
     ctx: &Context<'_>,
     obj: &Instance,
     container: &str,
-) -> Result<(), ActError> {
+) -> Result<(Vec<String>, Vec<String>), ActError> {
     let recipe = recipe_of(obj);
     let unit = ctx.layout.unit_dir(container);
     let bind = |src: String, dst: &str, read_only: bool| Mount {
@@ -722,6 +815,19 @@ async fn create_container(
     let mut env = tokio::task::spawn_blocking(move || secrets::resolve(&vars))
         .await
         .expect("resolving secrets does not panic")?;
+    // The logins' variables (`token`), likewise resolved here and kept
+    // nowhere; one the spec sets is the operator's.
+    let (mut credential_names, mut credential_missing) = (Vec::new(), Vec::new());
+    if let Some(pinned) = recipe.credentials.clone() {
+        let set_by_spec: Vec<String> = recipe.env.iter().map(|v| v.name.clone()).collect();
+        let resolved =
+            tokio::task::spawn_blocking(move || credentials::resolve_env(&pinned, &set_by_spec))
+                .await
+                .expect("resolving credentials does not panic");
+        env.extend(resolved.env);
+        credential_names = resolved.names;
+        credential_missing = resolved.missing;
+    }
     if !recipe.env.iter().any(|v| v.name == "HOME") {
         env.push(format!("HOME={AGENT_HOME}"));
     }
@@ -805,5 +911,5 @@ async fn create_container(
         ..Default::default()
     };
     ctx.engine.create_container(container, body).await?;
-    Ok(())
+    Ok((credential_names, credential_missing))
 }

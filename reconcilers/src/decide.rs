@@ -55,6 +55,10 @@ pub enum Step {
     },
     /// Create the main container from the pinned recipe, secrets resolved now.
     CreateContainer,
+    /// Hand the operator's logins to the session before it starts: copy the
+    /// credential files into the unit's home (`authForward: sync`), and say
+    /// what reached it and what did not.
+    ForwardCredentials,
     StartContainer {
         id: Option<String>,
     },
@@ -99,6 +103,7 @@ impl Step {
             Step::CreateSidecar(_) => "create-sidecar",
             Step::StartSidecar { .. } => "start-sidecar",
             Step::CreateContainer => "create-container",
+            Step::ForwardCredentials => "forward-credentials",
             Step::StartContainer { .. } => "start-container",
             Step::StopContainer { .. } => "stop-container",
             Step::RemoveContainer { .. } => "remove-container",
@@ -114,8 +119,9 @@ impl Step {
     /// The launch stage the step belongs to, as operators know the stages:
     /// `role` (resolving and building the role's image), `derived image`
     /// (rebuilding it at the pinned commit), `workspace` (the checkouts),
-    /// `network`, `sidecar` (sidecars and their volumes), `container` (the
-    /// agent's own), `cleanup` (what a purge removes last).
+    /// `network`, `sidecar` (sidecars and their volumes), `credentials`
+    /// (the operator's logins), `container` (the agent's own), `cleanup`
+    /// (what a purge removes last).
     pub fn stage(&self) -> &'static str {
         match self {
             Step::PinRecipe => "role",
@@ -133,6 +139,7 @@ impl Step {
             | Step::StartContainer { .. }
             | Step::StopContainer { .. }
             | Step::RemoveContainer { .. } => "container",
+            Step::ForwardCredentials => "credentials",
             Step::StampPurging | Step::FinishPurge => "cleanup",
         }
     }
@@ -152,6 +159,7 @@ impl Step {
                 format!("starting sidecar {name} ({})", short_id(id))
             }
             Step::CreateContainer => "creating the container".into(),
+            Step::ForwardCredentials => "handing the operator's logins to the session".into(),
             Step::StartContainer { id: None } => "starting the container".into(),
             Step::StartContainer { id: Some(id) } => {
                 format!("starting the container {}", short_id(id))
@@ -367,12 +375,18 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
         steps.push(Step::PrepareMounts);
     }
     steps.extend(support(obj, recipe, view));
+    // Logins go in before every start: the host's may have been renewed.
+    let credentials = forwards_credentials(recipe).then_some(Step::ForwardCredentials);
     match (tier, &view.container) {
         (Some(0), _) => {}
-        (Some(1), Some(c)) => steps.push(Step::StartContainer {
+        (Some(1), Some(c)) => steps.extend(credentials.into_iter().chain([Step::StartContainer {
             id: Some(c.id.clone()),
-        }),
-        _ => steps.extend([Step::CreateContainer, Step::StartContainer { id: None }]),
+        }])),
+        _ => {
+            steps.push(Step::CreateContainer);
+            steps.extend(credentials);
+            steps.push(Step::StartContainer { id: None });
+        }
     }
     let cause = match tier {
         None if superseded => {
@@ -404,6 +418,20 @@ fn has_isolated_mounts(recipe: Option<&Recipe>) -> bool {
             .mounts
             .iter()
             .any(|m| m.isolation != Isolation::Shared)
+    })
+}
+
+/// Whether a start hands logins over. Before pinning the answer is not
+/// known here (the agent's entry and the workspace join the recipe when it
+/// is pinned), so a launch always does: with nothing to forward that step
+/// does nothing. A recipe pinned before the hand-off existed forwards
+/// nothing.
+fn forwards_credentials(recipe: Option<&Recipe>) -> bool {
+    recipe.is_none_or(|recipe| {
+        recipe
+            .credentials
+            .as_ref()
+            .is_some_and(jackin_api::credentials::PinnedCredentials::forwards_anything)
     })
 }
 
@@ -628,10 +656,58 @@ mod tests {
                 PrepareMounts,
                 CreateNetwork,
                 CreateContainer,
+                ForwardCredentials,
                 start_new()
             ]
         );
         assert_eq!(plan.tier, None);
+    }
+
+    /// Every start of a session whose recipe forwards logins hands them
+    /// over first, after its container is made; none of `none`, or of a
+    /// recipe with no credential set.
+    #[test]
+    fn logins_are_handed_over_before_every_start() {
+        use jackin_api::credentials::{AuthForward, PinnedCredentials, builtin_sets};
+        let with = |mode: AuthForward, sets| {
+            let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
+            let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
+            recipe.credentials = Some(PinnedCredentials { mode, sets });
+            obj
+        };
+        for mode in [AuthForward::Sync, AuthForward::Token] {
+            let obj = with(mode, builtin_sets());
+            assert_eq!(
+                decide(&obj, &view(Some(false), true, true)).steps,
+                [ForwardCredentials, start_observed()],
+                "{mode}"
+            );
+            assert_eq!(
+                decide(&obj, &view(None, true, true)).steps,
+                [CreateContainer, ForwardCredentials, start_new()],
+                "{mode}"
+            );
+            assert_eq!(
+                decide(&obj, &view(None, true, false)).steps,
+                [
+                    RebuildImage,
+                    CreateContainer,
+                    ForwardCredentials,
+                    start_new()
+                ],
+                "{mode}"
+            );
+            assert_eq!(decide(&obj, &view(Some(true), true, true)).steps, []);
+        }
+        for obj in [
+            with(AuthForward::None, builtin_sets()),
+            with(AuthForward::Sync, Vec::new()),
+        ] {
+            assert_eq!(
+                decide(&obj, &view(Some(false), true, true)).steps,
+                [start_observed()]
+            );
+        }
     }
 
     #[test]
@@ -811,6 +887,7 @@ to Running: Running as the spec asks; a first launch: the recipe is pinned
   - preparing the isolated checkouts
   - creating the network
   - creating the container
+  - handing the operator's logins to the session
   - starting the container
 to Running: Running as the spec asks; the container runs
   - nothing

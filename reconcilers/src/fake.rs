@@ -38,6 +38,8 @@ struct FakeContainer {
     oom_killed: bool,
     started_at: String,
     finished_at: String,
+    /// The environment it was created with (`NAME=value`).
+    env: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -229,6 +231,14 @@ impl FakeEngine {
     /// Every command run with `exec`, in order: the container and the argv.
     pub fn execs(&self) -> Vec<(String, Vec<String>)> {
         self.state().execs.clone()
+    }
+
+    /// The environment a container was created with, as the engine got it.
+    pub fn env(&self, name: &str) -> Vec<String> {
+        self.state()
+            .container(name)
+            .map(|c| c.env.clone())
+            .unwrap_or_default()
     }
 
     /// Whether a container of that name exists, and whether it runs.
@@ -588,6 +598,7 @@ impl EngineCalls for FakeEngine {
                 oom_killed: false,
                 started_at: NEVER.into(),
                 finished_at: NEVER.into(),
+                env: body.env.clone().unwrap_or_default(),
             });
             drop(state);
             self.emit("container", "create", &id, &labels);

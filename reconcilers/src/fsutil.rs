@@ -198,6 +198,36 @@ impl BeneathDir {
     }
 }
 
+/// Replaces the file `base/relative` with `contents` (mode 0600), in a tree
+/// someone else can write: the directories on the way are real ones below
+/// `base` ([`ensure_real_dir_below`]), and the file is replaced by a rename,
+/// which puts a new file where a link (or anything else) was instead of
+/// writing through it. A reader sees the old file or the new one, never a
+/// torn one. Returns the file's path.
+pub fn replace_below(
+    base: &Path,
+    relative: &Path,
+    contents: &[u8],
+) -> io::Result<std::path::PathBuf> {
+    let Some(std::path::Component::Normal(name)) = relative.components().next_back() else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} names no file", relative.display()),
+        ));
+    };
+    let dir = ensure_real_dir_below(base, relative.parent().unwrap_or(Path::new("")))?;
+    // Made with O_EXCL and mode 0600: never an existing file, never a link.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".jackin-")
+        .tempfile_in(&dir)?;
+    tmp.write_all(contents)?;
+    tmp.as_file().sync_all()?;
+    let path = dir.join(name);
+    tmp.persist(&path).map_err(|e| e.error)?;
+    File::open(&dir)?.sync_all()?;
+    Ok(path)
+}
+
 /// Removes a file, or a directory with everything in it; what is already
 /// gone is not an error, so a removal interrupted anywhere can be re-run.
 pub fn remove_if_exists(path: &Path) -> io::Result<()> {
@@ -295,6 +325,42 @@ mod tests {
         );
         assert!(ensure_real_dir_below(&base, Path::new("../c")).is_err());
         assert!(!dir.path().join("c").exists());
+    }
+
+    #[test]
+    fn a_replacement_below_never_writes_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("home");
+        fs::create_dir(&base).unwrap();
+        let outside = dir.path().join("outside");
+        fs::create_dir(&outside).unwrap();
+        fs::write(outside.join("file"), "the operator's").unwrap();
+
+        // A link in the file's place is replaced, not followed.
+        fs::create_dir(base.join("a")).unwrap();
+        std::os::unix::fs::symlink(outside.join("file"), base.join("a/file")).unwrap();
+        let made = replace_below(&base, Path::new("a/file"), b"new").unwrap();
+        assert_eq!(made, base.join("a/file"));
+        assert!(fs::symlink_metadata(&made).unwrap().is_file());
+        assert_eq!(fs::read(&made).unwrap(), b"new");
+        assert_eq!(fs::read(outside.join("file")).unwrap(), b"the operator's");
+        let mode = fs::metadata(&made).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+
+        // A link on the way is refused, and nothing is made through it.
+        std::os::unix::fs::symlink(&outside, base.join("b")).unwrap();
+        let err = replace_below(&base, Path::new("b/file"), b"new").unwrap_err();
+        assert!(err.to_string().contains("not a plain directory"), "{err}");
+        assert_eq!(fs::read(outside.join("file")).unwrap(), b"the operator's");
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 1);
+
+        // Missing directories are made; climbing is refused.
+        replace_below(&base, Path::new("c/d/file"), b"x").unwrap();
+        assert_eq!(fs::read(base.join("c/d/file")).unwrap(), b"x");
+        assert!(replace_below(&base, Path::new("../file"), b"x").is_err());
+        assert!(!dir.path().join("file").exists());
+        // No temporary file is left beside a replaced one.
+        assert_eq!(fs::read_dir(base.join("a")).unwrap().count(), 1);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 pub mod act;
 pub mod addresses;
 pub mod assess;
+pub mod credentials;
 pub mod decide;
 pub mod endpoint;
 pub mod engine;

@@ -8,6 +8,7 @@ use std::io::Read;
 use std::path::Path;
 
 use jackin_api::agent::{AgentSpec, Strategy};
+use jackin_api::credentials::{CredentialSet, PinnedCredentials};
 use jackin_api::instance::{
     Instance, InstanceSpec, MountSpec, PinnedAgent, PinnedDind, Recipe, RoleSource, Sidecar,
 };
@@ -145,6 +146,7 @@ pub fn wanted(
         }
     }
     let uid = obj.metadata.uid.as_deref().unwrap_or_default();
+    let credentials = wanted_credentials(obj, workspace, agent);
     let (command, agent) = pin_agent(spec, agent);
     // A Docker daemon of the agent's own: the sidecar `dind`, and a volume
     // for the client certificates it shares with the agent.
@@ -190,7 +192,40 @@ pub fn wanted(
             .collect(),
         generation: obj.metadata.generation,
         agent,
+        credentials: Some(credentials),
         first_run_at: None,
+    }
+}
+
+/// The credential hand-off the spec asks for: the instance's mode, else its
+/// workspace's, else `sync`; the agent's own set (named after it), then the
+/// workspace's sets, a name alone resolved to the built-in set.
+fn wanted_credentials(
+    obj: &Instance,
+    workspace: Option<&WorkspaceSpec>,
+    agent: Option<&ResolvedAgent>,
+) -> PinnedCredentials {
+    let mode = obj
+        .spec
+        .auth_forward
+        .or_else(|| workspace.and_then(|w| w.auth_forward))
+        .unwrap_or_default();
+    let own = agent.and_then(|a| {
+        a.spec
+            .credentials
+            .as_ref()
+            .filter(|c| !c.is_empty())
+            .map(|c| c.named(&a.name))
+    });
+    let shared = workspace
+        .map(|w| w.credentials.as_slice())
+        .unwrap_or_default()
+        .iter()
+        // Validation refuses a name that is no built-in set.
+        .filter_map(CredentialSet::resolved);
+    PinnedCredentials {
+        mode,
+        sets: own.into_iter().chain(shared).collect(),
     }
 }
 
@@ -251,8 +286,21 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     if wanted.engine != pinned.engine {
         fields.push("engine");
     }
-    // Recipes pinned before agents were data have no entry to compare.
-    let entry = |r: &Recipe| r.agent.as_ref().map(|a| (a.spec.clone(), a.strategy));
+    // Recipes pinned before the hand-off existed have none to compare.
+    if pinned.credentials.is_some() && wanted.credentials != pinned.credentials {
+        fields.push("credentials (authForward or a credential set)");
+    }
+    // Recipes pinned before agents were data have no entry to compare. Its
+    // credentials are compared above, with the mode, so that a session
+    // pinned before the hand-off existed reports no change of its entry
+    // for them.
+    let entry = |r: &Recipe| {
+        r.agent.as_ref().map(|a| {
+            let mut spec = a.spec.clone();
+            spec.credentials = None;
+            (spec, a.strategy)
+        })
+    };
     if pinned.agent.is_some() && entry(wanted) != entry(pinned) {
         fields.push("agent (its registry entry)");
     }
@@ -477,6 +525,54 @@ mod tests {
             pin_final_base(text, "sha256:abc"),
             "FROM a AS build\nRUN x\nFROM --platform=linux/amd64 sha256:abc AS final\nCMD y\n"
         );
+    }
+
+    /// A changed mode or set is drift, said once; a session pinned before
+    /// the hand-off existed reports none for it.
+    #[test]
+    fn credential_changes_are_drift_said_once() {
+        use jackin_api::credentials::{AuthForward, Credentials, PinnedCredentials};
+        let agent = |credentials: Option<Credentials>| PinnedAgent {
+            name: "claude".into(),
+            source: "builtin".into(),
+            spec: AgentSpec {
+                launch: vec!["claude".into()],
+                credentials,
+                ..Default::default()
+            },
+            strategy: Strategy::None,
+            version: None,
+        };
+        let creds = Credentials {
+            login: Some("log in".into()),
+            ..Default::default()
+        };
+        let wanted = Recipe {
+            agent: Some(agent(Some(creds.clone()))),
+            credentials: Some(PinnedCredentials {
+                mode: AuthForward::Token,
+                sets: vec![creds.named("claude")],
+            }),
+            ..Default::default()
+        };
+        let before = Recipe {
+            agent: Some(agent(None)),
+            credentials: None,
+            ..Default::default()
+        };
+        assert_eq!(drift(&before, &wanted), Vec::<&str>::new());
+        let synced = Recipe {
+            credentials: Some(PinnedCredentials {
+                mode: AuthForward::Sync,
+                ..wanted.credentials.clone().unwrap()
+            }),
+            ..wanted.clone()
+        };
+        assert_eq!(
+            drift(&synced, &wanted),
+            ["credentials (authForward or a credential set)"]
+        );
+        assert_eq!(drift(&wanted, &wanted), Vec::<&str>::new());
     }
 
     #[test]

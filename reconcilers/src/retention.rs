@@ -10,7 +10,7 @@ use std::path::Path;
 use jackin_api::agent::{KEPT_RETENTION_DAYS, RetentionSetting};
 use serde_json::{Map, Value};
 
-use crate::fsutil::{self, read_untrusted, write_atomic};
+use crate::fsutil::{self, read_untrusted};
 
 /// The largest settings file jackin reads to change one key.
 const MAX_SETTINGS_BYTES: u64 = 1 << 20;
@@ -66,7 +66,7 @@ pub fn keep_conversations(
     map.insert((*last).to_owned(), wanted);
     let mut bytes = serde_json::to_vec_pretty(&settings).expect("JSON serializes");
     bytes.push(b'\n');
-    write_atomic(&path, &bytes).map_err(|e| format!("{shown}: {e}"))?;
+    fsutil::replace_below(home, &relative, &bytes).map_err(|e| format!("{shown}: {e}"))?;
     Ok(true)
 }
 

@@ -36,7 +36,8 @@ pub fn resolve(vars: &[EnvVar]) -> Result<Vec<String>, SecretError> {
         .collect()
 }
 
-fn value_of(var: &EnvVar) -> Result<String, SecretError> {
+/// One variable's value, its reference resolved now.
+pub fn value_of(var: &EnvVar) -> Result<String, SecretError> {
     if let Some(value) = &var.value {
         return Ok(value.clone());
     }

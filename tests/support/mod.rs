@@ -19,6 +19,11 @@ pub type Snapshot = BTreeMap<PathBuf, (SystemTime, Vec<u8>)>;
 /// A private, throw-away `JACKIN_HOME`.
 pub struct Home {
     dir: tempfile::TempDir,
+    /// The operator's home that logins are forwarded from
+    /// (`JACKIN_CREDENTIALS_HOME`): empty unless a test writes one, and
+    /// apart from `JACKIN_HOME`, as a real one is. No test reads the logins
+    /// of whoever runs it.
+    operator: tempfile::TempDir,
     /// Uids to clean up that the home's units may no longer name (a test
     /// that breaks an object on purpose).
     also: std::cell::RefCell<Vec<String>>,
@@ -146,11 +151,15 @@ impl Home {
     }
 
     pub fn new() -> Self {
-        Self {
-            dir: tempfile::Builder::new()
-                .prefix("jackin-test-")
+        let temp = |prefix: &str| {
+            tempfile::Builder::new()
+                .prefix(prefix)
                 .tempdir()
-                .expect("a temporary directory"),
+                .expect("a temporary directory")
+        };
+        Self {
+            dir: temp("jackin-test-"),
+            operator: temp("jackin-test-operator-"),
             also: Default::default(),
         }
     }
@@ -159,10 +168,17 @@ impl Home {
         self.dir.path()
     }
 
+    /// The operator's home that logins are forwarded from.
+    pub fn operator_home(&self) -> &Path {
+        self.operator.path()
+    }
+
     /// A `jackin` command bound to this home, not yet run.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_jackin"));
-        cmd.env("JACKIN_HOME", self.path()).args(args);
+        cmd.env("JACKIN_HOME", self.path())
+            .env("JACKIN_CREDENTIALS_HOME", self.operator_home())
+            .args(args);
         cmd
     }
 
@@ -578,6 +594,38 @@ impl RoleRepo {
         )
         .unwrap();
         repo.commit_marker("agents");
+        repo
+    }
+
+    /// A role whose image holds the four agent CLIs jackin forwards logins
+    /// to (`claude`, `codex`, `gemini`, `opencode`), each behind the login
+    /// gate (`tests/fixtures/fake-login`) that lets it start only as the
+    /// real one would: logged in. The stand-ins are in `/opt/agents`; the
+    /// role works in `/work`.
+    pub fn with_login_agents() -> Self {
+        let repo = Self::new("login-agents");
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+        for name in ["fake-agent", "fake-login"] {
+            let installed = repo.path().join(name);
+            std::fs::copy(fixtures.join(name), &installed).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&installed, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let links = "mkdir -p /opt/agents && mv /fake-agent /opt/agents/ \
+                     && cd /opt/agents && ln -s fake-agent claude && ln -s fake-agent codex \
+                     && ln -s fake-agent gemini && ln -s fake-agent opencode \
+                     && for a in claude codex gemini opencode; do ln -s fake-login /bin/$a; done";
+        std::fs::write(
+            repo.path().join("Dockerfile"),
+            format!(
+                "FROM {}\nLABEL jackin.test.role={}\nCOPY fake-agent /\n\
+                 COPY fake-login /bin/fake-login\nRUN [\"/bin/sh\", \"-c\", \"{links}\"]\nWORKDIR /work\n",
+                busybox_image(),
+                repo.role
+            ),
+        )
+        .unwrap();
+        repo.commit_marker("login-agents");
         repo
     }
 

@@ -27,6 +27,14 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
             jiff::Timestamp::now().strftime("%H:%M:%S"),
             step.describe()
         ),
+        Progress::Note { message, .. } if verbose => {
+            tracing::info!(instance = name, "{message}");
+        }
+        Progress::Note { step, message } => eprintln!(
+            "{} instance/{name}: [{}] {message}",
+            jiff::Timestamp::now().strftime("%H:%M:%S"),
+            step.stage()
+        ),
         Progress::Build(line) => tracing::debug!(instance = name, "build: {line}"),
     });
     if args.once {

@@ -1,0 +1,597 @@
+//! The credential hand-off, against the real engine: a logged-in operator's
+//! sessions start logged in, under `sync` (the host's login files copied
+//! into the unit's home) and under `token` (variables from references); the
+//! login's value lands in the unit's home or the engine and nowhere else
+//! jackin writes or prints; a purge takes it away; a missing login is said
+//! with a hint; and a link the agent plants where a login lands never makes
+//! jackin write outside the unit.
+//!
+//! The agents are stand-ins behind a login gate (`tests/fixtures/fake-login`)
+//! that lets each start only as the real CLI would. Every test's operator
+//! home is its own (`JACKIN_CREDENTIALS_HOME`): no test reads the logins of
+//! whoever runs it.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use support::{Home, RoleRepo, condition, docker, ensure_busybox, eventually, unique};
+
+/// The four agents a login is forwarded to, each with its login files on
+/// the host (holding `marker`), where the secret one lands in the unit's
+/// home, what the gate says once it saw it, and the variable of `token`.
+struct Agent {
+    name: &'static str,
+    files: Vec<(&'static str, String)>,
+    lands: &'static str,
+    via_file: &'static str,
+    variable: &'static str,
+}
+
+fn agents(marker: &str) -> Vec<Agent> {
+    vec![
+        Agent {
+            name: "claude",
+            files: vec![
+                (
+                    ".claude/.credentials.json",
+                    format!(
+                        r#"{{"claudeAiOauth": {{"accessToken": "{marker}", "refreshToken": "{marker}-r", "expiresAt": 1}}}}"#
+                    ),
+                ),
+                (".claude.json", account_file()),
+            ],
+            lands: ".claude/.credentials.json",
+            via_file: "file .credentials.json",
+            variable: "CLAUDE_CODE_OAUTH_TOKEN",
+        },
+        Agent {
+            name: "codex",
+            files: vec![(
+                ".codex/auth.json",
+                format!(
+                    r#"{{"OPENAI_API_KEY": null, "tokens": {{"access_token": "{marker}", "refresh_token": "{marker}-r"}}}}"#
+                ),
+            )],
+            lands: ".codex/auth.json",
+            via_file: "file auth.json",
+            variable: "OPENAI_API_KEY",
+        },
+        Agent {
+            name: "gemini",
+            files: vec![
+                (
+                    ".gemini/oauth_creds.json",
+                    format!(r#"{{"access_token": "{marker}", "refresh_token": "{marker}-r"}}"#),
+                ),
+                (
+                    ".gemini/settings.json",
+                    r#"{"security": {"auth": {"selectedType": "oauth-personal"}}, "mcpServers": {"private": {"command": "PRIVATE-SERVER"}}}"#
+                        .to_owned(),
+                ),
+            ],
+            lands: ".gemini/oauth_creds.json",
+            via_file: "file oauth_creds.json",
+            variable: "GEMINI_API_KEY",
+        },
+        Agent {
+            name: "opencode",
+            files: vec![(
+                ".local/share/opencode/auth.json",
+                format!(r#"{{"anthropic": {{"type": "api", "key": "{marker}"}}}}"#),
+            )],
+            lands: ".local/share/opencode/auth.json",
+            via_file: "file auth.json",
+            variable: "ANTHROPIC_API_KEY",
+        },
+    ]
+}
+
+/// Claude's account file on the host: onboarded, with another project's
+/// history, which stays on the host.
+fn account_file() -> String {
+    r#"{"hasCompletedOnboarding": true, "oauthAccount": {"emailAddress": "op@example.com"}, "projects": {"/elsewhere": {"history": ["PRIVATE-HISTORY"]}}}"#.to_owned()
+}
+
+/// Writes `text` at `relative` in the operator's home.
+fn write_host(home: &Home, relative: &str, text: &str) {
+    let path = home.operator_home().join(relative);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The unit's directory on the host.
+fn unit(home: &Home, name: &str) -> PathBuf {
+    home.path().join("data").join(home.container(name))
+}
+
+/// What the login gate said about each start of `name`.
+fn login_log(unit: &Path) -> Vec<String> {
+    std::fs::read_to_string(unit.join("home/agent-login.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Waits until the gate has said `line` for `name`.
+fn wait_for_login(home: &Home, name: &str, line: &str) {
+    let unit = unit(home, name);
+    eventually(
+        Duration::from_secs(30),
+        &format!("{name}: the gate says {line:?}"),
+        || login_log(&unit).iter().any(|l| l == line),
+    );
+}
+
+/// Applies `yaml` as `file` with `env` added to jackin's environment;
+/// returns the output, whatever the exit status.
+fn apply_with(home: &Home, file: &str, yaml: &str, env: &[(&str, &str)]) -> Output {
+    let path = home.write_input(file, yaml);
+    let mut cmd = home.command(&["apply", path.to_str().unwrap()]);
+    cmd.envs(env.iter().copied());
+    cmd.output().expect("jackin runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Every regular file under `dir` that holds `marker` (links not followed).
+fn files_holding(dir: &Path, marker: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.is_file()
+                && std::fs::read(&path)
+                    .unwrap()
+                    .windows(marker.len())
+                    .any(|w| w == marker.as_bytes())
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// What an operator reads of `name` (describe, the object, its events and
+/// the agent's log) never holds `marker`.
+fn assert_never_shown(home: &Home, name: &str, marker: &str) {
+    for args in [
+        vec!["describe", name],
+        vec!["get", name, "-o", "yaml"],
+        vec!["get", name, "-o", "json"],
+        vec!["logs", name],
+    ] {
+        let out = home.ok(&args);
+        assert!(
+            !out.contains(marker),
+            "jackin {args:?} shows the value:\n{out}"
+        );
+    }
+}
+
+/// A workspace named `name` with `spec`.
+fn workspace_yaml(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec: {spec}\n"
+    )
+}
+
+fn pass(home: &Home) -> String {
+    String::from_utf8_lossy(&home.jackin(&["controller", "--once"]).stdout).into_owned()
+}
+
+#[test]
+fn every_agent_starts_logged_in_under_sync_and_the_login_lives_and_dies_with_the_unit() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_login_agents();
+    let marker = unique("login-secret");
+    let agents = agents(&marker);
+    for agent in &agents {
+        for (path, text) in &agent.files {
+            write_host(&home, path, text);
+        }
+    }
+    // gh, forwarded to every session of the workspace.
+    write_host(
+        &home,
+        ".config/gh/hosts.yml",
+        &format!("github.com:\n    oauth_token: {marker}\n    user: op\n"),
+    );
+    home.apply("ws", &workspace_yaml("desk", "{credentials: [{name: gh}]}"));
+    let mut units = Vec::new();
+    for agent in &agents {
+        let yaml = role.agent_instance_yaml(agent.name, agent.name, "  workspace: desk\n");
+        let out = apply_with(&home, &format!("{}.yaml", agent.name), &yaml, &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        // The launch said what it forwarded, by name.
+        assert!(
+            stderr(&out).contains(&format!(
+                "instance/{0}: [credentials] {0}: ~/{1} → ~/{2}",
+                agent.name, agent.files[0].0, agent.lands
+            )),
+            "{}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains(&format!(
+                "instance/{}: [credentials] gh: ~/.config/gh/hosts.yml → ~/.config/gh/hosts.yml",
+                agent.name
+            )),
+            "{}",
+            stderr(&out)
+        );
+        wait_for_login(
+            &home,
+            agent.name,
+            &format!("{} logged-in {}", agent.name, agent.via_file),
+        );
+        let unit = unit(&home, agent.name);
+        let login = unit.join("home").join(agent.lands);
+        assert!(std::fs::read_to_string(&login).unwrap().contains(&marker));
+        let mode = std::fs::metadata(&login).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode, 0o600,
+            "{}: readable by the agent's uid only",
+            agent.name
+        );
+        let gh = unit.join("home/.config/gh/hosts.yml");
+        assert!(std::fs::read_to_string(gh).unwrap().contains(&marker));
+        units.push(unit);
+    }
+    // Claude is past its onboarding: its conversation started. Its account
+    // file holds the forwarded keys only, not the host's other projects;
+    // gemini's settings only the auth type.
+    let claude = &units[0];
+    eventually(
+        Duration::from_secs(30),
+        "claude's conversation starts",
+        || {
+            std::fs::read_to_string(claude.join("home/agent-starts.log"))
+                .is_ok_and(|log| log.starts_with("claude minted "))
+        },
+    );
+    let account = std::fs::read_to_string(claude.join("home/.claude/.claude.json")).unwrap();
+    assert!(
+        account.contains("\"hasCompletedOnboarding\": true"),
+        "{account}"
+    );
+    assert!(!account.contains("PRIVATE-HISTORY"), "{account}");
+    let settings = std::fs::read_to_string(units[2].join("home/.gemini/settings.json")).unwrap();
+    assert!(
+        settings.contains("oauth-personal") && !settings.contains("PRIVATE-SERVER"),
+        "{settings}"
+    );
+
+    // The value is in the units' homes and nowhere else under JACKIN_HOME,
+    // and in nothing an operator reads.
+    let stray: Vec<PathBuf> = files_holding(home.path(), &marker)
+        .into_iter()
+        .filter(|p| !units.iter().any(|u| p.starts_with(u.join("home"))))
+        .collect();
+    assert_eq!(
+        stray,
+        Vec::<PathBuf>::new(),
+        "the login is outside a unit's home"
+    );
+    for agent in &agents {
+        assert_never_shown(&home, agent.name, &marker);
+    }
+    let described = home.ok(&["describe", "claude"]);
+    assert!(
+        described.contains("authForward sync of claude, gh")
+            && described
+                .contains("claude: ~/.claude/.credentials.json → ~/.claude/.credentials.json"),
+        "{described}"
+    );
+
+    // A purge takes the logins with the unit.
+    for agent in &agents {
+        home.ok(&["delete", agent.name]);
+    }
+    for unit in &units {
+        assert!(!unit.exists(), "{} is left", unit.display());
+    }
+    assert_eq!(files_holding(home.path(), &marker), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn every_agent_starts_logged_in_under_token_and_the_value_reaches_the_engine_only() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_login_agents();
+    let marker = unique("token-secret");
+    // Account metadata holds no secret: it goes under token too, so claude
+    // knows its account and skips its onboarding.
+    write_host(&home, ".claude.json", &account_file());
+    let env: Vec<(&str, &str)> = [
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "OPENAI_API_KEY",
+        "GEMINI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GH_TOKEN",
+    ]
+    .into_iter()
+    .map(|name| (name, marker.as_str()))
+    .collect();
+    home.apply(
+        "ws",
+        &workspace_yaml("tok", "{authForward: token, credentials: [{name: gh}]}"),
+    );
+    for agent in agents(&marker) {
+        let yaml = role.agent_instance_yaml(agent.name, agent.name, "  workspace: tok\n");
+        let out = apply_with(&home, &format!("{}.yaml", agent.name), &yaml, &env);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "instance/{0}: [credentials] {0}: {1} (from hostEnv {1})",
+                agent.name, agent.variable
+            )),
+            "{}",
+            stderr(&out)
+        );
+        wait_for_login(
+            &home,
+            agent.name,
+            &format!("{} logged-in env {}", agent.name, agent.variable),
+        );
+        // The agent got the value, from the engine.
+        let container = home.container(agent.name);
+        let environment = docker(&["exec", &container, "env"]);
+        for variable in [agent.variable, "GH_TOKEN"] {
+            assert!(
+                environment
+                    .lines()
+                    .any(|line| line == format!("{variable}={marker}")),
+                "{}: {variable} is not in the agent's environment",
+                agent.name
+            );
+        }
+        // No login file was copied under token.
+        assert!(
+            !unit(&home, agent.name)
+                .join("home")
+                .join(agent.lands)
+                .exists()
+        );
+        assert_never_shown(&home, agent.name, &marker);
+    }
+    let claude = unit(&home, "claude");
+    eventually(
+        Duration::from_secs(30),
+        "claude's conversation starts",
+        || {
+            std::fs::read_to_string(claude.join("home/agent-starts.log"))
+                .is_ok_and(|log| log.starts_with("claude minted "))
+        },
+    );
+    assert_eq!(
+        files_holding(home.path(), &marker),
+        Vec::<PathBuf>::new(),
+        "a token is never written under JACKIN_HOME"
+    );
+    let described = home.ok(&["describe", "claude"]);
+    assert!(
+        described.contains("authForward token of claude, gh")
+            && described
+                .contains("claude: CLAUDE_CODE_OAUTH_TOKEN (from hostEnv CLAUDE_CODE_OAUTH_TOKEN)")
+            && described.contains("gh: GH_TOKEN (from hostEnv GH_TOKEN)"),
+        "{described}"
+    );
+
+    // An instance that says `none` gets nothing, whatever its workspace:
+    // claude will not start.
+    let none =
+        role.agent_instance_yaml("bare", "claude", "  workspace: tok\n  authForward: none\n");
+    apply_with(&home, "bare.yaml", &none, &env);
+    wait_for_login(&home, "bare", "claude not-logged-in");
+    let container = home.container("bare");
+    let printed = std::process::Command::new("docker")
+        .args(["inspect", "-f", "{{json .Config.Env}}", &container])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&printed.stdout).contains(&marker),
+        "authForward none passes no variable"
+    );
+}
+
+#[test]
+fn a_missing_login_is_said_with_a_hint_and_the_agent_does_not_start_logged_in() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_login_agents();
+    // Nothing on the host: claude refuses to start.
+    let out = apply_with(
+        &home,
+        "claude.yaml",
+        &role.agent_instance_yaml("bare", "claude", ""),
+        &[],
+    );
+    let said = stderr(&out);
+    assert!(
+        said.contains(
+            "instance/bare: [credentials] claude: ~/.claude/.credentials.json not found on the \
+             host — run `claude` once on the host to log in, or set authForward: token with \
+             CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_API_KEY"
+        ),
+        "{said}"
+    );
+    wait_for_login(&home, "bare", "claude not-logged-in");
+    let described = home.ok(&["describe", "bare"]);
+    assert!(
+        described.contains("missing: claude: ~/.claude/.credentials.json not found on the host")
+            && described.contains("CredentialsMissing"),
+        "{described}"
+    );
+    let out = apply_with(
+        &home,
+        "codex.yaml",
+        &role.agent_instance_yaml("codex", "codex", ""),
+        &[],
+    );
+    assert!(
+        stderr(&out).contains(
+            "instance/codex: [credentials] codex: ~/.codex/auth.json not found on the host — run \
+             `codex login` on the host, or set authForward: token with OPENAI_API_KEY"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    wait_for_login(&home, "codex", "codex not-logged-in");
+
+    // Logged in, but the account file is missing: claude stops at its
+    // first-run onboarding, and the launch said why.
+    write_host(
+        &home,
+        ".claude/.credentials.json",
+        r#"{"claudeAiOauth": {"accessToken": "a"}}"#,
+    );
+    let out = apply_with(
+        &home,
+        "onboard.yaml",
+        &role.agent_instance_yaml("onboard", "claude", ""),
+        &[],
+    );
+    assert!(
+        stderr(&out).contains("[credentials] claude: ~/.claude.json not found on the host"),
+        "{}",
+        stderr(&out)
+    );
+    wait_for_login(&home, "onboard", "claude onboarding file .credentials.json");
+    // A token mode with no variable set says what to export.
+    home.apply("ws", &workspace_yaml("tok", "{authForward: token}"));
+    let out = apply_with(
+        &home,
+        "tok.yaml",
+        &role.agent_instance_yaml("tok", "gemini", "  workspace: tok\n"),
+        &[],
+    );
+    assert!(
+        stderr(&out).contains(
+            "instance/tok: [credentials] gemini: no token (GEMINI_API_KEY: host variable \
+             GEMINI_API_KEY is not set in jackin's environment) — export GEMINI_API_KEY for \
+             jackin, or set authForward: sync (run `gemini` once on the host and log in with \
+             Google)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    wait_for_login(&home, "tok", "gemini not-logged-in");
+}
+
+#[test]
+fn a_renewed_login_reaches_the_next_start_and_a_planted_link_is_never_written_through() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_login_agents();
+    let login = |token: &str| format!(r#"{{"claudeAiOauth": {{"accessToken": "{token}"}}}}"#);
+    write_host(&home, ".claude/.credentials.json", &login("first"));
+    write_host(&home, ".claude.json", &account_file());
+    home.apply("c.yaml", &role.agent_instance_yaml("c", "claude", ""));
+    wait_for_login(&home, "c", "claude logged-in file .credentials.json");
+    let unit = unit(&home, "c");
+    let own = unit.join("home/.claude/.credentials.json");
+    let container = home.container("c");
+    // A restart is over once the gate has seen the new start: a change to
+    // the agent's home made while the start plan is still being walked
+    // would otherwise be read by that start, not the next.
+    let restart = || {
+        let seen = login_log(&unit).len();
+        docker(&["stop", "-t", "2", &container]);
+        pass(&home);
+        eventually(
+            Duration::from_secs(30),
+            "the agent's next start reached the login gate",
+            || login_log(&unit).len() > seen,
+        );
+    };
+
+    // The operator logged in again on the host: the next start has it.
+    write_host(&home, ".claude/.credentials.json", &login("second"));
+    restart();
+    assert!(std::fs::read_to_string(&own).unwrap().contains("second"));
+    // The agent refreshed its login in the session since: its newer one
+    // stays (the host's older one could have been rotated out).
+    std::fs::write(&own, login("refreshed-in-session")).unwrap();
+    restart();
+    assert!(
+        std::fs::read_to_string(&own)
+            .unwrap()
+            .contains("refreshed-in-session")
+    );
+    assert!(
+        home.ok(&["describe", "c"])
+            .contains("kept: the session's own is newer than the host's"),
+        "{}",
+        home.ok(&["describe", "c"])
+    );
+
+    // A link where the login lands, to a file of the operator's: replaced
+    // by the login, the operator's file untouched.
+    let outside = tempfile::tempdir().unwrap();
+    let theirs = outside.path().join("theirs");
+    std::fs::write(&theirs, "the operator's own file").unwrap();
+    std::fs::remove_file(&own).unwrap();
+    std::os::unix::fs::symlink(&theirs, &own).unwrap();
+    write_host(&home, ".claude/.credentials.json", &login("third"));
+    restart();
+    assert_eq!(
+        std::fs::read_to_string(&theirs).unwrap(),
+        "the operator's own file"
+    );
+    assert!(std::fs::symlink_metadata(&own).unwrap().is_file());
+    assert!(std::fs::read_to_string(&own).unwrap().contains("third"));
+
+    // The agent's config directory made a link to a host directory: the
+    // start is refused, and nothing is written there.
+    let config = unit.join("home/.claude");
+    std::fs::rename(&config, unit.join("home/.claude-was")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), &config).unwrap();
+    write_host(&home, ".claude/.credentials.json", &login("fourth"));
+    docker(&["stop", "-t", "2", &container]);
+    let out = home.jackin(&["controller", "--once"]);
+    let names: Vec<String> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["theirs"], "jackin wrote through the link");
+    assert_eq!(
+        std::fs::read_to_string(&theirs).unwrap(),
+        "the operator's own file"
+    );
+    let obj = home.object("c");
+    let ready = condition(&obj, "Ready").expect("a Ready condition");
+    assert_eq!(
+        ready["reason"],
+        "CredentialsRefused",
+        "{ready}\n{}",
+        stderr(&out)
+    );
+    assert!(
+        ready["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not a plain directory"),
+        "{ready}"
+    );
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.State.Running}}", &container]),
+        "false",
+        "the session did not start"
+    );
+}
