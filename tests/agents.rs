@@ -608,3 +608,107 @@ fn conversations_outlive_the_agents_own_retention() {
         "{described}"
     );
 }
+
+/// Issue 23, agent binaries: an agent whose program the role image lacks is
+/// installed from its entry's install block into a derived image (no
+/// registry is reachable here, so the block writes a stand-in). The image is
+/// pinned, reused for the same role image and block, made again at tier 3,
+/// and a failing block keeps its build output and says where.
+#[test]
+fn an_agent_missing_from_the_role_image_gets_a_derived_image() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::new("bare");
+    let agent = "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: standin}\nspec:\n  \
+                 launch: [standin]\n  install:\n  \
+                 - >-\n    RUN printf '#!/bin/sh\\necho standin started >> $HOME/agent-starts.log\\nexec sleep 3600\\n'\n    \
+                 > /bin/standin && chmod 755 /bin/standin\n";
+    home.apply("agent.yaml", agent);
+    let apply = |name: &str| {
+        let input = home.write_input(
+            &format!("{name}.yaml"),
+            &role.agent_instance_yaml(name, "standin", ""),
+        );
+        let out = home.jackin(&["apply", input.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        stderr
+    };
+    let first = apply("one");
+    assert!(
+        first.contains("instance/one: [agent binaries] standin is not in jackin/"),
+        "{first}"
+    );
+    assert!(
+        first.contains(&format!(
+            "instance/one: [derived image] built jackin/{}-standin:",
+            role.role
+        )),
+        "{first}"
+    );
+    assert_eq!(wait_for_starts(&home, "one", 1), ["standin started"]);
+    let recipe = home.object("one")["status"]["recipe"].clone();
+    let derived = recipe["image"].as_str().unwrap().to_owned();
+    let role_image = recipe["derivedFrom"]
+        .as_str()
+        .expect("derivedFrom")
+        .to_owned();
+    assert!(
+        derived.starts_with(&format!("jackin/{}-standin:", role.role)),
+        "{recipe}"
+    );
+    assert_ne!(recipe["imageId"].as_str().unwrap(), role_image);
+
+    // The same role image and block: the derived image is the same one.
+    let second = apply("two");
+    assert!(
+        second.contains(&format!("instance/two: [derived image] using {derived}")),
+        "{second}"
+    );
+    assert_eq!(
+        home.object("two")["status"]["recipe"]["imageId"],
+        recipe["imageId"]
+    );
+    home.ok(&["delete", "two", "--force"]);
+
+    // Tier 3: the derived image is gone; the role image is rebuilt at its
+    // commit and the agent installed on it again.
+    docker(&["rm", "-f", &home.container("one")]);
+    docker(&["rmi", "-f", &derived]);
+    pass(&home);
+    assert_eq!(home.object("one")["status"]["restore"]["tier"], 3);
+    assert_eq!(wait_for_starts(&home, "one", 2)[1], "standin started");
+    assert_eq!(
+        home.object("one")["status"]["recipe"]["image"],
+        derived.as_str()
+    );
+
+    // A block that fails: the launch fails, saying where its output is.
+    let broken = "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: broken}\nspec:\n  \
+                  launch: [broken]\n  install: ['RUN echo installing broken; exit 3']\n";
+    home.apply("broken.yaml", broken);
+    let input = home.write_input("b.yaml", &role.agent_instance_yaml("b", "broken", ""));
+    let out = home.jackin(&["apply", input.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "installing the agent broken into a derived image failed (its build output is kept in"
+        ),
+        "{stderr}"
+    );
+    let log = unit(&home, "b").join(".jackin/agent-install.log");
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("installing broken"),
+        "{}",
+        log.display()
+    );
+    let failed = home.object("b");
+    assert_eq!(
+        condition(&failed, "Ready").unwrap()["reason"],
+        "AgentInstallFailed",
+        "{failed}"
+    );
+}

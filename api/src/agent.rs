@@ -74,7 +74,18 @@ pub struct AgentSpec {
     /// `authForward: sync`, variables passed under `token`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<Credentials>,
+    /// Dockerfile instructions that install the agent (`RUN npm install -g
+    /// …`). When the role image lacks the agent's program, jackin builds a
+    /// derived image, the role image with these on top (run as root), once
+    /// per role image and block.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub install: Vec<String>,
 }
+
+/// The Dockerfile instructions an install block may use: what installs a
+/// program. Not `FROM` (the base is the role image), `COPY`/`ADD` (the
+/// build has no context) or `CMD`/`ENTRYPOINT` (jackin runs the argv).
+pub const INSTALL_INSTRUCTIONS: [&str; 6] = ["RUN", "ENV", "ARG", "WORKDIR", "LABEL", "SHELL"];
 
 /// An environment variable pointing into the agent's home.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -201,6 +212,9 @@ pub fn builtin() -> Vec<Agent> {
                 resume_args: args(&["--resume", "{id}"]),
                 continue_args: args(&["--continue"]),
                 state_env: state("CLAUDE_CONFIG_DIR", ".claude"),
+                // Claude Code's npm package (docs.claude.com/en/docs/claude-code/setup);
+                // the role image needs Node.js 18 or later.
+                install: args(&["RUN npm install -g @anthropic-ai/claude-code"]),
                 // `--session-id` "must be a valid UUID" (Claude Code CLI
                 // reference, docs.claude.com/en/docs/claude-code/cli-reference).
                 id_format: IdFormat::Uuid,
@@ -269,6 +283,9 @@ pub fn builtin() -> Vec<Agent> {
                     env: vec![host_env("OPENAI_API_KEY")],
                     login: Some("run `codex login` on the host".into()),
                 }),
+                // The npm package (github.com/openai/codex, "Installing and
+                // running Codex CLI").
+                install: args(&["RUN npm install -g @openai/codex"]),
                 ..Default::default()
             },
         ),
@@ -280,6 +297,9 @@ pub fn builtin() -> Vec<Agent> {
                 resume_args: args(&["--resume", "{id}"]),
                 continue_args: args(&["--resume", "latest"]),
                 state_env: state("GEMINI_CLI_HOME", "."),
+                // The npm package (github.com/google-gemini/gemini-cli,
+                // "Quick Install"); Node.js 20 or later.
+                install: args(&["RUN npm install -g @google/gemini-cli"]),
                 // Session ids are file-name safe words.
                 id_format: IdFormat::Word,
                 // `--session-id` came in 0.41.0; older versions reject the
@@ -340,6 +360,9 @@ pub fn builtin() -> Vec<Agent> {
                     env: vec![host_env("ANTHROPIC_API_KEY"), host_env("OPENAI_API_KEY")],
                     ..Default::default()
                 }),
+                // The PyPI package (aider.chat/docs/install.html, "pip");
+                // the role image needs Python 3.10 to 3.12 and pip.
+                install: args(&["RUN python3 -m pip install --no-cache-dir aider-chat"]),
                 ..Default::default()
             },
         ),
@@ -358,6 +381,8 @@ pub fn builtin() -> Vec<Agent> {
                     env: vec![host_env("ANTHROPIC_API_KEY"), host_env("OPENAI_API_KEY")],
                     login: Some("run `opencode auth login` on the host".into()),
                 }),
+                // The npm package (opencode.ai/docs, "Install").
+                install: args(&["RUN npm install -g opencode-ai"]),
                 ..Default::default()
             },
         ),

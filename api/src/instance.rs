@@ -612,6 +612,11 @@ pub struct Recipe {
     /// The ref the spec named when the recipe was pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role_ref: Option<String>,
+    /// When the agent's program was not in the role image: the role image
+    /// (its id) that `image`, a derived image, adds the agent's install
+    /// block to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub derived_from: Option<String>,
     /// The base image named by the Dockerfile's `FROM`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_image: Option<String>,

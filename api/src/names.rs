@@ -161,6 +161,8 @@ pub mod reason {
     pub const NO_COMMAND: &str = "NoCommand";
     pub const UNKNOWN_AGENT: &str = "UnknownAgent";
     pub const AGENT_MISSING: &str = "AgentMissing";
+    /// The agent's install block failed to build on the role image.
+    pub const AGENT_INSTALL_FAILED: &str = "AgentInstallFailed";
     pub const ADDRESS_POOL_EXHAUSTED: &str = "AddressPoolExhausted";
     /// The home's `config.yaml` cannot be used.
     pub const INVALID_CONFIG: &str = "InvalidConfig";
@@ -177,6 +179,8 @@ pub mod reason {
     pub const NOT_FOUND: &str = "NotFound";
     // Events of the agent's start.
     pub const AGENT_FALLBACK: &str = "AgentFallback";
+    /// The agent was installed into a derived image (or one was found).
+    pub const AGENT_INSTALL: &str = "AgentInstall";
     /// The installed agent is too old for some ways of starting it; they
     /// are skipped.
     pub const AGENT_RUNGS_SKIPPED: &str = "AgentRungsSkipped";

@@ -706,6 +706,22 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
             );
         }
     }
+    plan_args(&mut errors, "spec.install", &spec.install);
+    for (i, line) in spec.install.iter().enumerate() {
+        let instruction = line.split_whitespace().next().unwrap_or_default();
+        if !crate::agent::INSTALL_INSTRUCTIONS
+            .iter()
+            .any(|ok| ok.eq_ignore_ascii_case(instruction))
+        {
+            errors.push(
+                format!("spec.install[{i}]"),
+                format!(
+                    "expected a Dockerfile instruction that installs, one of {}, not {instruction:?}",
+                    crate::agent::INSTALL_INSTRUCTIONS.join(", ")
+                ),
+            );
+        }
+    }
     if let Some(version) = &spec.version {
         if version.probe.first().is_none_or(String::is_empty) {
             errors.push(
@@ -858,8 +874,8 @@ mod tests {
     use super::*;
     use crate::instance::{EnvSource, InstanceSpec, RoleRef};
 
-    /// Every built-in entry is valid, and a version rule or retention
-    /// setting that could not work is refused at its field.
+    /// Every built-in entry is valid, and an install block, version rule
+    /// or retention setting that could not work is refused at its field.
     #[test]
     fn agent_versions_and_retention_settings_are_checked() {
         for entry in crate::agent::builtin() {
@@ -869,6 +885,7 @@ mod tests {
             .into_iter()
             .find(|a| a.metadata.name == "gemini")
             .unwrap();
+        gemini.spec.install = vec!["FROM evil:latest".into(), "RUN npm i -g x".into()];
         let rule = gemini.spec.version.as_mut().unwrap();
         rule.minimum.mint = Some("new".into());
         rule.probe.clear();
@@ -890,6 +907,7 @@ mod tests {
         assert_eq!(
             fields,
             [
+                "spec.install[0]",
                 "spec.version.probe",
                 "spec.version.minimum.mint",
                 "spec.retention.setting.file",

@@ -90,8 +90,13 @@ fn act(e: &ActError) -> Option<String> {
             Some("`jackin get agents` lists the agents; apply an Agent to add one".into())
         }
         ActError::AgentMissing { program, .. } => Some(format!(
-            "install `{program}` in the role's Dockerfile, or set spec.command to a program the \
-             image has"
+            "install `{program}` in the role's Dockerfile, give the agent's entry an install \
+             block (spec.install), or set spec.command to a program the image has"
+        )),
+        ActError::AgentInstall { agent, .. } => Some(format!(
+            "the role image must have what the install block uses (npm, pip): fix the role's \
+             Dockerfile or the block (`jackin get agent {agent} -o yaml` shows it), then \
+             `jackin set-phase NAME running`"
         )),
         ActError::ForeignVolume(volume) => Some(format!(
             "`docker volume inspect {volume}` shows whose it is; remove it if it is stale"

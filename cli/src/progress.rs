@@ -118,20 +118,19 @@ impl Reporter {
             };
             // What a step noted (credentials forwarded or missing), under
             // its stage: names and hints, never a value.
-            let note = |step: &jackin_reconcilers::decide::Step, message: &str| {
+            let note = |stage: &str, message: &str| {
                 format!(
-                    "instance/{name}: [{}] {}",
-                    step.stage(),
+                    "instance/{name}: [{stage}] {}",
                     crate::output::terminal_safe(message)
                 )
             };
             match (&live, event) {
                 (Some(live), Progress::Step(step)) => live.step(name, line(step)),
-                (Some(live), Progress::Note { step, message }) => {
-                    live.note(name, format!("  {}", note(step, message)));
+                (Some(live), Progress::Note { stage, message }) => {
+                    live.note(name, format!("  {}", note(stage, message)));
                 }
-                (None, Progress::Note { step, message }) => {
-                    let _ = writeln!(std::io::stderr(), "{}", note(step, message));
+                (None, Progress::Note { stage, message }) => {
+                    let _ = writeln!(std::io::stderr(), "{}", note(stage, message));
                 }
                 // Build output is the role's: it must not drive the terminal.
                 (Some(live), Progress::Build(text)) => {

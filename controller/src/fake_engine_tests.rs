@@ -1165,10 +1165,8 @@ async fn reconcile_with_notes(w: &World, name: &str) -> Vec<String> {
     let mut reconciler = w.reconciler.clone();
     let sink = noted.clone();
     reconciler.progress = Arc::new(move |_, event| {
-        if let Progress::Note { step, message } = event {
-            sink.lock()
-                .unwrap()
-                .push(format!("[{}] {message}", step.stage()));
+        if let Progress::Note { stage, message } = event {
+            sink.lock().unwrap().push(format!("[{stage}] {message}"));
         }
     });
     reconciler.reconcile(name, None).await.unwrap();

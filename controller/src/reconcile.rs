@@ -110,10 +110,11 @@ pub enum Progress<'a> {
     /// A line of build output.
     Build(&'a str),
     /// What a step did, or could not do, that the operator should read
-    /// (what credentials reached the session, and what is missing): the
-    /// step it belongs to and the line. Also kept as an event.
+    /// (what credentials reached the session, and what is missing; the
+    /// agent installed into a derived image): the stage it belongs to (its
+    /// step's, or one within it) and the line. Also kept as an event.
     Note {
-        step: &'a Step,
+        stage: &'a str,
         message: &'a str,
     },
 }
@@ -358,9 +359,14 @@ impl Reconciler {
             let (layout, container) = (self.layout(), guard.container.clone());
             let mut report = |report: act::Report<'_>| match report {
                 act::Report::Build(line) => sink(name, Progress::Build(line)),
-                act::Report::Note { reason, message } => {
+                act::Report::Note {
+                    stage,
+                    reason,
+                    message,
+                } => {
                     events::record(layout, &container, reason, message);
-                    sink(name, Progress::Note { step, message });
+                    let stage = stage.unwrap_or(step.stage());
+                    sink(name, Progress::Note { stage, message });
                 }
             };
             if let Err(error) = act::act(ctx, step, &mut guard.obj, &mut report).await {

@@ -814,10 +814,12 @@ async fn plan_images(
         tracing::warn!("not removing images while a unit is unreadable: {unreadable}");
         return Ok(Vec::new());
     }
+    // A derived image's role image is its parent: pinned with it.
     let pinned: HashSet<String> = listing
         .instances
         .into_iter()
-        .filter_map(|obj| obj.status?.recipe.map(|r| r.image_id))
+        .filter_map(|obj| obj.status?.recipe)
+        .flat_map(|r| std::iter::once(r.image_id).chain(r.derived_from))
         .collect();
     let mut findings = Vec::new();
     for image in engine.list_images().await? {

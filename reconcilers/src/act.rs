@@ -61,6 +61,16 @@ pub enum ActError {
          Dockerfile must install it"
     )]
     AgentMissing { program: String, image: String },
+    #[error(
+        "installing the agent {agent} into a derived image failed{}: {source}",
+        log.as_ref().map(|l| format!(" (its build output is kept in {l})")).unwrap_or_default()
+    )]
+    AgentInstall {
+        agent: String,
+        log: Option<String>,
+        #[source]
+        source: Box<RecipeError>,
+    },
     #[error(transparent)]
     Addresses(#[from] AddressError),
     /// Boxed: its places make it the largest error of a step.
@@ -77,6 +87,7 @@ impl ActError {
     pub fn is_permanent(&self) -> bool {
         match self {
             Self::Recipe(e) => e.is_permanent(),
+            Self::AgentInstall { source, .. } => source.is_permanent(),
             Self::Engine(e) => e.is_permanent(),
             Self::Addresses(e) => e.is_permanent(),
             // A secret that cannot be resolved needs the operator (a variable
@@ -118,6 +129,7 @@ impl ActError {
             Self::NoCommand(_) => reason::NO_COMMAND,
             Self::UnknownAgent(_) => reason::UNKNOWN_AGENT,
             Self::AgentMissing { .. } => reason::AGENT_MISSING,
+            Self::AgentInstall { .. } => reason::AGENT_INSTALL_FAILED,
             Self::ForeignVolume(_) => reason::ENGINE_ERROR,
             Self::Addresses(AddressError::Exhausted { .. }) => reason::ADDRESS_POOL_EXHAUSTED,
             Self::Addresses(AddressError::Config(_)) => reason::INVALID_CONFIG,
@@ -181,8 +193,11 @@ pub enum Report<'a> {
     /// A line of build output.
     Build(&'a str),
     /// What the step did, or could not do, for the operator: `reason`
-    /// names it as an event does. Never a secret's value.
+    /// names it as an event does. Never a secret's value. `stage` names a
+    /// stage within the step (the agent binaries, within pinning), else
+    /// the line is under the step's own.
     Note {
+        stage: Option<&'static str>,
         reason: &'static str,
         message: &'a str,
     },
@@ -209,10 +224,9 @@ pub async fn act(
         .and_then(|s| s.container_name.clone())
         .expect("a stored instance has an identity");
     let engine = ctx.engine;
-    let mut build = |line: &str| progress(Report::Build(line));
     match step {
-        Step::PinRecipe => pin(ctx, obj, &container, &mut build).await?,
-        Step::RebuildImage => rebuild(ctx, obj, &mut build).await?,
+        Step::PinRecipe => pin(ctx, obj, &container, progress).await?,
+        Step::RebuildImage => rebuild(ctx, obj, &container, progress).await?,
         Step::PrepareMounts => {
             let mounts = recipe_of(obj).mounts.clone();
             let layout = ctx.layout.clone();
@@ -378,6 +392,7 @@ async fn forward_credentials(
     record.files_missing = files.missing;
     for note in credentials::notes(record) {
         progress(Report::Note {
+            stage: None,
             reason: note.reason,
             message: &note.message,
         });
@@ -408,7 +423,7 @@ async fn pin(
     ctx: &Context<'_>,
     obj: &mut Instance,
     container: &str,
-    progress: &mut (dyn FnMut(&str) + Send),
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
 ) -> Result<(), ActError> {
     for dir in [
         ctx.layout.unit_dir(container).join("home"),
@@ -449,7 +464,7 @@ async fn pin(
                 &obj.spec.role.name,
                 source,
                 None,
-                progress,
+                &mut |line| progress(Report::Build(line)),
             )
             .await?;
             pinned.image = built.tag;
@@ -469,8 +484,31 @@ async fn pin(
     // latest conversation here" key their conversations by.
     // The agent's program (the registry's launch argv, or spec.command)
     // must be in the image: without it every start would fail.
-    if let Some(program) = pinned.command.first() {
-        check_program(ctx, &pinned.image, &pinned.image_id, program).await?;
+    // An agent the image lacks is installed into a derived image, when its
+    // entry says how.
+    if let Some(program) = pinned.command.first().cloned() {
+        match check_program(ctx, &pinned.image, &pinned.image_id, &program).await {
+            Err(ActError::AgentMissing { .. })
+                if pinned
+                    .agent
+                    .as_ref()
+                    .is_some_and(|a| !a.spec.install.is_empty()) =>
+            {
+                let role_image = pinned.image_id.clone();
+                install_agent(
+                    ctx,
+                    container,
+                    &obj.spec.role.name,
+                    &mut pinned,
+                    &role_image,
+                    defaults.user.as_deref(),
+                    progress,
+                )
+                .await?;
+                check_program(ctx, &pinned.image, &pinned.image_id, &program).await?;
+            }
+            checked => checked?,
+        }
     }
     // The rungs the installed agent knows depend on its version.
     if let Some(agent) = pinned.agent.as_mut()
@@ -665,10 +703,30 @@ async fn probe_program(
 async fn rebuild(
     ctx: &Context<'_>,
     obj: &mut Instance,
-    progress: &mut (dyn FnMut(&str) + Send),
+    container: &str,
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
 ) -> Result<(), ActError> {
     let recipe = recipe_of(obj);
     let (Some(git), Some(commit)) = (&recipe.role_source, &recipe.role_commit) else {
+        // An image given by name cannot be rebuilt; the agent installed on
+        // it can, while that image is still there.
+        if let Some(base) = recipe.derived_from.clone()
+            && let Some(defaults) = ctx.engine.image_defaults(&base).await?
+        {
+            let mut recipe = recipe.clone();
+            install_agent(
+                ctx,
+                container,
+                &obj.spec.role.name,
+                &mut recipe,
+                &base,
+                defaults.user.as_deref(),
+                progress,
+            )
+            .await?;
+            obj.status.get_or_insert_default().recipe = Some(recipe);
+            return Ok(());
+        }
         return Err(RecipeError::NothingToRebuild.into());
     };
     let source = RoleSource {
@@ -676,13 +734,14 @@ async fn rebuild(
         git_ref: None,
     };
     let base = recipe.base_image.clone();
+    let role = obj.spec.role.name.clone();
     let built = recipe::build_role(
         ctx.engine,
         &ctx.home_id,
         &obj.spec.role.name,
         &source,
         Some((commit, base.as_deref())),
-        progress,
+        &mut |line| progress(Report::Build(line)),
     )
     .await?;
     let recipe = obj
@@ -692,7 +751,111 @@ async fn rebuild(
         .expect("checked above");
     recipe.image = built.tag;
     recipe.image_id = built.id;
+    // The session ran the agent installed on the role image: so it does
+    // again, on the role image rebuilt.
+    if recipe.derived_from.is_some() {
+        let role_image = recipe.image_id.clone();
+        let user = ctx
+            .engine
+            .image_defaults(&role_image)
+            .await?
+            .and_then(|d| d.user);
+        install_agent(
+            ctx,
+            container,
+            &role,
+            recipe,
+            &role_image,
+            user.as_deref(),
+            progress,
+        )
+        .await?;
+    }
     Ok(())
+}
+
+/// The agent's install block on top of `base` (the role image, running as
+/// `user`): the recipe then pins the derived image, and the image it was
+/// derived from. Shown as the `agent binaries` and `derived image` stages.
+/// A failed build's output is kept in the unit (`agent-install.log`) and
+/// the error says where; a later success removes it.
+async fn install_agent(
+    ctx: &Context<'_>,
+    container: &str,
+    role: &str,
+    recipe: &mut jackin_api::instance::Recipe,
+    base: &str,
+    user: Option<&str>,
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
+) -> Result<(), ActError> {
+    let agent = recipe.agent.as_ref().expect("only an agent entry installs");
+    let program = recipe.command.first().cloned().unwrap_or_default();
+    progress(Report::Note {
+        stage: Some("agent binaries"),
+        reason: reason::AGENT_INSTALL,
+        message: &format!(
+            "{program} is not in {}: installing {} from its entry's install block ({})",
+            recipe.image,
+            agent.name,
+            plural_instructions(agent.spec.install.len())
+        ),
+    });
+    let log_path = ctx
+        .layout
+        .unit_meta_dir(container)
+        .join("agent-install.log");
+    let mut log = Vec::new();
+    let built = recipe::derive_agent_image(
+        ctx.engine,
+        &ctx.home_id,
+        role,
+        &agent.name,
+        base,
+        user,
+        &agent.spec.install,
+        &mut |line| {
+            log.extend_from_slice(line.as_bytes());
+            if !line.ends_with('\n') {
+                log.push(b'\n');
+            }
+            progress(Report::Build(line));
+        },
+    )
+    .await;
+    let derived = match built {
+        Ok(derived) => derived,
+        Err(error) => {
+            let kept = fsutil::write_atomic(&log_path, &log).is_ok();
+            return Err(ActError::AgentInstall {
+                agent: agent.name.clone(),
+                log: kept.then(|| log_path.display().to_string()),
+                source: Box::new(error),
+            });
+        }
+    };
+    let _ = std::fs::remove_file(&log_path);
+    progress(Report::Note {
+        stage: Some("derived image"),
+        reason: reason::AGENT_INSTALL,
+        message: &format!(
+            "{} {} ({} with {} installed)",
+            if derived.cached { "using" } else { "built" },
+            derived.tag,
+            recipe.image,
+            agent.name
+        ),
+    });
+    recipe.derived_from = Some(base.to_owned());
+    recipe.image = derived.tag;
+    recipe.image_id = derived.id;
+    Ok(())
+}
+
+fn plural_instructions(n: usize) -> String {
+    match n {
+        1 => "1 instruction".to_owned(),
+        n => format!("{n} instructions"),
+    }
 }
 
 /// Writes the plan the entry wrapper walks at this start, from the latest

@@ -516,6 +516,7 @@ impl Engine {
                 .chain(config.cmd.unwrap_or_default())
                 .collect(),
             working_dir: config.working_dir.filter(|dir| !dir.is_empty()),
+            user: config.user.filter(|user| !user.is_empty()),
         }))
     }
 
@@ -596,6 +597,8 @@ pub struct ImageDefaults {
     pub id: String,
     pub command: Vec<String>,
     pub working_dir: Option<String>,
+    /// The user it runs as; root when absent.
+    pub user: Option<String>,
 }
 
 /// The real engine, through bollard.

@@ -173,6 +173,7 @@ pub fn wanted(
         role_commit: None,
         role_source: spec.role.source.as_ref().map(|s| s.git.clone()),
         role_ref: spec.role.source.as_ref().and_then(|s| s.git_ref.clone()),
+        derived_from: None,
         base_image: None,
         command,
         user: None,
@@ -396,6 +397,79 @@ fn replace_in_tar(archive: &[u8], path: &str, contents: &[u8]) -> std::io::Resul
         }
     }
     output.into_inner()
+}
+
+/// An image with the agent installed on top of an image that lacks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DerivedImage {
+    pub tag: String,
+    pub id: String,
+    /// Whether the engine had it already (same base, same block).
+    pub cached: bool,
+}
+
+/// The role image `base` (an image id, running as `user`) with the agent
+/// `agent`'s install block on top: the instructions run as root, then the
+/// image's own user is restored, so the agent runs as the role intended.
+/// Its tag is a hash of the base and the block, so a role image and block
+/// are built once, whoever asks; `cached` says the engine had it.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "each is one fact of the build; a struct would only rename them"
+)]
+pub async fn derive_agent_image(
+    engine: &Engine,
+    home_id: &str,
+    role: &str,
+    agent: &str,
+    base: &str,
+    user: Option<&str>,
+    install: &[String],
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<DerivedImage, RecipeError> {
+    use sha2::{Digest, Sha256};
+    // By number: an image without a passwd file (a static one) has no
+    // user named root.
+    let mut dockerfile = format!("FROM {base}\nUSER 0\n");
+    for line in install {
+        dockerfile.push_str(line);
+        dockerfile.push('\n');
+    }
+    dockerfile.push_str(&format!("USER {}\n", user.unwrap_or("0")));
+    let hash: String = Sha256::digest(dockerfile.as_bytes())[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let tag = format!("jackin/{role}-{agent}:{hash}");
+    if let Some(id) = engine.image_id(&tag).await? {
+        return Ok(DerivedImage {
+            tag,
+            id,
+            cached: true,
+        });
+    }
+    let mut context = tar::Builder::new(Vec::new());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(dockerfile.len() as u64);
+    header.set_mode(0o644);
+    header.set_cksum();
+    context.append_data(&mut header, "Dockerfile", dockerfile.as_bytes())?;
+    let context = context.into_inner()?;
+    // Labelled as the role's image: a sweep removes it once no session
+    // pins it, as it does the role's own.
+    let labels = HashMap::from([
+        (label::MANAGED.to_owned(), "true".to_owned()),
+        (label::HOME.to_owned(), home_id.to_owned()),
+        (label::ROLE.to_owned(), role.to_owned()),
+    ]);
+    let id = engine
+        .build_image(context, &tag, &labels, |line| progress(line))
+        .await?;
+    Ok(DerivedImage {
+        tag,
+        id,
+        cached: false,
+    })
 }
 
 /// Builds the role's image. A first launch resolves `source.ref` (the

@@ -30,10 +30,9 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
         Progress::Note { message, .. } if verbose => {
             tracing::info!(instance = name, "{message}");
         }
-        Progress::Note { step, message } => eprintln!(
-            "{} instance/{name}: [{}] {message}",
+        Progress::Note { stage, message } => eprintln!(
+            "{} instance/{name}: [{stage}] {message}",
             jiff::Timestamp::now().strftime("%H:%M:%S"),
-            step.stage()
         ),
         Progress::Build(line) => tracing::debug!(instance = name, "build: {line}"),
     });
