@@ -507,18 +507,24 @@ fn a_renewed_login_reaches_the_next_start_and_a_planted_link_is_never_written_th
     let unit = unit(&home, "c");
     let own = unit.join("home/.claude/.credentials.json");
     let container = home.container("c");
-    // A restart is over once the gate has seen the new start: a change to
-    // the agent's home made while the start plan is still being walked
-    // would otherwise be read by that start, not the next.
+    // A restart is over once the agent itself has started (past the gate
+    // and its own checks of its config directory): a change to the agent's
+    // home made while the start plan is still being walked would otherwise
+    // be read by that start, not the next (the suite caught one: the config
+    // directory became a link between the gate and the agent's own look).
+    let starts = || {
+        std::fs::read_to_string(unit.join("home/agent-starts.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
     let restart = || {
-        let seen = login_log(&unit).len();
+        let seen = starts();
         docker(&["stop", "-t", "2", &container]);
         pass(&home);
-        eventually(
-            Duration::from_secs(30),
-            "the agent's next start reached the login gate",
-            || login_log(&unit).len() > seen,
-        );
+        eventually(Duration::from_secs(30), "the agent's next start", || {
+            starts() > seen
+        });
     };
 
     // The operator logged in again on the host: the next start has it.

@@ -26,27 +26,51 @@ fn in_container(home: &Home, name: &str, script: &str) -> (String, bool) {
     )
 }
 
+/// A role image without the agent: an entry with no install block fails at
+/// once naming the program; the built-in claude's block needs npm, which
+/// the image lacks, so its derived image fails, with the build's output
+/// kept. Both are permanent: no retry until the timeout.
 #[test]
 fn a_role_image_without_the_agent_fails_at_once_naming_it() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::new("no-agent");
-    let yaml = role
-        .instance_yaml("missing")
-        .replace("agent: shell", "agent: claude");
-    let input = home.write_input("missing.yaml", &yaml);
-    let started = Instant::now();
-    let err = home.fails(&["apply", "--timeout", "5m", input.to_str().unwrap()]);
-    assert!(
-        err.contains("has no `claude` (the agent's command) on its PATH")
-            && err.contains("must install it"),
-        "{err}"
+    home.apply(
+        "agent.yaml",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: absent}\nspec:\n  \
+         launch: [absent]\n",
     );
-    // A permanent failure, not a retry until the timeout.
-    assert!(started.elapsed() < Duration::from_secs(120));
-    let obj = home.object("missing");
-    assert_eq!(obj["status"]["phase"], "Failed");
-    // The probe left nothing behind.
+    for (name, agent, says) in [
+        (
+            "missing",
+            "absent",
+            &[
+                "has no `absent` (the agent's command) on its PATH",
+                "must install it",
+            ][..],
+        ),
+        (
+            "uninstallable",
+            "claude",
+            &[
+                "installing the agent claude into a derived image failed",
+                "agent-install.log",
+            ][..],
+        ),
+    ] {
+        let yaml = role
+            .instance_yaml(name)
+            .replace("agent: shell", &format!("agent: {agent}"));
+        let input = home.write_input(&format!("{name}.yaml"), &yaml);
+        let started = Instant::now();
+        let err = home.fails(&["apply", "--timeout", "5m", input.to_str().unwrap()]);
+        assert!(says.iter().all(|s| err.contains(s)), "{err}");
+        // A permanent failure, not a retry until the timeout.
+        assert!(started.elapsed() < Duration::from_secs(240), "{name}");
+        let obj = home.object(name);
+        assert_eq!(obj["status"]["phase"], "Failed", "{name}");
+    }
+    // The probes left nothing behind.
     let probes = docker(&["ps", "-aq", "--filter", "name=jackin-probe-"]);
     assert_eq!(probes, "");
 }

@@ -779,6 +779,20 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
     errors.into_result()
 }
 
+/// `{at}.name` is a DNS label no earlier entry of the list (`seen`) has.
+fn unique_name<'a>(
+    errors: &mut Errors,
+    seen: &mut HashSet<&'a str>,
+    at: &str,
+    name: &'a str,
+    what: &str,
+) {
+    errors.check(&format!("{at}.name"), dns_label(name));
+    if !seen.insert(name) {
+        errors.push(format!("{at}.name"), format!("duplicate {what} {name:?}"));
+    }
+}
+
 /// Validates a Workspace; returns every broken rule.
 pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     let mut errors = Errors::default();
@@ -788,13 +802,7 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     let mut role_names = HashSet::new();
     for (i, role) in obj.spec.roles.iter().enumerate() {
         let at = format!("spec.roles[{i}]");
-        errors.check(&format!("{at}.name"), dns_label(&role.name));
-        if !role_names.insert(role.name.as_str()) {
-            errors.push(
-                format!("{at}.name"),
-                format!("duplicate role {:?}", role.name),
-            );
-        }
+        unique_name(&mut errors, &mut role_names, &at, &role.name, "role");
         match (&role.source, &role.image) {
             (Some(source), None) => {
                 errors.check(&format!("{at}.source.git"), git_source(&source.git));
@@ -820,13 +828,13 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     let mut set_names = HashSet::new();
     for (i, set) in obj.spec.credentials.iter().enumerate() {
         let at = format!("spec.credentials[{i}]");
-        errors.check(&format!("{at}.name"), dns_label(&set.name));
-        if !set_names.insert(set.name.as_str()) {
-            errors.push(
-                format!("{at}.name"),
-                format!("duplicate credential set {:?}", set.name),
-            );
-        }
+        unique_name(
+            &mut errors,
+            &mut set_names,
+            &at,
+            &set.name,
+            "credential set",
+        );
         if set.is_reference() && set.resolved().is_none() {
             let known: Vec<String> = crate::credentials::builtin_sets()
                 .into_iter()
