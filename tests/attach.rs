@@ -77,6 +77,23 @@ impl Terminal {
         );
     }
 
+    /// Types `line` until `text` appears: what is typed before the command
+    /// has the terminal (a moment, or longer on a loaded machine) may be
+    /// dropped when it takes the terminal raw.
+    fn type_until(&self, line: &str, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            self.type_line(line);
+            for _ in 0..10 {
+                if self.screen().contains(text) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+        panic!("{text:?} did not appear; the screen:\n{}", self.screen());
+    }
+
     /// Sends tmux key names (`Down`, `Enter`, …).
     fn keys(&self, keys: &[&str]) {
         let status = Command::new("tmux")
@@ -816,11 +833,10 @@ fn a_resized_terminal_is_passed_on_to_attach_and_exec() {
     home.apply("sized", &instance_yaml_with("sized", &spec));
     let terminal = Terminal::start_as(&home, "attach sized", "xterm");
     // Sizes as `stty size` prints them: rows, then columns.
-    terminal.type_line("one");
-    terminal.wait_for("agent-size 40 120", 1);
+    terminal.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    terminal.type_until("one", "agent-size 40 120");
     terminal.resize(100, 30);
-    terminal.type_line("two");
-    terminal.wait_for("agent-size 30 100", 1);
+    terminal.type_until("two", "agent-size 30 100");
     drop(terminal);
 
     let terminal = Terminal::start_as(
@@ -828,11 +844,9 @@ fn a_resized_terminal_is_passed_on_to_attach_and_exec() {
         "exec -it sized -- sh -c 'while read line; do echo \"exec-size $(stty size)\"; done'",
         "xterm",
     );
-    terminal.type_line("one");
-    terminal.wait_for("exec-size 40 120", 1);
+    terminal.type_until("one", "exec-size 40 120");
     terminal.resize(90, 25);
-    terminal.type_line("two");
-    terminal.wait_for("exec-size 25 90", 1);
+    terminal.type_until("two", "exec-size 25 90");
 }
 
 #[test]
