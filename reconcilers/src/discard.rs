@@ -867,7 +867,18 @@ fn save_checkout(
             (GitState::default(), false)
         }
     };
-    let scratch = Scratch::new(save_dir, format, &state.objects, state.head.as_deref())?;
+    // The host repository's objects too (the operator's, read-only): what
+    // the bundle may leave out is what the host has.
+    let mut alternates = state.objects.clone();
+    if let Ok(common) = isolation::common_dir(&record.src) {
+        let objects = common.join("objects");
+        if std::fs::symlink_metadata(&objects).is_ok_and(|m| m.is_dir())
+            && !alternates.contains(&objects)
+        {
+            alternates.push(objects);
+        }
+    }
+    let scratch = Scratch::new(save_dir, format, &alternates, state.head.as_deref())?;
     saved.head = state.head.clone();
     saved.head_branch = state.head_branch.clone();
 
@@ -2149,6 +2160,41 @@ mod tests {
                 .unwrap();
         assert!(!bundle.windows(14).any(|w| w == b"the operator's"));
         assert!(!to.join("pipe").exists() && !to.join("build/pipe").exists());
+    }
+
+    /// A clone whose `.git` the agent replaced with a file pointing
+    /// elsewhere: git cannot be trusted to say what changed, so every file
+    /// is saved as it is, without history, and the record says why.
+    #[test]
+    fn a_checkout_git_cannot_read_is_saved_whole_without_history() {
+        let f = Fixture::new(Isolation::Clone);
+        let c = f.checkout();
+        std::fs::remove_dir_all(c.join(".git")).unwrap();
+        std::fs::write(
+            c.join(".git"),
+            format!("gitdir: {}\n", f.host.join(".git").display()),
+        )
+        .unwrap();
+        std::fs::write(c.join("notes.md"), "idea\n").unwrap();
+        let saved = save_before_discard(&f.layout, UNIT, "lost").unwrap();
+        let checkout = &saved.checkouts[0];
+        assert_eq!(checkout.head, None);
+        assert!(
+            checkout.files.skipped_listed[0].starts_with(".git: git cannot read the checkout"),
+            "{checkout:?}"
+        );
+        // a.txt, .gitignore and notes.md; the `.git` file is not one of them.
+        assert_eq!(checkout.files.saved, 3, "{checkout:?}");
+        isolation::remove_all(&f.layout, UNIT).unwrap();
+        let lines = restore(&f.layout, "lost", None, None).unwrap();
+        assert!(lines.iter().any(|l| l.contains("uncommitted")), "{lines:?}");
+        assert_eq!(
+            git(
+                &f.host,
+                &["show", "jackin/restored/lost-abc123/uncommitted:notes.md"]
+            ),
+            "idea"
+        );
     }
 
     #[test]
