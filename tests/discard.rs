@@ -153,7 +153,12 @@ fn assert_saved_and_restored(home: &Home, host: &HostRepo, name: &str, feature: 
         .find(|s| s["instance"] == name)
         .unwrap_or_else(|| panic!("no save of {name}: {all:#?}"));
     let save_name = save["name"].as_str().unwrap().to_owned();
-    let checkout = &save["checkouts"][0];
+    let checkout = save["checkouts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["dst"] == "/workspace/app")
+        .unwrap_or_else(|| panic!("no /workspace/app in {save:#}"));
     assert_eq!(checkout["dst"], "/workspace/app", "{save:#}");
     assert_eq!(
         checkout["files"]["saved"], 2,
@@ -170,7 +175,7 @@ fn assert_saved_and_restored(home: &Home, host: &HostRepo, name: &str, feature: 
     let table = home.ok(&["get", "discarded"]);
     let row = table
         .lines()
-        .find(|l| l.starts_with(&save_name))
+        .find(|l| l.starts_with(&save_name) && l.contains(" /workspace/app "))
         .unwrap_or_else(|| panic!("{table}"));
     let cells: Vec<&str> = row.split_whitespace().collect();
     // NAME INSTANCE CHECKOUT SAVED(2 words) FILES BRANCHES STASH EXPIRES
@@ -182,12 +187,15 @@ fn assert_saved_and_restored(home: &Home, host: &HostRepo, name: &str, feature: 
     assert_eq!(&cells[5..8], ["2", "1", "1"], "{table}");
 
     let to = host.beside(&format!("restored-{name}"));
-    let out = home.ok(&[
+    let restore = [
         "restore-discarded",
         &save_name,
+        "--mount",
+        "/workspace/app",
         "--to",
         to.to_str().unwrap(),
-    ]);
+    ];
+    let out = home.ok(&restore);
     assert!(out.contains("restored into"), "{out}");
     assert_eq!(git(&to, &["rev-parse", "refs/heads/feature"]), feature);
     assert_eq!(git(&to, &["symbolic-ref", "--short", "HEAD"]), "feature");
@@ -205,12 +213,7 @@ fn assert_saved_and_restored(home: &Home, host: &HostRepo, name: &str, feature: 
     assert!(stash.contains("an idea"), "{stash}");
     assert_eq!(git(&to, &["show", "stash@{0}:README"]), "host\nstashed");
     // Never into an existing directory.
-    let refused = home.fails(&[
-        "restore-discarded",
-        &save_name,
-        "--to",
-        to.to_str().unwrap(),
-    ]);
+    let refused = home.fails(&restore);
     assert!(refused.contains("exists"), "{refused}");
     save_name
 }
@@ -239,12 +242,29 @@ fn a_clean_exit_saves_the_discarded_work_and_restores_it() {
     ensure_busybox();
     let home = Home::new();
     let host = HostRepo::new();
+    // A second repository, as the defect had it: a worktree in which the
+    // agent edits a file and writes a new one.
+    let other = HostRepo::new();
     workspace(&home, "tidy", "{exitPolicy: clean}");
     let spec = format!("  workspace: tidy\n{}", command(WAIT_THEN_EXIT));
-    home.apply("done", &instance("done", &host.path(), &spec, &[]));
+    let yaml = instance("done", &host.path(), &spec, &[]).replace(
+        "isolation: clone}]",
+        &format!(
+            "isolation: clone}}, {{src: {}, dst: /workspace/wt, isolation: worktree}}]",
+            other.path().display()
+        ),
+    );
+    home.apply("done", &yaml);
     let checkout = home.checkout("done");
     let feature = leave_work(&home, "done");
     let container = home.container("done");
+    docker(&[
+        "exec",
+        &container,
+        "sh",
+        "-c",
+        "echo edited >> /workspace/wt/README && echo new > /workspace/wt/new.txt",
+    ]);
     std::fs::write(
         home.path().join("data").join(&container).join("state/go"),
         "",
@@ -262,38 +282,55 @@ fn a_clean_exit_saves_the_discarded_work_and_restores_it() {
     assert!(!home.jackin(&["get", "done"]).status.success());
 
     let save = assert_saved_and_restored(&home, &host, "done", &feature);
-    // As branches of the host repository, too.
+    // The worktree's files, as a checkout.
+    let wt = other.beside("restored-wt");
+    home.ok(&[
+        "restore-discarded",
+        &save,
+        "--mount",
+        "/workspace/wt",
+        "--to",
+        wt.to_str().unwrap(),
+    ]);
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "M README\n?? new.txt");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("README")).unwrap(),
+        "host\nedited\n"
+    );
+    // With two checkouts, --to needs one named.
+    let both = home.fails(&["restore-discarded", &save, "--to", "/nonexistent/x"]);
+    assert!(both.contains("choose one with --mount"), "{both}");
+    // As branches of the host repositories, too: each checkout's under its
+    // own name, since the save holds two.
     let out = home.ok(&["restore-discarded", "done"]);
     assert!(
-        out.contains(&format!("jackin/restored/{save}/feature")),
+        out.contains(&format!("jackin/restored/{save}/workspace-app-")),
         "{out}"
     );
+    let branch = |repo: &Path, leaf: &str| {
+        let listed = git(repo, &["for-each-ref", "--format=%(refname:short)"]);
+        listed
+            .lines()
+            .find(|b| b.contains(&format!("jackin/restored/{save}/")) && b.ends_with(leaf))
+            .unwrap_or_else(|| panic!("no {leaf} in {listed}"))
+            .to_owned()
+    };
     let h = host.path();
+    assert_eq!(git(&h, &["rev-parse", &branch(&h, "/feature")]), feature);
+    let uncommitted = branch(&h, "/uncommitted");
+    assert_eq!(git(&h, &["show", &format!("{uncommitted}:new.txt")]), "new");
+    let stash = branch(&h, "/stash-0");
     assert_eq!(
-        git(
-            &h,
-            &["rev-parse", &format!("jackin/restored/{save}/feature")]
-        ),
-        feature
-    );
-    assert_eq!(
-        git(
-            &h,
-            &[
-                "show",
-                &format!("jackin/restored/{save}/uncommitted:new.txt")
-            ]
-        ),
-        "new"
-    );
-    assert_eq!(
-        git(
-            &h,
-            &["show", &format!("jackin/restored/{save}/stash-0:README")]
-        ),
+        git(&h, &["show", &format!("{stash}:README")]),
         "host\nstashed"
     );
     git(&h, &["fsck", "--no-dangling"]);
+    let o = other.path();
+    let uncommitted = branch(&o, "/uncommitted");
+    assert_eq!(
+        git(&o, &["show", &format!("{uncommitted}:README")]),
+        "host\nedited"
+    );
     let describe = home.jackin(&["describe", "done"]);
     assert!(
         stderr_of(&describe).contains("`jackin get discarded done`"),

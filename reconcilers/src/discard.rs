@@ -1276,6 +1276,13 @@ impl Collector {
     ) -> Result<(), DiscardError> {
         let mut pending = vec![(path.trim_end_matches('/').to_owned(), origin)];
         while let Some((path, origin)) = pending.pop() {
+            // git printed a name that is not UTF-8, read here as text: it
+            // names no file jackin can open, and is neither saved nor
+            // taken for deleted.
+            if path.contains(char::REPLACEMENT_CHARACTER) {
+                self.skip(&path, "a name that is not UTF-8");
+                continue;
+            }
             let kind = if path.is_empty() {
                 Ok(EntryKind::Dir)
             } else {
@@ -2125,9 +2132,19 @@ mod tests {
             assert!(made.success());
         }
         std::fs::write(c.join("dir/kept.txt"), "kept\n").unwrap();
+        std::fs::write(c.join(std::ffi::OsStr::from_bytes(b"bad\xffname")), "x\n").unwrap();
 
         let saved = save_before_discard(&f.layout, UNIT, "evil").unwrap();
         let checkout = &saved.checkouts[0];
+        assert_eq!(checkout.files.deleted, 0, "{checkout:?}");
+        assert!(
+            checkout
+                .files
+                .skipped_listed
+                .iter()
+                .any(|s| s.ends_with("a name that is not UTF-8")),
+            "{checkout:?}"
+        );
         assert!(!proof.exists(), "the checkout's config ran a program");
         // git status passes over a FIFO; one in an ignored directory,
         // which jackin walks itself, is named as not saved.
