@@ -4,6 +4,7 @@
 //! addressPool:
 //!   base: 10.213.0.0/16   # private IPv4 space jackin's networks come from
 //!   size: 28              # the prefix length of each instance's subnet
+//! discardRetention: 7d    # how long the work of a discarded checkout is kept
 //! ```
 //!
 //! Every instance has a bridge network of its own. Left to the engine, those
@@ -26,6 +27,57 @@ pub const HOME_CONFIG_FILE: &str = "config.yaml";
 pub struct HomeConfig {
     #[serde(default)]
     pub address_pool: AddressPool,
+    /// How long the unfinished work of a discarded checkout stays saved
+    /// under `discarded/` before the sweeps remove it: `7d`, `36h`, `90m`
+    /// (at least a second, at most 3650 days). Default 7 days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discard_retention: Option<String>,
+}
+
+/// How long discarded work is kept when `config.yaml` does not say.
+pub const DEFAULT_DISCARD_RETENTION: std::time::Duration =
+    std::time::Duration::from_secs(7 * 24 * 3600);
+
+/// The longest retention a home may set: ten years.
+const MAX_RETENTION_SECS: u64 = 3650 * 24 * 3600;
+
+impl HomeConfig {
+    /// How long discarded work is kept. A value that does not parse was
+    /// refused by [`parse`]; it reads as the default here.
+    pub fn discard_retention(&self) -> std::time::Duration {
+        self.discard_retention
+            .as_deref()
+            .and_then(|text| retention(text).ok())
+            .unwrap_or(DEFAULT_DISCARD_RETENTION)
+    }
+}
+
+/// A retention: whole days (`7d`, `30 days`), or a duration as every other
+/// duration in jackin is written (`36h`, `90m`, `1h30m`, `45s`), from one
+/// second to ten years.
+pub fn retention(text: &str) -> Result<std::time::Duration, String> {
+    let expected = "expected e.g. 7d, 36h or 90m (at least 1s, at most 3650d)";
+    let text = text.trim();
+    let days = ["days", "day", "d"]
+        .iter()
+        .find_map(|unit| text.strip_suffix(unit))
+        .and_then(|n| n.trim_end().parse::<u64>().ok());
+    let seconds = match days {
+        Some(days) => days.checked_mul(24 * 3600),
+        None => match text.parse::<jiff::SignedDuration>() {
+            Ok(d) if d.is_negative() => return Err(format!("{text:?} is negative: {expected}")),
+            Ok(d) => u64::try_from(d.as_secs()).ok(),
+            Err(_) => match text.parse::<u64>() {
+                Ok(n) => Some(n),
+                Err(_) => return Err(format!("{text:?} is not a retention: {expected}")),
+            },
+        },
+    };
+    match seconds {
+        Some(0) => Err(format!("{text:?} is under a second: {expected}")),
+        Some(s) if s <= MAX_RETENTION_SECS => Ok(std::time::Duration::from_secs(s)),
+        _ => Err(format!("{text:?} is too long: {expected}")),
+    }
 }
 
 /// Where instance networks take their subnets from.
@@ -195,6 +247,9 @@ pub fn parse(source: &str, text: &str) -> Result<HomeConfig, String> {
         .address_pool
         .pool()
         .map_err(|e| format!("{source}: addressPool: {e}"))?;
+    if let Some(text) = &config.discard_retention {
+        retention(text).map_err(|e| format!("{source}: discardRetention: {e}"))?;
+    }
     Ok(config)
 }
 
@@ -256,6 +311,28 @@ mod tests {
         );
         let err = parse("config.yaml", "addressPool: {base: 10.0.0.0/8, size: 31}\n").unwrap_err();
         assert!(err.contains("addressPool") && err.contains("/31"), "{err}");
+    }
+
+    #[test]
+    fn a_discard_retention_is_days_or_a_duration() {
+        let days = |n: u64| std::time::Duration::from_secs(n * 24 * 3600);
+        assert_eq!(retention("7d"), Ok(days(7)));
+        assert_eq!(retention("30 days"), Ok(days(30)));
+        assert_eq!(
+            retention("36h"),
+            Ok(std::time::Duration::from_secs(36 * 3600))
+        );
+        assert_eq!(retention("2s"), Ok(std::time::Duration::from_secs(2)));
+        assert_eq!(retention("90"), Ok(std::time::Duration::from_secs(90)));
+        assert!(retention("0d").unwrap_err().contains("under a second"));
+        assert!(retention("3651d").unwrap_err().contains("too long"));
+        assert!(retention("soon").unwrap_err().contains("not a retention"));
+        assert!(retention("-5m").unwrap_err().contains("negative"));
+        assert_eq!(HomeConfig::default().discard_retention(), days(7));
+        let config = parse("c", "discardRetention: 2d\n").unwrap();
+        assert_eq!(config.discard_retention(), days(2));
+        let err = parse("config.yaml", "discardRetention: forever\n").unwrap_err();
+        assert!(err.contains("discardRetention"), "{err}");
     }
 
     #[test]

@@ -194,6 +194,10 @@ pub mod reason {
     pub const IDLE_HOOK: &str = "IdleHook";
     pub const IDLE_HOOKS: &str = "IdleHooks";
     pub const RESTART_FAILED: &str = "RestartFailed";
+    // A discard: what of the checkouts' unfinished work was saved (an
+    // event), and (Ready) a save that failed, so nothing was deleted.
+    pub const DISCARD_SAVED: &str = "DiscardSaved";
+    pub const DISCARD_NOT_SAVED: &str = "DiscardNotSaved";
 }
 
 #[cfg(test)]

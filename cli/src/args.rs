@@ -99,6 +99,22 @@ pub enum Command {
         #[arg(long)]
         images: bool,
     },
+    /// Bring back the unfinished work jackin saved when it discarded an
+    /// instance's isolated checkouts (`jackin get discarded` lists it): as
+    /// branches in the host repository under `jackin/restored/NAME/`, or
+    /// with `--to DIR` as a new checkout directory.
+    RestoreDiscarded {
+        /// The save's name, or its instance's name when it has one save.
+        name: String,
+        /// Make a new checkout here (never an existing path): the files,
+        /// staged state, branches, stash and HEAD as they were.
+        #[arg(long, value_name = "DIR")]
+        to: Option<PathBuf>,
+        /// Only the checkout of this mount (its destination, as
+        /// `/workspace/app`); needed with --to when the save holds several.
+        #[arg(long, value_name = "DST")]
+        mount: Option<String>,
+    },
     /// Print or write the CustomResourceDefinitions of jackin's resources.
     Crds {
         /// Write one file per CRD into this directory instead of printing.
@@ -268,8 +284,8 @@ pub fn parse_concurrency(text: &str) -> Result<usize, String> {
 
 #[derive(Debug, Args)]
 pub struct GetArgs {
-    /// `instances` (default), `workspaces`, `agents` or `sources`, or an
-    /// instance name.
+    /// `instances` (default), `workspaces`, `agents`, `sources` or
+    /// `discarded` (saved work of discarded checkouts), or an instance name.
     #[arg(value_name = "KIND|NAME")]
     pub first: Option<String>,
     /// A name, after a kind.

@@ -108,6 +108,11 @@ fn act(e: &ActError) -> Option<String> {
                 at.display()
             )),
         },
+        ActError::Discard(_) => Some(
+            "`jackin describe NAME` shows the checkouts and their unfinished work; \
+             `jackin get discarded` lists what is saved"
+                .into(),
+        ),
         ActError::Addresses(AddressError::Engine(e)) => engine(e),
         // The message says how to widen the pool, or which setting is wrong.
         ActError::Addresses(_) | ActError::Io { .. } | ActError::State(_) => None,

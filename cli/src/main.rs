@@ -245,6 +245,9 @@ async fn run(cli: Cli) -> Result<()> {
             cmd::attach::run(store, engine, &name, &wait, &mut keyboard, false).await
         }
         Command::Prune { dry_run, images } => cmd::prune::run(dry_run, images).await,
+        Command::RestoreDiscarded { name, to, mount } => {
+            cmd::discarded::restore(&open_store()?, &name, to.as_deref(), mount.as_deref())
+        }
         Command::Crds { out } => cmd::crds::run(out.as_deref()),
         Command::Logs(args) => cmd::logs::run(&args).await,
         Command::Exec(args) => cmd::exec::run(&args).await,

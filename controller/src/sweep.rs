@@ -20,6 +20,8 @@
 //!   removed (volumes only when their instance was purged; a volume whose
 //!   instance's unit was moved aside is reported and kept);
 //! - a workspace's `keep.max` bounds its kept instances per (role, agent);
+//! - the saved work of discarded checkouts (`discarded/`) goes once the
+//!   home's `discardRetention` has passed;
 //! - with `images`, images jackin built that no recipe references are removed.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -28,12 +30,14 @@ use std::path::{Path, PathBuf};
 
 use jackin_api::instance::{Instance, InstancePhase, SettledBy};
 use jackin_api::meta::{find_condition, set_condition};
-use jackin_api::names::{condition, label, reason};
+use jackin_api::names::{annotation, condition, label, reason};
 use jackin_api::{ConditionStatus, DesiredPhase, validate};
+use jackin_reconcilers::assess::acknowledgement_digest;
+use jackin_reconcilers::discard;
 use jackin_reconcilers::engine::models::ContainerSummaryStateEnum;
 use jackin_reconcilers::fsutil::{FileLock, ensure_private_dir, remove_if_exists};
 use jackin_reconcilers::observe::container_name;
-use jackin_reconcilers::{Engine, EngineError};
+use jackin_reconcilers::{Engine, EngineError, Layout};
 use jiff::Timestamp;
 
 use crate::engines::{EngineName, Engines, display_name};
@@ -88,11 +92,18 @@ pub enum Finding {
         name: String,
         workspace: String,
     },
-    /// Over the cap, but with unfinished work in a mount: never purged
-    /// automatically.
+    /// Over the cap, but with unfinished work in a mount that nobody
+    /// acknowledged: never purged automatically.
     KeepCapSpared {
         name: String,
         workspace: String,
+    },
+    /// The saved work of a discard, past the home's retention: removed.
+    DiscardedRemoved {
+        /// The save's name (`discarded/<name>/`).
+        name: String,
+        saved_at: Timestamp,
+        retention: String,
     },
 }
 
@@ -123,7 +134,8 @@ impl Finding {
             Finding::PurgeFinished { .. } => ("finished", "would finish"),
             Finding::LockRemoved { .. }
             | Finding::EngineObjectRemoved { .. }
-            | Finding::ImageRemoved { .. } => ("removed", "would remove"),
+            | Finding::ImageRemoved { .. }
+            | Finding::DiscardedRemoved { .. } => ("removed", "would remove"),
             Finding::RowCorrected { .. } => ("corrected", "would correct"),
             Finding::VolumeKept { .. } => ("kept", "would keep"),
             Finding::KeepCapPurge { .. } => ("purging", "would purge"),
@@ -176,6 +188,14 @@ impl Finding {
             ),
             Finding::KeepCapSpared { name, workspace } => format!(
                 "{verb} instance/{name} over workspace {workspace}'s keep.max: it has unfinished work"
+            ),
+            Finding::DiscardedRemoved {
+                name,
+                saved_at,
+                retention,
+            } => format!(
+                "{verb} the saved work discarded/{name} (saved {saved_at}): past the retention \
+                 of {retention} (discardRetention)"
             ),
         }
     }
@@ -441,6 +461,24 @@ fn execute_on_disk(store: &Store, finding: &Finding) -> Result<bool, StoreError>
             store.settle(name, DesiredPhase::Purged, SettledBy::KeepCap, None)?;
             Ok(true)
         }
+        Finding::DiscardedRemoved { name, .. } => {
+            // Still past the retention as the home says now.
+            let still = discard_retention(layout).is_some_and(|(retention, _)| {
+                discard::expired(layout, retention, Timestamp::now())
+                    .iter()
+                    .any(|(expired, _)| expired == name)
+            });
+            if !still {
+                return Ok(false);
+            }
+            discard::remove(layout, name).map_err(|e| match e {
+                discard::DiscardError::Io { path, source } => StoreError::io(&path, source),
+                other => StoreError::io(
+                    &layout.discarded_dir().join(name),
+                    std::io::Error::other(other.to_string()),
+                ),
+            })
+        }
         Finding::VolumeKept { .. } | Finding::KeepCapSpared { .. } => Ok(true),
         Finding::EngineObjectRemoved { .. } | Finding::ImageRemoved { .. } => {
             unreachable!("engine findings are executed against the engine")
@@ -463,10 +501,11 @@ fn lock_owner(path: &Path) -> Option<&str> {
 /// What the filesystem sweeps would do. Reads only.
 pub fn plan_files(store: &Store, depth: Depth) -> Result<Vec<Finding>, StoreError> {
     let layout = store.layout();
+    let mut findings = plan_discarded(layout);
     let data = layout.data_dir();
     let entries = match fs::read_dir(&data) {
         Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(findings),
         Err(e) => return Err(StoreError::io(&data, e)),
     };
     let index = Index::read(layout)?.ok().flatten().unwrap_or_default();
@@ -476,7 +515,6 @@ pub fn plan_files(store: &Store, depth: Depth) -> Result<Vec<Finding>, StoreErro
         .map(|r| r.container_name.as_str())
         .collect();
     let indexed = |container: &str| units.contains(container);
-    let mut findings = Vec::new();
     for row in index.rows() {
         if store.purge_interrupted(row) {
             findings.push(Finding::PurgeFinished {
@@ -539,7 +577,7 @@ fn stray_unit(store: &Store, container: &str) -> Finding {
 }
 
 /// Where an unreadable unit goes: `orphaned/<container>-<stamp>`, whole.
-fn aside(layout: &jackin_reconcilers::Layout, container: &str) -> Finding {
+fn aside(layout: &Layout, container: &str) -> Finding {
     let stamp = Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
     Finding::UnitMovedAside {
         container: container.to_owned(),
@@ -714,7 +752,7 @@ pub fn keep_caps_once_kept(store: &Store, obj: &Instance) -> Result<Vec<Finding>
 
 /// The keep caps over `instances`, decided: beyond `keep.max` the least
 /// recently running are purged, except those whose mounts hold unfinished
-/// work, which are only reported. Converging the purges is left to the
+/// work nobody acknowledged, which are only reported. Converging the purges is left to the
 /// loop.
 pub fn keep_caps(caps: &BTreeMap<String, u32>, instances: &[Instance]) -> Vec<Finding> {
     let mut groups: BTreeMap<(&str, &str, &str), Vec<&Instance>> = BTreeMap::new();
@@ -739,10 +777,16 @@ pub fn keep_caps(caps: &BTreeMap<String, u32>, instances: &[Instance]) -> Vec<Fi
         for obj in kept.into_iter().skip(max) {
             let name = obj.metadata.name.clone();
             let workspace = workspace.to_owned();
+            // Unfinished work the operator acknowledged (its digest in the
+            // annotation, as the discard gate reads it) goes: it is saved
+            // first, as every discard's is. Work nobody acknowledged stays.
             let unfinished = obj.status.as_ref().is_some_and(|s| {
-                s.mounts
-                    .iter()
-                    .any(|m| !m.dirty_files.is_empty() || !m.unpushed_branches.is_empty())
+                acknowledgement_digest(&s.mounts).is_some_and(|digest| {
+                    obj.metadata
+                        .annotations
+                        .get(annotation::ACKNOWLEDGE_DISCARD)
+                        != Some(&digest)
+                })
             });
             findings.push(match unfinished {
                 true => Finding::KeepCapSpared { name, workspace },
@@ -751,6 +795,39 @@ pub fn keep_caps(caps: &BTreeMap<String, u32>, instances: &[Instance]) -> Vec<Fi
         }
     }
     findings
+}
+
+/// The home's retention of discarded work, and how `config.yaml` wrote it;
+/// `None` (nothing is removed) when the file cannot be read.
+fn discard_retention(layout: &Layout) -> Option<(std::time::Duration, String)> {
+    match jackin_reconcilers::addresses::read_config(layout.root()) {
+        Ok(config) => {
+            let retention = config.discard_retention();
+            let written = config
+                .discard_retention
+                .unwrap_or_else(|| "7d (the default)".into());
+            Some((retention, written))
+        }
+        Err(e) => {
+            tracing::warn!("keeping all saved discarded work: {e}");
+            None
+        }
+    }
+}
+
+/// Saved discarded work past the home's retention.
+fn plan_discarded(layout: &Layout) -> Vec<Finding> {
+    let Some((retention, written)) = discard_retention(layout) else {
+        return Vec::new();
+    };
+    discard::expired(layout, retention, Timestamp::now())
+        .into_iter()
+        .map(|(name, saved_at)| Finding::DiscardedRemoved {
+            name,
+            saved_at,
+            retention: written.clone(),
+        })
+        .collect()
 }
 
 /// When the instance last stopped running (its `Ready` condition's last
@@ -841,4 +918,70 @@ async fn plan_images(
         });
     }
     Ok(findings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kept instance of workspace `ws` (role `r`, agent `shell`) that was
+    /// last running at `second`, with unfinished work in one checkout and,
+    /// maybe, its acknowledgement.
+    fn kept(name: &str, second: i64, acknowledged: Option<&str>) -> Instance {
+        let mut annotations = serde_json::Map::new();
+        if let Some(digest) = acknowledged {
+            annotations.insert(annotation::ACKNOWLEDGE_DISCARD.into(), digest.into());
+        }
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "jackin.dev/v1alpha1",
+            "kind": "Instance",
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {"phase": "Kept", "workspace": "ws", "role": {"name": "r"}, "agent": "shell"},
+            "status": {
+                "phase": "Kept",
+                "conditions": [{
+                    "type": "Ready", "status": "False", "reason": "Kept", "message": "kept",
+                    "lastTransitionTime": Timestamp::from_second(second).unwrap().to_string(),
+                }],
+                "mounts": [{
+                    "dst": "/w", "isolation": "clone", "path": "/x",
+                    "dirtyFiles": ["?? notes.md"], "digest": "0123456789abcdef",
+                }],
+            },
+        }))
+        .unwrap()
+    }
+
+    /// Over the cap, unfinished work stays unless its digest was
+    /// acknowledged: then it goes, as any acknowledged discard (saved
+    /// first by the purge).
+    #[test]
+    fn the_keep_cap_purges_unfinished_work_only_when_acknowledged() {
+        let caps = BTreeMap::from([("ws".to_owned(), 1)]);
+        let digest = {
+            let obj = kept("x", 1, None);
+            acknowledgement_digest(&obj.status.unwrap().mounts).unwrap()
+        };
+        let spared = keep_caps(&caps, &[kept("old", 1, None), kept("new", 2, None)]);
+        assert!(
+            matches!(spared.as_slice(), [Finding::KeepCapSpared { name, .. }] if name == "old"),
+            "{spared:?}"
+        );
+        let wrong = keep_caps(
+            &caps,
+            &[kept("old", 1, Some("not-the-digest")), kept("new", 2, None)],
+        );
+        assert!(
+            matches!(wrong.as_slice(), [Finding::KeepCapSpared { .. }]),
+            "{wrong:?}"
+        );
+        let purged = keep_caps(
+            &caps,
+            &[kept("old", 1, Some(&digest)), kept("new", 2, None)],
+        );
+        assert!(
+            matches!(purged.as_slice(), [Finding::KeepCapPurge { name, .. }] if name == "old"),
+            "{purged:?}"
+        );
+    }
 }

@@ -13,6 +13,7 @@ use jackin_api::workspace::WorkspaceSpec;
 use crate::addresses::{AddressBook, AddressError};
 use crate::credentials::{self, CredentialError};
 use crate::decide::Step;
+use crate::discard::{self, DiscardError};
 use crate::engine::models::{
     ContainerCreateBody, EndpointSettings, HostConfig, Mount, MountType, NetworkingConfig,
 };
@@ -50,6 +51,10 @@ pub enum ActError {
     },
     #[error(transparent)]
     Isolation(#[from] IsolationError),
+    /// The unfinished work of a checkout could not be saved before its
+    /// discard: nothing was deleted. Boxed: it is one of the largest.
+    #[error(transparent)]
+    Discard(Box<DiscardError>),
     #[error("image {0} names no command (no ENTRYPOINT or CMD)")]
     NoCommand(String),
     #[error("no agent is named {0:?}")]
@@ -100,7 +105,10 @@ impl ActError {
             | Self::NoCommand(_)
             | Self::UnknownAgent(_)
             | Self::ForeignVolume(_)
-            | Self::AgentMissing { .. } => true,
+            | Self::AgentMissing { .. }
+            // A save that failed needs the operator to look (the error
+            // says what to do); retrying would fail the same way.
+            | Self::Discard(_) => true,
             // A mount that is not a repository, a checkout that no longer
             // fits, or one nobody recorded: the operator has to look.
             Self::Isolation(e) => !matches!(e, IsolationError::Git(_) | IsolationError::Io { .. }),
@@ -126,6 +134,7 @@ impl ActError {
                 IsolationError::ResumeConflict { .. } | IsolationError::LinkConflict { .. },
             ) => reason::RESUME_CONFLICT,
             Self::Isolation(_) => reason::CHECKOUT_FAILED,
+            Self::Discard(_) => reason::DISCARD_NOT_SAVED,
             Self::NoCommand(_) => reason::NO_COMMAND,
             Self::UnknownAgent(_) => reason::UNKNOWN_AGENT,
             Self::AgentMissing { .. } => reason::AGENT_MISSING,
@@ -138,6 +147,12 @@ impl ActError {
                 _ => reason::ENGINE_ERROR,
             },
         }
+    }
+}
+
+impl From<DiscardError> for ActError {
+    fn from(error: DiscardError) -> Self {
+        Self::Discard(Box::new(error))
     }
 }
 
@@ -233,9 +248,31 @@ pub async fn act(
             blocking(move || isolation::prepare(&layout, &container, &mounts)).await?;
         }
         Step::RemoveCheckouts => {
+            // Every discard comes here: the unfinished work is saved first,
+            // and nothing is deleted unless the save succeeded.
             let layout = ctx.layout.clone();
             let name = obj.metadata.name.clone();
-            let kept = blocking(move || isolation::remove_all(&layout, &container)).await?;
+            let instance = name.clone();
+            let (saved, kept) = blocking(move || {
+                let saved = discard::save_before_discard(&layout, &container, &instance)?;
+                let kept = isolation::remove_all(&layout, &container)?;
+                Ok::<_, ActError>((saved, kept))
+            })
+            .await?;
+            for checkout in &saved.checkouts {
+                let message = format!(
+                    "saved the unfinished work of {} before discarding it: {}; `jackin \
+                     restore-discarded {}` brings it back",
+                    checkout.dst,
+                    checkout.summary(),
+                    saved.save
+                );
+                progress(Report::Note {
+                    stage: None,
+                    reason: reason::DISCARD_SAVED,
+                    message: &message,
+                });
+            }
             for branch in kept {
                 tracing::warn!(
                     instance = name,

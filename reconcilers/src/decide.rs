@@ -150,7 +150,9 @@ impl Step {
             Step::PinRecipe => "pinning the launch recipe".into(),
             Step::RebuildImage => "rebuilding the image at the pinned commit".into(),
             Step::PrepareMounts => "preparing the isolated checkouts".into(),
-            Step::RemoveCheckouts => "removing the isolated checkouts".into(),
+            Step::RemoveCheckouts => {
+                "removing the isolated checkouts (their unfinished work saved first)".into()
+            }
             Step::CreateNetwork => "creating the network".into(),
             Step::CreateVolume(n) => format!("creating volume {n}"),
             Step::CreateSidecar(n) => format!("creating sidecar {n}"),

@@ -165,11 +165,19 @@ impl BeneathDir {
     /// one), each with whether it is a directory, as the directory says.
     /// What a name is must still be checked when it is opened: it can change.
     pub fn entries(&self, relative: &str) -> io::Result<Vec<(String, bool)>> {
+        Ok(self.entries_counted(relative)?.0)
+    }
+
+    /// As [`BeneathDir::entries`], with how many names were left out
+    /// because they are not UTF-8.
+    pub fn entries_counted(&self, relative: &str) -> io::Result<(Vec<(String, bool)>, usize)> {
         let dir = self.open_below(relative, rustix::fs::OFlags::DIRECTORY)?;
         let mut out = Vec::new();
+        let mut not_utf8 = 0;
         for entry in rustix::fs::Dir::read_from(&dir)? {
             let entry = entry?;
             let Ok(name) = entry.file_name().to_str() else {
+                not_utf8 += 1;
                 continue;
             };
             if name == "." || name == ".." {
@@ -180,7 +188,7 @@ impl BeneathDir {
                 entry.file_type() == rustix::fs::FileType::Directory,
             ));
         }
-        Ok(out)
+        Ok((out, not_utf8))
     }
 
     /// Opens the regular file `relative` below this directory for reading:
@@ -195,6 +203,65 @@ impl BeneathDir {
             ));
         }
         Ok(file)
+    }
+}
+
+/// What a name below a [`BeneathDir`] is, as `lstat` sees it (a link is a
+/// link, never what it points at).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file of this many bytes; `executable` when any execute
+    /// bit is set (git records that, and nothing else of the mode).
+    File {
+        size: u64,
+        executable: bool,
+    },
+    Dir,
+    Symlink,
+    /// A FIFO, socket or device.
+    Special,
+}
+
+impl BeneathDir {
+    /// The directory that holds `relative` (opened beneath, no link on the
+    /// way), and the last component's name.
+    fn parent_of<'a>(&self, relative: &'a str) -> io::Result<(File, &'a str)> {
+        let (parent, name) = match relative.rsplit_once('/') {
+            Some((parent, name)) => (parent, name),
+            None => (".", relative),
+        };
+        if name.is_empty() || name == "." || name == ".." {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{relative} names no entry"),
+            ));
+        }
+        let dir = self.open_below(parent, rustix::fs::OFlags::DIRECTORY)?;
+        Ok((dir, name))
+    }
+
+    /// What `relative` is, without following a link at its end (and with
+    /// none allowed on the way).
+    pub fn kind(&self, relative: &str) -> io::Result<EntryKind> {
+        use rustix::fs::{AtFlags, FileType};
+        let (dir, name) = self.parent_of(relative)?;
+        let stat = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+        Ok(match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => EntryKind::File {
+                size: u64::try_from(stat.st_size).unwrap_or(0),
+                executable: stat.st_mode & 0o111 != 0,
+            },
+            FileType::Directory => EntryKind::Dir,
+            FileType::Symlink => EntryKind::Symlink,
+            _ => EntryKind::Special,
+        })
+    }
+
+    /// What the symbolic link `relative` says, as bytes: read, never
+    /// followed.
+    pub fn read_link(&self, relative: &str) -> io::Result<Vec<u8>> {
+        let (dir, name) = self.parent_of(relative)?;
+        Ok(rustix::fs::readlinkat(&dir, name, Vec::new())?.into_bytes())
     }
 }
 

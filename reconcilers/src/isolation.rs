@@ -219,7 +219,7 @@ fn write_records(
 
 /// A directory name for a mount destination: readable, and unique through a
 /// short hash (`/a/b` and `/a-b` must not collide).
-fn slug(dst: &str) -> String {
+pub(crate) fn slug(dst: &str) -> String {
     let readable: String = dst
         .trim_matches('/')
         .chars()
@@ -437,6 +437,13 @@ pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, Isola
 fn view_of(record: &IsolationRecord) -> gitdir::View {
     let (git, name) = unit_git_root(record);
     gitdir::View::new(&git, name)
+}
+
+/// The objects directory of the unit's view of a worktree's host
+/// repository: where the agent's own commits are until jackin publishes
+/// them. Agent-written.
+pub(crate) fn view_objects(record: &IsolationRecord) -> PathBuf {
+    view_of(record).dir.join("objects")
 }
 
 /// The unit's directory that stands in for the host repository's scratch
@@ -715,7 +722,7 @@ pub fn check_link(record: &IsolationRecord) -> Result<(), IsolationError> {
 
 /// The host repository's git directory as recorded, or (for a record made
 /// before jackin recorded it) as the host repository says.
-fn git_dir_of(record: &IsolationRecord) -> Result<PathBuf, IsolationError> {
+pub(crate) fn git_dir_of(record: &IsolationRecord) -> Result<PathBuf, IsolationError> {
     match &record.common_dir {
         Some(dir) => Ok(PathBuf::from(dir)),
         None => common_dir(&record.src),
@@ -724,7 +731,7 @@ fn git_dir_of(record: &IsolationRecord) -> Result<PathBuf, IsolationError> {
 
 /// The host repository's git directory, which its worktrees share. The host
 /// repository is the operator's; its own `.git` is not agent-writable.
-fn common_dir(src: &str) -> Result<PathBuf, IsolationError> {
+pub(crate) fn common_dir(src: &str) -> Result<PathBuf, IsolationError> {
     let out = git::run(&[
         "-C",
         src,

@@ -16,6 +16,8 @@
 //!   workspaces/<name>.yaml         Workspace policies, as applied
 //!   agents/<name>.yaml             Agent entries, as applied (built-ins are not stored)
 //!   sources/<id>.json              what each source last applied, or why not
+//!   discarded/<save>/              the unfinished work of discarded checkouts (record.json,
+//!                                  one git bundle per checkout), until the retention passes
 //! ```
 //!
 //! Only names that passed DNS-1123 validation are joined onto these paths, so
@@ -58,6 +60,9 @@ pub mod cap {
     pub const CONFIG: u64 = 1 << 20;
     /// A unit's `.jackin/isolation.json`: a few hundred bytes a mount.
     pub const ISOLATION_RECORDS: u64 = 1 << 20;
+    /// `discarded/<save>/record.json`: per checkout, names and commits,
+    /// with lists of files cut short.
+    pub const DISCARD_RECORD: u64 = 16 << 20;
 }
 
 /// The environment variable that overrides the state root.
@@ -171,6 +176,12 @@ impl Layout {
 
     pub fn unit_lock_file(&self, container: &str) -> PathBuf {
         self.data_dir().join(format!("{container}.lock"))
+    }
+
+    /// Where the unfinished work of discarded checkouts is saved, one
+    /// directory per discard (see `crate::discard`).
+    pub fn discarded_dir(&self) -> PathBuf {
+        self.root.join("discarded")
     }
 
     pub fn sockets_dir(&self, container: &str) -> PathBuf {

@@ -9,6 +9,7 @@ pub mod addresses;
 pub mod assess;
 pub mod credentials;
 pub mod decide;
+pub mod discard;
 pub mod endpoint;
 pub mod engine;
 #[cfg(any(test, feature = "fake"))]

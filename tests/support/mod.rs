@@ -131,9 +131,11 @@ impl Home {
         }
     }
 
-    /// `jackin get NAME -o json`, parsed.
+    /// `jackin get instance NAME -o json`, parsed (with the kind named, so
+    /// an instance called `discarded` or `sources` is still an instance).
     pub fn object(&self, name: &str) -> serde_json::Value {
-        serde_json::from_str(&self.ok(&["get", name, "-o", "json"])).expect("get prints JSON")
+        serde_json::from_str(&self.ok(&["get", "instance", name, "-o", "json"]))
+            .expect("get prints JSON")
     }
 
     /// Where an instance's first isolated checkout is on the host.

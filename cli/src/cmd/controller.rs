@@ -27,12 +27,15 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
             jiff::Timestamp::now().strftime("%H:%M:%S"),
             step.describe()
         ),
+        // A note may name the agent's files (what a discard saved): shown
+        // escaped.
         Progress::Note { message, .. } if verbose => {
-            tracing::info!(instance = name, "{message}");
+            tracing::info!(instance = name, "{}", crate::output::terminal_safe(message));
         }
         Progress::Note { stage, message } => eprintln!(
-            "{} instance/{name}: [{stage}] {message}",
+            "{} instance/{name}: [{stage}] {}",
             jiff::Timestamp::now().strftime("%H:%M:%S"),
+            crate::output::terminal_safe(message)
         ),
         Progress::Build(line) => tracing::debug!(instance = name, "build: {line}"),
     });

@@ -5,12 +5,22 @@ use anyhow::Result;
 use jackin_controller::reconcile::assess_checkouts;
 use jiff::Timestamp;
 
+use crate::cmd::discarded;
 use crate::{check_name, open_store, output};
 
 pub async fn run(name: &str) -> Result<()> {
     check_name(name)?;
     let store = open_store()?;
-    let mut obj = store.get_instance(name)?;
+    let mut obj = match store.get_instance(name) {
+        Ok(obj) => obj,
+        // Gone, but what it discarded is saved: say where it is.
+        Err(e) if discarded::count_of(&store, name) > 0 => anyhow::bail!(
+            "{e}; the work its isolated checkouts held when it was discarded is saved: \
+             `jackin get discarded {name}` lists it, `jackin restore-discarded {name}` \
+             brings it back"
+        ),
+        Err(e) => return Err(e.into()),
+    };
     let container = obj.status.as_ref().and_then(|s| s.container_name.clone());
     // The isolated checkouts as they are now (the status holds what the
     // last full reconcile saw; a pass with nothing to do does not look).
@@ -22,6 +32,15 @@ pub async fn run(name: &str) -> Result<()> {
         .map(|c| jackin_controller::events::read(store.layout(), &c))
         .unwrap_or_default();
     print!("{}", output::describe(&obj, &events, Timestamp::now()));
+    // Earlier instances of this name whose discarded work is still saved.
+    let saves = discarded::count_of(&store, name);
+    if saves > 0 {
+        println!(
+            "Discarded:    {saves} {} of earlier sessions named {name} (`jackin get discarded \
+             {name}`)",
+            output::plural(saves, "save", "saves")
+        );
+    }
     Ok(())
 }
 

@@ -22,6 +22,7 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
         Workspaces,
         Agents,
         Sources,
+        Discarded,
     }
     let (kind, name) = match (args.first.as_deref(), args.name.as_deref()) {
         (None, _) => (Kind::Instances, None),
@@ -29,14 +30,18 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
         (Some("workspaces" | "workspace" | "ws"), name) => (Kind::Workspaces, name),
         (Some("agents" | "agent" | "ag"), name) => (Kind::Agents, name),
         (Some("sources" | "source"), name) => (Kind::Sources, name),
+        (Some("discarded"), name) => (Kind::Discarded, name),
         (Some(name), None) => (Kind::Instances, Some(name)),
         (Some(kind), Some(_)) => {
             return Err(anyhow!(
-                "unknown kind {kind:?}: expected instances, workspaces, agents or sources"
+                "unknown kind {kind:?}: expected instances, workspaces, agents, sources or \
+                 discarded"
             ));
         }
     };
-    if let Some(name) = name {
+    if let Some(name) = name
+        && !matches!(kind, Kind::Discarded)
+    {
         check_name(name)?;
     }
     if args.watch || args.selector.is_some() {
@@ -134,6 +139,7 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 Format::Name => names("agent", objects.iter().map(|o| &o.metadata.name)),
             }
         }
+        Kind::Discarded => crate::cmd::discarded::get(store, name, args.output)?,
         Kind::Sources => {
             let mut records = store.source_records()?;
             if let Some(id) = name {

@@ -6,6 +6,7 @@ pub mod controller;
 pub mod crds;
 pub mod delete;
 pub mod describe;
+pub mod discarded;
 pub mod exec;
 pub mod get;
 pub mod launch;
