@@ -558,7 +558,7 @@ pub async fn assess_checkouts(
 
 /// The exit policy in force: the instance's override, else its
 /// workspace's, else `ask`.
-fn exit_policy(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> ExitPolicy {
+pub(crate) fn exit_policy(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> ExitPolicy {
     let overridden = match obj
         .metadata
         .annotations
@@ -784,7 +784,6 @@ pub fn already_converged(
     })
 }
 
-/// The id of the image `obj`'s pinned recipe runs, if it has one.
 /// Says, when a recipe is pinned, which ways of starting the agent its
 /// installed version lacks (they are left out of every start).
 fn skipped_rungs_event(layout: &Layout, container: &str, obj: &Instance) {
@@ -817,7 +816,8 @@ fn skipped_rungs_event(layout: &Layout, container: &str, obj: &Instance) {
     );
 }
 
-fn pinned_image(obj: &Instance) -> Option<&str> {
+/// The id of the image `obj`'s pinned recipe runs, if it has one.
+pub(crate) fn pinned_image(obj: &Instance) -> Option<&str> {
     let recipe = obj.status.as_ref()?.recipe.as_ref()?;
     Some(recipe.image_id.as_str()).filter(|id| !id.is_empty())
 }
