@@ -647,3 +647,33 @@ fn l3_set_phase_kept_of_a_shell_that_ignores_sigterm_shows_the_engines_exit_code
         "{described}"
     );
 }
+
+/// L3: a sweep that finds the exited agent's container stopped first (and
+/// notes the row `Exited`, `ContainerMissing`) does not turn the policy's
+/// own removal of it into a lost outcome either.
+#[test]
+fn l3_a_clean_exit_a_sweep_noted_first_is_kept_with_its_exit_code() {
+    ensure_busybox();
+    let home = Home::new();
+    workspace(&home, "hoard", "keep");
+    launch_in(&home, "swept", "hoard", None);
+    let container = home.container("swept");
+    std::fs::write(state_dir(&home, "swept").join("go"), "").unwrap();
+    eventually(Duration::from_secs(60), "the agent to exit", || {
+        !running(&container)
+    });
+    home.ok(&["prune"]);
+    let noted = home.object("swept");
+    assert_eq!(
+        condition(&noted, "Ready").map(|c| c["reason"].clone()),
+        Some(serde_json::json!("ContainerMissing")),
+        "{noted}"
+    );
+    home.ok(&["controller", "--once"]);
+    home.ok(&["controller", "--once"]);
+    let obj = home.object("swept");
+    assert_eq!(obj["status"]["phase"], "Kept", "{obj}");
+    assert_eq!(obj["status"]["session"]["exitCode"], 0, "{obj}");
+    assert_eq!(obj["status"]["session"]["source"], "marker", "{obj}");
+    not_lost(&obj);
+}

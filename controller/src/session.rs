@@ -175,14 +175,18 @@ impl Reconciler {
                     self.after_session(&container, &name, &at, code);
                 }
             }
-            // Gone while we believed it ran (or a sweep already noted it gone).
+            // Gone while we believed it ran (or a sweep already noted it
+            // gone: it turns a `Running` row `Exited`, with the reason).
+            // jackin's own removals leave the phase at neither (`Kept`,
+            // `Purging`, `Launching`): their sessions were recorded first.
             None if status.phase == Some(InstancePhase::Running)
-                || find_condition(&status.conditions, condition::READY).is_some_and(|c| {
-                    matches!(
-                        c.reason.as_str(),
-                        reason::CONTAINER_MISSING | reason::ENGINE_RESTARTED
-                    )
-                }) =>
+                || (status.phase == Some(InstancePhase::Exited)
+                    && find_condition(&status.conditions, condition::READY).is_some_and(|c| {
+                        matches!(
+                            c.reason.as_str(),
+                            reason::CONTAINER_MISSING | reason::ENGINE_RESTARTED
+                        )
+                    })) =>
             {
                 status.session = Some(SessionOutcome {
                     exit_code: None,
