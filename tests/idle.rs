@@ -408,12 +408,12 @@ fn l5_an_agent_that_becomes_active_during_an_8_second_hook_is_not_restarted() {
         });
     }
     for (name, (container, id)) in ["wakes", "joined"].iter().zip(&before) {
+        assert_eq!(&container_id(container), id, "{name} was restarted");
         let described = home.ok(&["describe", name]);
         assert!(
             described.contains("the restart was skipped"),
             "{name}: {described}"
         );
-        assert_eq!(&container_id(container), id, "{name} was restarted");
         let obj = home.object(name);
         assert!(obj["status"]["restore"].is_null(), "{obj}");
         assert_eq!(obj["status"]["phase"], "Running", "{obj}");
