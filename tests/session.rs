@@ -526,3 +526,154 @@ fn logs_print_what_the_agent_printed_and_say_when_a_restore_lost_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("made anew by a tier 2 restore"), "{stderr}");
 }
+
+/// What `get -o wide` says of `name`'s last session, and `describe`.
+fn shown(home: &Home, name: &str) -> (String, String) {
+    let wide = home.ok(&["get", name, "-o", "wide"]);
+    let described = home.ok(&["describe", name]);
+    (wide, described)
+}
+
+/// No `SessionOutcome` condition: nothing says the session was lost.
+fn not_lost(obj: &serde_json::Value) {
+    assert!(
+        condition(obj, "SessionOutcome").is_none(),
+        "the ending was rewritten as unknown: {obj}"
+    );
+    assert_ne!(obj["status"]["session"]["source"], "unknown", "{obj}");
+}
+
+/// L3: the exit policy `keep` removes the container of a session it has
+/// recorded; that removal is jackin's own, not a lost outcome.
+#[test]
+fn l3_a_clean_exit_kept_by_the_policy_shows_the_agents_exit_code() {
+    ensure_busybox();
+    let home = Home::new();
+    workspace(&home, "hoard", "keep");
+    launch_in(&home, "tidy", "hoard", None);
+    exit_and_pass(&home, "tidy");
+    // Passes after the keep leave the recorded outcome as it is.
+    home.ok(&["controller", "--once"]);
+    let obj = home.object("tidy");
+    assert_eq!(obj["status"]["phase"], "Kept", "{obj}");
+    let s = &obj["status"]["session"];
+    assert_eq!(
+        (
+            s["exitCode"].as_i64(),
+            s["source"].as_str(),
+            s["reason"].as_str()
+        ),
+        (Some(0), Some("marker"), Some("exited")),
+        "{obj}"
+    );
+    not_lost(&obj);
+    let (wide, described) = shown(&home, "tidy");
+    assert!(wide.contains("exit 0 (marker)"), "{wide}");
+    assert!(
+        described.contains("Last session:     exit 0 (marker)"),
+        "{described}"
+    );
+    assert!(!described.contains("unknown"), "{described}");
+}
+
+/// L3: `set-phase kept` stops the agent gracefully; its own exit code on
+/// SIGTERM is what the session shows.
+#[test]
+fn l3_set_phase_kept_shows_the_exit_code_the_agent_stopped_with() {
+    ensure_busybox();
+    let home = Home::new();
+    launch(
+        &home,
+        "obliging",
+        "trap 'exit 3' TERM; while true; do sleep 1; done",
+    );
+    home.ok(&["set-phase", "obliging", "kept"]);
+    home.ok(&["controller", "--once"]);
+    let obj = home.object("obliging");
+    assert_eq!(obj["status"]["phase"], "Kept", "{obj}");
+    let s = &obj["status"]["session"];
+    assert_eq!(
+        (
+            s["exitCode"].as_i64(),
+            s["source"].as_str(),
+            s["reason"].as_str()
+        ),
+        (Some(3), Some("marker"), Some("signal:TERM")),
+        "{obj}"
+    );
+    not_lost(&obj);
+    let (wide, described) = shown(&home, "obliging");
+    assert!(wide.contains("stopped to keep (SIGTERM, exit 3)"), "{wide}");
+    assert!(
+        described.contains("stopped to keep (SIGTERM, exit 3)"),
+        "{described}"
+    );
+}
+
+/// L3: a shell that ignores SIGTERM is killed when the grace period ends:
+/// no marker, so the engine's exit code is recorded before the container
+/// goes, and never read as unknown afterwards.
+#[test]
+fn l3_set_phase_kept_of_a_shell_that_ignores_sigterm_shows_the_engines_exit_code() {
+    ensure_busybox();
+    let home = Home::new();
+    launch(
+        &home,
+        "stubborn",
+        "trap '' TERM; while true; do sleep 1; done",
+    );
+    home.ok(&["set-phase", "stubborn", "kept"]);
+    home.ok(&["controller", "--once"]);
+    let obj = home.object("stubborn");
+    assert_eq!(obj["status"]["phase"], "Kept", "{obj}");
+    let s = &obj["status"]["session"];
+    assert_eq!(
+        (
+            s["exitCode"].as_i64(),
+            s["source"].as_str(),
+            s["reason"].as_str()
+        ),
+        (Some(137), Some("engine"), Some("killed")),
+        "{obj}"
+    );
+    not_lost(&obj);
+    let (wide, described) = shown(&home, "stubborn");
+    assert!(
+        wide.contains("stopped to keep (killed, exit 137)"),
+        "{wide}"
+    );
+    assert!(
+        described.contains("stopped to keep (killed, exit 137)"),
+        "{described}"
+    );
+}
+
+/// L3: a sweep that finds the exited agent's container stopped first (and
+/// notes the row `Exited`, `ContainerMissing`) does not turn the policy's
+/// own removal of it into a lost outcome either.
+#[test]
+fn l3_a_clean_exit_a_sweep_noted_first_is_kept_with_its_exit_code() {
+    ensure_busybox();
+    let home = Home::new();
+    workspace(&home, "hoard", "keep");
+    launch_in(&home, "swept", "hoard", None);
+    let container = home.container("swept");
+    std::fs::write(state_dir(&home, "swept").join("go"), "").unwrap();
+    eventually(Duration::from_secs(60), "the agent to exit", || {
+        !running(&container)
+    });
+    home.ok(&["prune"]);
+    let noted = home.object("swept");
+    assert_eq!(
+        condition(&noted, "Ready").map(|c| c["reason"].clone()),
+        Some(serde_json::json!("ContainerMissing")),
+        "{noted}"
+    );
+    home.ok(&["controller", "--once"]);
+    home.ok(&["controller", "--once"]);
+    let obj = home.object("swept");
+    assert_eq!(obj["status"]["phase"], "Kept", "{obj}");
+    assert_eq!(obj["status"]["session"]["exitCode"], 0, "{obj}");
+    assert_eq!(obj["status"]["session"]["source"], "marker", "{obj}");
+    not_lost(&obj);
+}

@@ -255,8 +255,11 @@ fn describe_and_get_wide_say_where_and_what_an_instance_is() {
     // A kept session was stopped by jackin, which is not a failure.
     home.ok(&["set-phase", "d", "kept"]);
     let wide = home.ok(&["get", "-o", "wide"]);
-    assert!(wide.contains("stopped to keep"), "{wide}");
-    assert!(!wide.contains("exit 143"), "{wide}");
+    assert!(
+        wide.contains("stopped to keep (SIGTERM, exit 143)"),
+        "{wide}"
+    );
+    assert!(!wide.contains("exit 143 (marker)"), "{wide}");
     assert!(wide.contains("ENGINE"), "{wide}");
 }
 

@@ -905,21 +905,31 @@ pub fn credentials_summary(
     out
 }
 
-/// `exit 3 (marker)`, `unknown`, …
-/// How the last session ended, in a few words. A session stopped by a
-/// signal was stopped, not failed: for a kept instance that is jackin
-/// keeping it, not a crash.
+/// `exit 3 (marker)`, `stopped to keep (SIGTERM, exit 0)`, `unknown`, …
+/// How the last session ended, in a few words, with the agent's exit code
+/// whenever one was recorded. A session stopped by a signal was stopped,
+/// not failed: for a kept instance that is jackin keeping it (a stop the
+/// agent ignored ends in a kill when the grace period is over), not a
+/// crash.
 pub fn session_summary(session: &SessionOutcome, phase: Option<InstancePhase>) -> String {
     let signal = session
         .reason
         .as_deref()
-        .and_then(|r| r.strip_prefix("signal:"));
-    match (signal, phase, session.exit_code) {
-        (Some(_), Some(InstancePhase::Kept), _) => "stopped to keep".into(),
-        (Some(signal), _, _) => format!("stopped (SIG{signal})"),
+        .and_then(|r| r.strip_prefix("signal:"))
+        .map(|signal| format!("SIG{signal}"));
+    let kept = phase == Some(InstancePhase::Kept);
+    let killed = session.reason.as_deref() == Some("killed");
+    let code = session
+        .exit_code
+        .map(|code| format!(", exit {code}"))
+        .unwrap_or_default();
+    match (signal, session.exit_code) {
+        (Some(signal), _) if kept => format!("stopped to keep ({signal}{code})"),
+        (Some(signal), _) => format!("stopped ({signal}{code})"),
         _ if session.reason.as_deref() == Some(REASON_OOM) => "out of memory".into(),
-        (None, _, Some(code)) => format!("exit {code} ({})", source_name(session.source)),
-        (None, _, None) => "unknown".into(),
+        (None, Some(_)) if kept && killed => format!("stopped to keep (killed{code})"),
+        (None, Some(code)) => format!("exit {code} ({})", source_name(session.source)),
+        (None, None) => "unknown".into(),
     }
 }
 
@@ -934,6 +944,57 @@ fn source_name(source: OutcomeSource) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_summary_names_the_exit_code_it_has() {
+        let ended = |code: Option<i64>, source, reason: &str| SessionOutcome {
+            exit_code: code,
+            finished_at: None,
+            source,
+            reason: Some(reason.to_owned()),
+        };
+        let kept = Some(InstancePhase::Kept);
+        let running = Some(InstancePhase::Running);
+        for (session, phase, shown) in [
+            (
+                ended(Some(0), OutcomeSource::Marker, "exited"),
+                kept,
+                "exit 0 (marker)",
+            ),
+            (
+                ended(Some(3), OutcomeSource::Marker, "signal:TERM"),
+                kept,
+                "stopped to keep (SIGTERM, exit 3)",
+            ),
+            (
+                ended(Some(143), OutcomeSource::Marker, "signal:TERM"),
+                running,
+                "stopped (SIGTERM, exit 143)",
+            ),
+            (
+                ended(Some(137), OutcomeSource::Engine, "killed"),
+                kept,
+                "stopped to keep (killed, exit 137)",
+            ),
+            (
+                ended(Some(137), OutcomeSource::Engine, "killed"),
+                running,
+                "exit 137 (engine)",
+            ),
+            (
+                ended(Some(137), OutcomeSource::Engine, REASON_OOM),
+                running,
+                "out of memory",
+            ),
+            (
+                ended(None, OutcomeSource::Unknown, "the container was removed"),
+                running,
+                "unknown",
+            ),
+        ] {
+            assert_eq!(session_summary(&session, phase), shown, "{session:?}");
+        }
+    }
 
     #[test]
     fn ages_read_like_kubectl() {

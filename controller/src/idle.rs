@@ -4,16 +4,24 @@
 //!
 //! Each opted-in agent is looked at on its own cadence ([`Timing::check_every`]):
 //! whether a terminal is attached (the attached lock), whether it wrote
-//! output since the last look (the engine's log stream), and its CPU time
-//! (the container's own counters). The idle stretch's start and the runs
-//! are written to `status.idle` only when they change; the previous CPU
-//! sample is the one thing kept in memory, and after a restart the first
-//! look only takes one. The commands run with `docker exec`, under the
-//! idle-hook runner that kills each at its timeout, without the unit lock
-//! (they may take minutes); each one's exit code and last output line go
-//! to the event log. A failed command is reported and changes nothing
-//! else. The watch sleeps until the next look is due, so timers cost no
-//! busy polling.
+//! output since the last look (the engine's log stream), and its counters
+//! ([`Sample`]: CPU time, block I/O and network bytes from one stats call,
+//! and what the container's own processes wrote and used, from one run of
+//! the probe in the container). The idle stretch's start and the runs are
+//! written to `status.idle` only when they change; the previous sample is
+//! the one thing kept in memory, and after a restart the first look only
+//! takes one. The commands run with `docker exec`, under the idle-hook
+//! runner that kills each at its timeout, without the unit lock (they may
+//! take minutes); each one's exit code and last output line go to the
+//! event log. A failed command is reported and changes nothing else.
+//!
+//! Before `then: restart` or `then: keep` acts, the agent is looked at
+//! again over the hooks' run (output since they started, a terminal
+//! attached now, its own processes' CPU and writes, network traffic): if
+//! anything moved, the action is skipped and the timer starts again. Both
+//! actions stop the agent gracefully, as a keep does, so its marker says
+//! how the session ended. The watch sleeps until the next look is due, so
+//! timers cost no busy polling.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -24,7 +32,7 @@ use jackin_api::instance::{IdleStatus, Instance, InstancePhase, SettledBy};
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{condition, label, reason};
 use jackin_api::workspace::{IdlePolicy, IdleThen};
-use jackin_reconcilers::idle::{self, Next, Seen, Timing};
+use jackin_reconcilers::idle::{self, Next, Sample, Seen, Timing, Window};
 use jackin_reconcilers::{Engine, EngineError};
 use jiff::Timestamp;
 use tokio::time::Instant;
@@ -40,9 +48,12 @@ const RESCAN: Duration = Duration::from_secs(30);
 /// What the watch remembers of one agent between looks.
 struct Watched {
     next_look: Instant,
-    /// The last look: when, and the container's CPU time then.
-    last: Option<(Timestamp, u64)>,
+    /// The counters at the last look.
+    last: Option<Sample>,
 }
+
+/// How long the probe may take before the look goes on without it.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs until the task is dropped. `changed` tells the loop an instance
 /// needs a reconcile now (kept, or its container recycled).
@@ -145,14 +156,14 @@ enum LookError {
 }
 
 /// Looks at one agent, and runs its hooks when they are due. Returns when
-/// to look again and the CPU sample to compare the next look with; `None`
+/// to look again and the sample to compare the next look with; `None`
 /// when the agent is no longer one to watch.
 async fn look(
     reconciler: &Reconciler,
     name: &str,
-    last: Option<(Timestamp, u64)>,
+    last: Option<Sample>,
     changed: &(impl Fn(&str) + Send + Sync),
-) -> Result<Option<(Duration, Option<(Timestamp, u64)>)>, LookError> {
+) -> Result<Option<(Duration, Option<Sample>)>, LookError> {
     let store = &reconciler.store;
     let obj = match store.get_instance(name) {
         Ok(obj) => obj,
@@ -184,22 +195,22 @@ async fn look(
     let now = Timestamp::now();
     let since_look = last.map_or_else(
         || now.as_second() - timing.check_every().as_secs() as i64,
-        |(at, _)| at.as_second(),
+        |before| before.at.as_second(),
     );
-    let cpu = engine.cpu_nanos(&id).await?;
+    let sample = take_sample(engine, &id).await?;
+    let moved = last.map(|before| idle::moved(&before, &sample, Window::Looks));
     let seen = Seen {
         attached: crate::session::attached(store.layout(), &unit),
         output: engine.output_since(&id, since_look).await?,
-        busy: matches!((last, cpu), (Some((at, before)), Some(now_cpu)) if idle::busy((before, at), (now_cpu, now))),
+        ..moved.unwrap_or_default()
     };
-    let sample = cpu.map(|c| (now, c));
     let next = idle::next(timing, status.idle.as_ref(), seen, now);
     blocking(reconciler, name, move |store, name| {
         record_stretch(store, name, next)
     })
     .await?;
     let (since, due) = match next {
-        Next::Active => return Ok(Some((timing.check_every(), sample))),
+        Next::Active => return Ok(Some((timing.check_every(), Some(sample)))),
         Next::Waiting { since, due } => (since, due),
         Next::Due { since } => (since, now),
     };
@@ -210,19 +221,51 @@ async fn look(
             timing
                 .check_every()
                 .min(until_due.max(Duration::from_millis(200))),
-            sample,
+            Some(sample),
         )));
     }
+    let started = Timestamp::now();
     let result = run_hooks(reconciler, engine, &unit, &id, &policy, &status, timing).await;
     let finished = Timestamp::now();
+    // The hooks' own work is not the agent's: the next look compares with
+    // a sample taken after them.
+    let after = take_sample(engine, &id).await?;
+    // Right before the action: did the agent move while the hooks ran?
+    let during = match policy.then {
+        IdleThen::None => Seen::default(),
+        IdleThen::Keep | IdleThen::Restart => Seen {
+            attached: crate::session::attached(store.layout(), &unit),
+            output: engine.output_since(&id, started.as_second()).await?,
+            ..idle::moved(&sample, &after, Window::Hooks)
+        },
+    };
     let ran = result.clone();
+    let rearm = during.active();
     blocking(reconciler, name, move |store, name| {
-        record_run(store, name, since, finished, &ran)
+        record_run(store, name, since, finished, &ran, rearm)
     })
     .await?;
+    if rearm {
+        let action = match policy.then {
+            IdleThen::Keep => "keep",
+            _ => "restart",
+        };
+        events::record(
+            store.layout(),
+            &unit,
+            reason::IDLE_HOOKS,
+            &format!(
+                "the agent was active while the idle hooks ran ({}): the {action} was skipped, \
+                 and the idle timer starts again",
+                during.what()
+            ),
+        );
+        return Ok(Some((timing.check_every(), Some(after))));
+    }
     match policy.then {
         IdleThen::None => {}
         IdleThen::Keep => {
+            // The loop's keep stops the agent gracefully.
             blocking(reconciler, name, |store, name| {
                 store.settle(name, DesiredPhase::Kept, SettledBy::IdleHooks, None)
             })
@@ -237,13 +280,32 @@ async fn look(
             return Ok(None);
         }
         IdleThen::Restart => {
-            restart(reconciler, engine, name, &unit, &id).await?;
+            restart(reconciler, name, &unit, &id).await?;
             return Ok(Some((timing.check_every(), None)));
         }
     }
-    // The hooks' own CPU use is not the agent's: sample afresh.
-    let after = engine.cpu_nanos(&id).await?.map(|c| (Timestamp::now(), c));
-    Ok(Some((timing.check_every(), after)))
+    Ok(Some((timing.check_every(), Some(after))))
+}
+
+/// The container's counters now: the engine's (one stats call) and its
+/// own processes' (one run of the probe). A probe that fails or hangs (an
+/// image whose `/bin/sh` cannot run it) leaves the latter out, not the look.
+async fn take_sample(engine: &Engine, id: &str) -> Result<Sample, EngineError> {
+    let usage = engine.usage(id).await?;
+    let agent = match tokio::time::timeout(PROBE_TIMEOUT, engine.exec(id, idle::probe_argv())).await
+    {
+        Ok(Ok(done)) => idle::parse_probe(&done.output),
+        Ok(Err(e)) => {
+            tracing::debug!(container = id, "idle watch: the probe could not run: {e}");
+            None
+        }
+        Err(_) => None,
+    };
+    Ok(Sample {
+        at: Timestamp::now(),
+        usage,
+        agent,
+    })
 }
 
 /// Writes the start or end of an idle stretch, when it changed.
@@ -278,13 +340,15 @@ fn record_stretch(store: &crate::Store, name: &str, next: Next) -> Result<(), St
     Ok(())
 }
 
-/// Records a run's end in `status.idle`.
+/// Records a run's end in `status.idle`; `rearm` ends the idle stretch
+/// (the agent moved while the hooks ran), so the next one starts anew.
 fn record_run(
     store: &crate::Store,
     name: &str,
     since: Timestamp,
     at: Timestamp,
     result: &str,
+    rearm: bool,
 ) -> Result<(), StoreError> {
     // A reconcile may hold the lock for a while (a build): wait for it.
     let Some(mut guard) = store.lock_instance(name)? else {
@@ -296,7 +360,10 @@ fn record_run(
         .get_or_insert_default()
         .idle
         .get_or_insert_with(IdleStatus::default);
-    idle.since.get_or_insert(since);
+    idle.since = match rearm {
+        true => None,
+        false => Some(idle.since.unwrap_or(since)),
+    };
     idle.last_run = Some(at);
     idle.runs += 1;
     idle.last_result = Some(result.to_owned());
@@ -362,23 +429,28 @@ async fn run_hooks(
     }
 }
 
-/// Recycles the container: removed, and made again in the same unit by a
-/// reconcile (tier 2). A reconcile that fails is tried once more; then the
-/// instance is marked `Failed` with the condition `IdleRestart`.
+/// Recycles the container: the agent stopped gracefully and its session
+/// recorded ([`Reconciler::recycle`]), the container removed, and made
+/// again in the same unit by a reconcile (tier 2). A reconcile that fails
+/// is tried once more; then the instance is marked `Failed` with the
+/// condition `IdleRestart`.
 async fn restart(
     reconciler: &Reconciler,
-    engine: &Engine,
     name: &str,
     unit: &str,
     id: &str,
 ) -> Result<(), LookError> {
     let layout = reconciler.store.layout();
-    engine.remove_container(id).await?;
+    if !reconciler.recycle(name, id).await? {
+        // The instance changed meanwhile (kept, resumed, ended by the
+        // agent): the loop converges it as it now is.
+        return Ok(());
+    }
     events::record(
         layout,
         unit,
         reason::IDLE_HOOKS,
-        "the idle hooks ran; recycling the container",
+        "the idle hooks ran; the agent was stopped gracefully and its container is made anew",
     );
     let mut error = String::new();
     for _ in 0..2 {

@@ -25,9 +25,11 @@ use crate::index::IndexRow;
 use crate::store::{InstanceGuard, Store, StoreError};
 
 /// How many observe-decide-act rounds one reconcile may take. A healthy
-/// instance converges in two (act, then confirm); more means something keeps
-/// undoing the work, which is reported rather than fought forever.
-const MAX_ROUNDS: usize = 4;
+/// instance converges in two (act, then confirm), a keep of a running one
+/// in three (stop, then record the session and remove, then confirm), one
+/// more after a shared snapshot; more means something keeps undoing the
+/// work, which is reported rather than fought forever.
+const MAX_ROUNDS: usize = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
@@ -369,6 +371,16 @@ impl Reconciler {
                     sink(name, Progress::Note { stage, message });
                 }
             };
+            if matches!(step, Step::RemoveContainer { .. }) && plan.target != InstancePhase::Running
+            {
+                // The container goes by jackin's own hand, its session
+                // recorded by the look that found it stopped: the phase no
+                // longer says it runs, so that no later look reads its
+                // absence as a session lost. Written before the removal, so
+                // that a crash between the two cannot leave that doubt.
+                guard.obj.status.get_or_insert_default().phase = Some(plan.target);
+                guard.save()?;
+            }
             if let Err(error) = act::act(ctx, step, &mut guard.obj, &mut report).await {
                 // A purge tail that failed part-way may have taken the
                 // object's directory: the failure is then not written back.
@@ -397,6 +409,12 @@ impl Reconciler {
             }
             guard.save()?;
             crate::fault::crash_point(step.kind());
+            if matches!(step, Step::StopContainer { .. }) {
+                // How the session ended is read from the stopped container
+                // (its marker, else the engine's exit state) before anything
+                // removes it: the rest of the plan waits for the next look.
+                break;
+            }
         }
         Ok(false)
     }
@@ -540,7 +558,7 @@ pub async fn assess_checkouts(
 
 /// The exit policy in force: the instance's override, else its
 /// workspace's, else `ask`.
-fn exit_policy(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> ExitPolicy {
+pub(crate) fn exit_policy(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> ExitPolicy {
     let overridden = match obj
         .metadata
         .annotations
@@ -766,7 +784,6 @@ pub fn already_converged(
     })
 }
 
-/// The id of the image `obj`'s pinned recipe runs, if it has one.
 /// Says, when a recipe is pinned, which ways of starting the agent its
 /// installed version lacks (they are left out of every start).
 fn skipped_rungs_event(layout: &Layout, container: &str, obj: &Instance) {
@@ -799,7 +816,8 @@ fn skipped_rungs_event(layout: &Layout, container: &str, obj: &Instance) {
     );
 }
 
-fn pinned_image(obj: &Instance) -> Option<&str> {
+/// The id of the image `obj`'s pinned recipe runs, if it has one.
+pub(crate) fn pinned_image(obj: &Instance) -> Option<&str> {
     let recipe = obj.status.as_ref()?.recipe.as_ref()?;
     Some(recipe.image_id.as_str()).filter(|id| !id.is_empty())
 }

@@ -138,6 +138,12 @@ impl Shared {
             return;
         };
         let action = event.action.unwrap_or_default();
+        // A command run in the container (`exec_create: sh -c …`: the idle
+        // watch's probe at each look, the idle hooks, `jackin exec`)
+        // changes nothing a reconcile looks at.
+        if action.starts_with("exec_") {
+            return;
+        }
         tracing::debug!(instance = %name, action, "engine event");
         self.hint(name);
         if ENDINGS.contains(&action.as_str()) {

@@ -12,9 +12,10 @@ use jackin_api::workspace::ExitPolicy;
 use jackin_api::{ConditionStatus, DesiredPhase};
 use jackin_reconcilers::Engine;
 use jackin_reconcilers::Layout;
+use jackin_reconcilers::act;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jackin_reconcilers::fsutil::FileLock;
-use jackin_reconcilers::observe::InstanceView;
+use jackin_reconcilers::observe::{InstanceView, Observation};
 use jackin_reconcilers::policy::{self, ExitAction};
 use jackin_reconcilers::resume;
 use jackin_reconcilers::session::{self, MarkerState};
@@ -174,14 +175,18 @@ impl Reconciler {
                     self.after_session(&container, &name, &at, code);
                 }
             }
-            // Gone while we believed it ran (or a sweep already noted it gone).
+            // Gone while we believed it ran (or a sweep already noted it
+            // gone: it turns a `Running` row `Exited`, with the reason).
+            // jackin's own removals leave the phase at neither (`Kept`,
+            // `Purging`, `Launching`): their sessions were recorded first.
             None if status.phase == Some(InstancePhase::Running)
-                || find_condition(&status.conditions, condition::READY).is_some_and(|c| {
-                    matches!(
-                        c.reason.as_str(),
-                        reason::CONTAINER_MISSING | reason::ENGINE_RESTARTED
-                    )
-                }) =>
+                || (status.phase == Some(InstancePhase::Exited)
+                    && find_condition(&status.conditions, condition::READY).is_some_and(|c| {
+                        matches!(
+                            c.reason.as_str(),
+                            reason::CONTAINER_MISSING | reason::ENGINE_RESTARTED
+                        )
+                    })) =>
             {
                 status.session = Some(SessionOutcome {
                     exit_code: None,
@@ -230,6 +235,66 @@ impl Reconciler {
 }
 
 impl Reconciler {
+    /// Ends the session running in the container `id` the way a keep does
+    /// (a graceful stop: the agent may save its state, and the wrapper
+    /// writes its marker), records how it ended, and removes the container;
+    /// the unit stays, for a reconcile to make the container anew (tier 2).
+    /// The idle hooks' `then: restart`. Returns whether it did: not when the
+    /// instance is no longer to run, `id` is no longer its running
+    /// container, or the agent ended its session itself meanwhile (an
+    /// ending the loop settles, never a restart).
+    pub async fn recycle(&self, name: &str, id: &str) -> Result<bool, ReconcileError> {
+        let store = self.store.clone();
+        let owned = name.to_owned();
+        let locked = tokio::task::spawn_blocking(move || store.lock_instance(&owned))
+            .await
+            .expect("locking does not panic")?;
+        let Some(mut guard) = locked else {
+            return Ok(false);
+        };
+        if guard.obj.desired_phase() != DesiredPhase::Running {
+            return Ok(false);
+        }
+        let engine = self.engine_of(&guard.obj).await?.engine;
+        let uid = guard.obj.metadata.uid.clone().unwrap_or_default();
+        let image = crate::reconcile::pinned_image(&guard.obj);
+        let observed = Observation::of_instance(&engine, &uid, image).await?;
+        let runs = observed
+            .view(&uid, None)
+            .container
+            .is_some_and(|c| c.id == id && c.running);
+        if !runs {
+            return Ok(false);
+        }
+        engine.stop_container(id, act::STOP_GRACE_SECS).await?;
+        // The stopped container, looked at as a reconcile does: its marker,
+        // else the engine's exit state, is recorded before it goes.
+        let image = crate::reconcile::pinned_image(&guard.obj);
+        let observed = Observation::of_instance(&engine, &uid, image).await?;
+        let recipe = guard.obj.status.as_ref().and_then(|s| s.recipe.as_ref());
+        let mut view = observed.view(&uid, recipe);
+        view.mounts = crate::reconcile::assess_checkouts(self.layout(), &guard.container).await?;
+        let workspace = match &guard.obj.spec.workspace {
+            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
+            None => None,
+        };
+        let policy = crate::reconcile::exit_policy(&guard.obj, workspace.as_ref());
+        let ended = self
+            .observe_session(&engine, &mut guard, &view, policy)
+            .await?;
+        if ended.is_some() || guard.obj.desired_phase() != DesiredPhase::Running {
+            guard.save()?;
+            return Ok(false);
+        }
+        // As a keep does: the phase stops saying it runs before jackin
+        // removes the container, so its absence is never read as a session
+        // lost.
+        guard.obj.status.get_or_insert_default().phase = Some(InstancePhase::Launching);
+        guard.save()?;
+        engine.remove_container(id).await?;
+        Ok(true)
+    }
+
     /// Folds what the entry wrapper reported of the agent's last start into
     /// `status.conversation`; each fallback of a start not seen before is
     /// an event with the agent's own error line.

@@ -33,7 +33,7 @@ pub const STATE_DIR: &str = "/jackin/state";
 /// (read-only) in the agent's container.
 pub const DIND_CLIENT_CERTS: &str = "/certs/client";
 /// Seconds a container gets to stop before it is killed.
-const STOP_GRACE_SECS: i32 = 10;
+pub const STOP_GRACE_SECS: i32 = 10;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ActError {

@@ -158,7 +158,7 @@ pub trait EngineCalls: Send + Sync {
         id: &'a str,
         since_unix: i64,
     ) -> BoxFuture<'a, Result<bool, EngineError>>;
-    fn cpu_nanos<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<u64>, EngineError>>;
+    fn usage<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Usage>, EngineError>>;
     fn logs(
         &self,
         id: &str,
@@ -233,6 +233,21 @@ pub struct ExecOutcome {
     /// The end of what it wrote (standard output and error together),
     /// at most [`EXEC_OUTPUT_BYTES`].
     pub output: String,
+}
+
+/// What a running container has used since it started, from its own
+/// counters, as one stats call reports them. Each only grows while the
+/// container runs; a new container starts from zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// CPU time, in nanoseconds.
+    pub cpu_nanos: u64,
+    /// Bytes written to block devices, as the block I/O controller counts
+    /// them: where the kernel charges the writes to the container (cgroup
+    /// v2 at writeback). Zero where it does not (cgroup v1, FUSE storage).
+    pub disk_written: u64,
+    /// Bytes received and sent on all its networks.
+    pub net_bytes: u64,
 }
 
 /// How much of an exec's output is kept: its end.
@@ -566,10 +581,11 @@ impl Engine {
         self.count().output_since(id, since_unix).await
     }
 
-    /// The container's CPU use so far, in nanoseconds of CPU time, from its
-    /// own counters; `None` when the engine reports none (it is not running).
-    pub async fn cpu_nanos(&self, id: &str) -> Result<Option<u64>, EngineError> {
-        self.count().cpu_nanos(id).await
+    /// What the container has used so far (CPU, block I/O, network), from
+    /// its own counters in one stats call; `None` when the engine reports no
+    /// CPU time (it is not running).
+    pub async fn usage(&self, id: &str) -> Result<Option<Usage>, EngineError> {
+        self.count().usage(id).await
     }
 
     /// Runs `argv` in the container and waits for it to end.
@@ -1043,22 +1059,52 @@ impl EngineCalls for DockerCalls {
             .boxed()
     }
 
-    fn cpu_nanos<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<u64>, EngineError>> {
+    fn usage<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Usage>, EngineError>> {
         Box::pin(async move {
             let options = StatsOptionsBuilder::default()
                 .stream(false)
                 .one_shot(true)
                 .build();
             let mut stats = self.docker.stats(id, Some(options));
-            match stats.next().await {
-                None => Ok(None),
-                Some(Ok(stats)) => Ok(stats
-                    .cpu_stats
-                    .and_then(|cpu| cpu.cpu_usage)
-                    .and_then(|usage| usage.total_usage)
-                    .filter(|nanos| *nanos > 0)),
-                Some(Err(e)) => Err(self.classify(&format!("read the stats of {id}"), e)),
-            }
+            let stats = match stats.next().await {
+                None => return Ok(None),
+                Some(Ok(stats)) => stats,
+                Some(Err(e)) => return Err(self.classify(&format!("read the stats of {id}"), e)),
+            };
+            let Some(cpu_nanos) = stats
+                .cpu_stats
+                .and_then(|cpu| cpu.cpu_usage)
+                .and_then(|usage| usage.total_usage)
+                .filter(|nanos| *nanos > 0)
+            else {
+                return Ok(None);
+            };
+            // cgroup v1 says `Write`, v2 `write`.
+            let disk_written = stats
+                .blkio_stats
+                .and_then(|blkio| blkio.io_service_bytes_recursive)
+                .unwrap_or_default()
+                .iter()
+                .filter(|entry| {
+                    entry
+                        .op
+                        .as_deref()
+                        .is_some_and(|op| op.eq_ignore_ascii_case("write"))
+                })
+                .filter_map(|entry| entry.value)
+                .fold(0u64, u64::saturating_add);
+            let net_bytes = stats
+                .networks
+                .unwrap_or_default()
+                .values()
+                .flat_map(|n| [n.rx_bytes, n.tx_bytes])
+                .flatten()
+                .fold(0u64, u64::saturating_add);
+            Ok(Some(Usage {
+                cpu_nanos,
+                disk_written,
+                net_bytes,
+            }))
         })
     }
 

@@ -21,7 +21,9 @@ use crate::engine::models::{
     ContainerSummary, ContainerSummaryStateEnum, EventActor, EventMessage, ImageInspect,
     ImageSummary, Ipam, IpamConfig, Network, Volume,
 };
-use crate::engine::{AttachedExec, Engine, EngineCalls, EngineError, ExecOutcome, ExecRequest};
+use crate::engine::{
+    AttachedExec, Engine, EngineCalls, EngineError, ExecOutcome, ExecRequest, Usage,
+};
 use jackin_api::home::Subnet;
 
 /// The time the engine reports for "never".
@@ -703,13 +705,18 @@ impl EngineCalls for FakeEngine {
         futures::stream::empty().boxed()
     }
 
-    /// Fake containers use no CPU: the counter stands still while running.
-    fn cpu_nanos<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<u64>, EngineError>> {
+    /// Fake containers do nothing: their counters stand still while they
+    /// run, and there are none once they stop.
+    fn usage<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Usage>, EngineError>> {
         let result = self.check().map(|()| {
             self.state()
                 .container(id)
                 .filter(|c| c.running)
-                .map(|_| 1_000_000)
+                .map(|_| Usage {
+                    cpu_nanos: 1_000_000,
+                    disk_written: 4096,
+                    net_bytes: 1024,
+                })
         });
         ready(result)
     }
