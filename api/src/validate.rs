@@ -130,16 +130,29 @@ fn metadata(errors: &mut Errors, meta: &ObjectMeta) {
     }
 }
 
-/// The names an operator's manifest may not set: labels and annotations
-/// jackin keeps for itself (see [`crate::names::reserved_label`]). Checked
-/// on what an operator applies, not on jackin's own stored objects, which
-/// carry the labels jackin set. A key that is not a valid key at all is
-/// reported as such by [`instance`] and the others, not twice.
+/// What an operator's manifest may not set: labels and annotations jackin
+/// keeps for itself (see [`crate::names::reserved_label`]), and labels that
+/// are not spelled as Kubernetes spells them ([`selector::label_key`],
+/// [`selector::label_value`]), which `-l` could never select. Checked on
+/// what an operator applies, not on jackin's own stored objects, which carry
+/// the labels jackin set: an object stored with a label an older jackin
+/// accepted stays readable, and so can still be deleted. A key that is not
+/// a valid key at all is reported as such by [`instance`] and the others,
+/// not twice.
+///
+/// [`selector::label_key`]: crate::selector::label_key
+/// [`selector::label_value`]: crate::selector::label_value
 pub fn operator_names(meta: &ObjectMeta) -> Result<(), Vec<FieldError>> {
     let mut errors = Errors::default();
-    for key in meta.labels.keys().filter(|key| label_key(key).is_ok()) {
-        if let Some(why) = crate::names::reserved_label(key) {
-            errors.push(format!("metadata.labels.{key}"), why);
+    for (key, value) in meta.labels.iter().filter(|(key, _)| label_key(key).is_ok()) {
+        let at = format!("metadata.labels.{key}");
+        let selectable = crate::selector::label_key(key)
+            .and_then(|()| crate::selector::label_value(value))
+            .map_err(|why| format!("{why}; a label must be one `jackin get -l` can select"));
+        if let Err(why) = selectable {
+            errors.push(at, why);
+        } else if let Some(why) = crate::names::reserved_label(key) {
+            errors.push(at, why);
         }
     }
     for key in meta.annotations.keys().filter(|key| label_key(key).is_ok()) {
