@@ -332,7 +332,7 @@ fn parse_document(
         }
     };
     let names = match author {
-        Author::Operator => validate::operator_names(object.metadata()),
+        Author::Operator => validate::operator_input(&object),
         Author::Jackin => Ok(()),
     };
     match (result, names) {

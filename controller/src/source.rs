@@ -245,6 +245,31 @@ impl Source {
     }
 }
 
+/// Why `obj`'s engine address can never be reached, when it can be told
+/// now: a unix address whose path is there and is no socket (`unix:///dev/
+/// zero`). The address's form was checked when the file was read; a docker
+/// context is looked up when the instance is reconciled (it may be made
+/// later), and an address whose socket is not there yet may be an engine
+/// that has not started.
+fn engine_refused(obj: &Object) -> Option<String> {
+    let engine = match obj {
+        Object::Instance(i) => i.spec.engine.as_deref(),
+        Object::Workspace(w) => w.spec.engine.as_deref(),
+        Object::Agent(_) => None,
+    }?;
+    if !engine.contains("://") {
+        return None;
+    }
+    let inputs = jackin_reconcilers::endpoint::Inputs::default();
+    let refused = jackin_reconcilers::endpoint::resolve_named(&inputs, Some(engine)).err()?;
+    // The error names `spec.engine` as where the address came from.
+    Some(format!(
+        "{}/{}: {refused}",
+        obj.kind().to_lowercase(),
+        obj.name()
+    ))
+}
+
 /// The object as this source applies it: with its ownership label, which
 /// only jackin sets (a file that sets it is refused when it is read).
 fn owned(obj: &Object, source: Option<&Source>) -> Object {
@@ -353,6 +378,9 @@ impl Store {
         let index = self.index()?;
         let mut agents_known: HashMap<&str, Option<AgentSpec>> = HashMap::new();
         for obj in objects {
+            if let Some(refused) = engine_refused(obj) {
+                refusals.push(refused);
+            }
             let Object::Instance(instance) = obj else {
                 if let Err(e) = self.plan_object(obj) {
                     refusals.push(e.to_string());

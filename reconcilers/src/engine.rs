@@ -58,9 +58,12 @@ pub enum EngineError {
 impl EngineError {
     /// Whether asking again unchanged gets the same answer: the engine found
     /// the request invalid (400), named an image it does not have (404
-    /// `No such image`: nothing here can pull it), or a build failed.
+    /// `No such image`: nothing here can pull it), or a build failed; or the
+    /// engine is named so that it can never be reached (a context that does
+    /// not exist, an address no engine can have): that takes the operator.
     pub fn is_permanent(&self) -> bool {
         match self {
+            Self::Endpoint(_) => true,
             // Two networks of one name: the next pass removes the extra one.
             Self::Refused {
                 status: 400,
