@@ -194,6 +194,9 @@ pub mod reason {
     pub const IDLE_HOOK: &str = "IdleHook";
     pub const IDLE_HOOKS: &str = "IdleHooks";
     pub const RESTART_FAILED: &str = "RestartFailed";
+    /// An instance purged while its engine could not be reached: what it
+    /// may have made there is left behind.
+    pub const PURGED_WITHOUT_ENGINE: &str = "PurgedWithoutEngine";
 }
 
 #[cfg(test)]

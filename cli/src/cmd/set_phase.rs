@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use anyhow::{Result, bail};
 use jackin_api::names::annotation;
 use jackin_api::{DesiredPhase, Instance};
+use jackin_controller::engines::Engines;
 use jackin_controller::reconcile::assess_checkouts;
 use jackin_controller::{Reconciler, Store};
 use jackin_reconcilers::assess::acknowledgement_digest;
@@ -51,10 +52,14 @@ pub async fn set_phases(
     verbose: bool,
 ) -> Result<()> {
     // Converging needs the engine: connect before writing anything, so a
-    // command that cannot converge leaves the store as it was.
-    let engines = match wait.no_wait && !dry_run {
-        true => None,
-        false => Some(connect().await?),
+    // command that cannot converge leaves the store as it was. A purge may
+    // need none (an instance that never made anything on its engine, or
+    // whose engine can never be reached, is purged without it): each
+    // engine is connected when a purge needs it.
+    let engines = match (wait.no_wait && !dry_run, phase) {
+        (true, _) => None,
+        (false, DesiredPhase::Purged) if !dry_run => Some(Engines::new(None)),
+        (false, _) => Some(connect().await?),
     };
     if dry_run {
         let reconciler = Reconciler::new(store, engines.expect("connected for a dry run"));
