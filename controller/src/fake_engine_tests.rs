@@ -1477,3 +1477,39 @@ async fn f5_what_an_instance_made_on_an_engine_gone_for_good_is_listed_as_left_b
         "left behind, as said"
     );
 }
+
+/// F3: an apply with prune killed after it set an instance to `Purged`,
+/// before the purge finished: the same apply again converges that instance
+/// too, so it finishes the prune rather than leave it `Purging`.
+#[tokio::test]
+async fn f3_the_same_prune_again_finishes_an_interrupted_one() {
+    let w = World::new();
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a", "b"] {
+        let text = format!(
+            "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: {name}}}\nspec:\n  \
+             role: {{name: r}}\n  agent: claude\n  image: {IMAGE}\n"
+        );
+        std::fs::write(dir.path().join(format!("{name}.yaml")), text).unwrap();
+    }
+    let source = crate::source::Source::of(&[dir.path().to_owned()]).unwrap();
+    let apply = || {
+        let inputs = crate::source::read(std::slice::from_ref(&dir.path().to_owned())).unwrap();
+        let objects = crate::source::parse(&inputs).unwrap();
+        w.store.apply_objects(&objects, Some(&source)).unwrap()
+    };
+    apply();
+    for name in ["a", "b"] {
+        w.reconcile(name).await;
+    }
+    std::fs::remove_file(dir.path().join("b.yaml")).unwrap();
+    let first = apply();
+    assert_eq!(first.instances_to_converge(), ["a", "b"]);
+    // Killed here: set to Purged, its purge never run.
+    let second = apply();
+    assert!(second.pruned.is_empty(), "already set to Purged");
+    assert_eq!(second.still_pruning, ["b"]);
+    assert_eq!(second.instances_to_converge(), ["a", "b"]);
+    assert_eq!(w.reconcile("b").await, Outcome::Gone);
+    assert!(apply().still_pruning.is_empty());
+}

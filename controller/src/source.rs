@@ -294,6 +294,10 @@ pub struct Pruned {
 pub struct Applied {
     pub outcomes: Vec<(Object, ApplyOutcome)>,
     pub pruned: Vec<Pruned>,
+    /// Instances an earlier prune of the source set to `Purged` whose purge
+    /// has not finished (that apply was killed, say): converged again, so
+    /// that the same apply run again finishes the prune.
+    pub still_pruning: Vec<String>,
 }
 
 impl Applied {
@@ -321,7 +325,10 @@ impl Applied {
             .iter()
             .filter(|p| p.kind == Instance::KIND)
             .map(|p| p.name.clone());
-        applied.chain(pruned).collect()
+        applied
+            .chain(pruned)
+            .chain(self.still_pruning.iter().cloned())
+            .collect()
     }
 }
 
@@ -463,6 +470,7 @@ impl Store {
             applied.outcomes.push((obj, outcome));
         }
         if let Some(source) = source {
+            applied.still_pruning = self.still_pruning(objects, source)?;
             for gone in self.prunable(objects, source)? {
                 match gone.kind {
                     Instance::KIND => {
@@ -500,6 +508,35 @@ impl Store {
         owned.retain(|p| !kept.contains(&(p.kind, p.name.as_str())));
         owned.sort();
         Ok(owned)
+    }
+
+    /// The instances `source` owns, no longer in `objects`, that a prune
+    /// already set to `Purged` and that are still there: their purge did
+    /// not finish (the apply was killed mid-prune, or the purge waits for
+    /// unfinished work to be acknowledged).
+    pub fn still_pruning(
+        &self,
+        objects: &[Object],
+        source: &Source,
+    ) -> Result<Vec<String>, StoreError> {
+        let kept: BTreeSet<&str> = objects
+            .iter()
+            .filter(|o| o.kind() == Instance::KIND)
+            .map(Object::name)
+            .collect();
+        let mut names: Vec<String> = self
+            .list_instances()?
+            .instances
+            .into_iter()
+            .filter(|obj| {
+                obj.metadata.labels.get(label::SOURCE) == Some(&source.id)
+                    && obj.spec.phase == jackin_api::DesiredPhase::Purged
+                    && !kept.contains(obj.metadata.name.as_str())
+            })
+            .map(|obj| obj.metadata.name)
+            .collect();
+        names.sort();
+        Ok(names)
     }
 
     /// What applying `objects` would change, object by object, computed by
