@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use support::{
     Controller, Home, RoleRepo, condition, engine_objects, ensure_busybox, eventually, git,
-    instance_yaml, instance_yaml_with, sidecar_line,
+    instance_yaml, instance_yaml_with, run_within, sidecar_line,
 };
 
 /// A generous bound for a command that must not hang: a hang fails the
@@ -223,6 +223,24 @@ fn f5_an_instance_on_a_missing_context_deletes_at_once() {
     assert!(stdout.contains("never made anything there"), "{stdout}");
     let gone = home.jackin(&["get", "nowhere"]);
     assert_eq!(gone.status.code(), Some(1), "the instance is gone");
+
+    // The same when the engine it would run on does not answer at all: an
+    // instance that never launched is deleted without it.
+    home.record("unlaunched", &instance_yaml("unlaunched"));
+    let mut delete = home.command(&["delete", "unlaunched", "--timeout", "10m"]);
+    delete.env("DOCKER_HOST", "unix:///nonexistent/docker.sock");
+    let out = run_within(delete, LIMIT);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("instance/unlaunched purged without engine default"),
+        "{stdout}"
+    );
+    assert_eq!(home.jackin(&["get", "unlaunched"]).status.code(), Some(1));
 }
 
 /// F4: an engine address that no engine can have is refused at apply,

@@ -675,8 +675,13 @@ impl Reconciler {
 /// may answer later: the purge waits for it, so that what the instance
 /// made there goes first.
 fn purgeable_without_engine(obj: &Instance, error: &EngineError) -> bool {
-    let made_anything = obj.status.as_ref().is_some_and(|s| s.recipe.is_some());
-    obj.desired_phase() == DesiredPhase::Purged && (!made_anything || error.is_permanent())
+    obj.desired_phase() == DesiredPhase::Purged && (!made_on_engine(obj) || error.is_permanent())
+}
+
+/// Whether `obj` may have made anything on its engine: it has a pinned
+/// recipe (pinning comes before anything is made there).
+pub fn made_on_engine(obj: &Instance) -> bool {
+    obj.status.as_ref().is_some_and(|s| s.recipe.is_some())
 }
 
 /// What `obj` may have made on its engine, from its pinned recipe: its
