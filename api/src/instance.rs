@@ -75,13 +75,56 @@ impl Instance {
     pub fn settlement(&self) -> Option<&Settlement> {
         let settled = self.status.as_ref()?.settled.as_ref()?;
         let same_spec = settled.generation == self.metadata.generation;
-        let resumed_since = self
-            .metadata
+        (same_spec && !self.resumed_since(settled.at)).then_some(settled)
+    }
+
+    /// Whether the operator asked to resume (annotation
+    /// [`annotation::RESUME`]) after `at`.
+    ///
+    /// [`annotation::RESUME`]: crate::names::annotation::RESUME
+    fn resumed_since(&self, at: Timestamp) -> bool {
+        self.metadata
             .annotations
             .get(crate::names::annotation::RESUME)
-            .and_then(|at| at.parse::<Timestamp>().ok())
-            .is_some_and(|at| at > settled.at);
-        (same_spec && !resumed_since).then_some(settled)
+            .and_then(|resumed| resumed.parse::<Timestamp>().ok())
+            .is_some_and(|resumed| resumed > at)
+    }
+
+    /// The failed attempts that still count: made under this spec, and not
+    /// followed by a request to resume (`set-phase running`). A changed spec
+    /// or a resume starts the count again.
+    pub fn failures(&self) -> Option<&Failures> {
+        let failures = self.status.as_ref()?.failures.as_ref()?;
+        let same_spec = failures.generation == self.metadata.generation;
+        (same_spec && !self.resumed_since(failures.since)).then_some(failures)
+    }
+
+    /// The failures after which the loop stopped trying, if it did: at
+    /// least [`MAX_FAILED_ATTEMPTS`] that still count, toward a phase other
+    /// than `Purged` (a purge is always tried: it may need no engine).
+    pub fn gave_up(&self) -> Option<&Failures> {
+        self.failures().filter(|failures| {
+            failures.attempts >= MAX_FAILED_ATTEMPTS && self.desired_phase() != DesiredPhase::Purged
+        })
+    }
+
+    /// Counts one more failed attempt, saying `cause`; the first of a new
+    /// count (after a changed spec or a resume) starts at one. Returns the
+    /// attempts that count now.
+    pub fn count_failure(&mut self, cause: &str, now: Timestamp) -> u32 {
+        let attempts = self.failures().map_or(0, |f| f.attempts) + 1;
+        let since = match self.failures() {
+            Some(failures) => failures.since,
+            None => now,
+        };
+        let generation = self.metadata.generation;
+        self.status.get_or_insert_default().failures = Some(Failures {
+            attempts,
+            generation,
+            since,
+            cause: cause.to_owned(),
+        });
+        attempts
     }
 }
 
@@ -427,6 +470,31 @@ pub struct InstanceStatus {
     /// What the credential hand-off gave the session, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<CredentialsStatus>,
+    /// Attempts in a row that failed for a reason retrying cannot fix (or a
+    /// refusal of the engine that keeps coming back): see
+    /// [`Instance::gave_up`]. Cleared when the instance converges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failures: Option<Failures>,
+}
+
+/// How many failed attempts in a row, each for a reason retrying cannot fix,
+/// make the loop stop trying until the operator changes the spec or asks to
+/// resume (`jackin set-phase NAME running`).
+pub const MAX_FAILED_ATTEMPTS: u32 = 3;
+
+/// Failed attempts that count toward giving up (see [`Instance::gave_up`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Failures {
+    pub attempts: u32,
+    /// The spec generation they were made under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// When the first of them failed.
+    #[schemars(with = "String")]
+    pub since: Timestamp,
+    /// What the last one said.
+    pub cause: String,
 }
 
 /// What the credential hand-off did, by name: a variable's name and its
@@ -755,4 +823,58 @@ pub struct MountStatus {
     /// Digest of the assessment; an acknowledgement must quote it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub digest: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instance(generation: i64) -> Instance {
+        let mut obj: Instance = serde_json::from_value(serde_json::json!({
+            "apiVersion": crate::API_VERSION,
+            "kind": "Instance",
+            "metadata": {"name": "a"},
+            "spec": {"role": {"name": "r"}, "agent": "claude", "image": "i"},
+        }))
+        .unwrap();
+        obj.metadata.generation = Some(generation);
+        obj
+    }
+
+    /// F7: failures that retrying cannot fix count up to the limit, then the
+    /// loop gives up; a changed spec or a resume starts the count again,
+    /// and a purge is never given up on.
+    #[test]
+    fn f7_failures_count_until_the_operator_changes_something() {
+        let t = |s: i64| Timestamp::from_second(1_800_000_000 + s).unwrap();
+        let mut obj = instance(1);
+        for attempt in 1..=MAX_FAILED_ATTEMPTS {
+            assert!(obj.gave_up().is_none(), "attempt {attempt}");
+            assert_eq!(obj.count_failure("refused", t(attempt.into())), attempt);
+        }
+        let gave_up = obj.gave_up().expect("given up after the last attempt");
+        assert_eq!((gave_up.cause.as_str(), gave_up.since), ("refused", t(1)));
+
+        obj.spec.phase = DesiredPhase::Purged;
+        assert!(obj.gave_up().is_none(), "a purge is always tried");
+        obj.spec.phase = DesiredPhase::Running;
+
+        obj.metadata.annotations.insert(
+            crate::names::annotation::RESUME.to_owned(),
+            t(10).to_string(),
+        );
+        assert!(
+            obj.gave_up().is_none() && obj.failures().is_none(),
+            "resumed"
+        );
+        assert_eq!(obj.count_failure("again", t(11)), 1, "a new count");
+
+        for s in 12..=13 {
+            obj.count_failure("again", t(s));
+        }
+        assert!(obj.gave_up().is_some());
+        obj.metadata.generation = Some(2);
+        assert!(obj.gave_up().is_none(), "a changed spec tries again");
+        assert_eq!(obj.count_failure("new spec", t(14)), 1);
+    }
 }

@@ -332,7 +332,7 @@ fn parse_document(
         }
     };
     let names = match author {
-        Author::Operator => validate::operator_names(object.metadata()),
+        Author::Operator => validate::operator_input(&object),
         Author::Jackin => Ok(()),
     };
     match (result, names) {
@@ -673,6 +673,32 @@ spec:
         assert!(err.message.contains("reserved"), "{err}");
         let stored = parse_stored("instance.yaml", &text).unwrap();
         assert_eq!(stored[0].metadata().labels["jackin.dev/source"], "src-1");
+    }
+
+    /// F6: a label an operator applies is one `-l` can select; an escape
+    /// in its value is refused at its place, and shown escaped. A stored
+    /// object keeps a label an older jackin accepted, so it stays readable.
+    #[test]
+    fn f6_a_label_value_with_an_escape_is_refused_at_apply() {
+        let text = INSTANCE.replace(
+            "  name: architect-1\n",
+            "  name: architect-1\n  labels:\n    team: \"\\e[31m\"\n",
+        );
+        let err = one_error(&text);
+        assert_eq!(err.field.as_deref(), Some("metadata.labels.team"));
+        assert_eq!(err.line, 6);
+        assert!(err.message.contains("not a label value"), "{err}");
+        assert!(err.message.contains("-l"), "{err}");
+        assert!(!err.to_string().contains('\u{1b}'), "{err}");
+        let stored = parse_stored("instance.yaml", &text).unwrap();
+        assert_eq!(stored[0].metadata().labels["team"], "\u{1b}[31m");
+        for bad_key in ["-team", "Team.X/y", "t/u/v"] {
+            let text = INSTANCE.replace(
+                "  name: architect-1\n",
+                &format!("  name: architect-1\n  labels:\n    {bad_key:?}: x\n"),
+            );
+            assert!(parse("i.yaml", &text).is_err(), "{bad_key}");
+        }
     }
 
     #[test]

@@ -198,6 +198,9 @@ pub mod reason {
     // event), and (Ready) a save that failed, so nothing was deleted.
     pub const DISCARD_SAVED: &str = "DiscardSaved";
     pub const DISCARD_NOT_SAVED: &str = "DiscardNotSaved";
+    /// An instance purged while its engine could not be reached: what it
+    /// may have made there is left behind.
+    pub const PURGED_WITHOUT_ENGINE: &str = "PurgedWithoutEngine";
 }
 
 #[cfg(test)]

@@ -63,36 +63,81 @@ impl Selector {
     }
 }
 
-/// A label key: an optional DNS prefix and `/`, then a name of letters,
-/// digits, `-`, `_` and `.`, as Kubernetes spells them.
-fn check_key(key: &str, text: &str) -> Result<(), String> {
-    let name = key.rsplit_once('/').map_or(key, |(_, name)| name);
-    let good = |s: &str, extra: &[char]| {
-        !s.is_empty()
-            && s.len() <= 253
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || extra.contains(&c))
+/// A label key as Kubernetes spells it: an optional prefix, a DNS
+/// subdomain (lower-case letters, digits, `-` and `.`, at most 253
+/// characters) and `/`, then a name of at most 63 letters, digits, `-`, `_`
+/// and `.` that starts and ends with a letter or digit. Applying checks the
+/// same, so every label an object carries can be selected.
+pub fn label_key(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
     };
-    let prefix_ok = key
-        .rsplit_once('/')
-        .is_none_or(|(prefix, _)| good(prefix, &['-', '.']));
-    if good(name, &['-', '_', '.']) && name.len() <= 63 && prefix_ok {
+    if let Some(prefix) = prefix
+        && !dns_subdomain(prefix)
+    {
+        return Err(format!(
+            "{key:?} is not a label key: its prefix {prefix:?} must be a DNS subdomain \
+             (lower-case letters, digits, '-' and '.', at most 253 characters)"
+        ));
+    }
+    if name.is_empty() || !label_name(name) {
+        return Err(format!(
+            "{key:?} is not a label key: expected an optional DNS prefix and '/', then at most \
+             63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+        ));
+    }
+    Ok(())
+}
+
+/// A label value as Kubernetes spells it: empty, or at most 63 letters,
+/// digits, `-`, `_` and `.`, starting and ending with a letter or digit.
+pub fn label_value(value: &str) -> Result<(), String> {
+    if value.is_empty() || label_name(value) {
         Ok(())
     } else {
-        Err(format!("{text:?}: {key:?} is not a label key"))
+        Err(format!(
+            "{value:?} is not a label value: expected at most 63 letters, digits, '-', '_' or \
+             '.', starting and ending with a letter or digit (or nothing)"
+        ))
     }
 }
 
+/// `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`, at most 63 characters.
+fn label_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// A DNS-1123 subdomain: dot-separated labels of lower-case letters, digits
+/// and `-`, each starting and ending with a letter or digit; at most 253
+/// characters.
+fn dns_subdomain(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 253
+        && text.split('.').all(|part| {
+            let bytes = part.as_bytes();
+            !bytes.is_empty()
+                && bytes[0].is_ascii_alphanumeric()
+                && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        })
+}
+
+fn check_key(key: &str, text: &str) -> Result<(), String> {
+    label_key(key).map_err(|why| format!("{text:?}: {why}"))
+}
+
 fn check_value(value: &str, text: &str) -> Result<(), String> {
-    let good = value.len() <= 63
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if good {
-        Ok(())
-    } else {
-        Err(format!("{text:?}: {value:?} is not a label value"))
-    }
+    label_value(value).map_err(|why| format!("{text:?}: {why}"))
 }
 
 #[cfg(test)]
@@ -121,6 +166,48 @@ mod tests {
         assert!(
             select("jackin.dev/source=src-1").matches(&labels(&[("jackin.dev/source", "src-1")]))
         );
+    }
+
+    /// F6: the label syntax is Kubernetes', the same for applying and
+    /// selecting.
+    #[test]
+    fn f6_labels_follow_kubernetes_syntax() {
+        for good in [
+            "a",
+            "app.kubernetes.io/name",
+            "jackin.dev/source",
+            "Team_1.x",
+            &"k".repeat(63),
+            &format!("{}/n", "d".repeat(253)),
+        ] {
+            assert_eq!(label_key(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "a b",
+            "x/",
+            "/x",
+            "Upper.Case/x",
+            "a/b/c",
+            "d..e/x",
+            &"k".repeat(64),
+            "\u{1b}[31m",
+        ] {
+            assert!(label_key(bad).is_err(), "{bad:?}");
+        }
+        for good in ["", "a", "v1.2_3-x", &"v".repeat(63)] {
+            assert_eq!(label_value(good), Ok(()), "{good}");
+        }
+        for bad in ["\u{1b}[31m", "-a", "a.", "a b", "ü", &"v".repeat(64)] {
+            let err = label_value(bad).unwrap_err();
+            assert!(
+                !err.contains('\u{1b}'),
+                "the escape is shown escaped: {err}"
+            );
+        }
+        assert!(Selector::parse("team=\u{1b}[31m").is_err());
     }
 
     #[test]

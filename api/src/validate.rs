@@ -130,16 +130,49 @@ fn metadata(errors: &mut Errors, meta: &ObjectMeta) {
     }
 }
 
-/// The names an operator's manifest may not set: labels and annotations
-/// jackin keeps for itself (see [`crate::names::reserved_label`]). Checked
-/// on what an operator applies, not on jackin's own stored objects, which
-/// carry the labels jackin set. A key that is not a valid key at all is
-/// reported as such by [`instance`] and the others, not twice.
+/// What an operator applies, checked beyond what a stored object must be
+/// ([`instance`] and the others): the names it may not set
+/// ([`operator_names`]), and an engine address that no engine can have
+/// ([`engine_address`]).
+pub fn operator_input(obj: &crate::Object) -> Result<(), Vec<FieldError>> {
+    let mut errors = match operator_names(obj.metadata()) {
+        Ok(()) => Errors::default(),
+        Err(found) => Errors(found),
+    };
+    let engine = match obj {
+        crate::Object::Instance(i) => i.spec.engine.as_deref(),
+        crate::Object::Workspace(w) => w.spec.engine.as_deref(),
+        crate::Object::Agent(_) => None,
+    };
+    if let Some(engine) = engine.filter(|e| e.contains("://") && engine_ref(e).is_ok()) {
+        errors.check("spec.engine", engine_address(engine));
+    }
+    errors.into_result()
+}
+
+/// What an operator's manifest may not set: labels and annotations jackin
+/// keeps for itself (see [`crate::names::reserved_label`]), and labels that
+/// are not spelled as Kubernetes spells them ([`selector::label_key`],
+/// [`selector::label_value`]), which `-l` could never select. Checked on
+/// what an operator applies, not on jackin's own stored objects, which carry
+/// the labels jackin set: an object stored with a label an older jackin
+/// accepted stays readable, and so can still be deleted. A key that is not
+/// a valid key at all is reported as such by [`instance`] and the others,
+/// not twice.
+///
+/// [`selector::label_key`]: crate::selector::label_key
+/// [`selector::label_value`]: crate::selector::label_value
 pub fn operator_names(meta: &ObjectMeta) -> Result<(), Vec<FieldError>> {
     let mut errors = Errors::default();
-    for key in meta.labels.keys().filter(|key| label_key(key).is_ok()) {
-        if let Some(why) = crate::names::reserved_label(key) {
-            errors.push(format!("metadata.labels.{key}"), why);
+    for (key, value) in meta.labels.iter().filter(|(key, _)| label_key(key).is_ok()) {
+        let at = format!("metadata.labels.{key}");
+        let selectable = crate::selector::label_key(key)
+            .and_then(|()| crate::selector::label_value(value))
+            .map_err(|why| format!("{why}; a label must be one `jackin get -l` can select"));
+        if let Err(why) = selectable {
+            errors.push(at, why);
+        } else if let Some(why) = crate::names::reserved_label(key) {
+            errors.push(at, why);
         }
     }
     for key in meta.annotations.keys().filter(|key| label_key(key).is_ok()) {
@@ -541,12 +574,16 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
 }
 
 /// An engine as `spec.engine` names it: a `docker context` name, or an
-/// address as `DOCKER_HOST` takes it.
+/// address as `DOCKER_HOST` takes it. What an operator applies is checked
+/// further ([`engine_address`], through [`operator_input`]); a stored
+/// object only this far, so that one an older jackin accepted stays
+/// readable, and so can be deleted.
 pub fn engine_ref(value: &str) -> Result<(), String> {
     if let Some((scheme, rest)) = value.split_once("://") {
         if !matches!(scheme, "unix" | "tcp") {
             return Err(format!(
-                "{value:?}: expected unix://PATH or tcp://HOST:PORT, or a docker context name                  (an ssh engine is reached through a forwarded socket)"
+                "{value:?}: expected unix:///PATH or tcp://HOST:PORT, or a docker context name \
+                 (an ssh engine is reached through a forwarded socket)"
             ));
         }
         if rest.is_empty()
@@ -567,8 +604,85 @@ pub fn engine_ref(value: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{value:?}: expected a docker context name (letters, digits, _ . + -) or an address              (unix:///var/run/docker.sock, tcp://host:2376)"
+            "{value:?}: expected a docker context name (letters, digits, _ . + -) or an address \
+             (unix:///var/run/docker.sock, tcp://host:2376)"
         ))
+    }
+}
+
+/// The longest path a unix socket address holds (`sun_path`, less its NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// An engine's address, as `DOCKER_HOST` (and a docker context) gives it:
+/// `unix://PATH`, an absolute path a socket can have, or `tcp://HOST:PORT`,
+/// a host name, an IPv4 address or a bracketed IPv6 one, and a port from 1
+/// to 65535. Anything else can never be connected to, so it is refused
+/// where it is written rather than retried.
+pub fn engine_address(value: &str) -> Result<(), String> {
+    let expected = "expected unix:///PATH or tcp://HOST:PORT, or a docker context name \
+                    (an ssh engine is reached through a forwarded socket)";
+    let Some((scheme, rest)) = value.split_once("://") else {
+        return Err(format!("{value:?}: {expected}"));
+    };
+    if value.len() > 512 || value.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(format!(
+            "{value:?}: an engine address has no spaces or control characters and is at most \
+             512 characters"
+        ));
+    }
+    match scheme {
+        "unix" => {
+            if !rest.starts_with('/') {
+                return Err(format!(
+                    "{value:?}: the socket's path must be absolute: unix:///PATH (three slashes)"
+                ));
+            }
+            if rest.len() > MAX_SOCKET_PATH {
+                return Err(format!(
+                    "{value:?}: a unix socket's path is at most {MAX_SOCKET_PATH} bytes"
+                ));
+            }
+            Ok(())
+        }
+        "tcp" => {
+            let rest = rest.strip_suffix('/').unwrap_or(rest);
+            let Some((host, port)) = rest.rsplit_once(':') else {
+                return Err(format!(
+                    "{value:?}: no port: expected tcp://HOST:PORT (2376 for TLS, 2375 without)"
+                ));
+            };
+            let port_ok = !port.is_empty()
+                && port.len() <= 5
+                && port.bytes().all(|b| b.is_ascii_digit())
+                && port.parse::<u32>().is_ok_and(|p| (1..=65_535).contains(&p));
+            if !port_ok {
+                return Err(format!(
+                    "{value:?}: invalid port {port:?}: expected a number from 1 to 65535"
+                ));
+            }
+            let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+                Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+                None => {
+                    !host.is_empty()
+                        && host.len() <= 253
+                        && host.split('.').all(|part| {
+                            !part.is_empty()
+                                && !part.starts_with('-')
+                                && !part.ends_with('-')
+                                && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                        })
+                }
+            };
+            if host_ok {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{value:?}: invalid host {host:?}: expected a host name, an IPv4 address or \
+                     a bracketed IPv6 one ([::1])"
+                ))
+            }
+        }
+        _ => Err(format!("{value:?}: {expected}")),
     }
 }
 
@@ -999,10 +1113,16 @@ mod tests {
         for good in [
             "unix:///var/run/docker.sock",
             "tcp://10.0.0.5:2376",
+            "tcp://build-box.lan:2375",
+            "tcp://[::1]:2376",
+            "tcp://10.0.0.5:2376/",
             "build-box",
             "default",
         ] {
             assert_eq!(engine_ref(good), Ok(()), "{good}");
+            if good.contains("://") {
+                assert_eq!(engine_address(good), Ok(()), "{good}");
+            }
         }
         for bad in [
             "ssh://me@host",
@@ -1018,6 +1138,37 @@ mod tests {
         let mut obj = sample();
         obj.spec.engine = Some("ssh://me@host".into());
         assert_eq!(paths(&obj), ["spec.engine"]);
+    }
+
+    /// F4: an address no engine can have is refused where it is written:
+    /// a port out of range, no port, a relative or overlong socket path.
+    #[test]
+    fn f4_engine_addresses_are_checked_for_port_and_path() {
+        for (bad, says) in [
+            ("tcp://127.0.0.1:99999", "invalid port"),
+            ("tcp://127.0.0.1:0", "invalid port"),
+            ("tcp://127.0.0.1:", "invalid port"),
+            ("tcp://127.0.0.1:x", "invalid port"),
+            ("tcp://127.0.0.1", "no port"),
+            ("tcp://:2376", "invalid host"),
+            ("tcp://a_b:2376", "invalid host"),
+            ("tcp://[zz]:2376", "invalid host"),
+            ("unix://relative.sock", "absolute"),
+            ("unix://docker.sock", "absolute"),
+            (&format!("unix:///{}", "s".repeat(200)), "at most 107"),
+        ] {
+            let err = engine_address(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        let mut obj = sample();
+        obj.spec.engine = Some("tcp://127.0.0.1:99999".into());
+        assert_eq!(
+            paths(&obj),
+            Vec::<String>::new(),
+            "a stored object stays readable"
+        );
+        let errors = operator_input(&crate::Object::Instance(Box::new(obj))).unwrap_err();
+        assert_eq!(errors[0].path, "spec.engine");
     }
 
     fn paths(obj: &Instance) -> Vec<String> {

@@ -71,6 +71,11 @@ fn reconcile(e: &ReconcileError) -> Option<String> {
         ReconcileError::Store(e) => store(e),
         ReconcileError::Engine(e) => engine(e),
         ReconcileError::Step { error, .. } => act(error),
+        ReconcileError::GaveUp { .. } => Some(
+            "fix the cause, then `jackin set-phase NAME running` tries again (so does a changed \
+             spec); `jackin describe NAME` shows the failure"
+                .into(),
+        ),
         ReconcileError::NotConverging => Some(
             "something else changes this instance's engine objects: `docker ps -a --filter \
              label=jackin.dev/instance=NAME` shows them"
@@ -150,6 +155,11 @@ fn endpoint(e: &EndpointError) -> Option<String> {
                 .into(),
         ),
         EndpointError::UnknownContext { .. } => Some("`docker context ls` lists them".into()),
+        EndpointError::NotASocket { .. } | EndpointError::Invalid { .. } => Some(
+            "name the engine's socket (unix:///var/run/docker.sock) or address \
+             (tcp://HOST:2376), or a context (`docker context ls`)"
+                .into(),
+        ),
         _ => None,
     }
 }

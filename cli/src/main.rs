@@ -334,6 +334,27 @@ pub async fn converge_and_report(
                 println!("instance/{name} {phase}{how}");
             }
             Ok(Outcome::Gone) => println!("instance/{name} purged"),
+            Ok(Outcome::PurgedWithoutEngine {
+                engine,
+                left_behind,
+                ..
+            }) => match left_behind.as_slice() {
+                [] => println!(
+                    "instance/{name} purged without engine {engine}, which cannot be reached: it \
+                     never made anything there"
+                ),
+                left => {
+                    println!(
+                        "instance/{name} purged without engine {engine}, which cannot be reached; \
+                         left behind there: {}",
+                        left.join(", ")
+                    );
+                    eprintln!(
+                        "hint: once engine {engine} answers, remove them there (`docker rm -f`, \
+                         `docker network rm`, `docker volume rm`)"
+                    );
+                }
+            },
             // Purged meanwhile by another process (or a controller).
             Ok(Outcome::Absent) => println!("instance/{name} gone"),
             Ok(Outcome::Blocked { digest }) => {

@@ -1299,3 +1299,217 @@ async fn a_token_reaches_the_engine_only_and_a_missing_one_is_said_with_a_hint()
         "{notes:?}"
     );
 }
+
+// Failures that retrying cannot fix (F7) and purges without the engine (F5).
+
+/// The failures counted toward giving up on `name`.
+fn attempts(w: &World, name: &str) -> Option<u32> {
+    w.obj(name)
+        .status
+        .and_then(|s| s.failures)
+        .map(|f| f.attempts)
+}
+
+/// F7: a start the engine keeps refusing with a server error (how Docker
+/// reports a user the image does not have) is tried a bounded number of
+/// times, then the instance is `Failed` with the cause and nothing more is
+/// tried, nor the engine asked, until the operator resumes it.
+#[tokio::test]
+async fn f7_a_start_the_engine_keeps_refusing_ends_failed_after_bounded_attempts() {
+    use jackin_api::instance::MAX_FAILED_ATTEMPTS;
+    let w = World::new();
+    w.apply("a", "");
+    let refusal = "unable to find user agent: no matching entries in passwd file";
+    w.fake.refuse_starts(Some((500, refusal)));
+    for attempt in 1..MAX_FAILED_ATTEMPTS {
+        let err = w.reconciler.reconcile("a", None).await.unwrap_err();
+        assert!(!err.is_permanent(), "attempt {attempt}: {err}");
+        assert_eq!(attempts(&w, "a"), Some(attempt));
+        assert_ne!(w.status_phase("a"), Some(InstancePhase::Failed));
+    }
+    let err = w.reconciler.reconcile("a", None).await.unwrap_err();
+    assert!(
+        matches!(err, crate::ReconcileError::GaveUp { now: true, attempts, .. } if attempts == MAX_FAILED_ATTEMPTS),
+        "{err}"
+    );
+    assert!(err.is_permanent());
+    assert_eq!(w.status_phase("a"), Some(InstancePhase::Failed));
+    let status = w.obj("a").status.unwrap();
+    let ready = find_condition(&status.conditions, condition::READY).unwrap();
+    assert!(ready.message.contains(refusal), "{}", ready.message);
+    assert!(
+        ready.message.contains("`jackin set-phase a running`"),
+        "{}",
+        ready.message
+    );
+
+    // Given up on: not tried, and the engine not asked.
+    let calls = w.reconciler.engines.calls();
+    let err = w.reconciler.reconcile("a", None).await.unwrap_err();
+    assert!(
+        matches!(err, crate::ReconcileError::GaveUp { now: false, .. }),
+        "{err}"
+    );
+    assert_eq!(w.reconciler.engines.calls(), calls);
+
+    // The operator resumes it, with the cause fixed: it runs.
+    w.fake.refuse_starts(None);
+    session::resume(&w.store, "a").unwrap();
+    assert!(matches!(
+        w.reconcile("a").await,
+        Outcome::Converged {
+            phase: InstancePhase::Running,
+            ..
+        }
+    ));
+    assert_eq!(attempts(&w, "a"), None, "a success clears the count");
+}
+
+/// F7: a refusal the engine calls an invalid request (a program that does
+/// not exist in the image: runc refuses) fails at once, and a few of them
+/// in a row end the retries; a changed spec tries again.
+#[tokio::test]
+async fn f7_a_runc_refusal_is_permanent_and_given_up_on_until_the_spec_changes() {
+    use jackin_api::instance::MAX_FAILED_ATTEMPTS;
+    let w = World::new();
+    w.apply("a", "");
+    let refusal = "failed to create shim task: OCI runtime create failed: runc create failed: \
+                   unable to start container process: exec: \"/nope\": stat /nope: no such file \
+                   or directory: unknown";
+    w.fake.refuse_starts(Some((400, refusal)));
+    for attempt in 1..=MAX_FAILED_ATTEMPTS {
+        let err = w.reconciler.reconcile("a", None).await.unwrap_err();
+        assert!(err.is_permanent(), "{err}");
+        assert_eq!(w.status_phase("a"), Some(InstancePhase::Failed));
+        assert_eq!(attempts(&w, "a"), Some(attempt));
+    }
+    let err = w.reconciler.reconcile("a", None).await.unwrap_err();
+    assert!(
+        matches!(err, crate::ReconcileError::GaveUp { now: false, .. }),
+        "{err}"
+    );
+    w.fake.refuse_starts(None);
+    w.apply("a", "  command: [sleep, \"7\"]\n");
+    assert!(matches!(
+        w.reconcile("a").await,
+        Outcome::Converged {
+            phase: InstancePhase::Running,
+            ..
+        }
+    ));
+}
+
+/// F5: an instance whose engine is a context that does not exist never
+/// made anything there: it fails (permanently, F7) and is deleted at once.
+#[tokio::test]
+async fn f5_an_instance_that_never_made_anything_is_purged_without_its_engine() {
+    let w = World::new();
+    w.apply("a", "  engine: no-such-context\n");
+    let err = w.reconciler.reconcile("a", None).await.unwrap_err();
+    assert!(err.is_permanent(), "{err}");
+    assert_eq!(w.status_phase("a"), Some(InstancePhase::Failed));
+    let unit = w.unit("a");
+    w.store.set_phase("a", DesiredPhase::Purged).unwrap();
+    match w.reconcile("a").await {
+        Outcome::PurgedWithoutEngine {
+            engine,
+            left_behind,
+            why,
+        } => {
+            assert_eq!(engine, "no-such-context");
+            assert!(left_behind.is_empty(), "{left_behind:?}");
+            assert!(why.contains("not found"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        w.store.get_instance("a"),
+        Err(StoreError::InstanceNotFound(_))
+    ));
+    assert!(!unit.exists());
+}
+
+/// F5: an instance that made objects on an engine that is then named so
+/// that it can never be reached (its context deleted) is purged, and what
+/// it made there is listed as left behind; while an engine only fails to
+/// answer, the purge waits (see
+/// `an_unreachable_engine_is_only_recorded_and_is_not_permanent`).
+#[tokio::test]
+async fn f5_what_an_instance_made_on_an_engine_gone_for_good_is_listed_as_left_behind() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut w = World::new();
+    let gone = Arc::new(AtomicBool::new(false));
+    let (fake, flag) = (w.fake.clone(), gone.clone());
+    let engines = Engines::with_connector(Some(w.fake.engine()), move |name| {
+        let (fake, gone) = (fake.clone(), flag.load(Ordering::SeqCst));
+        Box::pin(async move {
+            match gone {
+                false => Ok(fake.engine()),
+                true => Err(jackin_reconcilers::EngineError::Endpoint(
+                    jackin_reconcilers::endpoint::EndpointError::UnknownContext {
+                        name: name.unwrap_or_default(),
+                        dir: "(deleted)".into(),
+                    },
+                )),
+            }
+        })
+    });
+    w.reconciler = reconciler(&w.store, engines, w.operator.path());
+    let container = w.launch("a", "  engine: remote\n").await;
+    let network = w.obj("a").status.unwrap().recipe.unwrap().network;
+    gone.store(true, Ordering::SeqCst);
+    w.reconciler.engines.forget(&Some("remote".into()));
+    w.store.set_phase("a", DesiredPhase::Purged).unwrap();
+    let Outcome::PurgedWithoutEngine { left_behind, .. } = w.reconcile("a").await else {
+        panic!("purged without the engine");
+    };
+    assert_eq!(
+        left_behind,
+        [
+            format!("container {container}"),
+            format!("network {network}")
+        ]
+    );
+    assert!(w.store.get_instance("a").is_err());
+    assert_eq!(
+        w.fake.container_running(&container),
+        Some(true),
+        "left behind, as said"
+    );
+}
+
+/// F3: an apply with prune killed after it set an instance to `Purged`,
+/// before the purge finished: the same apply again converges that instance
+/// too, so it finishes the prune rather than leave it `Purging`.
+#[tokio::test]
+async fn f3_the_same_prune_again_finishes_an_interrupted_one() {
+    let w = World::new();
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a", "b"] {
+        let text = format!(
+            "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: {name}}}\nspec:\n  \
+             role: {{name: r}}\n  agent: claude\n  image: {IMAGE}\n"
+        );
+        std::fs::write(dir.path().join(format!("{name}.yaml")), text).unwrap();
+    }
+    let source = crate::source::Source::of(&[dir.path().to_owned()]).unwrap();
+    let apply = || {
+        let inputs = crate::source::read(std::slice::from_ref(&dir.path().to_owned())).unwrap();
+        let objects = crate::source::parse(&inputs).unwrap();
+        w.store.apply_objects(&objects, Some(&source)).unwrap()
+    };
+    apply();
+    for name in ["a", "b"] {
+        w.reconcile(name).await;
+    }
+    std::fs::remove_file(dir.path().join("b.yaml")).unwrap();
+    let first = apply();
+    assert_eq!(first.instances_to_converge(), ["a", "b"]);
+    // Killed here: set to Purged, its purge never run.
+    let second = apply();
+    assert!(second.pruned.is_empty(), "already set to Purged");
+    assert_eq!(second.still_pruning, ["b"]);
+    assert_eq!(second.instances_to_converge(), ["a", "b"]);
+    assert_eq!(w.reconcile("b").await, Outcome::Gone);
+    assert!(apply().still_pruning.is_empty());
+}

@@ -9,13 +9,17 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
 use jackin_api::ConditionStatus;
-use jackin_api::instance::{Instance, InstancePhase, MountStatus, RestoreRecord};
+use jackin_api::DesiredPhase;
+use jackin_api::instance::{
+    Instance, InstancePhase, MAX_FAILED_ATTEMPTS, MountStatus, RestoreRecord,
+};
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{annotation, condition, reason};
 use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
 use jackin_reconcilers::act::{self, ActError, Context};
 use jackin_reconcilers::decide::{Plan, Step, decide};
 use jackin_reconcilers::observe::{InstanceView, Observation};
+use jackin_reconcilers::recipe::ResolvedAgent;
 use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe, resume};
 use jiff::Timestamp;
 
@@ -45,12 +49,26 @@ pub enum ReconcileError {
     },
     #[error("did not converge after {MAX_ROUNDS} rounds: something keeps changing its objects")]
     NotConverging,
+    /// The loop stopped trying: attempts in a row failed for a reason
+    /// retrying cannot fix (see [`Instance::gave_up`]). `now` says whether
+    /// this reconcile made the last of them, or found them made before.
+    #[error("failed {attempts} times in a row, and jackin stopped trying; the last time: {cause}")]
+    GaveUp {
+        attempts: u32,
+        cause: String,
+        now: bool,
+    },
 }
 
 impl ReconcileError {
     /// Whether retrying without a change elsewhere cannot help.
     pub fn is_permanent(&self) -> bool {
-        matches!(self, Self::Step { error, .. } if error.is_permanent())
+        match self {
+            Self::Step { error, .. } => error.is_permanent(),
+            Self::Engine(error) => error.is_permanent(),
+            Self::GaveUp { .. } => true,
+            _ => false,
+        }
     }
 }
 
@@ -70,6 +88,14 @@ pub enum Outcome {
     /// A purge waits for an acknowledgement of the unfinished work in its
     /// isolated checkouts; `digest` is what the acknowledgement must quote.
     Blocked { digest: String },
+    /// This reconcile purged the instance without its engine, which cannot
+    /// be reached (`why`): what the instance may have made there is
+    /// `left_behind`, empty when it never made anything there.
+    PurgedWithoutEngine {
+        engine: String,
+        why: String,
+        left_behind: Vec<String>,
+    },
 }
 
 impl std::fmt::Display for Outcome {
@@ -87,6 +113,18 @@ impl std::fmt::Display for Outcome {
                 f,
                 "the purge waits for unfinished work to be acknowledged (digest {digest})"
             ),
+            Self::PurgedWithoutEngine {
+                engine,
+                left_behind,
+                ..
+            } => match left_behind.as_slice() {
+                [] => write!(f, "purged (it never made anything on engine {engine})"),
+                left => write!(
+                    f,
+                    "purged without engine {engine}, leaving there: {}",
+                    left.join(", ")
+                ),
+            },
         }
     }
 }
@@ -240,6 +278,15 @@ impl Reconciler {
                 Outcome::Absent
             });
         };
+        // Given up on: nothing is tried (nor the engine asked) until the
+        // operator changes the spec or asks to resume.
+        if let Some(failures) = guard.obj.gave_up() {
+            return Err(ReconcileError::GaveUp {
+                attempts: failures.attempts,
+                cause: failures.cause.clone(),
+                now: false,
+            });
+        }
         let workspace = match &guard.obj.spec.workspace {
             Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
             None => None,
@@ -250,21 +297,26 @@ impl Reconciler {
             .home_id_or_create(&uuid::Uuid::new_v4().simple().to_string())
             .map_err(|e| StoreError::io(&self.layout().home_id_file(), e))?;
         let engine_name = engine_name(&guard.obj, workspace.as_ref());
-        let connected = self.engines.get(engine_name.as_deref()).await;
-        let connected = note_engine(&mut guard, engine_name.as_deref(), connected)?;
-        let engine = &connected.engine;
-        let ctx = Context {
-            engine,
-            layout: self.layout(),
-            state: &self.store,
+        let connected = match self.engines.get(engine_name.as_deref()).await {
+            Err(error) if purgeable_without_engine(&guard.obj, &error) => {
+                let parts = Parts {
+                    workspace: workspace.as_ref(),
+                    agent: agent.as_ref(),
+                    home_id,
+                };
+                return self
+                    .purge_without_engine(&mut guard, engine_name.as_deref(), &error, parts)
+                    .await;
+            }
+            connected => note_engine(&mut guard, engine_name.as_deref(), connected)?,
+        };
+        let parts = Parts {
             workspace: workspace.as_ref(),
             agent: agent.as_ref(),
-            found: &self.found,
-            addresses: &connected.addresses,
-            home: std::env::home_dir(),
-            credentials_home: self.credentials_home.clone(),
             home_id,
         };
+        let ctx = self.context(&connected, parts.clone());
+        let engine = &connected.engine;
         let uid = guard.obj.metadata.uid.clone().unwrap_or_default();
         let mut tier = None;
         let mut fresh;
@@ -277,7 +329,15 @@ impl Reconciler {
             None => {
                 let observed =
                     Observation::of_instance(engine, &uid, pinned_image(&guard.obj)).await;
-                fresh = note_engine(&mut guard, engine_name.as_deref(), observed)?;
+                fresh = match observed {
+                    // An engine connected before that no longer answers.
+                    Err(error) if purgeable_without_engine(&guard.obj, &error) => {
+                        return self
+                            .purge_without_engine(&mut guard, engine_name.as_deref(), &error, parts)
+                            .await;
+                    }
+                    observed => note_engine(&mut guard, engine_name.as_deref(), observed)?,
+                };
                 (&fresh, false)
             }
         };
@@ -294,25 +354,10 @@ impl Reconciler {
             let plan = decide(&guard.obj, &view);
             note_drift(&mut guard.obj, &ctx);
             note_missing_workspace(&mut guard.obj, workspace.is_some());
-            let conditions = &mut guard.obj.status.get_or_insert_default().conditions;
             if let Some(digest) = &plan.blocked {
-                set_condition(
-                    conditions,
-                    condition::PURGE_BLOCKED,
-                    ConditionStatus::True,
-                    reason::UNFINISHED_WORK,
-                    &format!(
-                        "isolated checkouts hold unfinished work (see status.mounts); \
-                         `jackin set-phase {name} purged --force` acknowledges digest {digest} \
-                         and discards it"
-                    ),
-                    Timestamp::now(),
-                );
-                guard.save()?;
-                return Ok(Outcome::Blocked {
-                    digest: digest.clone(),
-                });
+                return block(&mut guard, name, digest);
             }
+            let conditions = &mut guard.obj.status.get_or_insert_default().conditions;
             remove_condition(conditions, condition::PURGE_BLOCKED);
             if plan.is_empty() {
                 settle(&mut guard.obj, &plan);
@@ -385,8 +430,23 @@ impl Reconciler {
                 // A purge tail that failed part-way may have taken the
                 // object's directory: the failure is then not written back.
                 if self.layout().object_file(&guard.container).exists() {
-                    record_failure(&mut guard.obj, &error);
+                    let cause = format!("{}: {error}", step.describe());
+                    let counted = error.is_permanent() || error.is_refused_start();
+                    let gave_up = record_failure(
+                        &mut guard.obj,
+                        error.reason(),
+                        &cause,
+                        error.is_permanent(),
+                        counted,
+                    );
                     guard.save()?;
+                    if let Some(attempts) = gave_up {
+                        return Err(ReconcileError::GaveUp {
+                            attempts,
+                            cause,
+                            now: true,
+                        });
+                    }
                 }
                 return Err(ReconcileError::Step {
                     step: step.describe(),
@@ -421,17 +481,13 @@ impl Reconciler {
 
     /// What a reconcile toward `phase` would do now, as `set-phase` would
     /// leave the instance. See [`Reconciler::preview`].
-    pub async fn dry_run(
-        &self,
-        name: &str,
-        phase: jackin_api::DesiredPhase,
-    ) -> Result<DryRun, ReconcileError> {
+    pub async fn dry_run(&self, name: &str, phase: DesiredPhase) -> Result<DryRun, ReconcileError> {
         let mut obj = self.store.get_instance(name)?;
         if obj.spec.phase != phase {
             obj.spec.phase = phase;
             obj.metadata.generation = Some(obj.metadata.generation.unwrap_or(0) + 1);
         }
-        if phase == jackin_api::DesiredPhase::Running {
+        if phase == DesiredPhase::Running {
             // As `set-phase running` would: a resume request.
             obj.metadata
                 .annotations
@@ -533,6 +589,142 @@ impl Reconciler {
     }
 }
 
+/// What a reconcile's steps need besides the engine.
+#[derive(Clone)]
+struct Parts<'a> {
+    workspace: Option<&'a WorkspaceSpec>,
+    agent: Option<&'a ResolvedAgent>,
+    home_id: String,
+}
+
+impl Reconciler {
+    fn context<'a>(&'a self, connected: &'a Connected, parts: Parts<'a>) -> Context<'a> {
+        Context {
+            engine: &connected.engine,
+            layout: self.layout(),
+            state: &self.store,
+            workspace: parts.workspace,
+            agent: parts.agent,
+            found: &self.found,
+            addresses: &connected.addresses,
+            home: std::env::home_dir(),
+            credentials_home: self.credentials_home.clone(),
+            home_id: parts.home_id,
+        }
+    }
+
+    /// Purges the instance although its engine cannot be reached (see
+    /// [`purgeable_without_engine`]): the discard gate holds as ever, the
+    /// checkouts and the unit go, and what the instance may have made on
+    /// the engine is said to be left behind (an event, a progress note, the
+    /// outcome), so the operator can remove it there. No engine call is
+    /// made: the steps run against an engine that fails every call.
+    async fn purge_without_engine(
+        &self,
+        guard: &mut InstanceGuard,
+        engine: Option<&str>,
+        error: &EngineError,
+        parts: Parts<'_>,
+    ) -> Result<Outcome, ReconcileError> {
+        let name = guard.obj.metadata.name.clone();
+        let shown = display_name(engine).to_owned();
+        let view = InstanceView {
+            mounts: assess_checkouts(self.layout(), &guard.container).await?,
+            ..Default::default()
+        };
+        guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
+        let plan = decide(&guard.obj, &view);
+        if let Some(digest) = &plan.blocked {
+            return block(guard, &name, digest);
+        }
+        let conditions = &mut guard.obj.status.get_or_insert_default().conditions;
+        remove_condition(conditions, condition::PURGE_BLOCKED);
+        let left_behind = left_behind(&guard.obj, &guard.container);
+        let message = match left_behind.as_slice() {
+            [] => format!(
+                "engine {shown} cannot be reached ({error}); the instance never made anything \
+                 there, so it is purged without it"
+            ),
+            left => format!(
+                "engine {shown} cannot be reached ({error}), and cannot be as it is named; the \
+                 instance is purged without it, leaving there what it may have made: {}. \
+                 Remove them there once it answers",
+                left.join(", ")
+            ),
+        };
+        events::record(
+            self.layout(),
+            &guard.container,
+            reason::PURGED_WITHOUT_ENGINE,
+            &message,
+        );
+        // The controller's record; a command shows the note.
+        tracing::info!(instance = name, "{message}");
+        (self.progress)(
+            &name,
+            Progress::Note {
+                stage: "cleanup",
+                message: &message,
+            },
+        );
+        let offline = Connected {
+            engine: jackin_reconcilers::offline::engine(&shown, &error.to_string()),
+            addresses: Arc::default(),
+        };
+        let ctx = self.context(&offline, parts);
+        if !self.execute(&ctx, guard, &plan, &name).await? {
+            // A purge's plan ends with its tail, whatever was observed.
+            return Err(ReconcileError::NotConverging);
+        }
+        Ok(Outcome::PurgedWithoutEngine {
+            engine: shown,
+            why: error.to_string(),
+            left_behind,
+        })
+    }
+}
+
+/// Whether `obj`, to be purged, can be purged although its engine cannot be
+/// reached (`error`): when it never made anything there (no recipe pinned:
+/// pinning comes before anything is made on the engine, and an engine that
+/// cannot be reached pins nothing), or when the engine is named so that it
+/// can never be reached (a context that does not exist): what it made there
+/// is then left behind, and said so. An engine that does not answer now
+/// may answer later: the purge waits for it, so that what the instance
+/// made there goes first.
+fn purgeable_without_engine(obj: &Instance, error: &EngineError) -> bool {
+    obj.desired_phase() == DesiredPhase::Purged && (!made_on_engine(obj) || error.is_permanent())
+}
+
+/// Whether `obj` may have made anything on its engine: it has a pinned
+/// recipe (pinning comes before anything is made there).
+pub fn made_on_engine(obj: &Instance) -> bool {
+    obj.status.as_ref().is_some_and(|s| s.recipe.is_some())
+}
+
+/// What `obj` may have made on its engine, from its pinned recipe: its
+/// container, its sidecars', its network and its volumes, by name.
+fn left_behind(obj: &Instance, container: &str) -> Vec<String> {
+    let Some(recipe) = obj.status.as_ref().and_then(|s| s.recipe.as_ref()) else {
+        return Vec::new();
+    };
+    let mut left = vec![format!("container {container}")];
+    left.extend(
+        recipe
+            .sidecars
+            .iter()
+            .map(|s| format!("container {}", act::sidecar_name(container, &s.name))),
+    );
+    left.push(format!("network {}", recipe.network));
+    left.extend(
+        recipe
+            .dind
+            .iter()
+            .map(|dind| format!("volume {}", dind.certs_volume)),
+    );
+    left
+}
+
 /// The assessment of every isolated checkout of a unit (git work, off the
 /// runtime). A checkout whose records cannot be read is reported as such.
 pub async fn assess_checkouts(
@@ -583,6 +775,8 @@ fn settle(obj: &mut Instance, plan: &Plan) {
     let status = obj.status.get_or_insert_default();
     status.phase = Some(plan.target);
     status.observed_generation = generation;
+    // Converged: earlier failures no longer count toward giving up.
+    status.failures = None;
     let (ready, reason, message) = match plan.target {
         InstancePhase::Running => (
             ConditionStatus::True,
@@ -615,19 +809,66 @@ fn settle(obj: &mut Instance, plan: &Plan) {
     );
 }
 
-fn record_failure(obj: &mut Instance, error: &ActError) {
+/// Records a failed attempt on the instance: its cause in `Ready`, and,
+/// when it is `counted` (retrying cannot fix it, or it is a refusal of the
+/// engine that may keep coming back), one more toward giving up. The
+/// instance is `Failed` when the failure is `permanent` or the count is
+/// full. Returns the count when the loop now gives up.
+fn record_failure(
+    obj: &mut Instance,
+    reason: &str,
+    cause: &str,
+    permanent: bool,
+    counted: bool,
+) -> Option<u32> {
+    let name = obj.metadata.name.clone();
+    let attempts = counted.then(|| obj.count_failure(cause, Timestamp::now()));
+    let gave_up = attempts.filter(|a| *a >= MAX_FAILED_ATTEMPTS);
     let status = obj.status.get_or_insert_default();
-    if error.is_permanent() {
+    if permanent || gave_up.is_some() {
         status.phase = Some(InstancePhase::Failed);
     }
+    let message = match (attempts, gave_up) {
+        (_, Some(attempts)) => format!(
+            "{cause} (failed {attempts} times in a row, so jackin stopped trying: fix the \
+             cause, then `jackin set-phase {name} running` tries again, as does a changed spec)"
+        ),
+        (Some(attempts), None) => format!(
+            "{cause} (attempt {attempts} of {MAX_FAILED_ATTEMPTS}: jackin stops trying after \
+             {MAX_FAILED_ATTEMPTS} in a row)"
+        ),
+        (None, None) => cause.to_owned(),
+    };
     set_condition(
         &mut status.conditions,
         condition::READY,
         ConditionStatus::False,
-        error.reason(),
-        &error.to_string(),
+        reason,
+        &message,
         Timestamp::now(),
     );
+    gave_up
+}
+
+/// The purge waits for the unfinished work of its checkouts to be
+/// acknowledged: `PurgeBlocked` says so, with the digest to quote.
+fn block(guard: &mut InstanceGuard, name: &str, digest: &str) -> Result<Outcome, ReconcileError> {
+    set_condition(
+        &mut guard.obj.status.get_or_insert_default().conditions,
+        condition::PURGE_BLOCKED,
+        ConditionStatus::True,
+        reason::UNFINISHED_WORK,
+        &format!(
+            "isolated checkouts hold unfinished work (see status.mounts); \
+             `jackin set-phase {name} purged --force` acknowledges digest {digest} \
+             and discards it"
+        ),
+        Timestamp::now(),
+    );
+    guard.save()?;
+    Ok(Outcome::Blocked {
+        digest: digest.to_owned(),
+    })
 }
 
 /// `WorkspaceMissing` says that the workspace the instance names does not
@@ -721,19 +962,24 @@ fn note_engine<T>(
         EngineError::Unreachable { .. } | EngineError::Endpoint(_) => reason::ENGINE_UNREACHABLE,
         _ => reason::ENGINE_ERROR,
     };
-    set_condition(
-        &mut guard.obj.status.get_or_insert_default().conditions,
-        condition::READY,
-        ConditionStatus::False,
-        reason,
-        &format!(
-            "engine {}: {error}; its objects are left as they are until it answers",
-            display_name(engine)
-        ),
-        Timestamp::now(),
-    );
+    // An engine named so that it can never be reached (a context that does
+    // not exist) takes the operator: counted toward giving up.
+    let permanent = error.is_permanent();
+    let cause = format!("engine {}: {error}", display_name(engine));
+    let cause = match permanent {
+        true => cause,
+        false => format!("{cause}; its objects are left as they are until it answers"),
+    };
+    let gave_up = record_failure(&mut guard.obj, reason, &cause, permanent, permanent);
     guard.save()?;
-    Err(error.into())
+    match gave_up {
+        Some(attempts) => Err(ReconcileError::GaveUp {
+            attempts,
+            cause,
+            now: true,
+        }),
+        None => Err(error.into()),
+    }
 }
 
 /// What a reconcile of `row`'s instance would come to when `snapshot` shows

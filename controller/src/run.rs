@@ -198,7 +198,7 @@ impl Shared {
     }
 
     /// Records a reconcile's result: success resets the instance's backoff,
-    /// failure schedules the next attempt.
+    /// failure schedules the next attempt, unless the loop gave up on it.
     fn record(&self, name: &str, result: &Result<Outcome, ReconcileError>) {
         let mut backoffs = self.backoffs.lock().expect("backoff lock");
         match result {
@@ -209,8 +209,21 @@ impl Shared {
                         tier: Some(tier), ..
                     } => tracing::info!(instance = name, tier, "restored"),
                     Outcome::Gone => tracing::info!(instance = name, "purged"),
+                    Outcome::PurgedWithoutEngine { .. } => {
+                        tracing::info!(instance = name, "{outcome}");
+                    }
                     Outcome::Absent => tracing::debug!(instance = name, "no such instance"),
                     _ => tracing::debug!(instance = name, ?outcome, "reconciled"),
+                }
+            }
+            // Given up on: not tried again until the operator changes the
+            // spec or resumes it (the store watch sees that), whatever the
+            // engine's events or the resync say meanwhile.
+            Err(e @ ReconcileError::GaveUp { now, .. }) => {
+                backoffs.remove(name);
+                match now {
+                    true => tracing::warn!(instance = name, "reconcile failed, the last try: {e}"),
+                    false => tracing::debug!(instance = name, "given up on, not tried: {e}"),
                 }
             }
             Err(e) => {

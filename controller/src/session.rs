@@ -429,7 +429,9 @@ fn apply_exit_action(
 pub fn resume(store: &Store, name: &str) -> Result<ApplyOutcome, StoreError> {
     let current = store.get_instance(name)?;
     let mut outcome = store.set_phase(name, DesiredPhase::Running)?;
-    if current.settlement().is_some() {
+    // A settlement no longer stands, and failures no longer count (the
+    // loop tries again one that it gave up on).
+    if current.settlement().is_some() || current.failures().is_some() {
         outcome = store.request_resume(name)?;
     }
     let ended = matches!(

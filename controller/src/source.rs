@@ -245,6 +245,31 @@ impl Source {
     }
 }
 
+/// Why `obj`'s engine address can never be reached, when it can be told
+/// now: a unix address whose path is there and is no socket (`unix:///dev/
+/// zero`). The address's form was checked when the file was read; a docker
+/// context is looked up when the instance is reconciled (it may be made
+/// later), and an address whose socket is not there yet may be an engine
+/// that has not started.
+fn engine_refused(obj: &Object) -> Option<String> {
+    let engine = match obj {
+        Object::Instance(i) => i.spec.engine.as_deref(),
+        Object::Workspace(w) => w.spec.engine.as_deref(),
+        Object::Agent(_) => None,
+    }?;
+    if !engine.contains("://") {
+        return None;
+    }
+    let inputs = jackin_reconcilers::endpoint::Inputs::default();
+    let refused = jackin_reconcilers::endpoint::resolve_named(&inputs, Some(engine)).err()?;
+    // The error names `spec.engine` as where the address came from.
+    Some(format!(
+        "{}/{}: {refused}",
+        obj.kind().to_lowercase(),
+        obj.name()
+    ))
+}
+
 /// The object as this source applies it: with its ownership label, which
 /// only jackin sets (a file that sets it is refused when it is read).
 fn owned(obj: &Object, source: Option<&Source>) -> Object {
@@ -269,6 +294,10 @@ pub struct Pruned {
 pub struct Applied {
     pub outcomes: Vec<(Object, ApplyOutcome)>,
     pub pruned: Vec<Pruned>,
+    /// Instances an earlier prune of the source set to `Purged` whose purge
+    /// has not finished (that apply was killed, say): converged again, so
+    /// that the same apply run again finishes the prune.
+    pub still_pruning: Vec<String>,
 }
 
 impl Applied {
@@ -296,7 +325,10 @@ impl Applied {
             .iter()
             .filter(|p| p.kind == Instance::KIND)
             .map(|p| p.name.clone());
-        applied.chain(pruned).collect()
+        applied
+            .chain(pruned)
+            .chain(self.still_pruning.iter().cloned())
+            .collect()
     }
 }
 
@@ -353,6 +385,9 @@ impl Store {
         let index = self.index()?;
         let mut agents_known: HashMap<&str, Option<AgentSpec>> = HashMap::new();
         for obj in objects {
+            if let Some(refused) = engine_refused(obj) {
+                refusals.push(refused);
+            }
             let Object::Instance(instance) = obj else {
                 if let Err(e) = self.plan_object(obj) {
                     refusals.push(e.to_string());
@@ -435,6 +470,7 @@ impl Store {
             applied.outcomes.push((obj, outcome));
         }
         if let Some(source) = source {
+            applied.still_pruning = self.still_pruning(objects, source)?;
             for gone in self.prunable(objects, source)? {
                 match gone.kind {
                     Instance::KIND => {
@@ -472,6 +508,35 @@ impl Store {
         owned.retain(|p| !kept.contains(&(p.kind, p.name.as_str())));
         owned.sort();
         Ok(owned)
+    }
+
+    /// The instances `source` owns, no longer in `objects`, that a prune
+    /// already set to `Purged` and that are still there: their purge did
+    /// not finish (the apply was killed mid-prune, or the purge waits for
+    /// unfinished work to be acknowledged).
+    pub fn still_pruning(
+        &self,
+        objects: &[Object],
+        source: &Source,
+    ) -> Result<Vec<String>, StoreError> {
+        let kept: BTreeSet<&str> = objects
+            .iter()
+            .filter(|o| o.kind() == Instance::KIND)
+            .map(Object::name)
+            .collect();
+        let mut names: Vec<String> = self
+            .list_instances()?
+            .instances
+            .into_iter()
+            .filter(|obj| {
+                obj.metadata.labels.get(label::SOURCE) == Some(&source.id)
+                    && obj.spec.phase == jackin_api::DesiredPhase::Purged
+                    && !kept.contains(obj.metadata.name.as_str())
+            })
+            .map(|obj| obj.metadata.name)
+            .collect();
+        names.sort();
+        Ok(names)
     }
 
     /// What applying `objects` would change, object by object, computed by

@@ -116,6 +116,16 @@ impl ActError {
         }
     }
 
+    /// Whether the failure is a refusal that may well be permanent though
+    /// the engine does not say so for certain ([`EngineError::is_refused_start`]):
+    /// the loop tries it again a few times, then gives up.
+    pub fn is_refused_start(&self) -> bool {
+        match self {
+            Self::Engine(e) | Self::Recipe(RecipeError::Engine(e)) => e.is_refused_start(),
+            _ => false,
+        }
+    }
+
     /// The condition reason that names this kind of failure.
     pub fn reason(&self) -> &'static str {
         match self {

@@ -15,10 +15,20 @@
 //! - a worktree whose directory is missing while its scratch branch still
 //!   holds commits: a purge would delete the branch.
 //!
-//! Any git error is unsafe: the assessment fails closed. In a worktree the
+//! Any git error is unsafe: the assessment fails closed.
+//!
+//! A worktree shares its branches with the host repository and with every
+//! other worktree of it (other instances' among them), so only the branches
+//! that are this checkout's are judged: its scratch branch, the branch it
+//! holds (its `HEAD`), and a branch it checked out since it was made (its
+//! `HEAD` reflog says so). A branch is never this instance's work because it
+//! is in the same repository: another instance's scratch branch (kept after
+//! its purge, say) and a branch the operator made elsewhere are theirs. The
 //! host's own branches, as they were when the worktree was made, are the
-//! operator's and are left out; the scratch branch never is.
+//! operator's and are left out unless this checkout moved them; the scratch
+//! branch never is.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use jackin_api::instance::MountStatus;
@@ -193,11 +203,19 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
             "refs/heads/",
         ],
     )?;
+    // A clone's branches are all its own; a worktree's are the host's.
+    let ours = match &record.scratch_branch {
+        Some(scratch) => Some(worktree_branches(dir, scratch)?),
+        None => None,
+    };
     for line in refs.lines() {
         let fields: Vec<&str> = line.split('\0').collect();
         let [name, tip, upstream, track] = fields.as_slice() else {
             return Err(format!("unexpected for-each-ref output: {line:?}"));
         };
+        if ours.as_ref().is_some_and(|ours| !ours.contains(*name)) {
+            continue;
+        }
         assessment.fingerprint.push(format!("{name}\0{tip}"));
         let untouched_host_branch = record.scratch_branch.as_deref() != Some(*name)
             && record.host_branches.get(*name).map(String::as_str) == Some(*tip);
@@ -247,6 +265,53 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
         }
     }
     Ok(assessment)
+}
+
+/// The branches of the host repository that are a worktree's own: its
+/// scratch branch, the branch its `HEAD` holds, and every branch its `HEAD`
+/// reflog shows it moving to or from (a `checkout -b` made there, a branch
+/// renamed while held), but never another instance's scratch branch. The
+/// reflog is the worktree's own (`worktrees/<id>/logs/HEAD`, which the
+/// agent's git writes too): what it names can only add branches to judge,
+/// and another instance's are left out by name whatever it says. A worktree
+/// whose reflog is gone (or off, `core.logAllRefUpdates=false`) is judged by
+/// the branches it holds; any other branch stays in the host repository
+/// after a purge, which removes only the scratch branch.
+fn worktree_branches(dir: &str, scratch: &str) -> Result<BTreeSet<String>, String> {
+    let mut ours = BTreeSet::from([scratch.to_owned()]);
+    if let Ok(held) = git_in(dir, &["symbolic-ref", "-q", "--short", "HEAD"]) {
+        ours.insert(held.trim().to_owned());
+    }
+    let moves = git_in(
+        dir,
+        &["log", "--walk-reflogs", "--format=%gs", "HEAD", "--"],
+    )?;
+    for subject in moves.lines() {
+        let named = if let Some(rest) = subject.strip_prefix("checkout: moving from ") {
+            rest.split_once(" to ")
+        } else if let Some(rest) = subject.strip_prefix("Branch: renamed ") {
+            rest.split_once(" to ").map(|(from, to)| {
+                (
+                    from.strip_prefix("refs/heads/").unwrap_or(from),
+                    to.strip_prefix("refs/heads/").unwrap_or(to),
+                )
+            })
+        } else {
+            None
+        };
+        if let Some((from, to)) = named {
+            ours.extend([from.to_owned(), to.to_owned()]);
+        }
+    }
+    // Every unit's scratch branch is `jackin/scratch/<its container>`.
+    let units = scratch.rsplit_once('/').map_or("", |(dir, _)| dir);
+    ours.retain(|name| {
+        name == scratch
+            || !name
+                .strip_prefix(units)
+                .is_some_and(|rest| rest.starts_with('/'))
+    });
+    Ok(ours)
 }
 
 /// The refs of a clone other than its branches and remotes (a stash, tags,
@@ -632,6 +697,65 @@ mod tests {
             let a = f.assess();
             assert!(a.is_safe(), "{mode:?}: upstream gone is safe: {a:?}");
         }
+    }
+
+    /// L6: two instances on one repository. The other's scratch branch,
+    /// with commits of its own and kept in the host repository after its
+    /// checkout went, is never this one's unfinished work; nor is a branch
+    /// the operator made elsewhere. A branch this checkout made and left
+    /// still is.
+    #[test]
+    fn l6_another_instances_branch_is_not_this_ones_work() {
+        let f = Fixture::new(Isolation::Worktree);
+        let layout = Layout::new(f._dir.path().join("home"));
+        let mount = MountSpec {
+            src: f.host.display().to_string(),
+            dst: "/workspace/app".into(),
+            readonly: false,
+            isolation: Isolation::Worktree,
+        };
+        isolation::prepare(&layout, "jk-2-u", &[mount]).unwrap();
+        let other = isolation::read_records(&layout, "jk-2-u")
+            .unwrap()
+            .remove(0);
+        let other_checkout = Path::new(&other.path);
+        for (k, v) in [("user.email", "t@jackin.dev"), ("user.name", "t")] {
+            git(other_checkout, &["config", k, v]);
+        }
+        std::fs::write(other_checkout.join("theirs"), "theirs").unwrap();
+        git(other_checkout, &["add", "."]);
+        git(other_checkout, &["commit", "--quiet", "-m", "theirs"]);
+        assert!(!assess(&other).is_safe(), "the other's work is the other's");
+        assert!(f.assess().is_safe(), "{:?}", f.assess());
+
+        // The other instance cleaned up: its checkout gone, its branch kept.
+        std::fs::remove_dir_all(other_checkout).unwrap();
+        git(&f.host, &["worktree", "prune"]);
+        assert!(
+            !git(&f.host, &["branch", "--list", "jackin/scratch/jk-2-u"]).is_empty(),
+            "the branch is kept"
+        );
+        assert!(f.assess().is_safe(), "{:?}", f.assess());
+
+        // The operator's own branch, made and committed to in the host.
+        git(&f.host, &["checkout", "--quiet", "-b", "op"]);
+        std::fs::write(f.host.join("op"), "op").unwrap();
+        git(&f.host, &["add", "."]);
+        git(&f.host, &["commit", "--quiet", "-m", "op"]);
+        git(&f.host, &["checkout", "--quiet", "main"]);
+        assert!(f.assess().is_safe(), "{:?}", f.assess());
+
+        // A branch this checkout made, committed to and left is its work.
+        git(f.checkout(), &["checkout", "--quiet", "-b", "feature/mine"]);
+        f.commit("mine");
+        git(
+            f.checkout(),
+            &["checkout", "--quiet", "jackin/scratch/jk-1-t"],
+        );
+        assert_eq!(
+            f.assess().unsafe_branches,
+            ["feature/mine (1 commits since the base, no upstream)"]
+        );
     }
 
     #[test]

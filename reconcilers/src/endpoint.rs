@@ -54,6 +54,18 @@ pub enum EndpointError {
         "{origin}: unsupported engine address {host:?}: expected unix://PATH or tcp://HOST:PORT"
     )]
     Unsupported { host: String, origin: String },
+    /// An address no engine can have: a port out of range, a relative
+    /// socket path (see [`jackin_api::validate::engine_address`]).
+    #[error("{origin}: {message}")]
+    Invalid { origin: String, message: String },
+    /// A unix address whose path is there and is no socket (a device, a
+    /// file): nothing listens there, and nothing will.
+    #[error("{origin}: {path} is not a socket (it is {what}): no Docker engine listens there")]
+    NotASocket {
+        path: String,
+        what: &'static str,
+        origin: String,
+    },
     #[error("docker context {name:?} not found (looked in {dir})")]
     UnknownContext { name: String, dir: String },
     #[error("{path}: cannot read the docker context: {message}")]
@@ -143,10 +155,47 @@ fn checked(host: &str, tls: Option<TlsFiles>, source: &str) -> Result<Endpoint, 
             origin: source,
         });
     }
+    if let Err(message) = jackin_api::validate::engine_address(host) {
+        return Err(EndpointError::Invalid {
+            origin: source,
+            message,
+        });
+    }
+    if let Some(path) = host.strip_prefix("unix://") {
+        socket_or_absent(path, &source)?;
+    }
     Ok(Endpoint {
         host: host.to_owned(),
         tls,
         source,
+    })
+}
+
+/// A socket's path is a socket, or nothing yet (an engine that has not
+/// started). Anything else there (a device such as `/dev/zero`, a file, a
+/// directory) is never an engine: asking it again cannot help. The path is
+/// the operator's (a link is followed, as connecting would).
+fn socket_or_absent(path: &str, origin: &str) -> Result<(), EndpointError> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let kind = meta.file_type();
+    let what = if kind.is_socket() {
+        return Ok(());
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_dir() {
+        "a directory"
+    } else {
+        "a regular file"
+    };
+    Err(EndpointError::NotASocket {
+        path: path.to_owned(),
+        what,
+        origin: origin.to_owned(),
     })
 }
 
@@ -308,6 +357,52 @@ mod tests {
         assert!(matches!(
             named(Some("ssh://me@box")),
             Err(EndpointError::Ssh { .. })
+        ));
+    }
+
+    /// F4: an address no engine can have is refused where jackin reads it,
+    /// from `spec.engine`, `DOCKER_HOST` or a context alike, as a fault of
+    /// the address rather than of an engine that does not answer.
+    #[test]
+    fn f4_addresses_no_engine_can_have_are_refused() {
+        let none = Inputs::default();
+        let named = |engine: &str| resolve_named(&none, Some(engine));
+        let err = named("tcp://127.0.0.1:99999").unwrap_err();
+        assert!(matches!(err, EndpointError::Invalid { .. }), "{err}");
+        assert!(err.to_string().contains("invalid port"), "{err}");
+        let err = named("unix:///dev/zero").unwrap_err();
+        assert!(matches!(err, EndpointError::NotASocket { .. }), "{err}");
+        assert!(
+            err.to_string().contains("is not a socket (it is a device)"),
+            "{err}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("docker.sock");
+        std::fs::write(&file, "").unwrap();
+        let err = named(&format!("unix://{}", file.display())).unwrap_err();
+        assert!(err.to_string().contains("a regular file"), "{err}");
+        // Not there yet: an engine that has not started, not a wrong address.
+        let absent = format!("unix://{}/later.sock", dir.path().display());
+        assert!(named(&absent).is_ok());
+        let socket = dir.path().join("real.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        assert!(named(&format!("unix://{}", socket.display())).is_ok());
+        let inputs = Inputs {
+            docker_host: Some("tcp://127.0.0.1:99999".into()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            resolve(&inputs),
+            Err(EndpointError::Invalid { .. })
+        ));
+        let ctx = context_dir("bad", "unix:///dev/zero", false);
+        let inputs = Inputs {
+            config_dir: Some(ctx.path().to_owned()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            resolve(&inputs),
+            Err(EndpointError::NotASocket { .. })
         ));
     }
 

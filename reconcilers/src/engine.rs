@@ -53,14 +53,21 @@ pub enum EngineError {
     Failed { action: String, message: String },
     #[error(transparent)]
     Endpoint(#[from] EndpointError),
+    /// A call made while the loop carries on without the engine (see
+    /// `offline`): nothing was asked of it.
+    #[error("the engine {endpoint} cannot be reached ({why}); nothing was asked of it")]
+    Offline { endpoint: String, why: String },
 }
 
 impl EngineError {
     /// Whether asking again unchanged gets the same answer: the engine found
     /// the request invalid (400), named an image it does not have (404
-    /// `No such image`: nothing here can pull it), or a build failed.
+    /// `No such image`: nothing here can pull it), or a build failed; or the
+    /// engine is named so that it can never be reached (a context that does
+    /// not exist, an address no engine can have): that takes the operator.
     pub fn is_permanent(&self) -> bool {
         match self {
+            Self::Endpoint(_) => true,
             // Two networks of one name: the next pass removes the extra one.
             Self::Refused {
                 status: 400,
@@ -75,6 +82,24 @@ impl EngineError {
             } => message.contains("No such image"),
             _ => false,
         }
+    }
+}
+
+impl EngineError {
+    /// Whether the engine refused to start a container with a server error
+    /// (5xx). That is how Docker reports most of its runtime's refusals of
+    /// the container itself (a user the image does not have, a mount the
+    /// runtime will not make), which asking again does not cure; but also
+    /// passing troubles of its own, which it may. So such a refusal is
+    /// tried a few times, and the instance fails once it keeps coming back
+    /// (`jackin_api::instance::MAX_FAILED_ATTEMPTS`). A refusal the engine
+    /// calls an invalid request (400: a program that does not exist) is
+    /// [`EngineError::is_permanent`] at once.
+    pub fn is_refused_start(&self) -> bool {
+        matches!(
+            self,
+            Self::Refused { action, status: 500..=599, .. } if action.starts_with("start container")
+        )
     }
 }
 

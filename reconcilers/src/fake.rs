@@ -68,6 +68,9 @@ struct State {
     images: Vec<FakeImage>,
     next_id: u64,
     unreachable: bool,
+    /// What every start of a container is refused with, when set: the
+    /// status and the engine's message.
+    refused_starts: Option<(u16, String)>,
     /// Every command run with `exec`: the container and the argv.
     execs: Vec<(String, Vec<String>)>,
 }
@@ -155,6 +158,13 @@ impl FakeEngine {
     /// `unreachable` is true.
     pub fn set_unreachable(&self, unreachable: bool) {
         self.state().unreachable = unreachable;
+    }
+
+    /// Refuses every start of a container with `status` and `message`, as
+    /// an engine whose runtime will not start it does (a user the image
+    /// lacks: 500; a program that does not exist: 400); `None` starts them.
+    pub fn refuse_starts(&self, refusal: Option<(u16, &str)>) {
+        self.state().refused_starts = refusal.map(|(status, m)| (status, m.to_owned()));
     }
 
     fn check(&self) -> Result<(), EngineError> {
@@ -463,6 +473,9 @@ impl EngineCalls for FakeEngine {
     fn start_container<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), EngineError>> {
         let result = self.check().and_then(|()| {
             let mut state = self.state();
+            if let Some((status, message)) = state.refused_starts.clone() {
+                return Err(refused(&format!("start container {name}"), status, message));
+            }
             let Some(c) = state.container(name) else {
                 return Err(refused(
                     &format!("start container {name}"),

@@ -21,6 +21,7 @@ pub mod idle;
 pub mod isolation;
 pub mod layout;
 pub mod observe;
+pub mod offline;
 pub mod policy;
 pub mod recipe;
 pub mod resume;

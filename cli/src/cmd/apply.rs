@@ -121,6 +121,9 @@ fn report(applied: &Applied) {
         };
         println!("{}/{} {what}", gone.kind.to_lowercase(), gone.name);
     }
+    for name in &applied.still_pruning {
+        println!("instance/{name} pruned earlier; its purge had not finished and goes on");
+    }
 }
 
 fn print_outcome(obj: &Object, outcome: ApplyOutcome, suffix: &str) {
@@ -165,6 +168,9 @@ async fn dry_run(
         }
     }
     if let Some(source) = source {
+        for name in store.still_pruning(objects, source)? {
+            println!("instance/{name} pruned earlier; its purge would go on (dry run)");
+        }
         for gone in store.prunable(objects, source)? {
             println!(
                 "{}/{} would be pruned (dry run)",

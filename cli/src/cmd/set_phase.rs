@@ -6,7 +6,8 @@ use std::io::IsTerminal;
 use anyhow::{Result, bail};
 use jackin_api::names::annotation;
 use jackin_api::{DesiredPhase, Instance};
-use jackin_controller::reconcile::assess_checkouts;
+use jackin_controller::engines::Engines;
+use jackin_controller::reconcile::{assess_checkouts, made_on_engine};
 use jackin_controller::{Reconciler, Store};
 use jackin_reconcilers::assess::acknowledgement_digest;
 
@@ -51,10 +52,12 @@ pub async fn set_phases(
     verbose: bool,
 ) -> Result<()> {
     // Converging needs the engine: connect before writing anything, so a
-    // command that cannot converge leaves the store as it was.
-    let engines = match wait.no_wait && !dry_run {
-        true => None,
-        false => Some(connect().await?),
+    // command that cannot converge leaves the store as it was. A purge may
+    // need none (see `engines_for_purge`).
+    let engines = match (wait.no_wait && !dry_run, phase) {
+        (true, _) => None,
+        (false, DesiredPhase::Purged) if !dry_run => Some(engines_for_purge(current).await?),
+        (false, _) => Some(connect().await?),
     };
     if dry_run {
         let reconciler = Reconciler::new(store, engines.expect("connected for a dry run"));
@@ -104,6 +107,24 @@ pub async fn set_phases(
     match engines {
         Some(engines) => converge_and_report(store, engines, &names, wait, verbose).await,
         None => Ok(()),
+    }
+}
+
+/// The engines a purge of `current` converges with: the default one
+/// connected first, as for any command that converges, so that an engine
+/// that does not answer leaves the store as it was. Unless the purge can do
+/// without it: when no instance ever made anything on an engine, or the
+/// default engine is named so that it can never be reached, the instances
+/// are purged without it (the loop connects each one's engine when its
+/// purge needs it, and says what is left behind there).
+async fn engines_for_purge(current: &[Instance]) -> Result<Engines> {
+    match jackin_reconcilers::Engine::connect().await {
+        Ok(engine) => Ok(Engines::new(Some(engine))),
+        Err(e) if e.is_permanent() || !current.iter().any(made_on_engine) => {
+            eprintln!("note: {e}; purging without it");
+            Ok(Engines::new(None))
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
