@@ -192,24 +192,46 @@ fn f7_the_controller_stops_retrying_a_start_runc_refuses_until_resumed() {
     controller.kill();
 }
 
-/// F5: an instance on a docker context that does not exist never made
-/// anything on an engine: its apply fails at once (F7) and its delete
-/// purges it at once, saying so.
+/// F7: a docker context that does not exist can never be reached: the
+/// instance is `Failed` at once, with the cause; after three attempts in a
+/// row an apply of the same file tries nothing more.
 #[test]
-fn f5_an_instance_on_a_missing_context_deletes_at_once() {
-    ensure_busybox();
+fn f7_a_missing_context_fails_the_instance_at_once_and_is_given_up_on() {
     let home = Home::new();
     let yaml = instance_yaml_with("nowhere", "  engine: no-such-context\n");
     let input = home.write_input("nowhere.yaml", &yaml);
+    for attempt in 1..=3 {
+        let out = home.within(
+            LIMIT,
+            &["apply", "--timeout", "10m", input.to_str().unwrap()],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("no-such-context"), "{stderr}");
+        assert!(!stderr.contains("retrying in"), "retried: {stderr}");
+        let obj = home.object("nowhere");
+        assert_eq!(obj["status"]["phase"], "Failed", "{obj}");
+        assert_eq!(obj["status"]["failures"]["attempts"], attempt, "{obj}");
+    }
     let out = home.within(
         LIMIT,
         &["apply", "--timeout", "10m", input.to_str().unwrap()],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("no-such-context"), "{stderr}");
-    assert_eq!(home.object("nowhere")["status"]["phase"], "Failed");
+    assert!(stderr.contains("stopped trying"), "{stderr}");
+    assert_eq!(home.object("nowhere")["status"]["failures"]["attempts"], 3);
+}
 
+/// F5: an instance on a docker context that does not exist never made
+/// anything on an engine: its delete purges it at once, saying so; and so
+/// for an instance that never launched when the engine does not answer.
+#[test]
+fn f5_an_instance_on_a_missing_context_deletes_at_once() {
+    let home = Home::new();
+    home.record(
+        "nowhere",
+        &instance_yaml_with("nowhere", "  engine: no-such-context\n"),
+    );
     let out = home.within(LIMIT, &["delete", "nowhere", "--timeout", "10m"]);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
@@ -224,8 +246,7 @@ fn f5_an_instance_on_a_missing_context_deletes_at_once() {
     let gone = home.jackin(&["get", "nowhere"]);
     assert_eq!(gone.status.code(), Some(1), "the instance is gone");
 
-    // The same when the engine it would run on does not answer at all: an
-    // instance that never launched is deleted without it.
+    // The same when the engine it would run on does not answer at all.
     home.record("unlaunched", &instance_yaml("unlaunched"));
     let mut delete = home.command(&["delete", "unlaunched", "--timeout", "10m"]);
     delete.env("DOCKER_HOST", "unix:///nonexistent/docker.sock");
