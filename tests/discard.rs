@@ -9,7 +9,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use support::{Home, docker, ensure_busybox, eventually, git, instance_yaml_with};
+use support::{Home, docker, ensure_busybox, eventually, git, instance_yaml_with, work_in};
 
 /// The operator's repository: one commit on `main`, with `build/` ignored.
 struct HostRepo {
@@ -85,25 +85,6 @@ fn workspace(home: &Home, name: &str, spec: &str) {
     );
     let path = home.write_input(&format!("ws-{name}.yaml"), &yaml);
     home.ok(&["apply", path.to_str().unwrap()]);
-}
-
-/// Runs `sh -c SCRIPT` in `dir` on the host, as the agent's side of the
-/// checkout (git with the agent's identity).
-fn work_in(dir: &Path, script: &str) {
-    let out = std::process::Command::new("sh")
-        .args(["-c", script])
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "agent")
-        .env("GIT_AUTHOR_EMAIL", "agent@jackin.dev")
-        .env("GIT_COMMITTER_NAME", "agent")
-        .env("GIT_COMMITTER_EMAIL", "agent@jackin.dev")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{script}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// The agent's unfinished work in the clone of `name`: a stash and a commit

@@ -4,7 +4,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use support::{Home, condition, docker, ensure_busybox, git, instance_yaml_with};
+use support::{Home, condition, docker, ensure_busybox, git, instance_yaml_with, work_in};
 
 /// A host repository (cloned from a bare origin) with one pushed commit on
 /// `main`, plus an unpushed branch of the operator's own.
@@ -338,25 +338,6 @@ fn a_failed_preparation_leaves_nothing_in_the_host_after_a_purge() {
     );
     let worktrees = git(&host.path(), &["worktree", "list", "--porcelain"]);
     assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
-}
-
-/// Runs `sh -c SCRIPT` in `dir` on the host (the agent's side of a checkout,
-/// as the agent would work in it).
-fn work_in(dir: &Path, script: &str) {
-    let out = std::process::Command::new("sh")
-        .args(["-c", script])
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "agent")
-        .env("GIT_AUTHOR_EMAIL", "agent@jackin.dev")
-        .env("GIT_COMMITTER_NAME", "agent")
-        .env("GIT_COMMITTER_EMAIL", "agent@jackin.dev")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{script}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// Applies an instance with a worktree of `host` and commits the agent's

@@ -580,33 +580,11 @@ fn l3_a_clean_exit_kept_by_the_policy_shows_the_agents_exit_code() {
 /// SIGTERM is what the session shows.
 #[test]
 fn l3_set_phase_kept_shows_the_exit_code_the_agent_stopped_with() {
-    ensure_busybox();
-    let home = Home::new();
-    launch(
-        &home,
+    kept_by_set_phase(
         "obliging",
         "trap 'exit 3' TERM; while true; do sleep 1; done",
-    );
-    home.ok(&["set-phase", "obliging", "kept"]);
-    home.ok(&["controller", "--once"]);
-    let obj = home.object("obliging");
-    assert_eq!(obj["status"]["phase"], "Kept", "{obj}");
-    let s = &obj["status"]["session"];
-    assert_eq!(
-        (
-            s["exitCode"].as_i64(),
-            s["source"].as_str(),
-            s["reason"].as_str()
-        ),
-        (Some(3), Some("marker"), Some("signal:TERM")),
-        "{obj}"
-    );
-    not_lost(&obj);
-    let (wide, described) = shown(&home, "obliging");
-    assert!(wide.contains("stopped to keep (SIGTERM, exit 3)"), "{wide}");
-    assert!(
-        described.contains("stopped to keep (SIGTERM, exit 3)"),
-        "{described}"
+        (3, "marker", "signal:TERM"),
+        "stopped to keep (SIGTERM, exit 3)",
     );
 }
 
@@ -615,16 +593,24 @@ fn l3_set_phase_kept_shows_the_exit_code_the_agent_stopped_with() {
 /// goes, and never read as unknown afterwards.
 #[test]
 fn l3_set_phase_kept_of_a_shell_that_ignores_sigterm_shows_the_engines_exit_code() {
-    ensure_busybox();
-    let home = Home::new();
-    launch(
-        &home,
+    kept_by_set_phase(
         "stubborn",
         "trap '' TERM; while true; do sleep 1; done",
+        (137, "engine", "killed"),
+        "stopped to keep (killed, exit 137)",
     );
-    home.ok(&["set-phase", "stubborn", "kept"]);
+}
+
+/// Launches `script` as `name`, keeps it with `set-phase kept`, and checks
+/// the session recorded (exit code, source, reason) and how `get -o wide`
+/// and `describe` show it.
+fn kept_by_set_phase(name: &str, script: &str, recorded: (i64, &str, &str), said: &str) {
+    ensure_busybox();
+    let home = Home::new();
+    launch(&home, name, script);
+    home.ok(&["set-phase", name, "kept"]);
     home.ok(&["controller", "--once"]);
-    let obj = home.object("stubborn");
+    let obj = home.object(name);
     assert_eq!(obj["status"]["phase"], "Kept", "{obj}");
     let s = &obj["status"]["session"];
     assert_eq!(
@@ -633,19 +619,13 @@ fn l3_set_phase_kept_of_a_shell_that_ignores_sigterm_shows_the_engines_exit_code
             s["source"].as_str(),
             s["reason"].as_str()
         ),
-        (Some(137), Some("engine"), Some("killed")),
+        (Some(recorded.0), Some(recorded.1), Some(recorded.2)),
         "{obj}"
     );
     not_lost(&obj);
-    let (wide, described) = shown(&home, "stubborn");
-    assert!(
-        wide.contains("stopped to keep (killed, exit 137)"),
-        "{wide}"
-    );
-    assert!(
-        described.contains("stopped to keep (killed, exit 137)"),
-        "{described}"
-    );
+    let (wide, described) = shown(&home, name);
+    assert!(wide.contains(said), "{wide}");
+    assert!(described.contains(said), "{described}");
 }
 
 /// L3: a sweep that finds the exited agent's container stopped first (and

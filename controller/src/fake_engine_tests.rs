@@ -708,8 +708,9 @@ fn tree(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
 async fn a_sweep_plan_reads_only_and_its_execution_does_exactly_it() {
     let w = World::new();
     // Something for each sweep: a unit the index lost, an unreadable unit,
-    // an orphan lock, a purge interrupted after its unit went, and the
-    // engine objects of an instance whose unit was deleted by hand.
+    // an orphan lock, the temporary file of a write killed half-way (the
+    // soak's kill -9 left one), a purge interrupted after its unit went,
+    // and the engine objects of an instance whose unit was deleted by hand.
     w.launch("lost", "").await;
     w.launch("gone", "").await;
     w.launch("purging", "").await;
@@ -724,6 +725,7 @@ async fn a_sweep_plan_reads_only_and_its_execution_does_exactly_it() {
     std::fs::create_dir_all(unreadable.parent().unwrap()).unwrap();
     std::fs::write(unreadable, "{not json").unwrap();
     std::fs::write(data.join("jk-0rphan00-y.lock"), "").unwrap();
+    std::fs::write(data.join(".tmp-k1lled"), "{\"half\": ").unwrap();
     let lost = w.container("lost");
     let index = std::fs::read_to_string(w.store.layout().index_file()).unwrap();
     let mut rows: serde_json::Value = serde_json::from_str(&index).unwrap();
@@ -746,6 +748,10 @@ async fn a_sweep_plan_reads_only_and_its_execution_does_exactly_it() {
         "would move aside unreadable unit jk-deadbeef-x".to_owned(),
         "would finish the interrupted purge of instance/purging".to_owned(),
         "would remove orphan lock".to_owned(),
+        format!(
+            "would remove the unfinished write {}",
+            data.join(".tmp-k1lled").display()
+        ),
         format!("would remove container {gone} ("),
     ] {
         assert!(
@@ -762,6 +768,7 @@ async fn a_sweep_plan_reads_only_and_its_execution_does_exactly_it() {
     assert!(w.store.interrupted_purge("purging").unwrap().is_none());
     assert!(!data.join("jk-deadbeef-x").exists());
     assert!(!data.join("jk-0rphan00-y.lock").exists());
+    assert!(!data.join(".tmp-k1lled").exists());
     assert_eq!(w.fake.container_running(&gone), None);
     let again = sweep::plan(&w.store, &w.reconciler.engines, false)
         .await

@@ -35,7 +35,7 @@ use jackin_api::{ConditionStatus, DesiredPhase, validate};
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jackin_reconcilers::discard;
 use jackin_reconcilers::engine::models::ContainerSummaryStateEnum;
-use jackin_reconcilers::fsutil::{FileLock, ensure_private_dir, remove_if_exists};
+use jackin_reconcilers::fsutil::{self, FileLock, ensure_private_dir, remove_if_exists};
 use jackin_reconcilers::observe::container_name;
 use jackin_reconcilers::{Engine, EngineError, Layout};
 use jiff::Timestamp;
@@ -64,6 +64,12 @@ pub enum Finding {
         container: String,
     },
     LockRemoved {
+        path: PathBuf,
+    },
+    /// The temporary file of an atomic write to `data/` whose writer died
+    /// (a `kill -9` mid-write): every such writer holds the index lock, so
+    /// one found under it is nobody's.
+    WriteLeftoverRemoved {
         path: PathBuf,
     },
     RowCorrected {
@@ -133,6 +139,7 @@ impl Finding {
             Finding::UnitMovedAside { .. } => ("moved aside", "would move aside"),
             Finding::PurgeFinished { .. } => ("finished", "would finish"),
             Finding::LockRemoved { .. }
+            | Finding::WriteLeftoverRemoved { .. }
             | Finding::EngineObjectRemoved { .. }
             | Finding::ImageRemoved { .. }
             | Finding::DiscardedRemoved { .. } => ("removed", "would remove"),
@@ -155,6 +162,9 @@ impl Finding {
                  sockets and lock"
             ),
             Finding::LockRemoved { path } => format!("{verb} orphan lock {}", path.display()),
+            Finding::WriteLeftoverRemoved { path } => {
+                format!("{verb} the unfinished write {}", path.display())
+            }
             Finding::RowCorrected { name, reason } => {
                 format!("{verb} instance/{name}: it claimed Running without a container ({reason})")
             }
@@ -437,6 +447,14 @@ fn execute_on_disk(store: &Store, finding: &Finding) -> Result<bool, StoreError>
             drop(held);
             Ok(true)
         }
+        Finding::WriteLeftoverRemoved { path } => {
+            let _index_lock = store.lock_index()?;
+            if !fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+                return Ok(false);
+            }
+            remove_if_exists(path).map_err(|e| StoreError::io(path, e))?;
+            Ok(true)
+        }
         Finding::RowCorrected { name, reason } => {
             let Some(mut guard) = store.try_lock_instance(name)? else {
                 return Ok(false);
@@ -532,6 +550,12 @@ pub fn plan_files(store: &Store, depth: Depth) -> Result<Vec<Finding>, StoreErro
         let Some(file_name) = entry.file_name().to_str().map(str::to_owned) else {
             continue;
         };
+        if file_name.starts_with(fsutil::TEMPORARY_PREFIX)
+            && fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
+        {
+            findings.push(Finding::WriteLeftoverRemoved { path });
+            continue;
+        }
         if file_name.starts_with('.') {
             continue;
         }

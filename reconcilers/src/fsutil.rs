@@ -13,6 +13,10 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
         .create(dir)
 }
 
+/// How [`write_atomic`]'s temporary files begin: one that outlives its
+/// writer (killed mid-write) is removed by a sweep where writers lock.
+pub const TEMPORARY_PREFIX: &str = ".tmp-";
+
 /// Replaces `path` with `contents` so that a reader sees either the old or the
 /// new file, never a torn one, even across a crash: write a temporary file in
 /// the same directory (mode 0600), fsync it, rename it over `path`, fsync the
@@ -22,7 +26,9 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
         .parent()
         .ok_or_else(|| io::Error::other(format!("{} has no parent", path.display())))?;
     ensure_private_dir(dir)?;
-    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(TEMPORARY_PREFIX)
+        .tempfile_in(dir)?;
     tmp.write_all(contents)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;

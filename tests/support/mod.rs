@@ -763,3 +763,22 @@ pub fn real_agent_image() -> String {
     );
     tag
 }
+
+/// Runs `sh -c SCRIPT` in `dir` on the host, as the agent's side of a
+/// checkout (git with the agent's identity).
+pub fn work_in(dir: &Path, script: &str) {
+    let out = Command::new("sh")
+        .args(["-c", script])
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "agent")
+        .env("GIT_AUTHOR_EMAIL", "agent@jackin.dev")
+        .env("GIT_COMMITTER_NAME", "agent")
+        .env("GIT_COMMITTER_EMAIL", "agent@jackin.dev")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
