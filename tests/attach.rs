@@ -175,6 +175,55 @@ fn host_repo(dir: &Path) -> std::path::PathBuf {
     host
 }
 
+/// The discarded work of `instance` is listed, and comes back with the
+/// draft the fake agent left in its checkout.
+fn restores_the_draft(home: &Home, instance: &str, scratch: &Path) {
+    let listed = home.ok(&["get", "discarded"]);
+    assert!(
+        listed.contains(instance) && listed.contains("/workspace/app"),
+        "{listed}"
+    );
+    let to = scratch.join(format!("restored-{instance}"));
+    home.ok(&["restore-discarded", instance, "--to", to.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(to.join("draft.md")).unwrap(),
+        "draft\n"
+    );
+}
+
+/// `launch --clean` cleans the session up when it ends, whatever the
+/// workspace's policy: its unfinished work is saved first (issue 24), and
+/// comes back.
+#[test]
+fn launch_clean_saves_what_it_discards() {
+    ensure_busybox();
+    let home = Home::new();
+    applied_workspace(&home, "desk");
+    let scratch = tempfile::tempdir().unwrap();
+    let host = host_repo(scratch.path());
+    let template = instance_yaml_with(
+        "template",
+        &format!(
+            "  command: [sh, -c, {}]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+            serde_json::to_string(AGENT).unwrap(),
+            host.display()
+        ),
+    );
+    let template = home.write_input("template.yaml", &template);
+    let term = Terminal::start(
+        &home,
+        &format!(
+            "launch -w desk -r tester -a shell --clean --from {}",
+            template.display()
+        ),
+    );
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_until("done", "cleaned up");
+    drop(term);
+    assert!(!home.jackin(&["get", "tester-1"]).status.success());
+    restores_the_draft(&home, "tester-1", scratch.path());
+}
+
 /// Records (without converging) an instance running the fake agent on an
 /// isolated worktree of `host`.
 fn record_talker(home: &Home, name: &str, host: &Path) {
@@ -265,11 +314,13 @@ fn return_keep_resume_and_clean_up_through_the_plain_screens() {
         std::fs::read_to_string(unit.join("home/notes")).unwrap(),
         "first\nsecond\nthird\n"
     );
-    // Exit and clean up: nothing is left, the host repository untouched.
+    // Exit and clean up: nothing is left, the host repository untouched,
+    // and the draft the session left was saved first (issue 24).
     term.type_line("3");
     term.wait_for("cleaned up", 1);
     assert!(!home.jackin(&["get", "talker"]).status.success());
     assert!(!unit.exists());
+    restores_the_draft(&home, "talker", scratch.path());
     assert_eq!(
         git(
             &host,
