@@ -48,12 +48,23 @@ fn report_file(layout: &Layout, container: &str) -> PathBuf {
 }
 
 /// A file's modification time, in nanoseconds since the epoch.
-fn modified(path: &Path) -> Option<String> {
+fn modified(path: &Path) -> Option<u128> {
     let time = std::fs::symlink_metadata(path)
         .and_then(|m| m.modified())
         .ok()?;
     let since = time.duration_since(std::time::UNIX_EPOCH).ok()?;
-    Some(since.as_nanos().to_string())
+    Some(since.as_nanos())
+}
+
+/// What the report looked like: its modification time and its size
+/// (`<nanoseconds>+<bytes>`). The time alone misses a write: the kernel
+/// stamps files from a clock that ticks every few milliseconds, and the
+/// wrapper appends `try RUNG` within the tick of its `start` line (the
+/// suite caught a status that never saw the rung). The report only grows
+/// within a start, so the size tells.
+fn report_look(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    Some(format!("{}+{}", modified(path)?, meta.len()))
 }
 
 /// Whether the wrapper's start report changed since the status last took it
@@ -63,16 +74,14 @@ fn modified(path: &Path) -> Option<String> {
 /// (a status from before jackin recorded it), a report newer than the
 /// object counts.
 pub fn report_unseen(layout: &Layout, container: &str, seen: Option<&str>) -> bool {
-    let Some(report) = modified(&report_file(layout, container)) else {
+    let path = report_file(layout, container);
+    let Some(report) = report_look(&path) else {
         return false;
     };
     match seen {
         Some(seen) => report != seen,
-        None => {
-            let as_number = |t: &str| t.parse::<u128>().unwrap_or(0);
-            modified(&layout.object_file(container))
-                .is_none_or(|object| as_number(&report) > as_number(&object))
-        }
+        None => modified(&layout.object_file(container))
+            .is_none_or(|object| modified(&path).is_some_and(|report| report > object)),
     }
 }
 
@@ -204,7 +213,7 @@ const MAX_ERROR_CHARS: usize = 200;
 pub fn read_report(layout: &Layout, container: &str) -> Option<StartReport> {
     let path = report_file(layout, container);
     // Taken before the read: a write after it shows as a change.
-    let modified = modified(&path);
+    let modified = report_look(&path);
     let bytes = read_untrusted(&path, MAX_REPORT_BYTES).ok()?;
     let text = String::from_utf8_lossy(&bytes);
     let mut report = StartReport::default();
@@ -453,6 +462,23 @@ mod tests {
         assert!(
             report_unseen(&layout, "jk-1-a", taken.as_deref()),
             "changed since"
+        );
+
+        // The rung appended within the same tick of the kernel's clock: the
+        // time says nothing new, the size does.
+        let report = state.join("agent-start");
+        std::fs::write(&report, "start 2-2\n").unwrap();
+        let stamp = std::fs::metadata(&report).unwrap().modified().unwrap();
+        let taken = read_report(&layout, "jk-1-a").unwrap().modified;
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&report)
+            .unwrap();
+        std::io::Write::write_all(&mut file, b"try continue-requested\n").unwrap();
+        file.set_modified(stamp).unwrap();
+        assert!(
+            report_unseen(&layout, "jk-1-a", taken.as_deref()),
+            "appended"
         );
     }
 
