@@ -229,6 +229,12 @@ pub struct InstanceSpec {
     /// when omitted, else `sync`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_forward: Option<AuthForward>,
+    /// How a changed spec reaches the running session: `Manual` (only
+    /// `jackin rollout`) or `OnDrift` (the loop rolls it out by itself
+    /// when nobody is attached and the agent is idle, or at the next
+    /// start). The workspace's when omitted, else `Manual`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_policy: Option<UpdatePolicy>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -253,6 +259,7 @@ impl Default for InstanceSpec {
             engine: None,
             working_dir: None,
             auth_forward: None,
+            update_policy: None,
             mounts: Vec::new(),
             env: Vec::new(),
             sidecars: Vec::new(),
@@ -270,6 +277,20 @@ fn yes() -> bool {
 )]
 fn is_yes(value: &bool) -> bool {
     *value
+}
+
+/// How a spec changed after the recipe was pinned reaches the session.
+/// Restores always replay the pinned recipe; a rollout moves the session
+/// (its unit, home, conversation and checkouts kept) onto the current spec.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum UpdatePolicy {
+    /// Only when the operator asks (`jackin rollout NAME`); until then the
+    /// change shows as `SpecDrift`.
+    #[default]
+    Manual,
+    /// By itself: once nobody is attached and the agent is idle, or at the
+    /// session's next start, whichever comes first.
+    OnDrift,
 }
 
 /// The role whose repository's Dockerfile builds the image.
@@ -475,6 +496,25 @@ pub struct InstanceStatus {
     /// [`Instance::gave_up`]. Cleared when the instance converges.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failures: Option<Failures>,
+    /// The last rollout request handled: rolled out, or refused and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutRecord>,
+}
+
+/// A rollout request as the loop handled it. A request is handled once:
+/// a refused one waits for a new request (or, under `OnDrift`, a new
+/// change of the spec), never retried as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RolloutRecord {
+    /// The request: the operator's (annotation `jackin.dev/rollout`), or
+    /// `drift-<digest>` of the spec an `OnDrift` rollout moved to.
+    pub requested: String,
+    #[schemars(with = "String")]
+    pub at: Timestamp,
+    /// Why the request was not rolled out; absent when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// How many failed attempts in a row, each for a reason retrying cannot fix,
@@ -737,6 +777,11 @@ pub struct Recipe {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
     pub first_run_at: Option<Timestamp>,
+    /// Set when a rollout pinned this recipe: the image the session ran
+    /// before it. Until a container first runs from this recipe, a
+    /// container of the instance is the replaced recipe's, and goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
 }
 
 impl Recipe {

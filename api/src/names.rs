@@ -112,9 +112,22 @@ pub mod annotation {
     /// running`, `attach`, `launch`), like `kubectl rollout restart`: a
     /// settlement older than it no longer stands.
     pub const RESUME: &str = "jackin.dev/resume";
+    /// The time the operator last asked to move the session onto the
+    /// current spec (`jackin rollout`), as `kubectl rollout restart` stamps
+    /// `restartedAt`: a value the loop has not handled is a request.
+    pub const ROLLOUT: &str = "jackin.dev/rollout";
+    /// With [`ROLLOUT`], when its value equals it: the rollout may move the
+    /// session to another engine (`jackin rollout --move`).
+    pub const ROLLOUT_MOVE: &str = "jackin.dev/rollout-move";
     /// The only names under [`super::PREFIX`] an operator's manifest may
     /// set: each says what the operator wants.
-    pub const OPERATOR_SET: [&str; 3] = [ACKNOWLEDGE_DISCARD, EXIT_POLICY, RESUME];
+    pub const OPERATOR_SET: [&str; 5] = [
+        ACKNOWLEDGE_DISCARD,
+        EXIT_POLICY,
+        RESUME,
+        ROLLOUT,
+        ROLLOUT_MOVE,
+    ];
 }
 
 /// Condition types of `status.conditions`.
@@ -135,6 +148,8 @@ pub mod condition {
     pub const WORKSPACE_MISSING: &str = "WorkspaceMissing";
     /// The idle hooks recycled the container and it did not come back.
     pub const IDLE_RESTART: &str = "IdleRestart";
+    /// How the last rollout request went (rolled out, refused, failed).
+    pub const ROLLOUT: &str = "Rollout";
 }
 
 /// Condition reasons.
@@ -173,6 +188,13 @@ pub mod reason {
     pub const NON_INTERACTIVE: &str = "NonInteractive";
     // SpecDrift, MarkerMalformed, SessionOutcome.
     pub const SPEC_CHANGED: &str = "SpecChanged";
+    /// SpecDrift under `updatePolicy: OnDrift`: the rollout waits for the
+    /// operator to detach and the agent to go idle.
+    pub const ROLLOUT_WAITING: &str = "RolloutWaiting";
+    // Rollout.
+    pub const ROLLED_OUT: &str = "RolledOut";
+    pub const ROLLOUT_REFUSED: &str = "RolloutRefused";
+    pub const ROLLOUT_FAILED: &str = "RolloutFailed";
     pub const UNPARSABLE: &str = "Unparsable";
     pub const UNKNOWN: &str = "Unknown";
     // WorkspaceMissing.

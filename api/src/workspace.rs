@@ -92,6 +92,10 @@ pub struct WorkspaceSpec {
     /// how the operator's logins reach them (`sync` when omitted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_forward: Option<AuthForward>,
+    /// The default of `spec.updatePolicy` for the workspace's instances
+    /// (`Manual` when omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_policy: Option<crate::instance::UpdatePolicy>,
     /// Credential sets forwarded to every session, whatever its agent, as
     /// the agent's own are: a name alone for a built-in set (`{name: gh}`),
     /// or a set of files and variables.

@@ -58,6 +58,30 @@ pub enum Command {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Move sessions onto their current spec, keeping each one's unit
+    /// (home, conversation, checkouts, volumes): the recipe is pinned again
+    /// (the role rebuilt at its ref, the agent entry and engine resolved
+    /// again), then a running agent is stopped gracefully and its container
+    /// made anew (tier 2, or 3 for a new image). Like `kubectl rollout
+    /// restart`. A kept or ended session moves at its next start.
+    Rollout {
+        /// Instance names.
+        #[arg(value_name = "NAME")]
+        names: Vec<String>,
+        #[command(flatten)]
+        select: SelectArgs,
+        /// Print what would change (the recipe's fields, then the steps),
+        /// change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Allow a changed `spec.engine`: the session's container, network
+        /// and volumes are made anew on the other engine; its home and
+        /// checkouts stay on this host.
+        #[arg(long = "move")]
+        moving: bool,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// Remove instances and everything they own (desired phase Purged), or
     /// delete a workspace or agent (`delete workspace NAME`); `-f FILE`
     /// deletes what the file holds.

@@ -200,6 +200,20 @@ async fn run(cli: Cli) -> Result<()> {
             };
             cmd::set_phase::run(&targets, phase.into(), dry_run, force, &wait, verbose).await
         }
+        Command::Rollout {
+            names,
+            select,
+            dry_run,
+            moving,
+            wait,
+        } => {
+            let targets = cmd::select::Targets {
+                names: &names,
+                selector: select.selector.as_deref(),
+                files: &select.files,
+            };
+            cmd::rollout::run(&targets, dry_run, moving, &wait, verbose).await
+        }
         Command::Delete {
             targets,
             select,

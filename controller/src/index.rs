@@ -129,7 +129,13 @@ fn converged(obj: &Instance) -> bool {
         return false;
     };
     let ready = find_condition(&status.conditions, condition::READY).map(|c| c.reason.as_str());
-    status.observed_generation == obj.metadata.generation
+    // A rollout asked for and not handled yet, or an `OnDrift` rollout
+    // that waits, is looked at again at every pass.
+    let rollout_waits = find_condition(&status.conditions, condition::SPEC_DRIFT)
+        .is_some_and(|c| c.reason == reason::ROLLOUT_WAITING)
+        || jackin_reconcilers::rollout::operator_request(obj).is_some();
+    !rollout_waits
+        && status.observed_generation == obj.metadata.generation
         && matches!(
             (obj.desired_phase(), status.phase, ready),
             (

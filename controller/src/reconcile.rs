@@ -11,7 +11,7 @@ use futures::stream::FuturesUnordered;
 use jackin_api::ConditionStatus;
 use jackin_api::DesiredPhase;
 use jackin_api::instance::{
-    Instance, InstancePhase, MAX_FAILED_ATTEMPTS, MountStatus, RestoreRecord,
+    Instance, InstancePhase, MAX_FAILED_ATTEMPTS, MountStatus, Recipe, RestoreRecord, RolloutRecord,
 };
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{annotation, condition, reason};
@@ -20,7 +20,7 @@ use jackin_reconcilers::act::{self, ActError, Context};
 use jackin_reconcilers::decide::{Plan, Step, decide};
 use jackin_reconcilers::observe::{InstanceView, Observation};
 use jackin_reconcilers::recipe::ResolvedAgent;
-use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe, resume};
+use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe, resume, rollout};
 use jiff::Timestamp;
 
 use crate::engines::{Connected, EngineName, Engines, display_name};
@@ -351,8 +351,13 @@ impl Reconciler {
                 .await?;
             self.observe_conversation(&mut guard).await;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
+            view.rollout = self.rollout_now(&ctx, &guard, &view).await?;
             let plan = decide(&guard.obj, &view);
-            note_drift(&mut guard.obj, &ctx);
+            note_drift(
+                &mut guard.obj,
+                &ctx,
+                view.rollout == Some(rollout::Rollout::Wait),
+            );
             note_missing_workspace(&mut guard.obj, workspace.is_some());
             if let Some(digest) = &plan.blocked {
                 return block(&mut guard, name, digest);
@@ -377,6 +382,12 @@ impl Reconciler {
                 if self.execute(&ctx, &mut guard, &plan, name).await? {
                     return Ok(Outcome::Gone);
                 }
+                // A rollout moved the session to another engine: it goes on
+                // there, in a reconcile connected to it.
+                if self::engine_name(&guard.obj, workspace.as_ref()) != engine_name {
+                    drop(guard);
+                    return Box::pin(self.reconcile(name, None)).await;
+                }
             }
             let observed = Observation::of_instance(engine, &uid, pinned_image(&guard.obj)).await;
             fresh = note_engine(&mut guard, engine_name.as_deref(), observed)?;
@@ -396,7 +407,18 @@ impl Reconciler {
         name: &str,
     ) -> Result<bool, ReconcileError> {
         let status = guard.obj.status.get_or_insert_default();
-        if plan.target == InstancePhase::Running && status.phase != Some(InstancePhase::Launching) {
+        // A rollout's pin (or refusal) alone leaves the session as it is:
+        // it runs on as pinned until the next plan replaces it.
+        let bookkeeping = plan.steps.iter().all(|step| {
+            matches!(
+                step,
+                Step::RolloutRecipe { moving: false, .. } | Step::RefuseRollout { .. }
+            )
+        });
+        if plan.target == InstancePhase::Running
+            && !bookkeeping
+            && status.phase != Some(InstancePhase::Launching)
+        {
             status.phase = Some(InstancePhase::Launching);
             guard.save()?;
         }
@@ -426,7 +448,34 @@ impl Reconciler {
                 guard.obj.status.get_or_insert_default().phase = Some(plan.target);
                 guard.save()?;
             }
-            if let Err(error) = act::act(ctx, step, &mut guard.obj, &mut report).await {
+            let acted = match step {
+                // A move pins (builds, probes) on the engine it moves to.
+                Step::RolloutRecipe { moving: true, .. } => {
+                    let target = recipe::wanted_engine(&guard.obj, ctx.workspace);
+                    let target = self.engines.get(target.as_deref()).await?;
+                    let moved = Context {
+                        engine: &target.engine,
+                        addresses: &target.addresses,
+                        home: ctx.home.clone(),
+                        credentials_home: ctx.credentials_home.clone(),
+                        home_id: ctx.home_id.clone(),
+                        ..*ctx
+                    };
+                    act::act(&moved, step, &mut guard.obj, &mut report).await
+                }
+                _ => act::act(ctx, step, &mut guard.obj, &mut report).await,
+            };
+            if let Err(error) = acted {
+                if let Step::RolloutRecipe { requested, .. } = step {
+                    // The session runs on as pinned: nothing was stopped
+                    // yet. Not a failure of the session: none is counted.
+                    rollout_failed(&mut guard.obj, requested, &error.to_string());
+                    guard.save()?;
+                    return Err(ReconcileError::Step {
+                        step: step.describe(),
+                        error,
+                    });
+                }
                 // A purge tail that failed part-way may have taken the
                 // object's directory: the failure is then not written back.
                 if self.layout().object_file(&guard.container).exists() {
@@ -469,7 +518,15 @@ impl Reconciler {
             }
             guard.save()?;
             crate::fault::crash_point(step.kind());
-            if matches!(step, Step::StopContainer { .. }) {
+            if let Step::RolloutRecipe { moving: true, .. } = step {
+                // The recipe is pinned for another engine: this reconcile,
+                // connected to the one left, ends here (see `reconcile`).
+                break;
+            }
+            if matches!(
+                step,
+                Step::StopContainer { .. } | Step::RolloutRecipe { .. }
+            ) {
                 // How the session ended is read from the stopped container
                 // (its marker, else the engine's exit state) before anything
                 // removes it: the rest of the plan waits for the next look.
@@ -522,6 +579,19 @@ impl Reconciler {
         if !container.is_empty() {
             view.mounts = assess_checkouts(self.layout(), &container).await?;
         }
+        // A dry run never interrupts to look: a session an `OnDrift`
+        // rollout waits for is shown waiting.
+        let workspace = match &obj.spec.workspace {
+            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
+            None => None,
+        };
+        let agent = self.store.resolve_agent(&obj.spec.agent)?;
+        let parts = Parts {
+            workspace: workspace.as_ref(),
+            agent: agent.as_ref(),
+            home_id: self.layout().home_id().ok().flatten().unwrap_or_default(),
+        };
+        view.rollout = pending_rollout(&obj, &view, &parts, false);
         let mut plan = decide(&obj, &view);
         let blocked = plan.blocked.clone();
         if let Some(digest) = &blocked {
@@ -545,6 +615,84 @@ impl Reconciler {
             blocked,
             keep_cap,
         })
+    }
+
+    /// The recipe `obj`'s spec asks for today (its image filled in only
+    /// once pinned), and the parts it was resolved from.
+    pub fn wanted_recipe(&self, obj: &Instance) -> Result<Option<Recipe>, ReconcileError> {
+        let Some(container) = obj.status.as_ref().and_then(|s| s.container_name.as_ref()) else {
+            return Ok(None);
+        };
+        let workspace = match &obj.spec.workspace {
+            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
+            None => None,
+        };
+        let agent = self.store.resolve_agent(&obj.spec.agent)?;
+        Ok(Some(recipe::wanted(
+            obj,
+            workspace.as_ref(),
+            agent.as_ref(),
+            container,
+            std::env::home_dir().as_deref(),
+            &self.layout().home_id().ok().flatten().unwrap_or_default(),
+        )))
+    }
+
+    /// What a rollout of `obj` (its request stamped in its annotations)
+    /// would do, round by round, decided as the loop decides: the pin,
+    /// then (from a recipe as the pin would leave it) the stop of a running
+    /// container, then its replacement. Nothing is changed.
+    pub async fn preview_rollout(&self, obj: Instance) -> Result<Vec<Plan>, ReconcileError> {
+        let first = self.preview(obj.clone()).await?;
+        let mut plans = vec![first.plan.clone()];
+        let pinning = first.plan.steps.iter().find_map(|step| match step {
+            Step::RolloutRecipe { requested, .. } => Some(requested.clone()),
+            _ => None,
+        });
+        let (Some(requested), Some(wanted)) = (pinning, self.wanted_recipe(&obj)?) else {
+            return Ok(plans);
+        };
+        let Some(uid) = obj.metadata.uid.clone() else {
+            return Ok(plans);
+        };
+        let engine = self.engine_of(&obj).await?.engine;
+        let observation = Observation::of_instance(&engine, &uid, None).await?;
+        let mut after = obj;
+        let status = after.status.get_or_insert_default();
+        let pinned = status.recipe.clone().unwrap_or_default();
+        status.rollout = Some(RolloutRecord {
+            requested,
+            at: Timestamp::now(),
+            refused: None,
+        });
+        // The image is known once built: an image of its own says "new".
+        status.recipe = Some(Recipe {
+            image_id: match after.spec.image {
+                Some(_) => pinned.image_id.clone(),
+                None => String::new(),
+            },
+            replaces: Some(pinned.image_id.clone()),
+            first_run_at: None,
+            ..wanted
+        });
+        let mut view = observation.view(&uid, None);
+        view.image_present = true;
+        if !first.container.is_empty() {
+            view.mounts = assess_checkouts(self.layout(), &first.container).await?;
+        }
+        for _ in 0..2 {
+            let plan = decide(&after, &view);
+            let stopped = plan
+                .steps
+                .iter()
+                .any(|step| matches!(step, Step::StopContainer { .. }));
+            plans.push(plan);
+            match (stopped, view.container.as_mut()) {
+                (true, Some(container)) => container.running = false,
+                _ => break,
+            }
+        }
+        Ok(plans)
     }
 
     /// One pass over `rows` from a single snapshot of each engine they run
@@ -586,6 +734,89 @@ impl Reconciler {
             results.push((name, result));
         }
         results
+    }
+}
+
+/// How long an agent must have printed nothing, with nobody attached, for
+/// an `OnDrift` rollout to interrupt it.
+const ROLLOUT_QUIET: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The rollout to handle for `obj` now ([`rollout::pending`]), from the
+/// recipe its spec asks for today; `quiet`, whether the session may be
+/// interrupted. `None` before a recipe is pinned: a launch pins the spec.
+fn pending_rollout(
+    obj: &Instance,
+    view: &InstanceView,
+    parts: &Parts<'_>,
+    quiet: bool,
+) -> Option<rollout::Rollout> {
+    let status = obj.status.as_ref()?;
+    let (pinned, container) = (status.recipe.as_ref()?, status.container_name.as_ref()?);
+    let wanted = recipe::wanted(
+        obj,
+        parts.workspace,
+        parts.agent,
+        container,
+        std::env::home_dir().as_deref(),
+        &parts.home_id,
+    );
+    rollout::pending(
+        obj,
+        rollout::Inputs {
+            pinned,
+            wanted: &wanted,
+            policy: rollout::policy(obj, parts.workspace),
+            running: view.container.as_ref().is_some_and(|c| c.running),
+            quiet,
+            mounts: &view.mounts,
+        },
+    )
+}
+
+impl Reconciler {
+    /// The rollout to handle now. Under `OnDrift` a running session whose
+    /// spec drifted is looked at first (one attached-lock check, a log
+    /// query, two stats calls a second apart): it is interrupted only when
+    /// nobody is attached, it printed nothing for [`ROLLOUT_QUIET`], and
+    /// its CPU use is an idle one's.
+    async fn rollout_now(
+        &self,
+        ctx: &Context<'_>,
+        guard: &InstanceGuard,
+        view: &InstanceView,
+    ) -> Result<Option<rollout::Rollout>, ReconcileError> {
+        let parts = Parts {
+            workspace: ctx.workspace,
+            agent: ctx.agent,
+            home_id: ctx.home_id.clone(),
+        };
+        let pending = pending_rollout(&guard.obj, view, &parts, false);
+        let (Some(rollout::Rollout::Wait), Some(container)) = (&pending, &view.container) else {
+            return Ok(pending);
+        };
+        if crate::session::attached(self.layout(), &guard.container) {
+            return Ok(pending);
+        }
+        let since = Timestamp::now().as_second() - ROLLOUT_QUIET.as_secs() as i64;
+        if ctx.engine.output_since(&container.id, since).await? {
+            return Ok(pending);
+        }
+        let Some(before) = ctx.engine.usage(&container.id).await? else {
+            return Ok(pending);
+        };
+        let started = Timestamp::now();
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let Some(after) = ctx.engine.usage(&container.id).await? else {
+            return Ok(pending);
+        };
+        let busy = jackin_reconcilers::idle::busy(
+            (before.cpu_nanos, started),
+            (after.cpu_nanos, Timestamp::now()),
+        );
+        Ok(match busy {
+            true => pending,
+            false => pending_rollout(&guard.obj, view, &parts, true),
+        })
     }
 }
 
@@ -896,8 +1127,34 @@ fn note_missing_workspace(obj: &mut Instance, found: bool) {
     }
 }
 
-/// `SpecDrift` says which spec fields no longer match the pinned recipe.
-fn note_drift(obj: &mut Instance, ctx: &Context<'_>) {
+/// A rollout request that could not be pinned (a build that failed, an
+/// image that is not there): handled, so that it is not tried again as it
+/// is, and said in `Rollout`. The session runs on as pinned.
+fn rollout_failed(obj: &mut Instance, requested: &str, cause: &str) {
+    let name = obj.metadata.name.clone();
+    let status = obj.status.get_or_insert_default();
+    status.rollout = Some(RolloutRecord {
+        requested: requested.to_owned(),
+        at: Timestamp::now(),
+        refused: Some(format!("failed: {cause}")),
+    });
+    set_condition(
+        &mut status.conditions,
+        condition::ROLLOUT,
+        ConditionStatus::False,
+        reason::ROLLOUT_FAILED,
+        &format!(
+            "rollout {requested} failed, and the session runs on as pinned: {cause}; fix the \
+             cause, then `jackin rollout {name}` again"
+        ),
+        Timestamp::now(),
+    );
+}
+
+/// `SpecDrift` says which spec fields no longer match the pinned recipe,
+/// and how they reach the session: `waiting`, an `OnDrift` rollout waits
+/// for the session to be left alone; else `jackin rollout` moves it.
+fn note_drift(obj: &mut Instance, ctx: &Context<'_>, waiting: bool) {
     let Some(status) = obj.status.as_ref() else {
         return;
     };
@@ -913,18 +1170,35 @@ fn note_drift(obj: &mut Instance, ctx: &Context<'_>) {
         &ctx.home_id,
     );
     let fields = recipe::drift(pinned, &wanted);
+    let name = obj.metadata.name.clone();
     let status = obj.status.get_or_insert_default();
     if fields.is_empty() {
         remove_condition(&mut status.conditions, condition::SPEC_DRIFT);
     } else {
+        let (reason, how) = match waiting {
+            true => (
+                reason::ROLLOUT_WAITING,
+                format!(
+                    "updatePolicy OnDrift rolls it out once nobody is attached and the agent \
+                     is idle, or at its next start; `jackin rollout {name}` does it now"
+                ),
+            ),
+            false => (
+                reason::SPEC_CHANGED,
+                format!(
+                    "`jackin rollout {name}` moves it onto the new spec, keeping its home, \
+                     conversation and checkouts (`--dry-run` shows the change first)"
+                ),
+            ),
+        };
         set_condition(
             &mut status.conditions,
             condition::SPEC_DRIFT,
             ConditionStatus::True,
-            reason::SPEC_CHANGED,
+            reason,
             &format!(
                 "spec.{} changed after the recipe was pinned; the session keeps running as \
-                 pinned. Purge and apply again to launch a session with the new spec",
+                 pinned: {how}",
                 fields.join(", spec.")
             ),
             Timestamp::now(),

@@ -4,10 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
+use jackin_api::ConditionStatus;
 use jackin_api::agent::{StateKind, Strategy};
 use jackin_api::credentials::AuthForward;
-use jackin_api::instance::{Conversation, CredentialsStatus, Instance, InstancePhase, RoleSource};
-use jackin_api::names::{label, reason};
+use jackin_api::instance::{
+    Conversation, CredentialsStatus, Instance, InstancePhase, Recipe, RoleSource, RolloutRecord,
+};
+use jackin_api::meta::set_condition;
+use jackin_api::names::{condition, label, reason};
 use jackin_api::workspace::WorkspaceSpec;
 
 use crate::addresses::{AddressBook, AddressError};
@@ -23,7 +27,7 @@ use crate::isolation::{self, IsolationError};
 use crate::layout::Layout;
 use crate::recipe::{self, RecipeError, ResolvedAgent};
 use crate::secrets::{self, SecretError};
-use crate::{resume, session};
+use crate::{resume, rollout, session};
 
 /// Where the agent's home is mounted inside the container.
 pub const AGENT_HOME: &str = "/home/agent";
@@ -251,6 +255,32 @@ pub async fn act(
     let engine = ctx.engine;
     match step {
         Step::PinRecipe => pin(ctx, obj, &container, progress).await?,
+        Step::RolloutRecipe { requested, moving } => {
+            rollout_pin(ctx, obj, &container, requested, *moving, progress).await?;
+        }
+        Step::RefuseRollout { requested, why } => {
+            let message =
+                format!("rollout {requested} refused, and the session runs on as pinned: {why}");
+            let status = obj.status.get_or_insert_default();
+            status.rollout = Some(RolloutRecord {
+                requested: requested.clone(),
+                at: jiff::Timestamp::now(),
+                refused: Some(why.clone()),
+            });
+            set_condition(
+                &mut status.conditions,
+                condition::ROLLOUT,
+                ConditionStatus::False,
+                reason::ROLLOUT_REFUSED,
+                &message,
+                jiff::Timestamp::now(),
+            );
+            progress(Report::Note {
+                stage: None,
+                reason: reason::ROLLOUT_REFUSED,
+                message: &message,
+            });
+        }
         Step::RebuildImage => rebuild(ctx, obj, &container, progress).await?,
         Step::PrepareMounts => {
             let mounts = recipe_of(obj).mounts.clone();
@@ -447,7 +477,7 @@ async fn forward_credentials(
     Ok(())
 }
 
-fn recipe_of(obj: &Instance) -> &jackin_api::instance::Recipe {
+fn recipe_of(obj: &Instance) -> &Recipe {
     obj.status
         .as_ref()
         .and_then(|s| s.recipe.as_ref())
@@ -472,6 +502,138 @@ async fn pin(
     container: &str,
     progress: &mut (dyn FnMut(Report<'_>) + Send),
 ) -> Result<(), ActError> {
+    let mut pinned = resolve_recipe(ctx, obj, container, progress).await?;
+    // Pinned again before a first run: the engine stays the one pinned
+    // first, where this instance's objects may already be.
+    // A rollout's recipe pinned again (the spec changed once more before
+    // its container ran) is still a rollout: the unit's conversation goes on.
+    if let Some(earlier) = obj.status.as_ref().and_then(|s| s.recipe.as_ref()) {
+        pinned.engine = earlier.engine.clone();
+        pinned.replaces = earlier.replaces.clone();
+    }
+    let conversation = match (&pinned.replaces, obj.status.as_ref()) {
+        (Some(_), Some(status)) if status.conversation.is_some() => status.conversation.clone(),
+        _ => new_conversation(obj, &pinned),
+    };
+    let status = obj.status.get_or_insert_default();
+    status.conversation = conversation;
+    status.recipe = Some(pinned);
+    Ok(())
+}
+
+/// A rollout's pin: the recipe from the current spec, and the unit as it
+/// is. The conversation goes on when the agent is the same (its id, its
+/// history of starts); the checkouts the new recipe binds otherwise are
+/// retired (the rollout was refused if any of them held unfinished work).
+async fn rollout_pin(
+    ctx: &Context<'_>,
+    obj: &mut Instance,
+    container: &str,
+    requested: &str,
+    moving: bool,
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
+) -> Result<(), ActError> {
+    let earlier = recipe_of(obj).clone();
+    let mut pinned = resolve_recipe(ctx, obj, container, progress).await?;
+    if !moving {
+        pinned.engine = earlier.engine.clone();
+    }
+    pinned.replaces = Some(earlier.image_id.clone());
+    let retired = rollout::changed_checkouts(&earlier, &pinned);
+    if !retired.is_empty() {
+        let layout = ctx.layout.clone();
+        let (unit, dsts) = (
+            container.to_owned(),
+            retired
+                .iter()
+                .map(|(dst, _)| dst.clone())
+                .collect::<Vec<_>>(),
+        );
+        blocking(move || isolation::remove_where(&layout, &unit, |r| dsts.contains(&r.dst)))
+            .await?;
+        for (dst, change) in &retired {
+            progress(Report::Note {
+                stage: Some("workspace"),
+                reason: reason::ROLLED_OUT,
+                message: &format!(
+                    "retired the clean isolated checkout of {dst}: the new spec would {change}"
+                ),
+            });
+        }
+    }
+    let same_agent = |c: &Conversation| {
+        pinned
+            .agent
+            .as_ref()
+            .is_some_and(|a| a.name == c.agent && a.strategy == c.strategy)
+            && (c.strategy != Strategy::Id
+                || obj.spec.conversation_id.is_none()
+                || obj.spec.conversation_id == c.id)
+    };
+    let status = obj.status.get_or_insert_default();
+    let kept = status.conversation.take().filter(same_agent);
+    let conversation = match kept {
+        Some(conversation) => Some(conversation),
+        None => new_conversation(obj, &pinned),
+    };
+    let changed = rollout::diff(&earlier, &pinned);
+    let message = match changed.as_slice() {
+        [] => format!("rollout {requested}: pinned again from the unchanged spec"),
+        lines => format!("rollout {requested}: {}", lines.join("; ")),
+    };
+    let status = obj.status.get_or_insert_default();
+    status.conversation = conversation;
+    status.recipe = Some(pinned);
+    status.rollout = Some(RolloutRecord {
+        requested: requested.to_owned(),
+        at: jiff::Timestamp::now(),
+        refused: None,
+    });
+    set_condition(
+        &mut status.conditions,
+        condition::ROLLOUT,
+        ConditionStatus::True,
+        reason::ROLLED_OUT,
+        &message,
+        jiff::Timestamp::now(),
+    );
+    progress(Report::Note {
+        stage: None,
+        reason: reason::ROLLED_OUT,
+        message: &message,
+    });
+    Ok(())
+}
+
+/// A first conversation for a session pinned to `pinned`: the spec's id,
+/// else a new one, for an agent that takes ids.
+fn new_conversation(obj: &Instance, pinned: &Recipe) -> Option<Conversation> {
+    pinned.agent.as_ref().map(|agent| Conversation {
+        agent: agent.name.clone(),
+        strategy: agent.strategy,
+        id: (agent.strategy == Strategy::Id).then(|| {
+            obj.spec
+                .conversation_id
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+        }),
+        last_start: None,
+        fallbacks: 0,
+        start_stamp: None,
+        start_fallbacks: 0,
+        report_modified: None,
+    })
+}
+
+/// The recipe the spec asks for now, resolved: the role built (or the
+/// image looked up), the agent's program found (or installed), its
+/// version probed, the command, working directory and user filled in.
+async fn resolve_recipe(
+    ctx: &Context<'_>,
+    obj: &Instance,
+    container: &str,
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
+) -> Result<Recipe, ActError> {
     for dir in [
         ctx.layout.unit_dir(container).join("home"),
         ctx.layout.unit_dir(container).join("state"),
@@ -489,11 +651,6 @@ async fn pin(
         ctx.home.as_deref(),
         &ctx.home_id,
     );
-    // Pinned again before a first run: the engine stays the one pinned
-    // first, where this instance's objects may already be.
-    if let Some(earlier) = obj.status.as_ref().and_then(|s| s.recipe.as_ref()) {
-        pinned.engine = earlier.engine.clone();
-    }
     let defaults = match (&obj.spec.image, &obj.spec.role.source) {
         (Some(image), _) => {
             let found = ctx
@@ -584,25 +741,7 @@ async fn pin(
         let meta = std::fs::metadata(&unit).map_err(io(&unit))?;
         pinned.user = Some(format!("{}:{}", meta.uid(), meta.gid()));
     }
-    let conversation = pinned.agent.as_ref().map(|agent| Conversation {
-        agent: agent.name.clone(),
-        strategy: agent.strategy,
-        id: (agent.strategy == Strategy::Id).then(|| {
-            obj.spec
-                .conversation_id
-                .clone()
-                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
-        }),
-        last_start: None,
-        fallbacks: 0,
-        start_stamp: None,
-        start_fallbacks: 0,
-        report_modified: None,
-    });
-    let status = obj.status.get_or_insert_default();
-    status.conversation = conversation;
-    status.recipe = Some(pinned);
-    Ok(())
+    Ok(pinned)
 }
 
 /// Makes one of the instance's named volumes, labelled as its own; a
@@ -830,7 +969,7 @@ async fn install_agent(
     ctx: &Context<'_>,
     container: &str,
     role: &str,
-    recipe: &mut jackin_api::instance::Recipe,
+    recipe: &mut Recipe,
     base: &str,
     user: Option<&str>,
     progress: &mut (dyn FnMut(Report<'_>) + Send),

@@ -31,6 +31,7 @@ use jackin_api::names::annotation;
 
 use crate::assess::acknowledgement_digest;
 use crate::observe::InstanceView;
+use crate::rollout::{self, Rollout};
 
 /// One step of a plan: one engine call or one filesystem operation. A step
 /// on an engine object that was observed names it by the id the engine gave
@@ -41,6 +42,19 @@ pub enum Step {
     /// Resolve the image (build the role or look up `spec.image`) and pin
     /// the launch recipe into the status.
     PinRecipe,
+    /// A rollout: pin the recipe again from the current spec, keeping the
+    /// unit, its conversation and its checkouts (those the new spec binds
+    /// otherwise are retired, clean), and record the request handled.
+    /// The container then goes and is made anew from the new recipe.
+    RolloutRecipe {
+        requested: String,
+        moving: bool,
+    },
+    /// Record a rollout request as refused, and why; nothing else changes.
+    RefuseRollout {
+        requested: String,
+        why: String,
+    },
     /// Rebuild the pinned image at the pinned role commit and base (tier 3).
     RebuildImage,
     /// Make or verify the isolated checkouts the container binds.
@@ -95,6 +109,8 @@ impl Step {
     pub fn kind(&self) -> &'static str {
         match self {
             Step::PinRecipe => "pin-recipe",
+            Step::RolloutRecipe { .. } => "rollout-recipe",
+            Step::RefuseRollout { .. } => "refuse-rollout",
             Step::RebuildImage => "rebuild-image",
             Step::PrepareMounts => "prepare-mounts",
             Step::RemoveCheckouts => "remove-checkouts",
@@ -124,7 +140,7 @@ impl Step {
     /// (what a purge removes last).
     pub fn stage(&self) -> &'static str {
         match self {
-            Step::PinRecipe => "role",
+            Step::PinRecipe | Step::RolloutRecipe { .. } | Step::RefuseRollout { .. } => "role",
             Step::RebuildImage => "derived image",
             Step::PrepareMounts | Step::RemoveCheckouts => "workspace",
             Step::CreateNetwork | Step::RemoveNetwork { .. } | Step::RemoveExtraNetwork(_) => {
@@ -148,6 +164,14 @@ impl Step {
     pub fn describe(&self) -> String {
         match self {
             Step::PinRecipe => "pinning the launch recipe".into(),
+            Step::RolloutRecipe { moving: false, .. } => {
+                "pinning the recipe again from the current spec (rollout)".into()
+            }
+            Step::RolloutRecipe { moving: true, .. } => {
+                "pinning the recipe again from the current spec, on its engine (rollout --move)"
+                    .into()
+            }
+            Step::RefuseRollout { why, .. } => format!("refusing the rollout: {why}"),
             Step::RebuildImage => "rebuilding the image at the pinned commit".into(),
             Step::PrepareMounts => "preparing the isolated checkouts".into(),
             Step::RemoveCheckouts => {
@@ -336,8 +360,8 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
     let pinned = recipe.is_some();
     // A session the agent ended itself is over, not lost: nothing restarts
     // it until the operator resumes it.
-    let running = view.container.as_ref().is_some_and(|c| c.running);
-    if let (Some(code), false, true) = (view.session_ended, running, pinned) {
+    let runs = view.container.as_ref().is_some_and(|c| c.running);
+    if let (Some(code), false, true) = (view.session_ended, runs, pinned) {
         return Plan {
             steps: Vec::new(),
             tier: None,
@@ -354,6 +378,66 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
         };
     }
     let mut steps = Vec::new();
+    if let Some(recipe) = recipe {
+        match &view.rollout {
+            Some(Rollout::Go { requested, moving }) => {
+                return rollout(obj, view, requested, *moving);
+            }
+            Some(Rollout::Refuse { requested, why }) => {
+                steps.push(Step::RefuseRollout {
+                    requested: requested.clone(),
+                    why: why.clone(),
+                });
+            }
+            Some(Rollout::Wait) | None => {}
+        }
+        // A rollout pinned the recipe: the container is the one it
+        // replaces. It stops gracefully (the rest of the plan waits for the
+        // next look, which records how its session ended), then goes with
+        // its sidecars, and the ladder makes the new one from the recipe.
+        if rollout::replacing(recipe)
+            && let Some(c) = &view.container
+        {
+            if c.running {
+                return Plan {
+                    steps: vec![Step::StopContainer { id: c.id.clone() }],
+                    tier: None,
+                    target: InstancePhase::Running,
+                    blocked: None,
+                    cause: format!(
+                        "{}; a rollout pinned a new recipe: the container it replaces stops first",
+                        asked(obj, DesiredPhase::Running)
+                    ),
+                };
+            }
+            steps.push(Step::RemoveContainer { id: c.id.clone() });
+            steps.extend(view.sidecars.iter().map(|(name, c)| Step::RemoveSidecar {
+                name: name.clone(),
+                id: c.id.clone(),
+            }));
+            let replaced = InstanceView {
+                container: None,
+                sidecars: Default::default(),
+                ..view.clone()
+            };
+            let mut plan = running(obj, &replaced);
+            steps.append(&mut plan.steps);
+            plan.steps = steps;
+            // A new image is a rebuild: tier 3; the same image, tier 2.
+            plan.tier = Some(if recipe.replaces.as_deref() == Some(&recipe.image_id) {
+                2
+            } else {
+                3
+            });
+            plan.cause = format!(
+                "{}; a rollout pinned a new recipe: the container is made anew from it, the \
+                 unit kept (tier {})",
+                asked(obj, DesiredPhase::Running),
+                plan.tier.unwrap_or_default()
+            );
+            return plan;
+        }
+    }
     let tier = if !pinned {
         // A container created from a superseded recipe never ran: it goes
         // with its recipe.
@@ -407,6 +491,49 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
         target: InstancePhase::Running,
         blocked: None,
         cause: format!("{}; {cause}", asked(obj, DesiredPhase::Running)),
+    }
+}
+
+/// A rollout: the recipe pinned again from the current spec. On the same
+/// engine that is all this plan does; the next look replaces the container
+/// (see [`rollout::replacing`]). A move to another engine first takes away
+/// everything the session has on the one it leaves (gracefully, and in a
+/// plan of its own), since the objects of a recipe pinned elsewhere are
+/// never looked for here again; the unit stays.
+fn rollout(obj: &Instance, view: &InstanceView, requested: &str, moving: bool) -> Plan {
+    let pin = Step::RolloutRecipe {
+        requested: requested.to_owned(),
+        moving,
+    };
+    let cause = |what: &str| {
+        format!(
+            "{}; a rollout was asked for ({requested}): {what}",
+            asked(obj, DesiredPhase::Running)
+        )
+    };
+    let mut steps = Vec::new();
+    let what = if moving {
+        let running = view.container.as_ref().is_some_and(|c| c.running);
+        steps = teardown(view, true);
+        if running {
+            // The stop comes alone: its session is recorded before the rest.
+            steps.truncate(1);
+            "the session stops on the engine it leaves"
+        } else {
+            steps.extend(view.volumes.iter().cloned().map(Step::RemoveVolume));
+            steps.push(pin);
+            "its objects go from the engine it leaves, and the recipe is pinned for the new one"
+        }
+    } else {
+        steps.push(pin);
+        "the recipe is pinned again from the current spec, then the container is replaced"
+    };
+    Plan {
+        steps,
+        tier: None,
+        target: InstancePhase::Running,
+        blocked: None,
+        cause: cause(what),
     }
 }
 
@@ -645,6 +772,108 @@ mod tests {
         let mut observed = view(Some(true), true, true);
         observed.session_ended = Some(0);
         assert_eq!(decide(&obj, &observed).target, InstancePhase::Running);
+    }
+
+    /// A rollout pins first (the running session untouched, so that a
+    /// build that fails leaves it as it was), then stops the container it
+    /// replaces gracefully, then replaces it and its sidecars: tier 3 for a
+    /// new image, tier 2 for the same.
+    #[test]
+    fn a_rollout_pins_then_stops_then_replaces() {
+        let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        let go = Rollout::Go {
+            requested: "t1".into(),
+            moving: false,
+        };
+        let mut observed = view(Some(true), true, true);
+        observed.rollout = Some(go);
+        assert_eq!(
+            decide(&obj, &observed).steps,
+            [RolloutRecipe {
+                requested: "t1".into(),
+                moving: false
+            }]
+        );
+        // Pinned by the rollout: the running container is the old one.
+        let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
+        recipe.replaces = Some("sha256:0".into());
+        let mut running = view(Some(true), true, true);
+        running
+            .sidecars
+            .insert("cache".into(), container(true).unwrap());
+        assert_eq!(decide(&obj, &running).steps, [stop()]);
+        let mut stopped = running.clone();
+        stopped.container = container(false);
+        let plan = decide(&obj, &stopped);
+        assert_eq!(
+            plan.steps,
+            [
+                remove(),
+                RemoveSidecar {
+                    name: "cache".into(),
+                    id: ID.into()
+                },
+                CreateContainer,
+                start_new()
+            ]
+        );
+        assert_eq!(plan.tier, Some(3));
+        // The same image: tier 2. Once a container ran from it, the
+        // recipe is the session's like any other.
+        let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
+        recipe.replaces = Some(recipe.image_id.clone());
+        assert_eq!(decide(&obj, &stopped).tier, Some(2));
+        let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
+        recipe.first_run_at = Some(jiff::Timestamp::UNIX_EPOCH);
+        assert_eq!(decide(&obj, &view(Some(true), true, true)).steps, []);
+    }
+
+    #[test]
+    fn a_refused_rollout_is_recorded_and_the_session_left_as_it_is() {
+        let obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        let mut observed = view(Some(true), true, true);
+        observed.rollout = Some(Rollout::Refuse {
+            requested: "t1".into(),
+            why: "no".into(),
+        });
+        assert_eq!(
+            decide(&obj, &observed).steps,
+            [RefuseRollout {
+                requested: "t1".into(),
+                why: "no".into()
+            }]
+        );
+        observed.rollout = Some(Rollout::Wait);
+        assert_eq!(decide(&obj, &observed).steps, []);
+    }
+
+    /// A move takes the session's objects off the engine it leaves before
+    /// the recipe is pinned for the other: the stop alone first.
+    #[test]
+    fn a_move_clears_the_engine_it_leaves_first() {
+        let obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        let go = Some(Rollout::Go {
+            requested: "t1".into(),
+            moving: true,
+        });
+        let mut running = view(Some(true), true, true);
+        running.rollout = go.clone();
+        running.volumes = vec!["jk-1-a-dind-certs".into()];
+        assert_eq!(decide(&obj, &running).steps, [stop()]);
+        let mut stopped = running.clone();
+        stopped.container = container(false);
+        assert_eq!(
+            decide(&obj, &stopped).steps,
+            [
+                remove(),
+                remove_network(),
+                RemoveVolume("jk-1-a-dind-certs".into()),
+                RolloutRecipe {
+                    requested: "t1".into(),
+                    moving: true
+                }
+            ]
+        );
     }
 
     #[test]

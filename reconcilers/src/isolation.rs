@@ -915,7 +915,20 @@ fn make_checkout(record: &mut IsolationRecord) -> Result<(), IsolationError> {
 /// stays in the host repository and is returned, so that nothing committed
 /// is ever lost. The host repository's own branches and files stay.
 pub fn remove_all(layout: &Layout, container: &str) -> Result<Vec<String>, IsolationError> {
-    let records = read_records(layout, container)?;
+    remove_where(layout, container, |_| true)
+}
+
+/// Removes the isolated checkouts of the unit that `which` selects, as
+/// [`remove_all`] removes them all (a rollout retires those its new spec
+/// binds otherwise); the others stay recorded.
+pub fn remove_where(
+    layout: &Layout,
+    container: &str,
+    which: impl Fn(&IsolationRecord) -> bool,
+) -> Result<Vec<String>, IsolationError> {
+    let (records, staying): (Vec<_>, Vec<_>) = read_records(layout, container)?
+        .into_iter()
+        .partition(|record| which(record));
     let mut kept_branches = Vec::new();
     for record in &records {
         let src = record.src.as_str();
@@ -948,7 +961,7 @@ pub fn remove_all(layout: &Layout, container: &str) -> Result<Vec<String>, Isola
         remove_if_exists(Path::new(&record.path)).map_err(io(Path::new(&record.path)))?;
     }
     if !records.is_empty() {
-        write_records(layout, container, &[])?;
+        write_records(layout, container, &staying)?;
     }
     Ok(kept_branches)
 }

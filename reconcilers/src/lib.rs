@@ -26,6 +26,7 @@ pub mod policy;
 pub mod recipe;
 pub mod resume;
 pub mod retention;
+pub mod rollout;
 pub mod sandbox;
 pub mod secrets;
 pub mod session;

@@ -43,6 +43,9 @@ pub struct InstanceView {
     /// The exit code of the last session when the agent ended it on its own
     /// and its outcome is recorded (filled in by the caller from the marker).
     pub session_ended: Option<i64>,
+    /// A rollout to handle, decided by the caller from the spec as it
+    /// resolves now ([`crate::rollout::pending`]).
+    pub rollout: Option<crate::rollout::Rollout>,
 }
 
 /// A listed container's name, without the engine's leading `/`.

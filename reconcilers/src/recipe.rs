@@ -195,6 +195,7 @@ pub fn wanted(
         agent,
         credentials: Some(credentials),
         first_run_at: None,
+        replaces: None,
     }
 }
 

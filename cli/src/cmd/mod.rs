@@ -12,6 +12,7 @@ pub mod get;
 pub mod launch;
 pub mod logs;
 pub mod prune;
+pub mod rollout;
 pub mod select;
 pub mod set_phase;
 

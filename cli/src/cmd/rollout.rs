@@ -1,0 +1,160 @@
+//! `jackin rollout NAME…`: move sessions onto their current spec, keeping
+//! each one's unit (home, conversation, checkouts, volumes). Restores
+//! replay the pinned recipe; this pins it again, on purpose.
+
+use std::fmt::Write as _;
+
+use anyhow::{Result, bail};
+use jackin_api::Instance;
+use jackin_api::names::annotation;
+use jackin_controller::Reconciler;
+use jackin_controller::reconcile::assess_checkouts;
+use jackin_reconcilers::rollout;
+use jiff::Timestamp;
+
+use crate::args::WaitArgs;
+use crate::cmd::select::Targets;
+use crate::{connect, converge_and_report, open_store_to_change};
+
+pub async fn run(
+    targets: &Targets<'_>,
+    dry_run: bool,
+    moving: bool,
+    wait: &WaitArgs,
+    verbose: bool,
+) -> Result<()> {
+    let store = open_store_to_change()?;
+    let names = targets.resolve(&store)?.instances;
+    if names.is_empty() {
+        eprintln!("No instances found.");
+        return Ok(());
+    }
+    // Every name must exist before anything is written.
+    let current: Vec<Instance> = names
+        .iter()
+        .map(|name| store.get_instance(name))
+        .collect::<Result<_, _>>()?;
+    // The request is checked (and a dry run decided) against the engine:
+    // connect before writing anything.
+    let engines = connect().await?;
+    let reconciler = Reconciler::new(store.clone(), engines.clone());
+    let requested = Timestamp::now().to_string();
+    let mut refused = Vec::new();
+    let mut asked = Vec::new();
+    for obj in &current {
+        let name = &obj.metadata.name;
+        let pinned = obj.status.as_ref().and_then(|s| s.recipe.as_ref());
+        let (Some(pinned), Some(wanted)) = (pinned, reconciler.wanted_recipe(obj)?) else {
+            println!(
+                "instance/{name} has no pinned recipe yet: its first launch pins the current spec"
+            );
+            continue;
+        };
+        let container = obj
+            .status
+            .as_ref()
+            .and_then(|s| s.container_name.clone())
+            .unwrap_or_default();
+        let mounts = assess_checkouts(store.layout(), &container).await?;
+        if let Some(why) = rollout::refusal(pinned, &wanted, &mounts, moving) {
+            eprintln!("error: instance/{name} cannot be rolled out: {why}");
+            refused.push(name.clone());
+            continue;
+        }
+        if dry_run {
+            let mut stamped = obj.clone();
+            stamp(&mut stamped, &requested, moving);
+            let plans = reconciler.preview_rollout(stamped).await?;
+            print!("{}", render(name, &rollout::diff(pinned, &wanted), &plans));
+            continue;
+        }
+        // The move is stamped first: a controller that sees the request
+        // sees whether it may move.
+        if moving {
+            store.set_annotation(name, annotation::ROLLOUT_MOVE, Some(&requested))?;
+        }
+        store.set_annotation(name, annotation::ROLLOUT, Some(&requested))?;
+        match obj.desired_phase() {
+            jackin_api::DesiredPhase::Running => {
+                println!("instance/{name} rollout requested ({requested})");
+            }
+            phase => println!(
+                "instance/{name} rollout requested ({requested}); it is {phase}: the new spec is \
+                 pinned at its next start (`jackin set-phase {name} running`)"
+            ),
+        }
+        asked.push(name.clone());
+    }
+    if !dry_run {
+        converge_and_report(store.clone(), engines, &asked, wait, verbose).await?;
+        if !wait.no_wait {
+            for name in &asked {
+                report(&store.get_instance(name)?, &requested, &mut refused);
+            }
+        }
+    }
+    match refused.as_slice() {
+        [] => Ok(()),
+        names => bail!(
+            "not rolled out: {}; each runs on as pinned",
+            names
+                .iter()
+                .map(|n| format!("instance/{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// The request as `rollout` stamps it.
+fn stamp(obj: &mut Instance, requested: &str, moving: bool) {
+    let annotations = &mut obj.metadata.annotations;
+    annotations.insert(annotation::ROLLOUT.to_owned(), requested.to_owned());
+    if moving {
+        annotations.insert(annotation::ROLLOUT_MOVE.to_owned(), requested.to_owned());
+    }
+}
+
+/// How the loop handled the request, said once it converged.
+fn report(obj: &Instance, requested: &str, refused: &mut Vec<String>) {
+    let name = &obj.metadata.name;
+    let status = obj.status.as_ref();
+    let handled = status
+        .and_then(|s| s.rollout.as_ref())
+        .filter(|r| r.requested == requested);
+    let Some(record) = handled else {
+        return;
+    };
+    match &record.refused {
+        Some(why) => {
+            eprintln!("error: instance/{name} was not rolled out: {why}");
+            refused.push(name.clone());
+        }
+        None => {
+            let tier = status
+                .and_then(|s| s.restore.as_ref())
+                .filter(|r| r.at >= record.at)
+                .map(|r| format!(", tier {}", r.tier))
+                .unwrap_or_default();
+            println!("instance/{name} rolled out{tier}: its unit and conversation kept");
+        }
+    }
+}
+
+/// A dry run: what changes, then the plan of each round.
+fn render(name: &str, changes: &[String], plans: &[jackin_reconcilers::decide::Plan]) -> String {
+    let mut out = format!("instance/{name} rollout would (dry run):\n");
+    match changes {
+        [] => out.push_str("  change nothing in the spec (the recipe is pinned again as it is)\n"),
+        lines => {
+            for line in lines {
+                let _ = writeln!(out, "  change {}", crate::output::terminal_safe(line));
+            }
+        }
+    }
+    for (round, plan) in plans.iter().enumerate() {
+        let lead = if round == 0 { "then" } else { "and then" };
+        let _ = write!(out, "{lead} {}", plan.render());
+    }
+    out
+}

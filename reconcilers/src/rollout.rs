@@ -1,0 +1,519 @@
+//! Rollouts, decided: when a session moves onto the current spec, and what
+//! stops it. Pure; `decide` turns a rollout into steps, `act` runs them.
+//!
+//! Restores replay the pinned recipe, so that a session comes back as it
+//! was left, whatever the spec says today. A rollout is the deliberate
+//! opposite: the recipe is pinned again from the current spec (the role
+//! rebuilt at its ref, the agent's entry and the engine resolved again),
+//! and the container is replaced from it. Everything of the unit stays:
+//! its identity, the agent's home and conversation (the next start resumes
+//! it), the isolated checkouts and the kept volumes.
+//!
+//! A rollout is asked for by the operator (`jackin rollout NAME` stamps the
+//! annotation `jackin.dev/rollout` with the time, as `kubectl rollout
+//! restart` stamps `restartedAt`), or by the spec itself under
+//! `updatePolicy: OnDrift`, once the session may be interrupted: nobody is
+//! attached and the agent is idle, or its container does not run anyway.
+//! Each request is handled once (`status.rollout`): rolled out, or refused
+//! with the reason, never retried as it is.
+//!
+//! Some changes cannot be made in place, and are refused with the reason:
+//! a move to another engine (unless asked for with `--move`), and a change
+//! of an isolated checkout (its source, its isolation mode, or the mount
+//! dropped) while the checkout holds unfinished work.
+
+use jackin_api::instance::{Instance, Isolation, MountStatus, Recipe, UpdatePolicy};
+use jackin_api::names::annotation;
+use sha2::{Digest, Sha256};
+
+use crate::assess::has_unfinished_work;
+use crate::recipe;
+
+/// A rollout the loop is to handle now, or one that waits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rollout {
+    /// Pin the recipe again from the current spec and replace the
+    /// container. `moving`: the engine may change.
+    Go { requested: String, moving: bool },
+    /// Record the request as refused, and why: nothing else changes.
+    Refuse { requested: String, why: String },
+    /// `OnDrift`: the spec changed, and the rollout waits until nobody is
+    /// attached and the agent is idle (or the container stops).
+    Wait,
+}
+
+/// What a rollout is decided from.
+#[derive(Debug, Clone, Copy)]
+pub struct Inputs<'a> {
+    pub pinned: &'a Recipe,
+    /// The recipe the spec asks for now ([`recipe::wanted`]).
+    pub wanted: &'a Recipe,
+    /// The update policy in force (the instance's, else its workspace's).
+    pub policy: UpdatePolicy,
+    /// Whether the container runs.
+    pub running: bool,
+    /// Whether the session may be interrupted now: nobody attached, and
+    /// the agent idle. Only asked when a running session's spec drifted
+    /// under `OnDrift`.
+    pub quiet: bool,
+    /// The isolated checkouts, as assessed now.
+    pub mounts: &'a [MountStatus],
+}
+
+/// The update policy in force for `obj`: its own, else its workspace's,
+/// else `Manual`.
+pub fn policy(obj: &Instance, workspace: Option<&jackin_api::WorkspaceSpec>) -> UpdatePolicy {
+    obj.spec
+        .update_policy
+        .or_else(|| workspace.and_then(|w| w.update_policy))
+        .unwrap_or_default()
+}
+
+/// The operator's rollout request not handled yet, and whether it may move
+/// the session to another engine.
+pub fn operator_request(obj: &Instance) -> Option<(&str, bool)> {
+    let requested = obj.metadata.annotations.get(annotation::ROLLOUT)?;
+    if handled(obj) == Some(requested.as_str()) {
+        return None;
+    }
+    let moving = obj.metadata.annotations.get(annotation::ROLLOUT_MOVE) == Some(requested);
+    Some((requested, moving))
+}
+
+/// The last request the loop handled.
+fn handled(obj: &Instance) -> Option<&str> {
+    obj.status
+        .as_ref()
+        .and_then(|s| s.rollout.as_ref())
+        .map(|r| r.requested.as_str())
+}
+
+/// The rollout to handle for `obj` now, if any. `None`: nothing asks for
+/// one (or the request was handled).
+pub fn pending(obj: &Instance, inputs: Inputs<'_>) -> Option<Rollout> {
+    let (requested, moving) = match operator_request(obj) {
+        Some((requested, moving)) => (requested.to_owned(), moving),
+        None if inputs.policy == UpdatePolicy::OnDrift => {
+            let token = drift_token(inputs.pinned, inputs.wanted)?;
+            if handled(obj) == Some(token.as_str()) {
+                return None;
+            }
+            if inputs.running && !inputs.quiet {
+                return Some(Rollout::Wait);
+            }
+            (token, false)
+        }
+        None => return None,
+    };
+    match refusal(inputs.pinned, inputs.wanted, inputs.mounts, moving) {
+        Some(why) => Some(Rollout::Refuse { requested, why }),
+        None => Some(Rollout::Go { requested, moving }),
+    }
+}
+
+/// The request an `OnDrift` rollout answers: `drift-` and a digest of the
+/// spec it moves to, so that each change is rolled out (or refused) once.
+/// `None` when the spec asks for nothing the pinned recipe lacks.
+pub fn drift_token(pinned: &Recipe, wanted: &Recipe) -> Option<String> {
+    if recipe::drift(pinned, wanted).is_empty() {
+        return None;
+    }
+    // The generation moves with every change of the spec, the phase's too:
+    // it is not what the session runs.
+    let compared = Recipe {
+        generation: None,
+        ..wanted.clone()
+    };
+    let json = serde_json::to_vec(&compared).expect("a recipe serializes");
+    let digest: String = Sha256::digest(&json)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Some(format!("drift-{digest}"))
+}
+
+/// Why the session cannot be moved onto `wanted` in place, if it cannot.
+pub fn refusal(
+    pinned: &Recipe,
+    wanted: &Recipe,
+    mounts: &[MountStatus],
+    moving: bool,
+) -> Option<String> {
+    let mut why = Vec::new();
+    if pinned.engine != wanted.engine && !moving {
+        why.push(format!(
+            "spec.engine changed ({} to {}): the rollout would move the session to another \
+             engine; `jackin rollout NAME --move` moves it (its home and checkouts stay on this \
+             host, its container, network and volumes are made anew on the other engine)",
+            engine_name(pinned.engine.as_deref()),
+            engine_name(wanted.engine.as_deref())
+        ));
+    }
+    for (dst, change) in changed_checkouts(pinned, wanted) {
+        let Some(status) = mounts.iter().find(|m| m.dst == dst) else {
+            continue;
+        };
+        if has_unfinished_work(status) {
+            why.push(format!(
+                "the isolated checkout of {dst} holds unfinished work ({}), and the rollout \
+                 would {change}: commit and push it (or copy it out), then roll out again",
+                work_summary(status)
+            ));
+        }
+    }
+    (!why.is_empty()).then(|| why.join("; "))
+}
+
+/// The isolated checkouts of `pinned` that `wanted` no longer binds as they
+/// are (another source or isolation mode, or no such mount), with what
+/// would happen to each. A rollout retires them (when they are clean) and
+/// makes what `wanted` asks for.
+pub fn changed_checkouts(pinned: &Recipe, wanted: &Recipe) -> Vec<(String, String)> {
+    pinned
+        .mounts
+        .iter()
+        .filter(|m| m.isolation != Isolation::Shared)
+        .filter_map(|old| {
+            let change = match wanted.mounts.iter().find(|m| m.dst == old.dst) {
+                None => "no longer mount it".to_owned(),
+                Some(new) if new.isolation != old.isolation => format!(
+                    "switch it from {} to {}",
+                    old.isolation.as_str(),
+                    new.isolation.as_str()
+                ),
+                Some(new) if new.src != old.src => {
+                    format!("make it from {} instead of {}", new.src, old.src)
+                }
+                Some(_) => return None,
+            };
+            Some((old.dst.clone(), change))
+        })
+        .collect()
+}
+
+fn engine_name(engine: Option<&str>) -> &str {
+    engine.unwrap_or("the default engine")
+}
+
+fn work_summary(status: &MountStatus) -> String {
+    let mut parts = Vec::new();
+    if !status.dirty_files.is_empty() {
+        parts.push(format!("{} changed files", status.dirty_files.len()));
+    }
+    if !status.unpushed_branches.is_empty() {
+        parts.push(format!(
+            "unpushed commits on {}",
+            status.unpushed_branches.join(", ")
+        ));
+    }
+    parts.join(", ")
+}
+
+/// The lines of a rollout's dry run: each recipe field the rollout would
+/// change, as it is pinned and as the spec asks now. The image is only
+/// known once built: a role-built recipe says it is rebuilt at its ref.
+pub fn diff(pinned: &Recipe, wanted: &Recipe) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut field = |name: &str, before: String, after: String| {
+        if before != after {
+            lines.push(format!("{name}: {before} -> {after}"));
+        }
+    };
+    if wanted.image.is_empty() {
+        lines_for_role(pinned, wanted, &mut field);
+    } else {
+        field("image", pinned.image.clone(), wanted.image.clone());
+    }
+    if !wanted.command.is_empty() {
+        field("command", show(&pinned.command), show(&wanted.command));
+    }
+    if wanted.working_dir.is_some() {
+        field(
+            "workingDir",
+            show(&pinned.working_dir),
+            show(&wanted.working_dir),
+        );
+    }
+    field("mounts", show(&pinned.mounts), show(&wanted.mounts));
+    field("env", show(&pinned.env), show(&wanted.env));
+    field("sidecars", show(&pinned.sidecars), show(&wanted.sidecars));
+    field(
+        "engine",
+        engine_name(pinned.engine.as_deref()).to_owned(),
+        engine_name(wanted.engine.as_deref()).to_owned(),
+    );
+    if pinned.credentials.is_some() {
+        field(
+            "credentials",
+            show(&pinned.credentials),
+            show(&wanted.credentials),
+        );
+    }
+    let entry = |r: &Recipe| {
+        r.agent
+            .as_ref()
+            .map(|a| show(&(&a.name, &a.spec, a.strategy)))
+    };
+    if entry(pinned) != entry(wanted) {
+        field(
+            "agent",
+            entry(pinned).unwrap_or_default(),
+            entry(wanted).unwrap_or_default(),
+        );
+    }
+    lines
+}
+
+fn lines_for_role(pinned: &Recipe, wanted: &Recipe, field: &mut impl FnMut(&str, String, String)) {
+    field(
+        "role.source.git",
+        show(&pinned.role_source),
+        show(&wanted.role_source),
+    );
+    field(
+        "role.source.ref",
+        show(&pinned.role_ref),
+        show(&wanted.role_ref),
+    );
+    // Always said: the role is built again at its ref, which may have
+    // moved since (a new commit is a new image, and a tier 3 rollout).
+    let at = pinned.role_commit.as_deref().map_or("?", |c| short(c));
+    field(
+        "image",
+        format!("{} (built from commit {at})", pinned.image),
+        format!(
+            "built again from {} at {}",
+            wanted.role_source.as_deref().unwrap_or("?"),
+            wanted.role_ref.as_deref().unwrap_or("HEAD")
+        ),
+    );
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
+
+/// A value as one line of JSON (what a diff line shows).
+fn show<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// Whether `obj` waits for a rollout's container to be replaced: its
+/// recipe was pinned by a rollout and no container has run from it yet.
+pub fn replacing(recipe: &Recipe) -> bool {
+    recipe.replaces.is_some() && recipe.first_run_at.is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jackin_api::instance::MountSpec;
+    use jackin_api::{API_VERSION, ObjectMeta};
+
+    fn recipe() -> Recipe {
+        Recipe {
+            image: "img".into(),
+            command: vec!["agent".into()],
+            mounts: vec![MountSpec {
+                src: "/src/app".into(),
+                dst: "/workspace/app".into(),
+                readonly: false,
+                isolation: Isolation::Worktree,
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn instance(annotations: &[(&str, &str)], handled: Option<&str>) -> Instance {
+        let mut obj = Instance {
+            api_version: API_VERSION.into(),
+            kind: "Instance".into(),
+            metadata: ObjectMeta {
+                name: "a".into(),
+                annotations: annotations
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+                ..Default::default()
+            },
+            spec: Default::default(),
+            status: Some(Default::default()),
+        };
+        obj.status.as_mut().unwrap().rollout =
+            handled.map(|requested| jackin_api::instance::RolloutRecord {
+                requested: requested.into(),
+                at: jiff::Timestamp::UNIX_EPOCH,
+                refused: None,
+            });
+        obj
+    }
+
+    fn inputs<'a>(pinned: &'a Recipe, wanted: &'a Recipe, policy: UpdatePolicy) -> Inputs<'a> {
+        Inputs {
+            pinned,
+            wanted,
+            policy,
+            running: true,
+            quiet: false,
+            mounts: &[],
+        }
+    }
+
+    fn dirty(dst: &str) -> MountStatus {
+        MountStatus {
+            dst: dst.into(),
+            isolation: Isolation::Worktree,
+            dirty_files: vec!["M a.txt".into()],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn an_operator_request_is_handled_once() {
+        let (pinned, wanted) = (recipe(), recipe());
+        let asked = [(annotation::ROLLOUT, "t1")];
+        let go = pending(
+            &instance(&asked, None),
+            inputs(&pinned, &wanted, UpdatePolicy::Manual),
+        );
+        assert_eq!(
+            go,
+            Some(Rollout::Go {
+                requested: "t1".into(),
+                moving: false
+            })
+        );
+        let done = instance(&asked, Some("t1"));
+        assert_eq!(
+            pending(&done, inputs(&pinned, &wanted, UpdatePolicy::Manual)),
+            None
+        );
+        // With --move stamped alongside the same request.
+        let moving = instance(&[asked[0], (annotation::ROLLOUT_MOVE, "t1")], None);
+        assert!(matches!(
+            pending(&moving, inputs(&pinned, &wanted, UpdatePolicy::Manual)),
+            Some(Rollout::Go { moving: true, .. })
+        ));
+    }
+
+    #[test]
+    fn on_drift_waits_for_a_quiet_session_and_rolls_each_change_once() {
+        let pinned = recipe();
+        let mut wanted = recipe();
+        // Without a change, nothing, whatever the policy.
+        assert_eq!(
+            pending(
+                &instance(&[], None),
+                inputs(&pinned, &wanted, UpdatePolicy::OnDrift)
+            ),
+            None
+        );
+        wanted.command = vec!["agent".into(), "--new".into()];
+        // Manual: the change only shows as drift.
+        assert_eq!(
+            pending(
+                &instance(&[], None),
+                inputs(&pinned, &wanted, UpdatePolicy::Manual)
+            ),
+            None
+        );
+        let busy = inputs(&pinned, &wanted, UpdatePolicy::OnDrift);
+        assert_eq!(pending(&instance(&[], None), busy), Some(Rollout::Wait));
+        let quiet = Inputs {
+            quiet: true,
+            ..busy
+        };
+        let Some(Rollout::Go { requested, .. }) = pending(&instance(&[], None), quiet) else {
+            panic!("a quiet session rolls out");
+        };
+        assert!(requested.starts_with("drift-"), "{requested}");
+        // The container does not run: the next start rolls out.
+        let stopped = Inputs {
+            running: false,
+            ..busy
+        };
+        assert!(matches!(
+            pending(&instance(&[], None), stopped),
+            Some(Rollout::Go { .. })
+        ));
+        // Handled: not again, until the spec changes once more.
+        assert_eq!(pending(&instance(&[], Some(&requested)), quiet), None);
+        wanted.command.push("--newer".into());
+        let again = inputs(&pinned, &wanted, UpdatePolicy::OnDrift);
+        assert!(matches!(
+            pending(
+                &instance(&[], Some(&requested)),
+                Inputs {
+                    quiet: true,
+                    ..again
+                }
+            ),
+            Some(Rollout::Go { .. })
+        ));
+        // A change of the generation alone (a phase change) is no drift.
+        let same = Recipe {
+            generation: Some(9),
+            ..wanted.clone()
+        };
+        assert_eq!(drift_token(&pinned, &same), drift_token(&pinned, &wanted));
+    }
+
+    #[test]
+    fn what_cannot_change_in_place_is_refused_with_the_reason() {
+        let pinned = recipe();
+        // Another engine: only with --move.
+        let elsewhere = Recipe {
+            engine: Some("build-box".into()),
+            ..recipe()
+        };
+        let why = refusal(&pinned, &elsewhere, &[], false).expect("refused");
+        assert!(why.contains("--move"), "{why}");
+        assert_eq!(refusal(&pinned, &elsewhere, &[], true), None);
+        // A worktree switched to a clone: refused while it holds work,
+        // retired when it is clean.
+        let mut cloned = recipe();
+        cloned.mounts[0].isolation = Isolation::Clone;
+        let why = refusal(&pinned, &cloned, &[dirty("/workspace/app")], false).expect("refused");
+        assert!(
+            why.contains("/workspace/app") && why.contains("switch it from worktree to clone"),
+            "{why}"
+        );
+        let clean = MountStatus {
+            dirty_files: Vec::new(),
+            ..dirty("/workspace/app")
+        };
+        assert_eq!(refusal(&pinned, &cloned, &[clean], false), None);
+        assert_eq!(changed_checkouts(&pinned, &cloned).len(), 1);
+        // Dropped with work in it: refused too.
+        let dropped = Recipe {
+            mounts: Vec::new(),
+            ..recipe()
+        };
+        let why = refusal(&pinned, &dropped, &[dirty("/workspace/app")], false).expect("refused");
+        assert!(why.contains("no longer mount it"), "{why}");
+        // An unchanged checkout with work in it moves along as it is.
+        assert_eq!(
+            refusal(&pinned, &recipe(), &[dirty("/workspace/app")], false),
+            None
+        );
+    }
+
+    #[test]
+    fn the_diff_names_what_changes() {
+        let pinned = recipe();
+        let mut wanted = recipe();
+        wanted.command = vec!["agent".into(), "--new".into()];
+        wanted.env.push(jackin_api::instance::EnvVar {
+            name: "MODE".into(),
+            value: Some("dev".into()),
+            value_from: None,
+        });
+        let lines = diff(&pinned, &wanted);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with("command: [\"agent\"] -> "),
+            "{lines:?}"
+        );
+        assert!(lines[1].starts_with("env: [] -> "), "{lines:?}");
+    }
+}
