@@ -148,14 +148,19 @@ fn a_one_shot_apply_fails_only_the_instances_of_an_engine_that_is_down() {
     assert_eq!(ready_reason(&home, "far"), "EngineUnreachable");
 }
 
+/// A changed `spec.engine` only reports drift; a rollout refuses it, and
+/// `rollout --move` moves the session: its objects go from the engine it
+/// leaves and are made on the other, its unit stays.
 #[test]
-fn a_running_instance_never_moves_to_another_engine() {
+fn a_running_instance_moves_to_another_engine_only_when_told() {
     ensure_busybox();
     let far = PrivateEngine::start();
     far.ensure_busybox();
     let home = Home::new();
     home.apply("moving", &instance_on("moving", Some(far.url())));
     let id = uid(&home, "moving");
+    let unit = home.path().join("data").join(home.container("moving"));
+    std::fs::write(unit.join("home/keep.txt"), "mine\n").unwrap();
     // The spec now names the default engine.
     home.apply("moving", &instance_on("moving", None));
     let obj = home.object("moving");
@@ -167,11 +172,24 @@ fn a_running_instance_never_moves_to_another_engine() {
     assert_eq!(containers(Some(&far), &id).len(), 1);
     assert!(containers(None, &id).is_empty());
     assert_eq!(obj["status"]["recipe"]["engine"], far.url());
-    // Purged, it goes from where it ran, and a new session takes the new
-    // engine.
-    home.ok(&["set-phase", "moving", "purged"]);
-    assert!(containers(Some(&far), &id).is_empty());
-    home.apply("moving", &instance_on("moving", None));
-    let id = uid(&home, "moving");
+    // A rollout does not move it unless told.
+    let err = home.fails(&["rollout", "moving"]);
+    assert!(err.contains("--move"), "{err}");
+    assert_eq!(containers(Some(&far), &id).len(), 1);
+    let out = home.ok(&["rollout", "moving", "--move"]);
+    assert!(out.contains("instance/moving rolled out"), "{out}");
+    assert!(containers(Some(&far), &id).is_empty(), "gone from far");
     assert_eq!(containers(None, &id).len(), 1);
+    let obj = home.object("moving");
+    assert_eq!(obj["status"]["phase"], "Running");
+    assert!(obj["status"]["recipe"].get("engine").is_none(), "{obj}");
+    assert_eq!(uid(&home, "moving"), id, "the same instance");
+    assert_eq!(
+        std::fs::read_to_string(unit.join("home/keep.txt")).unwrap(),
+        "mine\n"
+    );
+    // Purged, it goes from where it runs now.
+    home.ok(&["set-phase", "moving", "purged"]);
+    assert!(containers(None, &id).is_empty());
+    assert!(containers(Some(&far), &id).is_empty());
 }
