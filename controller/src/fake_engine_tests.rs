@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use jackin_api::instance::{InstancePhase, SettledBy};
 use jackin_api::meta::{find_condition, is_condition_true};
-use jackin_api::names::{condition, label, reason};
+use jackin_api::names::{annotation, condition, label, reason};
 use jackin_api::{DesiredPhase, Instance, Object, manifest};
 use jackin_reconcilers::Layout;
 use jackin_reconcilers::decide::Step;
@@ -828,6 +828,61 @@ async fn the_dry_run_of_an_apply_is_what_the_apply_then_does() {
             .any(|s| matches!(s, Step::StopContainer { .. })),
         "{taken:?}"
     );
+}
+
+/// A rollout's dry run, round by round, is what the rollout then does: the
+/// pin, the graceful stop, the replacement; the conversation stays.
+#[tokio::test]
+async fn the_dry_run_of_a_rollout_is_what_the_rollout_does() {
+    let w = World::new();
+    w.launch("a", "  env: [{name: MODE, value: one}]\n").await;
+    let conversation = w.obj("a").status.unwrap().conversation;
+    w.apply("a", "  env: [{name: MODE, value: two}]\n");
+    w.reconcile("a").await;
+    let mut asked = w.obj("a");
+    asked
+        .metadata
+        .annotations
+        .insert(annotation::ROLLOUT.into(), "t1".into());
+    let planned: Vec<Step> = w
+        .reconciler
+        .preview_rollout(asked)
+        .await
+        .unwrap()
+        .into_iter()
+        .flat_map(|plan| plan.steps)
+        .collect();
+    w.store
+        .set_annotation("a", annotation::ROLLOUT, Some("t1"))
+        .unwrap();
+    let (outcome, taken) = reconcile_with_steps(&w, "a").await;
+    assert_eq!(planned, taken);
+    let kinds: Vec<&str> = taken.iter().map(Step::kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            "rollout-recipe",
+            "stop-container",
+            "remove-container",
+            "create-container",
+            "forward-credentials",
+            "start-container"
+        ]
+    );
+    assert_eq!(
+        outcome,
+        Outcome::Converged {
+            phase: InstancePhase::Running,
+            tier: Some(2)
+        }
+    );
+    let obj = w.obj("a");
+    let status = obj.status.unwrap();
+    assert_eq!(status.conversation, conversation);
+    assert_eq!(status.recipe.unwrap().env[0].value.as_deref(), Some("two"));
+    assert!(!is_condition_true(&status.conditions, condition::SPEC_DRIFT));
+    // Handled: the same request does nothing again.
+    assert!(reconcile_recording_steps(&w, "a").await.is_empty());
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use anyhow::{Result, bail};
-use jackin_api::Instance;
+use jackin_api::{DesiredPhase, Instance};
 use jackin_api::names::annotation;
 use jackin_controller::Reconciler;
 use jackin_controller::reconcile::assess_checkouts;
@@ -66,6 +66,12 @@ pub async fn run(
             stamp(&mut stamped, &requested, moving);
             let plans = reconciler.preview_rollout(stamped).await?;
             print!("{}", render(name, &rollout::diff(pinned, &wanted), &plans));
+            if obj.desired_phase() != DesiredPhase::Running {
+                println!(
+                    "(it is {}: the new spec would be pinned at its next start)",
+                    obj.desired_phase()
+                );
+            }
             continue;
         }
         // The move is stamped first: a controller that sees the request
@@ -74,8 +80,13 @@ pub async fn run(
             store.set_annotation(name, annotation::ROLLOUT_MOVE, Some(&requested))?;
         }
         store.set_annotation(name, annotation::ROLLOUT, Some(&requested))?;
+        // A rollout is the operator trying again: failures counted toward
+        // giving up no longer count, as after a resume.
+        if obj.failures().is_some() {
+            store.request_resume(name)?;
+        }
         match obj.desired_phase() {
-            jackin_api::DesiredPhase::Running => {
+            DesiredPhase::Running => {
                 println!("instance/{name} rollout requested ({requested})");
             }
             phase => println!(
