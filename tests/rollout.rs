@@ -215,7 +215,7 @@ fn a_role_commit_that_changes_the_image_is_rolled_out_at_tier_3() {
 }
 
 #[test]
-fn what_cannot_change_in_place_is_refused_and_nothing_changes() {
+fn what_cannot_change_in_place_is_refused_and_a_clean_checkout_is_made_anew() {
     ensure_busybox();
     let home = Home::new();
     let scratch = tempfile::tempdir().unwrap();
@@ -247,10 +247,24 @@ fn what_cannot_change_in_place_is_refused_and_nothing_changes() {
     home.assert_unchanged(&snapshot, "a refused rollout");
     assert_eq!(container_id(&home, "fixed"), id);
 
+    // Once the work is finished elsewhere, the clean worktree is retired
+    // and a clone made in its place.
+    std::fs::remove_file(checkout.join("wip.txt")).unwrap();
+    let out = home.ok(&["rollout", "fixed"]);
+    assert!(out.contains("instance/fixed rolled out"), "{out}");
+    let mounts = &home.object("fixed")["status"]["mounts"];
+    assert_eq!(mounts[0]["isolation"], "clone", "{mounts}");
+    assert!(!checkout.exists(), "the worktree is gone");
+    let worktrees = git(&host, &["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+    let clone = home.checkout("fixed");
+    std::fs::write(clone.join("wip.txt"), "unsaved\n").unwrap();
+    let id = container_id(&home, "fixed");
+
     // Another engine: only with --move.
     home.apply(
         "f.yaml",
-        &yaml("worktree", "  engine: unix:///nonexistent/docker.sock\n"),
+        &yaml("clone", "  engine: unix:///nonexistent/docker.sock\n"),
     );
     let snapshot = home.snapshot();
     let err = home.fails(&["rollout", "fixed"]);
@@ -261,7 +275,7 @@ fn what_cannot_change_in_place_is_refused_and_nothing_changes() {
     home.assert_unchanged(&snapshot, "a rollout to another engine without --move");
     assert_eq!(container_id(&home, "fixed"), id);
     assert_eq!(
-        std::fs::read_to_string(checkout.join("wip.txt")).unwrap(),
+        std::fs::read_to_string(clone.join("wip.txt")).unwrap(),
         "unsaved\n"
     );
 }

@@ -880,7 +880,10 @@ async fn the_dry_run_of_a_rollout_is_what_the_rollout_does() {
     let status = obj.status.unwrap();
     assert_eq!(status.conversation, conversation);
     assert_eq!(status.recipe.unwrap().env[0].value.as_deref(), Some("two"));
-    assert!(!is_condition_true(&status.conditions, condition::SPEC_DRIFT));
+    assert!(!is_condition_true(
+        &status.conditions,
+        condition::SPEC_DRIFT
+    ));
     // Handled: the same request does nothing again.
     assert!(reconcile_recording_steps(&w, "a").await.is_empty());
 }

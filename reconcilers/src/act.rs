@@ -287,6 +287,53 @@ pub async fn act(
             let layout = ctx.layout.clone();
             blocking(move || isolation::prepare(&layout, &container, &mounts)).await?;
         }
+        Step::RetireCheckouts => {
+            // The container that bound them is gone: nothing writes them
+            // now. What they hold unfinished is saved first, as for any
+            // discard, though a rollout refuses to retire unfinished work.
+            let mounts = recipe_of(obj).mounts.clone();
+            let layout = ctx.layout.clone();
+            let instance = obj.metadata.name.clone();
+            let (saved, retired) = blocking(move || {
+                let stale = |record: &isolation::IsolationRecord| {
+                    !mounts.iter().any(|m| {
+                        m.dst == record.dst
+                            && m.src == record.src
+                            && m.isolation == record.isolation
+                    })
+                };
+                let retired: Vec<String> = isolation::read_records(&layout, &container)?
+                    .iter()
+                    .filter(|record| stale(record))
+                    .map(|record| record.dst.clone())
+                    .collect();
+                let saved = discard::save_where(&layout, &container, &instance, stale)
+                    .map_err(|e| ActError::Discard(Box::new(e)))?;
+                isolation::remove_where(&layout, &container, stale)?;
+                Ok::<_, ActError>((saved, retired))
+            })
+            .await?;
+            for dst in &retired {
+                let message = match saved.checkouts.iter().find(|c| &c.dst == dst) {
+                    Some(checkout) => format!(
+                        "retired the isolated checkout of {dst}, which the new spec binds \
+                         otherwise; its unfinished work was saved first: {}; `jackin \
+                         restore-discarded {}` brings it back",
+                        checkout.summary(),
+                        saved.save
+                    ),
+                    None => format!(
+                        "retired the clean isolated checkout of {dst}, which the new spec binds \
+                         otherwise"
+                    ),
+                };
+                progress(Report::Note {
+                    stage: None,
+                    reason: reason::ROLLED_OUT,
+                    message: &message,
+                });
+            }
+        }
         Step::RemoveCheckouts => {
             // Every discard comes here: the unfinished work is saved first,
             // and nothing is deleted unless the save succeeded.
@@ -539,28 +586,6 @@ async fn rollout_pin(
         pinned.engine = earlier.engine.clone();
     }
     pinned.replaces = Some(earlier.image_id.clone());
-    let retired = rollout::changed_checkouts(&earlier, &pinned);
-    if !retired.is_empty() {
-        let layout = ctx.layout.clone();
-        let (unit, dsts) = (
-            container.to_owned(),
-            retired
-                .iter()
-                .map(|(dst, _)| dst.clone())
-                .collect::<Vec<_>>(),
-        );
-        blocking(move || isolation::remove_where(&layout, &unit, |r| dsts.contains(&r.dst)))
-            .await?;
-        for (dst, change) in &retired {
-            progress(Report::Note {
-                stage: Some("workspace"),
-                reason: reason::ROLLED_OUT,
-                message: &format!(
-                    "retired the clean isolated checkout of {dst}: the new spec would {change}"
-                ),
-            });
-        }
-    }
     let same_agent = |c: &Conversation| {
         pinned
             .agent

@@ -97,6 +97,11 @@ pub enum Step {
     StampPurging,
     /// Remove the isolated checkouts (worktrees through git).
     RemoveCheckouts,
+    /// After a rollout, once the container that bound them is gone: retire
+    /// the isolated checkouts the new recipe binds otherwise (another
+    /// source or isolation mode, or no such mount), their unfinished work
+    /// saved first; the ladder's `PrepareMounts` makes the new ones.
+    RetireCheckouts,
     /// The purge tail, one step because it is one change of state: the
     /// unit directory, the sockets directory and the unit lock go, then the
     /// index row, last, so that a crash anywhere before leaves a row that
@@ -114,6 +119,7 @@ impl Step {
             Step::RebuildImage => "rebuild-image",
             Step::PrepareMounts => "prepare-mounts",
             Step::RemoveCheckouts => "remove-checkouts",
+            Step::RetireCheckouts => "retire-checkouts",
             Step::CreateNetwork => "create-network",
             Step::CreateVolume(_) => "create-volume",
             Step::CreateSidecar(_) => "create-sidecar",
@@ -142,7 +148,7 @@ impl Step {
         match self {
             Step::PinRecipe | Step::RolloutRecipe { .. } | Step::RefuseRollout { .. } => "role",
             Step::RebuildImage => "derived image",
-            Step::PrepareMounts | Step::RemoveCheckouts => "workspace",
+            Step::PrepareMounts | Step::RemoveCheckouts | Step::RetireCheckouts => "workspace",
             Step::CreateNetwork | Step::RemoveNetwork { .. } | Step::RemoveExtraNetwork(_) => {
                 "network"
             }
@@ -176,6 +182,9 @@ impl Step {
             Step::PrepareMounts => "preparing the isolated checkouts".into(),
             Step::RemoveCheckouts => {
                 "removing the isolated checkouts (their unfinished work saved first)".into()
+            }
+            Step::RetireCheckouts => {
+                "retiring the isolated checkouts the new spec binds otherwise".into()
             }
             Step::CreateNetwork => "creating the network".into(),
             Step::CreateVolume(n) => format!("creating volume {n}"),
@@ -415,6 +424,9 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
                 name: name.clone(),
                 id: c.id.clone(),
             }));
+            if !view.mounts.is_empty() {
+                steps.push(Step::RetireCheckouts);
+            }
             let replaced = InstanceView {
                 container: None,
                 sidecars: Default::default(),

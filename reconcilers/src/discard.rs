@@ -333,7 +333,21 @@ pub fn save_before_discard(
     container: &str,
     instance: &str,
 ) -> Result<Saved, DiscardError> {
-    let records = isolation::read_records(layout, container)?;
+    save_where(layout, container, instance, |_| true)
+}
+
+/// [`save_before_discard`] of the checkouts that `which` selects (those a
+/// rollout retires).
+pub fn save_where(
+    layout: &Layout,
+    container: &str,
+    instance: &str,
+    which: impl Fn(&IsolationRecord) -> bool,
+) -> Result<Saved, DiscardError> {
+    let records: Vec<_> = isolation::read_records(layout, container)?
+        .into_iter()
+        .filter(|record| which(record))
+        .collect();
     let name = save_name(instance, container);
     let dir = save_dir(layout, &name);
     // Read when first needed: a home with nothing to save never has one.

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use anyhow::{Result, bail};
-use jackin_api::{DesiredPhase, Instance};
 use jackin_api::names::annotation;
+use jackin_api::{DesiredPhase, Instance};
 use jackin_controller::Reconciler;
 use jackin_controller::reconcile::assess_checkouts;
 use jackin_reconcilers::rollout;
