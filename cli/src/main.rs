@@ -21,6 +21,7 @@ use crate::args::{Cli, Command, LogFormat, WaitArgs};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.log_format);
+    name_this_process();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -62,6 +63,22 @@ fn main() -> ExitCode {
             failure
         }
     }
+}
+
+/// Names this process for the errors that say whose environment a
+/// `hostEnv` secret was looked up in: the process that starts a container
+/// resolves its secrets, and a controller started without a variable does
+/// not see it, whatever the operator's shell holds now.
+fn name_this_process() {
+    let command = Cli::command();
+    let verb = std::env::args()
+        .skip(1)
+        .find(|arg| command.get_subcommands().any(|c| c.get_name() == arg));
+    jackin_reconcilers::secrets::set_process(match verb.as_deref() {
+        Some("controller") => "the jackin controller".to_owned(),
+        Some(verb) => format!("this `jackin {verb}`"),
+        None => "this jackin process".to_owned(),
+    });
 }
 
 /// A command line that does not say what to do (a missing or contradictory
