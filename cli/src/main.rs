@@ -152,8 +152,7 @@ fn init_logging(verbose: u8, format: LogFormat) {
 }
 
 fn open_store() -> Result<Store> {
-    let layout = Layout::from_env()
-        .ok_or_else(|| anyhow!("cannot find a home directory; set JACKIN_HOME"))?;
+    let layout = Layout::from_env().map_err(|message| anyhow!("{message}"))?;
     let (store, repair) = Store::open(layout)?;
     match repair {
         Some(IndexRepair::Rebuilt { units }) => {
@@ -189,14 +188,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Apply(args) => cmd::apply::run(open_store_to_change, &args, verbose).await,
         Command::Diff(args) => cmd::apply::diff(&open_store()?, &args),
         Command::Get(args) => cmd::get::run(&open_store()?, &args).await,
-        Command::Describe { first, name } => match (first.as_str(), name) {
-            ("workspace" | "ws", Some(name)) => cmd::describe::workspace(&name),
-            (instance, None) => cmd::describe::run(instance).await,
-            (kind, Some(_)) => Err(UsageError(format!(
-                "cannot describe a {kind:?}: expected an instance name, or workspace NAME"
-            ))
-            .into()),
-        },
+        Command::Describe { first, name } => cmd::describe::run(&first, name.as_deref()).await,
         Command::SetPhase {
             mut targets,
             select,
@@ -255,11 +247,11 @@ async fn run(cli: Cli) -> Result<()> {
             cmd::launch::run(store, engine, &args).await
         }
         Command::Attach { name, wait } => {
-            check_name(&name)?;
+            let name = cmd::select::instance_name(&name)?;
             let store = open_store_to_change()?;
             let engine = connect().await?;
             let mut keyboard = cmd::attach::Keyboard::start();
-            cmd::attach::run(store, engine, &name, &wait, &mut keyboard, false).await
+            cmd::attach::run(store, engine, name, &wait, &mut keyboard, false).await
         }
         Command::Prune { dry_run, images } => cmd::prune::run(dry_run, images).await,
         Command::RestoreDiscarded { name, to, mount } => {
