@@ -98,8 +98,16 @@ fn the_examples_validate_and_their_readme_says_how_to_run_them() {
             let Object::Instance(obj) = obj else { continue };
             instances += 1;
             assert_eq!(obj.spec.image.as_deref(), Some(built), "{}", path.display());
-            for var in obj.spec.env.iter().filter_map(|v| v.value_from.as_ref()?.host_env.as_ref()) {
-                assert!(readme.contains(var.as_str()), "examples/README.md names {var}");
+            for var in obj
+                .spec
+                .env
+                .iter()
+                .filter_map(|v| v.value_from.as_ref()?.host_env.as_ref())
+            {
+                assert!(
+                    readme.contains(var.as_str()),
+                    "examples/README.md names {var}"
+                );
             }
         }
     }

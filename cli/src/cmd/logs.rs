@@ -35,8 +35,12 @@ pub async fn run(args: &LogsArgs) -> Result<()> {
     let found = super::container_of(&store, name, sidecar).await?;
     let status = found.obj.status_or_default();
     let Some(mut id) = found.id else {
+        let whose = match sidecar {
+            Some(sidecar) => format!("instance/{name} has no container for its sidecar {sidecar}"),
+            None => format!("instance/{name} has no container"),
+        };
         bail!(
-            "instance/{name} has no container now (phase {}): its output went with the last one\n\
+            "{whose} now (phase {}): its output went with the last one\n\
              hint: `jackin describe {name}` shows how its last session ended",
             status.phase.map_or("-".into(), |p| p.to_string()),
         );

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 use jackin_api::Object;
 use jackin_api::selector::Selector;
 use jackin_controller::{Store, source};
@@ -79,11 +79,11 @@ pub fn split_kind(arg: &str) -> Result<(Option<Kind>, &str)> {
     };
     match Kind::from_word(word) {
         Some(kind) => Ok((Some(kind), name)),
-        None => Err(UsageError(format!(
-            "{arg:?}: {word:?} is not a kind: expected NAME or KIND/NAME, with KIND instance, \
-             workspace, agent, source or discarded"
-        ))
-        .into()),
+        // A name that is not one, as check_name reports it.
+        None => Err(anyhow!(
+            "invalid name {arg:?}: {word:?} is not a kind: expected NAME or KIND/NAME, with KIND \
+             instance, workspace, agent, source or discarded"
+        )),
     }
 }
 
