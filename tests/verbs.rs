@@ -617,3 +617,47 @@ fn a_relative_jackin_home_is_refused_before_anything_is_written() {
         );
     }
 }
+
+#[test]
+fn logs_follow_ends_when_the_session_ends_and_says_why() {
+    ensure_busybox();
+    let home = Home::new();
+    // A session that ends by itself (exit 0) once the host drops
+    // `state/go` into its unit.
+    let spec = "  command: [sh, -c, 'echo working; while [ ! -f /jackin/state/go ]; do sleep 0.2; \
+                done; echo done; exit 0']\n";
+    home.apply("ender", &instance_yaml_with("ender", spec));
+    let mut logs = home
+        .command(&["logs", "-f", "ender"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = collect_lines(logs.stdout.take().unwrap());
+    let err = collect_lines(logs.stderr.take().unwrap());
+    eventually(Duration::from_secs(20), "the first line", || {
+        out.lock().unwrap().iter().any(|l| l == "working")
+    });
+    let unit = home.path().join("data").join(home.container("ender"));
+    std::fs::write(unit.join("state/go"), "").unwrap();
+    // The loop records the end (and settles it by the exit policy).
+    let mut status = None;
+    eventually(Duration::from_secs(60), "logs -f ends", || {
+        home.ok(&["controller", "--once"]);
+        status = logs.try_wait().unwrap();
+        status.is_some()
+    });
+    assert!(status.unwrap().success());
+    eventually(
+        Duration::from_secs(5),
+        "its last line and the reason",
+        || {
+            out.lock().unwrap().iter().any(|l| l == "done")
+                && err
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|l| l.ends_with("no more output to follow"))
+        },
+    );
+}

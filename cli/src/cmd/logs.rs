@@ -194,16 +194,19 @@ impl Follower<'_> {
                          shows how)"
                     )));
                 }
-                found if !said_waiting => {
+                Some(_) if !said_waiting => {
                     said_waiting = true;
-                    let what = match found {
-                        Some(_) => "stopped",
-                        None => "went away",
-                    };
                     eprintln!(
-                        "note: the container {what}; waiting for it to run again or be replaced \
-                         (a running `jackin controller`, or `jackin set-phase {name} running`, \
-                         restores it)"
+                        "note: the container stopped; waiting until jackin records how the \
+                         session ended, or restarts it (a running `jackin controller` looks \
+                         within seconds)"
+                    );
+                }
+                None if !said_waiting => {
+                    said_waiting = true;
+                    eprintln!(
+                        "note: the container went away; waiting for its replacement (a running \
+                         `jackin controller`, or `jackin set-phase {name} running`, restores it)"
                     );
                 }
                 _ => {}
