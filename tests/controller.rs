@@ -203,3 +203,35 @@ fn controller_once_does_not_count_a_blocked_purge_as_converged() {
     assert!(stdout.contains("0 converged, 1 blocked"), "{stdout}");
     assert!(stderr.contains("the purge is blocked"), "{stderr}");
 }
+
+#[test]
+fn an_unset_host_env_secret_names_the_process_that_looked_for_it() {
+    ensure_busybox();
+    let home = Home::new();
+    let spec = "  env: [{name: TOKEN, valueFrom: {hostEnv: JACKIN_TEST_SURELY_UNSET}}]\n";
+    // A one-shot command resolves it itself.
+    let path = home.write_input("s.yaml", &support::instance_yaml_with("secret", spec));
+    let out = home.jackin(&["apply", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "TOKEN: host variable JACKIN_TEST_SURELY_UNSET is not set in the environment of \
+             this `jackin apply` (pid "
+        ) && stderr.contains("restart the controller with it set"),
+        "{stderr}"
+    );
+    // A controller resolves it in its own environment, and says so.
+    home.ok(&["set-phase", "secret", "running", "--no-wait"]);
+    let controller = Controller::start(&home, &[]);
+    let looked = format!(
+        "is not set in the environment of the jackin controller (pid {})",
+        controller.pid()
+    );
+    eventually("the controller's try", &controller, || {
+        let obj = home.object("secret");
+        support::condition(&obj, "Ready")
+            .and_then(|c| c["message"].as_str())
+            .is_some_and(|message| message.contains(&looked))
+    });
+}

@@ -481,16 +481,15 @@ fn a_missing_login_is_said_with_a_hint_and_the_agent_does_not_start_logged_in() 
         &role.agent_instance_yaml("tok", "gemini", "  workspace: tok\n"),
         &[],
     );
-    assert!(
-        stderr(&out).contains(
-            "instance/tok: [credentials] gemini: no token (GEMINI_API_KEY: host variable \
-             GEMINI_API_KEY is not set in jackin's environment) — export GEMINI_API_KEY for \
-             jackin, or set authForward: sync (run `gemini` once on the host and log in with \
-             Google)"
-        ),
-        "{}",
-        stderr(&out)
-    );
+    // The process that looked is named, with its pid.
+    for part in [
+        "instance/tok: [credentials] gemini: no token (GEMINI_API_KEY: host variable \
+         GEMINI_API_KEY is not set in the environment of this `jackin apply` (pid ",
+        ")) — export GEMINI_API_KEY for jackin, or set authForward: sync (run `gemini` once on \
+         the host and log in with Google)",
+    ] {
+        assert!(stderr(&out).contains(part), "{part:?} in {}", stderr(&out));
+    }
     wait_for_login(&home, "tok", "gemini not-logged-in");
 }
 

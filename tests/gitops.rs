@@ -363,3 +363,36 @@ fn deleting_a_workspace_leaves_its_instances_on_the_defaults_and_says_so() {
             .success()
     );
 }
+
+#[test]
+fn get_sources_drops_a_source_that_owns_nothing_any_more() {
+    let home = Home::new();
+    let repo = PolicyRepo::new();
+    repo.commit_file("workspaces/team.yaml", &workspace("keep"));
+    home.ok(&["apply", "--prune", "-f", repo.arg()]);
+    let listed = home.ok(&["get", "sources", "-o", "name"]);
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    let id = listed.trim().strip_prefix("source/").unwrap().to_owned();
+
+    // A source whose last attempt failed is shown with its error, owning
+    // nothing or not.
+    let broken = PolicyRepo::new();
+    broken.commit_file(
+        "workspaces/bad.yaml",
+        "kind: Workspace\nmetadata: {name: bad}\n",
+    );
+    home.ok(&["controller", "--once", "--sync", broken.arg()]);
+    assert_eq!(
+        home.ok(&["get", "sources", "-o", "name"]).lines().count(),
+        2,
+        "the failed source is listed"
+    );
+
+    // Its only object deleted, the first source owns nothing: it goes.
+    home.ok(&["delete", "workspace", "team"]);
+    let listed = home.ok(&["get", "sources", "-o", "name"]);
+    assert!(!listed.contains(&id), "{listed}");
+    assert_eq!(listed.lines().count(), 1, "the failed one stays: {listed}");
+    let err = home.fails(&["get", "sources", &id]);
+    assert!(err.contains("not found"), "{err}");
+}

@@ -64,6 +64,56 @@ fn apply_examples_then_get_round_trips_and_reapply_writes_nothing() {
     assert_eq!(ws.spec.keep.max, Some(3));
 }
 
+/// `examples/` works after the quickstart as its README says: it validates
+/// (a dry run writes nothing), the images its instances run are the one
+/// `scripts/example-image` builds, and each host variable they pass through
+/// is named in its README (an apply without one fails `SecretUnavailable`).
+#[test]
+fn the_examples_validate_and_their_readme_says_how_to_run_them() {
+    let home = Home::new();
+    let examples = examples_dir();
+    let before = home.snapshot();
+    let out = home.ok(&["apply", "--dry-run", "-f", examples.to_str().unwrap()]);
+    for line in [
+        "agent/claude-opus created (dry run)",
+        "instance/architect-1 created (dry run)",
+        "workspace/jackin created (dry run)",
+    ] {
+        assert!(out.contains(line), "{line:?} in:\n{out}");
+    }
+    home.assert_unchanged(&before, "apply --dry-run of examples/");
+
+    let script = std::fs::read_to_string(examples.join("../scripts/example-image")).unwrap();
+    let built = script
+        .lines()
+        .find_map(|line| line.strip_prefix("tag="))
+        .expect("scripts/example-image names its tag");
+    let readme = std::fs::read_to_string(examples.join("README.md")).unwrap();
+    assert!(readme.contains("scripts/example-image"), "{readme}");
+    let mut instances = 0;
+    for entry in std::fs::read_dir(examples.join("instances")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for obj in manifest::parse(&path.display().to_string(), &text).unwrap() {
+            let Object::Instance(obj) = obj else { continue };
+            instances += 1;
+            assert_eq!(obj.spec.image.as_deref(), Some(built), "{}", path.display());
+            for var in obj
+                .spec
+                .env
+                .iter()
+                .filter_map(|v| v.value_from.as_ref()?.host_env.as_ref())
+            {
+                assert!(
+                    readme.contains(var.as_str()),
+                    "examples/README.md names {var}"
+                );
+            }
+        }
+    }
+    assert!(instances > 0, "examples/ holds an instance");
+}
+
 #[test]
 fn get_json_prints_the_whole_object() {
     let home = Home::new();

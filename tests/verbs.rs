@@ -20,8 +20,11 @@ fn labelled(name: &str, labels: &str) -> String {
     )
 }
 
-/// The lines a running command prints, gathered as they come.
-fn collect_lines(out: std::process::ChildStdout) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+/// The lines a running command prints (on its standard output or error),
+/// gathered as they come.
+fn collect_lines(
+    out: impl std::io::Read + Send + 'static,
+) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
     let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = lines.clone();
     std::thread::spawn(move || {
@@ -357,5 +360,304 @@ fn logs_follow_keeps_printing_and_set_phase_takes_a_file() {
     assert_eq!(
         home.ok(&["get", "agents", "shell", "-o", "name"]),
         "agent/shell\n"
+    );
+}
+
+#[test]
+fn every_verb_that_takes_a_name_takes_the_kind_slash_name_get_prints() {
+    ensure_busybox();
+    let home = Home::new();
+    let sidecar = format!(
+        "{SLEEP}  sidecars: [{{name: helper, image: {}, command: [sh, -c, 'echo helper says hi; \
+         exec sleep 3600']}}]\n",
+        support::busybox_image()
+    );
+    home.apply("k", &instance_yaml_with("k", &sidecar));
+    let ws = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: desk}\nspec: {}\n";
+    home.apply("ws", ws);
+    let printed = home.ok(&["get", "-o", "name"]);
+    assert_eq!(printed, "instance/k\n");
+    let k = printed.trim();
+
+    // get and describe, by every spelling.
+    assert_eq!(home.ok(&["get", k, "-o", "name"]), "instance/k\n");
+    assert_eq!(
+        home.ok(&["get", "instances/k", "-o", "name"]),
+        "instance/k\n"
+    );
+    for args in [
+        &["describe", k][..],
+        &["describe", "instances/k"][..],
+        &["describe", "instance", "k"][..],
+    ] {
+        let described = home.ok(args);
+        assert!(
+            described.contains("Name:") && described.contains(" k\n"),
+            "{args:?}: {described}"
+        );
+    }
+    for args in [
+        &["describe", "workspace", "desk"][..],
+        &["describe", "workspace/desk"][..],
+    ] {
+        let described = home.ok(args);
+        assert!(described.contains("Exit policy:"), "{args:?}: {described}");
+    }
+    for args in [
+        &["describe", "agent", "shell"][..],
+        &["describe", "agent/shell"][..],
+    ] {
+        let described = home.ok(args);
+        assert!(
+            described.contains("Source:           builtin") && described.contains("k "),
+            "{args:?}: the entry and the instance that names it:\n{described}"
+        );
+    }
+    let err = home.fails(&["describe", "agent", "nobody"]);
+    assert!(err.contains("agent \"nobody\" not found"), "{err}");
+
+    // The verbs that act on an instance.
+    let out = home.jackin(&["exec", k, "--", "echo", "in k"]);
+    assert_eq!(stdout(&out), "in k\n", "{}", stderr(&out));
+    let out = home.jackin(&["logs", k, "-c", "helper"]);
+    assert_eq!(stdout(&out), "helper says hi\n", "{}", stderr(&out));
+    let out = home.ok(&["set-phase", k, "kept"]);
+    assert!(out.contains("instance/k Kept"), "{out}");
+    let out = home.ok(&["set-phase", "instances/k", "running"]);
+    assert!(out.contains("instance/k Running"), "{out}");
+    let out = home.jackin(&["logs", k]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // attach gets past the name: this test has no terminal to attach.
+    let attach = home.within(Duration::from_secs(60), &["attach", k]);
+    assert!(
+        !stderr(&attach).contains("invalid name") && !stderr(&attach).contains("not found"),
+        "{}",
+        stderr(&attach)
+    );
+
+    // Another kind where an instance is meant is a usage error.
+    let wrong = home.jackin(&["set-phase", "workspace/desk", "kept"]);
+    assert_eq!(wrong.status.code(), Some(2), "{}", stderr(&wrong));
+    assert!(
+        stderr(&wrong).contains("is a workspace"),
+        "{}",
+        stderr(&wrong)
+    );
+
+    let out = home.ok(&["delete", k]);
+    assert!(out.contains("instance/k purged"), "{out}");
+    assert_eq!(home.ok(&["get", "-o", "name"]), "");
+}
+
+#[test]
+fn get_w_name_watches_that_instance_alone() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply(
+        "two",
+        &[
+            instance_yaml_with("w1", SLEEP),
+            instance_yaml_with("w2", SLEEP),
+        ]
+        .join("---\n"),
+    );
+    let err = home.fails(&["get", "-w", "nobody"]);
+    assert!(err.contains("nobody"), "{err}");
+    let mut watch = home
+        .command(&["get", "-w", "instance/w1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = collect_lines(watch.stdout.take().unwrap());
+    let has = |prefix: &str, needle: &str| {
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.starts_with(prefix) && l.contains(needle))
+    };
+    eventually(Duration::from_secs(20), "the first listing", || {
+        has("w1 ", "Running")
+    });
+    // w2 changes first; once w1's change shows, a line for w2 would have too.
+    home.ok(&["set-phase", "w2", "kept"]);
+    home.ok(&["set-phase", "w1", "kept"]);
+    eventually(Duration::from_secs(20), "a line for w1 kept", || {
+        has("w1 ", "Kept")
+    });
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let printed = lines.lock().unwrap().clone();
+    assert!(
+        printed.iter().all(|l| !l.starts_with("w2")),
+        "only w1 is watched: {printed:?}"
+    );
+}
+
+#[test]
+fn logs_follow_goes_on_across_a_docker_rm_and_the_tier_2_restore() {
+    ensure_busybox();
+    let home = Home::new();
+    // Each container prints a line of its own once it starts.
+    let spec = "  command: [sh, -c, 'echo \"start $(cat /proc/sys/kernel/random/uuid)\"; exec sleep 3600']\n";
+    home.apply("ff", &instance_yaml_with("ff", spec));
+    let mut logs = home
+        .command(&["logs", "-f", "ff"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = collect_lines(logs.stdout.take().unwrap());
+    let err = collect_lines(logs.stderr.take().unwrap());
+    let starts = || -> Vec<String> {
+        out.lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.starts_with("start "))
+            .cloned()
+            .collect()
+    };
+    let said = |needle: &str| err.lock().unwrap().iter().any(|l| l.contains(needle));
+    eventually(
+        Duration::from_secs(20),
+        "the first container's line",
+        || starts().len() == 1,
+    );
+    let first = home.container("ff");
+    let first_id = docker(&["inspect", "-f", "{{.Id}}", &first]);
+    docker(&["rm", "-f", &first]);
+    eventually(Duration::from_secs(20), "a note that it waits", || {
+        said("the container went away; waiting")
+    });
+    let restored = home.ok(&["set-phase", "ff", "running"]);
+    assert!(restored.contains("tier 2"), "{restored}");
+    let second_id = docker(&["inspect", "-f", "{{.Id}}", &home.container("ff")]);
+    assert_ne!(first_id, second_id, "the restore made a new container");
+    eventually(Duration::from_secs(30), "the new container's line", || {
+        starts().len() == 2
+    });
+    let printed = starts();
+    assert_ne!(
+        printed[0], printed[1],
+        "two containers printed: {printed:?}"
+    );
+    assert!(
+        said("the container was replaced") && said("following the new one"),
+        "{:?}",
+        err.lock().unwrap()
+    );
+    assert!(logs.try_wait().unwrap().is_none(), "it still follows");
+
+    // Kept: nothing more will come, and it says why.
+    home.ok(&["set-phase", "ff", "kept"]);
+    let mut status = None;
+    eventually(Duration::from_secs(30), "logs -f ends", || {
+        status = logs.try_wait().unwrap();
+        status.is_some()
+    });
+    assert!(status.unwrap().success());
+    eventually(Duration::from_secs(5), "the reason on stderr", || {
+        said("instance/ff was kept: no more output to follow")
+    });
+}
+
+#[test]
+fn logs_c_names_a_sidecar_the_instance_has() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply(
+        "side",
+        &instance_yaml_with(
+            "side",
+            &format!("{SLEEP}{}", support::sidecar_line("helper")),
+        ),
+    );
+    let err = home.fails(&["logs", "side", "-c", "nope"]);
+    assert!(
+        err.contains("instance/side has no sidecar \"nope\"; its sidecars: helper"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_relative_jackin_home_is_refused_before_anything_is_written() {
+    let scratch = tempfile::tempdir().unwrap();
+    let inputs = tempfile::tempdir().unwrap();
+    let ws = inputs.path().join("ws.yaml");
+    std::fs::write(
+        &ws,
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: desk}\nspec: {}\n",
+    )
+    .unwrap();
+    let apply = ["apply", "-f", ws.to_str().unwrap()];
+    for args in [&["get"][..], &apply[..], &["controller", "--once"][..]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_jackin"))
+            .args(args)
+            .env("JACKIN_HOME", "relative/home")
+            .current_dir(scratch.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "jackin {args:?}: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("JACKIN_HOME=relative/home is not an absolute path"),
+            "jackin {args:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            std::fs::read_dir(scratch.path()).unwrap().count(),
+            0,
+            "jackin {args:?} wrote nothing"
+        );
+    }
+}
+
+#[test]
+fn logs_follow_ends_when_the_session_ends_and_says_why() {
+    ensure_busybox();
+    let home = Home::new();
+    // A session that ends by itself (exit 0) once the host drops
+    // `state/go` into its unit.
+    let spec = "  command: [sh, -c, 'echo working; while [ ! -f /jackin/state/go ]; do sleep 0.2; \
+                done; echo done; exit 0']\n";
+    home.apply("ender", &instance_yaml_with("ender", spec));
+    let mut logs = home
+        .command(&["logs", "-f", "ender"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = collect_lines(logs.stdout.take().unwrap());
+    let err = collect_lines(logs.stderr.take().unwrap());
+    eventually(Duration::from_secs(20), "the first line", || {
+        out.lock().unwrap().iter().any(|l| l == "working")
+    });
+    let unit = home.path().join("data").join(home.container("ender"));
+    std::fs::write(unit.join("state/go"), "").unwrap();
+    // The loop records the end (and settles it by the exit policy).
+    let mut status = None;
+    eventually(Duration::from_secs(60), "logs -f ends", || {
+        home.ok(&["controller", "--once"]);
+        status = logs.try_wait().unwrap();
+        status.is_some()
+    });
+    assert!(status.unwrap().success());
+    eventually(
+        Duration::from_secs(5),
+        "its last line and the reason",
+        || {
+            out.lock().unwrap().iter().any(|l| l == "done")
+                && err
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|l| l.ends_with("no more output to follow"))
+        },
     );
 }

@@ -31,12 +31,14 @@ pub enum Command {
     Diff(DiffArgs),
     /// List objects, or print one.
     Get(GetArgs),
-    /// Show an instance (or `workspace NAME`) in detail.
+    /// Show an instance, a workspace or an agent in detail: `describe NAME`,
+    /// `describe instance|workspace|agent NAME` or `describe KIND/NAME`.
     Describe {
-        /// An instance name, or `workspace`.
+        /// An instance's name, `KIND/NAME`, or a kind: instance, workspace or
+        /// agent.
         #[arg(value_name = "NAME|KIND")]
         first: String,
-        /// The workspace's name, after `workspace`.
+        /// The name, after a kind.
         #[arg(value_name = "NAME")]
         name: Option<String>,
     },
@@ -184,7 +186,11 @@ pub struct ExecArgs {
 pub struct LogsArgs {
     /// Instance name.
     pub name: String,
-    /// Keep printing what the agent writes next.
+    /// A sidecar's log instead of the agent's (its `spec.sidecars` name).
+    #[arg(short = 'c', long = "container", value_name = "SIDECAR")]
+    pub container: Option<String>,
+    /// Keep printing what the agent writes next, across container
+    /// replacements, until the session is kept, purged or ends.
     #[arg(short, long)]
     pub follow: bool,
     /// Only output from this long ago on (e.g. 90s, 5m).

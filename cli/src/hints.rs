@@ -200,9 +200,11 @@ fn isolation(e: &IsolationError) -> Option<String> {
 fn secret(e: &SecretError) -> Option<String> {
     match e {
         SecretError::OnePassword { .. } => Some("sign in with `op signin`".into()),
-        SecretError::HostEnvUnset { source_var, .. } => {
-            Some(format!("export {source_var} in the shell that runs jackin"))
-        }
+        SecretError::HostEnvUnset { source_var, .. } => Some(format!(
+            "hostEnv secrets are read from the environment of the jackin process that starts \
+             the container: export {source_var} in the shell that runs that command, or \
+             restart the controller with it set"
+        )),
         SecretError::File { .. } => None,
     }
 }

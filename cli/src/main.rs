@@ -21,6 +21,7 @@ use crate::args::{Cli, Command, LogFormat, WaitArgs};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.log_format);
+    name_this_process();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -62,6 +63,22 @@ fn main() -> ExitCode {
             failure
         }
     }
+}
+
+/// Names this process for the errors that say whose environment a
+/// `hostEnv` secret was looked up in: the process that starts a container
+/// resolves its secrets, and a controller started without a variable does
+/// not see it, whatever the operator's shell holds now.
+fn name_this_process() {
+    let command = Cli::command();
+    let verb = std::env::args()
+        .skip(1)
+        .find(|arg| command.get_subcommands().any(|c| c.get_name() == arg));
+    jackin_reconcilers::secrets::set_process(match verb.as_deref() {
+        Some("controller") => "the jackin controller".to_owned(),
+        Some(verb) => format!("this `jackin {verb}`"),
+        None => "this jackin process".to_owned(),
+    });
 }
 
 /// A command line that does not say what to do (a missing or contradictory
@@ -135,8 +152,7 @@ fn init_logging(verbose: u8, format: LogFormat) {
 }
 
 fn open_store() -> Result<Store> {
-    let layout = Layout::from_env()
-        .ok_or_else(|| anyhow!("cannot find a home directory; set JACKIN_HOME"))?;
+    let layout = Layout::from_env().map_err(|message| anyhow!("{message}"))?;
     let (store, repair) = Store::open(layout)?;
     match repair {
         Some(IndexRepair::Rebuilt { units }) => {
@@ -172,14 +188,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Apply(args) => cmd::apply::run(open_store_to_change, &args, verbose).await,
         Command::Diff(args) => cmd::apply::diff(&open_store()?, &args),
         Command::Get(args) => cmd::get::run(&open_store()?, &args).await,
-        Command::Describe { first, name } => match (first.as_str(), name) {
-            ("workspace" | "ws", Some(name)) => cmd::describe::workspace(&name),
-            (instance, None) => cmd::describe::run(instance).await,
-            (kind, Some(_)) => Err(UsageError(format!(
-                "cannot describe a {kind:?}: expected an instance name, or workspace NAME"
-            ))
-            .into()),
-        },
+        Command::Describe { first, name } => cmd::describe::run(&first, name.as_deref()).await,
         Command::SetPhase {
             mut targets,
             select,
@@ -252,11 +261,11 @@ async fn run(cli: Cli) -> Result<()> {
             cmd::launch::run(store, engine, &args).await
         }
         Command::Attach { name, wait } => {
-            check_name(&name)?;
+            let name = cmd::select::instance_name(&name)?;
             let store = open_store_to_change()?;
             let engine = connect().await?;
             let mut keyboard = cmd::attach::Keyboard::start();
-            cmd::attach::run(store, engine, &name, &wait, &mut keyboard, false).await
+            cmd::attach::run(store, engine, name, &wait, &mut keyboard, false).await
         }
         Command::Prune { dry_run, images } => cmd::prune::run(dry_run, images).await,
         Command::RestoreDiscarded { name, to, mount } => {

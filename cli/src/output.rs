@@ -507,6 +507,76 @@ pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) 
     out
 }
 
+/// An agent entry in detail: where it comes from, how it starts and
+/// resumes, what logs it in, the instances that name it, and the entry
+/// itself as YAML (what `get agent NAME -o yaml` prints).
+pub fn describe_agent(
+    agent: &Agent,
+    source: AgentSource,
+    users: &[Instance],
+    now: Timestamp,
+) -> Result<String> {
+    let spec = &agent.spec;
+    let mut out = String::new();
+    let mut field = |key: &str, value: String| {
+        let _ = writeln!(out, "{:<18}{value}", format!("{key}:"));
+    };
+    field("Name", agent.metadata.name.clone());
+    field("Source", source.as_str().to_owned());
+    field(
+        "Launch",
+        match spec.launch.is_empty() {
+            true => "(the image's command)".to_owned(),
+            false => terminal_safe(&spec.launch.join(" ")),
+        },
+    );
+    let strategies: Vec<&str> = spec.strategies().iter().map(|s| s.as_str()).collect();
+    field(
+        "Resume",
+        match strategies.is_empty() {
+            true => "none: every start is new".to_owned(),
+            false => strategies.join(", "),
+        },
+    );
+    field(
+        "State env",
+        or_dash(
+            spec.state_env
+                .as_ref()
+                .map(|s| format!("{}=~/{}", s.name, terminal_safe(&s.path))),
+        ),
+    );
+    if let Some(credentials) = &spec.credentials {
+        let files: Vec<String> = credentials
+            .files
+            .iter()
+            .map(|f| terminal_safe(&format!("~/{}", f.src)))
+            .collect();
+        let env: Vec<String> = credentials.env.iter().map(|v| v.name.clone()).collect();
+        field(
+            "Credentials",
+            format!(
+                "files {}; variables {}",
+                or_dash((!files.is_empty()).then(|| files.join(", "))),
+                or_dash((!env.is_empty()).then(|| env.join(", ")))
+            ),
+        );
+    }
+    out.push_str("Instances:\n");
+    if users.is_empty() {
+        out.push_str("  (none)\n");
+    } else {
+        out.push_str(&instance_table(users, false, now));
+    }
+    out.push_str("Entry:\n");
+    let mut printable = agent.clone();
+    printable.metadata.hide_reserved_names();
+    for line in yaml_stream(std::slice::from_ref(&printable))?.lines() {
+        let _ = writeln!(out, "  {}", terminal_safe(line));
+    }
+    Ok(out)
+}
+
 /// The idle hooks' timer and history: the stretch, the last run and its
 /// result (each command's outcome is an `IdleHook` event).
 pub fn idle_summary(idle: &IdleStatus, now: Timestamp) -> String {

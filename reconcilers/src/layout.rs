@@ -78,11 +78,23 @@ impl Layout {
         Self { root: root.into() }
     }
 
-    /// `$JACKIN_HOME`, else `~/.jackin`; `None` when neither can be found.
-    pub fn from_env() -> Option<Self> {
+    /// `$JACKIN_HOME`, else `~/.jackin`; why neither can be used, otherwise.
+    /// A relative `JACKIN_HOME` is refused: it would name another home in
+    /// every directory jackin is run from, and the engine objects and the
+    /// controller of one would not find the others.
+    pub fn from_env() -> Result<Self, String> {
         match std::env::var_os(HOME_ENV) {
-            Some(root) if !root.is_empty() => Some(Self::new(root)),
-            _ => std::env::home_dir().map(|home| Self::new(home.join(".jackin"))),
+            Some(root) if !root.is_empty() => match Path::new(&root).is_absolute() {
+                true => Ok(Self::new(root)),
+                false => Err(format!(
+                    "{HOME_ENV}={} is not an absolute path: set it to one (such as \
+                     \"$PWD/{0}\"), or unset it for ~/.jackin",
+                    Path::new(&root).display()
+                )),
+            },
+            _ => std::env::home_dir()
+                .map(|home| Self::new(home.join(".jackin")))
+                .ok_or_else(|| format!("cannot find a home directory; set {HOME_ENV}")),
         }
     }
 

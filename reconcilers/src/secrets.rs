@@ -13,8 +13,15 @@ use crate::fsutil::read_untrusted;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
-    #[error("{var}: host variable {source_var} is not set in jackin's environment")]
-    HostEnvUnset { var: String, source_var: String },
+    /// `hostEnv` names a variable the resolving process does not have.
+    /// `process` says which process that is: a controller started without
+    /// the variable does not see it, whatever the operator's shell holds.
+    #[error("{var}: host variable {source_var} is not set in the environment of {process}")]
+    HostEnvUnset {
+        var: String,
+        source_var: String,
+        process: String,
+    },
     #[error("{var}: cannot read {path}: {error}")]
     File {
         var: String,
@@ -27,6 +34,23 @@ pub enum SecretError {
         reference: String,
         detail: String,
     },
+}
+
+/// What this process is called in a [`SecretError::HostEnvUnset`], set
+/// once at start (see [`set_process`]).
+static PROCESS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names this process for the errors that say which environment a `hostEnv`
+/// reference was looked up in: "the jackin controller", "this `jackin
+/// apply`". The first call wins.
+pub fn set_process(what: impl Into<String>) {
+    let _ = PROCESS.set(what.into());
+}
+
+/// This process as [`SecretError::HostEnvUnset`] names it, with its pid.
+fn this_process() -> String {
+    let what = PROCESS.get().map_or("this jackin process", String::as_str);
+    format!("{what} (pid {})", std::process::id())
 }
 
 /// `NAME=value` for every variable, references resolved now.
@@ -49,6 +73,7 @@ pub fn value_of(var: &EnvVar) -> Result<String, SecretError> {
         return std::env::var(host).map_err(|_| SecretError::HostEnvUnset {
             var: name(),
             source_var: host.clone(),
+            process: this_process(),
         });
     }
     if let Some(path) = &from.file {
@@ -129,7 +154,11 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "TOKEN: host variable JACKIN_TEST_SURELY_UNSET is not set in jackin's environment"
+            format!(
+                "TOKEN: host variable JACKIN_TEST_SURELY_UNSET is not set in the environment \
+                 of this jackin process (pid {})",
+                std::process::id()
+            )
         );
     }
 }

@@ -311,6 +311,11 @@ impl Controller {
         Self { child, log }
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends SIGTERM and waits up to 20 s; returns the exit code.
     pub fn stop(&mut self) -> Option<i32> {
         let pid = self.child.id().to_string();

@@ -43,7 +43,7 @@ pub async fn run(
             }
             // What a file holds may be gone already: deleting it again is
             // done. A name given on the command line must exist.
-            Err(StoreError::InstanceNotFound(_)) if !targets.names.contains(name) => {
+            Err(StoreError::InstanceNotFound(_)) if !targets.named(name) => {
                 eprintln!("instance/{name}: not found, nothing to delete");
             }
             Err(e) => return Err(e.into()),

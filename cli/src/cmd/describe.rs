@@ -1,15 +1,52 @@
-//! `jackin describe NAME`: an instance in detail, with its recent events;
-//! `jackin describe workspace NAME`: a workspace policy and its instances.
+//! `jackin describe NAME` (`instance NAME`, `instance/NAME`): an instance
+//! in detail, with its recent events; `jackin describe workspace NAME`: a
+//! workspace policy and its instances; `jackin describe agent NAME`: an
+//! agent entry and the instances that name it.
 
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 use jackin_controller::reconcile::assess_checkouts;
 use jiff::Timestamp;
 
 use crate::cmd::discarded;
-use crate::{check_name, open_store, output};
+use crate::cmd::select::{Kind, split_kind};
+use crate::{UsageError, check_name, open_store, output};
 
-pub async fn run(name: &str) -> Result<()> {
+/// `describe NAME`, `describe KIND NAME` or `describe KIND/NAME`.
+pub async fn run(first: &str, second: Option<&str>) -> Result<()> {
+    let (kind, name) = match (split_kind(first)?, second) {
+        ((Some(kind), name), None) => (kind, name),
+        ((None, word), Some(name)) => match Kind::from_word(word) {
+            Some(kind) => (kind, name),
+            None => {
+                return Err(UsageError(format!(
+                    "cannot describe a {word:?}: expected NAME, or instance, workspace or agent \
+                     NAME"
+                ))
+                .into());
+            }
+        },
+        ((None, name), None) => (Kind::Instance, name),
+        ((Some(_), _), Some(_)) => {
+            return Err(UsageError(format!(
+                "{first:?} names an object already: `jackin describe {first}`"
+            ))
+            .into());
+        }
+    };
     check_name(name)?;
+    match kind {
+        Kind::Instance => instance(name).await,
+        Kind::Workspace => workspace(name),
+        Kind::Agent => agent(name),
+        Kind::Source | Kind::Discarded => Err(UsageError(format!(
+            "describe shows instances, workspaces and agents; for a {0}: `jackin get {0} {name}`",
+            kind.word()
+        ))
+        .into()),
+    }
+}
+
+async fn instance(name: &str) -> Result<()> {
     let store = open_store()?;
     let mut obj = match store.get_instance(name) {
         Ok(obj) => obj,
@@ -44,8 +81,7 @@ pub async fn run(name: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn workspace(name: &str) -> Result<()> {
-    check_name(name)?;
+fn workspace(name: &str) -> Result<()> {
     let store = open_store()?;
     let ws = store.get_workspace(name)?.ok_or_else(|| {
         anyhow::anyhow!("workspace {name:?} not found\nhint: `jackin get workspaces` lists them")
@@ -59,6 +95,26 @@ pub fn workspace(name: &str) -> Result<()> {
     print!(
         "{}",
         output::describe_workspace(&ws, &members, Timestamp::now())
+    );
+    Ok(())
+}
+
+fn agent(name: &str) -> Result<()> {
+    let store = open_store()?;
+    let (agent, source) = store
+        .agents()?
+        .into_iter()
+        .find(|(agent, _)| agent.metadata.name == name)
+        .ok_or_else(|| anyhow!("agent {name:?} not found\nhint: `jackin get agents` lists them"))?;
+    let users: Vec<_> = store
+        .list_instances()?
+        .instances
+        .into_iter()
+        .filter(|obj| obj.spec.agent == name)
+        .collect();
+    print!(
+        "{}",
+        output::describe_agent(&agent, source, &users, Timestamp::now())?
     );
     Ok(())
 }

@@ -11,7 +11,8 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::args::Format;
-use crate::output;
+use crate::cmd::select::{Kind, split_kind};
+use crate::{UsageError, output};
 
 /// A save as `-o yaml|json` prints it: the record, and when the sweeps
 /// remove it under the home's retention.
@@ -129,8 +130,20 @@ fn retention_words(retention: std::time::Duration) -> String {
     }
 }
 
-/// `jackin restore-discarded NAME [--to DIR] [--mount DST]`.
-pub fn restore(store: &Store, name: &str, to: Option<&Path>, mount: Option<&str>) -> Result<()> {
+/// `jackin restore-discarded NAME [--to DIR] [--mount DST]`: NAME is a
+/// save's name (`discarded/NAME`, as `get discarded -o name` prints it) or
+/// its instance's (`instance/NAME`).
+pub fn restore(store: &Store, arg: &str, to: Option<&Path>, mount: Option<&str>) -> Result<()> {
+    let name = match split_kind(arg)? {
+        (None | Some(Kind::Discarded | Kind::Instance), name) => name,
+        (Some(kind), _) => {
+            return Err(UsageError(format!(
+                "{arg:?} is a {}: restore-discarded takes a save's or an instance's name",
+                kind.word()
+            ))
+            .into());
+        }
+    };
     let to = to.map(std::path::absolute).transpose()?;
     let lines = discard::restore(store.layout(), name, to.as_deref(), mount)?;
     for line in lines {

@@ -12,15 +12,16 @@ use tokio::io::AsyncWriteExt;
 
 use crate::args::ExecArgs;
 use crate::cmd::attach::{Keyboard, RawMode, Resizes};
-use crate::{CommandExited, check_name, open_store};
+use crate::cmd::select::instance_name;
+use crate::{CommandExited, open_store};
 
 pub async fn run(args: &ExecArgs) -> Result<()> {
-    check_name(&args.name)?;
+    let name = instance_name(&args.name)?;
     if args.tty && !std::io::stdin().is_terminal() {
         bail!("-t needs a terminal here, and standard input is not one\nhint: drop -t");
     }
     let store = open_store()?;
-    let found = super::agent_container(&store, &args.name).await?;
+    let found = super::agent_container(&store, name).await?;
     let (Some(id), true) = (&found.id, found.running) else {
         let phase = found
             .obj
@@ -29,10 +30,8 @@ pub async fn run(args: &ExecArgs) -> Result<()> {
             .and_then(|s| s.phase)
             .map_or("-".into(), |p| p.to_string());
         bail!(
-            "instance/{} has no running container (phase {phase})\nhint: `jackin set-phase {} \
-             running` starts it",
-            args.name,
-            args.name
+            "instance/{name} has no running container (phase {phase})\nhint: `jackin set-phase \
+             {name} running` starts it"
         );
     };
     let recipe = found

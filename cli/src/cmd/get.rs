@@ -12,44 +12,44 @@ use jackin_api::{Instance, ObjectMeta};
 use jiff::Timestamp;
 
 use crate::args::{Format, GetArgs};
-use crate::cmd::select;
+use crate::cmd::select::{self, Kind};
 use crate::{UsageError, check_name, output};
 use jackin_controller::Store;
 
 pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
-    enum Kind {
-        Instances,
-        Workspaces,
-        Agents,
-        Sources,
-        Discarded,
-    }
     let (kind, name) = match (args.first.as_deref(), args.name.as_deref()) {
-        (None, _) => (Kind::Instances, None),
-        (Some("instances" | "instance" | "inst"), name) => (Kind::Instances, name),
-        (Some("workspaces" | "workspace" | "ws"), name) => (Kind::Workspaces, name),
-        (Some("agents" | "agent" | "ag"), name) => (Kind::Agents, name),
-        (Some("sources" | "source"), name) => (Kind::Sources, name),
-        (Some("discarded"), name) => (Kind::Discarded, name),
-        (Some(name), None) => (Kind::Instances, Some(name)),
-        (Some(kind), Some(_)) => {
-            return Err(anyhow!(
-                "unknown kind {kind:?}: expected instances, workspaces, agents, sources or \
-                 discarded"
-            ));
+        (None, _) => (Kind::Instance, None),
+        // `instance/NAME`, as `-o name` prints it.
+        (Some(first), None) if first.contains('/') => {
+            let (kind, name) = select::split_kind(first)?;
+            (kind.unwrap_or(Kind::Instance), Some(name))
         }
+        (Some(first), name) => match (Kind::from_word(first), name) {
+            (Some(kind), name) => (kind, name),
+            (None, None) => (Kind::Instance, Some(first)),
+            (None, Some(_)) => {
+                return Err(anyhow!(
+                    "unknown kind {first:?}: expected instances, workspaces, agents, sources or \
+                     discarded"
+                ));
+            }
+        },
     };
     if let Some(name) = name
-        && !matches!(kind, Kind::Discarded)
+        && kind != Kind::Discarded
     {
         check_name(name)?;
     }
     if args.watch || args.selector.is_some() {
-        match (&kind, name) {
-            (Kind::Instances, None) => {}
+        match (kind, name) {
+            (Kind::Instance, None) => {}
+            // One instance watched: `get -w NAME`.
+            (Kind::Instance, Some(_)) if args.selector.is_none() => {}
             _ => {
                 return Err(UsageError(
-                    "-l and -w select and watch instances: `jackin get [instances] -l …`".into(),
+                    "-l and -w select and watch instances: `jackin get [instances] -l …`, \
+                     `jackin get -w [NAME]`"
+                        .into(),
                 )
                 .into());
             }
@@ -57,12 +57,16 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
     }
     let selector = args.selector.as_deref().map(select::selector).transpose()?;
     if args.watch {
-        return watch(store, args.output, selector.as_ref()).await;
+        if let Some(name) = name {
+            // As kubectl: watching a name that is not there is an error.
+            store.get_instance(name)?;
+        }
+        return watch(store, args.output, selector.as_ref(), name).await;
     }
     let now = Timestamp::now();
     let table = matches!(args.output, Format::Table | Format::Wide);
     let text = match kind {
-        Kind::Instances => {
+        Kind::Instance => {
             let objects = match name {
                 Some(name) => vec![store.get_instance(name)?],
                 None => {
@@ -97,7 +101,7 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 Format::Name => names("instance", objects.iter().map(|o| &o.metadata.name)),
             }
         }
-        Kind::Workspaces => {
+        Kind::Workspace => {
             let objects = match name {
                 Some(name) => vec![
                     store
@@ -119,7 +123,7 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 Format::Name => names("workspace", objects.iter().map(|o| &o.metadata.name)),
             }
         }
-        Kind::Agents => {
+        Kind::Agent => {
             let mut agents = store.agents()?;
             if let Some(name) = name {
                 agents.retain(|(agent, _)| agent.metadata.name == name);
@@ -140,8 +144,8 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
             }
         }
         Kind::Discarded => crate::cmd::discarded::get(store, name, args.output)?,
-        Kind::Sources => {
-            let mut records = store.source_records()?;
+        Kind::Source => {
+            let mut records = owning_sources(store)?;
             if let Some(id) = name {
                 records.retain(|r| r.id == id);
                 if records.is_empty() {
@@ -169,6 +173,31 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
     Ok(())
 }
 
+/// The sources to list: each that owns an object now, and each whose last
+/// attempt failed (its error is the operator's to see). One that owns
+/// nothing any more (its objects were deleted, applied by hand, or moved
+/// to another source) is no longer a source of anything, and is dropped.
+fn owning_sources(store: &Store) -> Result<Vec<jackin_controller::source::SourceRecord>> {
+    let mut owners = std::collections::BTreeSet::new();
+    let mut note = |meta: &ObjectMeta| {
+        if let Some(id) = meta.labels.get(jackin_api::names::label::SOURCE) {
+            owners.insert(id.clone());
+        }
+    };
+    for obj in store.list_instances()?.instances {
+        note(&obj.metadata);
+    }
+    for ws in store.list_workspaces()? {
+        note(&ws.metadata);
+    }
+    for (agent, _) in store.agents()? {
+        note(&agent.metadata);
+    }
+    let mut records = store.source_records()?;
+    records.retain(|r| r.error.is_some() || owners.contains(&r.id));
+    Ok(records)
+}
+
 /// The objects as `-o yaml|json` prints them: without the names jackin
 /// keeps for itself, which no applied file may set, so that the output
 /// applies back as it is.
@@ -188,8 +217,14 @@ fn names<'a>(kind: &str, names: impl Iterator<Item = &'a String>) -> String {
 const WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// `get -w`: the listing, then a line each time an instance appears, goes,
-/// or changes its phase or readiness, until interrupted.
-async fn watch(store: &Store, format: Format, selector: Option<&Selector>) -> Result<()> {
+/// or changes its phase or readiness, until interrupted; with `only`, that
+/// instance alone.
+async fn watch(
+    store: &Store,
+    format: Format,
+    selector: Option<&Selector>,
+    only: Option<&str>,
+) -> Result<()> {
     let wide = format == Format::Wide;
     let mut seen: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut first = true;
@@ -201,6 +236,7 @@ async fn watch(store: &Store, format: Format, selector: Option<&Selector>) -> Re
             .instances
             .into_iter()
             .filter(|o| selector.is_none_or(|s| s.matches(&o.metadata.labels)))
+            .filter(|o| only.is_none_or(|name| o.metadata.name == name))
             .collect();
         let mut current = BTreeMap::new();
         let mut changed = Vec::new();

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 use jackin_api::Object;
 use jackin_api::selector::Selector;
 use jackin_controller::{Store, source};
@@ -34,12 +34,90 @@ impl Selected {
     }
 }
 
+/// The kinds of object a name on the command line may be qualified with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Instance,
+    Workspace,
+    Agent,
+    Source,
+    Discarded,
+}
+
+impl Kind {
+    /// The kind a word names, as kubectl spells kinds: singular, plural or
+    /// short (`instance`, `instances`, `inst`).
+    pub fn from_word(word: &str) -> Option<Self> {
+        Some(match word {
+            "instances" | "instance" | "inst" => Self::Instance,
+            "workspaces" | "workspace" | "ws" => Self::Workspace,
+            "agents" | "agent" | "ag" => Self::Agent,
+            "sources" | "source" => Self::Source,
+            "discarded" => Self::Discarded,
+            _ => return None,
+        })
+    }
+
+    /// The word `get -o name` prints before the slash.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Instance => "instance",
+            Self::Workspace => "workspace",
+            Self::Agent => "agent",
+            Self::Source => "source",
+            Self::Discarded => "discarded",
+        }
+    }
+}
+
+/// `NAME`, or `KIND/NAME` as `get -o name` prints it: the kind when one is
+/// given, and the name (unchecked). No name holds a slash, so one that has
+/// a slash must start with a kind.
+pub fn split_kind(arg: &str) -> Result<(Option<Kind>, &str)> {
+    let Some((word, name)) = arg.split_once('/') else {
+        return Ok((None, arg));
+    };
+    match Kind::from_word(word) {
+        Some(kind) => Ok((Some(kind), name)),
+        // A name that is not one, as check_name reports it.
+        None => Err(anyhow!(
+            "invalid name {arg:?}: {word:?} is not a kind: expected NAME or KIND/NAME, with KIND \
+             instance, workspace, agent, source or discarded"
+        )),
+    }
+}
+
+/// An instance's name as every verb that acts on instances takes it: `NAME`,
+/// or `instance/NAME` (`instances/NAME`) as `get -o name` prints it;
+/// checked.
+pub fn instance_name(arg: &str) -> Result<&str> {
+    match split_kind(arg)? {
+        (None | Some(Kind::Instance), name) => {
+            check_name(name)?;
+            Ok(name)
+        }
+        (Some(kind), _) => Err(UsageError(format!(
+            "{arg:?} is a {}, and this command acts on instances: give NAME or instance/NAME",
+            kind.word()
+        ))
+        .into()),
+    }
+}
+
 /// Parses a `-l` selector; a bad one is a usage error.
 pub fn selector(text: &str) -> Result<Selector> {
     Selector::parse(text).map_err(|e| UsageError(format!("-l {e}")).into())
 }
 
 impl Targets<'_> {
+    /// Whether the instance `name` was named on the command line (not only
+    /// selected by labels or listed in a file).
+    pub fn named(&self, name: &str) -> bool {
+        self.names
+            .iter()
+            .any(|arg| instance_name(arg).is_ok_and(|n| n == name))
+    }
+
     /// Resolves the targets. Giving none at all is a usage error; a
     /// selector that matches nothing selects nothing.
     pub fn resolve(&self, store: &Store) -> Result<Selected> {
@@ -55,8 +133,7 @@ impl Targets<'_> {
             }
         };
         for name in self.names {
-            check_name(name)?;
-            add(&mut selected.instances, name.clone());
+            add(&mut selected.instances, instance_name(name)?.to_owned());
         }
         if let Some(text) = self.selector {
             let selector = selector(text)?;
