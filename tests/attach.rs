@@ -1036,7 +1036,7 @@ fn launch_name_names_the_new_session_and_refuses_a_taken_or_invalid_one() {
     let err = fails("--name Not_A_Name");
     assert!(
         err.contains("invalid name \"Not_A_Name\": expected a DNS-1123 label")
-            && err.contains("hint: name the new session with --name NAME"),
+            && err.contains("hint: name the new session otherwise with --name NAME"),
         "{err}"
     );
     assert_eq!(home.ok(&["get", "-o", "name"]), "", "nothing created");

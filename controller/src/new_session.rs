@@ -77,21 +77,21 @@ pub struct NewSession {
 
 #[derive(Debug, thiserror::Error)]
 pub enum NewSessionError {
-    #[error("workspace {0:?} not found\nhint: `jackin get workspaces` lists them")]
+    #[error("workspace {0:?} not found")]
     WorkspaceNotFound(String),
     #[error(transparent)]
     NoBasis(Box<NoBasis>),
-    #[error("no agent is named {agent:?}{suggestion}\nhint: `jackin get agents` lists them")]
+    #[error("no agent is named {agent:?}{suggestion}")]
     UnknownAgent {
         agent: String,
         /// `; did you mean "X"?`, or empty.
         suggestion: String,
     },
-    #[error("{why}\nhint: name the new session with --name NAME")]
+    #[error("{why}")]
     InvalidName { why: String },
     #[error(
         "an instance named {name:?} already exists, so a new session cannot take the name; \
-         nothing was created\nhint: pass another --name, or resume it with `jackin attach {name}`"
+         nothing was created"
     )]
     NameTaken { name: String },
     #[error(transparent)]
@@ -103,10 +103,7 @@ pub enum NewSessionError {
 #[derive(Debug, thiserror::Error)]
 #[error(
     "workspace {workspace} names no role {role:?}{suggestion} (it names {declared}), and \
-     {role} ({agent}) has no healthy session there to start from{failed}\nhint: add the role \
-     to the workspace's spec.roles ({{name: {role}, image: IMAGE}} or {{name: {role}, \
-     source: {{git: URL}}}}) and apply the workspace again, or pass --from FILE with an \
-     Instance manifest"
+     {role} ({agent}) has no healthy session there to start from{failed}"
 )]
 pub struct NoBasis {
     pub workspace: String,
