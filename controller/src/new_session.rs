@@ -57,7 +57,7 @@ pub enum Basis {
 impl std::fmt::Display for Basis {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Template => f.write_str("the template"),
+            Self::Template => f.write_str("the --from file"),
             Self::WorkspaceRole => f.write_str("the workspace's role"),
             Self::Session(name) => write!(
                 f,
