@@ -162,6 +162,17 @@ fn applied_workspace(home: &Home, name: &str) {
     home.apply(&format!("ws-{name}"), &yaml);
 }
 
+/// A workspace that declares the role `tester` (the busybox image), so
+/// that a new session starts from it.
+fn workspace_with_the_tester_role(home: &Home, name: &str) {
+    let yaml = format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec:\n  \
+         roles: [{{name: tester, image: {}}}]\n",
+        support::busybox_image()
+    );
+    home.apply(&format!("ws-{name}"), &yaml);
+}
+
 /// A host repository with one commit.
 fn host_repo(dir: &Path) -> std::path::PathBuf {
     let host = dir.join("host");
@@ -193,7 +204,7 @@ fn restores_the_draft(home: &Home, instance: &str, scratch: &Path) {
 
 /// `launch --clean` cleans the session up when it ends, whatever the
 /// workspace's policy: its unfinished work is saved first (issue 24), and
-/// comes back.
+/// comes back. The session is named as its `--from` file names it.
 #[test]
 fn launch_clean_saves_what_it_discards() {
     ensure_busybox();
@@ -202,7 +213,7 @@ fn launch_clean_saves_what_it_discards() {
     let scratch = tempfile::tempdir().unwrap();
     let host = host_repo(scratch.path());
     let template = instance_yaml_with(
-        "template",
+        "drafting",
         &format!(
             "  command: [sh, -c, {}]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
             serde_json::to_string(AGENT).unwrap(),
@@ -217,11 +228,15 @@ fn launch_clean_saves_what_it_discards() {
             template.display()
         ),
     );
+    term.wait_for(
+        "new session instance/drafting: tester (shell) · workspace desk",
+        1,
+    );
     term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
     term.type_until("done", "cleaned up");
     drop(term);
-    assert!(!home.jackin(&["get", "tester-1"]).status.success());
-    restores_the_draft(&home, "tester-1", scratch.path());
+    assert!(!home.jackin(&["get", "drafting"]).status.success());
+    restores_the_draft(&home, "drafting", scratch.path());
 }
 
 /// Records (without converging) an instance running the fake agent on an
@@ -431,7 +446,7 @@ fn launch_offers_resume_or_new_and_resume_reuses_the_identity() {
     applied_workspace(&home, "desk");
     let agent = "echo ready; read line; echo \"$line\" >> $HOME/notes; exit 0";
     let template = instance_yaml_with(
-        "template",
+        "first",
         &format!(
             "  command: [sh, -c, {}]\n",
             serde_json::to_string(agent).unwrap()
@@ -449,35 +464,44 @@ fn launch_offers_resume_or_new_and_resume_reuses_the_identity() {
     term.type_line("one");
     term.wait_for("ended: Kept", 1);
     drop(term);
-    let container = home.container("tester-1");
+    let container = home.container("first");
 
-    // Screen C: start new first, then the kept session; resume it.
+    // Screen C: start new first, with the name it would get, then the kept
+    // session; resume it.
     let term = Terminal::start(&home, launch);
     term.wait_for("Choice [1]:", 1);
     let screen = term.screen();
-    assert!(screen.contains("1) Start new session"), "{screen}");
-    assert!(screen.contains("2) Resume tester-1"), "{screen}");
+    assert!(
+        screen.contains("1) Start new session — a fresh instance, tester-1"),
+        "{screen}"
+    );
+    assert!(screen.contains("2) Resume first"), "{screen}");
     assert!(screen.contains("clean"), "{screen}");
     term.type_line("2");
     term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
     term.type_line("two");
     term.wait_for("ended: Kept", 1);
     drop(term);
-    assert_eq!(home.container("tester-1"), container, "the same identity");
+    assert_eq!(home.container("first"), container, "the same identity");
     let notes = home.path().join("data").join(&container).join("home/notes");
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "one\ntwo\n");
 
-    // Start new, from the most recent session's spec; under the default
-    // policy a clean exit leaves nothing of it.
+    // Start new: the workspace declares no role, so from the most recent
+    // healthy session's spec; under the default policy a clean exit leaves
+    // nothing of it.
     let term = Terminal::start(&home, launch);
     term.wait_for("Choice [1]:", 1);
     term.type_line("1");
-    term.wait_for("instance/tester-2 created", 1);
+    term.wait_for(
+        "new session instance/tester-1: tester (shell) · workspace desk, from instance/first's spec",
+        1,
+    );
+    term.wait_for("instance/tester-1 created", 1);
     term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
     term.type_line("three");
     term.wait_for("cleaned up", 1);
-    assert!(!home.jackin(&["get", "tester-2"]).status.success());
-    assert_eq!(home.object("tester-1")["status"]["phase"], "Kept");
+    assert!(!home.jackin(&["get", "tester-1"]).status.success());
+    assert_eq!(home.object("first")["status"]["phase"], "Kept");
 }
 
 #[test]
@@ -746,29 +770,38 @@ fn no_at_the_discard_prompt_changes_nothing() {
     assert!(Path::new(&checkout).join("draft.md").exists());
 }
 
+/// A new session's name is shown before anything is created; a name taken
+/// meanwhile is never the new session's.
 #[test]
 fn a_new_session_never_takes_over_an_instance_created_meanwhile() {
     ensure_busybox();
     let home = Home::new();
-    applied_workspace(&home, "shared");
-    let template = home.write_input(
-        "template.yaml",
-        &instance_yaml_with("template", "  workspace: shared\n"),
-    );
-    let launch = format!(
-        "launch -w shared -r tester -a shell --from {}",
-        template.display()
-    );
-    // The launch picks the free name `tester-1`, then waits a moment ...
+    workspace_with_the_tester_role(&home, "shared");
+    let launch = "launch -w shared -r tester -a shell";
+    // The launch picks the free name `tester-1` and says so, then waits a
+    // moment, with nothing created yet ...
     let terminal =
-        Terminal::start_with_env(&home, &launch, "TERM=dumb JACKIN_PAUSE_AT=launch-create:3");
-    terminal.wait_for("pausing 3s at launch-create", 1);
+        Terminal::start_with_env(&home, launch, "TERM=dumb JACKIN_PAUSE_AT=launch-create:5");
+    terminal.wait_for("pausing 5s at launch-create", 1);
+    assert!(
+        terminal.screen().contains(
+            "new session instance/tester-1: tester (shell) · workspace shared, from the \
+             workspace's role"
+        ),
+        "{}",
+        terminal.screen()
+    );
+    assert_eq!(home.ok(&["get", "-o", "name"]), "", "nothing created yet");
     // ... in which another command creates `tester-1`.
     let other = instance_yaml_with("tester-1", "  command: [sleep, \"7\"]\n");
     home.record("tester-1", &other);
-    terminal.wait_for(" created", 1);
+    terminal.wait_for("instance/tester-2 created", 1);
     let screen = terminal.screen();
-    assert!(screen.contains("instance/tester-2 created"), "{screen}");
+    assert!(
+        screen.contains("instance/tester-1 was created meanwhile by someone else")
+            && screen.contains("new session instance/tester-2"),
+        "{screen}"
+    );
     assert!(!screen.contains("instance/tester-1 created"), "{screen}");
     let theirs = home.object("tester-1");
     assert_eq!(theirs["spec"]["command"], serde_json::json!(["sleep", "7"]));
@@ -965,12 +998,7 @@ fn screen_d_guards_every_resume_on_a_terminal_and_esc_leaves_the_session_as_it_i
 fn a_first_session_starts_from_the_workspaces_roles_without_a_template() {
     ensure_busybox();
     let home = Home::new();
-    let yaml = format!(
-        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: desk}}\nspec:\n  \
-         roles: [{{name: tester, image: {}}}]\n",
-        support::busybox_image()
-    );
-    home.apply("ws-desk", &yaml);
+    workspace_with_the_tester_role(&home, "desk");
     // Mistakes first: nothing is created.
     let err = home.fails(&["launch", "-w", "desk", "-r", "testr", "-a", "shell"]);
     assert!(
@@ -990,6 +1018,154 @@ fn a_first_session_starts_from_the_workspaces_roles_without_a_template() {
     assert_eq!(obj["spec"]["workspace"], "desk");
     assert_eq!(obj["spec"]["image"], support::busybox_image());
     assert_eq!(obj["status"]["phase"], "Running");
+}
+
+/// `launch --name` starts a new session by that name at once, offering
+/// none to resume, and wins over the name of a `--from` file. A name that
+/// is no instance name, or that an instance has (given by --name or by the
+/// file), is refused before anything is created.
+#[test]
+fn launch_name_names_the_new_session_and_refuses_a_taken_or_invalid_one() {
+    ensure_busybox();
+    let home = Home::new();
+    workspace_with_the_tester_role(&home, "desk");
+    let launch = "launch -w desk -r tester -a shell";
+    let args = |extra: &str| format!("{launch} {extra}");
+    let fails = |extra: &str| home.fails(&args(extra).split(' ').collect::<Vec<_>>());
+
+    let err = fails("--name Not_A_Name");
+    assert!(
+        err.contains("invalid name \"Not_A_Name\": expected a DNS-1123 label")
+            && err.contains("hint: name the new session otherwise with --name NAME"),
+        "{err}"
+    );
+    assert_eq!(home.ok(&["get", "-o", "name"]), "", "nothing created");
+
+    let term = Terminal::start(&home, &args("--name feature-x"));
+    term.wait_for("attached to instance/feature-x", 1);
+    assert!(
+        term.screen()
+            .contains("new session instance/feature-x: tester (shell) · workspace desk"),
+        "{}",
+        term.screen()
+    );
+    assert_eq!(
+        home.object("feature-x")["spec"]["image"],
+        support::busybox_image()
+    );
+    drop(term);
+
+    // feature-x could be resumed, but --name asks for a new session.
+    let template = home.write_input(
+        "template.yaml",
+        &instance_yaml_with("from-file", "  command: [sleep, \"3600\"]\n"),
+    );
+    let term = Terminal::start(
+        &home,
+        &args(&format!("--from {} --name feature-y", template.display())),
+    );
+    term.wait_for("attached to instance/feature-y", 1);
+    assert!(!term.screen().contains("Choice [1]:"), "{}", term.screen());
+    drop(term);
+    assert_eq!(
+        home.object("feature-y")["spec"]["command"],
+        serde_json::json!(["sleep", "3600"])
+    );
+    let names = "instance/feature-x\ninstance/feature-y\n";
+    assert_eq!(home.ok(&["get", "-o", "name"]), names);
+
+    // Taken, by --name or by the file's own name: refused, nothing created.
+    let err = fails("--name feature-x");
+    assert!(
+        err.contains("an instance named \"feature-x\" already exists")
+            && err.contains("nothing was created")
+            && err
+                .contains("hint: pass another --name, or resume it with `jackin attach feature-x`"),
+        "{err}"
+    );
+    let taken = home.write_input(
+        "taken.yaml",
+        &instance_yaml_with("feature-y", "  command: [sleep, \"1\"]\n"),
+    );
+    let err = fails(&format!("--from {}", taken.display()));
+    assert!(
+        err.contains("an instance named \"feature-y\" already exists"),
+        "{err}"
+    );
+    assert_eq!(home.ok(&["get", "-o", "name"]), names);
+    assert_eq!(
+        home.object("feature-y")["spec"]["command"],
+        serde_json::json!(["sleep", "3600"]),
+        "left as it was"
+    );
+}
+
+/// Applies `name` in `workspace` with an image the engine does not have:
+/// the apply fails and the instance is `Failed`.
+fn failed_session(home: &Home, name: &str, workspace: &str) {
+    let yaml = instance_yaml_with(
+        name,
+        &format!("  workspace: {workspace}\n  command: [sh, -c, 'exit 7']\n"),
+    )
+    .replace(support::busybox_image(), "jackin-test/absent:none");
+    let file = home.write_input(&format!("{name}.yaml"), &yaml);
+    home.fails(&["apply", file.to_str().unwrap()]);
+    assert_eq!(home.object(name)["status"]["phase"], "Failed");
+}
+
+/// "Start new session" after a failed session starts from the workspace's
+/// role, not from the failed session's spec.
+#[test]
+fn start_new_after_a_failed_session_uses_the_workspaces_role() {
+    ensure_busybox();
+    let home = Home::new();
+    workspace_with_the_tester_role(&home, "desk");
+    failed_session(&home, "broken", "desk");
+
+    let term = Terminal::start(&home, "launch -w desk -r tester -a shell");
+    term.wait_for("Choice [1]:", 1);
+    let screen = term.screen();
+    assert!(
+        screen.contains("1) Start new session — a fresh instance, tester-1")
+            && screen.contains("2) Resume broken"),
+        "{screen}"
+    );
+    term.type_line("1");
+    term.wait_for("attached to instance/tester-1", 1);
+    assert!(
+        term.screen().contains(
+            "new session instance/tester-1: tester (shell) · workspace desk, from the \
+             workspace's role"
+        ),
+        "{}",
+        term.screen()
+    );
+    let obj = home.object("tester-1");
+    assert_eq!(obj["spec"]["image"], support::busybox_image());
+    assert!(obj["spec"]["command"].is_null(), "{obj}");
+    assert_eq!(obj["status"]["phase"], "Running");
+    assert_eq!(home.object("broken")["status"]["phase"], "Failed");
+}
+
+/// A workspace that does not declare the role: a failed session's spec is
+/// never the new session's, and with no healthy one the launch says how to
+/// declare the role, creating nothing.
+#[test]
+fn an_undeclared_role_never_starts_from_a_failed_session() {
+    let home = Home::new();
+    applied_workspace(&home, "bare");
+    failed_session(&home, "broken", "bare");
+    let err = home.fails(&[
+        "launch", "-w", "bare", "-r", "tester", "-a", "shell", "--name", "fresh",
+    ]);
+    assert!(
+        err.contains("workspace bare names no role \"tester\" (it names none)")
+            && err.contains("a failed session's spec is never copied: instance/broken")
+            && err.contains("hint: add the role to the workspace's spec.roles")
+            && err.contains("--from FILE"),
+        "{err}"
+    );
+    assert_eq!(home.ok(&["get", "-o", "name"]), "instance/broken\n");
 }
 
 #[test]

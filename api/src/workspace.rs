@@ -68,8 +68,8 @@ pub struct WorkspaceSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountSpec>,
     /// The roles its sessions run: where each one's image comes from, so
-    /// that `jackin launch -w W -r ROLE -a AGENT` starts a first session
-    /// with no template.
+    /// that `jackin launch -w W -r ROLE -a AGENT` starts a new session of a
+    /// declared role from it, with no template.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<WorkspaceRole>,
     /// The default of `spec.hostUser` for the workspace's instances.

@@ -258,10 +258,16 @@ pub struct LaunchArgs {
     pub role: String,
     #[arg(long, short = 'a')]
     pub agent: String,
-    /// An Instance manifest a new session starts from (default: the most
-    /// recent session of the same workspace, role and agent).
+    /// An Instance manifest a new session starts from, named as the file
+    /// names it unless --name is given (default: the workspace's
+    /// `spec.roles` entry for the role, else the most recent healthy
+    /// session of the same workspace, role and agent).
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
+    /// Start a new session with this instance name (a DNS-1123 label that no
+    /// instance has), without offering a session to resume.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
     /// Keep this session when it ends, whatever the workspace's policy.
     #[arg(long, conflicts_with = "clean")]
     pub keep: bool,

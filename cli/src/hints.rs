@@ -8,6 +8,7 @@
 
 use std::error::Error;
 
+use jackin_controller::new_session::NewSessionError;
 use jackin_controller::sweep::SweepError;
 use jackin_controller::{ReconcileError, StoreError};
 use jackin_reconcilers::EngineError;
@@ -48,6 +49,9 @@ fn known(error: &(dyn Error + 'static)) -> Option<String> {
     if let Some(e) = error.downcast_ref::<StoreError>() {
         return store(e);
     }
+    if let Some(e) = error.downcast_ref::<NewSessionError>() {
+        return new_session(e);
+    }
     if let Some(e) = error.downcast_ref::<EngineError>() {
         return engine(e);
     }
@@ -64,6 +68,26 @@ fn known(error: &(dyn Error + 'static)) -> Option<String> {
         return git(e);
     }
     error.downcast_ref::<EndpointError>().and_then(endpoint)
+}
+
+fn new_session(e: &NewSessionError) -> Option<String> {
+    match e {
+        NewSessionError::WorkspaceNotFound(_) => Some("`jackin get workspaces` lists them".into()),
+        NewSessionError::NoBasis(e) => Some(format!(
+            "add the role to the workspace's spec.roles ({{name: {role}, image: IMAGE}} or \
+             {{name: {role}, source: {{git: URL}}}}) and apply the workspace again, or pass \
+             --from FILE with an Instance manifest",
+            role = e.role
+        )),
+        NewSessionError::UnknownAgent { .. } => Some("`jackin get agents` lists them".into()),
+        NewSessionError::InvalidName { .. } => {
+            Some("name the new session otherwise with --name NAME".into())
+        }
+        NewSessionError::NameTaken { name } => Some(format!(
+            "pass another --name, or resume it with `jackin attach {name}`"
+        )),
+        NewSessionError::Store(e) => store(e),
+    }
 }
 
 fn reconcile(e: &ReconcileError) -> Option<String> {

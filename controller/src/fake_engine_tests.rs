@@ -1578,3 +1578,110 @@ async fn f3_the_same_prune_again_finishes_an_interrupted_one() {
     assert_eq!(w.reconcile("b").await, Outcome::Gone);
     assert!(apply().still_pruning.is_empty());
 }
+
+/// The trio the new-session tests launch: workspace `w`, role `r`, agent
+/// `claude`.
+const TRIO: crate::new_session::Trio<'static> = crate::new_session::Trio {
+    workspace: "w",
+    role: "r",
+    agent: "claude",
+};
+
+/// Applies `bad` in workspace `w` with a sidecar image the engine lacks,
+/// and converges it: it is `Failed`.
+async fn failed_session(w: &World) {
+    w.apply(
+        "bad",
+        "  workspace: w\n  command: [false]\n  sidecars: [{name: helper, image: no/such:1}]\n",
+    );
+    assert!(w.reconciler.reconcile("bad", None).await.is_err());
+    assert_eq!(w.status_phase("bad"), Some(InstancePhase::Failed));
+}
+
+#[tokio::test]
+async fn a_new_session_starts_from_the_workspaces_role_not_a_failed_sessions_spec() {
+    use crate::new_session::{Basis, prepare};
+    let w = World::new();
+    w.workspace("w", &format!("{{roles: [{{name: r, image: {IMAGE}}}]}}"));
+    failed_session(&w).await;
+    let new = prepare(&w.store, TRIO, None).unwrap();
+    assert_eq!(new.basis, Basis::WorkspaceRole);
+    let spec = &new.instance.spec;
+    assert_eq!(spec.image.as_deref(), Some(IMAGE));
+    assert_eq!(spec.command, None, "not the failed session's");
+    assert!(spec.sidecars.is_empty(), "not the failed session's");
+    assert_eq!(spec.workspace.as_deref(), Some("w"));
+    assert_eq!(spec.phase, DesiredPhase::Running);
+    assert_eq!(new.instance.metadata.name, "", "the caller names it");
+}
+
+#[tokio::test]
+async fn without_the_role_in_the_workspace_the_latest_healthy_session_is_copied_never_a_failed_one()
+{
+    use crate::new_session::{Basis, NewSessionError, prepare};
+    let w = World::new();
+    w.workspace("w", "{}");
+    // A healthy session, written by a source and labelled by the operator.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("good.yaml"),
+        format!(
+            "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: good, labels: \
+             {{team: blue}}}}\nspec:\n  workspace: w\n  role: {{name: r}}\n  agent: claude\n  \
+             image: {IMAGE}\n  command: [sleep, \"7\"]\n  \
+             conversationId: 0b7e4a3c-2f7d-4c1e-9a51-7d1f8e0c6b2a\n"
+        ),
+    )
+    .unwrap();
+    let source = crate::source::Source::of(&[dir.path().to_owned()]).unwrap();
+    let inputs = crate::source::read(&[dir.path().to_owned()]).unwrap();
+    let objects = crate::source::parse(&inputs).unwrap();
+    w.store.apply_objects(&objects, Some(&source)).unwrap();
+    w.reconcile("good").await;
+    assert!(w.obj("good").metadata.labels.contains_key(label::SOURCE));
+    // A failed one, used more recently.
+    failed_session(&w).await;
+
+    let new = prepare(&w.store, TRIO, None).unwrap();
+    assert_eq!(new.basis, Basis::Session("good".into()));
+    let spec = &new.instance.spec;
+    assert_eq!(spec.command, Some(vec!["sleep".into(), "7".into()]));
+    assert!(spec.sidecars.is_empty(), "not the failed session's");
+    assert_eq!(spec.conversation_id, None, "a conversation of its own");
+    assert_eq!(
+        new.instance.metadata.labels,
+        [("team".to_owned(), "blue".to_owned())].into(),
+        "the operator's labels, not the source's ownership"
+    );
+
+    // With only the failed one left, nothing to start from: the error says
+    // which was passed over (the binary adds how to declare the role).
+    w.store.set_phase("good", DesiredPhase::Purged).unwrap();
+    let err = prepare(&w.store, TRIO, None).unwrap_err();
+    assert!(matches!(err, NewSessionError::NoBasis(_)), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("workspace w names no role \"r\"")
+            && message.contains("a failed session's spec is never copied: instance/bad"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_chosen_name_must_be_valid_and_free() {
+    use crate::new_session::{NewSessionError, check_name, free_name};
+    let w = World::new();
+    w.apply("r-1", "");
+    assert!(matches!(
+        check_name(&w.store, "Not_A_Label"),
+        Err(NewSessionError::InvalidName { .. })
+    ));
+    let taken = check_name(&w.store, "r-1").unwrap_err();
+    assert!(
+        matches!(taken, NewSessionError::NameTaken { .. }),
+        "{taken}"
+    );
+    assert!(taken.to_string().contains("nothing was created"), "{taken}");
+    check_name(&w.store, "r-2").unwrap();
+    assert_eq!(free_name(&w.store, "r").unwrap(), "r-2");
+}

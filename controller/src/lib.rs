@@ -15,6 +15,7 @@ pub mod engines;
 pub mod events;
 mod fault;
 pub mod idle;
+pub mod new_session;
 pub mod objects;
 pub mod queue;
 pub mod reconcile;

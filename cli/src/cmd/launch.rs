@@ -6,9 +6,10 @@ use std::path::Path;
 use anyhow::{Result, anyhow, bail};
 use jackin_api::agent::Strategy;
 use jackin_api::names::annotation;
-use jackin_api::{DesiredPhase, Instance, Object};
+use jackin_api::{Instance, Object};
 use jackin_controller::Store;
 use jackin_controller::engines::Engines;
+use jackin_controller::new_session::{self, NewSession, NewSessionError, Trio, closest, last_used};
 use jackin_controller::reconcile::assess_checkouts;
 use jackin_controller::source;
 use jackin_reconcilers::assess::has_unfinished_work;
@@ -27,12 +28,7 @@ async fn restorable(store: &Store, args: &LaunchArgs) -> Result<Vec<Instance>> {
         .list_instances()?
         .instances
         .into_iter()
-        .filter(|obj| {
-            obj.spec.workspace.as_deref() == Some(args.workspace.as_str())
-                && obj.spec.role.name == args.role
-                && obj.spec.agent == args.agent
-                && obj.desired_phase() != DesiredPhase::Purged
-        })
+        .filter(|obj| trio(args).holds(obj))
         .collect();
     for obj in &mut found {
         if let Some(container) = obj.status.as_ref().and_then(|s| s.container_name.clone()) {
@@ -42,23 +38,6 @@ async fn restorable(store: &Store, args: &LaunchArgs) -> Result<Vec<Instance>> {
     }
     found.sort_by_key(|obj| std::cmp::Reverse(last_used(obj)));
     Ok(found)
-}
-
-/// When a session was last in use: when its last session ended, it was
-/// settled or restored, else when it was created.
-fn last_used(obj: &Instance) -> Option<Timestamp> {
-    let status = obj.status.as_ref();
-    [
-        status
-            .and_then(|s| s.session.as_ref())
-            .and_then(|s| s.finished_at),
-        status.and_then(|s| s.settled.as_ref()).map(|s| s.at),
-        status.and_then(|s| s.restore.as_ref()).map(|r| r.at),
-        obj.metadata.creation_timestamp,
-    ]
-    .into_iter()
-    .flatten()
-    .max()
 }
 
 /// "clean", or what unfinished work the checkouts hold.
@@ -103,17 +82,19 @@ fn conversation(obj: &Instance) -> &'static str {
     }
 }
 
-/// Screen C: "Start new session" first, then each session to resume, with
-/// how long ago it was last used.
+/// Screen C: "Start new session" first, with the name the new instance
+/// will have, then each session to resume, with how long ago it was last
+/// used.
 async fn choose(
     args: &LaunchArgs,
     found: &[Instance],
+    new_name: &str,
     keyboard: &mut Keyboard,
 ) -> Result<Option<usize>> {
     let now = Timestamp::now();
     let mut choices = vec![(
         "Start new session".to_owned(),
-        "a fresh instance".to_owned(),
+        format!("a fresh instance, {new_name}"),
     )];
     for obj in found {
         let phase = obj
@@ -218,103 +199,6 @@ fn check_workspace(store: &Store, name: &str) -> Result<()> {
     }
 }
 
-/// The name of `known` closest to `name`, when one is close enough to be a
-/// likely typo.
-fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    known
-        .map(|k| (edit_distance(name, k), k))
-        .filter(|(distance, k)| *distance <= k.len().max(name.len()) / 3 + 1)
-        .min()
-        .map(|(_, k)| k)
-}
-
-/// ` (did you mean "X"?)` when one of `known` is close to `name`.
-fn did_you_mean<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> String {
-    closest(name, known).map_or_else(String::new, |k| format!("; did you mean {k:?}?"))
-}
-
-/// The number of single-character edits between `a` and `b`.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
-}
-
-/// The spec a new session starts from: the template file, else the most
-/// recently used session of the same (workspace, role, agent), else the
-/// workspace's defaults.
-fn template(store: &Store, args: &LaunchArgs, found: &[Instance]) -> Result<Instance> {
-    if let Some(path) = &args.from {
-        return read_template(path);
-    }
-    match found.first() {
-        Some(latest) => Ok(latest.clone()),
-        None => first_of_its_kind(store, args),
-    }
-}
-
-/// The first session of a (workspace, role, agent): the role as the
-/// workspace names it, the agent from the registry. Everything else
-/// (mounts, the exit policy, the engine, a Docker daemon) is the
-/// workspace's, taken in when the recipe is pinned.
-fn first_of_its_kind(store: &Store, args: &LaunchArgs) -> Result<Instance> {
-    let workspace = store
-        .get_workspace(&args.workspace)?
-        .ok_or_else(|| anyhow!("workspace {:?} not found", args.workspace))?;
-    let roles = &workspace.spec.roles;
-    let Some(role) = roles.iter().find(|r| r.name == args.role) else {
-        let known: Vec<&str> = roles.iter().map(|r| r.name.as_str()).collect();
-        bail!(
-            "workspace {} names no role {:?}{} (it names {})\nhint: add it to the workspace's \
-             spec.roles ({{name, source: {{git: URL}}}} or {{name, image: IMAGE}}), or pass --from \
-             FILE with an Instance manifest",
-            args.workspace,
-            args.role,
-            did_you_mean(&args.role, known.iter().copied()),
-            match known.is_empty() {
-                true => "none".to_owned(),
-                false => known.join(", "),
-            }
-        );
-    };
-    if store.resolve_agent(&args.agent)?.is_none() {
-        let agents = store.agents()?;
-        let known = agents.iter().map(|(a, _)| a.metadata.name.as_str());
-        bail!(
-            "no agent is named {:?}{}\nhint: `jackin get agents` lists them",
-            args.agent,
-            did_you_mean(&args.agent, known)
-        );
-    }
-    Ok(Instance {
-        api_version: jackin_api::API_VERSION.into(),
-        kind: Instance::KIND.into(),
-        metadata: jackin_api::ObjectMeta::default(),
-        spec: jackin_api::InstanceSpec {
-            workspace: Some(args.workspace.clone()),
-            role: jackin_api::instance::RoleRef {
-                name: role.name.clone(),
-                source: role.source.clone(),
-            },
-            image: role.image.clone(),
-            agent: args.agent.clone(),
-            ..Default::default()
-        },
-        status: None,
-    })
-}
-
 /// Several problems as one error, a line each.
 fn one_error<E: std::fmt::Display>(errors: &[E]) -> anyhow::Error {
     let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
@@ -340,37 +224,82 @@ fn policy_override(args: &LaunchArgs) -> Option<&'static str> {
     }
 }
 
-/// Creates the new session's instance as `<role>-<n>` with the smallest
-/// free `n`. Another launch may take that name between looking and
-/// creating: then the next free one is tried, never the other's instance.
-fn create_with_a_free_name(store: &Store, mut obj: Instance, role: &str) -> Result<String> {
+/// The (workspace, role, agent) the launch is for.
+fn trio(args: &LaunchArgs) -> Trio<'_> {
+    Trio {
+        workspace: &args.workspace,
+        role: &args.role,
+        agent: &args.agent,
+    }
+}
+
+/// The name the new session will have: the chosen one, else `<role>-<n>`
+/// with the smallest free `n` as it stands now.
+fn name_to_be(store: &Store, chosen: Option<&str>, role: &str) -> Result<String> {
+    match chosen {
+        Some(name) => Ok(name.to_owned()),
+        None => Ok(new_session::free_name(store, role)?),
+    }
+}
+
+/// Creates the new session's instance, its name shown before it exists. A
+/// chosen name (`--name`, or the template's) is that name or nothing.
+/// Otherwise it is `<role>-<n>` with the smallest free `n`; another launch
+/// may take that name between looking and creating: then the next free one
+/// is tried, never the other's instance.
+fn create(
+    store: &Store,
+    session: NewSession,
+    chosen: Option<&str>,
+    trio: Trio<'_>,
+) -> Result<String> {
     const ATTEMPTS: usize = 16;
+    let mut obj = session.instance;
     for _ in 0..ATTEMPTS {
-        let name = new_name(store, role)?;
+        let name = name_to_be(store, chosen, trio.role)?;
         obj.metadata.name = name.clone();
         jackin_api::validate::instance(&obj).map_err(|errs| one_error(&errs))?;
+        eprintln!(
+            "new session instance/{name}: {trio}, from {}",
+            session.basis
+        );
         crate::pause_here_if_asked("launch-create");
         if store.create_new_instance(&obj)? {
             eprintln!("instance/{name} created");
             return Ok(name);
         }
+        if chosen.is_some() {
+            return Err(NewSessionError::NameTaken { name }.into());
+        }
+        eprintln!(
+            "instance/{name} was created meanwhile by someone else; naming the new session anew"
+        );
     }
-    bail!("could not find a free name for a new {role} session after {ATTEMPTS} tries")
-}
-
-/// `<role>-<n>` with the smallest free `n`.
-fn new_name(store: &Store, role: &str) -> Result<String> {
-    let taken: Vec<String> = store.rows()?.into_iter().map(|r| r.name).collect();
-    let base: String = role.chars().take(56).collect();
-    (1..)
-        .map(|n| format!("{base}-{n}"))
-        .find(|name| !taken.contains(name))
-        .ok_or_else(|| anyhow!("no free name"))
+    bail!(
+        "could not find a free name for a new {} session after {ATTEMPTS} tries\nhint: name it \
+         with --name NAME",
+        trio.role
+    )
 }
 
 pub async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()> {
     check_workspace(&store, &args.workspace)?;
-    let found = restorable(&store, args).await?;
+    let template = args.from.as_deref().map(read_template).transpose()?;
+    // The name the operator chose, checked before anything is shown or
+    // created: --name, else the template's own.
+    let chosen = args
+        .name
+        .clone()
+        .or_else(|| template.as_ref().map(|t| t.metadata.name.clone()))
+        .filter(|name| !name.is_empty());
+    if let Some(name) = &chosen {
+        new_session::check_name(&store, name)?;
+    }
+    // --name asks for a new session: there is nothing to choose.
+    let found = match args.name {
+        Some(_) => Vec::new(),
+        None => restorable(&store, args).await?,
+    };
     let mut keyboard = Keyboard::start();
     // Screen C, and Screen D for a session chosen to resume; Esc on D goes
     // back to C.
@@ -378,7 +307,8 @@ pub async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()
         if found.is_empty() {
             break None;
         }
-        let Some(i) = choose(args, &found, &mut keyboard).await? else {
+        let new_name = name_to_be(&store, chosen.as_deref(), &args.role)?;
+        let Some(i) = choose(args, &found, &new_name, &mut keyboard).await? else {
             break None;
         };
         match verify_preserved_state(&store, &found[i], &mut keyboard).await? {
@@ -398,24 +328,17 @@ pub async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()
     let name = match choice {
         Some(i) => found[i].metadata.name.clone(),
         None => {
-            let mut obj = template(&store, args, &found)?;
-            obj.metadata = jackin_api::ObjectMeta {
-                labels: obj.metadata.labels,
-                ..Default::default()
-            };
-            obj.status = None;
+            let mut session = new_session::prepare(&store, trio(args), template)?;
             // The override is part of the instance from its first moment,
             // so a loop that starts it first already knows it.
             if let Some(policy) = policy_override(args) {
-                obj.metadata
+                session
+                    .instance
+                    .metadata
                     .annotations
                     .insert(annotation::EXIT_POLICY.to_owned(), policy.to_owned());
             }
-            obj.spec.phase = DesiredPhase::Running;
-            obj.spec.workspace = Some(args.workspace.clone());
-            obj.spec.role.name = args.role.clone();
-            obj.spec.agent = args.agent.clone();
-            create_with_a_free_name(&store, obj, &args.role)?
+            create(&store, session, chosen.as_deref(), trio(args))?
         }
     };
     if let Some(policy) = policy_override(args) {
