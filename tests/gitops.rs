@@ -363,3 +363,46 @@ fn deleting_a_workspace_leaves_its_instances_on_the_defaults_and_says_so() {
             .success()
     );
 }
+
+/// An instance naming a workspace that exists nowhere is applied (the
+/// workspace may come in a later commit) with a warning that names the
+/// close match; one the store or the same apply holds is not warned of.
+#[test]
+fn a_workspace_that_exists_nowhere_is_warned_of_with_the_close_match() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply("ws", &workspace("keep"));
+    let typo = home.write_input("typo.yaml", &instance("typo", "").replace("team", "taem"));
+    let typo = typo.to_str().unwrap();
+    let warning = "warning: workspace `taem` does not exist (did you mean `team`?): \
+                   instance/typo runs on the defaults until a Workspace named taem is applied";
+    let before = home.snapshot();
+    let out = home.jackin(&["apply", "--dry-run", "--no-wait", "-f", typo]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(warning),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    home.assert_unchanged(&before, "apply --dry-run");
+    let out = home.jackin(&["apply", "--no-wait", "-f", typo]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains(warning), "{stderr}");
+    assert_eq!(home.object("typo")["spec"]["workspace"], "taem");
+
+    // Known in the store, or applied together: no warning.
+    let good = home.write_input("good.yaml", &instance("good", ""));
+    let later = format!(
+        "{}---\n{}",
+        instance("later", "").replace("team", "later"),
+        workspace("keep").replace("name: team", "name: later")
+    );
+    let later = home.write_input("later.yaml", &later);
+    for file in [good, later] {
+        let out = home.jackin(&["apply", "--no-wait", "-f", file.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stderr.contains("warning"), "{stderr}");
+    }
+}

@@ -220,7 +220,7 @@ fn check_workspace(store: &Store, name: &str) -> Result<()> {
 
 /// The name of `known` closest to `name`, when one is close enough to be a
 /// likely typo.
-fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     known
         .map(|k| (edit_distance(name, k), k))
         .filter(|(distance, k)| *distance <= k.len().max(name.len()) / 3 + 1)
