@@ -59,9 +59,9 @@ pub async fn run(
 ) -> Result<()> {
     let paths: Vec<PathBuf> = args.files.iter().chain(&args.paths).cloned().collect();
     let inputs = read_inputs(&paths)?;
-    let objects = source::parse(&inputs)?;
+    let read = source::parse_each(&inputs)?;
     let source = source_of(&paths, args.prune)?;
-    let has_instances = args.prune || objects.iter().any(|o| matches!(o, Object::Instance(_)));
+    let has_instances = args.prune || read.iter().any(|(_, o)| matches!(o, Object::Instance(_)));
     // Converging needs the engine: connect before writing anything, so a
     // command that cannot converge leaves the store as it was. A dry run
     // needs it to show the loop's plan, and says so when it cannot.
@@ -77,6 +77,7 @@ pub async fn run(
         _ => None,
     };
     let store = open_store()?;
+    let objects = objects_to_apply(&store, read, source.as_ref())?;
     if args.dry_run {
         return dry_run(store, engine, &objects, source.as_ref()).await;
     }
@@ -96,6 +97,20 @@ pub async fn run(
     };
     let names = applied.instances_to_converge();
     crate::converge_and_report(store, engine, &names, &args.wait, verbose).await
+}
+
+/// The objects as read, for an apply from `source`; for a plain apply,
+/// with the label of the source that owns each kept when it was read from
+/// that source's files (see [`Store::keep_owners`]).
+fn objects_to_apply(
+    store: &Store,
+    read: Vec<(&Input, Object)>,
+    source: Option<&Source>,
+) -> Result<Vec<Object>> {
+    Ok(match source {
+        Some(_) => read.into_iter().map(|(_, obj)| obj).collect(),
+        None => store.keep_owners(read)?,
+    })
 }
 
 /// A warning for each workspace that an applied instance names and that
@@ -271,8 +286,9 @@ impl std::error::Error for Differs {}
 pub fn diff(store: &Store, args: &DiffArgs) -> Result<()> {
     let paths: Vec<PathBuf> = args.files.iter().chain(&args.paths).cloned().collect();
     let inputs = read_inputs(&paths)?;
-    let objects = source::parse(&inputs)?;
+    let read = source::parse_each(&inputs)?;
     let source = source_of(&paths, args.prune)?;
+    let objects = objects_to_apply(store, read, source.as_ref())?;
     let mut out = String::new();
     for change in store.diff_objects(&objects, source.as_ref())? {
         if !change.changed() {
