@@ -46,8 +46,9 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
+use crate::index::Index;
 use crate::objects::FileObject;
-use crate::store::{ApplyOutcome, Store, StoreError};
+use crate::store::{ApplyOutcome, Store, StoreError, read_object};
 
 /// One input text and the name errors give it (a path, or `<stdin>`).
 #[derive(Debug, Clone)]
@@ -485,6 +486,11 @@ impl Store {
     /// operator's. Writes nothing.
     pub fn keep_owners(&self, read: Vec<(&Input, Object)>) -> Result<Vec<Object>, StoreError> {
         let records = self.source_records()?;
+        // Read once: a source may hold hundreds of instances.
+        let index = match records.is_empty() {
+            true => None,
+            false => Some(self.index()?),
+        };
         let mut objects = Vec::with_capacity(read.len());
         for (input, mut obj) in read {
             // Stdin, or a file no source reads: nothing to look up.
@@ -496,8 +502,8 @@ impl Store {
                         .is_some_and(|f| r.paths.iter().any(|p| f.starts_with(p)))
                 })
                 .collect();
-            if !sources.is_empty()
-                && let Some(owner) = self.owner_of(&obj)?
+            if let Some(index) = index.as_ref().filter(|_| !sources.is_empty())
+                && let Some(owner) = self.owner_of(index, &obj)?
                 && sources.iter().any(|r| r.id == owner)
             {
                 obj.metadata_mut()
@@ -510,13 +516,18 @@ impl Store {
     }
 
     /// The source that owns the stored object of `obj`'s kind and name.
-    fn owner_of(&self, obj: &Object) -> Result<Option<String>, StoreError> {
+    fn owner_of(&self, index: &Index, obj: &Object) -> Result<Option<String>, StoreError> {
         let labels = match obj {
-            Object::Instance(i) => match self.get_instance(&i.metadata.name) {
-                Ok(stored) => stored.metadata.labels,
-                Err(StoreError::InstanceNotFound(_)) => return Ok(None),
-                Err(e) => return Err(e),
-            },
+            Object::Instance(i) => {
+                let stored = match index.find(&i.metadata.name) {
+                    Some(row) => read_object(self.layout(), &row.container_name)?,
+                    None => None,
+                };
+                match stored {
+                    Some(stored) => stored.metadata.labels,
+                    None => return Ok(None),
+                }
+            }
             Object::Workspace(w) => match self.get::<Workspace>(&w.metadata.name)? {
                 Some(stored) => stored.metadata.labels,
                 None => return Ok(None),
