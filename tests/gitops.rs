@@ -396,3 +396,167 @@ fn get_sources_drops_a_source_that_owns_nothing_any_more() {
     let err = home.fails(&["get", "sources", &id]);
     assert!(err.contains("not found"), "{err}");
 }
+
+/// The id of the only source `home` knows.
+fn source_id(home: &Home) -> String {
+    let sources: serde_json::Value =
+        serde_json::from_str(&home.ok(&["get", "sources", "-o", "json"])).unwrap();
+    sources["items"][0]["id"].as_str().unwrap().to_owned()
+}
+
+/// The instances `source` owns, as `get -o name` prints them.
+fn owned_by(home: &Home, source: &str) -> String {
+    home.ok(&[
+        "get",
+        "-l",
+        &format!("jackin.dev/source={source}"),
+        "-o",
+        "name",
+    ])
+}
+
+/// `set-phase NAME kept` on an instance a synced source owns stands when
+/// a commit changes another file of the source; a change to the
+/// instance's own file is the operator's intent again and takes over.
+#[test]
+fn a_hand_change_stands_until_its_own_file_changes() {
+    ensure_busybox();
+    let home = Home::new();
+    let repo = PolicyRepo::new();
+    repo.commit_file("workspaces/team.yaml", &workspace("keep"));
+    repo.commit_file("instances/one.yaml", &instance("one", ""));
+    let sync_until = |name: &str, wanted: &str| {
+        eventually(
+            Duration::from_secs(60),
+            &format!("{name} is {wanted}"),
+            || {
+                home.jackin(&["controller", "--once", "--sync", repo.arg()]);
+                phase(&home, name).as_deref() == Some(wanted)
+            },
+        );
+    };
+    sync_until("one", "Running");
+    home.ok(&["set-phase", "one", "kept"]);
+    assert_eq!(phase(&home, "one").as_deref(), Some("Kept"));
+
+    // Commits to the other files: each is applied, `one` is left alone.
+    repo.commit_file("instances/two.yaml", &instance("two", ""));
+    sync_until("two", "Running");
+    repo.commit_file("workspaces/team.yaml", &workspace("clean"));
+    let synced = home.ok(&["controller", "--once", "--sync", repo.arg()]);
+    assert!(synced.contains("synced"), "{synced}");
+    let described = home.ok(&["describe", "workspace", "team"]);
+    assert!(described.contains("Exit policy:      clean"), "{described}");
+    assert_eq!(phase(&home, "one").as_deref(), Some("Kept"));
+    assert_eq!(home.object("one")["spec"]["phase"], "Kept");
+
+    // Its own file changes: the file's intent (Running) takes over.
+    repo.commit_file(
+        "instances/one.yaml",
+        &instance("one", "  env: [{name: MODE, value: dev}]\n"),
+    );
+    sync_until("one", "Running");
+    assert_eq!(home.object("one")["spec"]["env"][0]["value"], "dev");
+}
+
+/// A plain `apply` (no `--prune`) of a source's files keeps the source's
+/// label on what it owns: a later `apply --prune` of the source still
+/// prunes what its files drop.
+#[test]
+fn a_plain_apply_of_a_sources_files_keeps_them_the_sources() {
+    let home = Home::new();
+    let repo = PolicyRepo::new();
+    repo.commit_file("workspaces/team.yaml", &workspace("keep"));
+    repo.commit_file("instances/one.yaml", &instance("one", ""));
+    home.ok(&["apply", "--prune", "--no-wait", "-f", repo.arg()]);
+    let source = source_id(&home);
+    assert_eq!(owned_by(&home, &source), "instance/one\n");
+    let workspace_file = home.path().join("workspaces/team.yaml");
+    let label = format!("jackin.dev/source: {source}");
+    let stored = std::fs::read_to_string(&workspace_file).unwrap();
+    assert!(stored.contains(&label), "{stored}");
+
+    // The same files by hand: nothing changes, the label included.
+    let before = home.snapshot();
+    let again = home.ok(&["apply", "--no-wait", "-f", repo.arg()]);
+    assert_eq!(
+        again, "instance/one unchanged\nworkspace/team unchanged\n",
+        "{again}"
+    );
+    home.assert_unchanged(&before, "a plain apply of the source's files");
+    let diff = home.jackin(&["diff", "-f", repo.arg()]);
+    assert_eq!(
+        diff.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&diff.stdout)
+    );
+    // Changed files by hand: applied, and still the source's.
+    repo.commit_file(
+        "instances/one.yaml",
+        &instance("one", "").replace("{name: one}", "{name: one, labels: {team: a}}"),
+    );
+    repo.commit_file("workspaces/team.yaml", &workspace("clean"));
+    let changed = home.ok(&["apply", "--no-wait", "-f", repo.arg()]);
+    assert_eq!(
+        changed,
+        "instance/one configured\nworkspace/team configured\n"
+    );
+    assert_eq!(owned_by(&home, &source), "instance/one\n");
+    let stored = std::fs::read_to_string(&workspace_file).unwrap();
+    assert!(
+        stored.contains(&label) && stored.contains("clean"),
+        "{stored}"
+    );
+
+    // The source still prunes what its files drop.
+    repo.remove_file("instances/one.yaml");
+    let pruned = home.ok(&["apply", "--prune", "--no-wait", "-f", repo.arg()]);
+    assert!(
+        pruned.contains("instance/one pruned (set to Purged)"),
+        "{pruned}"
+    );
+}
+
+/// An instance naming a workspace that exists nowhere is applied (the
+/// workspace may come in a later commit) with a warning that names the
+/// close match; one the store or the same apply holds is not warned of.
+#[test]
+fn a_workspace_that_exists_nowhere_is_warned_of_with_the_close_match() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply("ws", &workspace("keep"));
+    let typo = home.write_input("typo.yaml", &instance("typo", "").replace("team", "taem"));
+    let typo = typo.to_str().unwrap();
+    let warning = "warning: workspace `taem` does not exist (did you mean `team`?): \
+                   instance/typo runs on the defaults until a Workspace named taem is applied";
+    let before = home.snapshot();
+    let out = home.jackin(&["apply", "--dry-run", "--no-wait", "-f", typo]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(warning),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    home.assert_unchanged(&before, "apply --dry-run");
+    let out = home.jackin(&["apply", "--no-wait", "-f", typo]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains(warning), "{stderr}");
+    assert_eq!(home.object("typo")["spec"]["workspace"], "taem");
+
+    // Known in the store, or applied together: no warning.
+    let good = home.write_input("good.yaml", &instance("good", ""));
+    let later = format!(
+        "{}---\n{}",
+        instance("later", "").replace("team", "later"),
+        workspace("keep").replace("name: team", "name: later")
+    );
+    let later = home.write_input("later.yaml", &later);
+    for file in [good, later] {
+        let out = home.jackin(&["apply", "--no-wait", "-f", file.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stderr.contains("warning"), "{stderr}");
+    }
+}

@@ -227,6 +227,47 @@ fn bad_input_is_located_and_writes_nothing() {
     assert!(fresh.snapshot().is_empty(), "{:?}", fresh.snapshot().keys());
 }
 
+/// Three typos in two documents (an unknown field and a bad enum value in
+/// one, a bad name in the other) are all reported by one run of each
+/// command that reads manifests, each at its place, and nothing is
+/// written.
+#[test]
+fn every_typo_of_a_manifest_is_reported_in_one_run() {
+    let home = Home::new();
+    let good = home.write_input("good.yaml", &instance_yaml("alpha"));
+    home.ok(&["apply", "--no-wait", good.to_str().unwrap()]);
+    let typos = instance_yaml("beta").replace(
+        "  agent: shell\n",
+        "  agent: shell\n  agnet: codex\n  phase: Paused\n",
+    );
+    let text = format!("{typos}---\n{}", instance_yaml("../gamma"));
+    let file = home.write_input("typos.yaml", &text);
+    let file = file.to_str().unwrap();
+    let expected = [
+        "typos.yaml:8:3: field `spec.agnet`: unknown field `agnet`",
+        "typos.yaml:9:10: field `spec.phase`: unknown variant `Paused`",
+        "typos.yaml:15:9: field `metadata.name`: invalid name \"../gamma\"",
+    ];
+    let before = home.snapshot();
+    for args in [
+        &["apply", "--no-wait", "-f", file][..],
+        &["apply", "--dry-run", "-f", file],
+        &["apply", "--prune", "-f", file],
+        &["diff", "-f", file],
+    ] {
+        let out = home.jackin(args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for error in expected {
+            assert!(
+                stderr.contains(error),
+                "{args:?}: no {error:?} in:\n{stderr}"
+            );
+        }
+        home.assert_unchanged(&before, &format!("{args:?}"));
+    }
+}
+
 #[test]
 fn dry_run_writes_nothing() {
     let home = Home::new();

@@ -1,10 +1,12 @@
 //! Reading objects from YAML text.
 //!
-//! A file may hold several documents separated by `---`. Each document is read
-//! twice at most: once for its `kind`, once into the matching type with unknown
-//! fields rejected. Every error names the source, line, column and field path,
-//! including semantic errors from [`crate::validate`], whose paths are mapped
-//! back to positions through a location tree of the document.
+//! A file may hold several documents separated by `---`. Each valid document
+//! is read twice: once for its `kind`, once into the matching type with
+//! unknown fields rejected. An invalid one is read again after each error,
+//! without the field at fault, so that one run reports all its errors
+//! (`typed_all`). Every error names the source, line, column and field
+//! path, including semantic errors from [`crate::validate`], whose paths are
+//! mapped back to positions through a location tree of the document.
 //!
 //! What an operator applies ([`parse`]) may not set the names jackin keeps
 //! for itself ([`crate::names::reserved_label`]); jackin's own stored
@@ -305,22 +307,19 @@ fn parse_document(
             "missing field `kind`: expected Instance, Workspace or Agent".into(),
         )]);
     };
-    let (object, result) = match kind.value.as_str() {
-        Instance::KIND => {
-            let obj: Instance = typed(source, doc)?;
+    let read = match kind.value.as_str() {
+        Instance::KIND => typed_all(source, doc, |obj: Instance| {
             let result = validate::instance(&obj);
             (Object::Instance(Box::new(obj)), result)
-        }
-        Workspace::KIND => {
-            let obj: Workspace = typed(source, doc)?;
+        }),
+        Workspace::KIND => typed_all(source, doc, |obj: Workspace| {
             let result = validate::workspace(&obj);
             (Object::Workspace(Box::new(obj)), result)
-        }
-        Agent::KIND => {
-            let obj: Agent = typed(source, doc)?;
+        }),
+        Agent::KIND => typed_all(source, doc, |obj: Agent| {
             let result = validate::agent(&obj);
             (Object::Agent(Box::new(obj)), result)
-        }
+        }),
         other => {
             return Err(vec![ManifestError {
                 source: source.to_owned(),
@@ -331,17 +330,210 @@ fn parse_document(
             }]);
         }
     };
+    let Read {
+        object,
+        mut errors,
+        removed,
+    } = read;
+    let Some((object, result)) = object else {
+        return Err(errors);
+    };
     let names = match author {
         Author::Operator => validate::operator_input(&object),
         Author::Jackin => Ok(()),
     };
-    match (result, names) {
-        (Ok(()), Ok(())) => Ok(Some(object)),
-        (Err(mut errors), Err(more)) => {
-            errors.extend(more);
-            Err(locate(source, doc, errors))
+    // A rule broken by what the reading removed (a default standing in for
+    // a bad value) is not the file's: the file's own error says it.
+    let semantic: Vec<FieldError> = [result, names]
+        .into_iter()
+        .filter_map(Result::err)
+        .flatten()
+        .filter(|e| !removed.iter().any(|r| within(&e.path, r)))
+        .collect();
+    errors.extend(locate(source, doc, semantic));
+    if errors.is_empty() {
+        return Ok(Some(object));
+    }
+    // In the file's order, whichever pass found them.
+    errors.sort_by_key(|e| (e.line, e.column));
+    Err(errors)
+}
+
+/// What reading a document into its type gave: the object and its
+/// semantic check, when it could be read (with the bad values removed);
+/// every error the reading met; the fields it removed to go on.
+struct Read<T> {
+    object: Option<T>,
+    errors: Vec<ManifestError>,
+    removed: Vec<String>,
+}
+
+/// The most errors of the types' own (unknown fields, bad values) read in
+/// one document: the reading starts again after each.
+const MAX_TYPE_ERRORS: usize = 64;
+
+/// The most text read again to find a document's further errors (as
+/// much as the largest file jackin reads): a huge document with many
+/// errors costs a few readings, not 64.
+const MAX_REREAD_BYTES: usize = 16 << 20;
+
+/// Reads `doc` into `T` and hands it to `then`; on an error, keeps reading
+/// so that one run reports every error of the document, not the first:
+/// the field at fault is removed from a copy of the document, which is
+/// read again, until it reads or an error leaves nothing to remove (a
+/// required field missing, a value with no field path). Every error is
+/// placed in the file as it is. The first reading is of the file's own
+/// text; the later ones of the copy, written out again as YAML.
+fn typed_all<T, R>(source: &str, doc: &Document, then: impl FnOnce(T) -> R) -> Read<R>
+where
+    T: for<'de> Deserialize<'de>,
+{
+    let mut read = Read {
+        object: None,
+        errors: Vec::new(),
+        removed: Vec::new(),
+    };
+    let mut first = match typed::<T>(source, doc) {
+        Ok(obj) => {
+            read.object = Some(then(obj));
+            return read;
         }
-        (Err(errors), _) | (_, Err(errors)) => Err(locate(source, doc, errors)),
+        Err(mut errors) => errors.remove(0),
+    };
+    let (Ok(mut copy), Ok(Some(tree))) = (
+        serde_saphyr::from_str::<serde_json::Value>(&doc.text),
+        serde_saphyr::from_str::<Option<Spanned<Node>>>(&doc.text),
+    ) else {
+        read.errors.push(first);
+        return read;
+    };
+    // The parser places an unknown field at its key; so does the tree.
+    if let Some(field) = &first.field
+        && first.message.starts_with("unknown field")
+    {
+        let (line, column) = tree.lookup_key(field);
+        (first.line, first.column) = (doc.file_line(line), column);
+    }
+    // A missing field has no value to remove.
+    let mut at_fault = first
+        .field
+        .clone()
+        .filter(|_| !first.message.starts_with("missing field"));
+    read.errors.push(first);
+    let mut reread = 0;
+    while let Some(field) = at_fault.take() {
+        if read.errors.len() >= MAX_TYPE_ERRORS || !remove_at(&mut copy, &field) {
+            break;
+        }
+        read.removed.push(field);
+        let Ok(text) = serde_saphyr::to_string(&copy) else {
+            break;
+        };
+        reread += text.len();
+        if reread > MAX_REREAD_BYTES {
+            break;
+        }
+        let mut path = None;
+        let again = serde_saphyr::with_deserializer_from_str(&text, |de| {
+            serde_path_to_error::deserialize::<_, T>(de).map_err(|e| {
+                let p = e.path().to_string();
+                if p != "." && !p.ends_with('?') {
+                    path = Some(p);
+                }
+                e.into_inner()
+            })
+        });
+        let err = match again {
+            Ok(obj) => {
+                read.object = Some(then(obj));
+                break;
+            }
+            Err(err) => err,
+        };
+        let message = without_location(&err);
+        // A field removed to go on that the type needs: said already.
+        let (Some(field), false) = (path, message.starts_with("missing field")) else {
+            break;
+        };
+        if read.removed.iter().any(|r| within(&field, r)) {
+            break;
+        }
+        let (line, column) = if message.starts_with("unknown field") {
+            tree.lookup_key(&field)
+        } else {
+            tree.lookup(&field)
+        };
+        read.errors.push(ManifestError {
+            source: source.to_owned(),
+            line: doc.file_line(line),
+            column,
+            field: Some(field.clone()),
+            message,
+        });
+        at_fault = Some(field);
+    }
+    read
+}
+
+/// Whether the field `path` is `field` or lies within it.
+fn within(path: &str, field: &str) -> bool {
+    path.strip_prefix(field)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+}
+
+/// Removes the map entry at `path` (as `serde_path_to_error` writes it)
+/// from `value`; `false` when there is none. An item of a list is never
+/// removed: the items after it would change their index, and so the path
+/// their errors are reported at.
+fn remove_at(value: &mut serde_json::Value, path: &str) -> bool {
+    let path = path.strip_prefix('.').unwrap_or(path);
+    match value {
+        serde_json::Value::Object(map) => {
+            // Keys may contain dots (label keys): the longest that fits.
+            let Some(key) = map
+                .keys()
+                .filter(|k| within(path, k))
+                .max_by_key(|k| k.len())
+                .cloned()
+            else {
+                return false;
+            };
+            let rest = &path[key.len()..];
+            if rest.is_empty() {
+                return map.remove(&key).is_some();
+            }
+            map.get_mut(&key)
+                .is_some_and(|child| remove_at(child, rest))
+        }
+        serde_json::Value::Array(items) => {
+            let Some((index, rest)) = path
+                .strip_prefix('[')
+                .and_then(|rest| rest.split_once(']'))
+                .and_then(|(i, rest)| Some((i.parse::<usize>().ok()?, rest)))
+            else {
+                return false;
+            };
+            !rest.is_empty()
+                && items
+                    .get_mut(index)
+                    .is_some_and(|item| remove_at(item, rest))
+        }
+        _ => false,
+    }
+}
+
+/// The parser's message, without the position it appends (we print our
+/// own in front).
+fn without_location(err: &serde_saphyr::Error) -> String {
+    let message = err.without_snippet().to_string();
+    match err.location() {
+        Some(l) => {
+            let suffix = format!(" at line {}, column {}", l.line(), l.column());
+            message
+                .strip_suffix(&suffix)
+                .map_or(message.clone(), str::to_owned)
+        }
+        None => message,
     }
 }
 
@@ -374,18 +566,12 @@ fn yaml_error(
         .location()
         .map(|l| (l.line() as usize, l.column() as usize))
         .unwrap_or((0, 0));
-    let mut message = err.without_snippet().to_string();
-    // The parser appends the position we already print in front.
-    let suffix = format!(" at line {line}, column {column}");
-    if let Some(stripped) = message.strip_suffix(&suffix) {
-        message = stripped.to_owned();
-    }
     ManifestError {
         source: source.to_owned(),
         line: doc.file_line(line),
         column,
         field,
-        message,
+        message: without_location(err),
     }
 }
 
@@ -414,21 +600,36 @@ fn locate(source: &str, doc: &Document, errors: Vec<FieldError>) -> Vec<Manifest
 /// semantic errors.
 enum Node {
     Leaf,
-    Map(Vec<(String, Spanned<Node>)>),
+    /// Each entry's key, with its own position, and value.
+    Map(Vec<(Spanned<String>, Spanned<Node>)>),
     Seq(Vec<Spanned<Node>>),
 }
 
 trait Lookup {
     /// Position of the deepest node along `path`.
-    fn lookup(&self, path: &str) -> (usize, usize);
+    fn lookup(&self, path: &str) -> (usize, usize) {
+        self.find(path, false)
+    }
+
+    /// As [`Lookup::lookup`], but when `path` ends at a map entry, the
+    /// position of its key (where an unknown field is).
+    fn lookup_key(&self, path: &str) -> (usize, usize) {
+        self.find(path, true)
+    }
+
+    fn find(&self, path: &str, key: bool) -> (usize, usize);
+}
+
+fn position<T>(spanned: &Spanned<T>) -> (usize, usize) {
+    (
+        spanned.referenced.line() as usize,
+        spanned.referenced.column() as usize,
+    )
 }
 
 impl Lookup for Spanned<Node> {
-    fn lookup(&self, path: &str) -> (usize, usize) {
-        let here = (
-            self.referenced.line() as usize,
-            self.referenced.column() as usize,
-        );
+    fn find(&self, path: &str, key: bool) -> (usize, usize) {
+        let here = position(self);
         let path = path.strip_prefix('.').unwrap_or(path);
         if path.is_empty() {
             return here;
@@ -439,13 +640,11 @@ impl Lookup for Spanned<Node> {
                 // key that is followed by a separator or ends the path.
                 let found = entries
                     .iter()
-                    .filter(|(k, _)| {
-                        path.strip_prefix(k.as_str())
-                            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
-                    })
-                    .max_by_key(|(k, _)| k.len());
+                    .filter(|(k, _)| within(path, &k.value))
+                    .max_by_key(|(k, _)| k.value.len());
                 match found {
-                    Some((k, child)) => child.lookup(&path[k.len()..]),
+                    Some((k, _)) if key && path.len() == k.value.len() => position(k),
+                    Some((k, child)) => child.find(&path[k.value.len()..], key),
                     None => here,
                 }
             }
@@ -455,7 +654,7 @@ impl Lookup for Spanned<Node> {
                     .and_then(|rest| rest.split_once(']'))
                     .and_then(|(i, rest)| Some((i.parse::<usize>().ok()?, rest)));
                 match index.and_then(|(i, rest)| Some((items.get(i)?, rest))) {
-                    Some((child, rest)) => child.lookup(rest),
+                    Some((child, rest)) => child.find(rest, key),
                     None => here,
                 }
             }
@@ -505,7 +704,7 @@ impl<'de> Deserialize<'de> for Node {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
                 let mut entries = Vec::new();
-                while let Some(key) = map.next_key::<String>()? {
+                while let Some(key) = map.next_key::<Spanned<String>>()? {
                     entries.push((key, map.next_value()?));
                 }
                 Ok(Node::Map(entries))
@@ -629,6 +828,70 @@ spec:
         let err = one_error(&text);
         assert_eq!((err.line, err.column), (12, 10));
         assert_eq!(err.field.as_deref(), Some("spec.mounts[1].dst"));
+    }
+
+    /// One run reports every error of a document, each at its place:
+    /// the types' own (read again after each) and the semantic ones.
+    #[test]
+    fn every_error_of_a_document_is_reported_in_one_run() {
+        let text = INSTANCE
+            .replace("name: architect-1", "name: ../x")
+            .replace(
+                "  agent: claude\n",
+                "  agent: claude\n  agnet: codex\n  phase: Paused\n  mounts:\n  - {src: /a, dst: /w, isolaton: clone}\n",
+            );
+        let errors = parse("f.yaml", &text).expect_err("accepted three typos");
+        let found: Vec<(usize, usize, Option<&str>)> = errors
+            .iter()
+            .map(|e| (e.line, e.column, e.field.as_deref()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (4, 9, Some("metadata.name")),
+                (8, 3, Some("spec.agnet")),
+                (9, 10, Some("spec.phase")),
+                (11, 24, Some("spec.mounts[0].isolaton")),
+            ],
+            "{errors:#?}"
+        );
+        assert!(
+            errors[1].message.contains("unknown field `agnet`"),
+            "{}",
+            errors[1]
+        );
+        assert!(
+            errors[2].message.contains("Running, Kept, Purged"),
+            "{}",
+            errors[2]
+        );
+        assert!(
+            errors[3].message.contains("unknown field `isolaton`"),
+            "{}",
+            errors[3]
+        );
+        // The same document as the second of a file: placed in the file.
+        let later = parse("f.yaml", &format!("{INSTANCE}---\n{text}")).unwrap_err();
+        let lines: Vec<usize> = later.iter().map(|e| e.line).collect();
+        assert_eq!(lines, [13, 17, 18, 20], "{later:#?}");
+    }
+
+    /// A bad value of a field the type cannot do without is reported with
+    /// the other fields' errors, never as a made-up "missing field".
+    #[test]
+    fn a_bad_required_field_is_reported_once() {
+        let text = INSTANCE.replace(
+            "  role: {name: the-architect}\n",
+            "  role: architect\n  agnet: x\n",
+        );
+        let errors = parse("f.yaml", &text).unwrap_err();
+        assert_eq!(errors.len(), 2, "{errors:#?}");
+        assert_eq!(errors[0].field.as_deref(), Some("spec.role"));
+        assert_eq!(errors[1].field.as_deref(), Some("spec.agnet"));
+        assert!(
+            errors.iter().all(|e| !e.message.contains("missing field")),
+            "{errors:#?}"
+        );
     }
 
     #[test]

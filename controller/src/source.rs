@@ -8,11 +8,18 @@
 //! the source's that is no longer in its files is pruned: an instance is set
 //! to `Purged` (the loop purges it, and the discard gate still holds), a
 //! workspace or agent is deleted. An object applied by hand, or from another
-//! source, does not carry this source's label and is never pruned; applying
-//! an object by hand takes its labels from the file, which ends its
-//! ownership. No file may set the label itself (it is reserved, see
+//! source, does not carry this source's label and is never pruned. A plain
+//! apply (no `--prune`) of the source's own files keeps the label on what
+//! it owns ([`Store::keep_owners`]); applying an object by hand from any
+//! other file takes its labels from that file, which ends its ownership.
+//! No file may set the label itself (it is reserved, see
 //! [`jackin_api::names::reserved_label`]), and `get -o yaml` does not print
 //! it: `get`'s output applied by hand is the operator's own.
+//!
+//! `controller --sync` applies again only the objects whose document
+//! changed since the source last applied them (a digest each, in the
+//! source's record): a commit that changes one file does not undo what the
+//! operator changed by hand in the objects of the others.
 //!
 //! Every file of a source is a regular file of at most
 //! [`MAX_MANIFEST_BYTES`], and a link is followed only when it leads to a
@@ -39,8 +46,9 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
+use crate::index::Index;
 use crate::objects::FileObject;
-use crate::store::{ApplyOutcome, Store, StoreError};
+use crate::store::{ApplyOutcome, Store, StoreError, read_object};
 
 /// One input text and the name errors give it (a path, or `<stdin>`).
 #[derive(Debug, Clone)]
@@ -187,16 +195,24 @@ pub fn read(paths: &[PathBuf]) -> Result<Vec<Input>, SourceError> {
 /// Parses and validates every input; any error anywhere fails the whole
 /// load, reporting all errors at once.
 pub fn parse(inputs: &[Input]) -> Result<Vec<Object>, Invalid> {
+    Ok(parse_each(inputs)?
+        .into_iter()
+        .map(|(_, obj)| obj)
+        .collect())
+}
+
+/// As [`parse`], each object with the input it was read from.
+pub fn parse_each(inputs: &[Input]) -> Result<Vec<(&Input, Object)>, Invalid> {
     let mut objects = Vec::new();
     let mut errors = Vec::new();
     for input in inputs {
         match manifest::parse(&input.name, &input.text) {
-            Ok(mut objs) => objects.append(&mut objs),
+            Ok(objs) => objects.extend(objs.into_iter().map(|obj| (input, obj))),
             Err(errs) => errors.extend(errs.iter().map(ToString::to_string)),
         }
     }
     let mut seen = BTreeSet::new();
-    for obj in &objects {
+    for (_, obj) in &objects {
         if !seen.insert((obj.kind(), obj.name().to_owned())) {
             errors.push(format!(
                 "{}/{} appears more than once in the input",
@@ -280,6 +296,28 @@ fn owned(obj: &Object, source: Option<&Source>) -> Object {
             .insert(label::SOURCE.to_owned(), source.id.clone());
     }
     obj
+}
+
+/// `kind/name`: an object's key in [`SourceRecord::applied`].
+fn object_key(obj: &Object) -> String {
+    format!("{}/{}", obj.kind().to_lowercase(), obj.name())
+}
+
+/// The digest of an object as a source applies it (see
+/// [`SourceRecord::applied`]): of everything its document says, so any
+/// change to it, and no change elsewhere, makes another.
+fn digest(obj: &Object) -> String {
+    let json = match obj {
+        Object::Instance(i) => serde_json::to_vec(i),
+        Object::Workspace(w) => serde_json::to_vec(w),
+        Object::Agent(a) => serde_json::to_vec(a),
+    }
+    .expect("an object serializes");
+    sha2::Sha256::digest(&json)
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// An object of a source that is no longer in its files.
@@ -439,6 +477,69 @@ impl Store {
         }
     }
 
+    /// The objects of a plain apply (no `--prune`), each with the label of
+    /// the source that owns it kept when the file it was read from is one
+    /// of that source's: applying a source's files by hand (to try a
+    /// change before committing it, say) leaves what the source owns its
+    /// own. An object read from any other file (`get -o yaml`'s output)
+    /// takes its labels from that file, so applying it makes it the
+    /// operator's. Writes nothing.
+    pub fn keep_owners(&self, read: Vec<(&Input, Object)>) -> Result<Vec<Object>, StoreError> {
+        let records = self.source_records()?;
+        // Read once: a source may hold hundreds of instances.
+        let index = match records.is_empty() {
+            true => None,
+            false => Some(self.index()?),
+        };
+        let mut objects = Vec::with_capacity(read.len());
+        for (input, mut obj) in read {
+            // Stdin, or a file no source reads: nothing to look up.
+            let file = Path::new(&input.name).canonicalize().ok();
+            let sources: Vec<&SourceRecord> = records
+                .iter()
+                .filter(|r| {
+                    file.as_ref()
+                        .is_some_and(|f| r.paths.iter().any(|p| f.starts_with(p)))
+                })
+                .collect();
+            if let Some(index) = index.as_ref().filter(|_| !sources.is_empty())
+                && let Some(owner) = self.owner_of(index, &obj)?
+                && sources.iter().any(|r| r.id == owner)
+            {
+                obj.metadata_mut()
+                    .labels
+                    .insert(label::SOURCE.to_owned(), owner);
+            }
+            objects.push(obj);
+        }
+        Ok(objects)
+    }
+
+    /// The source that owns the stored object of `obj`'s kind and name.
+    fn owner_of(&self, index: &Index, obj: &Object) -> Result<Option<String>, StoreError> {
+        let labels = match obj {
+            Object::Instance(i) => {
+                let stored = match index.find(&i.metadata.name) {
+                    Some(row) => read_object(self.layout(), &row.container_name)?,
+                    None => None,
+                };
+                match stored {
+                    Some(stored) => stored.metadata.labels,
+                    None => return Ok(None),
+                }
+            }
+            Object::Workspace(w) => match self.get::<Workspace>(&w.metadata.name)? {
+                Some(stored) => stored.metadata.labels,
+                None => return Ok(None),
+            },
+            Object::Agent(a) => match self.get::<Agent>(&a.metadata.name)? {
+                Some(stored) => stored.metadata.labels,
+                None => return Ok(None),
+            },
+        };
+        Ok(labels.get(label::SOURCE).cloned())
+    }
+
     /// What applying `obj` would do, writing nothing.
     pub fn plan_object(&self, obj: &Object) -> Result<ApplyOutcome, StoreError> {
         match obj {
@@ -455,12 +556,27 @@ impl Store {
         objects: &[Object],
         source: Option<&Source>,
     ) -> Result<Applied, SourceError> {
+        self.apply_objects_but(objects, source, &BTreeMap::new())
+    }
+
+    /// As [`Store::apply_objects`], but an object whose digest is the one
+    /// in `as_applied` (what the source last applied of it, see
+    /// [`SourceRecord::applied`]) is left as it is: it still counts as the
+    /// source's, for the prune.
+    fn apply_objects_but(
+        &self,
+        objects: &[Object],
+        source: Option<&Source>,
+        as_applied: &BTreeMap<String, String>,
+    ) -> Result<Applied, SourceError> {
         self.check(objects)?;
         let index = self.index()?;
         let mut applied = Applied::default();
         for obj in objects {
             let obj = owned(obj, source);
+            let untouched = as_applied.get(&object_key(&obj)) == Some(&digest(&obj));
             let outcome = match &obj {
+                _ if untouched => ApplyOutcome::Unchanged,
                 // The same again: nothing to write, nothing to open.
                 Object::Instance(i) if self.unchanged_by_row(&index, i) => ApplyOutcome::Unchanged,
                 Object::Instance(i) => self.apply_instance(i)?,
@@ -676,6 +792,13 @@ pub struct SourceRecord {
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempted_at: Option<Timestamp>,
+    /// Each object of the last good apply (`kind/name`) with the digest of
+    /// its document as applied. `controller --sync` applies an object again
+    /// only when its document changed since: a hand change (`set-phase
+    /// NAME kept`) stands until the file itself changes, whatever else the
+    /// source's commits change.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub applied: BTreeMap<String, String>,
 }
 
 impl Store {
@@ -754,6 +877,11 @@ impl Store {
                 record.error = None;
                 record.applied_at = Some(now);
                 record.objects = applied.outcomes.len();
+                record.applied = applied
+                    .outcomes
+                    .iter()
+                    .map(|(obj, _)| (object_key(obj), digest(obj)))
+                    .collect();
                 record.revision = source.paths.first().and_then(|p| revision(p));
             }
             Err(e) => record.error = Some(e.to_string()),
@@ -764,7 +892,10 @@ impl Store {
     /// Applies `source` with prune when its files (or its revision) differ
     /// from `seen`, the fingerprint of the last attempt, and records the
     /// result. An invalid file applies nothing: the last good state stays.
-    /// `None` when nothing changed since `seen`.
+    /// `None` when nothing changed since `seen`. Of the objects, only those
+    /// whose document changed since the source last applied them are
+    /// applied again (see [`SourceRecord::applied`]): the operator's hand
+    /// change to one stands until its own file changes.
     pub fn sync_source(
         &self,
         source: &Source,
@@ -794,9 +925,17 @@ impl Store {
             return None;
         }
         *seen = Some(fingerprint);
+        // A record that cannot be read costs the hand changes, not the sync.
+        let as_applied = self.source_record(source).map_or_else(
+            |e| {
+                tracing::warn!(source = source.id, "applying every object again: {e}");
+                BTreeMap::new()
+            },
+            |record| record.applied,
+        );
         let result = inputs
             .and_then(|inputs| Ok(parse(&inputs)?))
-            .and_then(|objects| self.apply_objects(&objects, Some(source)));
+            .and_then(|objects| self.apply_objects_but(&objects, Some(source), &as_applied));
         if let Err(e) = self.record_source(source, result.as_ref()) {
             tracing::warn!(source = source.id, "cannot record the sync: {e}");
         }

@@ -1,6 +1,7 @@
 //! `jackin apply` and `jackin diff`: read every document first, apply (or
 //! compare) only if all are valid.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
@@ -11,6 +12,7 @@ use jackin_controller::source::{self, Applied, Input, Invalid, Source, SourceErr
 use jackin_controller::{ApplyOutcome, Reconciler, Store};
 
 use crate::args::{ApplyArgs, DiffArgs};
+use jackin_controller::new_session::closest;
 
 /// Reads the inputs: files, directories (every `*.yaml`/`*.yml` below
 /// them), or `-` for stdin.
@@ -57,9 +59,9 @@ pub async fn run(
 ) -> Result<()> {
     let paths: Vec<PathBuf> = args.files.iter().chain(&args.paths).cloned().collect();
     let inputs = read_inputs(&paths)?;
-    let objects = source::parse(&inputs)?;
+    let read = source::parse_each(&inputs)?;
     let source = source_of(&paths, args.prune)?;
-    let has_instances = args.prune || objects.iter().any(|o| matches!(o, Object::Instance(_)));
+    let has_instances = args.prune || read.iter().any(|(_, o)| matches!(o, Object::Instance(_)));
     // Converging needs the engine: connect before writing anything, so a
     // command that cannot converge leaves the store as it was. A dry run
     // needs it to show the loop's plan, and says so when it cannot.
@@ -75,6 +77,7 @@ pub async fn run(
         _ => None,
     };
     let store = open_store()?;
+    let objects = objects_to_apply(&store, read, source.as_ref())?;
     if args.dry_run {
         return dry_run(store, engine, &objects, source.as_ref()).await;
     }
@@ -88,11 +91,74 @@ pub async fn run(
     };
     record_source(&store, source.as_ref(), Ok(&applied));
     report(&applied);
+    warn_of_missing_workspaces(&store, &objects)?;
     let Some(engine) = engine else {
         return Ok(());
     };
     let names = applied.instances_to_converge();
     crate::converge_and_report(store, engine, &names, &args.wait, verbose).await
+}
+
+/// The objects as read, for an apply from `source`; for a plain apply,
+/// with the label of the source that owns each kept when it was read from
+/// that source's files (see [`Store::keep_owners`]).
+fn objects_to_apply(
+    store: &Store,
+    read: Vec<(&Input, Object)>,
+    source: Option<&Source>,
+) -> Result<Vec<Object>> {
+    Ok(match source {
+        Some(_) => read.into_iter().map(|(_, obj)| obj).collect(),
+        None => store.keep_owners(read)?,
+    })
+}
+
+/// A warning for each workspace that an applied instance names and that
+/// exists nowhere: not in the store, not in this apply. The instance is
+/// applied all the same (in GitOps the workspace may come in a later
+/// commit) and runs on the defaults until it is; a close name is offered,
+/// as the likely typo.
+fn warn_of_missing_workspaces(store: &Store, objects: &[Object]) -> Result<()> {
+    let mut named: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for obj in objects {
+        if let Object::Instance(i) = obj
+            && let Some(workspace) = &i.spec.workspace
+        {
+            named.entry(workspace).or_default().push(obj.name());
+        }
+    }
+    let mut known: BTreeSet<String> = objects
+        .iter()
+        .filter(|o| matches!(o, Object::Workspace(_)))
+        .map(|o| o.name().to_owned())
+        .collect();
+    named.retain(|workspace, _| !known.contains(*workspace));
+    if named.is_empty() {
+        return Ok(());
+    }
+    known.extend(
+        store
+            .list_workspaces()?
+            .into_iter()
+            .map(|w| w.metadata.name),
+    );
+    for (workspace, instances) in named {
+        if known.contains(workspace) {
+            continue;
+        }
+        let suggestion = closest(workspace, known.iter().map(String::as_str))
+            .map_or_else(String::new, |k| format!(" (did you mean `{k}`?)"));
+        let instances: Vec<String> = instances.iter().map(|n| format!("instance/{n}")).collect();
+        eprintln!(
+            "warning: workspace `{workspace}` does not exist{suggestion}: {} the defaults until \
+             a Workspace named {workspace} is applied\nhint: `jackin get workspaces` lists them",
+            match instances.as_slice() {
+                [one] => format!("{one} runs on"),
+                many => format!("{} run on", many.join(", ")),
+            }
+        );
+    }
+    Ok(())
 }
 
 /// Keeps what a source's apply did (or why it did nothing) for `jackin get
@@ -153,6 +219,7 @@ async fn dry_run(
     source: Option<&Source>,
 ) -> Result<()> {
     store.check(objects)?;
+    warn_of_missing_workspaces(&store, objects)?;
     let reconciler = engines.map(|engines| Reconciler::new(store.clone(), engines));
     for obj in objects {
         let Object::Instance(applied) = obj else {
@@ -219,8 +286,9 @@ impl std::error::Error for Differs {}
 pub fn diff(store: &Store, args: &DiffArgs) -> Result<()> {
     let paths: Vec<PathBuf> = args.files.iter().chain(&args.paths).cloned().collect();
     let inputs = read_inputs(&paths)?;
-    let objects = source::parse(&inputs)?;
+    let read = source::parse_each(&inputs)?;
     let source = source_of(&paths, args.prune)?;
+    let objects = objects_to_apply(store, read, source.as_ref())?;
     let mut out = String::new();
     for change in store.diff_objects(&objects, source.as_ref())? {
         if !change.changed() {
