@@ -670,11 +670,13 @@ mod tests {
         );
         assert_eq!(
             out.missing,
-            [
+            [format!(
                 "other: no token (JACKIN_TEST_SURELY_UNSET_TOO: host variable \
-              JACKIN_TEST_SURELY_UNSET_TOO is not set in jackin's environment) — export \
-              JACKIN_TEST_SURELY_UNSET_TOO for jackin, or set authForward: sync (run x login)"
-            ]
+                 JACKIN_TEST_SURELY_UNSET_TOO is not set in the environment of this jackin \
+                 process (pid {})) — export JACKIN_TEST_SURELY_UNSET_TOO for jackin, or set \
+                 authForward: sync (run x login)",
+                std::process::id()
+            )]
         );
         // What spec.env sets is the operator's.
         let out = resolve_env(
