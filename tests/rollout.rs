@@ -159,6 +159,13 @@ fn a_rollout_moves_a_running_session_onto_the_new_spec_and_keeps_it() {
         ["--model", "sonnet", "--resume", id.as_str()]
     );
     let obj = home.object("roll");
+    assert!(obj["status"]["restore"]["rollout"].is_string(), "{obj}");
+    let logs = home.jackin(&["logs", "roll"]);
+    let notice = String::from_utf8_lossy(&logs.stderr);
+    assert!(
+        notice.contains("made anew by a rollout (tier 2)"),
+        "{notice}"
+    );
     assert_eq!(obj["status"]["conversation"]["id"], id.as_str());
     assert_eq!(obj["status"]["recipe"]["imageId"], image, "the same image");
     assert_eq!(obj["status"]["restore"]["tier"], 2);

@@ -524,7 +524,10 @@ fn logs_print_what_the_agent_printed_and_say_when_a_restore_lost_it() {
     home.ok(&["controller", "--once"]);
     let out = home.jackin(&["logs", "talky"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("made anew by a tier 2 restore"), "{stderr}");
+    assert!(
+        stderr.contains("made anew by a restore (tier 2)"),
+        "{stderr}"
+    );
 }
 
 /// What `get -o wide` says of `name`'s last session, and `describe`.

@@ -827,6 +827,10 @@ pub struct RestoreRecord {
     pub tier: u8,
     #[schemars(with = "String")]
     pub at: Timestamp,
+    /// The rollout request this start carried out, when a rollout (not a
+    /// loss) made the container anew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<String>,
 }
 
 /// Where a session's outcome was learned from.

@@ -448,6 +448,17 @@ impl Reconciler {
                 guard.obj.status.get_or_insert_default().phase = Some(plan.target);
                 guard.save()?;
             }
+            // The first start from a recipe a rollout pinned carries the
+            // rollout out: said so in the restore record.
+            let rollout_start = match (step, guard.obj.status.as_ref()) {
+                (Step::StartContainer { .. }, Some(status)) => status
+                    .recipe
+                    .as_ref()
+                    .filter(|r| rollout::replacing(r))
+                    .and(status.rollout.as_ref())
+                    .map(|r| r.requested.clone()),
+                _ => None,
+            };
             let acted = match step {
                 // A move pins (builds, probes) on the engine it moves to.
                 Step::RolloutRecipe { moving: true, .. } => {
@@ -514,6 +525,7 @@ impl Reconciler {
                 guard.obj.status.get_or_insert_default().restore = Some(RestoreRecord {
                     tier,
                     at: Timestamp::now(),
+                    rollout: rollout_start,
                 });
             }
             guard.save()?;

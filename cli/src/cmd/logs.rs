@@ -48,8 +48,12 @@ pub async fn run(args: &LogsArgs) -> Result<()> {
     let engine = found.engine;
     // A recreated container starts a new log: say so, rather than pretend.
     if let Some(restore) = status.restore.as_ref().filter(|r| r.tier >= 2) {
+        let by = match &restore.rollout {
+            Some(_) => "a rollout",
+            None => "a restore",
+        };
         eprintln!(
-            "note: the container was made anew by a tier {} restore at {}: what it printed \
+            "note: the container was made anew by {by} (tier {}) at {}: what it printed \
              before that went with the previous container",
             restore.tier, restore.at
         );
@@ -172,7 +176,10 @@ impl Follower<'_> {
                     let how = record
                         .as_ref()
                         .filter(|r| r.tier >= 2)
-                        .map(|r| format!(" (tier {} restore)", r.tier))
+                        .map(|r| match &r.rollout {
+                            Some(_) => format!(" (rollout, tier {})", r.tier),
+                            None => format!(" (tier {} restore)", r.tier),
+                        })
                         .unwrap_or_default();
                     eprintln!("note: the container was replaced{how}; following the new one");
                     return Ok(Next::Replaced { id, record });
