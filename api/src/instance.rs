@@ -71,6 +71,26 @@ impl Instance {
         }
     }
 
+    /// Records how an ended session is settled (a status write: the
+    /// operator's spec stays as it is): `phase` stands in for the spec's
+    /// until the spec changes or the operator resumes the instance.
+    pub fn settle(
+        &mut self,
+        phase: DesiredPhase,
+        by: SettledBy,
+        acknowledged: Option<String>,
+        at: Timestamp,
+    ) {
+        let generation = self.metadata.generation;
+        self.status.get_or_insert_default().settled = Some(Settlement {
+            phase,
+            by,
+            at,
+            generation,
+            acknowledged,
+        });
+    }
+
     /// The settlement that stands, if any (see [`Instance::desired_phase`]).
     pub fn settlement(&self) -> Option<&Settlement> {
         let settled = self.status.as_ref()?.settled.as_ref()?;

@@ -219,6 +219,9 @@ pub mod reason {
     // A discard: what of the checkouts' unfinished work was saved (an
     // event), and (Ready) a save that failed, so nothing was deleted.
     pub const DISCARD_SAVED: &str = "DiscardSaved";
+    /// What an ended session left in `state/artifacts/` was moved out of
+    /// the unit (an event).
+    pub const ARTIFACTS_COLLECTED: &str = "ArtifactsCollected";
     pub const DISCARD_NOT_SAVED: &str = "DiscardNotSaved";
     /// An instance purged while its engine could not be reached: what it
     /// may have made there is left behind.

@@ -789,6 +789,22 @@ async fn reconcile_recording_steps(w: &World, name: &str) -> Vec<Step> {
     reconcile_with_steps(w, name).await.1
 }
 
+/// `steps` as a dry run can know them: how a session that a step of the
+/// same reconcile stops ends is read from the stopped container, so the
+/// record that follows a stop is left out (a dry run cannot say what the
+/// agent will exit with).
+fn foreseeable(steps: Vec<Step>) -> Vec<Step> {
+    let mut kept: Vec<Step> = Vec::new();
+    for step in steps {
+        let after_stop = matches!(kept.last(), Some(Step::StopContainer { .. }));
+        if after_stop && matches!(step, Step::RecordSession(_)) {
+            continue;
+        }
+        kept.push(step);
+    }
+    kept
+}
+
 /// Reconciles `name`: its outcome, and the steps it took.
 async fn reconcile_with_steps(w: &World, name: &str) -> (Outcome, Vec<Step>) {
     let taken = Arc::new(Mutex::new(Vec::new()));
@@ -820,7 +836,7 @@ async fn the_dry_run_of_an_apply_is_what_the_apply_then_does() {
     assert_eq!(outcome, ApplyOutcome::Configured);
     let planned = w.reconciler.preview(would_be.unwrap()).await.unwrap();
     w.store.apply_instance(&changed).unwrap();
-    let taken = reconcile_recording_steps(&w, "a").await;
+    let taken = foreseeable(reconcile_recording_steps(&w, "a").await);
     assert_eq!(planned.plan.steps, taken);
     assert!(
         taken
@@ -856,13 +872,14 @@ async fn the_dry_run_of_a_rollout_is_what_the_rollout_does() {
         .set_annotation("a", annotation::ROLLOUT, Some("t1"))
         .unwrap();
     let (outcome, taken) = reconcile_with_steps(&w, "a").await;
-    assert_eq!(planned, taken);
+    assert_eq!(planned, foreseeable(taken.clone()));
     let kinds: Vec<&str> = taken.iter().map(Step::kind).collect();
     assert_eq!(
         kinds,
         [
             "rollout-recipe",
             "stop-container",
+            "record-session",
             "remove-container",
             "create-container",
             "forward-credentials",
@@ -888,13 +905,83 @@ async fn the_dry_run_of_a_rollout_is_what_the_rollout_does() {
     assert!(reconcile_recording_steps(&w, "a").await.is_empty());
 }
 
+/// The session edge is decided with the rest of the plan: the dry run of
+/// an unchanged manifest, after the agent ended its session, is what the
+/// loop then does, for a crash (nothing: it stays `Crashed`), an ending
+/// the policy keeps and one it cleans up.
+#[tokio::test]
+async fn the_dry_run_of_an_ended_session_is_what_the_loop_then_does() {
+    let w = World::new();
+    w.workspace("keeps", "{exitPolicy: keep}");
+    w.workspace("cleans", "{exitPolicy: clean}");
+    let cases = [
+        (
+            "crashes",
+            "",
+            3,
+            InstancePhase::Crashed,
+            vec!["record-session", "settle"],
+        ),
+        (
+            "kept",
+            "  workspace: keeps\n",
+            0,
+            InstancePhase::Kept,
+            vec![
+                "record-session",
+                "settle",
+                "retire-marker",
+                "remove-container",
+                "remove-network",
+            ],
+        ),
+        (
+            "cleaned",
+            "  workspace: cleans\n",
+            0,
+            InstancePhase::Purging,
+            vec![
+                "record-session",
+                "settle",
+                "retire-marker",
+                "stamp-purging",
+                "remove-container",
+                "remove-network",
+                "finish-purge",
+            ],
+        ),
+    ];
+    for (name, lines, code, target, kinds) in cases {
+        w.launch(name, lines).await;
+        w.agent_exits(name, code);
+        let planned = w.reconciler.preview(w.obj(name)).await.unwrap();
+        assert_eq!(planned.plan.target, target, "{name}");
+        let shown: Vec<&str> = planned.plan.steps.iter().map(Step::kind).collect();
+        assert_eq!(shown, kinds, "{name}");
+        assert_eq!(
+            planned.plan.steps,
+            reconcile_recording_steps(&w, name).await,
+            "{name}"
+        );
+        if target == InstancePhase::Crashed {
+            // Recorded: from now on the dry run and the loop do nothing,
+            // where a dry run once said "tier 1 starts it".
+            let again = w.reconciler.preview(w.obj(name)).await.unwrap();
+            assert!(again.plan.steps.is_empty(), "{:?}", again.plan);
+            assert_eq!(again.plan.target, InstancePhase::Crashed);
+            assert!(reconcile_recording_steps(&w, name).await.is_empty());
+            assert_eq!(w.status_phase(name), Some(InstancePhase::Crashed));
+        }
+    }
+}
+
 #[tokio::test]
 async fn the_dry_run_of_keeping_is_what_keeping_does() {
     let w = World::new();
     w.launch("a", "  sidecars: [{name: helper, image: test/agent:1}]\n")
         .await;
     let planned = w.reconciler.dry_run("a", DesiredPhase::Kept).await.unwrap();
-    let taken = steps_taken(&w, "a", DesiredPhase::Kept).await;
+    let taken = foreseeable(steps_taken(&w, "a", DesiredPhase::Kept).await);
     assert_eq!(planned.plan.steps, taken);
     assert!(planned.blocked.is_none());
 }

@@ -345,9 +345,9 @@ impl Reconciler {
             let recipe = guard.obj.status.as_ref().and_then(|s| s.recipe.as_ref());
             let mut view = observation.view(&uid, recipe);
             view.mounts = assess_checkouts(self.layout(), &guard.container).await?;
-            let policy = exit_policy(&guard.obj, workspace.as_ref());
-            view.session_ended = self
-                .observe_session(engine, &mut guard, &view, policy)
+            view.exit_policy = exit_policy(&guard.obj, workspace.as_ref());
+            view.session = self
+                .observe_session(engine, &guard.obj, &guard.container, &view)
                 .await?;
             self.observe_conversation(&mut guard).await;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
@@ -428,6 +428,9 @@ impl Reconciler {
             let (layout, container) = (self.layout(), guard.container.clone());
             let mut report = |report: act::Report<'_>| match report {
                 act::Report::Build(line) => sink(name, Progress::Build(line)),
+                act::Report::Event { reason, message } => {
+                    events::record(layout, &container, reason, message);
+                }
                 act::Report::Note {
                     stage,
                     reason,
@@ -578,25 +581,32 @@ impl Reconciler {
             .as_ref()
             .and_then(|s| s.container_name.clone())
             .unwrap_or_default();
+        let workspace = match &obj.spec.workspace {
+            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
+            None => None,
+        };
         let mut view = match &obj.metadata.uid {
             Some(uid) => {
                 let engine = self.engine_of(&obj).await?.engine;
                 let observation =
                     Observation::of_instance(&engine, uid, pinned_image(&obj)).await?;
                 let recipe = obj.status.as_ref().and_then(|s| s.recipe.as_ref());
-                observation.view(uid, recipe)
+                let mut view = observation.view(uid, recipe);
+                if !container.is_empty() {
+                    view.mounts = assess_checkouts(self.layout(), &container).await?;
+                    // The session edge, observed as a reconcile observes it
+                    // (read only), so the plan shown is the one run.
+                    view.session = self
+                        .observe_session(&engine, &obj, &container, &view)
+                        .await?;
+                }
+                view
             }
             None => InstanceView::default(),
         };
-        if !container.is_empty() {
-            view.mounts = assess_checkouts(self.layout(), &container).await?;
-        }
+        view.exit_policy = exit_policy(&obj, workspace.as_ref());
         // A dry run never interrupts to look: a session an `OnDrift`
         // rollout waits for is shown waiting.
-        let workspace = match &obj.spec.workspace {
-            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
-            None => None,
-        };
         let agent = self.store.resolve_agent(&obj.spec.agent)?;
         let parts = Parts {
             workspace: workspace.as_ref(),
@@ -829,6 +839,37 @@ impl Reconciler {
             true => pending,
             false => pending_rollout(&guard.obj, view, &parts, true),
         })
+    }
+}
+
+impl Reconciler {
+    /// Runs `plan` for the locked instance through `act`, as a reconcile
+    /// runs its plans (the status saved after each step). For changes made
+    /// outside a reconcile (the idle hooks' restart). Returns whether the
+    /// instance is gone.
+    pub(crate) async fn run_plan(
+        &self,
+        guard: &mut InstanceGuard,
+        plan: &Plan,
+    ) -> Result<bool, ReconcileError> {
+        let workspace = match &guard.obj.spec.workspace {
+            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
+            None => None,
+        };
+        let agent = self.store.resolve_agent(&guard.obj.spec.agent)?;
+        let home_id = self
+            .layout()
+            .home_id_or_create(&uuid::Uuid::new_v4().simple().to_string())
+            .map_err(|e| StoreError::io(&self.layout().home_id_file(), e))?;
+        let connected = self.engine_of(&guard.obj).await?;
+        let parts = Parts {
+            workspace: workspace.as_ref(),
+            agent: agent.as_ref(),
+            home_id,
+        };
+        let ctx = self.context(&connected, parts);
+        let name = guard.obj.metadata.name.clone();
+        self.execute(&ctx, guard, plan, &name).await
     }
 }
 

@@ -1,24 +1,23 @@
-//! The session edge of a reconcile: how the last session ended (the
-//! completion marker first, then the engine, else unknown), the post-session
-//! step, and the exit policy's decision turned into desired state.
+//! The session edge of a reconcile, observed: what is seen of the last
+//! session's end (the completion marker, the engine's state of the stopped
+//! container, whether an operator is attached), read only. What follows
+//! from it is decided in `reconcilers::ending` and carried out by `act`.
+//! Also the operator's answers at the end of a session (keep, clean up,
+//! resume), the idle hooks' restart, and the conversation the entry
+//! wrapper reports.
 
+use jackin_api::DesiredPhase;
 use jackin_api::agent::Strategy;
-use jackin_api::instance::{
-    Instance, InstancePhase, MountStatus, OutcomeSource, SessionOutcome, SettledBy, Settlement,
-};
-use jackin_api::meta::{find_condition, remove_condition, set_condition};
-use jackin_api::names::{condition, reason};
-use jackin_api::workspace::ExitPolicy;
-use jackin_api::{ConditionStatus, DesiredPhase};
+use jackin_api::instance::{Instance, InstancePhase, SettledBy};
+use jackin_api::names::reason;
 use jackin_reconcilers::Engine;
 use jackin_reconcilers::Layout;
-use jackin_reconcilers::act;
-use jackin_reconcilers::assess::acknowledgement_digest;
+use jackin_reconcilers::decide::{Plan, Step};
+use jackin_reconcilers::ending::{self, EngineExit, SessionSeen};
 use jackin_reconcilers::fsutil::FileLock;
 use jackin_reconcilers::observe::{InstanceView, Observation};
-use jackin_reconcilers::policy::{self, ExitAction};
 use jackin_reconcilers::resume;
-use jackin_reconcilers::session::{self, MarkerState};
+use jackin_reconcilers::session;
 use jiff::Timestamp;
 
 use crate::events;
@@ -26,211 +25,44 @@ use crate::reconcile::{ReconcileError, Reconciler};
 use crate::store::{ApplyOutcome, InstanceGuard, Store, StoreError};
 
 impl Reconciler {
-    /// Records how the last session ended, from the best source available,
-    /// and runs the post-session step. Returns the exit code when the agent
-    /// ended the session on its own (its marker says so), which `decide`
-    /// does not undo.
+    /// What is seen of the last session's end, read only: the unit's
+    /// completion marker, whether an operator is attached, and (when the
+    /// marker cannot say it all) the stopped container's state as the
+    /// engine reports it. Nothing when the container runs. What follows
+    /// from it is decided with the rest of the plan (`ending::steps`, called
+    /// by `decide`) and carried out by `act`.
     pub(crate) async fn observe_session(
         &self,
         engine: &Engine,
-        guard: &mut InstanceGuard,
+        obj: &Instance,
+        container: &str,
         view: &InstanceView,
-        policy: ExitPolicy,
-    ) -> Result<Option<i64>, ReconcileError> {
+    ) -> Result<SessionSeen, ReconcileError> {
         if view.container.as_ref().is_some_and(|c| c.running) {
-            // A session runs: a question about an earlier one is moot.
-            if let Some(status) = guard.obj.status.as_mut() {
-                remove_condition(&mut status.conditions, condition::EXIT_POLICY);
-            }
-            return Ok(None);
+            return Ok(SessionSeen::default());
         }
-        let layout = self.layout();
-        let container = guard.container.clone();
-        let name = guard.obj.metadata.name.clone();
-        let desired = guard.obj.desired_phase();
-        let status = guard.obj.status.get_or_insert_default();
-        let recorded = status.session.as_ref().and_then(|s| s.finished_at);
-        let now = Timestamp::now();
-        let marker = {
-            let (layout, container) = (layout.clone(), container.clone());
-            tokio::task::spawn_blocking(move || session::read_marker(&layout, &container))
-                .await
-                .expect("reading the marker does not panic")
-        };
-        match marker {
-            MarkerState::Present(marker) => {
-                let finished = marker.finished();
-                let new = finished.is_some() && finished != recorded;
-                // The kernel's OOM killer is not the agent ending its
-                // session, whatever the wrapper saw; only the engine knows.
-                let oom = if new {
-                    oom_killed(engine, view, &container).await?
-                } else {
-                    status.session.as_ref().and_then(|s| s.reason.as_deref()) == Some(REASON_OOM)
-                };
-                if new {
-                    for stale in [
-                        condition::MARKER_MALFORMED,
-                        condition::SESSION_OUTCOME,
-                        condition::EXIT_POLICY,
-                    ] {
-                        remove_condition(&mut status.conditions, stale);
-                    }
-                    status.session = Some(SessionOutcome {
-                        exit_code: Some(marker.exit_code),
-                        finished_at: finished,
-                        source: OutcomeSource::Marker,
-                        reason: Some(if oom { REASON_OOM } else { marker.reason() }.to_owned()),
-                    });
-                    let at = finished.map(|f| f.to_string()).unwrap_or_default();
-                    self.after_session(&container, &name, &at, marker.exit_code);
-                }
-                if oom {
-                    // Preserved as it is; a restart would meet the same limit.
-                    return Ok(Some(marker.exit_code));
-                }
-                // Only a session the agent ended itself, while it was meant
-                // to run, goes to the exit policy. A stop that jackin (a
-                // `Kept` teardown), the operator or the engine caused is not
-                // an ending: `Kept` and `Purged` say what to do, and `Running`
-                // restores it.
-                let agent_ended = marker.ended_by_itself() && desired == DesiredPhase::Running;
-                // The policy decides a new ending, and again one that waits
-                // for an operator who is no longer attached to answer.
-                let waiting = status
-                    .conditions
-                    .iter()
-                    .any(|c| c.reason == reason::ASK_OPERATOR);
-                let attached = attached(layout, &container);
-                if agent_ended && (new || (waiting && !attached)) {
-                    let action = policy::on_exit(policy, marker.exit_code, &view.mounts, attached);
-                    events::record(
-                        layout,
-                        &container,
-                        condition::EXIT_POLICY,
-                        &format!("exit policy {}: {action}", policy.as_str()),
-                    );
-                    apply_exit_action(&mut guard.obj, action, policy, &view.mounts);
-                    if matches!(action, ExitAction::Purge { .. } | ExitAction::Keep { .. }) {
-                        // Handled: a later resume must not find it and take
-                        // the session for ended again.
-                        session::retire_marker(layout, &container)
-                            .map_err(|e| StoreError::io(&layout.unit_dir(&container), e))?;
-                        return Ok(None);
-                    }
-                }
-                // A kept instance was settled after its session ended; the
-                // marker no longer speaks for what to do with it.
-                let kept =
-                    guard.obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Kept);
-                return Ok((agent_ended && !kept).then_some(marker.exit_code));
-            }
-            MarkerState::Malformed(why) => {
-                if set_condition(
-                    &mut status.conditions,
-                    condition::MARKER_MALFORMED,
-                    ConditionStatus::True,
-                    reason::UNPARSABLE,
-                    &format!(
-                        "the completion marker is not valid; the engine's exit state is used: {why}"
-                    ),
-                    now,
-                ) {
-                    events::record(layout, &container, condition::MARKER_MALFORMED, &why);
-                }
-            }
-            MarkerState::Absent => {}
-        }
-        match &view.container {
-            Some(_) => {
-                // Stopped without a marker of this run: ask the engine.
-                let Some(inspected) = engine.inspect_container(&container).await? else {
-                    return Ok(None);
-                };
+        let layout = self.layout().clone();
+        let unit = container.to_owned();
+        let marker = tokio::task::spawn_blocking(move || session::read_marker(&layout, &unit))
+            .await
+            .expect("reading the marker does not panic");
+        let engine_exit = match view.container.is_some() && ending::engine_needed(obj, &marker) {
+            true => engine.inspect_container(container).await?.map(|inspected| {
                 let state = inspected.state.unwrap_or_default();
-                let started = engine_time(state.started_at.as_deref());
-                let finished = engine_time(state.finished_at.as_deref());
-                if started.is_none() {
-                    // Created but never started: no session has ended.
-                    return Ok(None);
+                EngineExit {
+                    exit_code: state.exit_code.unwrap_or_default(),
+                    started: engine_time(state.started_at.as_deref()),
+                    finished: engine_time(state.finished_at.as_deref()),
+                    oom_killed: state.oom_killed.unwrap_or(false),
                 }
-                // The marker's times have whole seconds.
-                let already = recorded
-                    .is_some_and(|r| started.is_none_or(|s| r.as_second() >= s.as_second()));
-                if finished.is_some() && !already {
-                    let code = state.exit_code.unwrap_or_default();
-                    let reason = match (state.oom_killed, code) {
-                        (Some(true), _) => REASON_OOM,
-                        (_, 137) => "killed",
-                        _ => "exited",
-                    };
-                    remove_condition(&mut status.conditions, condition::SESSION_OUTCOME);
-                    status.session = Some(SessionOutcome {
-                        exit_code: Some(code),
-                        finished_at: finished,
-                        source: OutcomeSource::Engine,
-                        reason: Some(reason.to_owned()),
-                    });
-                    let at = finished.map(|f| f.to_string()).unwrap_or_default();
-                    self.after_session(&container, &name, &at, code);
-                }
-            }
-            // Gone while we believed it ran (or a sweep already noted it
-            // gone: it turns a `Running` row `Exited`, with the reason).
-            // jackin's own removals leave the phase at neither (`Kept`,
-            // `Purging`, `Launching`): their sessions were recorded first.
-            None if status.phase == Some(InstancePhase::Running)
-                || (status.phase == Some(InstancePhase::Exited)
-                    && find_condition(&status.conditions, condition::READY).is_some_and(|c| {
-                        matches!(
-                            c.reason.as_str(),
-                            reason::CONTAINER_MISSING | reason::ENGINE_RESTARTED
-                        )
-                    })) =>
-            {
-                status.session = Some(SessionOutcome {
-                    exit_code: None,
-                    finished_at: None,
-                    source: OutcomeSource::Unknown,
-                    reason: Some("the container was removed and left no marker".into()),
-                });
-                status.phase = Some(InstancePhase::Crashed);
-                set_condition(
-                    &mut status.conditions,
-                    condition::SESSION_OUTCOME,
-                    ConditionStatus::Unknown,
-                    reason::UNKNOWN,
-                    "the container was removed before its session was recorded, and no \
-                     completion marker was left",
-                    now,
-                );
-                self.after_session(&container, &name, &now.to_string(), -1);
-            }
-            None => {}
-        }
-        Ok(None)
-    }
-
-    /// The post-session step, which never needs the container: keep what
-    /// the agent left in `state/artifacts/` outside the unit, and record the
-    /// event. (The exit policy plugs in here.)
-    fn after_session(&self, container: &str, name: &str, finished_at: &str, code: i64) {
-        let layout = self.layout();
-        let message = match code {
-            -1 => "the session ended; its outcome is unknown".to_owned(),
-            code => format!("the session ended with exit code {code}"),
+            }),
+            false => None,
         };
-        events::record(layout, container, reason::SESSION_ENDED, &message);
-        match session::collect_artifacts(layout, container, name, finished_at) {
-            Ok(Some(to)) => events::record(
-                layout,
-                container,
-                "ArtifactsCollected",
-                &format!("moved to {}", to.display()),
-            ),
-            Ok(None) => {}
-            Err(e) => tracing::warn!(instance = name, "cannot collect artifacts: {e}"),
-        }
+        Ok(SessionSeen {
+            marker,
+            engine: engine_exit,
+            attached: attached(self.layout(), container),
+        })
     }
 }
 
@@ -266,7 +98,17 @@ impl Reconciler {
         if !runs {
             return Ok(false);
         }
-        engine.stop_container(id, act::STOP_GRACE_SECS).await?;
+        // Every change goes through `act`, as a reconcile's: the graceful
+        // stop (a plan of its own: how the session ended is read from the
+        // stopped container), then the session edge, then the removal.
+        let stop = Plan {
+            steps: vec![Step::StopContainer { id: id.to_owned() }],
+            tier: None,
+            target: InstancePhase::Running,
+            blocked: None,
+            cause: "the idle hooks recycle the container: it stops gracefully first".into(),
+        };
+        self.run_plan(&mut guard, &stop).await?;
         // The stopped container, looked at as a reconcile does: its marker,
         // else the engine's exit state, is recorded before it goes.
         let image = crate::reconcile::pinned_image(&guard.obj);
@@ -274,25 +116,47 @@ impl Reconciler {
         let recipe = guard.obj.status.as_ref().and_then(|s| s.recipe.as_ref());
         let mut view = observed.view(&uid, recipe);
         view.mounts = crate::reconcile::assess_checkouts(self.layout(), &guard.container).await?;
+        view.session = self
+            .observe_session(&engine, &guard.obj, &guard.container, &view)
+            .await?;
         let workspace = match &guard.obj.spec.workspace {
             Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
             None => None,
         };
-        let policy = crate::reconcile::exit_policy(&guard.obj, workspace.as_ref());
-        let ended = self
-            .observe_session(&engine, &mut guard, &view, policy)
-            .await?;
-        if ended.is_some() || guard.obj.desired_phase() != DesiredPhase::Running {
-            guard.save()?;
-            return Ok(false);
+        view.exit_policy = crate::reconcile::exit_policy(&guard.obj, workspace.as_ref());
+        let running = view.container.as_ref().is_some_and(|c| c.running);
+        let edge = ending::steps(
+            &guard.obj,
+            running,
+            view.container.is_some(),
+            &view.session,
+            view.exit_policy,
+            &view.mounts,
+        );
+        let mut after = guard.obj.clone();
+        for step in &edge.steps {
+            ending::apply(&mut after, step, &view.mounts, Timestamp::now());
         }
-        // As a keep does: the phase stops saying it runs before jackin
-        // removes the container, so its absence is never read as a session
-        // lost.
-        guard.obj.status.get_or_insert_default().phase = Some(InstancePhase::Launching);
-        guard.save()?;
-        engine.remove_container(id).await?;
-        Ok(true)
+        // The agent ended its session meanwhile: an ending the loop
+        // settles, never a restart.
+        let restart = edge.ended.is_none() && after.desired_phase() == DesiredPhase::Running;
+        let mut steps = edge.steps;
+        if restart {
+            steps.push(Step::RemoveContainer { id: id.to_owned() });
+        }
+        let plan = Plan {
+            steps,
+            tier: None,
+            // As a keep does: the phase stops saying it runs before jackin
+            // removes the container, so its absence is never read as a
+            // session lost.
+            target: InstancePhase::Launching,
+            blocked: None,
+            cause: "the idle hooks recycle the container: the session is recorded, then it goes"
+                .into(),
+        };
+        self.run_plan(&mut guard, &plan).await?;
+        Ok(restart)
     }
 
     /// Folds what the entry wrapper reported of the agent's last start into
@@ -335,24 +199,6 @@ impl Reconciler {
     }
 }
 
-/// Whether the engine says the kernel killed the stopped container's
-/// process for want of memory. Asked only when a new marker appears (a
-/// pass that acts anyway), and only of a container that is still there.
-async fn oom_killed(
-    engine: &Engine,
-    view: &InstanceView,
-    container: &str,
-) -> Result<bool, ReconcileError> {
-    if view.container.is_none() {
-        return Ok(false);
-    }
-    let inspected = engine.inspect_container(container).await?;
-    Ok(inspected
-        .and_then(|c| c.state)
-        .and_then(|s| s.oom_killed)
-        .unwrap_or(false))
-}
-
 /// A time the engine reports; it says "never" with the zero time
 /// (`0001-01-01T00:00:00Z`), which is no time at all.
 fn engine_time(text: Option<&str>) -> Option<Timestamp> {
@@ -361,64 +207,13 @@ fn engine_time(text: Option<&str>) -> Option<Timestamp> {
 }
 
 /// `status.session.reason` of a session the kernel's OOM killer ended.
-pub const REASON_OOM: &str = "oom";
+pub use jackin_reconcilers::ending::REASON_OOM;
 
 /// Whether an operator is attached: `jackin attach` holds the lock while
 /// they are. A missing lock file means nobody (and creates nothing).
 pub(crate) fn attached(layout: &Layout, container: &str) -> bool {
     let path = layout.attached_lock_file(container);
     path.exists() && matches!(FileLock::try_acquire(&path), Ok(None))
-}
-
-/// Records the exit policy's decision as a settlement in the status (never
-/// in the operator's spec), which the same reconcile then converges: a purge
-/// (acknowledging the unfinished work when the policy says so), or keeping
-/// the instance. `Preserve` and `Ask` settle nothing.
-fn apply_exit_action(
-    obj: &mut Instance,
-    action: ExitAction,
-    policy: ExitPolicy,
-    mounts: &[MountStatus],
-) {
-    let phase = match action {
-        ExitAction::Purge { .. } => DesiredPhase::Purged,
-        ExitAction::Keep { .. } => DesiredPhase::Kept,
-        ExitAction::Ask => {
-            // The attached operator answers; until then the session waits.
-            set_condition(
-                &mut obj.status.get_or_insert_default().conditions,
-                condition::EXIT_POLICY,
-                ConditionStatus::Unknown,
-                reason::ASK_OPERATOR,
-                "the isolated checkouts hold unfinished work; the attached operator decides",
-                Timestamp::now(),
-            );
-            return;
-        }
-        ExitAction::Preserve => return,
-    };
-    let acknowledged = match action {
-        ExitAction::Purge { acknowledge: true } => acknowledgement_digest(mounts),
-        _ => None,
-    };
-    if let ExitAction::Keep {
-        non_interactive: true,
-    } = action
-    {
-        set_condition(
-            &mut obj.status.get_or_insert_default().conditions,
-            condition::EXIT_POLICY,
-            ConditionStatus::True,
-            reason::NON_INTERACTIVE,
-            &format!(
-                "exit policy {}: the isolated checkouts hold unfinished work and nobody was \
-                 attached to ask, so the instance is kept",
-                policy.as_str()
-            ),
-            Timestamp::now(),
-        );
-    }
-    settle(obj, phase, SettledBy::ExitPolicy, acknowledged);
 }
 
 /// The operator's resume (`set-phase running`, `attach`, a `launch` that
@@ -477,22 +272,4 @@ pub fn keep_ended(store: &Store, name: &str) -> Result<(), StoreError> {
 pub fn clean_up_ended(store: &Store, name: &str, shown: Option<String>) -> Result<(), StoreError> {
     store.settle(name, DesiredPhase::Purged, SettledBy::Operator, shown)?;
     Ok(())
-}
-
-/// Records how an ended session is settled: `phase` stands in for the
-/// spec's until the spec changes or the operator resumes the instance.
-pub fn settle(
-    obj: &mut Instance,
-    phase: DesiredPhase,
-    by: SettledBy,
-    acknowledged: Option<String>,
-) {
-    let generation = obj.metadata.generation;
-    obj.status.get_or_insert_default().settled = Some(Settlement {
-        phase,
-        by,
-        at: Timestamp::now(),
-        generation,
-        acknowledged,
-    });
 }

@@ -531,7 +531,7 @@ impl Store {
             .map(|row| row.container_name)
             .ok_or_else(|| StoreError::InstanceNotFound(name.to_owned()))?;
         self.update_instance(name, &container, |stored| {
-            crate::session::settle(stored, phase, by, acknowledged);
+            stored.settle(phase, by, acknowledged, Timestamp::now());
             Ok(ApplyOutcome::Configured)
         })?;
         Ok(())

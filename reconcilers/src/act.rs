@@ -8,7 +8,8 @@ use jackin_api::ConditionStatus;
 use jackin_api::agent::{StateKind, Strategy};
 use jackin_api::credentials::AuthForward;
 use jackin_api::instance::{
-    Conversation, CredentialsStatus, Instance, InstancePhase, Recipe, RoleSource, RolloutRecord,
+    Conversation, CredentialsStatus, Instance, InstancePhase, OutcomeSource, Recipe, RoleSource,
+    RolloutRecord,
 };
 use jackin_api::meta::set_condition;
 use jackin_api::names::{condition, label, reason};
@@ -27,7 +28,7 @@ use crate::isolation::{self, IsolationError};
 use crate::layout::Layout;
 use crate::recipe::{self, RecipeError, ResolvedAgent};
 use crate::secrets::{self, SecretError};
-use crate::{resume, rollout, session};
+use crate::{ending, resume, rollout, session};
 
 /// Where the agent's home is mounted inside the container.
 pub const AGENT_HOME: &str = "/home/agent";
@@ -227,6 +228,12 @@ pub enum Report<'a> {
     /// the line is under the step's own.
     Note {
         stage: Option<&'static str>,
+        reason: &'static str,
+        message: &'a str,
+    },
+    /// What the step did, for the instance's event log only (the session
+    /// edge's records: how it ended, what the exit policy decided).
+    Event {
         reason: &'static str,
         message: &'a str,
     },
@@ -469,6 +476,71 @@ pub async fn act(
             obj.status.get_or_insert_default().phase = Some(InstancePhase::Purging);
         }
         Step::FinishPurge => ctx.state.finish_purge(obj).map_err(ActError::State)?,
+        Step::RecordSession(outcome) => {
+            ending::apply(obj, step, &[], jiff::Timestamp::now());
+            let message = match outcome.exit_code {
+                Some(code) if outcome.source != OutcomeSource::Unknown => {
+                    format!("the session ended with exit code {code}")
+                }
+                _ => "the session ended; its outcome is unknown".to_owned(),
+            };
+            progress(Report::Event {
+                reason: reason::SESSION_ENDED,
+                message: &message,
+            });
+            // What the agent left in `state/artifacts/` is kept outside the
+            // unit, which a purge may take next.
+            let finished = outcome
+                .finished_at
+                .unwrap_or_else(jiff::Timestamp::now)
+                .to_string();
+            let (layout, name) = (ctx.layout.clone(), obj.metadata.name.clone());
+            let unit = container.clone();
+            let collected = blocking(move || {
+                Ok::<_, ActError>(session::collect_artifacts(&layout, &unit, &name, &finished))
+            })
+            .await?;
+            match collected {
+                Ok(Some(to)) => progress(Report::Event {
+                    reason: reason::ARTIFACTS_COLLECTED,
+                    message: &format!("moved to {}", to.display()),
+                }),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(
+                    instance = obj.metadata.name,
+                    "cannot collect artifacts: {e}"
+                ),
+            }
+        }
+        Step::NoteMalformedMarker(why) => {
+            ending::apply(obj, step, &[], jiff::Timestamp::now());
+            progress(Report::Event {
+                reason: condition::MARKER_MALFORMED,
+                message: why,
+            });
+        }
+        Step::Settle { action, policy } => {
+            let mounts = obj
+                .status
+                .as_ref()
+                .map(|s| s.mounts.clone())
+                .unwrap_or_default();
+            ending::apply(obj, step, &mounts, jiff::Timestamp::now());
+            progress(Report::Event {
+                reason: condition::EXIT_POLICY,
+                message: &format!("exit policy {}: {action}", policy.as_str()),
+            });
+        }
+        Step::RetireMarker => {
+            let layout = ctx.layout.clone();
+            let path = ctx.layout.unit_dir(&container);
+            blocking(move || {
+                session::retire_marker(&layout, &container)
+                    .map_err(|source| ActError::Io { path, source })
+            })
+            .await?;
+        }
+        Step::ClearExitQuestion => ending::apply(obj, step, &[], jiff::Timestamp::now()),
     }
     Ok(())
 }

@@ -26,11 +26,16 @@
 //! lock go, and the index row last.
 
 use jackin_api::DesiredPhase;
-use jackin_api::instance::{Instance, InstancePhase, Isolation, Recipe, SettledBy};
+use jackin_api::instance::{
+    Instance, InstancePhase, Isolation, OutcomeSource, Recipe, SessionOutcome, SettledBy,
+};
 use jackin_api::names::annotation;
+use jackin_api::workspace::ExitPolicy;
 
 use crate::assess::acknowledgement_digest;
+use crate::ending;
 use crate::observe::InstanceView;
+use crate::policy::ExitAction;
 use crate::rollout::{self, Rollout};
 
 /// One step of a plan: one engine call or one filesystem operation. A step
@@ -43,9 +48,9 @@ pub enum Step {
     /// the launch recipe into the status.
     PinRecipe,
     /// A rollout: pin the recipe again from the current spec, keeping the
-    /// unit, its conversation and its checkouts (those the new spec binds
-    /// otherwise are retired, clean), and record the request handled.
-    /// The container then goes and is made anew from the new recipe.
+    /// unit, its conversation and its checkouts, and record the request
+    /// handled. The container then goes and is made anew from the new
+    /// recipe (see [`Step::RetireCheckouts`]).
     RolloutRecipe {
         requested: String,
         moving: bool,
@@ -55,6 +60,23 @@ pub enum Step {
         requested: String,
         why: String,
     },
+    /// The session edge (see [`crate::ending`]): record how the last
+    /// session ended, and collect what it left in `state/artifacts/`.
+    RecordSession(SessionOutcome),
+    /// Say that the completion marker cannot be read (the engine's exit
+    /// state stands in for it).
+    NoteMalformedMarker(String),
+    /// Settle the ended session as the exit policy decided.
+    Settle {
+        action: ExitAction,
+        policy: ExitPolicy,
+    },
+    /// Set the handled marker aside, so that a later resume does not take
+    /// the session for ended again.
+    RetireMarker,
+    /// A session runs again: the exit policy's question about the last one
+    /// is moot.
+    ClearExitQuestion,
     /// Rebuild the pinned image at the pinned role commit and base (tier 3).
     RebuildImage,
     /// Make or verify the isolated checkouts the container binds.
@@ -116,6 +138,11 @@ impl Step {
             Step::PinRecipe => "pin-recipe",
             Step::RolloutRecipe { .. } => "rollout-recipe",
             Step::RefuseRollout { .. } => "refuse-rollout",
+            Step::RecordSession(_) => "record-session",
+            Step::NoteMalformedMarker(_) => "note-malformed-marker",
+            Step::Settle { .. } => "settle",
+            Step::RetireMarker => "retire-marker",
+            Step::ClearExitQuestion => "clear-exit-question",
             Step::RebuildImage => "rebuild-image",
             Step::PrepareMounts => "prepare-mounts",
             Step::RemoveCheckouts => "remove-checkouts",
@@ -163,6 +190,11 @@ impl Step {
             | Step::RemoveContainer { .. } => "container",
             Step::ForwardCredentials => "credentials",
             Step::StampPurging | Step::FinishPurge => "cleanup",
+            Step::RecordSession(_)
+            | Step::NoteMalformedMarker(_)
+            | Step::Settle { .. }
+            | Step::RetireMarker
+            | Step::ClearExitQuestion => "session",
         }
     }
 
@@ -178,6 +210,29 @@ impl Step {
                     .into()
             }
             Step::RefuseRollout { why, .. } => format!("refusing the rollout: {why}"),
+            Step::RecordSession(outcome) => match (outcome.source, outcome.exit_code) {
+                (OutcomeSource::Unknown, _) | (_, None) => {
+                    "recording that the session ended, how not known (no marker)".into()
+                }
+                (source, Some(code)) => format!(
+                    "recording that the session ended with exit code {code} (from the {})",
+                    match source {
+                        OutcomeSource::Marker => "completion marker",
+                        _ => "engine",
+                    }
+                ),
+            },
+            Step::NoteMalformedMarker(_) => "noting that the completion marker is not valid".into(),
+            Step::Settle { action, policy } => {
+                format!(
+                    "settling the ended session: exit policy {}: {action}",
+                    policy.as_str()
+                )
+            }
+            Step::RetireMarker => "setting the handled completion marker aside".into(),
+            Step::ClearExitQuestion => {
+                "clearing the exit policy's question (a session runs)".into()
+            }
             Step::RebuildImage => "rebuilding the image at the pinned commit".into(),
             Step::PrepareMounts => "preparing the isolated checkouts".into(),
             Step::RemoveCheckouts => {
@@ -252,6 +307,11 @@ impl Plan {
         }
         for step in &self.steps {
             out.push_str(&format!("  - {}\n", step.describe()));
+            if let Step::StopContainer { .. } = step {
+                // What the stopped session says is only known once it
+                // has stopped: the reconcile records it next.
+                out.push_str("  - recording how the session ended, from the stopped container\n");
+            }
         }
         out
     }
@@ -293,8 +353,36 @@ fn acknowledged(obj: &Instance, digest: &str) -> bool {
 /// is the effective one ([`Instance::desired_phase`]): the spec, carried on
 /// by a settlement of the last session where there is one.
 pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
+    let running = view.container.as_ref().is_some_and(|c| c.running);
+    let ending = ending::steps(
+        obj,
+        running,
+        view.container.is_some(),
+        &view.session,
+        view.exit_policy,
+        &view.mounts,
+    );
+    if ending.steps.is_empty() {
+        return decide_phase(obj, view, ending.ended);
+    }
+    // The rest of the plan is decided from the status as the session
+    // edge's steps leave it (a settlement changes the phase wanted).
+    let mut after = obj.clone();
+    let now = jiff::Timestamp::now();
+    for step in &ending.steps {
+        ending::apply(&mut after, step, &view.mounts, now);
+    }
+    let mut plan = decide_phase(&after, view, ending.ended);
+    plan.steps.splice(0..0, ending.steps);
+    plan
+}
+
+/// The plan for the phase wanted, once the session edge is decided:
+/// `ended`, the exit code of a session the agent ended on its own and
+/// nothing settled.
+fn decide_phase(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
     match obj.desired_phase() {
-        DesiredPhase::Running => running(obj, view),
+        DesiredPhase::Running => running(obj, view, ended),
         DesiredPhase::Kept => Plan {
             steps: teardown(view, true),
             tier: None,
@@ -364,13 +452,13 @@ fn pinned_recipe<'a>(obj: &'a Instance, view: &InstanceView) -> (Option<&'a Reci
 }
 
 /// The restore ladder.
-fn running(obj: &Instance, view: &InstanceView) -> Plan {
+fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
     let (recipe, superseded) = pinned_recipe(obj, view);
     let pinned = recipe.is_some();
     // A session the agent ended itself is over, not lost: nothing restarts
     // it until the operator resumes it.
     let runs = view.container.as_ref().is_some_and(|c| c.running);
-    if let (Some(code), false, true) = (view.session_ended, runs, pinned) {
+    if let (Some(code), false, true) = (ended, runs, pinned) {
         return Plan {
             steps: Vec::new(),
             tier: None,
@@ -432,7 +520,7 @@ fn running(obj: &Instance, view: &InstanceView) -> Plan {
                 sidecars: Default::default(),
                 ..view.clone()
             };
-            let mut plan = running(obj, &replaced);
+            let mut plan = running(obj, &replaced, ended);
             steps.append(&mut plan.steps);
             plan.steps = steps;
             // A new image is a rebuild: tier 3; the same image, tier 2.
@@ -686,6 +774,12 @@ mod tests {
 
     const ID: &str = "c0ffee";
 
+    /// The plan past the session edge: the ladder and the teardowns as the
+    /// status stands (the edge's own steps are tested apart).
+    fn ladder(obj: &Instance, observed: &InstanceView) -> Plan {
+        decide_phase(obj, observed, None)
+    }
+
     fn start_new() -> Step {
         StartContainer { id: None }
     }
@@ -761,29 +855,79 @@ mod tests {
             ),
         ];
         for (observed, steps, tier) in cases {
-            let plan = decide(&obj, &observed);
+            let plan = ladder(&obj, &observed);
             assert_eq!(plan.steps, steps, "{observed:?}");
             assert_eq!(plan.tier, tier, "{observed:?}");
             assert_eq!(plan.target, InstancePhase::Running);
         }
     }
 
+    /// The agent ended its session with `code`, and that ending is
+    /// recorded: its marker and the status agree.
+    fn recorded_ending(obj: &mut Instance, observed: &mut InstanceView, code: i64) {
+        let at = "2026-11-26T00:01:00Z";
+        observed.session.marker = crate::session::MarkerState::Present(crate::session::Marker {
+            exit_code: code,
+            started_at: String::new(),
+            finished_at: at.into(),
+            reason: "exited".into(),
+            written: None,
+        });
+        obj.status.as_mut().unwrap().session = Some(SessionOutcome {
+            exit_code: Some(code),
+            finished_at: Some(at.parse().unwrap()),
+            source: OutcomeSource::Marker,
+            reason: Some("exited".into()),
+        });
+    }
+
     #[test]
     fn a_session_that_ended_by_itself_is_not_restarted() {
-        let obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
         for (code, phase) in [(0, InstancePhase::Exited), (3, InstancePhase::Crashed)] {
             for state in [None, Some(false)] {
+                let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
                 let mut observed = view(state, true, true);
-                observed.session_ended = Some(code);
+                recorded_ending(&mut obj, &mut observed, code);
                 let plan = decide(&obj, &observed);
                 assert_eq!(plan.steps, [], "{state:?}");
                 assert_eq!(plan.target, phase);
             }
         }
         // Still running (a resumed session): nothing ended.
+        let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
         let mut observed = view(Some(true), true, true);
-        observed.session_ended = Some(0);
+        recorded_ending(&mut obj, &mut observed, 0);
         assert_eq!(decide(&obj, &observed).target, InstancePhase::Running);
+    }
+
+    /// The session edge comes first in the plan, and the rest is decided
+    /// from the status it leaves: a new ending the policy keeps is
+    /// recorded, settled, its marker set aside, then the container goes.
+    #[test]
+    fn a_new_ending_is_recorded_and_settled_before_the_rest() {
+        let obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        let mut observed = view(Some(false), true, true);
+        let mut scratch = obj.clone();
+        recorded_ending(&mut scratch, &mut observed, 0);
+        observed.exit_policy = ExitPolicy::Keep;
+        let plan = decide(&obj, &observed);
+        let kinds: Vec<&str> = plan.steps.iter().map(Step::kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                "record-session",
+                "settle",
+                "retire-marker",
+                "remove-container",
+                "remove-network"
+            ]
+        );
+        assert_eq!(plan.target, InstancePhase::Kept);
+        // A container removed behind jackin's back, no marker: the session
+        // is recorded as lost, and tier 2 brings it back.
+        let lost = decide(&obj, &view(None, true, true));
+        assert_eq!(lost.steps[0].kind(), "record-session");
+        assert_eq!(lost.tier, Some(2));
     }
 
     /// A rollout pins first (the running session untouched, so that a
@@ -921,17 +1065,17 @@ mod tests {
         for mode in [AuthForward::Sync, AuthForward::Token] {
             let obj = with(mode, builtin_sets());
             assert_eq!(
-                decide(&obj, &view(Some(false), true, true)).steps,
+                ladder(&obj, &view(Some(false), true, true)).steps,
                 [ForwardCredentials, start_observed()],
                 "{mode}"
             );
             assert_eq!(
-                decide(&obj, &view(None, true, true)).steps,
+                ladder(&obj, &view(None, true, true)).steps,
                 [CreateContainer, ForwardCredentials, start_new()],
                 "{mode}"
             );
             assert_eq!(
-                decide(&obj, &view(None, true, false)).steps,
+                ladder(&obj, &view(None, true, false)).steps,
                 [
                     RebuildImage,
                     CreateContainer,
@@ -940,14 +1084,14 @@ mod tests {
                 ],
                 "{mode}"
             );
-            assert_eq!(decide(&obj, &view(Some(true), true, true)).steps, []);
+            assert_eq!(ladder(&obj, &view(Some(true), true, true)).steps, []);
         }
         for obj in [
             with(AuthForward::None, builtin_sets()),
             with(AuthForward::Sync, Vec::new()),
         ] {
             assert_eq!(
-                decide(&obj, &view(Some(false), true, true)).steps,
+                ladder(&obj, &view(Some(false), true, true)).steps,
                 [start_observed()]
             );
         }
@@ -1012,7 +1156,7 @@ mod tests {
             (view(None, false, true), vec![]),
         ];
         for (observed, steps) in cases {
-            let plan = decide(&obj, &observed);
+            let plan = ladder(&obj, &observed);
             assert_eq!(plan.steps, steps, "{observed:?}");
             assert_eq!(plan.target, InstancePhase::Kept);
         }
@@ -1090,7 +1234,8 @@ mod tests {
             acknowledged: None,
         });
         let mut ended = view(Some(false), true, true);
-        ended.session_ended = Some(3);
+        let mut ended_running = running.clone();
+        recorded_ending(&mut ended_running, &mut ended, 3);
         let mut unfinished = view(Some(true), true, true);
         unfinished.mounts = vec![jackin_api::instance::MountStatus {
             dst: "/w".into(),
@@ -1109,7 +1254,7 @@ mod tests {
             (running.clone(), view(Some(false), true, true)),
             (running.clone(), view(None, true, true)),
             (running.clone(), view(None, true, false)),
-            (running, ended),
+            (ended_running, ended),
             (kept_by_policy, view(Some(true), true, true)),
             (
                 instance(DesiredPhase::Purged, true, InstancePhase::Running),
@@ -1137,9 +1282,11 @@ to Running: Running as the spec asks; the container runs
 to Running: Running as the spec asks; the container exists, stopped: tier 1 starts it, its writable layer intact
   - starting the container c0ffee
 to Running: Running as the spec asks; no container, the pinned image is there: tier 2 creates it from the recipe
+  - recording that the session ended, how not known (no marker)
   - creating the container
   - starting the container
 to Running: Running as the spec asks; no container and no image: tier 3 rebuilds at the pinned commit, then creates it
+  - recording that the session ended, how not known (no marker)
   - rebuilding the image at the pinned commit
   - creating the container
   - starting the container
@@ -1147,6 +1294,7 @@ to Crashed: the agent ended its session (exit 3): nothing restarts it until the 
   - nothing
 to Kept: Kept as settled by the exit policy: the engine's objects go, the unit stays
   - stopping the container c0ffee
+  - recording how the session ended, from the stopped container
   - removing the container c0ffee
   - removing the network jk-1-a
 to Purging: Purged as the spec asks: everything of the instance goes, its index row last

@@ -10,6 +10,7 @@ pub mod assess;
 pub mod credentials;
 pub mod decide;
 pub mod discard;
+pub mod ending;
 pub mod endpoint;
 pub mod engine;
 #[cfg(any(test, feature = "fake"))]

@@ -40,9 +40,12 @@ pub struct InstanceView {
     /// The assessment of each isolated checkout (a filesystem observation,
     /// filled in by the caller from the unit's records).
     pub mounts: Vec<jackin_api::instance::MountStatus>,
-    /// The exit code of the last session when the agent ended it on its own
-    /// and its outcome is recorded (filled in by the caller from the marker).
-    pub session_ended: Option<i64>,
+    /// What was seen of the last session's end (filled in by the caller:
+    /// the marker, the engine's state of the stopped container).
+    pub session: crate::ending::SessionSeen,
+    /// The exit policy in force (filled in by the caller from the
+    /// instance's override and its workspace).
+    pub exit_policy: jackin_api::workspace::ExitPolicy,
     /// A rollout to handle, decided by the caller from the spec as it
     /// resolves now ([`crate::rollout::pending`]).
     pub rollout: Option<crate::rollout::Rollout>,

@@ -1,0 +1,332 @@
+//! The session edge, decided: how the last session ended (the completion
+//! marker first, then the engine, else unknown), and what follows from it
+//! (its record, the exit policy's settlement, the marker set aside). Pure:
+//! the caller reads the marker and asks the engine ([`SessionSeen`]);
+//! [`steps`] turns that into steps that `act` runs, and [`apply`] is what
+//! each of them changes in the status, used alike by `act` and by `decide`
+//! to decide the rest of the plan from the status as they leave it. So a
+//! dry run decides exactly what a reconcile then does.
+
+use jackin_api::instance::{
+    Instance, InstancePhase, MountStatus, OutcomeSource, SessionOutcome, SettledBy,
+};
+use jackin_api::meta::{find_condition, remove_condition, set_condition};
+use jackin_api::names::{condition, reason};
+use jackin_api::workspace::ExitPolicy;
+use jackin_api::{ConditionStatus, DesiredPhase};
+use jiff::Timestamp;
+
+use crate::assess::acknowledgement_digest;
+use crate::decide::Step;
+use crate::policy::{self, ExitAction};
+use crate::session::MarkerState;
+
+/// `status.session.reason` of a session the kernel's OOM killer ended.
+pub const REASON_OOM: &str = "oom";
+
+/// What was seen of the last session's end, read by the caller: only when
+/// the container does not run (a running session has not ended).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSeen {
+    /// The unit's completion marker, as the wrapper (or the agent) left it.
+    pub marker: MarkerState,
+    /// The stopped container's state as the engine reports it, asked only
+    /// when the marker cannot say it all (no new marker: its exit code;
+    /// a new one: whether the OOM killer ended it). `None`: not asked, or
+    /// the container went meanwhile.
+    pub engine: Option<EngineExit>,
+    /// Whether an operator is attached (who answers the exit policy's
+    /// question).
+    pub attached: bool,
+}
+
+impl Default for SessionSeen {
+    fn default() -> Self {
+        Self {
+            marker: MarkerState::Absent,
+            engine: None,
+            attached: false,
+        }
+    }
+}
+
+/// A stopped container's end, as the engine reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineExit {
+    pub exit_code: i64,
+    /// When it started; `None` for a container created and never started.
+    pub started: Option<Timestamp>,
+    pub finished: Option<Timestamp>,
+    pub oom_killed: bool,
+}
+
+/// Whether the engine must be asked about the stopped container: not when
+/// a marker already recorded says it all.
+pub fn engine_needed(obj: &Instance, marker: &MarkerState) -> bool {
+    match marker {
+        MarkerState::Present(marker) => {
+            let finished = marker.finished();
+            finished.is_some() && finished != recorded(obj)
+        }
+        MarkerState::Absent | MarkerState::Malformed(_) => true,
+    }
+}
+
+/// When the session recorded last ended.
+fn recorded(obj: &Instance) -> Option<Timestamp> {
+    obj.status
+        .as_ref()
+        .and_then(|s| s.session.as_ref())
+        .and_then(|s| s.finished_at)
+}
+
+/// What the session edge does, and the exit code of a session the agent
+/// ended on its own that nothing settled (the instance stays ended: its
+/// `decide` does not undo it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ending {
+    pub steps: Vec<Step>,
+    pub ended: Option<i64>,
+}
+
+/// The session edge's steps for `obj`: `running`, whether its container
+/// runs; `seen`, what was seen of the last session's end; `policy`, the
+/// exit policy in force; `mounts`, the checkouts' evidence.
+pub fn steps(
+    obj: &Instance,
+    running: bool,
+    container_present: bool,
+    seen: &SessionSeen,
+    policy: ExitPolicy,
+    mounts: &[MountStatus],
+) -> Ending {
+    let status = obj.status.clone().unwrap_or_default();
+    let mut steps = Vec::new();
+    if running {
+        // A session runs: a question about an earlier one is moot.
+        if find_condition(&status.conditions, condition::EXIT_POLICY).is_some() {
+            steps.push(Step::ClearExitQuestion);
+        }
+        return Ending { steps, ended: None };
+    }
+    match &seen.marker {
+        MarkerState::Present(marker) => {
+            let finished = marker.finished();
+            let new = finished.is_some() && finished != recorded(obj);
+            // The kernel's OOM killer is not the agent ending its session,
+            // whatever the wrapper saw; only the engine knows.
+            let oom = match new {
+                true => seen.engine.is_some_and(|e| e.oom_killed),
+                false => {
+                    status.session.as_ref().and_then(|s| s.reason.as_deref()) == Some(REASON_OOM)
+                }
+            };
+            if new {
+                steps.push(Step::RecordSession(SessionOutcome {
+                    exit_code: Some(marker.exit_code),
+                    finished_at: finished,
+                    source: OutcomeSource::Marker,
+                    reason: Some(if oom { REASON_OOM } else { marker.reason() }.to_owned()),
+                }));
+            }
+            if oom {
+                // Preserved as it is; a restart would meet the same limit.
+                return Ending {
+                    steps,
+                    ended: Some(marker.exit_code),
+                };
+            }
+            // Only a session the agent ended itself, while it was meant to
+            // run, goes to the exit policy. A stop that jackin (a `Kept`
+            // teardown), the operator or the engine caused is not an
+            // ending: `Kept` and `Purged` say what to do, and `Running`
+            // restores it.
+            let agent_ended =
+                marker.ended_by_itself() && obj.desired_phase() == DesiredPhase::Running;
+            // The policy decides a new ending, and again one that waits for
+            // an operator who is no longer attached to answer.
+            let waiting = !new
+                && status
+                    .conditions
+                    .iter()
+                    .any(|c| c.reason == reason::ASK_OPERATOR);
+            if agent_ended && (new || (waiting && !seen.attached)) {
+                let action = policy::on_exit(policy, marker.exit_code, mounts, seen.attached);
+                steps.push(Step::Settle { action, policy });
+                if matches!(action, ExitAction::Purge { .. } | ExitAction::Keep { .. }) {
+                    // Handled: a later resume must not find it and take
+                    // the session for ended again.
+                    steps.push(Step::RetireMarker);
+                    return Ending { steps, ended: None };
+                }
+            }
+            // A kept instance was settled after its session ended; the
+            // marker no longer speaks for what to do with it.
+            let kept = status.phase == Some(InstancePhase::Kept);
+            return Ending {
+                steps,
+                ended: (agent_ended && !kept).then_some(marker.exit_code),
+            };
+        }
+        MarkerState::Malformed(why) => {
+            let message = malformed_message(why);
+            let noted = find_condition(&status.conditions, condition::MARKER_MALFORMED)
+                .is_some_and(|c| c.message == message);
+            if !noted {
+                steps.push(Step::NoteMalformedMarker(why.clone()));
+            }
+        }
+        MarkerState::Absent => {}
+    }
+    if container_present {
+        // Stopped without a marker of this run: the engine's state.
+        if let Some(exit) = seen.engine.filter(|e| e.started.is_some()) {
+            // The marker's times have whole seconds.
+            let already = recorded(obj)
+                .is_some_and(|r| exit.started.is_none_or(|s| r.as_second() >= s.as_second()));
+            if exit.finished.is_some() && !already {
+                let reason = match (exit.oom_killed, exit.exit_code) {
+                    (true, _) => REASON_OOM,
+                    (_, 137) => "killed",
+                    _ => "exited",
+                };
+                steps.push(Step::RecordSession(SessionOutcome {
+                    exit_code: Some(exit.exit_code),
+                    finished_at: exit.finished,
+                    source: OutcomeSource::Engine,
+                    reason: Some(reason.to_owned()),
+                }));
+            }
+        }
+        return Ending { steps, ended: None };
+    }
+    // Gone while we believed it ran (or a sweep already noted it gone: it
+    // turns a `Running` row `Exited`, with the reason). jackin's own
+    // removals leave the phase at neither (`Kept`, `Purging`, `Launching`):
+    // their sessions were recorded first.
+    let lost = status.phase == Some(InstancePhase::Running)
+        || (status.phase == Some(InstancePhase::Exited)
+            && find_condition(&status.conditions, condition::READY).is_some_and(|c| {
+                matches!(
+                    c.reason.as_str(),
+                    reason::CONTAINER_MISSING | reason::ENGINE_RESTARTED
+                )
+            }));
+    if lost {
+        steps.push(Step::RecordSession(SessionOutcome {
+            exit_code: None,
+            finished_at: None,
+            source: OutcomeSource::Unknown,
+            reason: Some("the container was removed and left no marker".into()),
+        }));
+    }
+    Ending { steps, ended: None }
+}
+
+fn malformed_message(why: &str) -> String {
+    format!("the completion marker is not valid; the engine's exit state is used: {why}")
+}
+
+/// What `step` changes in the status, if it is a step of the session edge
+/// (others change nothing here). `now` stamps conditions and settlements.
+pub fn apply(obj: &mut Instance, step: &Step, mounts: &[MountStatus], now: Timestamp) {
+    let status = obj.status.get_or_insert_default();
+    match step {
+        Step::ClearExitQuestion => {
+            remove_condition(&mut status.conditions, condition::EXIT_POLICY);
+        }
+        Step::RecordSession(outcome) => {
+            match outcome.source {
+                OutcomeSource::Marker => {
+                    for stale in [
+                        condition::MARKER_MALFORMED,
+                        condition::SESSION_OUTCOME,
+                        condition::EXIT_POLICY,
+                    ] {
+                        remove_condition(&mut status.conditions, stale);
+                    }
+                }
+                OutcomeSource::Engine => {
+                    remove_condition(&mut status.conditions, condition::SESSION_OUTCOME);
+                }
+                OutcomeSource::Unknown => {
+                    status.phase = Some(InstancePhase::Crashed);
+                    set_condition(
+                        &mut status.conditions,
+                        condition::SESSION_OUTCOME,
+                        ConditionStatus::Unknown,
+                        reason::UNKNOWN,
+                        "the container was removed before its session was recorded, and no \
+                         completion marker was left",
+                        now,
+                    );
+                }
+            }
+            status.session = Some(outcome.clone());
+        }
+        Step::NoteMalformedMarker(why) => {
+            set_condition(
+                &mut status.conditions,
+                condition::MARKER_MALFORMED,
+                ConditionStatus::True,
+                reason::UNPARSABLE,
+                &malformed_message(why),
+                now,
+            );
+        }
+        Step::Settle { action, policy } => apply_exit_action(obj, *action, *policy, mounts, now),
+        _ => {}
+    }
+}
+
+/// Records the exit policy's decision as a settlement in the status (never
+/// in the operator's spec), which the same reconcile then converges: a purge
+/// (acknowledging the unfinished work when the policy says so), or keeping
+/// the instance. `Preserve` and `Ask` settle nothing.
+fn apply_exit_action(
+    obj: &mut Instance,
+    action: ExitAction,
+    policy: ExitPolicy,
+    mounts: &[MountStatus],
+    now: Timestamp,
+) {
+    let phase = match action {
+        ExitAction::Purge { .. } => DesiredPhase::Purged,
+        ExitAction::Keep { .. } => DesiredPhase::Kept,
+        ExitAction::Ask => {
+            // The attached operator answers; until then the session waits.
+            set_condition(
+                &mut obj.status.get_or_insert_default().conditions,
+                condition::EXIT_POLICY,
+                ConditionStatus::Unknown,
+                reason::ASK_OPERATOR,
+                "the isolated checkouts hold unfinished work; the attached operator decides",
+                now,
+            );
+            return;
+        }
+        ExitAction::Preserve => return,
+    };
+    let acknowledged = match action {
+        ExitAction::Purge { acknowledge: true } => acknowledgement_digest(mounts),
+        _ => None,
+    };
+    if let ExitAction::Keep {
+        non_interactive: true,
+    } = action
+    {
+        set_condition(
+            &mut obj.status.get_or_insert_default().conditions,
+            condition::EXIT_POLICY,
+            ConditionStatus::True,
+            reason::NON_INTERACTIVE,
+            &format!(
+                "exit policy {}: the isolated checkouts hold unfinished work and nobody was \
+                 attached to ask, so the instance is kept",
+                policy.as_str()
+            ),
+            now,
+        );
+    }
+    obj.settle(phase, SettledBy::ExitPolicy, acknowledged, now);
+}
