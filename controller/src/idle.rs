@@ -200,7 +200,7 @@ async fn look(
     let sample = take_sample(engine, &id).await?;
     let moved = last.map(|before| idle::moved(&before, &sample, Window::Looks));
     let seen = Seen {
-        attached: crate::session::attached(store.layout(), &unit),
+        attached: jackin_reconcilers::session::attached(store.layout(), &unit),
         output: engine.output_since(&id, since_look).await?,
         ..moved.unwrap_or_default()
     };
@@ -234,7 +234,7 @@ async fn look(
     let during = match policy.then {
         IdleThen::None => Seen::default(),
         IdleThen::Keep | IdleThen::Restart => Seen {
-            attached: crate::session::attached(store.layout(), &unit),
+            attached: jackin_reconcilers::session::attached(store.layout(), &unit),
             output: engine.output_since(&id, started.as_second()).await?,
             ..idle::moved(&sample, &after, Window::Hooks)
         },

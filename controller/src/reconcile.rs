@@ -816,7 +816,7 @@ impl Reconciler {
         let (Some(rollout::Rollout::Wait), Some(container)) = (&pending, &view.container) else {
             return Ok(pending);
         };
-        if crate::session::attached(self.layout(), &guard.container) {
+        if jackin_reconcilers::session::attached(self.layout(), &guard.container) {
             return Ok(pending);
         }
         let since = Timestamp::now().as_second() - ROLLOUT_QUIET.as_secs() as i64;

@@ -11,10 +11,8 @@ use jackin_api::agent::Strategy;
 use jackin_api::instance::{Instance, InstancePhase, SettledBy};
 use jackin_api::names::reason;
 use jackin_reconcilers::Engine;
-use jackin_reconcilers::Layout;
 use jackin_reconcilers::decide::{Plan, Step};
 use jackin_reconcilers::ending::{self, EngineExit, SessionSeen};
-use jackin_reconcilers::fsutil::FileLock;
 use jackin_reconcilers::observe::{InstanceView, Observation};
 use jackin_reconcilers::resume;
 use jackin_reconcilers::session;
@@ -61,7 +59,7 @@ impl Reconciler {
         Ok(SessionSeen {
             marker,
             engine: engine_exit,
-            attached: attached(self.layout(), container),
+            attached: session::attached(self.layout(), container),
         })
     }
 }
@@ -208,13 +206,6 @@ fn engine_time(text: Option<&str>) -> Option<Timestamp> {
 
 /// `status.session.reason` of a session the kernel's OOM killer ended.
 pub use jackin_reconcilers::ending::REASON_OOM;
-
-/// Whether an operator is attached: `jackin attach` holds the lock while
-/// they are. A missing lock file means nobody (and creates nothing).
-pub(crate) fn attached(layout: &Layout, container: &str) -> bool {
-    let path = layout.attached_lock_file(container);
-    path.exists() && matches!(FileLock::try_acquire(&path), Ok(None))
-}
 
 /// The operator's resume (`set-phase running`, `attach`, a `launch` that
 /// resumes): the desired phase becomes `Running`, a settlement of the last

@@ -130,6 +130,14 @@ pub fn read_marker(layout: &Layout, container: &str) -> MarkerState {
     }
 }
 
+/// Whether an operator is attached: `jackin attach` holds the unit's
+/// attached lock while they are. A missing lock file means nobody (and
+/// creates nothing).
+pub fn attached(layout: &Layout, container: &str) -> bool {
+    let path = layout.attached_lock_file(container);
+    path.exists() && matches!(crate::fsutil::FileLock::try_acquire(&path), Ok(None))
+}
+
 /// Sets the marker of a recorded session aside before the container runs
 /// again, so that a marker is always the latest run's.
 pub fn retire_marker(layout: &Layout, container: &str) -> std::io::Result<()> {
