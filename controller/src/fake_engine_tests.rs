@@ -12,7 +12,7 @@ use jackin_api::meta::{find_condition, is_condition_true};
 use jackin_api::names::{annotation, condition, label, reason};
 use jackin_api::{DesiredPhase, Instance, Object, manifest};
 use jackin_reconcilers::Layout;
-use jackin_reconcilers::decide::Step;
+use jackin_reconcilers::decide::{Step, Tier};
 use jackin_reconcilers::fake::FakeEngine;
 
 use crate::engines::Engines;
@@ -220,7 +220,7 @@ async fn a_killed_container_is_started_again_tier_1() {
         outcome,
         Outcome::Converged {
             phase: InstancePhase::Running,
-            tier: Some(1)
+            tier: Some(Tier::Started)
         }
     );
     let session = w.obj("a").status.unwrap().session.unwrap();
@@ -240,7 +240,7 @@ async fn a_removed_container_is_created_again_tier_2_and_the_unknown_said() {
         outcome,
         Outcome::Converged {
             phase: InstancePhase::Running,
-            tier: Some(2)
+            tier: Some(Tier::Recreated)
         }
     );
     let status = w.obj("a").status.unwrap();
@@ -466,7 +466,7 @@ async fn a_stop_signal_is_never_the_agent_ending_its_session() {
         w.reconcile("a").await,
         Outcome::Converged {
             phase: InstancePhase::Running,
-            tier: Some(1)
+            tier: Some(Tier::Started)
         }
     );
 }
@@ -890,7 +890,7 @@ async fn the_dry_run_of_a_rollout_is_what_the_rollout_does() {
         outcome,
         Outcome::Converged {
             phase: InstancePhase::Running,
-            tier: Some(2)
+            tier: Some(Tier::Recreated)
         }
     );
     let obj = w.obj("a");
@@ -1172,7 +1172,13 @@ async fn instances_run_on_the_engine_they_name_and_one_engine_down_holds_up_only
     let results = w.reconciler.pass(&rows, 4, |_| true, |_| {}).await;
     let result = |name: &str| &results.iter().find(|(n, _)| n == name).unwrap().1;
     assert!(
-        matches!(result("here"), Ok(Outcome::Converged { tier: Some(2), .. })),
+        matches!(
+            result("here"),
+            Ok(Outcome::Converged {
+                tier: Some(Tier::Recreated),
+                ..
+            })
+        ),
         "{:?}",
         result("here")
     );

@@ -17,7 +17,7 @@ use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{annotation, condition, reason};
 use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
 use jackin_reconcilers::act::{self, ActError, Context};
-use jackin_reconcilers::decide::{Plan, Step, decide};
+use jackin_reconcilers::decide::{Plan, Step, Tier, decide};
 use jackin_reconcilers::observe::{InstanceView, Observation};
 use jackin_reconcilers::recipe::ResolvedAgent;
 use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe, resume, rollout};
@@ -79,7 +79,7 @@ pub enum Outcome {
     Converged {
         phase: InstancePhase,
         /// The restore tier performed by this reconcile, if any.
-        tier: Option<u8>,
+        tier: Option<Tier>,
     },
     /// This reconcile purged the instance: it no longer exists.
     Gone,
@@ -526,7 +526,7 @@ impl Reconciler {
             }
             if let (Step::StartContainer { .. }, Some(tier)) = (step, plan.tier) {
                 guard.obj.status.get_or_insert_default().restore = Some(RestoreRecord {
-                    tier,
+                    tier: tier.number(),
                     at: Timestamp::now(),
                     rollout: rollout_start,
                 });

@@ -207,7 +207,7 @@ impl Shared {
                 match outcome {
                     Outcome::Converged {
                         tier: Some(tier), ..
-                    } => tracing::info!(instance = name, tier, "restored"),
+                    } => tracing::info!(instance = name, tier = tier.number(), "restored"),
                     Outcome::Gone => tracing::info!(instance = name, "purged"),
                     Outcome::PurgedWithoutEngine { .. } => {
                         tracing::info!(instance = name, "{outcome}");

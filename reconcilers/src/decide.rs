@@ -277,13 +277,46 @@ fn short_id(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
 }
 
+/// A rung of the restore ladder: how much of the session comes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    /// The container runs: nothing to do.
+    Running,
+    /// The container exists, stopped: started, its writable layer intact.
+    Started,
+    /// The container is gone, its image is there: made anew from the recipe.
+    Recreated,
+    /// The container and its image are gone: the image rebuilt at the
+    /// pinned commit, then the container made anew.
+    Rebuilt,
+}
+
+impl Tier {
+    /// The tier's number, as operators know the ladder (0 to 3) and as
+    /// `status.restore.tier` records it.
+    pub fn number(self) -> u8 {
+        match self {
+            Self::Running => 0,
+            Self::Started => 1,
+            Self::Recreated => 2,
+            Self::Rebuilt => 3,
+        }
+    }
+}
+
+impl std::fmt::Display for Tier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.number())
+    }
+}
+
 /// What to do next, and what the status should say once it is done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     pub steps: Vec<Step>,
     /// The restore tier these steps perform, when they restore a session
     /// (tier 0 is the empty plan of a running container, not recorded).
-    pub tier: Option<u8>,
+    pub tier: Option<Tier>,
     /// The phase the instance is in once the steps have run.
     pub target: InstancePhase,
     /// Why nothing may be done yet: a purge that would discard unfinished
@@ -525,15 +558,15 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
             plan.steps = steps;
             // A new image is a rebuild: tier 3; the same image, tier 2.
             plan.tier = Some(if recipe.replaces.as_deref() == Some(&recipe.image_id) {
-                2
+                Tier::Recreated
             } else {
-                3
+                Tier::Rebuilt
             });
             plan.cause = format!(
                 "{}; a rollout pinned a new recipe: the container is made anew from it, the \
                  unit kept (tier {})",
                 asked(obj, DesiredPhase::Running),
-                plan.tier.unwrap_or_default()
+                plan.tier.map_or(0, Tier::number)
             );
             return plan;
         }
@@ -547,27 +580,29 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
         steps.push(Step::PinRecipe);
         None
     } else {
-        match &view.container {
-            Some(c) if c.running => Some(0),
-            Some(_) => Some(1),
-            None if view.image_present => Some(2),
-            None => Some(3),
-        }
+        Some(match &view.container {
+            Some(c) if c.running => Tier::Running,
+            Some(_) => Tier::Started,
+            None if view.image_present => Tier::Recreated,
+            None => Tier::Rebuilt,
+        })
     };
-    if tier == Some(3) {
+    if tier == Some(Tier::Rebuilt) {
         steps.push(Step::RebuildImage);
     }
-    if tier != Some(0) && has_isolated_mounts(recipe) {
+    if tier != Some(Tier::Running) && has_isolated_mounts(recipe) {
         steps.push(Step::PrepareMounts);
     }
     steps.extend(support(obj, recipe, view));
     // Logins go in before every start: the host's may have been renewed.
     let credentials = forwards_credentials(recipe).then_some(Step::ForwardCredentials);
     match (tier, &view.container) {
-        (Some(0), _) => {}
-        (Some(1), Some(c)) => steps.extend(credentials.into_iter().chain([Step::StartContainer {
-            id: Some(c.id.clone()),
-        }])),
+        (Some(Tier::Running), _) => {}
+        (Some(Tier::Started), Some(c)) => {
+            steps.extend(credentials.into_iter().chain([Step::StartContainer {
+                id: Some(c.id.clone()),
+            }]));
+        }
         _ => {
             steps.push(Step::CreateContainer);
             steps.extend(credentials);
@@ -579,15 +614,21 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
             "the spec changed before any container ran from the recipe: it is pinned again"
         }
         None => "a first launch: the recipe is pinned",
-        Some(0) => "the container runs",
-        Some(1) => "the container exists, stopped: tier 1 starts it, its writable layer intact",
-        Some(2) => "no container, the pinned image is there: tier 2 creates it from the recipe",
-        _ => "no container and no image: tier 3 rebuilds at the pinned commit, then creates it",
+        Some(Tier::Running) => "the container runs",
+        Some(Tier::Started) => {
+            "the container exists, stopped: tier 1 starts it, its writable layer intact"
+        }
+        Some(Tier::Recreated) => {
+            "no container, the pinned image is there: tier 2 creates it from the recipe"
+        }
+        Some(Tier::Rebuilt) => {
+            "no container and no image: tier 3 rebuilds at the pinned commit, then creates it"
+        }
     };
     Plan {
         steps,
         // Tier 0 needs nothing; a launch is not a restore.
-        tier: tier.filter(|t| *t > 0),
+        tier: tier.filter(|t| *t != Tier::Running),
         target: InstancePhase::Running,
         blocked: None,
         cause: format!("{}; {cause}", asked(obj, DesiredPhase::Running)),
@@ -826,32 +867,32 @@ mod tests {
     #[test]
     fn running_is_the_restore_ladder() {
         let obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
-        let cases: Vec<(InstanceView, Vec<Step>, Option<u8>)> = vec![
+        let cases: Vec<(InstanceView, Vec<Step>, Option<Tier>)> = vec![
             // Tier 0: running, nothing to do.
             (view(Some(true), true, true), vec![], None),
             // Tier 1: stopped, start it.
             (
                 view(Some(false), true, true),
                 vec![start_observed()],
-                Some(1),
+                Some(Tier::Started),
             ),
             // Tier 2: gone, image present.
             (
                 view(None, true, true),
                 vec![CreateContainer, start_new()],
-                Some(2),
+                Some(Tier::Recreated),
             ),
             // Tier 3: gone with its image.
             (
                 view(None, true, false),
                 vec![RebuildImage, CreateContainer, start_new()],
-                Some(3),
+                Some(Tier::Rebuilt),
             ),
             // Tier 2 with the network gone too.
             (
                 view(None, false, true),
                 vec![CreateNetwork, CreateContainer, start_new()],
-                Some(2),
+                Some(Tier::Recreated),
             ),
         ];
         for (observed, steps, tier) in cases {
@@ -927,7 +968,7 @@ mod tests {
         // is recorded as lost, and tier 2 brings it back.
         let lost = decide(&obj, &view(None, true, true));
         assert_eq!(lost.steps[0].kind(), "record-session");
-        assert_eq!(lost.tier, Some(2));
+        assert_eq!(lost.tier, Some(Tier::Recreated));
     }
 
     /// A rollout pins first (the running session untouched, so that a
@@ -973,12 +1014,12 @@ mod tests {
                 start_new()
             ]
         );
-        assert_eq!(plan.tier, Some(3));
+        assert_eq!(plan.tier, Some(Tier::Rebuilt));
         // The same image: tier 2. Once a container ran from it, the
         // recipe is the session's like any other.
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
         recipe.replaces = Some(recipe.image_id.clone());
-        assert_eq!(decide(&obj, &stopped).tier, Some(2));
+        assert_eq!(decide(&obj, &stopped).tier, Some(Tier::Recreated));
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
         recipe.first_run_at = Some(jiff::Timestamp::UNIX_EPOCH);
         assert_eq!(decide(&obj, &view(Some(true), true, true)).steps, []);
