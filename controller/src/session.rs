@@ -121,8 +121,7 @@ impl Reconciler {
                 }
                 // A kept instance was settled after its session ended; the
                 // marker no longer speaks for what to do with it.
-                let kept =
-                    guard.obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Kept);
+                let kept = guard.obj.phase() == Some(InstancePhase::Kept);
                 return Ok((agent_ended && !kept).then_some(marker.exit_code));
             }
             MarkerState::Malformed(why) => {
@@ -271,7 +270,7 @@ impl Reconciler {
         // else the engine's exit state, is recorded before it goes.
         let image = crate::reconcile::pinned_image(&guard.obj);
         let observed = Observation::of_instance(&engine, &uid, image).await?;
-        let recipe = guard.obj.status.as_ref().and_then(|s| s.recipe.as_ref());
+        let recipe = guard.obj.recipe();
         let mut view = observed.view(&uid, recipe);
         view.mounts = crate::reconcile::assess_checkouts(self.layout(), &guard.container).await?;
         let workspace = match &guard.obj.spec.workspace {
@@ -435,16 +434,10 @@ pub fn resume(store: &Store, name: &str) -> Result<ApplyOutcome, StoreError> {
         outcome = store.request_resume(name)?;
     }
     let ended = matches!(
-        current.status.as_ref().and_then(|s| s.phase),
+        current.phase(),
         Some(InstancePhase::Exited | InstancePhase::Crashed)
     );
-    if let (true, Some(container)) = (
-        ended,
-        current
-            .status
-            .as_ref()
-            .and_then(|s| s.container_name.as_deref()),
-    ) {
+    if let (true, Some(container)) = (ended, current.container_name()) {
         let layout = store.layout();
         session::retire_marker(layout, container)
             .map_err(|e| StoreError::io(&layout.unit_dir(container), e))?;
@@ -458,11 +451,7 @@ pub fn resume(store: &Store, name: &str) -> Result<ApplyOutcome, StoreError> {
 /// not take it for ended again.
 pub fn keep_ended(store: &Store, name: &str) -> Result<(), StoreError> {
     let obj = store.get_instance(name)?;
-    if let Some(container) = obj
-        .status
-        .as_ref()
-        .and_then(|s| s.container_name.as_deref())
-    {
+    if let Some(container) = obj.container_name() {
         let layout = store.layout();
         session::retire_marker(layout, container)
             .map_err(|e| StoreError::io(&layout.unit_dir(container), e))?;
