@@ -1217,3 +1217,50 @@ fn exec_it_gives_the_command_this_terminal() {
     term.type_line("exit 7");
     term.wait_for("marker-42", 1);
 }
+
+/// A session that `attach` or `launch` settles as kept counts against its
+/// workspace's `keep.max` at once, as it does under the controller: the
+/// least recently running kept session beyond the cap is purged before the
+/// command returns (seed row SK-Q1).
+#[test]
+fn attach_and_launch_apply_the_keep_cap_to_the_session_they_keep() {
+    ensure_busybox();
+    let home = Home::new();
+    let workspace = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: capped}\n\
+                     spec: {keep: {max: 1}}\n";
+    home.apply("ws.yaml", workspace);
+    // Reads a line and exits 0, leaving nothing unfinished: the exit
+    // policy decides, without a question.
+    let agent = "  workspace: capped\n  command: [sh, -c, \"echo ready; read line; exit 0\"]\n";
+    let older = instance_yaml_with("older", agent).replace(
+        "metadata:\n",
+        "metadata:\n  annotations: {jackin.dev/exit-policy: keep}\n",
+    );
+    home.record("older", &older);
+    let term = Terminal::start(&home, "attach older");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_until("done", "instance/older ended: Kept");
+    drop(term);
+    assert_eq!(home.object("older")["status"]["phase"], "Kept");
+
+    // --name: a new session, not the kept one offered to resume.
+    let newer = home.write_input("newer.yaml", &instance_yaml_with("newer", agent));
+    let term = Terminal::start(
+        &home,
+        &format!(
+            "launch -w capped -r tester -a shell --keep --name newer --from {}",
+            newer.display()
+        ),
+    );
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_until("done", "instance/newer ended: Kept");
+    term.wait_for(
+        "purging instance/older: workspace capped keeps fewer kept sessions (keep.max)",
+        1,
+    );
+    term.wait_for("instance/older purged", 1);
+    drop(term);
+    assert_eq!(home.object("newer")["status"]["phase"], "Kept");
+    let gone = home.fails(&["get", "older"]);
+    assert!(gone.contains("older"), "{gone}");
+}

@@ -51,6 +51,22 @@ impl Instance {
         })
     }
 
+    /// The instance's container name (its unit's name), once jackin has
+    /// given it one.
+    pub fn container_name(&self) -> Option<&str> {
+        self.status.as_ref()?.container_name.as_deref()
+    }
+
+    /// The phase jackin last observed; `None` before the first observation.
+    pub fn phase(&self) -> Option<InstancePhase> {
+        self.status.as_ref()?.phase
+    }
+
+    /// The launch recipe pinned for the instance, once pinned.
+    pub fn recipe(&self) -> Option<&Recipe> {
+        self.status.as_ref()?.recipe.as_ref()
+    }
+
     /// The status, defaulted when the object has never been observed.
     pub fn status_or_default(&self) -> InstanceStatus {
         self.status.clone().unwrap_or_default()

@@ -45,6 +45,23 @@ impl ExitPolicy {
     }
 }
 
+/// The words a manifest's `exitPolicy` and the `jackin.dev/exit-policy`
+/// annotation take: `ask`, `keep`, `clean`, and `discard` for `clean`.
+impl std::str::FromStr for ExitPolicy {
+    type Err = String;
+
+    fn from_str(word: &str) -> Result<Self, Self::Err> {
+        match word {
+            "ask" => Ok(Self::Ask),
+            "keep" => Ok(Self::Keep),
+            "clean" | "discard" => Ok(Self::Clean),
+            other => Err(format!(
+                "{other:?} is not an exit policy: expected ask, keep or clean"
+            )),
+        }
+    }
+}
+
 /// A role a workspace's sessions run: its repository (built at launch), or
 /// a local image.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -190,5 +207,24 @@ pub struct KeepPolicy {
 impl KeepPolicy {
     fn is_unbounded(&self) -> bool {
         self.max.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ExitPolicy;
+
+    #[test]
+    fn an_exit_policy_reads_back_what_it_writes_and_the_discard_alias() {
+        for policy in [ExitPolicy::Ask, ExitPolicy::Keep, ExitPolicy::Clean] {
+            assert_eq!(policy.as_str().parse(), Ok(policy));
+        }
+        assert_eq!("discard".parse(), Ok(ExitPolicy::Clean));
+        assert!(
+            "Keep"
+                .parse::<ExitPolicy>()
+                .unwrap_err()
+                .contains("expected ask, keep or clean")
+        );
     }
 }

@@ -361,6 +361,19 @@ impl PhaseArg {
     pub fn parse(word: &str) -> Option<Self> {
         <Self as ValueEnum>::from_str(word, true).ok()
     }
+
+    /// `set-phase NAME… PHASE`: takes the phase off the end of `targets`.
+    pub fn take_last(
+        targets: &mut Vec<String>,
+    ) -> Result<DesiredPhase, crate::context::UsageError> {
+        let word = targets.pop().unwrap_or_default();
+        let phase = Self::parse(&word).ok_or_else(|| {
+            crate::context::UsageError(format!(
+                "{word:?} is not a phase: expected `set-phase NAME… running|kept|purged`"
+            ))
+        })?;
+        Ok(phase.into())
+    }
 }
 
 impl From<PhaseArg> for DesiredPhase {

@@ -157,7 +157,9 @@ fn store(e: &StoreError) -> Option<String> {
         StoreError::Unreadable { .. } => {
             Some("`jackin prune` moves an unreadable unit aside, deleting nothing".into())
         }
-        _ => None,
+        // The path and the system's error say it; the message of a
+        // vanished instance already says to apply again.
+        StoreError::Io { .. } | StoreError::Vanished(_) => None,
     }
 }
 
@@ -167,7 +169,13 @@ fn engine(e: &EngineError) -> Option<String> {
             Some("start dockerd, or point DOCKER_HOST at a running engine".into())
         }
         EngineError::Endpoint(e) => endpoint(e),
-        _ => None,
+        EngineError::Offline { .. } => Some(
+            "start that engine or mend the way to it, then run the command again; `jackin \
+             describe NAME` shows which engine an instance runs on"
+                .into(),
+        ),
+        // The engine's own words are the best guide.
+        EngineError::Refused { .. } | EngineError::Build(_) | EngineError::Failed { .. } => None,
     }
 }
 
@@ -184,7 +192,8 @@ fn endpoint(e: &EndpointError) -> Option<String> {
              (tcp://HOST:2376), or a context (`docker context ls`)"
                 .into(),
         ),
-        _ => None,
+        // The message names the forms expected, or the file and what is wrong.
+        EndpointError::Unsupported { .. } | EndpointError::BadContext { .. } => None,
     }
 }
 
@@ -198,7 +207,16 @@ fn recipe(e: &RecipeError) -> Option<String> {
         }
         RecipeError::Git(e) => git(e),
         RecipeError::Engine(e) => engine(e),
-        _ => None,
+        RecipeError::RefNotFound { .. } => Some(
+            "push that ref to the role's repository, or name one it has in the role's \
+             source.ref"
+                .into(),
+        ),
+        // The message says what is missing or wrong in the role.
+        RecipeError::NothingToRebuild
+        | RecipeError::RoleConfig(_)
+        | RecipeError::NoDockerfile { .. }
+        | RecipeError::Context(_) => None,
     }
 }
 
@@ -217,7 +235,12 @@ fn isolation(e: &IsolationError) -> Option<String> {
              own checkout and entry"
         )),
         IsolationError::Git(e) => git(e),
-        _ => None,
+        // The path and what is wrong with it say it.
+        IsolationError::View(_)
+        | IsolationError::Io { .. }
+        | IsolationError::Records { .. }
+        | IsolationError::NotARepository { .. }
+        | IsolationError::NotPrepared { .. } => None,
     }
 }
 

@@ -319,7 +319,7 @@ pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> Strin
 /// The engine an instance runs on: the pinned one, else the one its spec
 /// names (a workspace's shows once pinned), else `default`.
 fn engine_shown(obj: &Instance) -> String {
-    let pinned = obj.status.as_ref().and_then(|s| s.recipe.as_ref());
+    let pinned = obj.recipe();
     let engine = match pinned {
         Some(recipe) => recipe.engine.as_deref(),
         None => obj.spec.engine.as_deref(),

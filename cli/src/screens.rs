@@ -20,7 +20,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::cmd::attach::Keyboard;
+use crate::terminal::{Keyboard, Surface};
 
 /// One decision to put to the operator.
 pub struct Screen {
@@ -183,26 +183,6 @@ fn keys(bytes: &[u8]) -> Vec<Key> {
         i += 1;
     }
     out
-}
-
-/// The raw mode and alternate screen of a rich screen, undone on drop.
-struct Surface;
-
-impl Surface {
-    fn enter() -> Result<Self> {
-        crossterm::terminal::enable_raw_mode()?;
-        // From here on, dropping the guard undoes whatever was done.
-        let surface = Self;
-        crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen)?;
-        Ok(surface)
-    }
-}
-
-impl Drop for Surface {
-    fn drop(&mut self) {
-        let _ = crossterm::execute!(std::io::stdout(), crossterm::terminal::LeaveAlternateScreen);
-        let _ = crossterm::terminal::disable_raw_mode();
-    }
 }
 
 async fn rich(screen: &Screen, keyboard: &mut Keyboard) -> Result<Answer> {

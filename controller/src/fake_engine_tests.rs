@@ -647,19 +647,12 @@ async fn the_keep_cap_settles_a_purge_without_touching_the_spec() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let planned = sweep::plan_keep_caps(&w.store).unwrap();
-    let findings = sweep::execute(&w.store, &w.reconciler.engines, planned.clone())
+    let enforced = crate::keep_cap::enforce(&w.store, &w.reconciler.engines)
         .await
         .unwrap();
-    assert_eq!(findings, planned);
-    let purged: Vec<&str> = findings
-        .iter()
-        .filter_map(|f| match f {
-            sweep::Finding::KeepCapPurge { name, .. } => Some(name.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(purged.len(), 1, "{findings:?}");
-    let obj = w.obj(purged[0]);
+    assert_eq!(enforced.findings, planned);
+    assert_eq!(enforced.purged, ["a"], "{enforced:?}");
+    let obj = w.obj("a");
     assert_eq!(obj.spec.phase, DesiredPhase::Kept);
     assert_eq!(obj.status.unwrap().settled.unwrap().by, SettledBy::KeepCap);
 }

@@ -139,8 +139,7 @@ async fn opted_in(reconciler: &Reconciler) -> HashMap<String, IdlePolicy> {
 }
 
 fn running(obj: &Instance) -> bool {
-    obj.desired_phase() == DesiredPhase::Running
-        && obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Running)
+    obj.desired_phase() == DesiredPhase::Running && obj.phase() == Some(InstancePhase::Running)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -316,10 +315,11 @@ async fn blocking<T: Send + 'static>(
     name: &str,
     work: impl FnOnce(&crate::Store, &str) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, StoreError> {
-    let (store, name) = (reconciler.store.clone(), name.to_owned());
-    tokio::task::spawn_blocking(move || work(&store, &name))
+    let name = name.to_owned();
+    reconciler
+        .store
+        .blocking(move |store| work(store, &name))
         .await
-        .expect("store work does not panic")
 }
 
 fn record_stretch(store: &crate::Store, name: &str, next: Next) -> Result<(), StoreError> {

@@ -11,11 +11,11 @@ use jackin_api::names::{condition, reason};
 use jackin_api::redact::json_error;
 use jackin_api::{DesiredPhase, Instance, InstancePhase};
 use jackin_reconcilers::Layout;
+use jackin_reconcilers::digest::sha256_hex;
 use jackin_reconcilers::fsutil::{read_untrusted, write_atomic};
 use jackin_reconcilers::layout::cap;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::store::StoreError;
 
@@ -115,11 +115,7 @@ impl IndexRow {
 pub fn fingerprint(obj: &Instance) -> String {
     let owned =
         serde_json::to_vec(&crate::ended::manifest_of(obj)).expect("an instance serializes");
-    Sha256::digest(&owned)
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    sha256_hex(&owned, 16)
 }
 
 /// Whether `obj` was left converged, and ready as such, at its current

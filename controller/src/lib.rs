@@ -15,6 +15,7 @@ pub mod engines;
 pub mod events;
 mod fault;
 pub mod idle;
+pub mod keep_cap;
 pub mod new_session;
 pub mod objects;
 pub mod queue;

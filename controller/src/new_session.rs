@@ -231,7 +231,7 @@ fn check_agent(store: &Store, agent: &str) -> Result<(), NewSessionError> {
 /// Whether a session's spec may start another: it has not failed for a
 /// reason retrying cannot fix (`Failed`, or failures still counting).
 pub fn is_healthy(obj: &Instance) -> bool {
-    let failed = obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Failed);
+    let failed = obj.phase() == Some(InstancePhase::Failed);
     !failed && obj.failures().is_none()
 }
 

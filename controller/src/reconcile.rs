@@ -342,7 +342,7 @@ impl Reconciler {
             }
         };
         for _ in 0..MAX_ROUNDS {
-            let recipe = guard.obj.status.as_ref().and_then(|s| s.recipe.as_ref());
+            let recipe = guard.obj.recipe();
             let mut view = observation.view(&uid, recipe);
             view.mounts = assess_checkouts(self.layout(), &guard.container).await?;
             view.exit_policy = exit_policy(&guard.obj, workspace.as_ref());
@@ -576,11 +576,7 @@ impl Reconciler {
     /// run shows both what would go and why it does not yet; an instance
     /// that would be kept comes with what the keep cap would then do.
     pub async fn preview(&self, mut obj: Instance) -> Result<DryRun, ReconcileError> {
-        let container = obj
-            .status
-            .as_ref()
-            .and_then(|s| s.container_name.clone())
-            .unwrap_or_default();
+        let container = obj.container_name().map(str::to_owned).unwrap_or_default();
         let workspace = match &obj.spec.workspace {
             Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
             None => None,
@@ -590,7 +586,7 @@ impl Reconciler {
                 let engine = self.engine_of(&obj).await?.engine;
                 let observation =
                     Observation::of_instance(&engine, uid, pinned_image(&obj)).await?;
-                let recipe = obj.status.as_ref().and_then(|s| s.recipe.as_ref());
+                let recipe = obj.recipe();
                 let mut view = observation.view(uid, recipe);
                 if !container.is_empty() {
                     view.mounts = assess_checkouts(self.layout(), &container).await?;
@@ -642,7 +638,7 @@ impl Reconciler {
     /// The recipe `obj`'s spec asks for today (its image filled in only
     /// once pinned), and the parts it was resolved from.
     pub fn wanted_recipe(&self, obj: &Instance) -> Result<Option<Recipe>, ReconcileError> {
-        let Some(container) = obj.status.as_ref().and_then(|s| s.container_name.as_ref()) else {
+        let Some(container) = obj.container_name() else {
             return Ok(None);
         };
         let workspace = match &obj.spec.workspace {
@@ -989,7 +985,7 @@ pub fn made_on_engine(obj: &Instance) -> bool {
 /// What `obj` may have made on its engine, from its pinned recipe: its
 /// container, its sidecars', its network and its volumes, by name.
 fn left_behind(obj: &Instance, container: &str) -> Vec<String> {
-    let Some(recipe) = obj.status.as_ref().and_then(|s| s.recipe.as_ref()) else {
+    let Some(recipe) = obj.recipe() else {
         return Vec::new();
     };
     let mut left = vec![format!("container {container}")];
@@ -1035,17 +1031,11 @@ pub async fn assess_checkouts(
 /// The exit policy in force: the instance's override, else its
 /// workspace's, else `ask`.
 pub(crate) fn exit_policy(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> ExitPolicy {
-    let overridden = match obj
+    let overridden = obj
         .metadata
         .annotations
         .get(annotation::EXIT_POLICY)
-        .map(String::as_str)
-    {
-        Some("keep") => Some(ExitPolicy::Keep),
-        Some("clean" | "discard") => Some(ExitPolicy::Clean),
-        Some("ask") => Some(ExitPolicy::Ask),
-        _ => None,
-    };
+        .and_then(|word| word.parse::<ExitPolicy>().ok());
     overridden
         .or(workspace.map(|w| w.exit_policy))
         .unwrap_or_default()
@@ -1267,7 +1257,7 @@ fn engine_pinned(obj: &Instance) -> bool {
 
 /// The engine `obj` runs on: the pinned one, else the one its spec asks for.
 pub fn engine_name(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> EngineName {
-    match obj.status.as_ref().and_then(|s| s.recipe.as_ref()) {
+    match obj.recipe() {
         Some(recipe) => recipe.engine.clone(),
         None => recipe::wanted_engine(obj, workspace),
     }
@@ -1360,12 +1350,7 @@ pub fn already_converged(
 /// Says, when a recipe is pinned, which ways of starting the agent its
 /// installed version lacks (they are left out of every start).
 fn skipped_rungs_event(layout: &Layout, container: &str, obj: &Instance) {
-    let Some(agent) = obj
-        .status
-        .as_ref()
-        .and_then(|s| s.recipe.as_ref())
-        .and_then(|r| r.agent.as_ref())
-    else {
+    let Some(agent) = obj.recipe().and_then(|r| r.agent.as_ref()) else {
         return;
     };
     let skipped = resume::skipped_rungs(agent);

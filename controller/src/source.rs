@@ -39,6 +39,7 @@ use jackin_api::agent::AgentSpec;
 use jackin_api::names::label;
 use jackin_api::redact::json_error;
 use jackin_api::{Agent, Instance, Object, ObjectMeta, Workspace, manifest};
+use jackin_reconcilers::digest::{hex, sha256_hex};
 use jackin_reconcilers::fsutil::{ensure_private_dir, read_regular, read_untrusted, write_atomic};
 use jackin_reconcilers::git;
 use jackin_reconcilers::layout::cap;
@@ -252,8 +253,7 @@ impl Source {
             hasher.update(path.as_os_str().as_encoded_bytes());
             hasher.update([0]);
         }
-        let digest = hasher.finalize();
-        let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+        let hex = hex(&hasher.finalize()[..6]);
         Ok(Self {
             id: format!("src-{hex}"),
             paths: canonical,
@@ -313,11 +313,7 @@ fn digest(obj: &Object) -> String {
         Object::Agent(a) => serde_json::to_vec(a),
     }
     .expect("an object serializes");
-    sha2::Sha256::digest(&json)
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    sha256_hex(&json, 16)
 }
 
 /// An object of a source that is no longer in its files.
@@ -916,11 +912,7 @@ impl Store {
             Err(e) => hasher.update(e.to_string().as_bytes()),
         }
         hasher.update(rev.unwrap_or_default().as_bytes());
-        let fingerprint: String = hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let fingerprint = hex(&hasher.finalize());
         if seen.as_deref() == Some(fingerprint.as_str()) {
             return None;
         }

@@ -98,10 +98,7 @@ pub(crate) fn read_object(
     })?;
     // The directory name is the identity; an object that disagrees (or whose
     // name is unsafe) is not trusted.
-    let status_container = obj
-        .status
-        .as_ref()
-        .and_then(|s| s.container_name.as_deref());
+    let status_container = obj.container_name();
     if status_container != Some(container) || jackin_api::validate::instance(&obj).is_err() {
         return Err(StoreError::Unreadable {
             path,
@@ -178,6 +175,16 @@ impl Store {
 
     pub fn layout(&self) -> &Layout {
         &self.layout
+    }
+
+    /// Runs store work that may wait for a file lock off the async runtime,
+    /// so that it never stalls the reconciles running beside it.
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Store) -> T + Send + 'static,
+    ) -> T {
+        let store = self.clone();
+        jackin_reconcilers::blocking(move || work(&store)).await
     }
 
     pub(crate) fn lock_index(&self) -> Result<FileLock, StoreError> {
@@ -343,9 +350,7 @@ impl Store {
     pub fn finish_purge(&self, obj: &Instance) -> Result<(), StoreError> {
         let name = &obj.metadata.name;
         let container = obj
-            .status
-            .as_ref()
-            .and_then(|s| s.container_name.as_deref())
+            .container_name()
             .ok_or_else(|| StoreError::Vanished(name.clone()))?;
         if let Some(settled) = obj.settlement()
             && obj.spec.phase != DesiredPhase::Purged

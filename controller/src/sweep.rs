@@ -301,7 +301,9 @@ pub async fn plan(
     engines: &Engines,
     images: bool,
 ) -> Result<Vec<Finding>, SweepError> {
-    let mut findings = blocking(store, |store| plan_files(store, Depth::Full)).await?;
+    let mut findings = store
+        .blocking(|store| plan_files(store, Depth::Full))
+        .await?;
     let home_file = store.layout().home_id_file();
     // A home that never created an engine object has none to sweep; and
     // objects of other homes on the same engine are never ours to touch.
@@ -345,7 +347,7 @@ pub async fn plan(
             }
         }
     }
-    findings.extend(blocking(store, plan_keep_caps).await?);
+    findings.extend(store.blocking(plan_keep_caps).await?);
     Ok(findings)
 }
 
@@ -378,7 +380,9 @@ pub async fn execute(
             }
             _ => {
                 let on_disk = finding.clone();
-                blocking(store, move |s| execute_on_disk(s, &on_disk)).await?
+                store
+                    .blocking(move |s| execute_on_disk(s, &on_disk))
+                    .await?
             }
         };
         if carried_out {
@@ -781,8 +785,8 @@ pub fn keep_caps_once_kept(store: &Store, obj: &Instance) -> Result<Vec<Finding>
 pub fn keep_caps(caps: &BTreeMap<String, u32>, instances: &[Instance]) -> Vec<Finding> {
     let mut groups: BTreeMap<(&str, &str, &str), Vec<&Instance>> = BTreeMap::new();
     for obj in instances {
-        let kept = obj.desired_phase() == DesiredPhase::Kept
-            && obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Kept);
+        let kept =
+            obj.desired_phase() == DesiredPhase::Kept && obj.phase() == Some(InstancePhase::Kept);
         if let (true, Some(ws)) = (kept, obj.spec.workspace.as_deref())
             && caps.contains_key(ws)
         {
@@ -862,18 +866,6 @@ fn last_running(obj: &Instance) -> Option<Timestamp> {
         .and_then(|s| find_condition(&s.conditions, condition::READY))
         .map(|c| c.last_transition_time)
         .or(obj.metadata.creation_timestamp)
-}
-
-/// Runs store work that may wait for a file lock off the async runtime, so a
-/// sweep can never stall the reconciles running beside it.
-async fn blocking<T: Send + 'static>(
-    store: &Store,
-    work: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
-) -> Result<T, StoreError> {
-    let store = store.clone();
-    tokio::task::spawn_blocking(move || work(&store))
-        .await
-        .expect("store work does not panic")
 }
 
 /// The `<id>` of every `jk-<id>-…` unit moved aside; the id is the start of

@@ -26,6 +26,7 @@ use crate::engine::{Engine, EngineError};
 use crate::fsutil::{self, ensure_private_dir};
 use crate::isolation::{self, IsolationError};
 use crate::layout::Layout;
+use crate::offload::blocking;
 use crate::recipe::{self, RecipeError, ResolvedAgent};
 use crate::secrets::{self, SecretError};
 use crate::{ending, resume, rollout, session};
@@ -255,9 +256,8 @@ pub async fn act(
     progress: &mut (dyn FnMut(Report<'_>) + Send),
 ) -> Result<(), ActError> {
     let container = obj
-        .status
-        .as_ref()
-        .and_then(|s| s.container_name.clone())
+        .container_name()
+        .map(str::to_owned)
         .expect("a stored instance has an identity");
     let engine = ctx.engine;
     match step {
@@ -597,22 +597,8 @@ async fn forward_credentials(
 }
 
 fn recipe_of(obj: &Instance) -> &Recipe {
-    obj.status
-        .as_ref()
-        .and_then(|s| s.recipe.as_ref())
+    obj.recipe()
         .expect("decide plans engine objects only after pinning")
-}
-
-/// Runs git and filesystem work off the async runtime.
-async fn blocking<T: Send + 'static, E: Send + 'static>(
-    work: impl FnOnce() -> Result<T, E> + Send + 'static,
-) -> Result<T, ActError>
-where
-    ActError: From<E>,
-{
-    Ok(tokio::task::spawn_blocking(work)
-        .await
-        .expect("the blocking task does not panic")?)
 }
 
 async fn pin(
@@ -626,7 +612,7 @@ async fn pin(
     // first, where this instance's objects may already be.
     // A rollout's recipe pinned again (the spec changed once more before
     // its container ran) is still a rollout: the unit's conversation goes on.
-    if let Some(earlier) = obj.status.as_ref().and_then(|s| s.recipe.as_ref()) {
+    if let Some(earlier) = obj.recipe() {
         pinned.engine = earlier.engine.clone();
         pinned.replaces = earlier.replaces.clone();
     }
@@ -1182,7 +1168,7 @@ async fn write_start_plan(
 /// the agent's state is in the unit (not where the operator pointed it);
 /// a settings file jackin cannot read is left alone, with a warning.
 async fn keep_conversations(layout: &Layout, container: &str, obj: &Instance) {
-    let Some(recipe) = obj.status.as_ref().and_then(|s| s.recipe.as_ref()) else {
+    let Some(recipe) = obj.recipe() else {
         return;
     };
     let Some(agent) = recipe.agent.as_ref() else {
@@ -1258,18 +1244,13 @@ async fn create_container(
     // Resolved here, handed to the engine, kept nowhere. Reading files and
     // running `op` block: off the runtime.
     let vars = recipe.env.clone();
-    let mut env = tokio::task::spawn_blocking(move || secrets::resolve(&vars))
-        .await
-        .expect("resolving secrets does not panic")?;
+    let mut env = blocking(move || secrets::resolve(&vars)).await?;
     // The logins' variables (`token`), likewise resolved here and kept
     // nowhere; one the spec sets is the operator's.
     let (mut credential_names, mut credential_missing) = (Vec::new(), Vec::new());
     if let Some(pinned) = recipe.credentials.clone() {
         let set_by_spec: Vec<String> = recipe.env.iter().map(|v| v.name.clone()).collect();
-        let resolved =
-            tokio::task::spawn_blocking(move || credentials::resolve_env(&pinned, &set_by_spec))
-                .await
-                .expect("resolving credentials does not panic");
+        let resolved = blocking(move || credentials::resolve_env(&pinned, &set_by_spec)).await;
         env.extend(resolved.env);
         credential_names = resolved.names;
         credential_missing = resolved.missing;

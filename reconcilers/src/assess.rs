@@ -34,6 +34,7 @@ use std::path::Path;
 use jackin_api::instance::MountStatus;
 use sha2::{Digest, Sha256};
 
+use crate::digest::hex;
 use crate::git;
 use crate::isolation::{self, IsolationRecord};
 
@@ -422,11 +423,7 @@ fn content_hash(path: &Path) -> String {
     } else {
         return "other".into();
     }
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&hasher.finalize())
 }
 
 fn count(dir: &str, range: &str) -> Result<u64, String> {
@@ -454,10 +451,7 @@ pub fn mount_status(record: &IsolationRecord, assessment: &Assessment) -> MountS
         hasher.update(part.as_bytes());
         hasher.update([0]);
     }
-    let digest: String = hasher.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest = hex(&hasher.finalize()[..8]);
     let mut dirty_files: Vec<String> = assessment
         .dirty_files
         .iter()
@@ -500,12 +494,7 @@ pub fn acknowledgement_digest(mounts: &[MountStatus]) -> Option<String> {
         hasher.update(mount.digest.as_bytes());
         hasher.update([0]);
     }
-    Some(
-        hasher.finalize()[..8]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-    )
+    Some(hex(&hasher.finalize()[..8]))
 }
 
 #[cfg(test)]

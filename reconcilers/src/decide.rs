@@ -38,7 +38,9 @@ use crate::observe::InstanceView;
 use crate::policy::ExitAction;
 use crate::rollout::{self, Rollout};
 
-/// One step of a plan: one engine call or one filesystem operation. A step
+/// One step of a plan: one idempotent change, mostly one engine call or one
+/// filesystem operation (`CreateContainer` and `StartContainer` prepare
+/// the unit's files before their engine call). A step
 /// on an engine object that was observed names it by the id the engine gave
 /// it, never by a name someone else may have taken since; an object this
 /// plan creates is addressed by the name it is given (`id: None`).
@@ -433,11 +435,7 @@ fn decide_phase(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan
                 return Plan {
                     steps: Vec::new(),
                     tier: None,
-                    target: obj
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.phase)
-                        .unwrap_or(InstancePhase::Pending),
+                    target: obj.phase().unwrap_or(InstancePhase::Pending),
                     cause: format!(
                         "{}, but the isolated checkouts hold unfinished work (digest {digest}) \
                          nobody acknowledged: nothing happens",
@@ -446,7 +444,7 @@ fn decide_phase(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan
                     blocked: Some(digest),
                 };
             }
-            let stamped = obj.status.as_ref().and_then(|s| s.phase) == Some(InstancePhase::Purging);
+            let stamped = obj.phase() == Some(InstancePhase::Purging);
             let mut steps = Vec::new();
             if !stamped {
                 steps.push(Step::StampPurging);
@@ -476,7 +474,7 @@ fn decide_phase(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan
 /// superseded: no container ever ran from it, and the spec moved on since.
 /// A running container has run, so its recipe stands whatever it says.
 fn pinned_recipe<'a>(obj: &'a Instance, view: &InstanceView) -> (Option<&'a Recipe>, bool) {
-    let recipe = obj.status.as_ref().and_then(|s| s.recipe.as_ref());
+    let recipe = obj.recipe();
     let running = view.container.as_ref().is_some_and(|c| c.running);
     match recipe {
         Some(r) if !running && r.superseded(obj.metadata.generation) => (None, true),

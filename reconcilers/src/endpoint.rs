@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use jackin_api::redact::json_error;
-use sha2::{Digest, Sha256};
 
+use crate::digest::sha256_hex;
 use crate::fsutil::read_regular;
 
 /// The most jackin reads of the docker CLI's `config.json` or a context's
@@ -227,10 +227,7 @@ fn current_context(config_dir: Option<&Path>) -> Result<Option<String>, Endpoint
 /// Contexts live under `contexts/meta/<sha256 of the name>/meta.json`, their
 /// TLS material under `contexts/tls/<same>/docker/`.
 fn context_endpoint(config_dir: &Path, name: &str, from: &str) -> Result<Endpoint, EndpointError> {
-    let digest: String = Sha256::digest(name.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest = sha256_hex(name.as_bytes(), 32);
     let meta_dir = config_dir.join("contexts/meta").join(&digest);
     let path = meta_dir.join("meta.json");
     let bad = |message: String| EndpointError::BadContext {
@@ -267,10 +264,7 @@ mod tests {
 
     fn context_dir(name: &str, host: &str, tls: bool) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        let digest: String = Sha256::digest(name.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let digest = sha256_hex(name.as_bytes(), 32);
         let meta = dir.path().join("contexts/meta").join(&digest);
         std::fs::create_dir_all(&meta).unwrap();
         std::fs::write(

@@ -33,8 +33,8 @@ use std::path::{Path, PathBuf};
 
 use jackin_api::instance::{Isolation, MountSpec};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
+use crate::digest::sha256_hex;
 use crate::fsutil::{self, ensure_private_dir, read_untrusted, remove_if_exists, write_atomic};
 use crate::git::{self, GitError};
 use crate::gitdir::{self, ViewError};
@@ -225,10 +225,7 @@ pub(crate) fn slug(dst: &str) -> String {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
-    let hash: String = Sha256::digest(dst.as_bytes())[..4]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash = sha256_hex(dst.as_bytes(), 4);
     format!("{readable}-{hash}")
 }
 

@@ -2,22 +2,34 @@
 //!
 //! ```text
 //! $JACKIN_HOME (default ~/.jackin)
+//!   config.yaml                    the operator's settings (optional; may be a link)
 //!   home-id                        this home's id, labelled on its engine objects
 //!   data/instances.json            index, one row per instance; rebuildable
-//!   data/instances.json.lock
+//!   data/instances.json.lock       the index lock (also guards ended.json)
+//!   data/instances.json.corrupt-<timestamp>   an unreadable index, kept aside
+//!   data/ended.json                instances jackin ended and cleaned up, with their
+//!                                  manifests (the newest 256)
 //!   data/<container>/              the per-instance unit
 //!     .jackin/instance.json        the object (spec + status)
 //!     .jackin/isolation.json       isolated mount records
 //!     .jackin/events.jsonl         bounded event log
-//!     home/  state/  git/
+//!     home/                        the agent's home
+//!     state/                       the session's: exit.json (the marker), agent-start,
+//!                                  artifacts/ (collected when the session ends)
+//!     bin/                         entry (the wrapper), hook (the idle-hook runner),
+//!                                  plan (the next start's rungs); mounted read-only
+//!     git/worktree/<slug>/  git/clone/<slug>/   isolated checkouts
 //!   data/<container>.lock          per-instance lock (sibling of the unit)
 //!   data/.orphaned/<container>-<timestamp>/   unreadable units, moved aside
-//!   sockets/<container>/
-//!   workspaces/<name>.yaml         Workspace policies, as applied
-//!   agents/<name>.yaml             Agent entries, as applied (built-ins are not stored)
+//!   sockets/<container>/attached.lock   held while a terminal is attached
+//!   workspaces/<name>.yaml  .lock  Workspace policies, as applied
+//!   agents/<name>.yaml  .lock      Agent entries, as applied (built-ins are not stored)
 //!   sources/<id>.json              what each source last applied, or why not
-//!   discarded/<save>/              the unfinished work of discarded checkouts (record.json,
-//!                                  one git bundle per checkout), until the retention passes
+//!   artifacts/<instance>/<finished-at>/   a session's state/artifacts/, moved out when it
+//!                                  ended, so that a purge does not take it
+//!   discarded/<instance>-<unit id>/   the unfinished work of discarded checkouts
+//!                                  (record.json, one git bundle per checkout), until the
+//!                                  retention passes
 //! ```
 //!
 //! Only names that passed DNS-1123 validation are joined onto these paths, so

@@ -1,7 +1,7 @@
 //! Observing and changing the world. Each pass of the convergence loop is
 //! `observe` (one snapshot of the engine), `decide` (a pure plan; the restore
-//! ladder lives there), then `act` (one engine call or filesystem operation
-//! per step). Around them: the launch recipe, secret resolution, git, the
+//! ladder lives there), then `act` (one idempotent change per step, mostly
+//! one engine call or one filesystem operation). Around them: the launch recipe, secret resolution, git, the
 //! on-disk layout, durable file operations and the Docker engine adapter.
 
 pub mod act;
@@ -9,6 +9,7 @@ pub mod addresses;
 pub mod assess;
 pub mod credentials;
 pub mod decide;
+pub mod digest;
 pub mod discard;
 pub mod ending;
 pub mod endpoint;
@@ -23,6 +24,7 @@ pub mod isolation;
 pub mod layout;
 pub mod observe;
 pub mod offline;
+pub mod offload;
 pub mod policy;
 pub mod recipe;
 pub mod resume;
@@ -34,3 +36,4 @@ pub mod session;
 
 pub use engine::{Engine, EngineError};
 pub use layout::Layout;
+pub use offload::blocking;

@@ -428,7 +428,7 @@ pub async fn derive_agent_image(
     install: &[String],
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<DerivedImage, RecipeError> {
-    use sha2::{Digest, Sha256};
+    use crate::digest::sha256_hex;
     // By number: an image without a passwd file (a static one) has no
     // user named root.
     let mut dockerfile = format!("FROM {base}\nUSER 0\n");
@@ -437,10 +437,7 @@ pub async fn derive_agent_image(
         dockerfile.push('\n');
     }
     dockerfile.push_str(&format!("USER {}\n", user.unwrap_or("0")));
-    let hash: String = Sha256::digest(dockerfile.as_bytes())[..6]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash = sha256_hex(dockerfile.as_bytes(), 6);
     let tag = format!("jackin/{role}-{agent}:{hash}");
     if let Some(id) = engine.image_id(&tag).await? {
         return Ok(DerivedImage {

@@ -24,9 +24,9 @@
 
 use jackin_api::instance::{Instance, Isolation, MountStatus, Recipe, UpdatePolicy};
 use jackin_api::names::annotation;
-use sha2::{Digest, Sha256};
 
 use crate::assess::has_unfinished_work;
+use crate::digest::sha256_hex;
 use crate::recipe;
 
 /// A rollout the loop is to handle now, or one that waits.
@@ -125,10 +125,7 @@ pub fn drift_token(pinned: &Recipe, wanted: &Recipe) -> Option<String> {
         ..wanted.clone()
     };
     let json = serde_json::to_vec(&compared).expect("a recipe serializes");
-    let digest: String = Sha256::digest(&json)[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest = sha256_hex(&json, 8);
     Some(format!("drift-{digest}"))
 }
 

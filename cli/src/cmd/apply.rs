@@ -66,8 +66,8 @@ pub async fn run(
     // command that cannot converge leaves the store as it was. A dry run
     // needs it to show the loop's plan, and says so when it cannot.
     let engine = match (has_instances, args.dry_run, args.wait.no_wait) {
-        (true, false, false) => Some(crate::connect().await?),
-        (true, true, _) => match crate::connect().await {
+        (true, false, false) => Some(crate::context::connect().await?),
+        (true, true, _) => match crate::context::connect().await {
             Ok(engine) => Some(engine),
             Err(e) => {
                 eprintln!("note: the loop's plans are not shown: {e:#}");
@@ -81,7 +81,7 @@ pub async fn run(
     if args.dry_run {
         return dry_run(store, engine, &objects, source.as_ref()).await;
     }
-    crate::sweep_files_quietly(&store)?;
+    crate::context::sweep_files_quietly(&store)?;
     let applied = match store.apply_objects(&objects, source.as_ref()) {
         Ok(applied) => applied,
         Err(e) => {
@@ -96,7 +96,7 @@ pub async fn run(
         return Ok(());
     };
     let names = applied.instances_to_converge();
-    crate::converge_and_report(store, engine, &names, &args.wait, verbose).await
+    crate::context::converge_and_report(store, engine, &names, &args.wait, verbose).await
 }
 
 /// The objects as read, for an apply from `source`; for a plain apply,

@@ -2,7 +2,7 @@
 //! operator's terminal to its agent, and when the agent ends the session,
 //! settle it by the exit policy, asking when there is unfinished work.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 
 use anyhow::{Context, Result};
 use futures::StreamExt;
@@ -17,110 +17,13 @@ use jackin_reconcilers::assess::acknowledgement_digest;
 use jackin_reconcilers::engine::LogsRequest;
 use jackin_reconcilers::fsutil::FileLock;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::mpsc;
 
 use crate::args::WaitArgs;
 use crate::cmd::launch;
+use crate::context::{connect, converge_quietly, enforce_keep_cap_quietly, open_store_to_change};
 use crate::output;
 use crate::screens::{self, Answer, Kind, Screen};
-
-/// The operator's keystrokes, read by one thread for the whole command, so
-/// that nothing typed after a session ends is lost to a stale reader.
-pub struct Keyboard {
-    chunks: mpsc::UnboundedReceiver<Vec<u8>>,
-    pending: Vec<u8>,
-}
-
-impl Keyboard {
-    pub fn start() -> Self {
-        let (tx, chunks) = mpsc::unbounded_channel();
-        std::thread::spawn(move || {
-            let mut stdin = std::io::stdin();
-            let mut buf = [0u8; 1024];
-            loop {
-                match stdin.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        if tx.send(buf[..n].to_vec()).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-        Self {
-            chunks,
-            pending: Vec::new(),
-        }
-    }
-
-    /// What was typed next, as raw bytes; `None` at end of input.
-    pub async fn chunk(&mut self) -> Option<Vec<u8>> {
-        if !self.pending.is_empty() {
-            return Some(std::mem::take(&mut self.pending));
-        }
-        self.chunks.recv().await
-    }
-
-    /// The next line typed (without its end), or `None` at end of input.
-    pub async fn line(&mut self) -> Option<String> {
-        loop {
-            if let Some(end) = self.pending.iter().position(|b| *b == b'\n' || *b == b'\r') {
-                // "\r\n" ends one line, not two.
-                let take =
-                    if self.pending[end] == b'\r' && self.pending.get(end + 1) == Some(&b'\n') {
-                        end + 1
-                    } else {
-                        end
-                    };
-                let line: Vec<u8> = self.pending.drain(..=take).collect();
-                return Some(String::from_utf8_lossy(&line[..end]).trim().to_owned());
-            }
-            self.pending.extend(self.chunks.recv().await?);
-        }
-    }
-}
-
-/// Raw terminal mode for the length of an attachment.
-pub struct RawMode;
-
-impl RawMode {
-    pub fn enable() -> Option<Self> {
-        crossterm::terminal::enable_raw_mode().ok().map(|()| Self)
-    }
-}
-
-impl Drop for RawMode {
-    fn drop(&mut self) {
-        let _ = crossterm::terminal::disable_raw_mode();
-    }
-}
-
-/// The operator's terminal being resized (`SIGWINCH`), while attached. With
-/// no terminal there is nothing to follow and it never fires.
-pub struct Resizes(Option<tokio::signal::unix::Signal>);
-
-impl Resizes {
-    pub fn watch(tty: bool) -> Self {
-        let signal =
-            || tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change());
-        Self(if tty { signal().ok() } else { None })
-    }
-
-    /// Waits for the next resize and returns the new size (columns, rows).
-    pub async fn next(&mut self) -> (u16, u16) {
-        loop {
-            let Some(signal) = &mut self.0 else {
-                return std::future::pending().await;
-            };
-            if signal.recv().await.is_none() {
-                self.0 = None;
-            } else if let Ok(size) = crossterm::terminal::size() {
-                return size;
-            }
-        }
-    }
-}
+use crate::terminal::{Keyboard, RawMode, Resizes};
 
 /// Connects the terminal to the container until the agent exits or the
 /// operator detaches (Ctrl-P Ctrl-Q).
@@ -268,10 +171,7 @@ async fn ask(obj: &Instance, keyboard: &mut Keyboard) -> Result<Choice> {
 }
 
 fn container_of(obj: &Instance) -> String {
-    obj.status
-        .as_ref()
-        .and_then(|s| s.container_name.clone())
-        .unwrap_or_default()
+    obj.container_name().map(str::to_owned).unwrap_or_default()
 }
 
 /// Whether the loop is waiting for the attached operator's answer.
@@ -284,12 +184,20 @@ fn asking(obj: &Instance) -> bool {
 
 /// Whether attaching to `obj` resumes a session that is kept or ended.
 pub fn resumes(obj: &Instance) -> bool {
-    let phase = obj.status.as_ref().and_then(|s| s.phase);
+    let phase = obj.phase();
     obj.desired_phase() == DesiredPhase::Kept
         || matches!(
             phase,
             Some(InstancePhase::Kept | InstancePhase::Exited | InstancePhase::Crashed)
         )
+}
+
+/// `jackin attach NAME`: the store opened and the engine connected before
+/// anything is written, and the keyboard read for the whole command.
+pub async fn start(name: &str, wait: &WaitArgs) -> Result<()> {
+    let name = crate::cmd::select::instance_name(name)?;
+    let (store, engines) = (open_store_to_change()?, connect().await?);
+    run(store, engines, name, wait, &mut Keyboard::start(), false).await
 }
 
 /// Attaches to `name`, resuming it first when it is kept or ended (after
@@ -322,7 +230,7 @@ pub async fn run(
     loop {
         if resume {
             session::resume(&store, name)?;
-            crate::converge_quietly(&store, &engines, name, wait).await?;
+            converge_quietly(&store, &engines, name, wait).await?;
             let obj = store.get_instance(name)?;
             eprintln!(
                 "attached to instance/{name} ({}); Ctrl-P Ctrl-Q detaches",
@@ -348,7 +256,7 @@ pub async fn run(
         }
         // The session ended: the loop records it and applies the policy,
         // which asks us when there is unfinished work.
-        crate::converge_quietly(&store, &engines, name, wait).await?;
+        converge_quietly(&store, &engines, name, wait).await?;
         let obj = match store.get_instance(name) {
             Ok(obj) => obj,
             Err(StoreError::InstanceNotFound(_)) => {
@@ -358,11 +266,15 @@ pub async fn run(
             Err(e) => return Err(e.into()),
         };
         if !asking(&obj) {
-            let phase = obj.status.as_ref().and_then(|s| s.phase);
+            let phase = obj.phase();
             eprintln!(
                 "\ninstance/{name} ended: {}",
                 phase.map_or("-".into(), |p| p.to_string())
             );
+            // Kept by the policy: one more kept session in its workspace.
+            if phase == Some(InstancePhase::Kept) {
+                enforce_keep_cap_quietly(&store, &engines, wait).await?;
+            }
             return Ok(());
         }
         match ask(&obj, keyboard).await? {
@@ -370,15 +282,16 @@ pub async fn run(
             Choice::Keep => {
                 session::keep_ended(&store, name)
                     .with_context(|| format!("keeping instance/{name}"))?;
-                crate::converge_quietly(&store, &engines, name, wait).await?;
+                converge_quietly(&store, &engines, name, wait).await?;
                 eprintln!("instance/{name} kept; `jackin attach {name}` resumes it");
+                enforce_keep_cap_quietly(&store, &engines, wait).await?;
                 return Ok(());
             }
             Choice::CleanUp => {
                 // The operator saw the work and insists.
                 let shown = acknowledgement_digest(&obj.status.clone().unwrap_or_default().mounts);
                 session::clean_up_ended(&store, name, shown)?;
-                crate::converge_quietly(&store, &engines, name, wait).await?;
+                converge_quietly(&store, &engines, name, wait).await?;
                 eprintln!("instance/{name} cleaned up");
                 return Ok(());
             }

@@ -9,7 +9,7 @@ use jackin_controller::{Outcome, Progress, Reconciler, run};
 use crate::args::ControllerArgs;
 use jackin_controller::engines::{Engines, display_name};
 
-use crate::open_store_to_change;
+use crate::context::open_store_to_change;
 
 pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
     let store = open_store_to_change()?;

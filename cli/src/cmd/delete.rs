@@ -7,12 +7,34 @@ use jackin_api::agent::builtin;
 use jackin_api::{Agent, DesiredPhase, Workspace};
 use jackin_controller::StoreError;
 
-use crate::args::WaitArgs;
+use crate::args::{SelectArgs, WaitArgs};
 use crate::cmd::select::Targets;
 use crate::cmd::set_phase;
-use crate::{check_name, open_store};
+use crate::context::{UsageError, check_name, open_store};
 
-pub async fn run(
+/// `delete workspace|agent NAME`, or instances by name, `-l` or `-f`.
+pub async fn dispatch(
+    targets: &[String],
+    select: &SelectArgs,
+    dry_run: bool,
+    force: bool,
+    wait: &WaitArgs,
+    verbose: bool,
+) -> Result<()> {
+    match targets {
+        [kind, name] if matches!(kind.as_str(), "workspace" | "ws") => workspace(name, dry_run),
+        [kind, name] if matches!(kind.as_str(), "agent" | "ag") => agent(name, dry_run),
+        [kind, ..] if matches!(kind.as_str(), "workspace" | "ws" | "agent" | "ag") => {
+            Err(UsageError(format!(
+                "`delete {kind}` takes one name: delete {kind} NAME"
+            ))
+            .into())
+        }
+        names => run(&Targets::new(names, select), dry_run, force, wait, verbose).await,
+    }
+}
+
+async fn run(
     targets: &Targets<'_>,
     dry_run: bool,
     force: bool,
@@ -57,7 +79,7 @@ pub async fn run(
         }
     }
     if !current.is_empty() {
-        let store = crate::open_store_to_change()?;
+        let store = crate::context::open_store_to_change()?;
         set_phase::set_phases(
             store,
             &current,
@@ -88,7 +110,7 @@ pub async fn run(
 
 /// `jackin delete workspace NAME`: its instances stay, and fall back to
 /// the defaults (a condition on each says so).
-pub fn workspace(name: &str, dry_run: bool) -> Result<()> {
+fn workspace(name: &str, dry_run: bool) -> Result<()> {
     check_name(name)?;
     let store = open_store()?;
     let members: Vec<String> = store
@@ -120,7 +142,7 @@ pub fn workspace(name: &str, dry_run: bool) -> Result<()> {
 
 /// `jackin delete agent NAME`: an applied entry goes (a built-in entry of
 /// the same name applies again); sessions keep the entry they pinned.
-pub fn agent(name: &str, dry_run: bool) -> Result<()> {
+fn agent(name: &str, dry_run: bool) -> Result<()> {
     check_name(name)?;
     let store = open_store()?;
     if store.get::<Agent>(name)?.is_none() {

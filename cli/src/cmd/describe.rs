@@ -9,7 +9,8 @@ use jiff::Timestamp;
 
 use crate::cmd::discarded;
 use crate::cmd::select::{Kind, split_kind};
-use crate::{UsageError, check_name, open_store, output};
+use crate::context::{UsageError, check_name, open_store};
+use crate::output;
 
 /// `describe NAME`, `describe KIND NAME` or `describe KIND/NAME`.
 pub async fn run(first: &str, second: Option<&str>) -> Result<()> {
@@ -58,7 +59,7 @@ async fn instance(name: &str) -> Result<()> {
         ),
         Err(e) => return Err(e.into()),
     };
-    let container = obj.status.as_ref().and_then(|s| s.container_name.clone());
+    let container = obj.container_name().map(str::to_owned);
     // The isolated checkouts as they are now (the status holds what the
     // last full reconcile saw; a pass with nothing to do does not look).
     if let Some(container) = &container {

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use crate::args::Format;
 use crate::cmd::select::{Kind, split_kind};
-use crate::{UsageError, output};
+use crate::context::UsageError;
+use crate::output;
 
 /// A save as `-o yaml|json` prints it: the record, and when the sweeps
 /// remove it under the home's retention.

@@ -11,9 +11,9 @@ use jackin_reconcilers::engine::LogOutput;
 use tokio::io::AsyncWriteExt;
 
 use crate::args::ExecArgs;
-use crate::cmd::attach::{Keyboard, RawMode, Resizes};
 use crate::cmd::select::instance_name;
-use crate::{CommandExited, open_store};
+use crate::context::{CommandExited, open_store};
+use crate::terminal::{Keyboard, RawMode, Resizes};
 
 pub async fn run(args: &ExecArgs) -> Result<()> {
     let name = instance_name(&args.name)?;
@@ -23,12 +23,7 @@ pub async fn run(args: &ExecArgs) -> Result<()> {
     let store = open_store()?;
     let found = super::agent_container(&store, name).await?;
     let (Some(id), true) = (&found.id, found.running) else {
-        let phase = found
-            .obj
-            .status
-            .as_ref()
-            .and_then(|s| s.phase)
-            .map_or("-".into(), |p| p.to_string());
+        let phase = found.obj.phase().map_or("-".into(), |p| p.to_string());
         bail!(
             "instance/{name} has no running container (phase {phase})\nhint: `jackin set-phase \
              {name} running` starts it"

@@ -13,7 +13,8 @@ use jiff::Timestamp;
 
 use crate::args::{Format, GetArgs};
 use crate::cmd::select::{self, Kind};
-use crate::{UsageError, check_name, output};
+use crate::context::{UsageError, check_name};
+use crate::output;
 use jackin_controller::Store;
 
 pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {

@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::{Result, anyhow, bail};
 use jackin_api::agent::Strategy;
 use jackin_api::names::annotation;
+use jackin_api::workspace::ExitPolicy;
 use jackin_api::{Instance, Object};
 use jackin_controller::Store;
 use jackin_controller::engines::Engines;
@@ -16,9 +17,11 @@ use jackin_reconcilers::assess::has_unfinished_work;
 use jiff::Timestamp;
 
 use crate::args::LaunchArgs;
-use crate::cmd::attach::{self, Keyboard};
+use crate::cmd::attach;
+use crate::context::{check_name, connect, open_store_to_change};
 use crate::output;
 use crate::screens::{self, Answer, Kind, Screen};
+use crate::terminal::Keyboard;
 
 /// The instances of (workspace, role, agent) that can be resumed, the most
 /// recently used first: kept ones, clean or not, and ended or running ones,
@@ -31,7 +34,7 @@ async fn restorable(store: &Store, args: &LaunchArgs) -> Result<Vec<Instance>> {
         .filter(|obj| trio(args).holds(obj))
         .collect();
     for obj in &mut found {
-        if let Some(container) = obj.status.as_ref().and_then(|s| s.container_name.clone()) {
+        if let Some(container) = obj.container_name().map(str::to_owned) {
             let mounts = assess_checkouts(store.layout(), &container).await?;
             obj.status.get_or_insert_default().mounts = mounts;
         }
@@ -97,11 +100,7 @@ async fn choose(
         format!("a fresh instance, {new_name}"),
     )];
     for obj in found {
-        let phase = obj
-            .status
-            .as_ref()
-            .and_then(|s| s.phase)
-            .map_or("-".into(), |p| p.to_string());
+        let phase = obj.phase().map_or("-".into(), |p| p.to_string());
         choices.push((
             format!("Resume {}", obj.metadata.name),
             format!(
@@ -137,7 +136,7 @@ pub async fn verify_preserved_state(
     obj: &Instance,
     keyboard: &mut Keyboard,
 ) -> Result<Answer> {
-    let Some(container) = obj.status.as_ref().and_then(|s| s.container_name.clone()) else {
+    let Some(container) = obj.container_name().map(str::to_owned) else {
         return Ok(Answer::Chose(0));
     };
     let mounts = assess_checkouts(store.layout(), &container).await?;
@@ -216,10 +215,10 @@ fn read_template(path: &Path) -> Result<Instance> {
 }
 
 /// The exit policy `--keep` / `--clean` ask for.
-fn policy_override(args: &LaunchArgs) -> Option<&'static str> {
+fn policy_override(args: &LaunchArgs) -> Option<ExitPolicy> {
     match (args.keep, args.clean) {
-        (true, _) => Some("keep"),
-        (_, true) => Some("clean"),
+        (true, _) => Some(ExitPolicy::Keep),
+        (_, true) => Some(ExitPolicy::Clean),
         _ => None,
     }
 }
@@ -263,7 +262,7 @@ fn create(
             "new session instance/{name}: {trio}, from {}",
             session.basis
         );
-        crate::pause_here_if_asked("launch-create");
+        crate::context::pause_here_if_asked("launch-create");
         if store.create_new_instance(&obj)? {
             eprintln!("instance/{name} created");
             return Ok(name);
@@ -282,7 +281,16 @@ fn create(
     )
 }
 
-pub async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()> {
+/// `jackin launch`: the names checked, then the store opened and the
+/// engine connected before anything is written.
+pub async fn start(args: &LaunchArgs) -> Result<()> {
+    for name in [&args.workspace, &args.role, &args.agent] {
+        check_name(name)?;
+    }
+    run(open_store_to_change()?, connect().await?, args).await
+}
+
+async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()> {
     check_workspace(&store, &args.workspace)?;
     let template = args.from.as_deref().map(read_template).transpose()?;
     // The name the operator chose, checked before anything is shown or
@@ -332,17 +340,16 @@ pub async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()
             // The override is part of the instance from its first moment,
             // so a loop that starts it first already knows it.
             if let Some(policy) = policy_override(args) {
-                session
-                    .instance
-                    .metadata
-                    .annotations
-                    .insert(annotation::EXIT_POLICY.to_owned(), policy.to_owned());
+                session.instance.metadata.annotations.insert(
+                    annotation::EXIT_POLICY.to_owned(),
+                    policy.as_str().to_owned(),
+                );
             }
             create(&store, session, chosen.as_deref(), trio(args))?
         }
     };
     if let Some(policy) = policy_override(args) {
-        store.set_annotation(&name, annotation::EXIT_POLICY, Some(policy))?;
+        store.set_annotation(&name, annotation::EXIT_POLICY, Some(policy.as_str()))?;
     }
     attach::run(store, engines, &name, &args.wait, &mut keyboard, true).await
 }

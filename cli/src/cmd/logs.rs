@@ -19,7 +19,7 @@ use jackin_reconcilers::engine::LogsRequest;
 
 use crate::args::LogsArgs;
 use crate::cmd::select::instance_name;
-use crate::open_store;
+use crate::context::open_store;
 
 /// How often `-f` looks at the instance once its container's log ended.
 const LOOK_EVERY: Duration = Duration::from_millis(500);

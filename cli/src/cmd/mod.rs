@@ -57,7 +57,7 @@ pub async fn container_of(
     }
     // The sidecars the session runs: the pinned recipe's (a drifted spec
     // changes nothing until it is rolled out).
-    let sidecars = match obj.status.as_ref().and_then(|s| s.recipe.as_ref()) {
+    let sidecars = match obj.recipe() {
         Some(recipe) => &recipe.sidecars,
         None => &obj.spec.sidecars,
     };

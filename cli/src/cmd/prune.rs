@@ -4,7 +4,7 @@ use anyhow::Result;
 use jackin_controller::sweep;
 
 use crate::args::WaitArgs;
-use crate::{connect, converge_and_report, open_store};
+use crate::context::{connect, converge_and_report, open_store};
 
 pub async fn run(dry_run: bool, images: bool) -> Result<()> {
     let store = open_store()?;

@@ -14,7 +14,7 @@ use jiff::Timestamp;
 
 use crate::args::WaitArgs;
 use crate::cmd::select::Targets;
-use crate::{connect, converge_and_report, open_store_to_change};
+use crate::context::{connect, converge_and_report, open_store_to_change};
 
 pub async fn run(
     targets: &Targets<'_>,
@@ -43,18 +43,14 @@ pub async fn run(
     let mut asked = Vec::new();
     for obj in &current {
         let name = &obj.metadata.name;
-        let pinned = obj.status.as_ref().and_then(|s| s.recipe.as_ref());
+        let pinned = obj.recipe();
         let (Some(pinned), Some(wanted)) = (pinned, reconciler.wanted_recipe(obj)?) else {
             println!(
                 "instance/{name} has no pinned recipe yet: its first launch pins the current spec"
             );
             continue;
         };
-        let container = obj
-            .status
-            .as_ref()
-            .and_then(|s| s.container_name.clone())
-            .unwrap_or_default();
+        let container = obj.container_name().map(str::to_owned).unwrap_or_default();
         let mounts = assess_checkouts(store.layout(), &container).await?;
         if let Some(why) = rollout::refusal(pinned, &wanted, &mounts, moving) {
             eprintln!("error: instance/{name} cannot be rolled out: {why}");

@@ -9,7 +9,7 @@ use jackin_api::selector::Selector;
 use jackin_controller::{Store, source};
 
 use crate::cmd::apply::read_inputs;
-use crate::{UsageError, check_name};
+use crate::context::{UsageError, check_name};
 
 /// How a command names its targets.
 #[derive(Debug, Default)]
@@ -17,6 +17,17 @@ pub struct Targets<'a> {
     pub names: &'a [String],
     pub selector: Option<&'a str>,
     pub files: &'a [PathBuf],
+}
+
+impl<'a> Targets<'a> {
+    /// The names given on the command line and the `-l`/`-f` that select.
+    pub fn new(names: &'a [String], select: &'a crate::args::SelectArgs) -> Self {
+        Self {
+            names,
+            selector: select.selector.as_deref(),
+            files: &select.files,
+        }
+    }
 }
 
 /// What the targets come to, in the order given, each once.

@@ -12,11 +12,13 @@ use jackin_controller::{Reconciler, Store};
 use jackin_reconcilers::assess::acknowledgement_digest;
 
 use crate::args::WaitArgs;
-use crate::cmd::attach::{self, Keyboard};
+use crate::cmd::attach;
 use crate::cmd::launch;
 use crate::cmd::select::Targets;
+use crate::context::{connect, converge_and_report, open_store_to_change, sweep_files_quietly};
+use crate::output;
 use crate::screens::Answer;
-use crate::{connect, converge_and_report, open_store_to_change, output, sweep_files_quietly};
+use crate::terminal::Keyboard;
 
 pub async fn run(
     targets: &Targets<'_>,
@@ -132,11 +134,7 @@ async fn engines_for_purge(current: &[Instance]) -> Result<Engines> {
 /// agrees (`--force`, or yes at the prompt on a terminal), acknowledges it by
 /// its digest. Without agreement the purge stays blocked.
 async fn acknowledge_discard(store: &Store, obj: &Instance, force: bool) -> Result<()> {
-    let container = obj
-        .status
-        .as_ref()
-        .and_then(|s| s.container_name.clone())
-        .unwrap_or_default();
+    let container = obj.container_name().map(str::to_owned).unwrap_or_default();
     let mounts = assess_checkouts(store.layout(), &container).await?;
     let Some(digest) = acknowledgement_digest(&mounts) else {
         return Ok(());

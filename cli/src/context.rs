@@ -1,0 +1,274 @@
+//! What the commands share: the process's setup (its name for secrets,
+//! logging), opening the store, connecting to the engine, converging and
+//! reporting, the keep cap once sessions are kept, and the errors that
+//! choose an exit status.
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::CommandFactory;
+use jackin_api::validate;
+use jackin_controller::engines::Engines;
+use jackin_controller::{IndexRepair, Outcome, Reconciler, Store, converge, keep_cap, sweep};
+use jackin_reconcilers::{Engine, Layout};
+
+use crate::args::{Cli, LogFormat, WaitArgs};
+use crate::{hints, output, progress};
+
+/// Names this process for the errors that say whose environment a
+/// `hostEnv` secret was looked up in: the process that starts a container
+/// resolves its secrets, and a controller started without a variable does
+/// not see it, whatever the operator's shell holds now.
+pub fn name_this_process() {
+    let command = Cli::command();
+    let verb = std::env::args()
+        .skip(1)
+        .find(|arg| command.get_subcommands().any(|c| c.get_name() == arg));
+    jackin_reconcilers::secrets::set_process(match verb.as_deref() {
+        Some("controller") => "the jackin controller".to_owned(),
+        Some(verb) => format!("this `jackin {verb}`"),
+        None => "this jackin process".to_owned(),
+    });
+}
+
+/// A command line that does not say what to do (a missing or contradictory
+/// argument clap cannot tell): exit status 2, as clap's own usage errors.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// A command run by `jackin exec` exited with this non-zero status.
+#[derive(Debug)]
+pub struct CommandExited(pub i64);
+
+impl std::fmt::Display for CommandExited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the command exited {}", self.0)
+    }
+}
+
+impl std::error::Error for CommandExited {}
+
+pub fn init_logging(verbose: u8, format: LogFormat) {
+    let level = match verbose {
+        0 => tracing::Level::WARN,
+        1 => tracing::Level::INFO,
+        2 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+pub fn open_store() -> Result<Store> {
+    let layout = Layout::from_env().map_err(|message| anyhow!("{message}"))?;
+    let (store, repair) = Store::open(layout)?;
+    match repair {
+        Some(IndexRepair::Rebuilt { units }) => {
+            eprintln!("note: the instance index was missing; rebuilt it from {units} unit(s)");
+        }
+        Some(IndexRepair::Corrupt { kept_as, units }) => eprintln!(
+            "note: the instance index was unreadable; kept it as {kept_as} and rebuilt it from {units} unit(s)"
+        ),
+        None => {}
+    }
+    Ok(store)
+}
+
+/// The store, for a command that may create engine objects: the home's
+/// settings are checked first, so a bad `config.yaml` stops the command
+/// before anything is written.
+pub fn open_store_to_change() -> Result<Store> {
+    let store = open_store()?;
+    jackin_reconcilers::addresses::read_config(store.layout().root())?;
+    Ok(store)
+}
+
+/// Connects to the default engine before anything is written, so that a
+/// command that cannot converge changes nothing. Engines that instances
+/// name (`spec.engine`) are connected when they are first needed.
+pub async fn connect() -> Result<Engines> {
+    Ok(Engines::new(Some(Engine::connect().await?)))
+}
+
+/// Fault injection for tests: with `JACKIN_PAUSE_AT=<point>:<seconds>`, a
+/// debug build sleeps at that point, so that a test can interleave another
+/// command deterministically. Release builds do not read the variable.
+pub fn pause_here_if_asked(point: &str) {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let Ok(asked) = std::env::var("JACKIN_PAUSE_AT") else {
+        return;
+    };
+    if let Some((at, seconds)) = asked.split_once(':')
+        && at == point
+        && let Ok(seconds) = seconds.parse::<u64>()
+    {
+        eprintln!("JACKIN_PAUSE_AT: pausing {seconds}s at {point}");
+        std::thread::sleep(std::time::Duration::from_secs(seconds.min(60)));
+    }
+}
+
+pub fn check_name(name: &str) -> Result<()> {
+    validate::dns_label(name).map_err(|message| anyhow!("{message}"))
+}
+
+/// Converges one instance, reporting only failures: for commands that own
+/// the terminal afterwards.
+pub async fn converge_quietly(
+    store: &Store,
+    engines: &Engines,
+    name: &str,
+    wait: &WaitArgs,
+) -> Result<()> {
+    // The same live progress as `apply`: a role build can take minutes.
+    let reporter = progress::Reporter::new(false);
+    let mut reconciler = Reconciler::new(store.clone(), engines.clone());
+    reconciler.progress = reporter.sink();
+    let names = [name.to_owned()];
+    let results = converge::converge(&reconciler, &names, wait.timeout, wait.concurrency).await;
+    reporter.finish();
+    for (name, result) in results {
+        if let Outcome::Blocked { digest } = result.with_context(|| format!("instance/{name}"))? {
+            bail!(
+                "instance/{name}: the purge is blocked: the checkouts changed since the work \
+                 was shown (digest now {digest})\nhint: `jackin describe {name}` shows it"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Converges `names` unless told not to wait, reporting progress and results.
+pub async fn converge_and_report(
+    store: Store,
+    engines: Engines,
+    names: &[String],
+    wait: &WaitArgs,
+    verbose: bool,
+) -> Result<()> {
+    if wait.no_wait || names.is_empty() {
+        return Ok(());
+    }
+    let reporter = progress::Reporter::new(verbose);
+    let mut reconciler = Reconciler::new(store, engines);
+    reconciler.progress = reporter.sink();
+    let results = converge::converge(&reconciler, names, wait.timeout, wait.concurrency).await;
+    reporter.finish();
+    let mut failed = 0;
+    for (name, result) in results {
+        match result {
+            Ok(Outcome::Converged { phase, tier }) => {
+                let how = match tier {
+                    Some(tier) => format!(" (restored, tier {tier})"),
+                    None => String::new(),
+                };
+                println!("instance/{name} {phase}{how}");
+            }
+            Ok(Outcome::Gone) => println!("instance/{name} purged"),
+            Ok(Outcome::PurgedWithoutEngine {
+                engine,
+                left_behind,
+                ..
+            }) => match left_behind.as_slice() {
+                [] => println!(
+                    "instance/{name} purged without engine {engine}, which cannot be reached: it \
+                     never made anything there"
+                ),
+                left => {
+                    println!(
+                        "instance/{name} purged without engine {engine}, which cannot be reached; \
+                         left behind there: {}",
+                        left.join(", ")
+                    );
+                    eprintln!(
+                        "hint: once engine {engine} answers, remove them there (`docker rm -f`, \
+                         `docker network rm`, `docker volume rm`)"
+                    );
+                }
+            },
+            // Purged meanwhile by another process (or a controller).
+            Ok(Outcome::Absent) => println!("instance/{name} gone"),
+            Ok(Outcome::Blocked { digest }) => {
+                failed += 1;
+                eprintln!(
+                    "error: instance/{name}: the purge is blocked: its isolated checkouts hold \
+                     unfinished work (digest {digest})\nhint: `jackin describe {name}` shows it; \
+                     `jackin set-phase {name} purged --force` discards it"
+                );
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!(
+                    "error: instance/{name}: {}",
+                    output::terminal_safe_lines(&e.to_string())
+                );
+                if let Some(hint) = hints::for_error(&e) {
+                    eprintln!("hint: {}", output::terminal_safe_lines(&hint));
+                }
+            }
+        }
+    }
+    if failed > 0 {
+        bail!(
+            "{failed} instance(s) did not converge\nhint: `jackin describe NAME` shows the conditions"
+        );
+    }
+    // A newly kept session may push its workspace over `keep.max`.
+    let enforced = keep_cap::enforce(&reconciler.store, &reconciler.engines).await?;
+    for finding in &enforced.findings {
+        println!("{}", finding.describe(false));
+    }
+    if !enforced.purged.is_empty() {
+        Box::pin(converge_and_report(
+            reconciler.store,
+            reconciler.engines,
+            &enforced.purged,
+            wait,
+            verbose,
+        ))
+        .await?;
+    }
+    Ok(())
+}
+
+/// The keep cap, for a command that owns the terminal (`attach`,
+/// `launch`) once it settled a session: what it does is said on stderr,
+/// and the sessions it purges are converged before the command returns.
+pub async fn enforce_keep_cap_quietly(
+    store: &Store,
+    engines: &Engines,
+    wait: &WaitArgs,
+) -> Result<()> {
+    let enforced = keep_cap::enforce(store, engines).await?;
+    for finding in &enforced.findings {
+        eprintln!("{}", finding.describe(false));
+    }
+    for name in &enforced.purged {
+        converge_quietly(store, engines, name, wait).await?;
+        eprintln!("instance/{name} purged");
+    }
+    Ok(())
+}
+
+/// The cheap, local sweeps, run before a one-shot command does its work.
+pub fn sweep_files_quietly(store: &Store) -> Result<()> {
+    for finding in sweep::sweep_files(store)? {
+        eprintln!("note: {}", finding.describe(false));
+    }
+    Ok(())
+}
