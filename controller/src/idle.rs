@@ -110,7 +110,7 @@ pub async fn watch(reconciler: Reconciler, changed: impl Fn(&str) + Send + Sync 
 /// policy.
 async fn opted_in(reconciler: &Reconciler) -> HashMap<String, IdlePolicy> {
     let store = reconciler.store.clone();
-    tokio::task::spawn_blocking(move || {
+    jackin_reconcilers::blocking(move || {
         let policies: HashMap<String, IdlePolicy> = store
             .list_workspaces()
             .unwrap_or_default()
@@ -135,7 +135,6 @@ async fn opted_in(reconciler: &Reconciler) -> HashMap<String, IdlePolicy> {
             .collect()
     })
     .await
-    .expect("listing does not panic")
 }
 
 fn running(obj: &Instance) -> bool {

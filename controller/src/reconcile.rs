@@ -262,16 +262,13 @@ impl Reconciler {
         let store = self.store.clone();
         let owned_name = name.to_owned();
         // The unit lock may be held by another process: wait off the runtime.
-        let locked = tokio::task::spawn_blocking(move || store.lock_instance(&owned_name))
-            .await
-            .expect("locking does not panic")?;
+        let locked = jackin_reconcilers::blocking(move || store.lock_instance(&owned_name)).await?;
         let Some(mut guard) = locked else {
             let store = self.store.clone();
             let owned_name = name.to_owned();
             let finished =
-                tokio::task::spawn_blocking(move || store.finish_interrupted_purge(&owned_name))
-                    .await
-                    .expect("finishing a purge does not panic")?;
+                jackin_reconcilers::blocking(move || store.finish_interrupted_purge(&owned_name))
+                    .await?;
             return Ok(if finished {
                 Outcome::Gone
             } else {
@@ -621,9 +618,10 @@ impl Reconciler {
         let keep_cap = match (plan.target, &blocked) {
             (InstancePhase::Kept, None) => {
                 let store = self.store.clone();
-                tokio::task::spawn_blocking(move || crate::sweep::keep_caps_once_kept(&store, &obj))
-                    .await
-                    .expect("planning does not panic")?
+                jackin_reconcilers::blocking(move || {
+                    crate::sweep::keep_caps_once_kept(&store, &obj)
+                })
+                .await?
             }
             _ => Vec::new(),
         };
@@ -1013,7 +1011,7 @@ pub async fn assess_checkouts(
 ) -> Result<Vec<MountStatus>, StoreError> {
     let layout = layout.clone();
     let container = container.to_owned();
-    tokio::task::spawn_blocking(move || {
+    jackin_reconcilers::blocking(move || {
         let records =
             isolation::read_records(&layout, &container).map_err(|e| StoreError::Unreadable {
                 path: layout.unit_meta_dir(&container).join("isolation.json"),
@@ -1025,7 +1023,6 @@ pub async fn assess_checkouts(
             .collect())
     })
     .await
-    .expect("assessing does not panic")
 }
 
 /// The exit policy in force: the instance's override, else its

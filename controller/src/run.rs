@@ -471,15 +471,14 @@ async fn sync(shared: Arc<Shared>, dir: std::path::PathBuf) {
     loop {
         let store = shared.reconciler.store.clone();
         let (path, mut last) = (dir.clone(), seen.take());
-        let (result, last) = tokio::task::spawn_blocking(move || {
+        let (result, last) = jackin_reconcilers::blocking(move || {
             let result = match Source::of(std::slice::from_ref(&path)) {
                 Ok(source) => store.sync_source(&source, &mut last),
                 Err(e) => Some(Err(e)),
             };
             (result, last)
         })
-        .await
-        .expect("syncing does not panic");
+        .await;
         seen = last;
         match result {
             None => {}

@@ -41,9 +41,8 @@ impl Reconciler {
         }
         let layout = self.layout().clone();
         let unit = container.to_owned();
-        let marker = tokio::task::spawn_blocking(move || session::read_marker(&layout, &unit))
-            .await
-            .expect("reading the marker does not panic");
+        let marker =
+            jackin_reconcilers::blocking(move || session::read_marker(&layout, &unit)).await;
         let engine_exit = match view.container.is_some() && ending::engine_needed(obj, &marker) {
             true => engine.inspect_container(container).await?.map(|inspected| {
                 let state = inspected.state.unwrap_or_default();
@@ -76,9 +75,7 @@ impl Reconciler {
     pub async fn recycle(&self, name: &str, id: &str) -> Result<bool, ReconcileError> {
         let store = self.store.clone();
         let owned = name.to_owned();
-        let locked = tokio::task::spawn_blocking(move || store.lock_instance(&owned))
-            .await
-            .expect("locking does not panic")?;
+        let locked = jackin_reconcilers::blocking(move || store.lock_instance(&owned)).await?;
         let Some(mut guard) = locked else {
             return Ok(false);
         };
@@ -173,9 +170,8 @@ impl Reconciler {
             return;
         };
         let (layout, container) = (self.layout().clone(), guard.container.clone());
-        let report = tokio::task::spawn_blocking(move || resume::read_report(&layout, &container))
-            .await
-            .expect("reading the report does not panic");
+        let report =
+            jackin_reconcilers::blocking(move || resume::read_report(&layout, &container)).await;
         let Some(report) = report else {
             return;
         };

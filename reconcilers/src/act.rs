@@ -1188,11 +1188,9 @@ async fn keep_conversations(layout: &Layout, container: &str, obj: &Instance) {
         return;
     }
     let home = layout.unit_dir(container).join("home");
-    let kept = tokio::task::spawn_blocking(move || {
-        crate::retention::keep_conversations(&home, &state.path, &setting)
-    })
-    .await;
-    if let Ok(Err(why)) = kept {
+    let kept =
+        blocking(move || crate::retention::keep_conversations(&home, &state.path, &setting)).await;
+    if let Err(why) = kept {
         tracing::warn!(container, "the agent's retention setting: {why}");
     }
 }

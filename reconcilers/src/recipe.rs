@@ -484,9 +484,7 @@ pub async fn build_role(
     let repo = source.git.clone();
     let mirror = {
         let repo = repo.clone();
-        tokio::task::spawn_blocking(move || Mirror::clone(&repo))
-            .await
-            .expect("the clone task does not panic")?
+        crate::blocking(move || Mirror::clone(&repo)).await?
     };
     let commit = match pinned {
         Some((commit, _)) => mirror
