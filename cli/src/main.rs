@@ -117,13 +117,14 @@ async fn run(cli: Cli) -> Result<()> {
             moving,
             wait,
         } => {
-            cmd::rollout::run(
+            // Boxed: a dry run's preview is a large future.
+            Box::pin(cmd::rollout::run(
                 &Targets::new(&names, &select),
                 dry_run,
                 moving,
                 &wait,
                 verbose,
-            )
+            ))
             .await
         }
         Command::Delete {
