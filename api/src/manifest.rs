@@ -16,7 +16,9 @@
 
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor,
+};
 use serde_saphyr::Spanned;
 
 use crate::agent::Agent;
@@ -1102,10 +1104,7 @@ spec:
     fn one_pass_reads_as_the_careful_reading_does() {
         let text = format!("{INSTANCE}  command: [sleep, 3600, yes, 1.0, \"~\"]\n");
         let once = parse("f.yaml", &text).unwrap();
-        let kind_last = format!(
-            "{}kind: Instance\n",
-            text.replace("kind: Instance\n", "")
-        );
+        let kind_last = format!("{}kind: Instance\n", text.replace("kind: Instance\n", ""));
         assert!(
             matches!(read_once(&kind_last, Author::Operator), None),
             "a kind after the content is read with care"

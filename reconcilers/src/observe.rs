@@ -202,7 +202,10 @@ impl Observation {
             by_uid.get(uid).cloned().unwrap_or_default()
         };
         let mut view = InstanceView::default();
-        for c in owned(&owners.containers).into_iter().map(|i| &self.containers[i]) {
+        for c in owned(&owners.containers)
+            .into_iter()
+            .map(|i| &self.containers[i])
+        {
             let container = ContainerView {
                 id: c.id.clone().unwrap_or_default(),
                 name: container_name(c),
