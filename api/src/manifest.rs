@@ -1106,7 +1106,7 @@ spec:
         let once = parse("f.yaml", &text).unwrap();
         let kind_last = format!("{}kind: Instance\n", text.replace("kind: Instance\n", ""));
         assert!(
-            matches!(read_once(&kind_last, Author::Operator), None),
+            read_once(&kind_last, Author::Operator).is_none(),
             "a kind after the content is read with care"
         );
         let careful = parse("f.yaml", &kind_last).unwrap();
