@@ -1,10 +1,12 @@
 //! Reading objects from YAML text.
 //!
-//! A file may hold several documents separated by `---`. Each valid document
-//! is read twice: once for its `kind`, once into the matching type with
-//! unknown fields rejected. An invalid one is read again after each error,
-//! without the field at fault, so that one run reports all its errors
-//! (`typed_all`). Every error names the source, line, column and field
+//! A file may hold several documents separated by `---`. A valid document
+//! that names its `kind` before its content (as manifests and everything
+//! jackin writes do) is read in one pass, straight into the matching type
+//! with unknown fields rejected ([`read_once`]). Any other document, and
+//! any that pass finds fault with, is read with care: once for its `kind`,
+//! once into the type and, after each error, again without the field at
+//! fault, so that one run reports all its errors (`typed_all`). Every error names the source, line, column and field
 //! path, including semantic errors from [`crate::validate`], whose paths are
 //! mapped back to positions through a location tree of the document.
 //!
@@ -13,7 +15,10 @@
 //! objects ([`parse_stored`]) carry the ones it set.
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{
+    self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor,
+};
 use serde_saphyr::Spanned;
 
 use crate::agent::Agent;
@@ -114,6 +119,15 @@ fn parse_as(source: &str, text: &str, author: Author) -> Result<Vec<Object>, Vec
     let mut objects = Vec::new();
     let mut errors = Vec::new();
     for doc in split_documents(text) {
+        match read_once(&doc.text, author) {
+            Some(OnePass::Empty) => continue,
+            Some(OnePass::Object(obj)) => {
+                objects.push(*obj);
+                continue;
+            }
+            // Read with care, for its errors or its unusual shape.
+            None => {}
+        }
         let items = match list_items(source, &doc) {
             Ok(items) => items,
             Err(mut errs) => {
@@ -276,6 +290,123 @@ fn list_items(source: &str, doc: &Document) -> Result<Option<Vec<Document>>, Vec
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
         .map_err(|e| vec![e])
+}
+
+/// A document read in one pass.
+enum OnePass {
+    /// No content (comments only).
+    Empty,
+    Object(Box<Object>),
+}
+
+/// Reads a document in one pass when it can be: a mapping whose `kind`
+/// (of the three) comes before any key but `apiVersion`, that reads into
+/// its type and passes its checks. `None` for any other document: the
+/// careful reading then reports its errors, each at its place, or reads
+/// what this one does not (a `List`, a `kind` after the content).
+fn read_once(text: &str, author: Author) -> Option<OnePass> {
+    let Some(KindFirst(obj)) = serde_saphyr::from_str::<Option<KindFirst>>(text).ok()? else {
+        return Some(OnePass::Empty);
+    };
+    let checked = match &obj {
+        Object::Instance(i) => validate::instance(i),
+        Object::Workspace(w) => validate::workspace(w),
+        Object::Agent(a) => validate::agent(a),
+    };
+    let names = match author {
+        Author::Operator => validate::operator_input(&obj),
+        Author::Jackin => Ok(()),
+    };
+    (checked.is_ok() && names.is_ok()).then(|| OnePass::Object(Box::new(obj)))
+}
+
+/// An object whose mapping names its kind first: the keys before the
+/// first other one are taken in, and the rest of the mapping is handed,
+/// with them, to the kind's own type.
+struct KindFirst(Object);
+
+impl<'de> Deserialize<'de> for KindFirst {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KindFirstVisitor;
+        impl<'de> Visitor<'de> for KindFirstVisitor {
+            type Value = KindFirst;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a mapping that names its kind first")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KindFirst, A::Error> {
+                let mut read: Vec<(&'static str, String)> = Vec::new();
+                let mut next = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    let field = match key.as_str() {
+                        "apiVersion" => "apiVersion",
+                        "kind" => "kind",
+                        _ => {
+                            next = Some(key);
+                            break;
+                        }
+                    };
+                    if read.iter().any(|(k, _)| *k == field) {
+                        return Err(de::Error::custom("a key given twice"));
+                    }
+                    read.push((field, map.next_value()?));
+                }
+                let kind = read
+                    .iter()
+                    .find(|(k, _)| *k == "kind")
+                    .map(|(_, v)| v.clone())
+                    .ok_or_else(|| de::Error::custom("no kind before the content"))?;
+                let rest = MapAccessDeserializer::new(Resumed {
+                    read: read.into_iter(),
+                    value: None,
+                    next,
+                    map,
+                });
+                Ok(KindFirst(match kind.as_str() {
+                    Instance::KIND => Object::Instance(Box::new(Instance::deserialize(rest)?)),
+                    Workspace::KIND => Object::Workspace(Box::new(Workspace::deserialize(rest)?)),
+                    Agent::KIND => Object::Agent(Box::new(Agent::deserialize(rest)?)),
+                    _ => return Err(de::Error::custom("not a kind read in one pass")),
+                }))
+            }
+        }
+        deserializer.deserialize_map(KindFirstVisitor)
+    }
+}
+
+/// A mapping read in part, whole again: the entries taken in, then the key
+/// read last, then the parser's own entries (so their values are read by
+/// the parser, as the type asks).
+struct Resumed<A> {
+    read: std::vec::IntoIter<(&'static str, String)>,
+    /// The value of the entry taken in whose key was handed out last.
+    value: Option<String>,
+    next: Option<String>,
+    map: A,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Resumed<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        if let Some((key, value)) = self.read.next() {
+            self.value = Some(value);
+            return seed.deserialize(key.into_deserializer()).map(Some);
+        }
+        if let Some(key) = self.next.take() {
+            return seed.deserialize(key.into_deserializer()).map(Some);
+        }
+        self.map.next_key_seed(seed)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        match self.value.take() {
+            Some(value) => seed.deserialize(value.into_deserializer()),
+            None => self.map.next_value_seed(seed),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -576,6 +707,9 @@ fn yaml_error(
 }
 
 fn locate(source: &str, doc: &Document, errors: Vec<FieldError>) -> Vec<ManifestError> {
+    if errors.is_empty() {
+        return Vec::new();
+    }
     let tree: Option<Spanned<Node>> = serde_saphyr::from_str(&doc.text).ok();
     errors
         .into_iter()
@@ -962,6 +1096,46 @@ spec:
             );
             assert!(parse("i.yaml", &text).is_err(), "{bad_key}");
         }
+    }
+
+    /// A document read in one pass (its kind first) and the same read with
+    /// care (its kind last) give the same object, scalars and all.
+    #[test]
+    fn one_pass_reads_as_the_careful_reading_does() {
+        let text = format!("{INSTANCE}  command: [sleep, 3600, yes, 1.0, \"~\"]\n");
+        let once = parse("f.yaml", &text).unwrap();
+        let kind_last = format!("{}kind: Instance\n", text.replace("kind: Instance\n", ""));
+        assert!(
+            read_once(&kind_last, Author::Operator).is_none(),
+            "a kind after the content is read with care"
+        );
+        let careful = parse("f.yaml", &kind_last).unwrap();
+        assert_eq!(once, careful);
+        let Object::Instance(i) = &once[0] else {
+            panic!("not an instance")
+        };
+        assert_eq!(
+            i.spec.command.as_deref(),
+            Some(&["sleep", "3600", "yes", "1.0", "~"].map(String::from)[..])
+        );
+        assert!(matches!(
+            read_once(&text, Author::Operator),
+            Some(OnePass::Object(_))
+        ));
+    }
+
+    /// A key given twice is an error at its place, whichever reading
+    /// meets it.
+    #[test]
+    fn a_key_given_twice_is_refused_at_its_place() {
+        let in_spec = INSTANCE.replace("  agent: claude\n", "  agent: claude\n  agent: codex\n");
+        let err = one_error(&in_spec);
+        assert_eq!(err.line, 8, "{err}");
+        assert!(err.message.contains("duplicate"), "{err}");
+        let kind_twice = INSTANCE.replace("kind: Instance\n", "kind: Instance\nkind: Instance\n");
+        let err = one_error(&kind_twice);
+        assert_eq!(err.line, 3, "{err}");
+        assert!(err.message.contains("duplicate"), "{err}");
     }
 
     #[test]

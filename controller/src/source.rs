@@ -488,9 +488,17 @@ impl Store {
             false => Some(self.index()?),
         };
         let mut objects = Vec::with_capacity(read.len());
+        // Once per file, not per document, and not at all without sources.
+        let mut canonical: HashMap<&str, Option<PathBuf>> = HashMap::new();
         for (input, mut obj) in read {
             // Stdin, or a file no source reads: nothing to look up.
-            let file = Path::new(&input.name).canonicalize().ok();
+            let file = match records.is_empty() {
+                true => None,
+                false => canonical
+                    .entry(input.name.as_str())
+                    .or_insert_with(|| Path::new(&input.name).canonicalize().ok())
+                    .clone(),
+            };
             let sources: Vec<&SourceRecord> = records
                 .iter()
                 .filter(|r| {
