@@ -404,12 +404,15 @@ impl Reconciler {
         name: &str,
     ) -> Result<bool, ReconcileError> {
         let status = guard.obj.status.get_or_insert_default();
-        // A rollout's pin (or refusal) alone leaves the session as it is:
-        // it runs on as pinned until the next plan replaces it.
+        // A rollout's pin (or refusal), or a note about the last session,
+        // alone leaves the session as it is: it runs on as pinned.
         let bookkeeping = plan.steps.iter().all(|step| {
             matches!(
                 step,
-                Step::RolloutRecipe { moving: false, .. } | Step::RefuseRollout { .. }
+                Step::RolloutRecipe { moving: false, .. }
+                    | Step::RefuseRollout { .. }
+                    | Step::ClearExitQuestion
+                    | Step::NoteMalformedMarker(_)
             )
         });
         if plan.target == InstancePhase::Running
