@@ -4,30 +4,15 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use support::{Home, RoleRepo, condition, docker, ensure_busybox};
-
-/// The unit's directory on the host.
-fn unit(home: &Home, name: &str) -> PathBuf {
-    home.path().join("data").join(home.container(name))
-}
-
-/// The agent's starts, as the fake CLI logged them: `<agent> <how> <id>`.
-fn starts(home: &Home, name: &str) -> Vec<String> {
-    std::fs::read_to_string(unit(home, name).join("home/agent-starts.log"))
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
 
 /// Waits until the agent has started `count` times; returns the log.
 fn wait_for_starts(home: &Home, name: &str, count: usize) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let log = starts(home, name);
+        let log = home.agent_starts(name);
         if log.len() >= count {
             return log;
         }
@@ -116,7 +101,9 @@ fn the_same_conversation_continues_across_every_tier() {
     assert_eq!(conv["lastStart"], "resumed-by-id");
     assert_eq!(conv.get("fallbacks"), None, "no start fell back: {conv}");
     // One transcript, in the unit's home, written by every start.
-    let transcript = unit(&home, "conv").join(format!("home/.claude/projects/-work/{id}.jsonl"));
+    let transcript = home
+        .unit("conv")
+        .join(format!("home/.claude/projects/-work/{id}.jsonl"));
     let text = std::fs::read_to_string(&transcript).unwrap();
     assert_eq!(text.matches("started ").count(), 6, "{text}");
     let described = home.ok(&["describe", "conv"]);
@@ -140,7 +127,7 @@ fn an_id_whose_first_conversation_left_nothing_is_minted_again() {
         .unwrap()
         .to_owned();
     wait_for_starts(&home, "again", 1);
-    let projects = unit(&home, "again").join("home/.claude/projects/-work");
+    let projects = home.unit("again").join("home/.claude/projects/-work");
     std::fs::remove_file(projects.join(format!("{id}.jsonl"))).unwrap();
     docker(&["stop", "-t", "2", &home.container("again")]);
     pass(&home);
@@ -193,7 +180,7 @@ fn a_continue_with_nothing_to_continue_is_told_as_it_is() {
     );
 
     // Nothing to continue: claude says so, and the agent still runs.
-    let projects = unit(&home, "latest").join("home/.claude/projects/-work");
+    let projects = home.unit("latest").join("home/.claude/projects/-work");
     for entry in std::fs::read_dir(&projects).unwrap() {
         std::fs::remove_file(entry.unwrap().path()).unwrap();
     }
@@ -219,7 +206,7 @@ fn a_continue_with_nothing_to_continue_is_told_as_it_is() {
     // claims no continuation, and describe says who decides.
     home.apply("x.yaml", &role.agent_instance_yaml("cx", "codex", ""));
     wait_for_starts(&home, "cx", 1);
-    let sessions = unit(&home, "cx").join("home/.codex/sessions");
+    let sessions = home.unit("cx").join("home/.codex/sessions");
     std::fs::remove_dir_all(&sessions).unwrap();
     docker(&["stop", "-t", "2", &home.container("cx")]);
     pass(&home);
@@ -261,7 +248,7 @@ fn agents_without_ids_continue_their_latest_conversation() {
     }
     // Their state is in the unit's home, where the entries point it: one
     // codex rollout, in codex's own layout (sessions/YYYY/MM/DD/).
-    let sessions = unit(&home, "codex").join("home/.codex/sessions");
+    let sessions = home.unit("codex").join("home/.codex/sessions");
     let rollouts = std::process::Command::new("find")
         .arg(&sessions)
         .args(["-name", "rollout-*.jsonl"])
@@ -279,12 +266,12 @@ fn agents_without_ids_continue_their_latest_conversation() {
         "/YYYY/MM/DD/rollout: {relative}"
     );
     assert!(
-        unit(&home, "opencode")
+        home.unit("opencode")
             .join("home/.local/share/opencode/sessions/-work")
             .is_dir()
     );
     assert!(
-        unit(&home, "aider")
+        home.unit("aider")
             .join("home/.aider.chat.history.md")
             .is_file()
     );
@@ -323,7 +310,7 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
         .unwrap()
         .to_owned();
     assert!(
-        unit(&home, "after")
+        home.unit("after")
             .join(format!("home/claude-state/projects/-work/{id}.jsonl"))
             .is_file()
     );
@@ -374,7 +361,7 @@ fn an_id_with_shell_metacharacters_reaches_the_agent_as_one_argument() {
         &role.agent_instance_yaml("q", "quoted", &format!("  conversationId: {yaml_id}\n")),
     );
     wait_for_starts(&home, "q", 1);
-    let argv = std::fs::read_to_string(unit(&home, "q").join("home/agent-argv.log")).unwrap();
+    let argv = std::fs::read_to_string(home.unit("q").join("home/agent-argv.log")).unwrap();
     assert_eq!(argv, format!("argv\n--session-id\n{id}\nend\n"));
     let container = home.container("q");
     let probe = std::process::Command::new("docker")
@@ -423,7 +410,7 @@ fn minting_an_id_the_agent_already_has_falls_back_to_resuming_it() {
     );
     // The conversation exists before the first start (adopted from
     // elsewhere): claude refuses to mint it again, and it is resumed.
-    let projects = unit(&home, "adopt").join("home/.claude/projects/-work");
+    let projects = home.unit("adopt").join("home/.claude/projects/-work");
     std::fs::create_dir_all(&projects).unwrap();
     std::fs::write(projects.join(format!("{id}.jsonl")), "started earlier\n").unwrap();
     pass(&home);
@@ -500,7 +487,7 @@ fn gemini_older_than_its_id_flags_skips_those_ways_with_an_event() {
     home.apply("g.yaml", &old.agent_instance_yaml("old", "gemini", ""));
     let first = wait_for_starts(&home, "old", 1);
     assert!(first[0].starts_with("gemini new "), "{first:?}");
-    let argv = std::fs::read_to_string(unit(&home, "old").join("home/agent-argv.log")).unwrap();
+    let argv = std::fs::read_to_string(home.unit("old").join("home/agent-argv.log")).unwrap();
     assert!(!argv.contains("--session-id"), "{argv}");
     let recipe = &home.object("old")["status"]["recipe"];
     assert_eq!(recipe["agent"]["version"], "0.40.1", "{recipe}");
@@ -569,7 +556,7 @@ fn conversations_outlive_the_agents_own_retention() {
     wait_for_starts(&home, "cl", 1);
     wait_for_starts(&home, "gm", 1);
     let settings = |name: &str, file: &str| -> serde_json::Value {
-        serde_json::from_slice(&std::fs::read(unit(&home, name).join("home").join(file)).unwrap())
+        serde_json::from_slice(&std::fs::read(home.unit(name).join("home").join(file)).unwrap())
             .unwrap()
     };
     assert_eq!(
@@ -581,7 +568,7 @@ fn conversations_outlive_the_agents_own_retention() {
         "36500d"
     );
     // The operator's (or the agent's) other settings stay.
-    let file = unit(&home, "cl").join("home/.claude/settings.json");
+    let file = home.unit("cl").join("home/.claude/settings.json");
     std::fs::write(&file, r#"{"model": "opus", "cleanupPeriodDays": 7}"#).unwrap();
     docker(&["stop", "-t", "2", &home.container("cl")]);
     pass(&home);
@@ -697,7 +684,7 @@ fn an_agent_missing_from_the_role_image_gets_a_derived_image() {
         ),
         "{stderr}"
     );
-    let log = unit(&home, "b").join(".jackin/agent-install.log");
+    let log = home.unit("b").join(".jackin/agent-install.log");
     assert!(
         std::fs::read_to_string(&log)
             .unwrap()

@@ -11,7 +11,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use support::{Home, docker, git};
@@ -116,11 +116,6 @@ fn aider_instance(name: &str, image: &str, repo: &Path, isolation: &str) -> Stri
          - {{name: COLUMNS, value: '400'}}\n",
         repo.display()
     )
-}
-
-/// The unit's directory on the host.
-fn unit(home: &Home, name: &str) -> PathBuf {
-    home.path().join("data").join(home.container(name))
 }
 
 /// Text as a terminal would show it, near enough to search: escape
@@ -305,7 +300,7 @@ fn aider_session(isolation: &str) {
 
     // The history is where the built-in entry puts it, in the unit's home
     // (AIDER_CHAT_HISTORY_FILE), not in the checkout a discard would take.
-    let history = unit(&home, &name).join("home/.aider.chat.history.md");
+    let history = home.unit(&name).join("home/.aider.chat.history.md");
     let written = std::fs::read_to_string(&history)
         .unwrap_or_else(|e| panic!("{name}: {}: {e}", history.display()));
     assert!(written.contains("# aider chat started at"), "{written}");
@@ -314,7 +309,7 @@ fn aider_session(isolation: &str) {
     // leave a file in ~/.aider/caches (aider/versioncheck.py,
     // VERSION_CHECK_FNAME; aider/models.py, ModelInfoManager.cache_file),
     // and analytics are off for good.
-    let dot_aider = unit(&home, &name).join("home/.aider");
+    let dot_aider = home.unit(&name).join("home/.aider");
     assert!(
         !dot_aider.join("caches").exists(),
         "{name}: aider checked for updates or looked a model up online"

@@ -173,19 +173,6 @@ fn workspace_with_the_tester_role(home: &Home, name: &str) {
     home.apply(&format!("ws-{name}"), &yaml);
 }
 
-/// A host repository with one commit.
-fn host_repo(dir: &Path) -> std::path::PathBuf {
-    let host = dir.join("host");
-    std::fs::create_dir_all(&host).unwrap();
-    git(&host, &["init", "--quiet", "--initial-branch=main"]);
-    git(&host, &["config", "user.email", "t@jackin.dev"]);
-    git(&host, &["config", "user.name", "t"]);
-    std::fs::write(host.join("README"), "host\n").unwrap();
-    git(&host, &["add", "."]);
-    git(&host, &["commit", "--quiet", "-m", "base"]);
-    host
-}
-
 /// The discarded work of `instance` is listed, and comes back with the
 /// draft the fake agent left in its checkout.
 fn restores_the_draft(home: &Home, instance: &str, scratch: &Path) {
@@ -211,7 +198,7 @@ fn launch_clean_saves_what_it_discards() {
     let home = Home::new();
     applied_workspace(&home, "desk");
     let scratch = tempfile::tempdir().unwrap();
-    let host = host_repo(scratch.path());
+    let host = support::host_repo(scratch.path());
     let template = instance_yaml_with(
         "drafting",
         &format!(
@@ -255,7 +242,7 @@ fn return_keep_resume_and_clean_up_through_the_plain_screens() {
     ensure_busybox();
     let home = Home::new();
     let scratch = tempfile::tempdir().unwrap();
-    let host = host_repo(scratch.path());
+    let host = support::host_repo(scratch.path());
     let host_branches = git(
         &host,
         &["for-each-ref", "--format=%(refname)", "refs/heads/"],
@@ -353,7 +340,7 @@ fn return_to_agent_resumes_the_agents_conversation() {
     ensure_busybox();
     let home = Home::new();
     let scratch = tempfile::tempdir().unwrap();
-    let host = host_repo(scratch.path());
+    let host = support::host_repo(scratch.path());
     let role = RoleRepo::with_fake_agents();
     let mount = format!(
         "  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
@@ -509,7 +496,7 @@ fn the_rich_screens_show_the_work_and_take_arrow_keys() {
     ensure_busybox();
     let home = Home::new();
     let scratch = tempfile::tempdir().unwrap();
-    let host = host_repo(scratch.path());
+    let host = support::host_repo(scratch.path());
     record_talker(&home, "fancy", &host);
 
     let term = Terminal::start_as(&home, "attach fancy", "xterm-256color");
@@ -546,7 +533,7 @@ fn a_small_terminal_gets_the_plain_screens() {
     ensure_busybox();
     let home = Home::new();
     let scratch = tempfile::tempdir().unwrap();
-    let host = host_repo(scratch.path());
+    let host = support::host_repo(scratch.path());
     record_talker(&home, "small", &host);
     let term = Terminal::start_as(&home, "attach small", "xterm-256color");
     Command::new("tmux")
@@ -569,7 +556,7 @@ fn resuming_a_checkout_with_unfinished_work_shows_it_first() {
     let home = Home::new();
     applied_workspace(&home, "desk");
     let scratch = tempfile::tempdir().unwrap();
-    let host = host_repo(scratch.path());
+    let host = support::host_repo(scratch.path());
     let yaml = instance_yaml_with(
         "paused",
         &format!(
@@ -663,7 +650,7 @@ fn a_crash_after_returning_to_the_agent_is_preserved_not_asked_about() {
     ensure_busybox();
     let home = Home::new();
     let scratch = tempfile::tempdir().unwrap();
-    let host = host_repo(scratch.path());
+    let host = support::host_repo(scratch.path());
     let script = "echo x > /workspace/app/draft.md; read code; exit $code";
     record_script(&home, "twice", script, &host);
     let term = Terminal::start(&home, "attach twice");
@@ -691,7 +678,7 @@ fn an_operator_who_leaves_mid_question_gets_the_session_kept() {
     ensure_busybox();
     let home = Home::new();
     let scratch = tempfile::tempdir().unwrap();
-    let host = host_repo(scratch.path());
+    let host = support::host_repo(scratch.path());
     record_talker(&home, "left", &host);
     let term = Terminal::start(&home, "attach left");
     term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
@@ -743,7 +730,7 @@ fn no_at_the_discard_prompt_changes_nothing() {
     ensure_busybox();
     let home = Home::new();
     let dir = tempfile::tempdir().unwrap();
-    let repo = host_repo(dir.path());
+    let repo = support::host_repo(dir.path());
     let spec = format!(
         "  mounts: [{{src: {}, dst: /w, isolation: clone}}]\n",
         repo.display()
@@ -955,7 +942,7 @@ fn screen_d_guards_every_resume_on_a_terminal_and_esc_leaves_the_session_as_it_i
     ensure_busybox();
     let home = Home::new();
     let scratch = tempfile::tempdir().unwrap();
-    let host = host_repo(scratch.path());
+    let host = support::host_repo(scratch.path());
     record_talker(&home, "guarded", &host);
     home.ok(&["set-phase", "guarded", "running"]);
     let checkout = home.object("guarded")["status"]["mounts"][0]["path"]

@@ -103,11 +103,6 @@ fn write_host(home: &Home, relative: &str, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-/// The unit's directory on the host.
-fn unit(home: &Home, name: &str) -> PathBuf {
-    home.path().join("data").join(home.container(name))
-}
-
 /// What the login gate said about each start of `name`.
 fn login_log(unit: &Path) -> Vec<String> {
     std::fs::read_to_string(unit.join("home/agent-login.log"))
@@ -119,7 +114,7 @@ fn login_log(unit: &Path) -> Vec<String> {
 
 /// Waits until the gate has said `line` for `name`.
 fn wait_for_login(home: &Home, name: &str, line: &str) {
-    let unit = unit(home, name);
+    let unit = home.unit(name);
     eventually(
         Duration::from_secs(30),
         &format!("{name}: the gate says {line:?}"),
@@ -240,7 +235,7 @@ fn every_agent_starts_logged_in_under_sync_and_the_login_lives_and_dies_with_the
             agent.name,
             &format!("{} logged-in {}", agent.name, agent.via_file),
         );
-        let unit = unit(&home, agent.name);
+        let unit = home.unit(agent.name);
         let login = unit.join("home").join(agent.lands);
         assert!(std::fs::read_to_string(&login).unwrap().contains(&marker));
         let mode = std::fs::metadata(&login).unwrap().permissions().mode() & 0o777;
@@ -363,14 +358,15 @@ fn every_agent_starts_logged_in_under_token_and_the_value_reaches_the_engine_onl
         }
         // No login file was copied under token.
         assert!(
-            !unit(&home, agent.name)
+            !home
+                .unit(agent.name)
                 .join("home")
                 .join(agent.lands)
                 .exists()
         );
         assert_never_shown(&home, agent.name, &marker);
     }
-    let claude = unit(&home, "claude");
+    let claude = home.unit("claude");
     eventually(
         Duration::from_secs(30),
         "claude's conversation starts",
@@ -503,7 +499,7 @@ fn a_renewed_login_reaches_the_next_start_and_a_planted_link_is_never_written_th
     write_host(&home, ".claude.json", &account_file());
     home.apply("c.yaml", &role.agent_instance_yaml("c", "claude", ""));
     wait_for_login(&home, "c", "claude logged-in file .credentials.json");
-    let unit = unit(&home, "c");
+    let unit = home.unit("c");
     let own = unit.join("home/.claude/.credentials.json");
     let container = home.container("c");
     // A restart is over once the agent itself has started (past the gate

@@ -10,7 +10,6 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use support::{
@@ -44,13 +43,9 @@ fn instance(name: &str, workspace: &str, spec_lines: &str) -> String {
     )
 }
 
-fn unit(home: &Home, name: &str) -> PathBuf {
-    home.path().join("data").join(home.container(name))
-}
-
 /// The lines the hooks wrote in the instance's unit.
 fn hooks(home: &Home, name: &str) -> Vec<String> {
-    std::fs::read_to_string(unit(home, name).join("state/hooks"))
+    std::fs::read_to_string(home.unit(name).join("state/hooks"))
         .unwrap_or_default()
         .lines()
         .map(str::to_owned)
@@ -206,7 +201,7 @@ fn l3_l5_then_restart_stops_the_agent_gracefully_and_recycles_it_and_then_keep_k
     home.apply("parked", &instance("parked", "rest", ""));
     let container = home.container("cycled");
     let first_id = docker(&["inspect", "-f", "{{.Id}}", &container]);
-    let unit_before = unit(&home, "cycled");
+    let unit_before = home.unit("cycled");
     let _controller = Controller::start(&home, &[]);
 
     eventually(
@@ -222,7 +217,7 @@ fn l3_l5_then_restart_stops_the_agent_gracefully_and_recycles_it_and_then_keep_k
     });
     let obj = home.object("cycled");
     assert_eq!(obj["status"]["restore"]["tier"], 2, "{obj}");
-    assert_eq!(unit(&home, "cycled"), unit_before, "the same unit");
+    assert_eq!(home.unit("cycled"), unit_before, "the same unit");
     assert_eq!(
         hooks(&home, "cycled")[0],
         "ran",
@@ -243,7 +238,7 @@ fn l3_l5_then_restart_stops_the_agent_gracefully_and_recycles_it_and_then_keep_k
     );
     assert!(condition(&obj, "SessionOutcome").is_none(), "{obj}");
     let marker: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(unit(&home, "cycled").join("state/exit.prev.json")).unwrap(),
+        &std::fs::read(home.unit("cycled").join("state/exit.prev.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(marker["reason"], "signal:TERM", "{marker}");
@@ -393,7 +388,7 @@ fn l5_an_agent_that_becomes_active_during_an_8_second_hook_is_not_restarted() {
         })
         .collect();
     let _controller = Controller::start(&home, &[]);
-    let started = unit(&home, "joined").join("state/hook-started");
+    let started = home.unit("joined").join("state/hook-started");
     eventually(Duration::from_secs(120), "joined's hook started", || {
         started.exists()
     });

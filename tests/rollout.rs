@@ -4,30 +4,16 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use support::{
     Controller, Home, RoleRepo, busybox_image, condition, docker, ensure_busybox, eventually, git,
 };
 
-/// The unit's directory on the host.
-fn unit(home: &Home, name: &str) -> PathBuf {
-    home.path().join("data").join(home.container(name))
-}
-
-/// The agent's starts, as the fake CLI logged them: `<agent> <how> <id>`.
-fn starts(home: &Home, name: &str) -> Vec<String> {
-    std::fs::read_to_string(unit(home, name).join("home/agent-starts.log"))
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
 /// The argv of the agent's last start, as the fake CLI logged it.
 fn last_argv(home: &Home, name: &str) -> Vec<String> {
-    let log = std::fs::read_to_string(unit(home, name).join("home/agent-argv.log")).unwrap();
+    let log = std::fs::read_to_string(home.unit(name).join("home/agent-argv.log")).unwrap();
     let last = log.rsplit("argv\n").next().unwrap_or_default();
     last.lines()
         .take_while(|line| *line != "end")
@@ -37,19 +23,6 @@ fn last_argv(home: &Home, name: &str) -> Vec<String> {
 
 fn container_id(home: &Home, name: &str) -> String {
     docker(&["inspect", "-f", "{{.Id}}", &home.container(name)])
-}
-
-/// A host repository with one commit on `main`.
-fn host_repo(dir: &Path) -> PathBuf {
-    let host = dir.join("host");
-    std::fs::create_dir_all(&host).unwrap();
-    git(&host, &["init", "--quiet", "--initial-branch=main"]);
-    git(&host, &["config", "user.email", "t@jackin.dev"]);
-    git(&host, &["config", "user.name", "t"]);
-    std::fs::write(host.join("README"), "host\n").unwrap();
-    git(&host, &["add", "."]);
-    git(&host, &["commit", "--quiet", "-m", "base"]);
-    host
 }
 
 /// The spec lines of the session of the first test: the agent works in
@@ -68,14 +41,14 @@ fn a_rollout_moves_a_running_session_onto_the_new_spec_and_keeps_it() {
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
     let scratch = tempfile::tempdir().unwrap();
-    let host = host_repo(scratch.path());
+    let host = support::host_repo(scratch.path());
     let shared = scratch.path().join("shared");
     std::fs::create_dir_all(&shared).unwrap();
     std::fs::write(shared.join("notes"), "shared\n").unwrap();
     let v1 = role.agent_instance_yaml("roll", "claude", &session_lines(&host, "one", ""));
     home.apply("roll.yaml", &v1);
     eventually(Duration::from_secs(60), "the agent started", || {
-        starts(&home, "roll").len() == 1
+        home.agent_starts("roll").len() == 1
     });
     let obj = home.object("roll");
     let id = obj["status"]["conversation"]["id"]
@@ -86,7 +59,7 @@ fn a_rollout_moves_a_running_session_onto_the_new_spec_and_keeps_it() {
     let before = container_id(&home, "roll");
     // What the session holds: a file in the agent's home, unfinished work
     // in its isolated checkout.
-    std::fs::write(unit(&home, "roll").join("home/keep.txt"), "mine\n").unwrap();
+    std::fs::write(home.unit("roll").join("home/keep.txt"), "mine\n").unwrap();
     let checkout = home.checkout("roll");
     std::fs::write(checkout.join("draft.txt"), "half done\n").unwrap();
     let status_before = git(&checkout, &["status", "--porcelain"]);
@@ -151,9 +124,9 @@ fn a_rollout_moves_a_running_session_onto_the_new_spec_and_keeps_it() {
     );
     // The agent resumed its conversation, under the new command.
     eventually(Duration::from_secs(60), "the agent started again", || {
-        starts(&home, "roll").len() == 2
+        home.agent_starts("roll").len() == 2
     });
-    assert_eq!(starts(&home, "roll")[1], format!("claude resumed {id}"));
+    assert_eq!(home.agent_starts("roll")[1], format!("claude resumed {id}"));
     assert_eq!(
         last_argv(&home, "roll"),
         ["--model", "sonnet", "--resume", id.as_str()]
@@ -171,7 +144,7 @@ fn a_rollout_moves_a_running_session_onto_the_new_spec_and_keeps_it() {
     assert_eq!(obj["status"]["restore"]["tier"], 2);
     // The unit is the same: home, checkout and its unfinished work.
     assert_eq!(
-        std::fs::read_to_string(unit(&home, "roll").join("home/keep.txt")).unwrap(),
+        std::fs::read_to_string(home.unit("roll").join("home/keep.txt")).unwrap(),
         "mine\n"
     );
     assert_eq!(home.checkout("roll"), checkout);
@@ -226,7 +199,7 @@ fn what_cannot_change_in_place_is_refused_and_a_clean_checkout_is_made_anew() {
     ensure_busybox();
     let home = Home::new();
     let scratch = tempfile::tempdir().unwrap();
-    let host = host_repo(scratch.path());
+    let host = support::host_repo(scratch.path());
     let yaml = |isolation: &str, engine: &str| {
         format!(
             "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: fixed}}\nspec:\n  \

@@ -284,15 +284,7 @@ impl Reconciler {
                 now: false,
             });
         }
-        let workspace = match &guard.obj.spec.workspace {
-            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
-            None => None,
-        };
-        let agent = self.store.resolve_agent(&guard.obj.spec.agent)?;
-        let home_id = self
-            .layout()
-            .home_id_or_create(&uuid::Uuid::new_v4().simple().to_string())
-            .map_err(|e| StoreError::io(&self.layout().home_id_file(), e))?;
+        let (workspace, agent, home_id) = self.resolved(&guard.obj)?;
         let engine_name = engine_name(&guard.obj, workspace.as_ref());
         let connected = match self.engines.get(engine_name.as_deref()).await {
             Err(error) if purgeable_without_engine(&guard.obj, &error) => {
@@ -840,6 +832,25 @@ impl Reconciler {
 }
 
 impl Reconciler {
+    /// What `obj`'s steps are resolved against: its workspace's spec (when
+    /// it names one that exists), its agent's registry entry, and this
+    /// home's id (created on first use).
+    fn resolved(
+        &self,
+        obj: &Instance,
+    ) -> Result<(Option<WorkspaceSpec>, Option<ResolvedAgent>, String), ReconcileError> {
+        let workspace = match &obj.spec.workspace {
+            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
+            None => None,
+        };
+        let agent = self.store.resolve_agent(&obj.spec.agent)?;
+        let home_id = self
+            .layout()
+            .home_id_or_create(&uuid::Uuid::new_v4().simple().to_string())
+            .map_err(|e| StoreError::io(&self.layout().home_id_file(), e))?;
+        Ok((workspace, agent, home_id))
+    }
+
     /// Runs `plan` for the locked instance through `act`, as a reconcile
     /// runs its plans (the status saved after each step). For changes made
     /// outside a reconcile (the idle hooks' restart). Returns whether the
@@ -849,15 +860,7 @@ impl Reconciler {
         guard: &mut InstanceGuard,
         plan: &Plan,
     ) -> Result<bool, ReconcileError> {
-        let workspace = match &guard.obj.spec.workspace {
-            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
-            None => None,
-        };
-        let agent = self.store.resolve_agent(&guard.obj.spec.agent)?;
-        let home_id = self
-            .layout()
-            .home_id_or_create(&uuid::Uuid::new_v4().simple().to_string())
-            .map_err(|e| StoreError::io(&self.layout().home_id_file(), e))?;
+        let (workspace, agent, home_id) = self.resolved(&guard.obj)?;
         let connected = self.engine_of(&guard.obj).await?;
         let parts = Parts {
             workspace: workspace.as_ref(),

@@ -144,6 +144,21 @@ impl Home {
         PathBuf::from(mounts[0]["path"].as_str().expect("a recorded checkout"))
     }
 
+    /// An instance's unit directory on the host.
+    pub fn unit(&self, name: &str) -> PathBuf {
+        self.path().join("data").join(self.container(name))
+    }
+
+    /// The agent's starts, as the fake CLI logged them in the unit's home:
+    /// `<agent> <how> <id>`.
+    pub fn agent_starts(&self, name: &str) -> Vec<String> {
+        std::fs::read_to_string(self.unit(name).join("home/agent-starts.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// The container name of an instance.
     pub fn container(&self, name: &str) -> String {
         self.object(name)["status"]["containerName"]
@@ -533,6 +548,19 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A host repository with one commit on `main`, made in `dir/host`.
+pub fn host_repo(dir: &Path) -> PathBuf {
+    let host = dir.join("host");
+    std::fs::create_dir_all(&host).unwrap();
+    git(&host, &["init", "--quiet", "--initial-branch=main"]);
+    git(&host, &["config", "user.email", "t@jackin.dev"]);
+    git(&host, &["config", "user.name", "t"]);
+    std::fs::write(host.join("README"), "host\n").unwrap();
+    git(&host, &["add", "."]);
+    git(&host, &["commit", "--quiet", "-m", "base"]);
+    host
 }
 
 /// A role repository: a git repository with a Dockerfile that bakes the

@@ -24,16 +24,10 @@ pub async fn run(
     verbose: bool,
 ) -> Result<()> {
     let store = open_store_to_change()?;
-    let names = targets.resolve(&store)?.instances;
-    if names.is_empty() {
-        eprintln!("No instances found.");
+    let current = targets.existing(&store)?;
+    if current.is_empty() {
         return Ok(());
     }
-    // Every name must exist before anything is written.
-    let current: Vec<Instance> = names
-        .iter()
-        .map(|name| store.get_instance(name))
-        .collect::<Result<_, _>>()?;
     // The request is checked (and a dry run decided) against the engine:
     // connect before writing anything.
     let engines = connect().await?;

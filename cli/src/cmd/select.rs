@@ -131,6 +131,20 @@ impl Targets<'_> {
 
     /// Resolves the targets. Giving none at all is a usage error; a
     /// selector that matches nothing selects nothing.
+    /// The instances named or selected, each read now: every one must
+    /// exist before a command writes anything. Empty (said on stderr) when
+    /// the selection matches none.
+    pub fn existing(&self, store: &Store) -> Result<Vec<jackin_api::Instance>> {
+        let names = self.resolve(store)?.instances;
+        if names.is_empty() {
+            eprintln!("No instances found.");
+        }
+        Ok(names
+            .iter()
+            .map(|name| store.get_instance(name))
+            .collect::<Result<_, _>>()?)
+    }
+
     pub fn resolve(&self, store: &Store) -> Result<Selected> {
         if self.names.is_empty() && self.selector.is_none() && self.files.is_empty() {
             return Err(

@@ -29,16 +29,10 @@ pub async fn run(
     verbose: bool,
 ) -> Result<()> {
     let store = open_store_to_change()?;
-    let names = targets.resolve(&store)?.instances;
-    if names.is_empty() {
-        eprintln!("No instances found.");
+    let current = targets.existing(&store)?;
+    if current.is_empty() {
         return Ok(());
     }
-    // Every name must exist before anything is written.
-    let current: Vec<Instance> = names
-        .iter()
-        .map(|name| store.get_instance(name))
-        .collect::<Result<_, _>>()?;
     set_phases(store, &current, phase, dry_run, force, wait, verbose).await
 }
 
