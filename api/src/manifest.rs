@@ -3,7 +3,7 @@
 //! A file may hold several documents separated by `---`. A valid document
 //! that names its `kind` before its content (as manifests and everything
 //! jackin writes do) is read in one pass, straight into the matching type
-//! with unknown fields rejected ([`read_once`]). Any other document, and
+//! with unknown fields rejected (`read_once`). Any other document, and
 //! any that pass finds fault with, is read with care: once for its `kind`,
 //! once into the type and, after each error, again without the field at
 //! fault, so that one run reports all its errors (`typed_all`). Every error names the source, line, column and field
