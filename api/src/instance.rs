@@ -107,6 +107,22 @@ impl Instance {
         });
     }
 
+    /// The operator-owned part of the manifest (spec, labels, and the
+    /// annotations not under `jackin.dev/`), as an apply compares it.
+    pub fn operator_manifest(&self) -> serde_json::Value {
+        let annotations: BTreeMap<&String, &String> = self
+            .metadata
+            .annotations
+            .iter()
+            .filter(|(key, _)| !key.starts_with("jackin.dev/"))
+            .collect();
+        serde_json::json!({
+            "spec": self.spec,
+            "labels": self.metadata.labels,
+            "annotations": annotations,
+        })
+    }
+
     /// The settlement that stands, if any (see [`Instance::desired_phase`]).
     pub fn settlement(&self) -> Option<&Settlement> {
         let settled = self.status.as_ref()?.settled.as_ref()?;

@@ -9,8 +9,6 @@
 //! the newest 256 records. It holds names, manifests (references, never
 //! secret values) and times.
 
-use std::collections::BTreeMap;
-
 use jackin_api::Instance;
 use jackin_api::instance::SettledBy;
 use jackin_api::redact::json_error;
@@ -40,21 +38,6 @@ pub struct Ended {
 struct EndedFile {
     #[serde(default)]
     instances: Vec<Ended>,
-}
-
-/// The operator-owned part of an instance's manifest, as compared on apply.
-pub fn manifest_of(obj: &Instance) -> serde_json::Value {
-    let annotations: BTreeMap<&String, &String> = obj
-        .metadata
-        .annotations
-        .iter()
-        .filter(|(key, _)| !key.starts_with("jackin.dev/"))
-        .collect();
-    serde_json::json!({
-        "spec": obj.spec,
-        "labels": obj.metadata.labels,
-        "annotations": annotations,
-    })
 }
 
 impl Store {
@@ -109,7 +92,7 @@ impl Store {
         file.instances.retain(|e| e.name != obj.metadata.name);
         file.instances.push(Ended {
             name: obj.metadata.name.clone(),
-            manifest: manifest_of(obj),
+            manifest: obj.operator_manifest(),
             by,
             at: Timestamp::now(),
         });
@@ -120,7 +103,7 @@ impl Store {
 
     /// The record of an instance jackin ended with exactly this manifest.
     pub fn ended_as(&self, applied: &Instance) -> Result<Option<Ended>, StoreError> {
-        let manifest = manifest_of(applied);
+        let manifest = applied.operator_manifest();
         Ok(self
             .read_ended()?
             .instances

@@ -17,7 +17,7 @@ use jackin_reconcilers::layout::cap;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::store::StoreError;
+use crate::unit_object::StoreError;
 
 /// Version 2 added what a no-op pass decides from (the fingerprint, the
 /// converged flag, the expected sidecars and volumes). A version 1 index is
@@ -113,8 +113,7 @@ impl IndexRow {
 /// annotations that are not jackin's own (`jackin.dev/…`, which an apply
 /// leaves alone unless the file sets them).
 pub fn fingerprint(obj: &Instance) -> String {
-    let owned =
-        serde_json::to_vec(&crate::ended::manifest_of(obj)).expect("an instance serializes");
+    let owned = serde_json::to_vec(&obj.operator_manifest()).expect("an instance serializes");
     sha256_hex(&owned, 16)
 }
 
@@ -315,7 +314,7 @@ impl Index {
             if !entry.path().is_dir() || container.starts_with('.') {
                 continue;
             }
-            match crate::store::read_object(layout, &container) {
+            match crate::unit_object::read_object(layout, &container) {
                 Ok(Some(obj)) => {
                     if let Some(row) = IndexRow::of(&obj) {
                         index.upsert(row);

@@ -24,6 +24,7 @@ pub mod run;
 pub mod session;
 pub mod source;
 pub mod sweep;
+mod unit_object;
 
 #[cfg(test)]
 mod fake_engine_tests;

@@ -49,7 +49,8 @@ use sha2::Digest;
 
 use crate::index::Index;
 use crate::objects::FileObject;
-use crate::store::{ApplyOutcome, Store, StoreError, read_object};
+use crate::store::{ApplyOutcome, Store, StoreError};
+use crate::unit_object::read_object;
 
 /// One input text and the name errors give it (a path, or `<stdin>`).
 #[derive(Debug, Clone)]

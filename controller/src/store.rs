@@ -7,57 +7,20 @@
 //! unit's lock file), so two processes can never create the same name twice. Every write is atomic; nothing is written when
 //! nothing changed.
 
-use std::io::ErrorKind;
-use std::path::{Path, PathBuf};
-
 use jackin_api::identity::container_name;
 use jackin_api::instance::SettledBy;
 use jackin_api::meta::set_condition;
 use jackin_api::names::{annotation, condition, reason};
-use jackin_api::redact::json_error;
 use jackin_api::{
     ConditionStatus, DesiredPhase, Instance, InstancePhase, InstanceStatus, ObjectMeta,
 };
 use jackin_reconcilers::Layout;
-use jackin_reconcilers::fsutil::{
-    FileLock, ensure_private_dir, read_untrusted, remove_if_exists, write_atomic,
-};
-use jackin_reconcilers::layout::cap;
+use jackin_reconcilers::fsutil::{FileLock, ensure_private_dir, remove_if_exists};
 use jiff::Timestamp;
 
 use crate::index::{Index, IndexRepair, IndexRow};
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path}: cannot read the stored object: {message}")]
-    Unreadable { path: PathBuf, message: String },
-    #[error("instance {0:?} not found")]
-    InstanceNotFound(String),
-    #[error("{kind}/{name}: metadata.uid {given:?} does not match the stored object's {stored:?}")]
-    UidMismatch {
-        kind: &'static str,
-        name: String,
-        given: String,
-        stored: String,
-    },
-    #[error("instance {0:?} was removed while it was being updated; apply again")]
-    Vanished(String),
-}
-
-impl StoreError {
-    pub fn io(path: &Path, source: std::io::Error) -> Self {
-        Self::Io {
-            path: path.to_owned(),
-            source,
-        }
-    }
-}
+pub use crate::unit_object::StoreError;
+use crate::unit_object::{read_object, write_object};
 
 /// What applying an object did (or, in a dry run, would do).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,40 +42,6 @@ impl ApplyOutcome {
             Self::Ended => "unchanged (ended and cleaned up)",
         }
     }
-}
-
-/// Reads a unit's object; `Ok(None)` when the unit has none.
-pub(crate) fn read_object(
-    layout: &Layout,
-    container: &str,
-) -> Result<Option<Instance>, StoreError> {
-    let path = layout.object_file(container);
-    let bytes = match read_untrusted(&path, cap::OBJECT) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(StoreError::io(&path, e)),
-    };
-    let obj: Instance = serde_json::from_slice(&bytes).map_err(|e| StoreError::Unreadable {
-        path: path.clone(),
-        message: json_error(&e),
-    })?;
-    // The directory name is the identity; an object that disagrees (or whose
-    // name is unsafe) is not trusted.
-    let status_container = obj.container_name();
-    if status_container != Some(container) || jackin_api::validate::instance(&obj).is_err() {
-        return Err(StoreError::Unreadable {
-            path,
-            message: "the object does not validate or names another unit".into(),
-        });
-    }
-    Ok(Some(obj))
-}
-
-fn write_object(layout: &Layout, container: &str, obj: &Instance) -> Result<(), StoreError> {
-    let path = layout.object_file(container);
-    let mut bytes = serde_json::to_vec_pretty(obj).expect("an instance serializes");
-    bytes.push(b'\n');
-    write_atomic(&path, &bytes).map_err(|e| StoreError::io(&path, e))
 }
 
 /// An instance held under its unit lock, for a reconcile.

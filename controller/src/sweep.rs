@@ -42,7 +42,8 @@ use jiff::Timestamp;
 
 use crate::engines::{EngineName, Engines, display_name};
 use crate::index::{Index, IndexRow};
-use crate::store::{Store, StoreError, read_object};
+use crate::store::{Store, StoreError};
+use crate::unit_object::read_object;
 
 /// One thing a sweep found, and what it does about it (or would, in a dry
 /// run). Engine objects are named by id; a finding that only reports
