@@ -2049,34 +2049,10 @@ mod tests {
         // commit (on a detached HEAD) lands in its objects only.
         isolation::git_binds(&f.layout, UNIT).unwrap();
         let view = isolation::view_objects(&f.record);
+        let view = view.parent().unwrap().to_str().unwrap();
         let base = f.record.base_commit.clone();
         let host = f.host.to_str().unwrap();
-        let out = std::process::Command::new("git")
-            .args([
-                "-C",
-                host,
-                "-c",
-                "user.email=t@jackin.dev",
-                "-c",
-                "user.name=t",
-            ])
-            .args([
-                "commit-tree",
-                "-p",
-                &base,
-                "-m",
-                "agent",
-                &format!("{base}^{{tree}}"),
-            ])
-            .env("GIT_OBJECT_DIRECTORY", &view)
-            .env(
-                "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-                f.host.join(".git/objects"),
-            )
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let commit = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+        let commit = isolation::tests::agent_commit(host, view, &base, "agent");
         let admin = PathBuf::from(f.record.admin_dir.clone().unwrap());
         std::fs::write(admin.join("HEAD"), format!("{commit}\n")).unwrap();
         assert!(git::run(&["-C", host, "cat-file", "-e", &commit]).is_err());

@@ -993,7 +993,7 @@ fn branch_exists(src: &str, full: &str) -> Result<bool, GitError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn host_repository(dir: &Path) -> String {
@@ -1034,7 +1034,7 @@ mod tests {
     /// A commit of `parent`'s tree on `parent`, written as git in a
     /// container writes it: into the unit's view of the git directory, with
     /// the host's objects behind it, moving no ref; its name.
-    fn agent_commit(host: &str, view: &str, parent: &str, message: &str) -> String {
+    pub(crate) fn agent_commit(host: &str, view: &str, parent: &str, message: &str) -> String {
         let out = std::process::Command::new("git")
             .args([
                 "-C",
