@@ -20,6 +20,7 @@ pub mod new_session;
 pub mod objects;
 pub mod queue;
 pub mod reconcile;
+mod repair;
 pub mod run;
 pub mod session;
 pub mod source;

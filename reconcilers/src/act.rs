@@ -1,6 +1,10 @@
-//! Carrying out one step of a plan: the only place where a decision touches
-//! the engine or the disk. Each step is idempotent, so a pass interrupted
-//! anywhere is finished by the next one.
+//! Carrying out one step of a plan: the only place where a decision changes
+//! an engine object or an instance's files. The loop's plans, the session
+//! edge, the idle watch's recycling and the sweep's removal of what no
+//! instance owns ([`remove_leftover`]) all run here. Records the state
+//! directory shares (the index, ended sessions) change through
+//! [`StateOwner`]. Each step is idempotent, so a pass interrupted anywhere is
+//! finished by the next one.
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +21,7 @@ use jackin_api::workspace::WorkspaceSpec;
 
 use crate::addresses::{AddressBook, AddressError};
 use crate::credentials::{self, CredentialError};
-use crate::decide::Step;
+use crate::decide::{Leftover, Step};
 use crate::discard::{self, DiscardError};
 use crate::engine::models::{
     ContainerCreateBody, EndpointSettings, HostConfig, Mount, MountType, NetworkingConfig,
@@ -243,6 +247,20 @@ pub enum Report<'a> {
 /// The name of a sidecar's container.
 pub fn sidecar_name(container: &str, sidecar: &str) -> String {
     format!("{container}-{sidecar}")
+}
+
+/// Removes an engine object that no instance owns (see [`Leftover`]), by
+/// its id. Returns whether it was there to remove: `false` when someone
+/// else removed it first. The caller has checked that no instance claims it
+/// now (for an instance's object, under the index lock).
+pub async fn remove_leftover(engine: &Engine, leftover: &Leftover) -> Result<bool, ActError> {
+    let id = leftover.id();
+    Ok(match leftover {
+        Leftover::Container(_) => engine.remove_container(id).await?,
+        Leftover::Network(_) => engine.remove_network(id).await?,
+        Leftover::Volume(_) => engine.remove_volume(id).await?,
+        Leftover::Image(_) => engine.remove_image(id).await?,
+    })
 }
 
 /// Runs `step` for `obj`, recording in its status what the step changed.

@@ -133,6 +133,42 @@ pub enum Step {
     FinishPurge,
 }
 
+/// An engine object that no instance owns any longer (its instance was
+/// purged or vanished), or an image jackin built that no recipe pins: what
+/// a sweep removes, by the id the engine listed it under. The sweep decides
+/// these (it reads the state directory and every engine); `act` removes
+/// them, as it carries out every step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Leftover {
+    Container(String),
+    Network(String),
+    /// A volume, by name (a volume's name is its id).
+    Volume(String),
+    Image(String),
+}
+
+impl Leftover {
+    /// The kind of object, as people read it: `container`, `network`, ….
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Leftover::Container(_) => "container",
+            Leftover::Network(_) => "network",
+            Leftover::Volume(_) => "volume",
+            Leftover::Image(_) => "image",
+        }
+    }
+
+    /// The engine's id of the object.
+    pub fn id(&self) -> &str {
+        match self {
+            Leftover::Container(id)
+            | Leftover::Network(id)
+            | Leftover::Volume(id)
+            | Leftover::Image(id) => id,
+        }
+    }
+}
+
 impl Step {
     /// A stable name of the kind of step, e.g. `remove-container`.
     pub fn kind(&self) -> &'static str {
