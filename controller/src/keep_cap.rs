@@ -115,6 +115,7 @@ pub fn once_kept(store: &Store, obj: &Instance) -> Result<Vec<Capped>, StoreErro
         return Ok(Vec::new());
     };
     let mut kept = obj.clone();
+    kept.spec.phase = DesiredPhase::Kept;
     let status = kept.status.get_or_insert_default();
     status.phase = Some(InstancePhase::Kept);
     set_condition(
