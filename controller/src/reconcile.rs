@@ -1007,7 +1007,7 @@ pub async fn assess_checkouts(
     jackin_reconcilers::blocking(move || {
         let records =
             isolation::read_records(&layout, &container).map_err(|e| StoreError::Unreadable {
-                path: layout.unit_meta_dir(&container).join("isolation.json"),
+                path: layout.isolation_file(&container),
                 message: e.to_string(),
             })?;
         Ok(records

@@ -594,7 +594,7 @@ async fn forward_credentials(
     else {
         return Ok(());
     };
-    let home = ctx.layout.unit_dir(container).join("home");
+    let home = ctx.layout.unit_home_dir(container);
     let host = ctx.credentials_home.clone();
     let mode = pinned.mode;
     let files = blocking(move || {
@@ -736,8 +736,8 @@ async fn resolve_recipe(
     progress: &mut (dyn FnMut(Report<'_>) + Send),
 ) -> Result<Recipe, ActError> {
     for dir in [
-        ctx.layout.unit_dir(container).join("home"),
-        ctx.layout.unit_dir(container).join("state"),
+        ctx.layout.unit_home_dir(container),
+        ctx.layout.unit_state_dir(container),
     ] {
         ensure_private_dir(&dir).map_err(io(&dir))?;
     }
@@ -1205,7 +1205,7 @@ async fn keep_conversations(layout: &Layout, container: &str, obj: &Instance) {
     if recipe.env.iter().any(|v| v.name == state.name) {
         return;
     }
-    let home = layout.unit_dir(container).join("home");
+    let home = layout.unit_home_dir(container);
     let kept =
         blocking(move || crate::retention::keep_conversations(&home, &state.path, &setting)).await;
     if let Err(why) = kept {
@@ -1235,8 +1235,16 @@ async fn create_container(
     // showing the replaced one.
     let bin = entry.parent().expect("the entry has a directory");
     let mut mounts = vec![
-        bind(unit.join("home").display().to_string(), AGENT_HOME, false),
-        bind(unit.join("state").display().to_string(), STATE_DIR, false),
+        bind(
+            ctx.layout.unit_home_dir(container).display().to_string(),
+            AGENT_HOME,
+            false,
+        ),
+        bind(
+            ctx.layout.unit_state_dir(container).display().to_string(),
+            STATE_DIR,
+            false,
+        ),
         bind(bin.display().to_string(), session::BIN_DIR, true),
     ];
     if let Some(dind) = &recipe.dind {
@@ -1293,7 +1301,7 @@ async fn create_container(
             StateKind::Directory => Path::new(relative),
             StateKind::File => Path::new(relative).parent().unwrap_or(Path::new("")),
         };
-        let home = unit.join("home");
+        let home = ctx.layout.unit_home_dir(container);
         // A recipe pinned before entries said their kind says nothing: a
         // file already there (an aider history) is taken as it is.
         let existing_file = std::fs::symlink_metadata(home.join(made)).is_ok_and(|m| m.is_file());
