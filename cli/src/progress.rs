@@ -113,7 +113,7 @@ impl Reporter {
         let live = self.live.clone();
         let verbose = self.verbose;
         Arc::new(move |name: &str, event: Progress<'_>| {
-            let line = |step: &jackin_reconcilers::decide::Step| {
+            let line = |step: &jackin_reconcilers::plan::Step| {
                 format!("instance/{name}: [{}] {}", step.stage(), step.describe())
             };
             // What a step noted (credentials forwarded or missing), under

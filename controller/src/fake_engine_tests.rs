@@ -12,8 +12,8 @@ use jackin_api::meta::{find_condition, is_condition_true};
 use jackin_api::names::{annotation, condition, label, reason};
 use jackin_api::{DesiredPhase, Instance, Object, manifest};
 use jackin_reconcilers::Layout;
-use jackin_reconcilers::decide::{Step, Tier};
 use jackin_reconcilers::fake::FakeEngine;
+use jackin_reconcilers::plan::{Step, Tier};
 
 use crate::engines::Engines;
 use crate::reconcile::{Outcome, Progress, Reconciler, Snapshot};

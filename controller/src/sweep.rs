@@ -37,11 +37,11 @@ use jackin_api::meta::{find_condition, set_condition};
 use jackin_api::names::{condition, label, reason};
 use jackin_api::validate;
 use jackin_reconcilers::act::{self, ActError};
-use jackin_reconcilers::decide::Leftover;
 use jackin_reconcilers::discard;
 use jackin_reconcilers::engine::models::ContainerSummaryStateEnum;
 use jackin_reconcilers::fsutil::{self, FileLock};
 use jackin_reconcilers::observe::container_name;
+use jackin_reconcilers::plan::Leftover;
 use jackin_reconcilers::{Engine, EngineError, Layout};
 use jiff::Timestamp;
 

@@ -21,7 +21,6 @@ use jackin_api::workspace::WorkspaceSpec;
 
 use crate::addresses::{AddressBook, AddressError};
 use crate::credentials::{self, CredentialError};
-use crate::decide::{Leftover, Step};
 use crate::discard::{self, DiscardError};
 use crate::engine::models::{
     ContainerCreateBody, EndpointSettings, HostConfig, Mount, MountType, NetworkingConfig,
@@ -31,6 +30,7 @@ use crate::fsutil::{self, ensure_private_dir};
 use crate::isolation::{self, IsolationError};
 use crate::layout::Layout;
 use crate::offload::blocking;
+use crate::plan::{Leftover, Step};
 use crate::recipe::{self, RecipeError, ResolvedAgent};
 use crate::secrets::{self, SecretError};
 use crate::{ending, resume, rollout, session};
