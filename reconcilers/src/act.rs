@@ -1,8 +1,10 @@
 //! Carrying out one step of a plan: the only place where a decision changes
-//! an engine object or an instance's files. The loop's plans, the session
-//! edge, the idle watch's recycling and the sweep's removal of what no
-//! instance owns ([`remove_leftover`]) all run here. Records the state
-//! directory shares (the index, ended sessions) change through
+//! the engine or a unit's working files (its home, state, `bin/` and
+//! checkouts). The loop's plans, the session edge, the idle watch's
+//! recycling and the sweep's removal of what no instance owns
+//! ([`remove_leftover`]) all run here. What a step changes in the object is
+//! written to its status, which the caller saves after each step; records
+//! the state directory shares (the index, ended sessions) change through
 //! [`StateOwner`]. Each step is idempotent, so a pass interrupted anywhere is
 //! finished by the next one.
 
