@@ -988,6 +988,25 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
             );
         }
     }
+    if let Some(after) = &obj.spec.needs_you_after {
+        errors.check("spec.needsYouAfter", duration(after).map(drop));
+    }
+    if let Some(notify) = &obj.spec.notify {
+        // Run on the host as it is: a program, never a shell string.
+        if notify.command.first().is_none_or(|p| p.is_empty()) {
+            errors.push(
+                "spec.notify.command",
+                "expected an argv whose first element names the program",
+            );
+        }
+        plan_args(&mut errors, "spec.notify.command", &notify.command);
+        for (field, value) in [
+            ("timeout", &notify.timeout),
+            ("minInterval", &notify.min_interval),
+        ] {
+            errors.check(&format!("spec.notify.{field}"), duration(value).map(drop));
+        }
+    }
     errors.into_result()
 }
 
@@ -1065,6 +1084,47 @@ mod tests {
             },
             status: None,
         }
+    }
+
+    #[test]
+    fn a_workspace_notify_is_an_argv_with_durations() {
+        use crate::workspace::NotifyPolicy;
+        let mut ws = Workspace {
+            api_version: API_VERSION.into(),
+            kind: "Workspace".into(),
+            metadata: ObjectMeta {
+                name: "desk".into(),
+                ..Default::default()
+            },
+            spec: Default::default(),
+        };
+        ws.spec.needs_you_after = Some("45s".into());
+        ws.spec.notify = Some(NotifyPolicy {
+            command: vec!["/usr/bin/notify-send".into(), "jackin".into()],
+            timeout: "10s".into(),
+            min_interval: "1m".into(),
+        });
+        assert_eq!(workspace(&ws), Ok(()));
+        ws.spec.needs_you_after = Some("soon".into());
+        ws.spec.notify = Some(NotifyPolicy {
+            command: vec![String::new(), "a\nb".into()],
+            timeout: "0s".into(),
+            min_interval: "1m".into(),
+        });
+        let paths: Vec<String> = workspace(&ws)
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.path)
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "spec.needsYouAfter",
+                "spec.notify.command",
+                "spec.notify.command[1]",
+                "spec.notify.timeout"
+            ]
+        );
     }
 
     #[test]

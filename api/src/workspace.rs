@@ -118,6 +118,43 @@ pub struct WorkspaceSpec {
     /// or a set of files and variables.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub credentials: Vec<CredentialSet>,
+    /// How long an agent that printed and then went quiet, with nobody
+    /// attached, waits before it shows `needs you` (`30s` when omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs_you_after: Option<String>,
+    /// A command run on the host when one of the workspace's instances
+    /// needs you, ends, fails or is discarded. Off when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<NotifyPolicy>,
+}
+
+/// `spec.needsYouAfter` when omitted.
+pub const DEFAULT_NEEDS_YOU_AFTER: &str = "30s";
+
+/// The operator's command, told of an instance's transitions. It is an
+/// argv run as it is (never through a shell); the event reaches it only in
+/// its environment (`JACKIN_INSTANCE`, `JACKIN_EVENT`, `JACKIN_WORKSPACE`),
+/// and nothing in it comes from the agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NotifyPolicy {
+    /// The argv: the program, then its arguments.
+    pub command: Vec<String>,
+    /// How long it may run before it is killed.
+    #[serde(default = "default_notify_timeout")]
+    pub timeout: String,
+    /// The least time between two runs for one instance and one event:
+    /// an agent that flaps between working and quiet notifies once.
+    #[serde(default = "default_notify_interval")]
+    pub min_interval: String,
+}
+
+fn default_notify_timeout() -> String {
+    "10s".to_owned()
+}
+
+fn default_notify_interval() -> String {
+    "60s".to_owned()
 }
 
 /// When and what to run in an idle agent's container.

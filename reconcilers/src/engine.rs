@@ -28,6 +28,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use jackin_api::names::label;
+use jiff::Timestamp;
 
 use crate::endpoint::{self, EndpointError, Inputs};
 
@@ -248,6 +249,9 @@ pub struct LogsRequest {
     pub since_unix: Option<i64>,
     /// Only the last lines.
     pub tail: Option<u64>,
+    /// Put the time each entry was written before it (RFC 3339 and a
+    /// space).
+    pub timestamps: bool,
 }
 
 /// How a command run with `docker exec` ended.
@@ -273,7 +277,12 @@ pub struct Usage {
     pub disk_written: u64,
     /// Bytes received and sent on all its networks.
     pub net_bytes: u64,
+    /// Memory in use now, in bytes (not a counter).
+    pub memory: u64,
 }
+
+/// How much of a container's last log entry [`Engine::last_output`] keeps.
+pub const LAST_OUTPUT_BYTES: usize = 4096;
 
 /// How much of an exec's output is kept: its end.
 pub const EXEC_OUTPUT_BYTES: usize = 4096;
@@ -604,6 +613,28 @@ impl Engine {
     /// time (whole seconds since the epoch).
     pub async fn output_since(&self, id: &str, since_unix: i64) -> Result<bool, EngineError> {
         self.count().output_since(id, since_unix).await
+    }
+
+    /// When the container last wrote output, and that last entry of its
+    /// log (a line, or the end of one), as written: the agent's, so only
+    /// to be shown once made safe. `None` when it wrote nothing.
+    pub async fn last_output(&self, id: &str) -> Result<Option<(Timestamp, Vec<u8>)>, EngineError> {
+        let request = LogsRequest {
+            tail: Some(1),
+            timestamps: true,
+            ..LogsRequest::default()
+        };
+        let mut entry = Vec::new();
+        let mut logs = self.logs(id, request);
+        while let Some(chunk) = logs.next().await {
+            entry.extend(chunk?);
+            // One entry: a runaway line is cut, not read whole.
+            if entry.len() > LAST_OUTPUT_BYTES {
+                break;
+            }
+        }
+        Ok(crate::attention::parse_last_output(&entry)
+            .map(|(at, text)| (at, text[..text.len().min(LAST_OUTPUT_BYTES)].to_vec())))
     }
 
     /// What the container has used so far (CPU, block I/O, network), from
@@ -1062,7 +1093,8 @@ impl EngineCalls for DockerCalls {
         let mut options = LogsOptionsBuilder::default()
             .stdout(true)
             .stderr(true)
-            .follow(request.follow);
+            .follow(request.follow)
+            .timestamps(request.timestamps);
         if let Some(since) = request.since_unix {
             options = options.since(i32::try_from(since).unwrap_or(i32::MAX));
         }
@@ -1125,10 +1157,15 @@ impl EngineCalls for DockerCalls {
                 .flat_map(|n| [n.rx_bytes, n.tx_bytes])
                 .flatten()
                 .fold(0u64, u64::saturating_add);
+            let memory = stats
+                .memory_stats
+                .and_then(|m| m.usage)
+                .unwrap_or_default();
             Ok(Some(Usage {
                 cpu_nanos,
                 disk_written,
                 net_bytes,
+                memory,
             }))
         })
     }

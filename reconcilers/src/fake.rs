@@ -767,6 +767,7 @@ impl EngineCalls for FakeEngine {
                     cpu_nanos: 1_000_000,
                     disk_written: 4096,
                     net_bytes: 1024,
+                    memory: 1 << 20,
                 })
         });
         ready(result)

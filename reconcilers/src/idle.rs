@@ -421,6 +421,7 @@ mod tests {
         cpu_nanos: 1_000_000_000,
         disk_written: 1 << 20,
         net_bytes: 1 << 20,
+        memory: 1 << 20,
     };
 
     #[test]

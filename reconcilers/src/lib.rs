@@ -6,6 +6,7 @@
 
 pub mod act;
 pub mod addresses;
+pub mod attention;
 pub mod assess;
 pub mod credentials;
 pub mod decide;
