@@ -1,5 +1,6 @@
 //! Rendering objects for people (tables, describe) and scripts (YAML, JSON).
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use anyhow::Result;
@@ -13,6 +14,7 @@ use jackin_api::meta::find_condition;
 use jackin_api::names::condition;
 use jackin_api::{Agent, DesiredPhase, Instance, Workspace};
 use jackin_controller::DryRun;
+use jackin_controller::attention::Look;
 use jackin_controller::events::Event;
 use jackin_controller::keep_cap::Capped;
 use jackin_controller::objects::AgentSource;
@@ -262,7 +264,14 @@ fn or_dash(value: Option<impl ToString>) -> String {
     value.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
-pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> String {
+/// The instances, a row each. With `attention` (what a look found, by
+/// name), a wide table ends with each one's attention.
+pub fn instance_table(
+    objects: &[Instance],
+    wide: bool,
+    now: Timestamp,
+    attention: Option<&HashMap<String, Look>>,
+) -> String {
     let mut header = vec!["NAME", "DESIRED", "PHASE", "RESTORE", "AGE"];
     if wide {
         header.extend([
@@ -275,6 +284,9 @@ pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> Strin
             "SESSION",
             "IDLE-CLEANUP",
         ]);
+        if attention.is_some() {
+            header.push("ATTENTION");
+        }
     }
     let rows: Vec<Vec<String>> = objects
         .iter()
@@ -310,6 +322,13 @@ pub fn instance_table(objects: &[Instance], wide: bool, now: Timestamp) -> Strin
                             .map(|at| format!("{} ago", age(Some(at), now))),
                     ),
                 ]);
+                if let Some(looks) = attention {
+                    row.push(or_dash(
+                        looks
+                            .get(&obj.metadata.name)
+                            .and_then(|look| look.attention),
+                    ));
+                }
             }
             row
         })
@@ -503,7 +522,7 @@ pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) 
     if members.is_empty() {
         out.push_str("  (none)\n");
     } else {
-        out.push_str(&instance_table(members, false, now));
+        out.push_str(&instance_table(members, false, now, None));
     }
     out
 }
@@ -567,7 +586,7 @@ pub fn describe_agent(
     if users.is_empty() {
         out.push_str("  (none)\n");
     } else {
-        out.push_str(&instance_table(users, false, now));
+        out.push_str(&instance_table(users, false, now, None));
     }
     out.push_str("Entry:\n");
     let mut printable = agent.clone();

@@ -8,6 +8,7 @@ pub mod store;
 pub use index::{IndexRepair, IndexRow};
 pub use reconcile::{DryRun, Outcome, Progress, ReconcileError, Reconciler};
 pub use store::{ApplyOutcome, Listing, Store, StoreError};
+pub mod attention;
 pub mod backoff;
 pub mod converge;
 pub mod ended;

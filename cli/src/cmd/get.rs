@@ -93,8 +93,11 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 return Ok(());
             }
             match args.output {
-                Format::Table => output::instance_table(&objects, false, now),
-                Format::Wide => output::instance_table(&objects, true, now),
+                Format::Table => output::instance_table(&objects, false, now, None),
+                Format::Wide => {
+                    let looks = looks(store, &objects).await;
+                    output::instance_table(&objects, true, now, Some(&looks))
+                }
                 Format::Yaml => output::yaml_stream(&printable(objects, |o| &mut o.metadata))?,
                 Format::Json => {
                     output::json(&printable(objects, |o| &mut o.metadata), name.is_some())?
@@ -172,6 +175,20 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
     };
     std::io::stdout().write_all(text.as_bytes())?;
     Ok(())
+}
+
+/// What a look at `objects` finds, for the ATTENTION column: their
+/// output, without counters (one log call per running instance; see
+/// [`jackin_controller::attention`]).
+pub async fn looks(
+    store: &Store,
+    objects: &[Instance],
+) -> std::collections::HashMap<String, jackin_controller::attention::Look> {
+    let reconciler = jackin_controller::Reconciler::new(
+        store.clone(),
+        jackin_controller::engines::Engines::new(None),
+    );
+    jackin_controller::attention::look(&reconciler, objects, false, &Default::default()).await
 }
 
 /// The sources to list: each that owns an object now, and each whose last
@@ -259,7 +276,7 @@ async fn watch(
         if format == Format::Name {
             text = names("instance", changed.iter().map(|o| &o.metadata.name));
         } else if first || !changed.is_empty() {
-            let table = output::instance_table(&changed, wide, now);
+            let table = output::instance_table(&changed, wide, now, None);
             // The header once; each change is a row of the same columns.
             let rows = if first {
                 table.as_str()

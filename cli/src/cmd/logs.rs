@@ -65,6 +65,7 @@ pub async fn run(args: &LogsArgs) -> Result<()> {
             .since
             .map(|since| jiff::Timestamp::now().as_second() - since.as_secs() as i64),
         tail: args.tail,
+        timestamps: false,
     };
     loop {
         print_log(&engine, &id, request).await?;
@@ -87,6 +88,7 @@ pub async fn run(args: &LogsArgs) -> Result<()> {
                     follow: true,
                     since_unix: Some(ended_at),
                     tail: None,
+                    timestamps: false,
                 };
             }
             Next::Replaced { id: new, record } => {
@@ -97,6 +99,7 @@ pub async fn run(args: &LogsArgs) -> Result<()> {
                     follow: true,
                     since_unix: None,
                     tail: None,
+                    timestamps: false,
                 };
             }
             Next::End(why) => {

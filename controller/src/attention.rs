@@ -1,0 +1,223 @@
+//! Attention, observed: one look at many instances, for `jackin top`,
+//! `get -o wide` and the notifications. The decision is
+//! `reconcilers::attention`'s; this finds its inputs as the idle watch does
+//! (the attached lock, the container's output, its counters compared with
+//! `idle::moved`).
+//!
+//! The cost of a look: one container listing per engine, then, for each
+//! running instance only, one log call (the last entry, with its time) and,
+//! when counters are asked for, one stats call; at most [`CONCURRENCY`]
+//! calls are in flight at once. Instances that are not running are decided
+//! from their phase with no call at all.
+
+use std::collections::HashMap;
+
+use futures::StreamExt;
+use jackin_api::instance::{Instance, InstancePhase};
+use jackin_api::names::label;
+use jackin_api::workspace::WorkspaceSpec;
+use jackin_reconcilers::attention::{self, Attention, Observed};
+use jackin_reconcilers::engine::Usage;
+use jackin_reconcilers::idle::{self, Sample, Window};
+use jackin_reconcilers::{Engine, EngineError};
+use jiff::Timestamp;
+
+use crate::Reconciler;
+use crate::reconcile::engine_name;
+
+/// Engine calls in flight at once during a look.
+pub const CONCURRENCY: usize = 16;
+
+/// What a look found of one instance.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Look {
+    /// `None` while jackin brings it up or down, or when its engine did
+    /// not answer.
+    pub attention: Option<Attention>,
+    /// When its container last wrote output.
+    pub last_output: Option<Timestamp>,
+    /// That last entry of its log, as the agent wrote it: untrusted, to be
+    /// made safe before it is shown anywhere.
+    pub last_line: Vec<u8>,
+    /// Its counters now, when they were asked for; the next look compares
+    /// with them.
+    pub sample: Option<Sample>,
+    /// The share of one core it used since the previous look's sample.
+    pub cpu_share: Option<f64>,
+}
+
+impl Look {
+    /// Memory in use, in bytes, from the last sample.
+    pub fn memory(&self) -> Option<u64> {
+        self.sample.and_then(|s| s.usage).map(|u| u.memory)
+    }
+}
+
+/// Looks at `objects`. With `stats`, each running container's counters are
+/// read too and compared with its sample in `previous` (the last look's),
+/// so that CPU or writes make it `working`; without, only its output does.
+pub async fn look(
+    reconciler: &Reconciler,
+    objects: &[Instance],
+    stats: bool,
+    previous: &HashMap<String, Sample>,
+) -> HashMap<String, Look> {
+    let store = &reconciler.store;
+    let workspaces: HashMap<String, WorkspaceSpec> = store
+        .list_workspaces()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|ws| (ws.metadata.name, ws.spec))
+        .collect();
+    let workspace_of = |obj: &Instance| {
+        obj.spec
+            .workspace
+            .as_deref()
+            .and_then(|ws| workspaces.get(ws))
+    };
+    let now = Timestamp::now();
+    let mut looks = HashMap::new();
+    // The running ones, by engine; the rest decided from their phase.
+    let mut by_engine: HashMap<Option<String>, Vec<&Instance>> = HashMap::new();
+    for obj in objects {
+        let phase = obj.phase();
+        if phase == Some(InstancePhase::Running) {
+            by_engine
+                .entry(engine_name(obj, workspace_of(obj)))
+                .or_default()
+                .push(obj);
+        } else {
+            let observed = Observed {
+                phase,
+                ..Observed::default()
+            };
+            let attention = attention::decide(&observed, now, Default::default());
+            looks.insert(
+                obj.metadata.name.clone(),
+                Look {
+                    attention,
+                    ..Look::default()
+                },
+            );
+        }
+    }
+    let mut work = Vec::new();
+    for (name, objs) in by_engine {
+        let Ok(connected) = reconciler.engines.get(name.as_deref()).await else {
+            continue;
+        };
+        let engine = connected.engine;
+        let Ok(containers) = engine.list_containers(&[(label::MANAGED, "true")]).await else {
+            continue;
+        };
+        // Each running container by its instance's uid: a container
+        // merely named like the unit is not the instance's.
+        let running: HashMap<&str, &str> = containers
+            .iter()
+            .filter(|c| c.state.is_some_and(|s| s.to_string() == "running"))
+            .filter_map(|c| {
+                let uid = c.labels.as_ref()?.get(label::UID)?;
+                let sidecar = c.labels.as_ref()?.get(label::SIDECAR);
+                (sidecar.is_none()).then_some((uid.as_str(), c.id.as_deref()?))
+            })
+            .collect();
+        for obj in objs {
+            let id = obj
+                .metadata
+                .uid
+                .as_deref()
+                .and_then(|uid| running.get(uid))
+                .map(|id| (*id).to_owned());
+            work.push((obj, engine.clone(), id));
+        }
+    }
+    let layout = store.layout();
+    let found: Vec<(String, Look)> = futures::stream::iter(work)
+        .map(|(obj, engine, id)| async move {
+            let unit = obj
+                .status
+                .as_ref()
+                .and_then(|s| s.container_name.clone())
+                .unwrap_or_default();
+            let threshold = attention::needs_you_after(workspace_of(obj));
+            let name = obj.metadata.name.clone();
+            let before = previous.get(&name).copied();
+            let look = match id {
+                Some(id) => one(&engine, &id, stats, before)
+                    .await
+                    .map(|(mut look, moved)| {
+                        let observed = Observed {
+                            phase: obj.phase(),
+                            attached: !unit.is_empty()
+                                && jackin_reconcilers::session::attached(layout, &unit),
+                            last_output: look.last_output,
+                            moved,
+                        };
+                        look.attention =
+                            attention::decide(&observed, Timestamp::now(), threshold);
+                        look
+                    })
+                    .unwrap_or_default(),
+                // Running by its record, with no running container: the
+                // loop has not seen it end yet; nothing to say.
+                None => Look::default(),
+            };
+            (name, look)
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    looks.extend(found);
+    looks
+}
+
+/// One running container: its last output and, with `stats`, its counters
+/// and whether they moved since `before`.
+async fn one(
+    engine: &Engine,
+    id: &str,
+    stats: bool,
+    before: Option<Sample>,
+) -> Result<(Look, bool), EngineError> {
+    let last = engine.last_output(id).await?;
+    let (usage, at) = match stats {
+        true => (engine.usage(id).await?, Timestamp::now()),
+        false => (None, Timestamp::now()),
+    };
+    let sample = stats.then_some(Sample {
+        at,
+        usage,
+        agent: None,
+    });
+    let (moved, cpu_share) = match (before, sample) {
+        (Some(before), Some(after)) => (
+            idle::moved(&before, &after, Window::Looks).active(),
+            cpu_share(before.usage, after.usage, before.at, after.at),
+        ),
+        _ => (false, None),
+    };
+    let (last_output, last_line) = last.map_or((None, Vec::new()), |(at, line)| (Some(at), line));
+    Ok((
+        Look {
+            attention: None,
+            last_output,
+            last_line,
+            sample,
+            cpu_share,
+        },
+        moved,
+    ))
+}
+
+/// CPU time used between two samples, as a share of one core.
+fn cpu_share(
+    before: Option<Usage>,
+    after: Option<Usage>,
+    from: Timestamp,
+    to: Timestamp,
+) -> Option<f64> {
+    let (before, after) = (before?, after?);
+    let elapsed = to.duration_since(from).as_secs_f64();
+    (elapsed > 0.0)
+        .then(|| after.cpu_nanos.saturating_sub(before.cpu_nanos) as f64 / 1e9 / elapsed)
+}
