@@ -42,8 +42,11 @@ pub struct Look {
     /// Its counters now, when they were asked for; the next look compares
     /// with them.
     pub sample: Option<Sample>,
-    /// The share of one core it used since the previous look's sample.
+    /// The share of one core it used between the last two samples.
     pub cpu_share: Option<f64>,
+    /// Whether its CPU, writes or traffic moved between the last two
+    /// samples.
+    pub moved: bool,
 }
 
 impl Look {
@@ -55,12 +58,14 @@ impl Look {
 
 /// Looks at `objects`. With `stats`, each running container's counters are
 /// read too and compared with its sample in `previous` (the last look's),
-/// so that CPU or writes make it `working`; without, only its output does.
+/// so that CPU or writes make it `working`; without, the last samples and
+/// what moved between them are carried over from `previous`, and only new
+/// output adds to them.
 pub async fn look(
     reconciler: &Reconciler,
     objects: &[Instance],
     stats: bool,
-    previous: &HashMap<String, Sample>,
+    previous: &HashMap<String, Look>,
 ) -> HashMap<String, Look> {
     let store = &reconciler.store;
     let workspaces: HashMap<String, WorkspaceSpec> = store
@@ -141,17 +146,17 @@ pub async fn look(
                 .unwrap_or_default();
             let threshold = attention::needs_you_after(workspace_of(obj));
             let name = obj.metadata.name.clone();
-            let before = previous.get(&name).copied();
+            let before = previous.get(&name);
             let look = match id {
                 Some(id) => one(&engine, &id, stats, before)
                     .await
-                    .map(|(mut look, moved)| {
+                    .map(|mut look| {
                         let observed = Observed {
                             phase: obj.phase(),
                             attached: !unit.is_empty()
                                 && jackin_reconcilers::session::attached(layout, &unit),
                             last_output: look.last_output,
-                            moved,
+                            moved: look.moved,
                         };
                         look.attention =
                             attention::decide(&observed, Timestamp::now(), threshold);
@@ -172,41 +177,41 @@ pub async fn look(
 }
 
 /// One running container: its last output and, with `stats`, its counters
-/// and whether they moved since `before`.
+/// and whether they moved since `before`'s sample.
 async fn one(
     engine: &Engine,
     id: &str,
     stats: bool,
-    before: Option<Sample>,
-) -> Result<(Look, bool), EngineError> {
+    before: Option<&Look>,
+) -> Result<Look, EngineError> {
     let last = engine.last_output(id).await?;
-    let (usage, at) = match stats {
-        true => (engine.usage(id).await?, Timestamp::now()),
-        false => (None, Timestamp::now()),
-    };
-    let sample = stats.then_some(Sample {
-        at,
-        usage,
-        agent: None,
-    });
-    let (moved, cpu_share) = match (before, sample) {
-        (Some(before), Some(after)) => (
-            idle::moved(&before, &after, Window::Looks).active(),
-            cpu_share(before.usage, after.usage, before.at, after.at),
-        ),
-        _ => (false, None),
-    };
     let (last_output, last_line) = last.map_or((None, Vec::new()), |(at, line)| (Some(at), line));
-    Ok((
-        Look {
-            attention: None,
-            last_output,
-            last_line,
-            sample,
-            cpu_share,
-        },
+    let carried = Look {
+        last_output,
+        last_line,
+        ..before.cloned().unwrap_or_default()
+    };
+    if !stats {
+        return Ok(carried);
+    }
+    let sample = Sample {
+        at: Timestamp::now(),
+        usage: engine.usage(id).await?,
+        agent: None,
+    };
+    let (moved, cpu_share) = match before.and_then(|b| b.sample) {
+        Some(before) => (
+            idle::moved(&before, &sample, Window::Looks).active(),
+            cpu_share(before.usage, sample.usage, before.at, sample.at),
+        ),
+        None => (false, None),
+    };
+    Ok(Look {
+        sample: Some(sample),
+        cpu_share,
         moved,
-    ))
+        ..carried
+    })
 }
 
 /// CPU time used between two samples, as a share of one core.

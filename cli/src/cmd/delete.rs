@@ -2,6 +2,8 @@
 //! jackin ended and cleaned up (only its record is left), forgetting that.
 //! `jackin delete workspace|agent NAME` deletes a policy object.
 
+use std::io::IsTerminal;
+
 use anyhow::{Result, bail};
 use jackin_api::agent::builtin;
 use jackin_api::{Agent, DesiredPhase, Workspace};
@@ -88,6 +90,10 @@ async fn run(
             force,
             wait,
             verbose,
+            std::io::stdin()
+                .is_terminal()
+                .then(crate::terminal::Keyboard::start)
+                .as_mut(),
         )
         .await?;
     }

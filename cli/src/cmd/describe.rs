@@ -48,11 +48,16 @@ pub async fn run(first: &str, second: Option<&str>) -> Result<()> {
 }
 
 async fn instance(name: &str) -> Result<()> {
-    let store = open_store()?;
+    print!("{}", instance_text(&open_store()?, name).await?);
+    Ok(())
+}
+
+/// What `describe NAME` prints of an instance (`jackin top` shows it too).
+pub async fn instance_text(store: &jackin_controller::Store, name: &str) -> Result<String> {
     let mut obj = match store.get_instance(name) {
         Ok(obj) => obj,
         // Gone, but what it discarded is saved: say where it is.
-        Err(e) if discarded::count_of(&store, name) > 0 => anyhow::bail!(
+        Err(e) if discarded::count_of(store, name) > 0 => anyhow::bail!(
             "{e}; the work its isolated checkouts held when it was discarded is saved: \
              `jackin get discarded {name}` lists it, `jackin restore-discarded {name}` \
              brings it back"
@@ -69,17 +74,17 @@ async fn instance(name: &str) -> Result<()> {
     let events = container
         .map(|c| jackin_controller::events::read(store.layout(), &c))
         .unwrap_or_default();
-    print!("{}", output::describe(&obj, &events, Timestamp::now()));
+    let mut text = output::describe(&obj, &events, Timestamp::now());
     // Earlier instances of this name whose discarded work is still saved.
-    let saves = discarded::count_of(&store, name);
+    let saves = discarded::count_of(store, name);
     if saves > 0 {
-        println!(
+        text.push_str(&format!(
             "Discarded:    {saves} {} of earlier sessions named {name} (`jackin get discarded \
-             {name}`)",
+             {name}`)\n",
             output::plural(saves, "save", "saves")
-        );
+        ));
     }
-    Ok(())
+    Ok(text)
 }
 
 fn workspace(name: &str) -> Result<()> {

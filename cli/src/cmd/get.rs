@@ -62,7 +62,7 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
             // As kubectl: watching a name that is not there is an error.
             store.get_instance(name)?;
         }
-        return watch(store, args.output, selector.as_ref(), name).await;
+        return watch(store, args.output, selector.as_ref(), name, false).await;
     }
     let now = Timestamp::now();
     let table = matches!(args.output, Format::Table | Format::Wide);
@@ -234,19 +234,30 @@ fn names<'a>(kind: &str, names: impl Iterator<Item = &'a String>) -> String {
 /// How often `get -w` looks.
 const WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How often, in looks, a watch with attention reads the counters too.
+const STATS_EVERY_LOOKS: u32 = 5;
+
 /// `get -w`: the listing, then a line each time an instance appears, goes,
 /// or changes its phase or readiness, until interrupted; with `only`, that
-/// instance alone.
-async fn watch(
+/// instance alone. With `attention` (`jackin top` on no terminal), a wide
+/// listing ends with each one's attention, and a change of it is a line too.
+pub async fn watch(
     store: &Store,
     format: Format,
     selector: Option<&Selector>,
     only: Option<&str>,
+    attention: bool,
 ) -> Result<()> {
     let wide = format == Format::Wide;
-    let mut seen: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut seen: BTreeMap<String, (String, String, String)> = BTreeMap::new();
     let mut first = true;
     let mut stdout = std::io::stdout();
+    let reconciler = jackin_controller::Reconciler::new(
+        store.clone(),
+        jackin_controller::engines::Engines::new(None),
+    );
+    let mut looks = std::collections::HashMap::new();
+    let mut round = 0u32;
     loop {
         let now = Timestamp::now();
         let objects: Vec<Instance> = store
@@ -256,6 +267,11 @@ async fn watch(
             .filter(|o| selector.is_none_or(|s| s.matches(&o.metadata.labels)))
             .filter(|o| only.is_none_or(|name| o.metadata.name == name))
             .collect();
+        if attention {
+            let stats = round.is_multiple_of(STATS_EVERY_LOOKS);
+            looks = jackin_controller::attention::look(&reconciler, &objects, stats, &looks).await;
+            round = round.wrapping_add(1);
+        }
         let mut current = BTreeMap::new();
         let mut changed = Vec::new();
         for obj in objects {
@@ -266,6 +282,11 @@ async fn watch(
             let state = (
                 status.phase.map(|p| p.to_string()).unwrap_or_default(),
                 ready,
+                looks
+                    .get(&obj.metadata.name)
+                    .and_then(|l: &jackin_controller::attention::Look| l.attention)
+                    .map(|a| a.to_string())
+                    .unwrap_or_default(),
             );
             if seen.get(&obj.metadata.name) != Some(&state) {
                 changed.push(obj.clone());
@@ -276,7 +297,8 @@ async fn watch(
         if format == Format::Name {
             text = names("instance", changed.iter().map(|o| &o.metadata.name));
         } else if first || !changed.is_empty() {
-            let table = output::instance_table(&changed, wide, now, None);
+            let table =
+                output::instance_table(&changed, wide, now, attention.then_some(&looks));
             // The header once; each change is a row of the same columns.
             let rows = if first {
                 table.as_str()

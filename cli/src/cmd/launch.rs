@@ -44,7 +44,7 @@ async fn restorable(store: &Store, args: &LaunchArgs) -> Result<Vec<Instance>> {
 }
 
 /// "clean", or what unfinished work the checkouts hold.
-fn summary(obj: &Instance) -> String {
+pub fn summary(obj: &Instance) -> String {
     let mounts = obj
         .status
         .as_ref()
@@ -287,10 +287,18 @@ pub async fn start(args: &LaunchArgs) -> Result<()> {
     for name in [&args.workspace, &args.role, &args.agent] {
         check_name(name)?;
     }
-    run(open_store_to_change()?, connect().await?, args).await
+    let mut keyboard = Keyboard::start();
+    run(open_store_to_change()?, connect().await?, args, &mut keyboard).await
 }
 
-async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()> {
+/// Launches (workspace, role, agent) as `args` say, reading the operator's
+/// answers from `keyboard` (`jackin top` passes its own).
+pub async fn run(
+    store: Store,
+    engines: Engines,
+    args: &LaunchArgs,
+    keyboard: &mut Keyboard,
+) -> Result<()> {
     check_workspace(&store, &args.workspace)?;
     let template = args.from.as_deref().map(read_template).transpose()?;
     // The name the operator chose, checked before anything is shown or
@@ -308,7 +316,6 @@ async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()> {
         Some(_) => Vec::new(),
         None => restorable(&store, args).await?,
     };
-    let mut keyboard = Keyboard::start();
     // Screen C, and Screen D for a session chosen to resume; Esc on D goes
     // back to C.
     let choice = loop {
@@ -316,10 +323,10 @@ async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()> {
             break None;
         }
         let new_name = name_to_be(&store, chosen.as_deref(), &args.role)?;
-        let Some(i) = choose(args, &found, &new_name, &mut keyboard).await? else {
+        let Some(i) = choose(args, &found, &new_name, keyboard).await? else {
             break None;
         };
-        match verify_preserved_state(&store, &found[i], &mut keyboard).await? {
+        match verify_preserved_state(&store, &found[i], keyboard).await? {
             Answer::Chose(_) => {
                 if let Some(warning) = found[i].retention_warning(Timestamp::now()) {
                     eprintln!("warning: instance/{}: {warning}", found[i].metadata.name);
@@ -351,5 +358,5 @@ async fn run(store: Store, engines: Engines, args: &LaunchArgs) -> Result<()> {
     if let Some(policy) = policy_override(args) {
         store.set_annotation(&name, annotation::EXIT_POLICY, Some(policy.as_str()))?;
     }
-    attach::run(store, engines, &name, &args.wait, &mut keyboard, true).await
+    attach::run(store, engines, &name, &args.wait, keyboard, true).await
 }

@@ -35,11 +35,27 @@ pub async fn run(
     if current.is_empty() {
         return Ok(());
     }
-    set_phases(store, &current, phase, dry_run, force, wait, verbose).await
+    // Resuming on a terminal shows each session's preserved state first
+    // (Screen D); a purge asks before discarding unfinished work.
+    let mut keyboard = std::io::stdin().is_terminal().then(Keyboard::start);
+    set_phases(
+        store,
+        &current,
+        phase,
+        dry_run,
+        force,
+        wait,
+        verbose,
+        keyboard.as_mut(),
+    )
+    .await
 }
 
 /// Sets the desired phase of each of `current` (which exist), then
-/// converges them together.
+/// converges them together. `keyboard`, when there is an operator to ask,
+/// answers Screen D before a resume and the question before a purge
+/// discards unfinished work.
+#[allow(clippy::too_many_arguments)]
 pub async fn set_phases(
     store: Store,
     current: &[Instance],
@@ -48,6 +64,7 @@ pub async fn set_phases(
     force: bool,
     wait: &WaitArgs,
     verbose: bool,
+    mut keyboard: Option<&mut Keyboard>,
 ) -> Result<()> {
     // Converging needs the engine: connect before writing anything, so a
     // command that cannot converge leaves the store as it was. A purge may
@@ -70,17 +87,15 @@ pub async fn set_phases(
     sweep_files_quietly(&store)?;
     if phase == DesiredPhase::Purged {
         for obj in current {
-            acknowledge_discard(&store, obj, force).await?;
+            acknowledge_discard(&store, obj, force, keyboard.as_deref_mut()).await?;
         }
     }
-    // Resuming on a terminal shows each session's preserved state first
-    // (Screen D); Esc leaves that one as it is.
-    let mut keyboard =
-        (phase == DesiredPhase::Running && std::io::stdin().is_terminal()).then(Keyboard::start);
+    // Esc on Screen D leaves that one as it is.
     let mut names = Vec::with_capacity(current.len());
     for obj in current {
         let name = &obj.metadata.name;
-        if let Some(keyboard) = keyboard.as_mut()
+        if let Some(keyboard) = keyboard.as_deref_mut()
+            && phase == DesiredPhase::Running
             && attach::resumes(obj)
         {
             match launch::verify_preserved_state(&store, obj, keyboard).await? {
@@ -130,7 +145,12 @@ async fn engines_for_purge(current: &[Instance]) -> Result<Engines> {
 /// Shows the unfinished work a purge would discard and, when the operator
 /// agrees (`--force`, or yes at the prompt on a terminal), acknowledges it by
 /// its digest. Without agreement the purge stays blocked.
-async fn acknowledge_discard(store: &Store, obj: &Instance, force: bool) -> Result<()> {
+async fn acknowledge_discard(
+    store: &Store,
+    obj: &Instance,
+    force: bool,
+    keyboard: Option<&mut Keyboard>,
+) -> Result<()> {
     let container = obj.container_name().map(str::to_owned).unwrap_or_default();
     let mounts = assess_checkouts(store.layout(), &container).await?;
     let Some(digest) = acknowledgement_digest(&mounts) else {
@@ -144,14 +164,13 @@ async fn acknowledge_discard(store: &Store, obj: &Instance, force: bool) -> Resu
         eprintln!("acknowledged (digest {digest})");
         return Ok(());
     }
-    if !std::io::stdin().is_terminal() {
+    let Some(keyboard) = keyboard else {
         // Nobody to ask: the purge is recorded and stays blocked until
         // acknowledged, which the caller reports.
         return Ok(());
-    }
+    };
     eprint!("Discard this work and purge? [y/N] ");
-    let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer)?;
+    let answer = keyboard.line().await.unwrap_or_default();
     if !matches!(answer.trim(), "y" | "Y" | "yes") {
         // The operator said no: nothing changes, not even the desired phase.
         bail!("not purged: instance/{name} is unchanged");
