@@ -147,6 +147,10 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// Every instance on one live screen, with what each asks of you
+    /// (attention) and a key for each action; on no terminal, what `get -o
+    /// wide -w` prints plus the attention.
+    Top(TopArgs),
     /// Print what the agent printed, from its container's log.
     Logs(LogsArgs),
     /// Run a command in an instance's container, as the agent's user.
@@ -180,6 +184,13 @@ pub struct ExecArgs {
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Do not ring the terminal bell when an instance starts to need you.
+    #[arg(long)]
+    pub no_bell: bool,
 }
 
 #[derive(Debug, Args)]

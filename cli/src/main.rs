@@ -142,6 +142,7 @@ async fn run(cli: Cli) -> Result<()> {
             cmd::discarded::restore(&open_store()?, &name, to.as_deref(), mount.as_deref())
         }
         Command::Crds { out } => cmd::crds::run(out.as_deref()),
+        Command::Top(args) => cmd::top::run(&args).await,
         Command::Logs(args) => cmd::logs::run(&args).await,
         Command::Exec(args) => cmd::exec::run(&args).await,
         Command::Completions { shell } => {

@@ -227,6 +227,59 @@ pub fn terminal_safe_replay(log: &[u8]) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// The last line the agent printed, from the end of its log, as one line
+/// of plain text for a table: escape sequences and controls dropped
+/// ([`terminal_safe_replay`], then its colours too), a line redrawn with
+/// carriage returns read as its last state, invisible reordering marks
+/// shown escaped ([`terminal_safe`]), at most `width` characters.
+pub fn last_line(log: &[u8], width: usize) -> String {
+    plain_lines(log)
+        .into_iter()
+        .rfind(|line| !line.trim().is_empty())
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .take(width)
+        .collect()
+}
+
+/// The agent's log as plain lines, each made safe as [`last_line`] makes
+/// its line.
+pub fn plain_lines(log: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(&terminal_safe_replay(log)).into_owned();
+    text.split('\n')
+        .map(|line| {
+            let shown = line
+                .split('\r')
+                .map(plain_text)
+                .rfind(|part| !part.trim().is_empty())
+                .unwrap_or_default();
+            terminal_safe(shown.trim_end())
+        })
+        .collect()
+}
+
+/// What [`terminal_safe_replay`] kept, without its colour sequences (`ESC
+/// [` digits and `;`, `m`) and with tabs and backspaces as spaces.
+fn plain_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => {
+                for c in chars.by_ref() {
+                    if c == 'm' {
+                        break;
+                    }
+                }
+            }
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Left-aligned columns separated by three spaces.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> = rows
@@ -1230,6 +1283,17 @@ mod tests {
         assert_eq!(replayed("a\u{1b}(\nb"), "a\nb");
         // Many unfinished strings in a row are read without recursion.
         assert_eq!(replayed(&"\u{1b}]".repeat(100_000)), "");
+    }
+
+    #[test]
+    fn the_last_line_is_plain_text() {
+        let log = b"first\n\x1b[1;31mred\x1b[0m $(rm -rf ~) \x1b]0;title\x07\x1b[6n\ttab\r\n\n";
+        assert_eq!(last_line(log, 80), "red $(rm -rf ~)  tab");
+        // A progress line redrawn in place: its last state.
+        assert_eq!(last_line(b"10%\r50%\r100%", 80), "100%");
+        assert_eq!(last_line("a\u{202e}b".as_bytes(), 80), "a\\u{202e}b");
+        assert_eq!(last_line(b"abcdef", 3), "abc");
+        assert_eq!(last_line(b"", 3), "");
     }
 
     #[test]

@@ -147,7 +147,7 @@ async fn plain(screen: &Screen, keyboard: &mut Keyboard) -> Result<Answer> {
 
 /// A key, decoded from the bytes a terminal sends in raw mode.
 #[derive(Debug, PartialEq, Eq)]
-enum Key {
+pub enum Key {
     Up,
     Down,
     Enter,
@@ -159,7 +159,7 @@ enum Key {
 
 /// Splits raw terminal input into keys (arrows in both the normal and the
 /// application cursor form).
-fn keys(bytes: &[u8]) -> Vec<Key> {
+pub fn keys(bytes: &[u8]) -> Vec<Key> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < bytes.len() {

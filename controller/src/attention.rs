@@ -133,18 +133,19 @@ pub async fn look(
                 .as_deref()
                 .and_then(|uid| running.get(uid))
                 .map(|id| (*id).to_owned());
-            work.push((obj, engine.clone(), id));
+            let threshold = attention::needs_you_after(workspace_of(obj));
+            // Owned: a stream of borrowed items cannot run in a spawned task.
+            work.push((obj.clone(), engine.clone(), id, threshold));
         }
     }
     let layout = store.layout();
     let found: Vec<(String, Look)> = futures::stream::iter(work)
-        .map(|(obj, engine, id)| async move {
+        .map(|(obj, engine, id, threshold)| async move {
             let unit = obj
                 .status
                 .as_ref()
                 .and_then(|s| s.container_name.clone())
                 .unwrap_or_default();
-            let threshold = attention::needs_you_after(workspace_of(obj));
             let name = obj.metadata.name.clone();
             let before = previous.get(&name);
             let look = match id {
