@@ -5,153 +5,12 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+use support::terminal::Terminal;
 use support::{
-    Home, RoleRepo, condition, ensure_busybox, eventually, git, instance_yaml_with, unique,
+    Home, RoleRepo, condition, ensure_busybox, eventually, git, instance_yaml_with,
 };
-
-/// A tmux session running one command, killed on drop.
-struct Terminal {
-    name: String,
-}
-
-impl Terminal {
-    /// A plain terminal (`TERM=dumb`): the screens degrade to text.
-    fn start(home: &Home, args: &str) -> Self {
-        Self::start_as(home, args, "dumb")
-    }
-
-    fn start_as(home: &Home, args: &str, term: &str) -> Self {
-        Self::start_with_env(home, args, &format!("TERM={term}"))
-    }
-
-    /// A terminal whose `jackin` runs with the extra `env` (`A=1 B=2`).
-    fn start_with_env(home: &Home, args: &str, env: &str) -> Self {
-        let name = unique("jackin-tmux");
-        let command = format!(
-            "env JACKIN_HOME={} JACKIN_CREDENTIALS_HOME={} {env} {} {args}; sleep 600",
-            home.path().display(),
-            home.operator_home().display(),
-            env!("CARGO_BIN_EXE_jackin")
-        );
-        let status = Command::new("tmux")
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                &name,
-                "-x",
-                "120",
-                "-y",
-                "40",
-                &command,
-            ])
-            .status()
-            .expect("tmux runs (Debian package tmux)");
-        assert!(status.success());
-        Self { name }
-    }
-
-    fn screen(&self) -> String {
-        let out = Command::new("tmux")
-            .args(["capture-pane", "-p", "-S", "-200", "-t", &self.name])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Waits until `text` appears `count` times on the screen.
-    fn wait_for(&self, text: &str, count: usize) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if self.screen().matches(text).count() >= count {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!(
-            "{text:?} did not appear {count} time(s); the screen:\n{}",
-            self.screen()
-        );
-    }
-
-    /// Types `line` until `text` appears: what is typed before the command
-    /// has the terminal (a moment, or longer on a loaded machine) may be
-    /// dropped when it takes the terminal raw.
-    fn type_until(&self, line: &str, text: &str) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            self.type_line(line);
-            for _ in 0..10 {
-                if self.screen().contains(text) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        }
-        panic!("{text:?} did not appear; the screen:\n{}", self.screen());
-    }
-
-    /// Sends tmux key names (`Down`, `Enter`, …).
-    fn keys(&self, keys: &[&str]) {
-        let status = Command::new("tmux")
-            .args(["send-keys", "-t", &self.name])
-            .args(keys)
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    /// Plain Screen A (the unfinished work at a session's end): read, then
-    /// passed with Enter; `count` such screens shown so far.
-    fn pass_screen_a(&self, count: usize) {
-        self.wait_for("Press Enter to continue", count);
-        let screen = self.screen();
-        assert!(
-            screen.contains("This session has unfinished work in 1 isolated mount."),
-            "{screen}"
-        );
-        self.keys(&["Enter"]);
-    }
-
-    /// Plain Screen D (a preserved session about to be resumed): passed
-    /// with Enter.
-    fn pass_screen_d(&self, count: usize) {
-        self.wait_for(
-            "Press Enter to resume, or type b and Enter to go back",
-            count,
-        );
-        self.keys(&["Enter"]);
-    }
-
-    /// Resizes the terminal, as an operator dragging its window would.
-    fn resize(&self, columns: u16, rows: u16) {
-        let status = Command::new("tmux")
-            .args(["resize-window", "-t", &self.name])
-            .args(["-x", &columns.to_string(), "-y", &rows.to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    fn type_line(&self, line: &str) {
-        let status = Command::new("tmux")
-            .args(["send-keys", "-t", &self.name, line, "Enter"])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-}
-
-impl Drop for Terminal {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.name])
-            .status();
-    }
-}
 
 /// A workspace with the default policy, for `launch -w NAME` (which
 /// refuses a workspace that does not exist).
@@ -536,10 +395,7 @@ fn a_small_terminal_gets_the_plain_screens() {
     let host = support::host_repo(scratch.path());
     record_talker(&home, "small", &host);
     let term = Terminal::start_as(&home, "attach small", "xterm-256color");
-    Command::new("tmux")
-        .args(["resize-window", "-t", &term.name, "-x", "70", "-y", "20"])
-        .status()
-        .unwrap();
+    term.resize(70, 20);
     term.wait_for("Ctrl-P Ctrl-Q", 1);
     term.type_line("hi");
     term.pass_screen_a(1);

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod private_engine;
+pub mod terminal;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

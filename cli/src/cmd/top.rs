@@ -439,7 +439,10 @@ async fn overview(
                 Err(_) => String::new(),
             };
             surface = Some(Surface::enter()?);
-            terminal.clear()?;
+            // A new terminal draws everything anew. (`Terminal::clear` would
+            // ask the terminal where its cursor is, and the answer would go
+            // to the keyboard's reader instead.)
+            terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
             nudge.notify_one();
         }
     }
@@ -575,7 +578,12 @@ async fn log_lines(store: &Store, name: &str) -> Result<Vec<String>> {
     while let Some(chunk) = chunks.next().await {
         log.extend(chunk?);
     }
-    Ok(output::plain_lines(&log))
+    let mut lines = output::plain_lines(&log);
+    // The log ends with a line's end: no empty last line.
+    while lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    Ok(lines)
 }
 
 /// Runs an action's command with this keyboard; what it did, for the footer.
@@ -729,10 +737,10 @@ fn draw(frame: &mut ratatui::Frame, state: &Overview) {
             });
             let widths = [
                 Constraint::Max(24),
-                Constraint::Max(28),
+                Constraint::Max(24),
                 Constraint::Length(9),
                 Constraint::Length(9),
-                Constraint::Max(28),
+                Constraint::Max(20),
                 Constraint::Length(5),
                 Constraint::Length(6),
                 Constraint::Length(4),

@@ -1,0 +1,177 @@
+//! `jackin top` in a real terminal (tmux), and its plain lines when stdout
+//! is not one, against the real engine: three agents (one printing, one
+//! silent after printing, one kept) show `working`, `needs you` and `kept`;
+//! `/` filters, `k` keeps, Enter attaches and detaching comes back.
+//!
+//! The workspace's threshold is short (3 s); every wait is generous, and
+//! nothing asserts how soon a thing happens (S1).
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use support::terminal::Terminal;
+use support::{Home, busybox_image, ensure_busybox, eventually};
+
+/// A workspace whose quiet agents need you after 3 s.
+fn workspace(home: &Home) {
+    home.apply(
+        "desk",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: desk}\nspec:\n  \
+         needsYouAfter: 3s\n",
+    );
+}
+
+/// An instance of the workspace running `script`.
+fn agent(home: &Home, name: &str, script: &str) {
+    home.apply(
+        name,
+        &format!(
+            "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: {name}}}\nspec:\n  \
+             workspace: desk\n  role: {{name: tester}}\n  agent: shell\n  image: {}\n  \
+             command: [sh, -c, {}]\n",
+            busybox_image(),
+            serde_json::to_string(script).unwrap()
+        ),
+    );
+}
+
+/// The three agents: `chatty` prints every second, `asker` printed a
+/// question and waits, `parked` is kept.
+fn three_agents(home: &Home) {
+    ensure_busybox();
+    workspace(home);
+    agent(home, "chatty", "while true; do echo tick; sleep 1; done");
+    agent(home, "asker", "echo 'Proceed? [y/n]'; read answer; sleep 3600");
+    agent(home, "parked", "echo parked; sleep 3600");
+    home.ok(&["set-phase", "parked", "kept"]);
+}
+
+/// The screen's line for instance `name` (its row starts with it, after
+/// the selection mark).
+fn row(screen: &str, name: &str) -> Option<String> {
+    screen
+        .lines()
+        .find(|l| l.trim_start_matches(['▸', ' ']).starts_with(&format!("{name} ")))
+        .map(str::to_owned)
+}
+
+/// Waits until `name`'s row holds `text`.
+fn wait_row(term: &Terminal, name: &str, text: &str) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while Instant::now() < deadline {
+        if row(&term.screen(), name).is_some_and(|r| r.contains(text)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    panic!(
+        "the row of {name} never showed {text:?}; the screen:\n{}",
+        term.screen()
+    );
+}
+
+#[test]
+fn the_overview_shows_attention_filters_keeps_and_attaches() {
+    let home = Home::new();
+    three_agents(&home);
+    let term = Terminal::start_as(&home, "top --no-bell", "xterm");
+    // Wide enough for every column and the agent's line.
+    term.resize(200, 40);
+    term.wait_for("ATTENTION", 1);
+    wait_row(&term, "chatty", "working");
+    wait_row(&term, "asker", "needs you");
+    wait_row(&term, "parked", "kept");
+    // The last line the agent printed, and its workspace, role and agent.
+    wait_row(&term, "asker", "Proceed? [y/n]");
+    let screen = term.screen();
+    assert!(
+        row(&screen, "chatty").unwrap().contains("desk/tester/shell"),
+        "{screen}"
+    );
+    // Filter down to chatty: the others are not shown.
+    term.keys(&["/"]);
+    term.keys(&["-l", "chatty"]);
+    term.keys(&["Enter"]);
+    eventually(Duration::from_secs(30), "only chatty shown", || {
+        let screen = term.screen();
+        row(&screen, "chatty").is_some() && row(&screen, "asker").is_none()
+    });
+    // k keeps the selected one: the only one shown.
+    term.keys(&["k"]);
+    wait_row(&term, "chatty", "Kept");
+    wait_row(&term, "chatty", "kept");
+    assert_eq!(home.object("chatty")["status"]["phase"], "Kept");
+    // Esc clears the filter; then pick asker and attach.
+    term.keys(&["Escape"]);
+    wait_row(&term, "asker", "needs you");
+    term.keys(&["/"]);
+    term.keys(&["-l", "asker"]);
+    term.keys(&["Enter"]);
+    eventually(Duration::from_secs(30), "only asker shown", || {
+        let screen = term.screen();
+        row(&screen, "asker").is_some() && row(&screen, "parked").is_none()
+    });
+    term.keys(&["Enter"]);
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.keys(&["C-p", "C-q"]);
+    // Back in the overview, the instance still running.
+    eventually(Duration::from_secs(30), "the overview again", || {
+        let screen = term.screen();
+        screen.contains("ATTENTION") && row(&screen, "asker").is_some()
+    });
+    assert_eq!(home.object("asker")["status"]["phase"], "Running");
+    term.keys(&["q"]);
+}
+
+#[test]
+fn with_no_terminal_the_same_rows_come_out_as_plain_lines() {
+    let home = Home::new();
+    three_agents(&home);
+    let mut child = home
+        .command(&["top"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let wanted = [("chatty", "working"), ("asker", "needs you"), ("parked", "kept")];
+    for line in lines {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        let shown = |name: &str, attention: &str| {
+            seen.iter()
+                .any(|l| l.starts_with(&format!("{name} ")) && l.ends_with(attention))
+        };
+        if wanted.iter().all(|(name, attention)| shown(name, attention))
+            || Instant::now() > deadline
+        {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    // The header of `get -o wide`, with ATTENTION last; plain text.
+    let header = &seen[0];
+    assert!(header.starts_with("NAME "), "{seen:#?}");
+    assert!(header.contains(" IDLE-CLEANUP "), "{seen:#?}");
+    assert!(header.ends_with(" ATTENTION"), "{seen:#?}");
+    for (name, attention) in wanted {
+        assert!(
+            seen.iter()
+                .any(|l| l.starts_with(&format!("{name} ")) && l.ends_with(attention)),
+            "{name} never showed {attention}: {seen:#?}"
+        );
+    }
+    assert!(
+        !seen.iter().any(|l| l.contains('\u{1b}')),
+        "escape sequences in plain output: {seen:#?}"
+    );
+    // `get -o wide` shows the same column.
+    let wide = home.ok(&["get", "-o", "wide"]);
+    assert!(wide.lines().next().unwrap().ends_with("ATTENTION"), "{wide}");
+}
