@@ -8,9 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use support::terminal::Terminal;
-use support::{
-    Home, RoleRepo, condition, ensure_busybox, eventually, git, instance_yaml_with,
-};
+use support::{Home, RoleRepo, condition, ensure_busybox, eventually, git, instance_yaml_with};
 
 /// A workspace with the default policy, for `launch -w NAME` (which
 /// refuses a workspace that does not exist).

@@ -1,7 +1,9 @@
 //! `jackin top` in a real terminal (tmux), and its plain lines when stdout
 //! is not one, against the real engine: three agents (one printing, one
 //! silent after printing, one kept) show `working`, `needs you` and `kept`;
-//! `/` filters, `k` keeps, Enter attaches and detaching comes back.
+//! `/` filters, `k` keeps, Enter attaches and detaching comes back. And the
+//! controller's notifications: a workspace's `notify` command is told
+//! `needs-you` and `ended` once each, in its environment only.
 //!
 //! The workspace's threshold is short (3 s); every wait is generous, and
 //! nothing asserts how soon a thing happens (S1).
@@ -13,7 +15,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use support::terminal::Terminal;
-use support::{Home, busybox_image, ensure_busybox, eventually};
+use support::{Controller, Home, busybox_image, ensure_busybox, eventually};
 
 /// A workspace whose quiet agents need you after 3 s.
 fn workspace(home: &Home) {
@@ -44,7 +46,11 @@ fn three_agents(home: &Home) {
     ensure_busybox();
     workspace(home);
     agent(home, "chatty", "while true; do echo tick; sleep 1; done");
-    agent(home, "asker", "echo 'Proceed? [y/n]'; read answer; sleep 3600");
+    agent(
+        home,
+        "asker",
+        "echo 'Proceed? [y/n]'; read answer; sleep 3600",
+    );
     agent(home, "parked", "echo parked; sleep 3600");
     home.ok(&["set-phase", "parked", "kept"]);
 }
@@ -54,7 +60,10 @@ fn three_agents(home: &Home) {
 fn row(screen: &str, name: &str) -> Option<String> {
     screen
         .lines()
-        .find(|l| l.trim_start_matches(['▸', ' ']).starts_with(&format!("{name} ")))
+        .find(|l| {
+            l.trim_start_matches(['▸', ' '])
+                .starts_with(&format!("{name} "))
+        })
         .map(str::to_owned)
 }
 
@@ -88,7 +97,9 @@ fn the_overview_shows_attention_filters_keeps_and_attaches() {
     wait_row(&term, "asker", "Proceed? [y/n]");
     let screen = term.screen();
     assert!(
-        row(&screen, "chatty").unwrap().contains("desk/tester/shell"),
+        row(&screen, "chatty")
+            .unwrap()
+            .contains("desk/tester/shell"),
         "{screen}"
     );
     // Filter down to chatty: the others are not shown.
@@ -139,7 +150,11 @@ fn with_no_terminal_the_same_rows_come_out_as_plain_lines() {
     let lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(90);
-    let wanted = [("chatty", "working"), ("asker", "needs you"), ("parked", "kept")];
+    let wanted = [
+        ("chatty", "working"),
+        ("asker", "needs you"),
+        ("parked", "kept"),
+    ];
     for line in lines {
         let line = line.unwrap();
         seen.push(line.clone());
@@ -147,7 +162,9 @@ fn with_no_terminal_the_same_rows_come_out_as_plain_lines() {
             seen.iter()
                 .any(|l| l.starts_with(&format!("{name} ")) && l.ends_with(attention))
         };
-        if wanted.iter().all(|(name, attention)| shown(name, attention))
+        if wanted
+            .iter()
+            .all(|(name, attention)| shown(name, attention))
             || Instant::now() > deadline
         {
             break;
@@ -173,5 +190,69 @@ fn with_no_terminal_the_same_rows_come_out_as_plain_lines() {
     );
     // `get -o wide` shows the same column.
     let wide = home.ok(&["get", "-o", "wide"]);
-    assert!(wide.lines().next().unwrap().ends_with("ATTENTION"), "{wide}");
+    assert!(
+        wide.lines().next().unwrap().ends_with("ATTENTION"),
+        "{wide}"
+    );
+}
+
+/// The notify command: appends the event to `told`, and everything it was
+/// given (argv and environment) to `given`.
+const NOTIFY_SCRIPT: &str = "#!/bin/sh\n\
+    { printf 'argv:'; printf ' %s' \"$@\"; printf '\\n'; env; echo ---; } >> \"$0.given\"\n\
+    echo \"$JACKIN_EVENT $JACKIN_INSTANCE $JACKIN_WORKSPACE\" >> \"$0.told\"\n";
+
+#[test]
+fn notify_is_told_needs_you_and_ended_once_each_and_nothing_the_agent_printed() {
+    ensure_busybox();
+    let home = Home::new();
+    let script = home.path().join("notify");
+    std::fs::write(&script, NOTIFY_SCRIPT).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let told = home.path().join("notify.told");
+    let given = home.path().join("notify.given");
+    let pwned = home.path().join("pwned");
+    home.apply(
+        "desk",
+        &format!(
+            "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: desk}}\nspec:\n  \
+             exitPolicy: keep\n  needsYouAfter: 3s\n  notify: {{command: [{}, operator-arg], minInterval: 1h}}\n",
+            script.display()
+        ),
+    );
+    // A hostile last line: a title escape, a command substitution aimed at
+    // the host, then quiet; then the agent ends on its own.
+    let hostile = format!(
+        "printf 'Proceed? \\033]0;owned\\007 $(touch {})\\n'; sleep 15; exit 0",
+        pwned.display()
+    );
+    agent(&home, "hostile", &hostile);
+    let _controller = Controller::start(&home, &[]);
+    eventually(
+        Duration::from_secs(120),
+        "notify told needs-you, then ended",
+        || std::fs::read_to_string(&told).is_ok_and(|t| t.lines().count() >= 2),
+    );
+    eventually(Duration::from_secs(60), "the session kept", || {
+        home.object("hostile")["status"]["phase"] == "Kept"
+    });
+    // Two more looks at least (every second at this threshold): nothing more.
+    std::thread::sleep(Duration::from_secs(3));
+    let lines: Vec<String> = std::fs::read_to_string(&told)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(lines, ["needs-you hostile desk", "ended hostile desk"]);
+    let given = std::fs::read_to_string(&given).unwrap();
+    assert!(given.contains("argv: operator-arg\n"), "{given}");
+    for printed in ["Proceed", "owned", "touch", "\u{1b}", "\u{7}"] {
+        assert!(
+            !given.contains(printed),
+            "{printed:?} reached notify:\n{given}"
+        );
+    }
+    assert!(!pwned.exists(), "the agent's text ran on the host");
+    let described = home.ok(&["describe", "hostile"]);
+    assert!(described.contains("Notify"), "{described}");
 }

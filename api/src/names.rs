@@ -216,6 +216,8 @@ pub mod reason {
     pub const IDLE_HOOK: &str = "IdleHook";
     pub const IDLE_HOOKS: &str = "IdleHooks";
     pub const RESTART_FAILED: &str = "RestartFailed";
+    /// The workspace's notify command ran for an event (an event).
+    pub const NOTIFY: &str = "Notify";
     // A discard: what of the checkouts' unfinished work was saved (an
     // event), and (Ready) a save that failed, so nothing was deleted.
     pub const DISCARD_SAVED: &str = "DiscardSaved";

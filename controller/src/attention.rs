@@ -159,8 +159,7 @@ pub async fn look(
                             last_output: look.last_output,
                             moved: look.moved,
                         };
-                        look.attention =
-                            attention::decide(&observed, Timestamp::now(), threshold);
+                        look.attention = attention::decide(&observed, Timestamp::now(), threshold);
                         look
                     })
                     .unwrap_or_default(),
@@ -224,6 +223,5 @@ fn cpu_share(
 ) -> Option<f64> {
     let (before, after) = (before?, after?);
     let elapsed = to.duration_since(from).as_secs_f64();
-    (elapsed > 0.0)
-        .then(|| after.cpu_nanos.saturating_sub(before.cpu_nanos) as f64 / 1e9 / elapsed)
+    (elapsed > 0.0).then(|| after.cpu_nanos.saturating_sub(before.cpu_nanos) as f64 / 1e9 / elapsed)
 }

@@ -18,6 +18,7 @@ mod fault;
 pub mod idle;
 pub mod keep_cap;
 pub mod new_session;
+pub mod notify;
 pub mod objects;
 pub mod queue;
 pub mod reconcile;

@@ -264,6 +264,9 @@ pub async fn run(reconciler: Reconciler, options: Options, shutdown: impl Future
         shared.reconciler.clone(),
         move |name| idle_shared.changed(name),
     )));
+    watches.push(tokio::spawn(crate::notify::watch(
+        shared.reconciler.clone(),
+    )));
     let workers = tokio::spawn(work(shared.clone()));
     shutdown.await;
     tracing::info!("shutting down: waiting for running reconciles");

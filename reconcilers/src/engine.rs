@@ -1157,10 +1157,7 @@ impl EngineCalls for DockerCalls {
                 .flat_map(|n| [n.rx_bytes, n.tx_bytes])
                 .flatten()
                 .fold(0u64, u64::saturating_add);
-            let memory = stats
-                .memory_stats
-                .and_then(|m| m.usage)
-                .unwrap_or_default();
+            let memory = stats.memory_stats.and_then(|m| m.usage).unwrap_or_default();
             Ok(Some(Usage {
                 cpu_nanos,
                 disk_written,

@@ -6,8 +6,8 @@
 
 pub mod act;
 pub mod addresses;
-pub mod attention;
 pub mod assess;
+pub mod attention;
 pub mod credentials;
 pub mod decide;
 pub mod digest;

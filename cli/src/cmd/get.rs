@@ -297,8 +297,7 @@ pub async fn watch(
         if format == Format::Name {
             text = names("instance", changed.iter().map(|o| &o.metadata.name));
         } else if first || !changed.is_empty() {
-            let table =
-                output::instance_table(&changed, wide, now, attention.then_some(&looks));
+            let table = output::instance_table(&changed, wide, now, attention.then_some(&looks));
             // The header once; each change is a row of the same columns.
             let rows = if first {
                 table.as_str()

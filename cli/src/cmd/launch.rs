@@ -288,7 +288,13 @@ pub async fn start(args: &LaunchArgs) -> Result<()> {
         check_name(name)?;
     }
     let mut keyboard = Keyboard::start();
-    run(open_store_to_change()?, connect().await?, args, &mut keyboard).await
+    run(
+        open_store_to_change()?,
+        connect().await?,
+        args,
+        &mut keyboard,
+    )
+    .await
 }
 
 /// Launches (workspace, role, agent) as `args` say, reading the operator's

@@ -140,17 +140,17 @@ async fn assess(store: &Store, objects: &[Instance]) -> HashMap<String, String> 
         .collect();
     // Owned: a stream of borrowed items cannot run in a spawned task.
     futures::stream::iter(isolated)
-    .map(|obj| async move {
-        let container = obj.container_name().unwrap_or_default();
-        let mounts = assess_checkouts(store.layout(), container).await.ok()?;
-        let mut assessed = obj;
-        assessed.status.get_or_insert_default().mounts = mounts;
-        Some((assessed.metadata.name.clone(), launch::summary(&assessed)))
-    })
-    .buffer_unordered(ASSESS_CONCURRENCY)
-    .filter_map(|found| async move { found })
-    .collect()
-    .await
+        .map(|obj| async move {
+            let container = obj.container_name().unwrap_or_default();
+            let mounts = assess_checkouts(store.layout(), container).await.ok()?;
+            let mut assessed = obj;
+            assessed.status.get_or_insert_default().mounts = mounts;
+            Some((assessed.metadata.name.clone(), launch::summary(&assessed)))
+        })
+        .buffer_unordered(ASSESS_CONCURRENCY)
+        .filter_map(|found| async move { found })
+        .collect()
+        .await
 }
 
 /// The orders rows can be sorted in, `s` going to the next.
@@ -226,7 +226,11 @@ fn shown(obj: &Instance, picture: &Picture, now: Timestamp) -> Shown {
         ),
         obj.phase().map_or("-".into(), |p| p.to_string()),
         look.attention.map_or("-".into(), |a| a.to_string()),
-        picture.work.get(&name).cloned().unwrap_or_else(|| "-".into()),
+        picture
+            .work
+            .get(&name)
+            .cloned()
+            .unwrap_or_else(|| "-".into()),
         look.cpu_share
             .map_or("-".into(), |share| format!("{:.0}%", share * 100.0)),
         look.memory()
@@ -525,12 +529,8 @@ async fn on_key(state: &mut Overview, key: Key, store: &Store) -> Result<Option<
         (Key::Char('n'), _) => Some(Step::Act(Action::Launch)),
         (Key::Enter, Some(name)) => Some(Step::Act(Action::Attach(name))),
         (Key::Char('k'), Some(name)) => Some(Step::Act(Action::Phase(name, DesiredPhase::Kept))),
-        (Key::Char('r'), Some(name)) => {
-            Some(Step::Act(Action::Phase(name, DesiredPhase::Running)))
-        }
-        (Key::Char('p'), Some(name)) => {
-            Some(Step::Act(Action::Phase(name, DesiredPhase::Purged)))
-        }
+        (Key::Char('r'), Some(name)) => Some(Step::Act(Action::Phase(name, DesiredPhase::Running))),
+        (Key::Char('p'), Some(name)) => Some(Step::Act(Action::Phase(name, DesiredPhase::Purged))),
         (Key::Char('d'), Some(name)) => {
             let text = match describe::instance_text(store, &name).await {
                 Ok(text) => text,
@@ -547,9 +547,9 @@ async fn on_key(state: &mut Overview, key: Key, store: &Store) -> Result<Option<
             None
         }
         (Key::Char('l'), Some(name)) => {
-            let lines = log_lines(store, &name).await.unwrap_or_else(|e| {
-                vec![output::terminal_safe(&format!("error: {e:#}"))]
-            });
+            let lines = log_lines(store, &name)
+                .await
+                .unwrap_or_else(|e| vec![output::terminal_safe(&format!("error: {e:#}"))]);
             let page = crossterm::terminal::size().map_or(20, |(_, h)| h.saturating_sub(4));
             state.view = View::Pager {
                 title: format!("log of {name}"),
@@ -595,8 +595,15 @@ async fn act(store: &Store, action: Action, keyboard: &mut Keyboard) -> Result<S
     };
     match action {
         Action::Attach(name) => {
-            crate::cmd::attach::run(store.clone(), connect().await?, &name, &wait, keyboard, false)
-                .await?;
+            crate::cmd::attach::run(
+                store.clone(),
+                connect().await?,
+                &name,
+                &wait,
+                keyboard,
+                false,
+            )
+            .await?;
             Ok(format!("detached from {name}"))
         }
         Action::Phase(name, phase) => {
@@ -629,7 +636,10 @@ async fn act(store: &Store, action: Action, keyboard: &mut Keyboard) -> Result<S
                 wait,
             };
             launch::run(store.clone(), connect().await?, &args, keyboard).await?;
-            Ok(format!("launched {}/{}/{}", args.workspace, args.role, args.agent))
+            Ok(format!(
+                "launched {}/{}/{}",
+                args.workspace, args.role, args.agent
+            ))
         }
     }
 }
@@ -726,8 +736,8 @@ fn draw(frame: &mut ratatui::Frame, state: &Overview) {
             frame.render_widget(Paragraph::new(shown), text);
         }
         View::Table => {
-            let header = Row::new(HEADER.map(Cell::from))
-                .style(Style::new().add_modifier(Modifier::BOLD));
+            let header =
+                Row::new(HEADER.map(Cell::from)).style(Style::new().add_modifier(Modifier::BOLD));
             let rows = state.rows.iter().map(|row| {
                 let style = match row.attention {
                     Some(Attention::NeedsYou) => Style::new().add_modifier(Modifier::BOLD),

@@ -1,0 +1,337 @@
+//! Notifications: the operator's `Workspace.spec.notify` command, run on
+//! the host when one of the workspace's instances starts to need them,
+//! ends, fails or is discarded. Part of the continuous controller.
+//!
+//! Only instances of workspaces that set `notify` are looked at, with
+//! `attention::look` (one log call per running one, counters every few
+//! looks), often enough to see a quiet agent within a third of its
+//! workspace's threshold; with no such workspace the watch makes no engine
+//! call at all. Transitions are what changed between two looks; at the
+//! first look after the controller starts, an agent that already needs
+//! the operator is told, and how earlier sessions ended is not.
+//!
+//! What the command gets is jackin's own observation and nothing the
+//! agent wrote: its argv is the operator's, as written in the workspace
+//! (run as it is, never through a shell), and the event is in three
+//! variables, `JACKIN_INSTANCE` and `JACKIN_WORKSPACE` (names the operator
+//! chose, validated as DNS labels) and `JACKIN_EVENT` (one of
+//! [`Event::as_str`]). It runs with the controller's environment otherwise,
+//! no input, its output discarded, killed at its timeout; one event of one
+//! instance runs it at most once per `minInterval`.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::time::Duration;
+
+use jackin_api::instance::{Instance, InstancePhase};
+use jackin_api::names::reason;
+use jackin_api::validate;
+use jackin_api::workspace::NotifyPolicy;
+use jackin_reconcilers::attention::{self as decide, Attention};
+use jiff::Timestamp;
+use tokio::time::Instant;
+
+use crate::Reconciler;
+use crate::attention::{self, Look};
+use crate::events;
+
+/// How often the workspaces are read again when none sets `notify`.
+const RESCAN: Duration = Duration::from_secs(30);
+
+/// Every this many looks, the counters are read too.
+const STATS_EVERY_LOOKS: u32 = 5;
+
+/// What the command is told happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// It printed, went quiet, and nobody is attached.
+    NeedsYou,
+    /// The agent ended on its own, with exit code 0.
+    Ended,
+    /// The agent exited non-zero, ran out of memory or was killed, or jackin
+    /// could not bring the session up.
+    Failed,
+    /// The instance is gone (cleaned up by its exit policy, or purged).
+    Discarded,
+}
+
+impl Event {
+    /// `JACKIN_EVENT`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NeedsYou => Attention::NeedsYou.event(),
+            Self::Ended => "ended",
+            Self::Failed => "failed",
+            Self::Discarded => "discarded",
+        }
+    }
+}
+
+/// What the watch remembers of an instance between looks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    pub workspace: String,
+    pub phase: Option<InstancePhase>,
+    pub attention: Option<Attention>,
+    /// The last recorded session end: when, why and with what code.
+    pub session: Option<(Option<Timestamp>, Option<String>, Option<i64>)>,
+}
+
+impl Seen {
+    fn of(obj: &Instance, workspace: &str, look: Option<&Look>) -> Self {
+        let session = obj.status.as_ref().and_then(|s| s.session.as_ref());
+        Self {
+            workspace: workspace.to_owned(),
+            phase: obj.phase(),
+            attention: look.and_then(|l| l.attention),
+            session: session.map(|s| (s.finished_at, s.reason.clone(), s.exit_code)),
+        }
+    }
+}
+
+/// The events between two looks at one instance; `after` is `None` when it
+/// is gone.
+pub fn events(before: &Seen, after: Option<&Seen>) -> Vec<Event> {
+    let Some(after) = after else {
+        return vec![Event::Discarded];
+    };
+    let mut found = Vec::new();
+    if after.attention == Some(Attention::NeedsYou) && before.attention != Some(Attention::NeedsYou)
+    {
+        found.push(Event::NeedsYou);
+    }
+    let failed_phase = |p: Option<InstancePhase>| {
+        matches!(p, Some(InstancePhase::Failed | InstancePhase::Crashed))
+    };
+    let mut failed = failed_phase(after.phase) && !failed_phase(before.phase);
+    // A new session end: how the agent ended, unless jackin stopped it
+    // (a keep, a purge, a restart: `signal:…`), which the operator asked.
+    if let Some((Some(at), why, code)) = &after.session
+        && before.session.as_ref().and_then(|s| s.0) != Some(*at)
+    {
+        match (why.as_deref(), code) {
+            (Some("exited"), Some(0)) => found.push(Event::Ended),
+            (Some("exited" | "oom"), _) => failed = true,
+            (Some("killed"), _) if after.phase != Some(InstancePhase::Kept) => failed = true,
+            _ => {}
+        }
+    }
+    if failed {
+        found.push(Event::Failed);
+    }
+    found
+}
+
+/// Runs until the task is dropped.
+pub async fn watch(reconciler: Reconciler) {
+    // What the last look saw. The first look compares with nothing: every
+    // instance is new to it (see below).
+    let mut seen: HashMap<String, Seen> = HashMap::new();
+    let mut looks: HashMap<String, Look> = HashMap::new();
+    let mut last_run: HashMap<(String, Event), Instant> = HashMap::new();
+    let mut round = 0u32;
+    loop {
+        let store = reconciler.store.clone();
+        let (policies, objects) = jackin_reconcilers::blocking(move || {
+            let policies: HashMap<String, (NotifyPolicy, Duration)> = store
+                .list_workspaces()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|ws| {
+                    let threshold = decide::needs_you_after(Some(&ws.spec));
+                    Some((ws.metadata.name, (ws.spec.notify?, threshold)))
+                })
+                .collect();
+            let objects: Vec<Instance> = match policies.is_empty() {
+                true => Vec::new(),
+                false => store
+                    .list_instances()
+                    .map(|l| l.instances)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|o| {
+                        o.spec
+                            .workspace
+                            .as_deref()
+                            .is_some_and(|ws| policies.contains_key(ws))
+                    })
+                    .collect(),
+            };
+            (policies, objects)
+        })
+        .await;
+        if policies.is_empty() {
+            seen.clear();
+            looks.clear();
+            tokio::time::sleep(RESCAN).await;
+            continue;
+        }
+        let stats = round.is_multiple_of(STATS_EVERY_LOOKS);
+        round = round.wrapping_add(1);
+        looks = attention::look(&reconciler, &objects, stats, &looks).await;
+        let now: HashMap<String, Seen> = objects
+            .iter()
+            .map(|obj| {
+                let name = obj.metadata.name.clone();
+                let workspace = obj.spec.workspace.clone().unwrap_or_default();
+                let found = Seen::of(obj, &workspace, looks.get(&name));
+                (name, found)
+            })
+            .collect();
+        // What happened since the last look.
+        let mut told: Vec<(&String, &Seen, Event)> = Vec::new();
+        for (name, was) in &seen {
+            told.extend(
+                events(was, now.get(name))
+                    .into_iter()
+                    .map(|e| (name, was, e)),
+            );
+        }
+        // A new instance (each one, at the first look) is compared with
+        // itself needing nothing: one that already needs you is told at
+        // once; how earlier sessions ended is not told again.
+        for (name, is) in now.iter().filter(|(name, _)| !seen.contains_key(*name)) {
+            let blank = Seen {
+                attention: None,
+                ..is.clone()
+            };
+            told.extend(events(&blank, Some(is)).into_iter().map(|e| (name, is, e)));
+        }
+        for (name, seen_as, event) in told {
+            let Some((policy, _)) = policies.get(&seen_as.workspace) else {
+                continue;
+            };
+            let interval = validate::duration(&policy.min_interval).unwrap_or_default();
+            let key = (name.clone(), event);
+            if last_run.get(&key).is_some_and(|at| at.elapsed() < interval) {
+                tracing::debug!(
+                    instance = name,
+                    event = event.as_str(),
+                    "notify: rate-limited"
+                );
+                continue;
+            }
+            last_run.insert(key, Instant::now());
+            let unit = objects
+                .iter()
+                .find(|o| &o.metadata.name == name)
+                .and_then(|o| o.container_name().map(str::to_owned));
+            tokio::spawn(run(
+                reconciler.clone(),
+                policy.clone(),
+                name.clone(),
+                seen_as.workspace.clone(),
+                event,
+                unit,
+            ));
+        }
+        last_run.retain(|(name, _), _| now.contains_key(name));
+        seen = now;
+        // Often enough to see a quiet agent within a third of the shortest
+        // threshold.
+        let every = policies
+            .values()
+            .map(|(_, threshold)| *threshold / 3)
+            .min()
+            .unwrap_or(RESCAN)
+            .clamp(Duration::from_secs(1), Duration::from_secs(10));
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// Runs the operator's command for one event, and records how it went in
+/// the instance's events (when it still has a unit) and the log.
+async fn run(
+    reconciler: Reconciler,
+    policy: NotifyPolicy,
+    instance: String,
+    workspace: String,
+    event: Event,
+    unit: Option<String>,
+) {
+    let Some((program, args)) = policy.command.split_first() else {
+        return;
+    };
+    let timeout = validate::duration(&policy.timeout).unwrap_or(Duration::from_secs(10));
+    let child = tokio::process::Command::new(program)
+        .args(args)
+        .env("JACKIN_INSTANCE", &instance)
+        .env("JACKIN_EVENT", event.as_str())
+        .env("JACKIN_WORKSPACE", &workspace)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn();
+    let outcome = match child {
+        Err(e) => format!("could not run: {e}"),
+        Ok(mut child) => match tokio::time::timeout(timeout, child.wait()).await {
+            Ok(Ok(status)) if status.success() => "exited 0".to_owned(),
+            Ok(Ok(status)) => format!("ended: {status}"),
+            Ok(Err(e)) => format!("could not be waited for: {e}"),
+            Err(_) => {
+                let _ = child.kill().await;
+                format!("did not end within {}s and was killed", timeout.as_secs())
+            }
+        },
+    };
+    let message = format!("notify `{program}` of {}: {outcome}", event.as_str());
+    tracing::info!(instance, "{message}");
+    if let Some(unit) = unit {
+        events::record(reconciler.store.layout(), &unit, reason::NOTIFY, &message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(
+        phase: InstancePhase,
+        attention: Option<Attention>,
+        session: Option<(i64, &str, i64)>,
+    ) -> Seen {
+        Seen {
+            workspace: "desk".into(),
+            phase: Some(phase),
+            attention,
+            session: session.map(|(at, why, code)| {
+                (
+                    Some(Timestamp::from_second(1_700_000_000 + at).unwrap()),
+                    Some(why.to_owned()),
+                    Some(code),
+                )
+            }),
+        }
+    }
+
+    #[test]
+    fn transitions_are_the_events() {
+        use InstancePhase::{Crashed, Kept, Running};
+        let working = seen(Running, Some(Attention::Working), None);
+        // Quiet long enough: once, on entering.
+        let asking = seen(Running, Some(Attention::NeedsYou), None);
+        assert_eq!(events(&working, Some(&asking)), [Event::NeedsYou]);
+        assert_eq!(events(&asking, Some(&asking)), []);
+        // The agent exits 0 and the session is kept by the policy.
+        let ended = seen(Kept, Some(Attention::Kept), Some((10, "exited", 0)));
+        assert_eq!(events(&asking, Some(&ended)), [Event::Ended]);
+        assert_eq!(events(&ended, Some(&ended)), []);
+        // Non-zero, or out of memory: failed.
+        let crashed = seen(Crashed, Some(Attention::Failed), Some((10, "exited", 3)));
+        assert_eq!(events(&working, Some(&crashed)), [Event::Failed]);
+        let oom = seen(Kept, Some(Attention::Kept), Some((10, "oom", 137)));
+        assert_eq!(events(&working, Some(&oom)), [Event::Failed]);
+        // jackin could not bring it up.
+        let failed = seen(InstancePhase::Failed, Some(Attention::Failed), None);
+        assert_eq!(events(&working, Some(&failed)), [Event::Failed]);
+        // Kept by the operator: stopped by a signal, nothing to tell.
+        let kept = seen(Kept, Some(Attention::Kept), Some((10, "signal:TERM", 143)));
+        assert_eq!(events(&working, Some(&kept)), []);
+        let killed_to_keep = seen(Kept, Some(Attention::Kept), Some((10, "killed", 137)));
+        assert_eq!(events(&working, Some(&killed_to_keep)), []);
+        // Gone.
+        assert_eq!(events(&ended, None), [Event::Discarded]);
+        assert_eq!(Event::NeedsYou.as_str(), "needs-you");
+    }
+}
