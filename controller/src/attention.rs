@@ -11,6 +11,7 @@
 //! from their phase with no call at all.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use futures::StreamExt;
 use jackin_api::instance::{Instance, InstancePhase};
@@ -25,8 +26,17 @@ use jiff::Timestamp;
 use crate::Reconciler;
 use crate::reconcile::engine_name;
 
+/// How often a live view (`jackin top`, its plain lines) looks again with
+/// `running` instances running: every 2 s, or with many, 10 ms for each, so
+/// that the engine answers at most about 100 log calls a second for it
+/// (500 running: a look every 5 s).
+pub fn look_every(running: usize) -> Duration {
+    let each = Duration::from_millis(10) * u32::try_from(running).unwrap_or(u32::MAX);
+    each.max(Duration::from_secs(2))
+}
+
 /// Engine calls in flight at once during a look.
-pub const CONCURRENCY: usize = 16;
+pub const CONCURRENCY: usize = 32;
 
 /// What a look found of one instance.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -267,6 +267,10 @@ pub async fn watch(
             .filter(|o| selector.is_none_or(|s| s.matches(&o.metadata.labels)))
             .filter(|o| only.is_none_or(|name| o.metadata.name == name))
             .collect();
+        let running = objects
+            .iter()
+            .filter(|o| o.phase() == Some(jackin_api::instance::InstancePhase::Running))
+            .count();
         if attention {
             let stats = round.is_multiple_of(STATS_EVERY_LOOKS);
             looks = jackin_controller::attention::look(&reconciler, &objects, stats, &looks).await;
@@ -313,6 +317,12 @@ pub async fn watch(
         stdout.flush()?;
         seen = current;
         first = false;
-        tokio::time::sleep(WATCH_EVERY).await;
+        // With attention, each look calls the engine for every running
+        // instance: as often as a live view may.
+        tokio::time::sleep(match attention {
+            true => jackin_controller::attention::look_every(running),
+            false => WATCH_EVERY,
+        })
+        .await;
     }
 }

@@ -4,8 +4,9 @@
 //!
 //! A task of its own keeps the picture: it lists the instances from the
 //! store and looks at the running ones (`controller::attention`), again
-//! at once when an engine event or an action says something changed and
-//! every [`LOOK_EVERY`] regardless; every [`STATS_EVERY_LOOKS`]th look also
+//! at once when an engine event or an action says something changed (at
+//! most once a [`LOOK_GAP`]) and regardless as often as
+//! [`attention::look_every`] says; every [`STATS_EVERY_LOOKS`]th look also
 //! reads the containers' counters (CPU, memory) and assesses the isolated
 //! checkouts. The screen only draws the last picture, so no engine call
 //! ever holds up a key. An action (attach, keep, resume, purge, launch)
@@ -47,8 +48,9 @@ use crate::output;
 use crate::screens::{self, Answer, Key, Kind, Screen};
 use crate::terminal::{Keyboard, Surface};
 
-/// How often the instances are looked at when nothing else says to.
-const LOOK_EVERY: Duration = Duration::from_secs(2);
+/// The least time between two looks, whatever asks for them (a burst of
+/// engine events is one look).
+const LOOK_GAP: Duration = Duration::from_secs(1);
 
 /// Every this many looks, the counters are read and the checkouts assessed.
 const STATS_EVERY_LOOKS: u32 = 5;
@@ -97,6 +99,7 @@ async fn keep_picture(store: Store, tx: watch::Sender<Arc<Picture>>, nudge: Arc<
     let mut work = HashMap::new();
     let mut round = 0u32;
     loop {
+        let started = tokio::time::Instant::now();
         let listed = {
             let store = store.clone();
             jackin_reconcilers::blocking(move || store.list_instances()).await
@@ -108,6 +111,11 @@ async fn keep_picture(store: Store, tx: watch::Sender<Arc<Picture>>, nudge: Arc<
             work = assess(&store, &objects).await;
         }
         round = round.wrapping_add(1);
+        let running = objects
+            .iter()
+            .filter(|o| o.phase() == Some(jackin_api::instance::InstancePhase::Running))
+            .count();
+        let every = attention::look_every(running);
         let picture = Picture {
             objects,
             looks: looks.clone(),
@@ -116,8 +124,9 @@ async fn keep_picture(store: Store, tx: watch::Sender<Arc<Picture>>, nudge: Arc<
         if tx.send(Arc::new(picture)).is_err() {
             return;
         }
+        tokio::time::sleep_until(started + LOOK_GAP).await;
         tokio::select! {
-            () = tokio::time::sleep(LOOK_EVERY) => {}
+            () = tokio::time::sleep_until(started + every) => {}
             () = nudge.notified() => {}
             event = events.next() => {
                 if event.is_none() {
