@@ -311,9 +311,9 @@ impl Overview {
                 ))
             }),
             Sort::Name => rows.sort_by(|a, b| a.name.cmp(&b.name)),
-            Sort::Age => rows.sort_by(|a, b| b.created.cmp(&a.created)),
+            Sort::Age => rows.sort_by_key(|r| std::cmp::Reverse(r.created)),
             Sort::Cpu => rows.sort_by(|a, b| b.cpu.total_cmp(&a.cpu)),
-            Sort::LastUse => rows.sort_by(|a, b| b.used.cmp(&a.used)),
+            Sort::LastUse => rows.sort_by_key(|r| std::cmp::Reverse(r.used)),
         }
         let now_attention: HashMap<String, Option<Attention>> = picture
             .objects
@@ -447,10 +447,7 @@ async fn overview(
                 );
                 let _ = keyboard.line().await;
             }
-            state.message = match done {
-                Ok(message) => message,
-                Err(_) => String::new(),
-            };
+            state.message = done.unwrap_or_default();
             surface = Some(Surface::enter()?);
             // A new terminal draws everything anew. (`Terminal::clear` would
             // ask the terminal where its cursor is, and the answer would go
