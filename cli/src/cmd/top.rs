@@ -325,11 +325,7 @@ impl Overview {
             })
             .collect();
         if let Some(before) = &self.attention {
-            let newly = now_attention.iter().any(|(name, now)| {
-                *now == Some(Attention::NeedsYou)
-                    && before.get(name).copied().flatten() != Some(Attention::NeedsYou)
-            });
-            if newly && bell {
+            if bell && starts_to_need_you(before, &now_attention) {
                 let mut stdout = std::io::stdout();
                 let _ = stdout.write_all(b"\x07");
                 let _ = stdout.flush();
@@ -363,6 +359,18 @@ impl Overview {
         let at = at.clamp(0, self.rows.len() as isize - 1) as usize;
         self.selected = Some(self.rows[at].name.clone());
     }
+}
+
+/// Whether an instance needs you now that did not in the picture before
+/// (a new one that needs you at once included): what rings the bell.
+fn starts_to_need_you(
+    before: &HashMap<String, Option<Attention>>,
+    now: &HashMap<String, Option<Attention>>,
+) -> bool {
+    now.iter().any(|(name, now)| {
+        *now == Some(Attention::NeedsYou)
+            && before.get(name).copied().flatten() != Some(Attention::NeedsYou)
+    })
 }
 
 const HELP: &str = "\
@@ -791,4 +799,28 @@ fn draw(frame: &mut ratatui::Frame, state: &Overview) {
         }
     };
     frame.render_widget(Paragraph::new(output::terminal_safe(&hint)), footer);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bell_rings_when_an_instance_starts_to_need_you_and_only_then() {
+        let picture = |rows: &[(&str, Option<Attention>)]| -> HashMap<String, Option<Attention>> {
+            rows.iter().map(|(n, a)| ((*n).to_owned(), *a)).collect()
+        };
+        let working = picture(&[("a", Some(Attention::Working)), ("b", None)]);
+        let asking = picture(&[("a", Some(Attention::NeedsYou)), ("b", None)]);
+        assert!(starts_to_need_you(&working, &asking));
+        // Still needing you: no second ring.
+        assert!(!starts_to_need_you(&asking, &asking));
+        assert!(!starts_to_need_you(&asking, &working));
+        // A new instance that needs you at once.
+        let more = picture(&[
+            ("a", Some(Attention::NeedsYou)),
+            ("c", Some(Attention::NeedsYou)),
+        ]);
+        assert!(starts_to_need_you(&asking, &more));
+    }
 }
