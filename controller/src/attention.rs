@@ -35,6 +35,10 @@ pub fn look_every(running: usize) -> Duration {
     each.max(Duration::from_secs(2))
 }
 
+/// How long a look waits for an engine's listing, and for one container's
+/// calls.
+pub const ENGINE_WAIT: Duration = Duration::from_secs(5);
+
 /// Engine calls in flight at once during a look.
 pub const CONCURRENCY: usize = 32;
 
@@ -118,11 +122,18 @@ pub async fn look(
     }
     let mut work = Vec::new();
     for (name, objs) in by_engine {
-        let Ok(connected) = reconciler.engines.get(name.as_deref()).await else {
-            continue;
-        };
-        let engine = connected.engine;
-        let Ok(containers) = engine.list_containers(&[(label::MANAGED, "true")]).await else {
+        // An engine that does not answer costs its instances their
+        // attention, and the look no more than [`ENGINE_WAIT`].
+        let listed = tokio::time::timeout(ENGINE_WAIT, async {
+            let engine = reconciler.engines.get(name.as_deref()).await.ok()?.engine;
+            let containers = engine
+                .list_containers(&[(label::MANAGED, "true")])
+                .await
+                .ok()?;
+            Some((engine, containers))
+        })
+        .await;
+        let Ok(Some((engine, containers))) = listed else {
             continue;
         };
         // Each running container by its instance's uid: a container
@@ -159,8 +170,10 @@ pub async fn look(
             let name = obj.metadata.name.clone();
             let before = previous.get(&name);
             let look = match id {
-                Some(id) => one(&engine, &id, stats, before)
+                Some(id) => tokio::time::timeout(ENGINE_WAIT, one(&engine, &id, stats, before))
                     .await
+                    .map_err(|_| ())
+                    .and_then(|found| found.map_err(drop))
                     .map(|mut look| {
                         let observed = Observed {
                             phase: obj.phase(),
