@@ -324,12 +324,13 @@ impl Overview {
                 (name, attention)
             })
             .collect();
-        if let Some(before) = &self.attention {
-            if bell && starts_to_need_you(before, &now_attention) {
-                let mut stdout = std::io::stdout();
-                let _ = stdout.write_all(b"\x07");
-                let _ = stdout.flush();
-            }
+        if bell
+            && let Some(before) = &self.attention
+            && starts_to_need_you(before, &now_attention)
+        {
+            let mut stdout = std::io::stdout();
+            let _ = stdout.write_all(b"\x07");
+            let _ = stdout.flush();
         }
         // The first picture with looks is the baseline: what already
         // needs you when the overview opens rings nothing.
