@@ -1,7 +1,8 @@
 //! `jackin top` in a real terminal (tmux), and its plain lines when stdout
 //! is not one, against the real engine: three agents (one printing, one
 //! silent after printing, one kept) show `working`, `needs you` and `kept`;
-//! `/` filters, `k` keeps, Enter attaches and detaching comes back. And the
+//! `/` filters, `k` keeps, Enter attaches and detaching comes back, and a
+//! new agent that asks rings the bell. And the
 //! controller's notifications: a workspace's `notify` command is told
 //! `needs-you` and `ended` once each, in its environment only.
 //!
@@ -86,7 +87,7 @@ fn wait_row(term: &Terminal, name: &str, text: &str) {
 fn the_overview_shows_attention_filters_keeps_and_attaches() {
     let home = Home::new();
     three_agents(&home);
-    let term = Terminal::start_as(&home, "top --no-bell", "xterm");
+    let term = Terminal::start_as(&home, "top", "xterm");
     // Wide enough for every column and the agent's line.
     term.resize(200, 40);
     term.wait_for("ATTENTION", 1);
@@ -134,7 +135,13 @@ fn the_overview_shows_attention_filters_keeps_and_attaches() {
         screen.contains("ATTENTION") && row(&screen, "asker").is_some()
     });
     assert_eq!(home.object("asker")["status"]["phase"], "Running");
-    term.keys(&["q"]);
+    // Once asker needs you again (nobody attached), nothing else is due to
+    // ring; then a new agent asks: the bell rings.
+    wait_row(&term, "asker", "needs you");
+    term.forget_bell();
+    assert!(!term.rang());
+    agent(&home, "late", "echo 'Shall I go on?'; sleep 3600");
+    eventually(Duration::from_secs(90), "the bell for late", || term.rang());
 }
 
 #[test]

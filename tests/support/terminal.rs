@@ -48,9 +48,41 @@ impl Terminal {
         Self { name }
     }
 
+    /// The window that runs the command (a test may open another).
+    fn window(&self) -> String {
+        format!("{}:0", self.name)
+    }
+
+    /// Clears the bell flag of the command's window, so that
+    /// [`Terminal::rang`] says whether it rang since: tmux clears it when
+    /// the window is selected from another (an operator switching back).
+    pub fn forget_bell(&self) {
+        let aside = format!("{}:1", self.name);
+        for args in [
+            vec!["new-window", "-d", "-t", &aside, "sleep 600"],
+            vec!["select-window", "-t", &aside],
+            vec!["select-window", "-t", &self.window()],
+            vec!["kill-window", "-t", &aside],
+        ] {
+            let status = Command::new("tmux").args(&args).status().unwrap();
+            assert!(status.success(), "tmux {args:?}");
+        }
+    }
+
+    /// Whether the command rang the terminal bell (tmux flags it with no
+    /// client attached).
+    pub fn rang(&self) -> bool {
+        let out = Command::new("tmux")
+            .args(["display-message", "-p", "-t", &self.window()])
+            .arg("#{window_bell_flag}")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+
     pub fn screen(&self) -> String {
         let out = Command::new("tmux")
-            .args(["capture-pane", "-p", "-S", "-200", "-t", &self.name])
+            .args(["capture-pane", "-p", "-S", "-200", "-t", &self.window()])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -91,7 +123,7 @@ impl Terminal {
     /// Sends tmux key names (`Down`, `Enter`, …).
     pub fn keys(&self, keys: &[&str]) {
         let status = Command::new("tmux")
-            .args(["send-keys", "-t", &self.name])
+            .args(["send-keys", "-t", &self.window()])
             .args(keys)
             .status()
             .unwrap();
@@ -123,7 +155,7 @@ impl Terminal {
     /// Resizes the terminal, as an operator dragging its window would.
     pub fn resize(&self, columns: u16, rows: u16) {
         let status = Command::new("tmux")
-            .args(["resize-window", "-t", &self.name])
+            .args(["resize-window", "-t", &self.window()])
             .args(["-x", &columns.to_string(), "-y", &rows.to_string()])
             .status()
             .unwrap();
@@ -132,7 +164,7 @@ impl Terminal {
 
     pub fn type_line(&self, line: &str) {
         let status = Command::new("tmux")
-            .args(["send-keys", "-t", &self.name, line, "Enter"])
+            .args(["send-keys", "-t", &self.window(), line, "Enter"])
             .status()
             .unwrap();
         assert!(status.success());
