@@ -296,6 +296,10 @@ pub struct ControllerArgs {
     /// (a policy repository's work tree); may be repeated.
     #[arg(long, value_name = "DIR")]
     pub sync: Vec<PathBuf>,
+    /// Serve /metrics (Prometheus text), /healthz and /readyz at this
+    /// address (HOST:PORT, or a port alone for 127.0.0.1); off unless given.
+    #[arg(long, value_name = "ADDR", conflicts_with = "once")]
+    pub metrics_addr: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -16,6 +16,7 @@ pub mod events;
 mod fault;
 pub mod idle;
 pub mod keep_cap;
+pub mod metrics;
 pub mod new_session;
 pub mod objects;
 pub mod queue;
