@@ -18,6 +18,10 @@ pub struct Cli {
     /// How log lines on stderr are written.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Also write jackin's detailed traces to this run's log
+    /// (data/diagnostics/runs/RUN_ID.jsonl under the home).
+    #[arg(long, global = true)]
+    pub debug: bool,
     #[command(subcommand)]
     pub command: Command,
 }

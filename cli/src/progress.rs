@@ -124,6 +124,9 @@ impl Reporter {
                     crate::output::terminal_safe(message)
                 )
             };
+            if let Progress::Step(step) = &event {
+                jackin_controller::run_logs::step(name, step);
+            }
             match (&live, event) {
                 (Some(live), Progress::Step(step)) => live.step(name, line(step)),
                 (Some(live), Progress::Note { stage, message }) => {

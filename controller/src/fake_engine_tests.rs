@@ -1050,7 +1050,13 @@ async fn run_with(reconciler: Reconciler, duration: Duration) {
         sweep: Duration::from_secs(3600),
         ..Default::default()
     };
-    run::run(reconciler, options, Metrics::new(), tokio::time::sleep(duration)).await;
+    run::run(
+        reconciler,
+        options,
+        Metrics::new(),
+        tokio::time::sleep(duration),
+    )
+    .await;
 }
 
 async fn run_for(w: &World, duration: Duration) {

@@ -22,6 +22,7 @@ pub mod objects;
 pub mod queue;
 pub mod reconcile;
 pub mod run;
+pub mod run_logs;
 pub mod session;
 pub mod source;
 pub mod sweep;

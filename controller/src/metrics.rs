@@ -331,7 +331,12 @@ impl Metrics {
     }
 
     fn step_ended(&self, name: &str) {
-        let ended = self.inner.steps.lock().expect("never poisoned").remove(name);
+        let ended = self
+            .inner
+            .steps
+            .lock()
+            .expect("never poisoned")
+            .remove(name);
         if let Some((kind, since)) = ended {
             self.observe_step(kind, since);
         }
@@ -354,7 +359,10 @@ impl Metrics {
         let label = EngineLabel {
             engine: name.to_owned(),
         };
-        self.inner.engine_up.get_or_create(&label).set(i64::from(up));
+        self.inner
+            .engine_up
+            .get_or_create(&label)
+            .set(i64::from(up));
         self.inner
             .engines
             .lock()
@@ -498,7 +506,9 @@ pub async fn bind(addr: &str) -> std::io::Result<tokio::net::TcpListener> {
         Err(_) => addr.parse().map_err(|_| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
-                format!("{addr:?} is not an address: give HOST:PORT (such as 127.0.0.1:9464) or a port"),
+                format!(
+                    "{addr:?} is not an address: give HOST:PORT (such as 127.0.0.1:9464) or a port"
+                ),
             )
         })?,
     };

@@ -203,6 +203,7 @@ impl Shared {
     /// failure schedules the next attempt, unless the loop gave up on it.
     fn record(&self, name: &str, result: &Result<Outcome, ReconcileError>) {
         self.metrics.reconciled(name, result);
+        crate::run_logs::reconciled(name, result);
         let mut backoffs = self.backoffs.lock().expect("backoff lock");
         match result {
             Ok(outcome) => {
@@ -260,7 +261,9 @@ pub async fn run(
         metrics,
     });
     let rows = shared.reconciler.store.rows().unwrap_or_default();
-    shared.metrics.first_pass_of(rows.into_iter().map(|r| r.name));
+    shared
+        .metrics
+        .first_pass_of(rows.into_iter().map(|r| r.name));
     shared.enqueue_all();
     let mut watches = vec![
         tokio::spawn(tick(shared.clone())),

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use jackin_controller::metrics::{self, Metrics};
+use jackin_controller::run_logs;
 use jackin_controller::source::Source;
 use jackin_controller::{Outcome, Progress, Reconciler, run};
 
@@ -24,10 +25,12 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
     reconciler.progress = Arc::new(move |name: &str, event: Progress<'_>| match event {
         Progress::Step(step) if verbose => {
             timer.step_started(name, step.kind());
+            run_logs::step(name, step);
             tracing::info!(instance = name, "{}", step.describe());
         }
         Progress::Step(step) => {
             timer.step_started(name, step.kind());
+            run_logs::step(name, step);
             eprintln!(
                 "{} instance/{name}: {}",
                 jiff::Timestamp::now().strftime("%H:%M:%S"),
@@ -133,13 +136,15 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
                 .await
                 .with_context(|| format!("--metrics-addr {addr}"))?;
             let bound = listener.local_addr()?;
-            eprintln!(
-                "jackin controller: serving http://{bound}/metrics, /healthz and /readyz"
-            );
+            eprintln!("jackin controller: serving http://{bound}/metrics, /healthz and /readyz");
             // Ticks come every store poll: many missed in a row is a loop
             // that is stuck.
             let stale = (options.store_poll * 15).max(std::time::Duration::from_secs(30));
-            Some(tokio::spawn(metrics::serve(listener, metrics.clone(), stale)))
+            Some(tokio::spawn(metrics::serve(
+                listener,
+                metrics.clone(),
+                stale,
+            )))
         }
         None => None,
     };
