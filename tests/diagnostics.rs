@@ -79,11 +79,35 @@ fn a_failing_apply_names_its_run_log_which_names_the_step_and_holds_no_secret() 
     // --debug added jackin's own traces.
     assert!(lines.iter().any(|l| l["target"] != "jackin::run"), "{text}");
 
+    // The sweeps leave the run logs where they are: they are no unit.
+    home.ok(&["prune"]);
+    assert!(log.exists());
+    assert!(!home.path().join("data/.orphaned").exists());
+
     // No secret value anywhere in the run logs.
     for entry in std::fs::read_dir(log.parent().unwrap()).unwrap() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
         assert!(!text.contains(env_canary), "{text}");
         assert!(!text.contains(file_canary), "{text}");
+    }
+}
+
+#[test]
+fn run_logs_are_kept_to_the_count_the_home_sets() {
+    let home = Home::new();
+    std::fs::write(home.path().join("config.yaml"), "runLogs: {keep: 2}\n").unwrap();
+    for _ in 0..4 {
+        home.ok(&["prune"]);
+    }
+    let runs = home.path().join("data/diagnostics/runs");
+    let left: Vec<String> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+    for name in &left {
+        let text = std::fs::read_to_string(runs.join(name)).unwrap();
+        assert!(text.contains("\"command\":\"prune\""), "{text}");
     }
 }
 

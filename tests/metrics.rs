@@ -207,6 +207,11 @@ fn metrics_are_prometheus_text_that_agrees_with_get_and_counts_errors() {
         let shown = phases_of_get(&home);
         assert_eq!(shown.values().sum::<f64>(), 2.0);
         gauges == shown
+            && value(
+                &samples,
+                "jackin_instances_by_attention",
+                ("attention", "kept"),
+            ) == Some(1.0)
     });
     let reason = ("reason", "SecretUnavailable");
     assert_eq!(

@@ -286,9 +286,9 @@ impl Metrics {
         }
     }
 
-    /// A reconcile of `name` ended so.
-    pub fn reconciled(&self, name: &str, result: &Result<Outcome, ReconcileError>) {
-        self.step_ended(name);
+    /// A reconcile of `name` ended so; returns whether it took a step.
+    pub fn reconciled(&self, name: &str, result: &Result<Outcome, ReconcileError>) -> bool {
+        let acted = self.step_ended(name);
         let label = ResultLabel {
             result: match result {
                 Ok(Outcome::Converged { .. }) => "converged",
@@ -315,6 +315,7 @@ impl Metrics {
         {
             self.inner.first_pass.set(1);
         }
+        acted
     }
 
     /// `name` starts a step of `kind`: the step it was in (if any) ends.
@@ -330,7 +331,8 @@ impl Metrics {
         }
     }
 
-    fn step_ended(&self, name: &str) {
+    /// `name`'s reconcile ended: the step it was in (if any) ends too.
+    fn step_ended(&self, name: &str) -> bool {
         let ended = self
             .inner
             .steps
@@ -340,6 +342,7 @@ impl Metrics {
         if let Some((kind, since)) = ended {
             self.observe_step(kind, since);
         }
+        ended.is_some()
     }
 
     fn observe_step(&self, kind: &'static str, since: Instant) {
@@ -454,6 +457,24 @@ impl Metrics {
             false => Err(format!("not ready: {}\n", missing.join("; "))),
         }
     }
+}
+
+/// The instances by attention, for `jackin_instances_by_attention`. For
+/// now only the values an instance's phase alone decides: `kept` and
+/// `failed`. `working`, `needs-you`, `idle` and `ended` need the overview's
+/// attention (its recent output, CPU and I/O, and who is attached); this is
+/// where that is counted once it exists.
+pub fn attention_counts(rows: &[IndexRow]) -> BTreeMap<String, i64> {
+    let mut counts = BTreeMap::new();
+    for row in rows {
+        let attention = match row.phase {
+            Some(InstancePhase::Kept) => "kept",
+            Some(InstancePhase::Failed) => "failed",
+            _ => continue,
+        };
+        *counts.entry(attention.to_owned()).or_default() += 1;
+    }
+    counts
 }
 
 /// The reason a failed reconcile's condition gives, as the errors counter

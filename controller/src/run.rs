@@ -202,8 +202,14 @@ impl Shared {
     /// Records a reconcile's result: success resets the instance's backoff,
     /// failure schedules the next attempt, unless the loop gave up on it.
     fn record(&self, name: &str, result: &Result<Outcome, ReconcileError>) {
-        self.metrics.reconciled(name, result);
-        crate::run_logs::reconciled(name, result);
+        // The run log has what the loop did: a look that changed nothing
+        // (every instance, every resync), or one of an instance given up
+        // on, is not worth a line.
+        let tried_and_failed =
+            result.is_err() && !matches!(result, Err(ReconcileError::GaveUp { now: false, .. }));
+        if self.metrics.reconciled(name, result) || tried_and_failed {
+            crate::run_logs::reconciled(name, result);
+        }
         let mut backoffs = self.backoffs.lock().expect("backoff lock");
         match result {
             Ok(outcome) => {
@@ -338,6 +344,8 @@ async fn watch_engines(shared: Arc<Shared>) {
                 for name in in_use {
                     if let std::collections::hash_map::Entry::Vacant(entry) = watching.entry(name) {
                         let name = entry.key().clone();
+                        // Not ready until its watch's first look answers.
+                        shared.metrics.engine(display_name(name.as_deref()), false);
                         entry.insert(tokio::spawn(watch_events(shared.clone(), name)));
                     }
                 }
@@ -543,7 +551,12 @@ async fn tick(shared: Arc<Shared>) {
     let mut rows = CachedRows::default();
     loop {
         match rows.get(&shared.reconciler.store) {
-            Ok((rows, _)) => shared.metrics.set_instances(rows),
+            Ok((rows, _)) => {
+                shared.metrics.set_instances(rows);
+                shared
+                    .metrics
+                    .set_attention(&crate::metrics::attention_counts(rows));
+            }
             Err(e) => tracing::error!("cannot read the index: {e}"),
         }
         shared.metrics.tick(shared.queue.depth());

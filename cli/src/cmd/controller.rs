@@ -22,32 +22,32 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
     let timer = metrics.clone();
     // Without -v the controller still says what it does: a line per
     // action, on stderr. With -v the log says it, in the log's format.
-    reconciler.progress = Arc::new(move |name: &str, event: Progress<'_>| match event {
-        Progress::Step(step) if verbose => {
+    reconciler.progress = Arc::new(move |name: &str, event: Progress<'_>| {
+        if let Progress::Step(step) = &event {
             timer.step_started(name, step.kind());
             run_logs::step(name, step);
-            tracing::info!(instance = name, "{}", step.describe());
         }
-        Progress::Step(step) => {
-            timer.step_started(name, step.kind());
-            run_logs::step(name, step);
-            eprintln!(
+        match event {
+            Progress::Step(step) if verbose => {
+                tracing::info!(instance = name, "{}", step.describe());
+            }
+            Progress::Step(step) => eprintln!(
                 "{} instance/{name}: {}",
                 jiff::Timestamp::now().strftime("%H:%M:%S"),
                 step.describe()
-            );
+            ),
+            // A note may name the agent's files (what a discard saved):
+            // shown escaped.
+            Progress::Note { message, .. } if verbose => {
+                tracing::info!(instance = name, "{}", crate::output::terminal_safe(message));
+            }
+            Progress::Note { stage, message } => eprintln!(
+                "{} instance/{name}: [{stage}] {}",
+                jiff::Timestamp::now().strftime("%H:%M:%S"),
+                crate::output::terminal_safe(message)
+            ),
+            Progress::Build(line) => tracing::debug!(instance = name, "build: {line}"),
         }
-        // A note may name the agent's files (what a discard saved): shown
-        // escaped.
-        Progress::Note { message, .. } if verbose => {
-            tracing::info!(instance = name, "{}", crate::output::terminal_safe(message));
-        }
-        Progress::Note { stage, message } => eprintln!(
-            "{} instance/{name}: [{stage}] {}",
-            jiff::Timestamp::now().strftime("%H:%M:%S"),
-            crate::output::terminal_safe(message)
-        ),
-        Progress::Build(line) => tracing::debug!(instance = name, "build: {line}"),
     });
     if args.once {
         // The synced directories first, as the continuous loop starts.
@@ -74,6 +74,9 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
             .pass(&rows, args.concurrency, |_| true, |_| {})
             .await;
         let calls = reconciler.engines.calls() - before;
+        for (name, result) in &results {
+            run_logs::reconciled(name, result);
+        }
         // A blocked purge has not converged: it waits for the operator.
         let failed: Vec<String> = results
             .iter()
