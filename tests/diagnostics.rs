@@ -96,8 +96,9 @@ fn a_failing_apply_names_its_run_log_which_names_the_step_and_holds_no_secret() 
 fn run_logs_are_kept_to_the_count_the_home_sets() {
     let home = Home::new();
     std::fs::write(home.path().join("config.yaml"), "runLogs: {keep: 2}\n").unwrap();
+    // With --debug each writes a run log (the engine it connected to).
     for _ in 0..4 {
-        home.ok(&["prune"]);
+        home.ok(&["--debug", "prune"]);
     }
     let runs = home.path().join("data/diagnostics/runs");
     let left: Vec<String> = std::fs::read_dir(&runs)
@@ -112,8 +113,13 @@ fn run_logs_are_kept_to_the_count_the_home_sets() {
 }
 
 #[test]
-fn a_command_that_only_reads_leaves_no_run_log() {
+fn a_command_that_reads_or_changes_nothing_leaves_no_run_log() {
     let home = Home::new();
     home.ok(&["get", "instances"]);
+    home.ok(&["prune"]);
+    home.ok(&["controller", "--once"]);
+    // Failed before it did anything: its error says it all.
+    let stderr = home.fails(&["delete", "nothing-here"]);
+    assert!(!stderr.contains("run: "), "{stderr}");
     assert!(!home.path().join("data/diagnostics").exists());
 }

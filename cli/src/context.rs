@@ -29,7 +29,7 @@ pub fn name_this_process() {
 }
 
 /// The command this process runs (`apply`, `controller`), if any.
-fn verb() -> Option<String> {
+pub fn verb() -> Option<String> {
     let command = Cli::command();
     std::env::args()
         .skip(1)
@@ -115,13 +115,6 @@ pub fn init_logging(verbose: u8, format: LogFormat, traces: bool, run: &Run) {
         .with(stderr)
         .with(to_run_log)
         .init();
-    tracing::info!(
-        target: run_logs::TARGET,
-        command = verb().unwrap_or_default(),
-        version = env!("CARGO_PKG_VERSION"),
-        traces,
-        "started"
-    );
 }
 
 pub fn open_store() -> Result<Store> {
@@ -194,7 +187,7 @@ pub async fn converge_quietly(
     let results = converge::converge(&reconciler, &names, wait.timeout, wait.concurrency).await;
     reporter.finish();
     for (name, result) in results {
-        run_logs::reconciled(&name, &result);
+        run_logs::reconciled(&name, &result, reporter.stepped(&name));
         if let Outcome::Blocked { digest } = result.with_context(|| format!("instance/{name}"))? {
             bail!(
                 "instance/{name}: the purge is blocked: the checkouts changed since the work \
@@ -223,7 +216,7 @@ pub async fn converge_and_report(
     reporter.finish();
     let mut failed = 0;
     for (name, result) in results {
-        run_logs::reconciled(&name, &result);
+        run_logs::reconciled(&name, &result, reporter.stepped(&name));
         match result {
             Ok(Outcome::Converged { phase, tier }) => {
                 let how = match tier {

@@ -22,7 +22,7 @@ use crate::context::{CommandExited, UsageError, open_store, open_store_to_change
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let this_run = run_log::Run::mint();
+    let this_run = run_log::Run::mint(context::verb());
     context::init_logging(cli.verbose, cli.log_format, cli.debug, &this_run);
     context::name_this_process();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -65,7 +65,9 @@ fn main() -> ExitCode {
                     eprintln!("hint: {}", output::terminal_safe_lines(&hint));
                 }
             }
-            eprintln!("{}", this_run.handle());
+            if let Some(handle) = this_run.handle() {
+                eprintln!("{}", output::terminal_safe(&handle));
+            }
             failure
         }
     }

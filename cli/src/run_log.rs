@@ -1,7 +1,8 @@
 //! This invocation's run: its id, minted at start, and its run log
 //! (`data/diagnostics/runs/<id>.jsonl`, see
 //! [`jackin_controller::run_logs`]), opened on the first line written to
-//! it, so that a command that writes no breadcrumb leaves no file.
+//! it, so that a command that did nothing leaves no file. The file's first
+//! line says which run it is: the id, the command, jackin's version.
 
 use std::fs::File;
 use std::io::Write;
@@ -15,18 +16,21 @@ use tracing_subscriber::fmt::MakeWriter;
 /// This invocation's run id and where its log goes.
 #[derive(Clone)]
 pub struct Run {
-    pub id: String,
+    id: String,
+    /// The command run (`apply`), if any.
+    command: Option<String>,
     /// `None` when the home cannot be found (its error is the command's).
     path: Option<PathBuf>,
     file: Arc<OnceLock<Option<File>>>,
 }
 
 impl Run {
-    pub fn mint() -> Self {
+    pub fn mint(command: Option<String>) -> Self {
         let id = run_logs::mint();
         let path = Layout::from_env().ok().map(|layout| layout.run_log(&id));
         Self {
             id,
+            command,
             path,
             file: Arc::default(),
         }
@@ -40,12 +44,11 @@ impl Run {
         }
     }
 
-    /// How an error names this run: `run: ID (log: PATH)`.
-    pub fn handle(&self) -> String {
-        match self.log() {
-            Some(path) => format!("run: {} (log: {})", self.id, path.display()),
-            None => format!("run: {}", self.id),
-        }
+    /// How an error names this run: `run: ID (log: PATH)`, when it has a
+    /// log.
+    pub fn handle(&self) -> Option<String> {
+        let path = self.log()?;
+        Some(format!("run: {} (log: {})", self.id, path.display()))
     }
 
     /// The command is done: its last breadcrumb (without the error's text,
@@ -53,6 +56,9 @@ impl Run {
     /// past the home's bounds go (but this one).
     pub fn finished(&self, result: &anyhow::Result<()>) {
         match result {
+            // A command that did nothing, or failed before it did anything
+            // (bad input), leaves no log: its error says it all.
+            _ if self.log().is_none() => {}
             Ok(()) => tracing::info!(target: run_logs::TARGET, "finished"),
             Err(_) => tracing::warn!(target: run_logs::TARGET, "failed"),
         }
@@ -61,14 +67,25 @@ impl Run {
         }
     }
 
-    /// The file, opened on first use. A log that cannot be opened is done
-    /// without: diagnostics never fail the command. (Nothing here may log:
-    /// it runs inside the subscriber.)
+    /// The file, opened on first use, with its first line. A log that
+    /// cannot be opened is done without: diagnostics never fail the
+    /// command. (Nothing here may log: it runs inside the subscriber.)
     fn file(&self) -> Option<&File> {
         self.file
             .get_or_init(|| {
                 let path = self.path.as_ref()?;
-                jackin_reconcilers::fsutil::open_private_append(path).ok()
+                let mut file = jackin_reconcilers::fsutil::open_private_append(path).ok()?;
+                let first = serde_json::json!({
+                    "timestamp": jiff::Timestamp::now().to_string(),
+                    "message": "started",
+                    "run": self.id,
+                    "command": self.command,
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "pid": std::process::id(),
+                    "target": run_logs::TARGET,
+                });
+                writeln!(file, "{first}").ok()?;
+                Some(file)
             })
             .as_ref()
     }

@@ -202,14 +202,8 @@ impl Shared {
     /// Records a reconcile's result: success resets the instance's backoff,
     /// failure schedules the next attempt, unless the loop gave up on it.
     fn record(&self, name: &str, result: &Result<Outcome, ReconcileError>) {
-        // The run log has what the loop did: a look that changed nothing
-        // (every instance, every resync), or one of an instance given up
-        // on, is not worth a line.
-        let tried_and_failed =
-            result.is_err() && !matches!(result, Err(ReconcileError::GaveUp { now: false, .. }));
-        if self.metrics.reconciled(name, result) || tried_and_failed {
-            crate::run_logs::reconciled(name, result);
-        }
+        let stepped = self.metrics.reconciled(name, result);
+        crate::run_logs::reconciled(name, result, stepped);
         let mut backoffs = self.backoffs.lock().expect("backoff lock");
         match result {
             Ok(outcome) => {
@@ -527,6 +521,14 @@ async fn sync(shared: Arc<Shared>, dir: std::path::PathBuf) {
                 let shown = dir.display().to_string();
                 shared.metrics.source_applied(&shown, revision.as_deref());
                 tracing::info!(
+                    target: crate::run_logs::TARGET,
+                    source = shown,
+                    revision,
+                    objects = applied.outcomes.len(),
+                    pruned = applied.pruned.len(),
+                    "synced"
+                );
+                tracing::info!(
                     dir = %dir.display(),
                     objects = applied.outcomes.len(),
                     pruned = applied.pruned.len(),
@@ -537,6 +539,12 @@ async fn sync(shared: Arc<Shared>, dir: std::path::PathBuf) {
                 }
             }
             Some(Err(e)) => {
+                // Its text quotes the files: it stays out of the run log.
+                tracing::warn!(
+                    target: crate::run_logs::TARGET,
+                    source = %dir.display(),
+                    "sync applied nothing"
+                );
                 tracing::warn!(dir = %dir.display(), "sync applied nothing: {e}");
             }
         }

@@ -28,12 +28,13 @@ pub const TARGET: &str = "jackin::run";
 /// digits; ids sort as their runs started.
 pub fn mint() -> String {
     let random = uuid::Uuid::new_v4().simple().to_string();
+    let now = jiff::Timestamp::now();
     format!(
-        "{}-{}",
-        jiff::Timestamp::now().strftime("%Y%m%dT%H%M%S%.3fZ"),
+        "{}{:03}Z-{}",
+        now.strftime("%Y%m%dT%H%M%S"),
+        now.subsec_millisecond(),
         &random[..6]
     )
-    .replace('.', "")
 }
 
 /// `name` starts `step`.
@@ -49,9 +50,13 @@ pub fn step(name: &str, step: &Step) {
 
 /// A reconcile of `name` ended so: its outcome, or the step that failed
 /// and the reason its condition gives (not the error's text, which may
-/// quote what it read).
-pub fn reconciled(name: &str, result: &Result<Outcome, ReconcileError>) {
+/// quote what it read). One that took no step (`stepped`) and did not fail
+/// did nothing, and one of an instance given up on was not tried: neither
+/// is worth a line (a no-op command writes no run log).
+pub fn reconciled(name: &str, result: &Result<Outcome, ReconcileError>, stepped: bool) {
     match result {
+        Ok(_) if !stepped => {}
+        Err(ReconcileError::GaveUp { now: false, .. }) => {}
         Ok(outcome) => {
             let outcome = match outcome {
                 Outcome::Converged { phase, .. } => phase.as_str(),

@@ -206,6 +206,14 @@ impl Layout {
 
     /// Where the unfinished work of discarded checkouts is saved, one
     /// directory per discard (see `crate::discard`).
+    /// Whether `data/` holds anything but run logs: a home whose commands
+    /// only ever failed before making anything has no store to repair.
+    pub fn holds_data(&self) -> bool {
+        let diagnostics = std::ffi::OsStr::new("diagnostics");
+        std::fs::read_dir(self.data_dir())
+            .is_ok_and(|mut entries| entries.any(|e| e.is_ok_and(|e| e.file_name() != diagnostics)))
+    }
+
     /// What is kept to diagnose jackin itself; not a unit, though under
     /// `data/`.
     pub fn diagnostics_dir(&self) -> PathBuf {

@@ -253,14 +253,20 @@ impl Home {
     }
 
     /// Asserts that no file under the home changed since `before`, naming
-    /// the ones that did. Files under `input/` (the tests' own) are ignored.
+    /// the ones that did. Files under `input/` (the tests' own) are ignored,
+    /// and so are the run logs: a failed command leaves one by design, and
+    /// they are diagnostics, not state (`tests/diagnostics.rs` checks that
+    /// a command that changes nothing writes none).
     pub fn assert_unchanged(&self, before: &Snapshot, what: &str) {
         let input = self.path().join("input");
+        let runs = self.path().join("data/diagnostics");
         let after = self.snapshot();
         let mut changed: Vec<String> = before
             .keys()
             .chain(after.keys())
-            .filter(|p| !p.starts_with(&input) && before.get(*p) != after.get(*p))
+            .filter(|p| {
+                !p.starts_with(&input) && !p.starts_with(&runs) && before.get(*p) != after.get(*p)
+            })
             .map(|p| p.display().to_string())
             .collect();
         changed.dedup();

@@ -75,7 +75,8 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
             .await;
         let calls = reconciler.engines.calls() - before;
         for (name, result) in &results {
-            run_logs::reconciled(name, result);
+            let stepped = metrics.reconciled(name, result);
+            run_logs::reconciled(name, result, stepped);
         }
         // A blocked purge has not converged: it waits for the operator.
         let failed: Vec<String> = results
