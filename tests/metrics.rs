@@ -6,7 +6,6 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use support::{Controller, Home, ensure_busybox, instance_yaml_with};
@@ -28,44 +27,15 @@ fn eventually(what: &str, controller: &Controller, mut check: impl FnMut() -> bo
 }
 
 /// Starts a controller serving its metrics on a port of the system's
-/// choosing; returns it and the address it says it serves.
+/// choosing; returns it and the address it serves.
 fn start(home: &Home) -> (Controller, String) {
     let controller = Controller::start(home, &["--metrics-addr", "127.0.0.1:0"]);
-    let mut addr = String::new();
-    eventually("the metrics address", &controller, || {
-        let log = controller.log();
-        let found = log
-            .split("serving http://")
-            .nth(1)
-            .and_then(|rest| rest.split("/metrics").next());
-        if let Some(found) = found {
-            addr = found.to_owned();
-        }
-        !addr.is_empty()
-    });
+    let addr = controller.metrics_addr();
     (controller, addr)
 }
 
-/// `GET path` over HTTP/1.1: the status code and the body.
 fn get(addr: &str, path: &str) -> (u16, String) {
-    let mut stream = std::net::TcpStream::connect(addr).expect("the metrics server answers");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").expect("a response");
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .expect("a status line");
-    (status, body.to_owned())
+    support::http_get(addr, path)
 }
 
 /// One sample: the metric's name, its labels, its value.
@@ -273,4 +243,48 @@ fn not_ready_while_an_engine_in_use_does_not_answer() {
     eventually("ready without the engine", &controller, || {
         get(&addr, "/readyz").0 == 200
     });
+}
+
+#[test]
+fn a_synced_directory_shows_the_revision_it_applied() {
+    let home = Home::new();
+    let policy = tempfile::tempdir().unwrap();
+    let repo = support::host_repo(policy.path());
+    let workspace = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata:\n  \
+                     name: synced\nspec: {}\n";
+    std::fs::write(repo.join("synced.yaml"), workspace).unwrap();
+    support::git(&repo, &["add", "."]);
+    support::git(&repo, &["commit", "--quiet", "-m", "a workspace"]);
+    let head = support::git(&repo, &["rev-parse", "HEAD"]);
+    let controller = Controller::start(
+        &home,
+        &[
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--sync",
+            repo.to_str().unwrap(),
+        ],
+    );
+    let addr = controller.metrics_addr();
+    let source = repo.display().to_string();
+    eventually("the source's revision", &controller, || {
+        let samples = parse(&get(&addr, "/metrics").1);
+        samples.iter().any(|(n, labels, v)| {
+            n == "jackin_source_info"
+                && labels.get("source") == Some(&source)
+                && labels.get("revision") == Some(&head)
+                && *v == 1.0
+        })
+    });
+    // A run log has the sync, by revision.
+    let runs = home.path().join("data/diagnostics/runs");
+    let logs: Vec<String> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert!(
+        logs.iter()
+            .any(|log| log.contains("\"synced\"") && log.contains(&head)),
+        "{logs:?}"
+    );
 }
