@@ -660,3 +660,70 @@ fn l3_a_clean_exit_a_sweep_noted_first_is_kept_with_its_exit_code() {
     assert_eq!(obj["status"]["session"]["source"], "marker", "{obj}");
     not_lost(&obj);
 }
+
+/// The session edge is decided with the rest of the plan (issue 26): after
+/// the agent ended its session, the dry run of the unchanged file shows
+/// what the apply then does, step for step, and once the ending is
+/// recorded both do nothing. A crash stays `Crashed` (where a dry run once
+/// said "tier 1 starts it" and the apply took no step); an ending the
+/// policy keeps is recorded, settled and its container removed.
+#[test]
+fn the_dry_run_of_an_ended_session_is_what_the_apply_then_does() {
+    ensure_busybox();
+    let home = Home::new();
+    workspace(&home, "keeps", "keep");
+    launch(&home, "crashes", &format!("{WAIT_THEN_EXIT} 3"));
+    launch_in(&home, "kept", "keeps", None);
+    let cases = [
+        (
+            "crashes",
+            "Crashed",
+            &[
+                "recording that the session ended with exit code 3 (from the completion marker)",
+                "settling the ended session: exit policy",
+            ][..],
+        ),
+        (
+            "kept",
+            "Kept",
+            &[
+                "recording that the session ended with exit code 0 (from the completion marker)",
+                "settling the ended session: exit policy keep",
+                "setting the handled completion marker aside",
+                "removing the container",
+            ][..],
+        ),
+    ];
+    for (name, phase, steps) in cases {
+        let container = home.container(name);
+        std::fs::write(state_dir(&home, name).join("go"), "").unwrap();
+        eventually(Duration::from_secs(60), "the agent to exit", || {
+            !running(&container)
+        });
+        let file = home.path().join("input").join(format!("{name}.yaml"));
+        let file = file.to_str().unwrap();
+        let dry = home.ok(&["apply", "--dry-run", file]);
+        for step in steps {
+            assert!(dry.contains(step), "{name}: {step:?} missing from\n{dry}");
+        }
+        assert!(!dry.contains("starting the container"), "{name}: {dry}");
+        // The dry run changed nothing: the ending is still unrecorded.
+        assert!(session(&home, name).is_null(), "{name}");
+
+        home.ok(&["apply", file]);
+        let obj = home.object(name);
+        assert_eq!(obj["status"]["phase"], phase, "{name}: {obj}");
+        assert_eq!(
+            obj["status"]["session"]["source"], "marker",
+            "{name}: {obj}"
+        );
+        assert!(!running(&container), "{name}: nothing was restarted");
+
+        // Recorded: now the dry run and the apply both do nothing.
+        let again = home.ok(&["apply", "--dry-run", file]);
+        assert!(again.contains("  - nothing"), "{name}: {again}");
+        home.ok(&["apply", file]);
+        assert_eq!(home.object(name)["status"]["phase"], phase, "{name}");
+        assert!(!running(&container), "{name}");
+    }
+}

@@ -8,7 +8,7 @@ use clap::CommandFactory;
 use jackin_api::validate;
 use jackin_controller::engines::Engines;
 use jackin_controller::{
-    IndexRepair, Outcome, Reconciler, Store, converge, keep_cap, run_logs, sweep,
+    DryRun, IndexRepair, Outcome, Reconciler, Store, converge, keep_cap, run_logs, sweep,
 };
 use jackin_reconcilers::{Engine, Layout};
 
@@ -275,9 +275,9 @@ pub async fn converge_and_report(
         );
     }
     // A newly kept session may push its workspace over `keep.max`.
-    let enforced = keep_cap::enforce(&reconciler.store, &reconciler.engines).await?;
-    for finding in &enforced.findings {
-        println!("{}", finding.describe(false));
+    let enforced = keep_cap::enforce(&reconciler.store).await?;
+    for capped in &enforced.capped {
+        println!("{}", capped.describe(false));
     }
     if !enforced.purged.is_empty() {
         Box::pin(converge_and_report(
@@ -300,15 +300,27 @@ pub async fn enforce_keep_cap_quietly(
     engines: &Engines,
     wait: &WaitArgs,
 ) -> Result<()> {
-    let enforced = keep_cap::enforce(store, engines).await?;
-    for finding in &enforced.findings {
-        eprintln!("{}", finding.describe(false));
+    let enforced = keep_cap::enforce(store).await?;
+    for capped in &enforced.capped {
+        eprintln!("{}", capped.describe(false));
     }
     for name in &enforced.purged {
         converge_quietly(store, engines, name, wait).await?;
         eprintln!("instance/{name} purged");
     }
     Ok(())
+}
+
+/// What the keep cap would then do, when a dry run leaves `obj` kept.
+pub fn keep_cap_preview(
+    store: &Store,
+    dry: &DryRun,
+    obj: &jackin_api::Instance,
+) -> Result<Vec<keep_cap::Capped>> {
+    if dry.plan.target != jackin_api::instance::InstancePhase::Kept || dry.blocked.is_some() {
+        return Ok(Vec::new());
+    }
+    Ok(keep_cap::once_kept(store, obj)?)
 }
 
 /// The cheap, local sweeps, run before a one-shot command does its work.

@@ -41,6 +41,7 @@ fn known(error: &(dyn Error + 'static)) -> Option<String> {
         return match e {
             SweepError::Store(e) => store(e),
             SweepError::Engine(e) => engine(e),
+            SweepError::Act(e) => act(e),
         };
     }
     if let Some(e) = error.downcast_ref::<ActError>() {

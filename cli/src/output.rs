@@ -14,6 +14,7 @@ use jackin_api::names::condition;
 use jackin_api::{Agent, DesiredPhase, Instance, Workspace};
 use jackin_controller::DryRun;
 use jackin_controller::events::Event;
+use jackin_controller::keep_cap::Capped;
 use jackin_controller::objects::AgentSource;
 use jackin_controller::session::REASON_OOM;
 use jackin_controller::source::SourceRecord;
@@ -693,7 +694,13 @@ pub fn plural(count: usize, one: &'static str, many: &'static str) -> &'static s
 /// A dry run, for people: the steps the loop would take and, for a purge
 /// that unfinished work blocks, why nothing happens yet (or, with
 /// `--force`, what is acknowledged).
-pub fn dry_run(name: &str, phase: DesiredPhase, dry: &DryRun, force: bool) -> String {
+pub fn dry_run(
+    name: &str,
+    phase: DesiredPhase,
+    dry: &DryRun,
+    capped: &[Capped],
+    force: bool,
+) -> String {
     let mut out = String::new();
     let unit = match dry.container.as_str() {
         "" => "new",
@@ -701,8 +708,8 @@ pub fn dry_run(name: &str, phase: DesiredPhase, dry: &DryRun, force: bool) -> St
     };
     let _ = writeln!(out, "instance/{name} ({unit}) to {phase} would (dry run):");
     out.push_str(&dry.plan.render());
-    for finding in &dry.keep_cap {
-        let _ = writeln!(out, "then the keep cap {}", finding.describe(true));
+    for capped in capped {
+        let _ = writeln!(out, "then the keep cap {}", capped.describe(true));
     }
     if let Some(digest) = &dry.blocked {
         let _ = if force {

@@ -25,7 +25,7 @@ pub struct Event {
 }
 
 fn file(layout: &Layout, container: &str) -> PathBuf {
-    layout.unit_meta_dir(container).join("events.jsonl")
+    layout.events_file(container)
 }
 
 /// Appends an event. The log is a convenience: failing to write it is

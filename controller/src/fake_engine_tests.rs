@@ -12,8 +12,8 @@ use jackin_api::meta::{find_condition, is_condition_true};
 use jackin_api::names::{annotation, condition, label, reason};
 use jackin_api::{DesiredPhase, Instance, Object, manifest};
 use jackin_reconcilers::Layout;
-use jackin_reconcilers::decide::{Step, Tier};
 use jackin_reconcilers::fake::FakeEngine;
+use jackin_reconcilers::plan::{Step, Tier};
 
 use crate::engines::Engines;
 use crate::metrics::Metrics;
@@ -637,9 +637,9 @@ async fn the_engine_sweep_leaves_another_homes_objects_alone() {
     assert_eq!(ours.fake.container_running(&their_container), Some(true));
 }
 
-#[tokio::test]
-async fn the_keep_cap_settles_a_purge_without_touching_the_spec() {
-    let w = World::new();
+/// Two kept sessions of a workspace that keeps one: "a", then "b", the
+/// more recently running.
+async fn two_kept_over_a_cap_of_one(w: &World) {
     w.workspace("capped", "{keep: {max: 1}}");
     for name in ["a", "b"] {
         w.launch(name, "  workspace: capped\n").await;
@@ -647,15 +647,186 @@ async fn the_keep_cap_settles_a_purge_without_touching_the_spec() {
         w.reconcile(name).await;
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let planned = sweep::plan_keep_caps(&w.store).unwrap();
-    let enforced = crate::keep_cap::enforce(&w.store, &w.reconciler.engines)
-        .await
-        .unwrap();
-    assert_eq!(enforced.findings, planned);
+}
+
+#[tokio::test]
+async fn the_keep_cap_settles_a_purge_without_touching_the_spec() {
+    let w = World::new();
+    two_kept_over_a_cap_of_one(&w).await;
+    let planned = crate::keep_cap::plan(&w.store).unwrap();
+    let enforced = crate::keep_cap::enforce(&w.store).await.unwrap();
+    assert_eq!(enforced.capped, planned);
     assert_eq!(enforced.purged, ["a"], "{enforced:?}");
     let obj = w.obj("a");
     assert_eq!(obj.spec.phase, DesiredPhase::Kept);
     assert_eq!(obj.status.unwrap().settled.unwrap().by, SettledBy::KeepCap);
+}
+
+/// The cap's decision is checked again under the unit lock: a session
+/// resumed after the plan was made is not purged by it.
+#[tokio::test]
+async fn a_keep_cap_purge_planned_before_a_resume_is_not_carried_out() {
+    let w = World::new();
+    two_kept_over_a_cap_of_one(&w).await;
+    let planned = crate::keep_cap::plan(&w.store).unwrap();
+    assert!(
+        matches!(planned.as_slice(), [crate::keep_cap::Capped::Purge { name, .. }] if name == "a"),
+        "{planned:?}"
+    );
+    w.store.set_phase("a", DesiredPhase::Running).unwrap();
+    let findings = planned.into_iter().map(sweep::Finding::KeepCap).collect();
+    let done = sweep::execute(&w.store, &w.reconciler.engines, findings)
+        .await
+        .unwrap();
+    assert!(done.is_empty(), "{done:?}");
+    assert_eq!(w.obj("a").status.unwrap().settled, None);
+    assert_eq!(w.obj("a").desired_phase(), DesiredPhase::Running);
+}
+
+/// Whether someone holds the lock file at `path` now: a non-blocking
+/// attempt through another open file fails while it is held, even by this
+/// process.
+fn held(path: &std::path::Path) -> bool {
+    jackin_reconcilers::fsutil::FileLock::try_acquire(path)
+        .unwrap()
+        .is_none()
+}
+
+/// What the fake engine was asked to stop or remove, and whether the lock
+/// file at `lock` was held at that moment.
+fn record_changes(fake: &FakeEngine, lock: std::path::PathBuf) -> Arc<Mutex<Vec<(String, bool)>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    fake.before_change(move |action, _| {
+        sink.lock().unwrap().push((action.to_owned(), held(&lock)));
+    });
+    seen
+}
+
+/// The sweep removes a vanished instance's engine objects through `act`,
+/// each under the index lock and only while no index row claims its uid: a
+/// unit indexed again between the plan and its execution keeps them.
+#[tokio::test]
+async fn the_sweep_removes_a_vanished_instances_objects_under_the_index_lock() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    let layout = w.store.layout().clone();
+    let aside = w._dir.path().join("aside");
+    // The unit is lost without a purge; the index goes with it.
+    std::fs::rename(w.unit("a"), &aside).unwrap();
+    std::fs::remove_file(layout.index_file()).unwrap();
+    let planned = sweep::plan(&w.store, &w.reconciler.engines, false)
+        .await
+        .unwrap();
+    let removals = |findings: &[sweep::Finding]| {
+        findings
+            .iter()
+            .filter(|f| matches!(f, sweep::Finding::EngineObjectRemoved { .. }))
+            .count()
+    };
+    assert_eq!(
+        removals(&planned),
+        2,
+        "the container and its network: {planned:?}"
+    );
+
+    // Found again before the plan runs (restored by hand, indexed by
+    // another sweep): its objects stay.
+    std::fs::rename(&aside, layout.unit_dir(&container)).unwrap();
+    // (The index is missing, so reading it repairs it from the units.)
+    w.store.reindex_unit("a", &container).unwrap();
+    assert!(w.store.rows().unwrap().iter().any(|row| row.name == "a"));
+    let seen = record_changes(&w.fake, layout.index_lock_file());
+    let done = sweep::execute(&w.store, &w.reconciler.engines, planned)
+        .await
+        .unwrap();
+    assert_eq!(removals(&done), 0, "{done:?}");
+    assert_eq!(w.fake.container_running(&container), Some(true));
+    assert!(seen.lock().unwrap().is_empty());
+
+    // Lost for good: they go, each while the sweep holds the index lock.
+    std::fs::rename(layout.unit_dir(&container), &aside).unwrap();
+    std::fs::remove_file(layout.index_file()).unwrap();
+    let done = sweep::sweep(&w.store, &w.reconciler.engines, sweep::Options::default())
+        .await
+        .unwrap();
+    assert_eq!(removals(&done), 2, "{done:?}");
+    assert_eq!(w.fake.container_running(&container), None);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            ("remove-container".to_owned(), true),
+            ("remove-network".to_owned(), true)
+        ]
+    );
+}
+
+/// A row the sweep corrects is written under the instance's unit lock: with
+/// someone else holding it, the correction waits for the next sweep.
+#[tokio::test]
+async fn the_sweep_corrects_a_row_only_under_the_unit_lock() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    w.fake.remove_behind_our_back(&container);
+    let planned = sweep::plan(&w.store, &w.reconciler.engines, false)
+        .await
+        .unwrap();
+    assert!(
+        planned
+            .iter()
+            .any(|f| matches!(f, sweep::Finding::RowCorrected { name, .. } if name == "a")),
+        "{planned:?}"
+    );
+    let someone = w.store.try_lock_instance("a").unwrap().unwrap();
+    let done = sweep::execute(&w.store, &w.reconciler.engines, planned.clone())
+        .await
+        .unwrap();
+    assert!(done.is_empty(), "{done:?}");
+    assert_eq!(w.status_phase("a"), Some(InstancePhase::Running));
+    drop(someone);
+    let done = sweep::execute(&w.store, &w.reconciler.engines, planned)
+        .await
+        .unwrap();
+    assert_eq!(done.len(), 1, "{done:?}");
+    assert_eq!(w.status_phase("a"), Some(InstancePhase::Exited));
+}
+
+/// The idle watch's restart recycles the container through `act`: the
+/// graceful stop and the removal both happen under the unit lock, and the
+/// session is recorded in between.
+#[tokio::test]
+async fn the_idle_recycle_stops_and_removes_under_the_unit_lock() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    let id = w
+        .fake
+        .engine()
+        .inspect_container(&container)
+        .await
+        .unwrap()
+        .unwrap()
+        .id
+        .unwrap();
+    let seen = record_changes(&w.fake, w.store.layout().unit_lock_file(&container));
+    assert!(w.reconciler.recycle("a", &id).await.unwrap());
+    assert_eq!(
+        seen.lock().unwrap().clone(),
+        [
+            ("stop-container".to_owned(), true),
+            ("remove-container".to_owned(), true)
+        ]
+    );
+    assert!(!held(&w.store.layout().unit_lock_file(&container)));
+    assert_eq!(w.fake.container_running(&container), None);
+    // The next reconcile makes it again in the same unit.
+    assert_eq!(
+        w.reconcile("a").await,
+        Outcome::Converged {
+            phase: InstancePhase::Running,
+            tier: Some(Tier::Recreated)
+        }
+    );
 }
 
 #[tokio::test]

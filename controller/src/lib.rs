@@ -21,6 +21,7 @@ pub mod new_session;
 pub mod objects;
 pub mod queue;
 pub mod reconcile;
+mod repair;
 pub mod run;
 pub mod run_logs;
 pub mod session;

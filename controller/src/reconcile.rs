@@ -17,8 +17,9 @@ use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{annotation, condition, reason};
 use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
 use jackin_reconcilers::act::{self, ActError, Context};
-use jackin_reconcilers::decide::{Plan, Step, Tier, decide};
+use jackin_reconcilers::decide::decide;
 use jackin_reconcilers::observe::{InstanceView, Observation};
+use jackin_reconcilers::plan::{Plan, Step, Tier};
 use jackin_reconcilers::recipe::ResolvedAgent;
 use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe, resume, rollout};
 use jiff::Timestamp;
@@ -139,8 +140,6 @@ pub struct DryRun {
     /// The digest of the unfinished work a purge would discard, which an
     /// acknowledgement must quote before anything happens.
     pub blocked: Option<String>,
-    /// What the keep cap would do once this instance is kept.
-    pub keep_cap: Vec<crate::sweep::Finding>,
 }
 
 /// What a reconcile reports as it goes.
@@ -565,8 +564,8 @@ impl Reconciler {
     /// decides, from a fresh observation of the engine and of the isolated
     /// checkouts. Nothing is changed. A purge blocked by unfinished work
     /// comes with the steps it would take once acknowledged, so that a dry
-    /// run shows both what would go and why it does not yet; an instance
-    /// that would be kept comes with what the keep cap would then do.
+    /// run shows both what would go and why it does not yet. What the keep
+    /// cap would then do to an instance kept is [`crate::keep_cap::once_kept`].
     pub async fn preview(&self, mut obj: Instance) -> Result<DryRun, ReconcileError> {
         let container = obj.container_name().map(str::to_owned).unwrap_or_default();
         let workspace = match &obj.spec.workspace {
@@ -610,21 +609,10 @@ impl Reconciler {
                 .insert(annotation::ACKNOWLEDGE_DISCARD.to_owned(), digest.clone());
             plan = decide(&obj, &view);
         }
-        let keep_cap = match (plan.target, &blocked) {
-            (InstancePhase::Kept, None) => {
-                let store = self.store.clone();
-                jackin_reconcilers::blocking(move || {
-                    crate::sweep::keep_caps_once_kept(&store, &obj)
-                })
-                .await?
-            }
-            _ => Vec::new(),
-        };
         Ok(DryRun {
             container,
             plan,
             blocked,
-            keep_cap,
         })
     }
 
@@ -1020,7 +1008,7 @@ pub async fn assess_checkouts(
     jackin_reconcilers::blocking(move || {
         let records =
             isolation::read_records(&layout, &container).map_err(|e| StoreError::Unreadable {
-                path: layout.unit_meta_dir(&container).join("isolation.json"),
+                path: layout.isolation_file(&container),
                 message: e.to_string(),
             })?;
         Ok(records

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use jackin_reconcilers::Layout;
-use jackin_reconcilers::decide::Step;
+use jackin_reconcilers::plan::Step;
 
 use crate::metrics::error_reason;
 use crate::reconcile::{Outcome, ReconcileError};

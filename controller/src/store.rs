@@ -472,6 +472,35 @@ impl Store {
         Ok(())
     }
 
+    /// Settles as [`Store::settle`] does, but only when `still` holds for
+    /// the instance as read under its unit lock: a decision made from an
+    /// earlier read (the keep cap's) is carried out only if it still
+    /// stands. Returns whether it settled; an instance gone meanwhile is
+    /// not settled.
+    pub fn settle_if(
+        &self,
+        name: &str,
+        still: impl FnOnce(&Instance) -> bool,
+        phase: DesiredPhase,
+        by: SettledBy,
+    ) -> Result<bool, StoreError> {
+        let Some(container) = self.live_row(name)?.map(|row| row.container_name) else {
+            return Ok(false);
+        };
+        let outcome = self.update_instance(name, &container, |stored| {
+            if !still(stored) {
+                return Ok(ApplyOutcome::Unchanged);
+            }
+            stored.settle(phase, by, None, Timestamp::now());
+            Ok(ApplyOutcome::Configured)
+        });
+        match outcome {
+            Ok(outcome) => Ok(outcome != ApplyOutcome::Unchanged),
+            Err(StoreError::Vanished(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The operator asks to resume the instance: a settlement older than
     /// now no longer stands (annotation `jackin.dev/resume`, like `kubectl
     /// rollout restart`).

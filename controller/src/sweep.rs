@@ -3,7 +3,10 @@
 //! reconcile: [`plan`] reads the state directory and the engine and returns
 //! findings, each naming by id what it acts on and why; [`execute`] carries
 //! them out, checking under the right lock that each still holds; a dry run
-//! prints the plan and stops. Ownership is decided by label and uid, never by
+//! prints the plan and stops. The sweep changes nothing itself: the state
+//! directory changes through [`Store`] methods (`repair.rs`), engine objects
+//! go through `act` ([`jackin_reconcilers::act::remove_leftover`]), and the
+//! keep cap settles through [`keep_cap`]. Ownership is decided by label and uid, never by
 //! name, and nothing that may hold a conversation is ever deleted; engine
 //! objects are swept only when they carry this home's id, since homes may
 //! share an engine.
@@ -24,30 +27,33 @@
 //!   home's `discardRetention` has passed;
 //! - with `images`, images jackin built that no recipe references are removed.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use jackin_api::instance::{Instance, InstancePhase, SettledBy};
+use jackin_api::ConditionStatus;
+use jackin_api::instance::InstancePhase;
 use jackin_api::meta::{find_condition, set_condition};
-use jackin_api::names::{annotation, condition, label, reason};
-use jackin_api::{ConditionStatus, DesiredPhase, validate};
-use jackin_reconcilers::assess::acknowledgement_digest;
+use jackin_api::names::{condition, label, reason};
+use jackin_api::validate;
+use jackin_reconcilers::act::{self, ActError};
 use jackin_reconcilers::discard;
 use jackin_reconcilers::engine::models::ContainerSummaryStateEnum;
-use jackin_reconcilers::fsutil::{self, FileLock, ensure_private_dir, remove_if_exists};
+use jackin_reconcilers::fsutil::{self, FileLock};
 use jackin_reconcilers::observe::container_name;
+use jackin_reconcilers::plan::Leftover;
 use jackin_reconcilers::{Engine, EngineError, Layout};
 use jiff::Timestamp;
 
 use crate::engines::{EngineName, Engines, display_name};
 use crate::index::{Index, IndexRow};
+use crate::keep_cap::{self, Capped};
 use crate::store::{Store, StoreError};
 use crate::unit_object::read_object;
 
 /// One thing a sweep found, and what it does about it (or would, in a dry
 /// run). Engine objects are named by id; a finding that only reports
-/// (`VolumeKept`, `KeepCapSpared`) does nothing when executed.
+/// (`VolumeKept`, a keep cap's `Spared`) does nothing when executed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finding {
     UnitIndexed {
@@ -78,10 +84,11 @@ pub enum Finding {
         reason: &'static str,
     },
     EngineObjectRemoved {
-        kind: EngineObjectKind,
-        id: String,
+        object: Leftover,
         name: String,
         instance: String,
+        /// The vanished instance's uid, by which it is recognized.
+        uid: String,
         /// The engine it is on.
         engine: EngineName,
     },
@@ -94,17 +101,8 @@ pub enum Finding {
         reference: String,
         engine: EngineName,
     },
-    /// Over its workspace's `keep.max`: settled as `Purged`.
-    KeepCapPurge {
-        name: String,
-        workspace: String,
-    },
-    /// Over the cap, but with unfinished work in a mount that nobody
-    /// acknowledged: never purged automatically.
-    KeepCapSpared {
-        name: String,
-        workspace: String,
-    },
+    /// What a workspace's `keep.max` decided (see [`keep_cap`]).
+    KeepCap(Capped),
     /// The saved work of a discard, past the home's retention: removed.
     DiscardedRemoved {
         /// The save's name (`discarded/<name>/`).
@@ -112,24 +110,6 @@ pub enum Finding {
         saved_at: Timestamp,
         retention: String,
     },
-}
-
-/// The kinds of engine object a sweep removes by id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineObjectKind {
-    Container,
-    Network,
-    Volume,
-}
-
-impl EngineObjectKind {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Container => "container",
-            Self::Network => "network",
-            Self::Volume => "volume",
-        }
-    }
 }
 
 impl Finding {
@@ -146,8 +126,7 @@ impl Finding {
             | Finding::DiscardedRemoved { .. } => ("removed", "would remove"),
             Finding::RowCorrected { .. } => ("corrected", "would correct"),
             Finding::VolumeKept { .. } => ("kept", "would keep"),
-            Finding::KeepCapPurge { .. } => ("purging", "would purge"),
-            Finding::KeepCapSpared { .. } => ("kept", "would keep"),
+            Finding::KeepCap(capped) => return capped.describe(dry_run),
         };
         let verb = if dry_run { todo } else { done };
         match self {
@@ -170,15 +149,15 @@ impl Finding {
                 format!("{verb} instance/{name}: it claimed Running without a container ({reason})")
             }
             Finding::EngineObjectRemoved {
-                kind,
-                id,
+                object,
                 name,
                 instance,
                 engine,
+                ..
             } => format!(
                 "{verb} {} {name} ({}){} of vanished instance/{instance}",
-                kind.as_str(),
-                short_id(id),
+                object.kind(),
+                short_id(object.id()),
                 on_engine(engine)
             ),
             Finding::VolumeKept { name, instance } => format!(
@@ -194,12 +173,7 @@ impl Finding {
                 short_id(id),
                 on_engine(engine)
             ),
-            Finding::KeepCapPurge { name, workspace } => format!(
-                "{verb} instance/{name}: workspace {workspace} keeps fewer kept sessions (keep.max)"
-            ),
-            Finding::KeepCapSpared { name, workspace } => format!(
-                "{verb} instance/{name} over workspace {workspace}'s keep.max: it has unfinished work"
-            ),
+            Finding::KeepCap(_) => unreachable!("described by the keep cap above"),
             Finding::DiscardedRemoved {
                 name,
                 saved_at,
@@ -217,7 +191,7 @@ impl Finding {
         match self {
             Finding::UnitIndexed { name, .. }
             | Finding::RowCorrected { name, .. }
-            | Finding::KeepCapPurge { name, .. } => Some(name),
+            | Finding::KeepCap(Capped::Purge { name, .. }) => Some(name),
             _ => None,
         }
     }
@@ -243,6 +217,8 @@ pub enum SweepError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Engine(#[from] EngineError),
+    #[error(transparent)]
+    Act(#[from] ActError),
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -349,14 +325,19 @@ pub async fn plan(
             }
         }
     }
-    findings.extend(store.blocking(plan_keep_caps).await?);
+    let capped = store.blocking(keep_cap::plan).await?;
+    findings.extend(capped.into_iter().map(Finding::KeepCap));
     Ok(findings)
 }
 
 /// Carries out a plan, in order. A finding whose situation changed since it
 /// was planned (the unit got indexed, someone took the lock, the instance
-/// is being reconciled) is skipped; the next sweep looks again. Returns
-/// what was done.
+/// is being reconciled) is skipped; the next sweep looks again. Changes to
+/// the state directory are [`Store`] methods, each checking under its lock
+/// that the finding still holds; engine objects are removed by `act`, an
+/// instance's only while no index row claims its uid (under the index
+/// lock); a keep-cap purge settles under the unit lock. Returns what was
+/// done.
 pub async fn execute(
     store: &Store,
     engines: &Engines,
@@ -365,20 +346,23 @@ pub async fn execute(
     let mut done = Vec::with_capacity(findings.len());
     for finding in findings {
         let carried_out = match &finding {
-            // Gone already (someone else removed it): nothing was done.
             Finding::EngineObjectRemoved {
-                kind, id, engine, ..
+                object,
+                uid,
+                engine,
+                ..
             } => {
                 let engine = engines.get(engine.as_deref()).await?.engine;
-                match kind {
-                    EngineObjectKind::Container => engine.remove_container(id).await?,
-                    EngineObjectKind::Network => engine.remove_network(id).await?,
-                    EngineObjectKind::Volume => engine.remove_volume(id).await?,
+                let owned = uid.clone();
+                match store.blocking(move |s| s.lock_unclaimed(&owned)).await? {
+                    // Gone already (someone else removed it): nothing was done.
+                    Some(_index_lock) => act::remove_leftover(&engine, object).await?,
+                    None => false,
                 }
             }
             Finding::ImageRemoved { id, engine, .. } => {
                 let engine = engines.get(engine.as_deref()).await?.engine;
-                engine.remove_image(id).await?
+                act::remove_leftover(&engine, &Leftover::Image(id.clone())).await?
             }
             _ => {
                 let on_disk = finding.clone();
@@ -399,68 +383,11 @@ pub async fn execute(
 fn execute_on_disk(store: &Store, finding: &Finding) -> Result<bool, StoreError> {
     let layout = store.layout();
     match finding {
-        Finding::UnitIndexed { name, container } => {
-            let _index_lock = store.lock_index()?;
-            let (mut index, _) = Index::load_or_repair(layout)?;
-            let row = read_object(layout, container)
-                .ok()
-                .flatten()
-                .and_then(|obj| IndexRow::of(&obj));
-            let Some(row) = row.filter(|row| &row.name == name && !indexed(&index, container))
-            else {
-                return Ok(false);
-            };
-            index.upsert(row);
-            index.write(layout)?;
-            Ok(true)
-        }
-        Finding::UnitMovedAside { container, to } => {
-            let _index_lock = store.lock_index()?;
-            let (mut index, _) = Index::load_or_repair(layout)?;
-            let unreadable = match read_object(layout, container) {
-                Err(StoreError::Unreadable { .. }) => true,
-                // A unit with no object is stray only when unindexed: an
-                // indexed one is an interrupted purge or a creation.
-                Ok(None) => !indexed(&index, container),
-                _ => false,
-            };
-            if !unreadable || !layout.unit_dir(container).exists() {
-                return Ok(false);
-            }
-            let orphaned = layout.orphaned_dir();
-            ensure_private_dir(&orphaned).map_err(|e| StoreError::io(&orphaned, e))?;
-            fs::rename(layout.unit_dir(container), to)
-                .map_err(|e| StoreError::io(&layout.unit_dir(container), e))?;
-            tracing::warn!("moved unreadable unit {container} to {}", to.display());
-            if index.remove_unit(container) {
-                index.write(layout)?;
-            }
-            Ok(true)
-        }
+        Finding::UnitIndexed { name, container } => store.reindex_unit(name, container),
+        Finding::UnitMovedAside { container, to } => store.move_unit_aside(container, to),
         Finding::PurgeFinished { name, .. } => store.finish_interrupted_purge(name),
-        Finding::LockRemoved { path } => {
-            let Some(held) = FileLock::try_acquire(path).map_err(|e| StoreError::io(path, e))?
-            else {
-                return Ok(false);
-            };
-            let _index_lock = store.lock_index()?;
-            let (index, _) = Index::load_or_repair(layout)?;
-            let container = lock_owner(path).unwrap_or_default();
-            if indexed(&index, container) || layout.unit_dir(container).exists() {
-                return Ok(false);
-            }
-            remove_if_exists(path).map_err(|e| StoreError::io(path, e))?;
-            drop(held);
-            Ok(true)
-        }
-        Finding::WriteLeftoverRemoved { path } => {
-            let _index_lock = store.lock_index()?;
-            if !fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
-                return Ok(false);
-            }
-            remove_if_exists(path).map_err(|e| StoreError::io(path, e))?;
-            Ok(true)
-        }
+        Finding::LockRemoved { path } => store.remove_orphan_lock(path),
+        Finding::WriteLeftoverRemoved { path } => store.remove_write_leftover(path),
         Finding::RowCorrected { name, reason } => {
             let Some(mut guard) = store.try_lock_instance(name)? else {
                 return Ok(false);
@@ -481,10 +408,7 @@ fn execute_on_disk(store: &Store, finding: &Finding) -> Result<bool, StoreError>
             guard.save()?;
             Ok(true)
         }
-        Finding::KeepCapPurge { name, .. } => {
-            store.settle(name, DesiredPhase::Purged, SettledBy::KeepCap, None)?;
-            Ok(true)
-        }
+        Finding::KeepCap(capped) => keep_cap::carry_out(store, capped),
         Finding::DiscardedRemoved { name, .. } => {
             // Still past the retention as the home says now.
             let still = discard_retention(layout).is_some_and(|(retention, _)| {
@@ -503,23 +427,11 @@ fn execute_on_disk(store: &Store, finding: &Finding) -> Result<bool, StoreError>
                 ),
             })
         }
-        Finding::VolumeKept { .. } | Finding::KeepCapSpared { .. } => Ok(true),
+        Finding::VolumeKept { .. } => Ok(true),
         Finding::EngineObjectRemoved { .. } | Finding::ImageRemoved { .. } => {
             unreachable!("engine findings are executed against the engine")
         }
     }
-}
-
-fn indexed(index: &Index, container: &str) -> bool {
-    index
-        .rows()
-        .iter()
-        .any(|row| row.container_name == container)
-}
-
-/// The unit a sibling lock file `data/<container>.lock` belongs to.
-fn lock_owner(path: &Path) -> Option<&str> {
-    path.file_name()?.to_str()?.strip_suffix(".lock")
 }
 
 /// What the filesystem sweeps would do. Reads only.
@@ -669,10 +581,10 @@ async fn plan_engine(
         }
         let name = container_name(c);
         findings.push(Finding::EngineObjectRemoved {
-            kind: EngineObjectKind::Container,
-            id: c.id.clone().unwrap_or_else(|| name.clone()),
+            object: Leftover::Container(c.id.clone().unwrap_or_else(|| name.clone())),
             name,
             instance: label(c.labels.as_ref(), label::INSTANCE),
+            uid: label(c.labels.as_ref(), label::UID),
             engine: engine_name.clone(),
         });
     }
@@ -682,10 +594,10 @@ async fn plan_engine(
         }
         let name = n.name.clone().unwrap_or_default();
         findings.push(Finding::EngineObjectRemoved {
-            kind: EngineObjectKind::Network,
-            id: n.id.clone().unwrap_or_else(|| name.clone()),
+            object: Leftover::Network(n.id.clone().unwrap_or_else(|| name.clone())),
             name,
             instance: label(n.labels.as_ref(), label::INSTANCE),
+            uid: label(n.labels.as_ref(), label::UID),
             engine: engine_name.clone(),
         });
     }
@@ -705,10 +617,10 @@ async fn plan_engine(
         }
         // A volume's name is its id.
         findings.push(Finding::EngineObjectRemoved {
-            kind: EngineObjectKind::Volume,
-            id: v.name.clone(),
+            object: Leftover::Volume(v.name.clone()),
             name: v.name.clone(),
             instance,
+            uid,
             engine: engine_name.clone(),
         });
     }
@@ -732,100 +644,6 @@ fn why_missing(store: &Store, name: &str) -> Result<&'static str, StoreError> {
         (Some(started), Some(seen)) if started > seen => reason::ENGINE_RESTARTED,
         _ => reason::CONTAINER_MISSING,
     })
-}
-
-/// What bounding the `Kept` instances of each (workspace, role, agent) by
-/// the workspace's `keep.max` would do now. Reads only.
-pub fn plan_keep_caps(store: &Store) -> Result<Vec<Finding>, StoreError> {
-    let workspaces = store.list_workspaces()?;
-    if workspaces.iter().all(|ws| ws.spec.keep.max.is_none()) {
-        return Ok(Vec::new());
-    }
-    Ok(keep_caps(
-        &workspaces
-            .into_iter()
-            .filter_map(|ws| Some((ws.metadata.name, ws.spec.keep.max?)))
-            .collect(),
-        &store.list_instances()?.instances,
-    ))
-}
-
-/// What the keep cap would do once `obj` is kept: its workspace's kept
-/// instances with `obj` among them, as the most recently running. Reads
-/// only; for dry runs.
-pub fn keep_caps_once_kept(store: &Store, obj: &Instance) -> Result<Vec<Finding>, StoreError> {
-    let Some(workspace) = obj.spec.workspace.as_deref() else {
-        return Ok(Vec::new());
-    };
-    let Some(max) = store
-        .get_workspace(workspace)?
-        .and_then(|ws| ws.spec.keep.max)
-    else {
-        return Ok(Vec::new());
-    };
-    let mut kept = obj.clone();
-    let status = kept.status.get_or_insert_default();
-    status.phase = Some(InstancePhase::Kept);
-    set_condition(
-        &mut status.conditions,
-        condition::READY,
-        ConditionStatus::False,
-        reason::KEPT,
-        "kept",
-        Timestamp::now(),
-    );
-    let mut instances = store.list_instances()?.instances;
-    instances.retain(|other| other.metadata.name != obj.metadata.name);
-    instances.push(kept);
-    let caps = BTreeMap::from([(workspace.to_owned(), max)]);
-    Ok(keep_caps(&caps, &instances))
-}
-
-/// The keep caps over `instances`, decided: beyond `keep.max` the least
-/// recently running are purged, except those whose mounts hold unfinished
-/// work nobody acknowledged, which are only reported. Converging the purges is left to the
-/// loop.
-pub fn keep_caps(caps: &BTreeMap<String, u32>, instances: &[Instance]) -> Vec<Finding> {
-    let mut groups: BTreeMap<(&str, &str, &str), Vec<&Instance>> = BTreeMap::new();
-    for obj in instances {
-        let kept =
-            obj.desired_phase() == DesiredPhase::Kept && obj.phase() == Some(InstancePhase::Kept);
-        if let (true, Some(ws)) = (kept, obj.spec.workspace.as_deref())
-            && caps.contains_key(ws)
-        {
-            let key = (ws, obj.spec.role.name.as_str(), obj.spec.agent.as_str());
-            groups.entry(key).or_default().push(obj);
-        }
-    }
-    let mut findings = Vec::new();
-    for ((workspace, _, _), mut kept) in groups {
-        let max = caps[workspace] as usize;
-        if kept.len() <= max {
-            continue;
-        }
-        // Most recently running first; the tail is over the cap.
-        kept.sort_by_key(|obj| std::cmp::Reverse(last_running(obj)));
-        for obj in kept.into_iter().skip(max) {
-            let name = obj.metadata.name.clone();
-            let workspace = workspace.to_owned();
-            // Unfinished work the operator acknowledged (its digest in the
-            // annotation, as the discard gate reads it) goes: it is saved
-            // first, as every discard's is. Work nobody acknowledged stays.
-            let unfinished = obj.status.as_ref().is_some_and(|s| {
-                acknowledgement_digest(&s.mounts).is_some_and(|digest| {
-                    obj.metadata
-                        .annotations
-                        .get(annotation::ACKNOWLEDGE_DISCARD)
-                        != Some(&digest)
-                })
-            });
-            findings.push(match unfinished {
-                true => Finding::KeepCapSpared { name, workspace },
-                false => Finding::KeepCapPurge { name, workspace },
-            });
-        }
-    }
-    findings
 }
 
 /// The home's retention of discarded work, and how `config.yaml` wrote it;
@@ -859,16 +677,6 @@ fn plan_discarded(layout: &Layout) -> Vec<Finding> {
             retention: written.clone(),
         })
         .collect()
-}
-
-/// When the instance last stopped running (its `Ready` condition's last
-/// transition), else when it was created.
-fn last_running(obj: &Instance) -> Option<Timestamp> {
-    obj.status
-        .as_ref()
-        .and_then(|s| find_condition(&s.conditions, condition::READY))
-        .map(|c| c.last_transition_time)
-        .or(obj.metadata.creation_timestamp)
 }
 
 /// The `<id>` of every `jk-<id>-…` unit moved aside; the id is the start of
@@ -937,70 +745,4 @@ async fn plan_images(
         });
     }
     Ok(findings)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A kept instance of workspace `ws` (role `r`, agent `shell`) that was
-    /// last running at `second`, with unfinished work in one checkout and,
-    /// maybe, its acknowledgement.
-    fn kept(name: &str, second: i64, acknowledged: Option<&str>) -> Instance {
-        let mut annotations = serde_json::Map::new();
-        if let Some(digest) = acknowledged {
-            annotations.insert(annotation::ACKNOWLEDGE_DISCARD.into(), digest.into());
-        }
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "jackin.dev/v1alpha1",
-            "kind": "Instance",
-            "metadata": {"name": name, "annotations": annotations},
-            "spec": {"phase": "Kept", "workspace": "ws", "role": {"name": "r"}, "agent": "shell"},
-            "status": {
-                "phase": "Kept",
-                "conditions": [{
-                    "type": "Ready", "status": "False", "reason": "Kept", "message": "kept",
-                    "lastTransitionTime": Timestamp::from_second(second).unwrap().to_string(),
-                }],
-                "mounts": [{
-                    "dst": "/w", "isolation": "clone", "path": "/x",
-                    "dirtyFiles": ["?? notes.md"], "digest": "0123456789abcdef",
-                }],
-            },
-        }))
-        .unwrap()
-    }
-
-    /// Over the cap, unfinished work stays unless its digest was
-    /// acknowledged: then it goes, as any acknowledged discard (saved
-    /// first by the purge).
-    #[test]
-    fn the_keep_cap_purges_unfinished_work_only_when_acknowledged() {
-        let caps = BTreeMap::from([("ws".to_owned(), 1)]);
-        let digest = {
-            let obj = kept("x", 1, None);
-            acknowledgement_digest(&obj.status.unwrap().mounts).unwrap()
-        };
-        let spared = keep_caps(&caps, &[kept("old", 1, None), kept("new", 2, None)]);
-        assert!(
-            matches!(spared.as_slice(), [Finding::KeepCapSpared { name, .. }] if name == "old"),
-            "{spared:?}"
-        );
-        let wrong = keep_caps(
-            &caps,
-            &[kept("old", 1, Some("not-the-digest")), kept("new", 2, None)],
-        );
-        assert!(
-            matches!(wrong.as_slice(), [Finding::KeepCapSpared { .. }]),
-            "{wrong:?}"
-        );
-        let purged = keep_caps(
-            &caps,
-            &[kept("old", 1, Some(&digest)), kept("new", 2, None)],
-        );
-        assert!(
-            matches!(purged.as_slice(), [Finding::KeepCapPurge { name, .. }] if name == "old"),
-            "{purged:?}"
-        );
-    }
 }

@@ -1,6 +1,12 @@
-//! Carrying out one step of a plan: the only place where a decision touches
-//! the engine or the disk. Each step is idempotent, so a pass interrupted
-//! anywhere is finished by the next one.
+//! Carrying out one step of a plan: the only place where a decision changes
+//! the engine or a unit's working files (its home, state, `bin/` and
+//! checkouts). The loop's plans, the session edge, the idle watch's
+//! recycling and the sweep's removal of what no instance owns
+//! ([`remove_leftover`]) all run here. What a step changes in the object is
+//! written to its status, which the caller saves after each step; records
+//! the state directory shares (the index, ended sessions) change through
+//! [`StateOwner`]. Each step is idempotent, so a pass interrupted anywhere is
+//! finished by the next one.
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +23,6 @@ use jackin_api::workspace::WorkspaceSpec;
 
 use crate::addresses::{AddressBook, AddressError};
 use crate::credentials::{self, CredentialError};
-use crate::decide::Step;
 use crate::discard::{self, DiscardError};
 use crate::engine::models::{
     ContainerCreateBody, EndpointSettings, HostConfig, Mount, MountType, NetworkingConfig,
@@ -27,6 +32,7 @@ use crate::fsutil::{self, ensure_private_dir};
 use crate::isolation::{self, IsolationError};
 use crate::layout::Layout;
 use crate::offload::blocking;
+use crate::plan::{Leftover, Step};
 use crate::recipe::{self, RecipeError, ResolvedAgent};
 use crate::secrets::{self, SecretError};
 use crate::{ending, resume, rollout, session};
@@ -243,6 +249,20 @@ pub enum Report<'a> {
 /// The name of a sidecar's container.
 pub fn sidecar_name(container: &str, sidecar: &str) -> String {
     format!("{container}-{sidecar}")
+}
+
+/// Removes an engine object that no instance owns (see [`Leftover`]), by
+/// its id. Returns whether it was there to remove: `false` when someone
+/// else removed it first. The caller has checked that no instance claims it
+/// now (for an instance's object, under the index lock).
+pub async fn remove_leftover(engine: &Engine, leftover: &Leftover) -> Result<bool, ActError> {
+    let id = leftover.id();
+    Ok(match leftover {
+        Leftover::Container(_) => engine.remove_container(id).await?,
+        Leftover::Network(_) => engine.remove_network(id).await?,
+        Leftover::Volume(_) => engine.remove_volume(id).await?,
+        Leftover::Image(_) => engine.remove_image(id).await?,
+    })
 }
 
 /// Runs `step` for `obj`, recording in its status what the step changed.
@@ -576,7 +596,7 @@ async fn forward_credentials(
     else {
         return Ok(());
     };
-    let home = ctx.layout.unit_dir(container).join("home");
+    let home = ctx.layout.unit_home_dir(container);
     let host = ctx.credentials_home.clone();
     let mode = pinned.mode;
     let files = blocking(move || {
@@ -718,8 +738,8 @@ async fn resolve_recipe(
     progress: &mut (dyn FnMut(Report<'_>) + Send),
 ) -> Result<Recipe, ActError> {
     for dir in [
-        ctx.layout.unit_dir(container).join("home"),
-        ctx.layout.unit_dir(container).join("state"),
+        ctx.layout.unit_home_dir(container),
+        ctx.layout.unit_state_dir(container),
     ] {
         ensure_private_dir(&dir).map_err(io(&dir))?;
     }
@@ -1187,7 +1207,7 @@ async fn keep_conversations(layout: &Layout, container: &str, obj: &Instance) {
     if recipe.env.iter().any(|v| v.name == state.name) {
         return;
     }
-    let home = layout.unit_dir(container).join("home");
+    let home = layout.unit_home_dir(container);
     let kept =
         blocking(move || crate::retention::keep_conversations(&home, &state.path, &setting)).await;
     if let Err(why) = kept {
@@ -1217,8 +1237,16 @@ async fn create_container(
     // showing the replaced one.
     let bin = entry.parent().expect("the entry has a directory");
     let mut mounts = vec![
-        bind(unit.join("home").display().to_string(), AGENT_HOME, false),
-        bind(unit.join("state").display().to_string(), STATE_DIR, false),
+        bind(
+            ctx.layout.unit_home_dir(container).display().to_string(),
+            AGENT_HOME,
+            false,
+        ),
+        bind(
+            ctx.layout.unit_state_dir(container).display().to_string(),
+            STATE_DIR,
+            false,
+        ),
         bind(bin.display().to_string(), session::BIN_DIR, true),
     ];
     if let Some(dind) = &recipe.dind {
@@ -1275,7 +1303,7 @@ async fn create_container(
             StateKind::Directory => Path::new(relative),
             StateKind::File => Path::new(relative).parent().unwrap_or(Path::new("")),
         };
-        let home = unit.join("home");
+        let home = ctx.layout.unit_home_dir(container);
         // A recipe pinned before entries said their kind says nothing: a
         // file already there (an aider history) is taken as it is.
         let existing_file = std::fs::symlink_metadata(home.join(made)).is_ok_and(|m| m.is_file());

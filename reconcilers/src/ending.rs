@@ -17,7 +17,7 @@ use jackin_api::{ConditionStatus, DesiredPhase};
 use jiff::Timestamp;
 
 use crate::assess::acknowledgement_digest;
-use crate::decide::Step;
+use crate::plan::Step;
 use crate::policy::{self, ExitAction};
 use crate::session::MarkerState;
 

@@ -99,6 +99,24 @@ impl State {
 pub struct FakeEngine {
     state: Arc<Mutex<State>>,
     events: broadcast::Sender<EventMessage>,
+    before_change: Arc<Mutex<BeforeChange>>,
+}
+
+/// What [`FakeEngine::before_change`] calls: the action and the object's
+/// name or id.
+type ChangeHook = Box<dyn Fn(&str, &str) + Send>;
+
+#[derive(Default)]
+struct BeforeChange(Option<ChangeHook>);
+
+impl std::fmt::Debug for BeforeChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "BeforeChange(set)"
+        } else {
+            "BeforeChange(none)"
+        })
+    }
 }
 
 impl Default for FakeEngine {
@@ -106,6 +124,7 @@ impl Default for FakeEngine {
         Self {
             state: Arc::default(),
             events: broadcast::channel(1024).0,
+            before_change: Arc::default(),
         }
     }
 }
@@ -152,6 +171,20 @@ impl FakeEngine {
             }),
             ..Default::default()
         });
+    }
+
+    /// Calls `hook` with the action (`stop-container`, `remove-container`,
+    /// `remove-network`, `remove-volume`, `remove-image`) and the object's
+    /// name or id before each stop or removal takes effect, so that a test
+    /// can look at what holds at that moment (who holds a lock, say).
+    pub fn before_change(&self, hook: impl Fn(&str, &str) + Send + 'static) {
+        self.before_change.lock().expect("fake engine hook").0 = Some(Box::new(hook));
+    }
+
+    fn changing(&self, action: &str, target: &str) {
+        if let Some(hook) = &self.before_change.lock().expect("fake engine hook").0 {
+            hook(action, target);
+        }
     }
 
     /// Fails every call as an engine that cannot be reached would, while
@@ -391,6 +424,7 @@ impl EngineCalls for FakeEngine {
 
     fn remove_volume<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, EngineError>> {
         let result = self.check().map(|()| {
+            self.changing("remove-volume", name);
             let mut state = self.state();
             let before = state.volumes.len();
             state.volumes.retain(|v| v.name != name);
@@ -447,6 +481,7 @@ impl EngineCalls for FakeEngine {
 
     fn remove_network<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, EngineError>> {
         let result = self.check().and_then(|()| {
+            self.changing("remove-network", name);
             let mut state = self.state();
             let found: Vec<usize> = (0..state.networks.len())
                 .filter(|&i| state.networks[i].id == name || state.networks[i].name == name)
@@ -499,6 +534,7 @@ impl EngineCalls for FakeEngine {
         _grace_secs: i32,
     ) -> BoxFuture<'a, Result<(), EngineError>> {
         let result = self.check().map(|()| {
+            self.changing("stop-container", name);
             let running = self.container_running(name);
             if running == Some(true) {
                 // SIGTERM: the process ends with 143.
@@ -652,6 +688,7 @@ impl EngineCalls for FakeEngine {
 
     fn remove_container<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<bool, EngineError>> {
         let result = self.check().map(|()| {
+            self.changing("remove-container", name);
             let exists = self.container_running(name).is_some();
             self.remove_behind_our_back(name);
             exists
@@ -693,6 +730,7 @@ impl EngineCalls for FakeEngine {
 
     fn remove_image<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<bool, EngineError>> {
         let result = self.check().map(|()| {
+            self.changing("remove-image", reference);
             let exists = self.state().image(reference).is_some();
             self.forget_image(reference);
             exists

@@ -145,7 +145,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IsolationError + '_ {
 }
 
 fn records_file(layout: &Layout, container: &str) -> PathBuf {
-    layout.unit_meta_dir(container).join("isolation.json")
+    layout.isolation_file(container)
 }
 
 /// The unit's isolation records; none when the file does not exist. Each

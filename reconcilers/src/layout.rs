@@ -200,6 +200,39 @@ impl Layout {
         self.unit_meta_dir(container).join("instance.json")
     }
 
+    /// The unit's isolated-mount records.
+    pub fn isolation_file(&self, container: &str) -> PathBuf {
+        self.unit_meta_dir(container).join("isolation.json")
+    }
+
+    /// The unit's bounded event log.
+    pub fn events_file(&self, container: &str) -> PathBuf {
+        self.unit_meta_dir(container).join("events.jsonl")
+    }
+
+    /// The agent's home, mounted at `/home/agent`.
+    pub fn unit_home_dir(&self, container: &str) -> PathBuf {
+        self.unit_dir(container).join("home")
+    }
+
+    /// The session's own directory, mounted at `/jackin/state`: the agent
+    /// writes here, so everything read from it is untrusted.
+    pub fn unit_state_dir(&self, container: &str) -> PathBuf {
+        self.unit_dir(container).join("state")
+    }
+
+    /// What jackin runs in the container (the entry wrapper, the idle-hook
+    /// runner, the next start's plan), mounted read-only.
+    pub fn unit_bin_dir(&self, container: &str) -> PathBuf {
+        self.unit_dir(container).join("bin")
+    }
+
+    /// Where a session's `state/artifacts/` is moved when it ended, out of
+    /// reach of a purge: `artifacts/<instance>/<finished-at>/`.
+    pub fn artifacts_dir(&self, instance: &str) -> PathBuf {
+        self.root.join("artifacts").join(instance)
+    }
+
     pub fn unit_lock_file(&self, container: &str) -> PathBuf {
         self.data_dir().join(format!("{container}.lock"))
     }

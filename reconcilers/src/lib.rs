@@ -25,6 +25,7 @@ pub mod layout;
 pub mod observe;
 pub mod offline;
 pub mod offload;
+pub mod plan;
 pub mod policy;
 pub mod recipe;
 pub mod resume;

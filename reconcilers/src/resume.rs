@@ -40,11 +40,11 @@ pub const GRACE_SECS: u32 = 15;
 
 /// The plan's path in the unit; its directory is mounted at `/jackin/bin`.
 pub fn plan_file(layout: &Layout, container: &str) -> PathBuf {
-    layout.unit_dir(container).join("bin").join("plan")
+    layout.unit_bin_dir(container).join("plan")
 }
 
 fn report_file(layout: &Layout, container: &str) -> PathBuf {
-    layout.unit_dir(container).join("state").join("agent-start")
+    layout.unit_state_dir(container).join("agent-start")
 }
 
 /// A file's modification time, in nanoseconds since the epoch.
@@ -253,8 +253,7 @@ fn is_stamp(word: &str) -> bool {
 /// printable (the agent's output may hold terminal escapes) and short.
 fn error_line(layout: &Layout, container: &str, rung: StartKind) -> String {
     let path = layout
-        .unit_dir(container)
-        .join("state")
+        .unit_state_dir(container)
         .join(format!("agent-start.{rung}.err"));
     let Ok(bytes) = read_untrusted(&path, MAX_ERROR_BYTES) else {
         return String::new();

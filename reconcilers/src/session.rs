@@ -25,7 +25,7 @@ pub const ENTRY_PATH: &str = "/jackin/bin/entry";
 
 /// The wrapper's path in the unit (mounted read-only at [`ENTRY_PATH`]).
 pub fn entry_file(layout: &Layout, container: &str) -> PathBuf {
-    layout.unit_dir(container).join("bin").join("entry")
+    layout.unit_bin_dir(container).join("entry")
 }
 
 /// The idle-hook runner, as shipped with this version of jackin.
@@ -51,7 +51,7 @@ pub fn install_entry(layout: &Layout, container: &str) -> std::io::Result<PathBu
 }
 
 fn marker_file(layout: &Layout, container: &str) -> PathBuf {
-    layout.unit_dir(container).join("state").join("exit.json")
+    layout.unit_state_dir(container).join("exit.json")
 }
 
 /// A completion marker, as the wrapper writes it.
@@ -157,7 +157,7 @@ pub fn collect_artifacts(
     instance: &str,
     finished_at: &str,
 ) -> std::io::Result<Option<PathBuf>> {
-    let from = layout.unit_dir(container).join("state").join("artifacts");
+    let from = layout.unit_state_dir(container).join("artifacts");
     // The agent made it: a link (to anywhere on the host) is not collected.
     let is_dir = std::fs::symlink_metadata(&from).is_ok_and(|m| m.is_dir());
     let has_any = is_dir && std::fs::read_dir(&from).is_ok_and(|mut d| d.next().is_some());
@@ -168,7 +168,7 @@ pub fn collect_artifacts(
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
-    let to = layout.root().join("artifacts").join(instance).join(stamp);
+    let to = layout.artifacts_dir(instance).join(stamp);
     ensure_private_dir(to.parent().expect("artifacts have a parent"))?;
     remove_if_exists(&to)?;
     std::fs::rename(&from, &to)?;

@@ -12,6 +12,7 @@ use jackin_controller::source::{self, Applied, Input, Invalid, Source, SourceErr
 use jackin_controller::{ApplyOutcome, Reconciler, Store};
 
 use crate::args::{ApplyArgs, DiffArgs};
+use crate::context::keep_cap_preview;
 use jackin_controller::new_session::closest;
 
 /// Reads the inputs: files, directories (every `*.yaml`/`*.yml` below
@@ -230,8 +231,12 @@ async fn dry_run(
         print_outcome(obj, outcome, " (dry run)");
         if let (Some(reconciler), Some(would_be)) = (&reconciler, would_be) {
             let phase = would_be.desired_phase();
-            let dry = reconciler.preview(would_be).await?;
-            print!("{}", crate::output::dry_run(obj.name(), phase, &dry, false));
+            let dry = reconciler.preview(would_be.clone()).await?;
+            let capped = keep_cap_preview(&store, &dry, &would_be)?;
+            print!(
+                "{}",
+                crate::output::dry_run(obj.name(), phase, &dry, &capped, false)
+            );
         }
     }
     if let Some(source) = source {
@@ -254,6 +259,7 @@ async fn dry_run(
                         &gone.name,
                         jackin_api::DesiredPhase::Purged,
                         &dry,
+                        &[],
                         false
                     )
                 );

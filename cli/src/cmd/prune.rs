@@ -22,7 +22,9 @@ pub async fn run(dry_run: bool, images: bool) -> Result<()> {
     let purges: Vec<String> = findings
         .into_iter()
         .filter_map(|f| match f {
-            sweep::Finding::KeepCapPurge { name, .. } => Some(name),
+            sweep::Finding::KeepCap(jackin_controller::keep_cap::Capped::Purge {
+                name, ..
+            }) => Some(name),
             _ => None,
         })
         .collect();

@@ -143,7 +143,7 @@ fn report(obj: &Instance, requested: &str, refused: &mut Vec<String>) {
 }
 
 /// A dry run: what changes, then the plan of each round.
-fn render(name: &str, changes: &[String], plans: &[jackin_reconcilers::decide::Plan]) -> String {
+fn render(name: &str, changes: &[String], plans: &[jackin_reconcilers::plan::Plan]) -> String {
     let mut out = format!("instance/{name} rollout would (dry run):\n");
     match changes {
         [] => out.push_str("  change nothing in the spec (the recipe is pinned again as it is)\n"),

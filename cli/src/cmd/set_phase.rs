@@ -15,7 +15,9 @@ use crate::args::WaitArgs;
 use crate::cmd::attach;
 use crate::cmd::launch;
 use crate::cmd::select::Targets;
-use crate::context::{connect, converge_and_report, open_store_to_change, sweep_files_quietly};
+use crate::context::{
+    connect, converge_and_report, keep_cap_preview, open_store_to_change, sweep_files_quietly,
+};
 use crate::output;
 use crate::screens::Answer;
 use crate::terminal::Keyboard;
@@ -60,7 +62,8 @@ pub async fn set_phases(
         for obj in current {
             let name = &obj.metadata.name;
             let dry = reconciler.dry_run(name, phase).await?;
-            print!("{}", output::dry_run(name, phase, &dry, force));
+            let capped = keep_cap_preview(&reconciler.store, &dry, obj)?;
+            print!("{}", output::dry_run(name, phase, &dry, &capped, force));
         }
         return Ok(());
     }
