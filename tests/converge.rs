@@ -379,6 +379,13 @@ fn killed_at_any_step_the_next_run_converges_without_leaks() {
         );
         let units = std::fs::read_dir(home.path().join("data"))
             .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("jk-")
+            })
             .filter(|e| e.as_ref().unwrap().path().is_dir())
             .count();
         assert_eq!(units, 1, "kill at {kill_at}: a stray unit");

@@ -158,10 +158,16 @@ fn a_hanging_command_is_cut_off_at_its_timeout_and_the_agent_runs_on() {
     home.apply("ws", &workspace("ws", true, &commands, "none"));
     home.apply("hang", &instance("hang", "ws", ""));
     let container = home.container("hang");
-    let _controller = Controller::start(&home, &[]);
+    let controller = Controller::start(&home, &["--metrics-addr", "127.0.0.1:0"]);
     eventually(Duration::from_secs(60), "the run ended", || {
         !idle(&home, "hang")["lastResult"].is_null()
     });
+    // Counted as a failed run.
+    let (_, metrics) = support::http_get(&controller.metrics_addr(), "/metrics");
+    assert!(
+        metrics.contains("jackin_idle_hook_runs_total{result=\"failed\"} 1\n"),
+        "{metrics}"
+    );
     let result = idle(&home, "hang")["lastResult"]
         .as_str()
         .unwrap()

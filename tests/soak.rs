@@ -287,9 +287,12 @@ impl Soak {
             .map(|entries| {
                 entries
                     .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                    // The index, and the bounded record of instances jackin
-                    // ended itself (kept by design, see README).
-                    .filter(|n| !n.starts_with("instances.json") && n != "ended.json")
+                    // The index, the bounded record of instances jackin
+                    // ended itself and the run logs (kept by design, each
+                    // bounded, see README).
+                    .filter(|n| {
+                        !n.starts_with("instances.json") && n != "ended.json" && n != "diagnostics"
+                    })
                     .collect()
             })
             .unwrap_or_default();

@@ -5,6 +5,9 @@
 //!   base: 10.213.0.0/16   # private IPv4 space jackin's networks come from
 //!   size: 28              # the prefix length of each instance's subnet
 //! discardRetention: 7d    # how long the work of a discarded checkout is kept
+//! runLogs:
+//!   keep: 200             # the newest run logs kept under data/diagnostics/runs/
+//!   retention: 14d        # and none older than this
 //! ```
 //!
 //! Every instance has a bridge network of its own. Left to the engine, those
@@ -32,6 +35,53 @@ pub struct HomeConfig {
     /// (at least a second, at most 3650 days). Default 7 days.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discard_retention: Option<String>,
+    /// How many diagnostics run logs are kept, and for how long.
+    #[serde(default, skip_serializing_if = "RunLogs::is_default")]
+    pub run_logs: RunLogs,
+}
+
+/// The bounds of `data/diagnostics/runs/`: the sweeps remove the run logs
+/// past either.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunLogs {
+    /// The newest this many are kept (1 to 100000). Default 200.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep: Option<usize>,
+    /// None older than this is kept, written as `discardRetention` is.
+    /// Default 14 days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<String>,
+}
+
+/// How many run logs are kept when `config.yaml` does not say.
+pub const DEFAULT_RUN_LOGS_KEPT: usize = 200;
+
+/// How long run logs are kept when `config.yaml` does not say.
+pub const DEFAULT_RUN_LOG_RETENTION: std::time::Duration =
+    std::time::Duration::from_secs(14 * 24 * 3600);
+
+/// The most run logs a home may keep: each is a file in one directory.
+const MAX_RUN_LOGS_KEPT: usize = 100_000;
+
+impl RunLogs {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// How many are kept. A value out of range was refused by [`parse`].
+    pub fn keep(&self) -> usize {
+        self.keep.unwrap_or(DEFAULT_RUN_LOGS_KEPT)
+    }
+
+    /// How long they are kept. A value that does not parse was refused by
+    /// [`parse`]; it reads as the default here.
+    pub fn retention(&self) -> std::time::Duration {
+        self.retention
+            .as_deref()
+            .and_then(|text| retention(text).ok())
+            .unwrap_or(DEFAULT_RUN_LOG_RETENTION)
+    }
 }
 
 /// How long discarded work is kept when `config.yaml` does not say.
@@ -250,6 +300,16 @@ pub fn parse(source: &str, text: &str) -> Result<HomeConfig, String> {
     if let Some(text) = &config.discard_retention {
         retention(text).map_err(|e| format!("{source}: discardRetention: {e}"))?;
     }
+    if let Some(text) = &config.run_logs.retention {
+        retention(text).map_err(|e| format!("{source}: runLogs.retention: {e}"))?;
+    }
+    if let Some(keep) = config.run_logs.keep
+        && !(1..=MAX_RUN_LOGS_KEPT).contains(&keep)
+    {
+        return Err(format!(
+            "{source}: runLogs.keep: {keep} is out of range: expected 1 to {MAX_RUN_LOGS_KEPT}"
+        ));
+    }
     Ok(config)
 }
 
@@ -311,6 +371,23 @@ mod tests {
         );
         let err = parse("config.yaml", "addressPool: {base: 10.0.0.0/8, size: 31}\n").unwrap_err();
         assert!(err.contains("addressPool") && err.contains("/31"), "{err}");
+    }
+
+    #[test]
+    fn run_logs_are_bounded_by_a_count_and_an_age() {
+        let config = HomeConfig::default();
+        assert_eq!(config.run_logs.keep(), DEFAULT_RUN_LOGS_KEPT);
+        assert_eq!(config.run_logs.retention(), DEFAULT_RUN_LOG_RETENTION);
+        let config = parse("c", "runLogs:\n  keep: 5\n  retention: 2h\n").unwrap();
+        assert_eq!(config.run_logs.keep(), 5);
+        assert_eq!(
+            config.run_logs.retention(),
+            std::time::Duration::from_secs(7200)
+        );
+        let err = parse("c", "runLogs: {keep: 0}\n").unwrap_err();
+        assert!(err.contains("runLogs.keep"), "{err}");
+        let err = parse("c", "runLogs: {retention: soon}\n").unwrap_err();
+        assert!(err.contains("runLogs.retention"), "{err}");
     }
 
     #[test]

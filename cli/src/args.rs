@@ -18,6 +18,10 @@ pub struct Cli {
     /// How log lines on stderr are written.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Also write jackin's detailed traces to this run's log
+    /// (data/diagnostics/runs/RUN_ID.jsonl under the home).
+    #[arg(long, global = true)]
+    pub debug: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -307,6 +311,10 @@ pub struct ControllerArgs {
     /// (a policy repository's work tree); may be repeated.
     #[arg(long, value_name = "DIR")]
     pub sync: Vec<PathBuf>,
+    /// Serve /metrics (Prometheus text), /healthz and /readyz at this
+    /// address (HOST:PORT, or a port alone for 127.0.0.1); off unless given.
+    #[arg(long, value_name = "ADDR", conflicts_with = "once")]
+    pub metrics_addr: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

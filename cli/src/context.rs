@@ -8,11 +8,12 @@ use clap::CommandFactory;
 use jackin_api::validate;
 use jackin_controller::engines::Engines;
 use jackin_controller::{
-    DryRun, IndexRepair, Outcome, Reconciler, Store, converge, keep_cap, sweep,
+    DryRun, IndexRepair, Outcome, Reconciler, Store, converge, keep_cap, run_logs, sweep,
 };
 use jackin_reconcilers::{Engine, Layout};
 
 use crate::args::{Cli, LogFormat, WaitArgs};
+use crate::run_log::Run;
 use crate::{hints, output, progress};
 
 /// Names this process for the errors that say whose environment a
@@ -20,16 +21,33 @@ use crate::{hints, output, progress};
 /// resolves its secrets, and a controller started without a variable does
 /// not see it, whatever the operator's shell holds now.
 pub fn name_this_process() {
-    let command = Cli::command();
-    let verb = std::env::args()
-        .skip(1)
-        .find(|arg| command.get_subcommands().any(|c| c.get_name() == arg));
-    jackin_reconcilers::secrets::set_process(match verb.as_deref() {
+    jackin_reconcilers::secrets::set_process(match verb().as_deref() {
         Some("controller") => "the jackin controller".to_owned(),
         Some(verb) => format!("this `jackin {verb}`"),
         None => "this jackin process".to_owned(),
     });
 }
+
+/// The command this process runs (`apply`, `controller`), if any.
+pub fn verb() -> Option<String> {
+    let command = Cli::command();
+    std::env::args()
+        .skip(1)
+        .find(|arg| command.get_subcommands().any(|c| c.get_name() == arg))
+}
+
+/// The commands that act (on the engine, the store or a terminal's
+/// session): their runs leave breadcrumbs in a run log.
+const ACTING: [&str; 8] = [
+    "apply",
+    "launch",
+    "attach",
+    "rollout",
+    "controller",
+    "set-phase",
+    "delete",
+    "prune",
+];
 
 /// A command line that does not say what to do (a missing or contradictory
 /// argument clap cannot tell): exit status 2, as clap's own usage errors.
@@ -56,7 +74,12 @@ impl std::fmt::Display for CommandExited {
 
 impl std::error::Error for CommandExited {}
 
-pub fn init_logging(verbose: u8, format: LogFormat) {
+/// Log lines go to stderr (by `-v`, in `format`), and to the run log: the
+/// breadcrumbs of a command that acts, and with `--debug` jackin's own
+/// traces (never another crate's: they may dump request bodies).
+pub fn init_logging(verbose: u8, format: LogFormat, traces: bool, run: &Run) {
+    use tracing_subscriber::prelude::*;
+    use tracing_subscriber::{filter, fmt};
     let level = match verbose {
         0 => tracing::Level::WARN,
         1 => tracing::Level::INFO,
@@ -64,15 +87,34 @@ pub fn init_logging(verbose: u8, format: LogFormat) {
         _ => tracing::Level::TRACE,
     };
     use std::io::IsTerminal;
-    let builder = tracing_subscriber::fmt()
-        .with_max_level(level)
+    let stderr = fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+    let stderr = match format {
+        LogFormat::Text => stderr.boxed(),
+        LogFormat::Json => stderr.json().boxed(),
     }
+    .with_filter(filter::filter_fn(move |meta| {
+        meta.target() != run_logs::TARGET && *meta.level() <= level
+    }));
+    let acting = verb().is_some_and(|verb| ACTING.contains(&verb.as_str()));
+    let to_run_log = fmt::layer()
+        .json()
+        .flatten_event(true)
+        .with_current_span(false)
+        .with_span_list(false)
+        .with_writer(run.clone())
+        .with_filter(filter::filter_fn(move |meta| match meta.target() {
+            run_logs::TARGET => acting,
+            target => {
+                traces && target.starts_with("jackin") && *meta.level() <= tracing::Level::DEBUG
+            }
+        }));
+    tracing_subscriber::registry()
+        .with(stderr)
+        .with(to_run_log)
+        .init();
 }
 
 pub fn open_store() -> Result<Store> {
@@ -145,6 +187,7 @@ pub async fn converge_quietly(
     let results = converge::converge(&reconciler, &names, wait.timeout, wait.concurrency).await;
     reporter.finish();
     for (name, result) in results {
+        run_logs::reconciled(&name, &result, reporter.stepped(&name));
         if let Outcome::Blocked { digest } = result.with_context(|| format!("instance/{name}"))? {
             bail!(
                 "instance/{name}: the purge is blocked: the checkouts changed since the work \
@@ -173,6 +216,7 @@ pub async fn converge_and_report(
     reporter.finish();
     let mut failed = 0;
     for (name, result) in results {
+        run_logs::reconciled(&name, &result, reporter.stepped(&name));
         match result {
             Ok(Outcome::Converged { phase, tier }) => {
                 let how = match tier {

@@ -7,6 +7,7 @@ mod context;
 mod hints;
 mod output;
 mod progress;
+mod run_log;
 mod screens;
 mod terminal;
 
@@ -21,7 +22,8 @@ use crate::context::{CommandExited, UsageError, open_store, open_store_to_change
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    context::init_logging(cli.verbose, cli.log_format);
+    let this_run = run_log::Run::mint(context::verb());
+    context::init_logging(cli.verbose, cli.log_format, cli.debug, &this_run);
     context::name_this_process();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -33,7 +35,9 @@ fn main() -> ExitCode {
         Command::Diff(_) => ExitCode::from(2),
         _ => ExitCode::FAILURE,
     };
-    match runtime.block_on(run(cli)) {
+    let result = runtime.block_on(run(cli));
+    this_run.finished(&result);
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         // The reader went away (`jackin get -o yaml | head -1`): it has all
         // it wanted, which is success.
@@ -60,6 +64,9 @@ fn main() -> ExitCode {
                 if let Some(hint) = hints::for_error(err.as_ref()) {
                     eprintln!("hint: {}", output::terminal_safe_lines(&hint));
                 }
+            }
+            if let Some(handle) = this_run.handle() {
+                eprintln!("{}", output::terminal_safe(&handle));
             }
             failure
         }

@@ -3,7 +3,7 @@
 //! and the latest build output while it runs), each finished step left
 //! above as a line with a check mark; otherwise one plain line per step.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -92,6 +92,9 @@ impl Live {
 pub struct Reporter {
     live: Option<Arc<Live>>,
     verbose: bool,
+    /// The instances that took a step: only their reconciles are worth a
+    /// line in the run log.
+    stepped: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Reporter {
@@ -106,12 +109,22 @@ impl Reporter {
                 lines: Mutex::default(),
             })
         });
-        Self { live, verbose }
+        Self {
+            live,
+            verbose,
+            stepped: Arc::default(),
+        }
+    }
+
+    /// Whether `name` took a step.
+    pub fn stepped(&self, name: &str) -> bool {
+        self.stepped.lock().expect("never poisoned").contains(name)
     }
 
     pub fn sink(&self) -> ProgressSink {
         let live = self.live.clone();
         let verbose = self.verbose;
+        let stepped = self.stepped.clone();
         Arc::new(move |name: &str, event: Progress<'_>| {
             let line = |step: &jackin_reconcilers::plan::Step| {
                 format!("instance/{name}: [{}] {}", step.stage(), step.describe())
@@ -124,6 +137,13 @@ impl Reporter {
                     crate::output::terminal_safe(message)
                 )
             };
+            if let Progress::Step(step) = &event {
+                jackin_controller::run_logs::step(name, step);
+                stepped
+                    .lock()
+                    .expect("never poisoned")
+                    .insert(name.to_owned());
+            }
             match (&live, event) {
                 (Some(live), Progress::Step(step)) => live.step(name, line(step)),
                 (Some(live), Progress::Note { stage, message }) => {

@@ -16,6 +16,7 @@ use jackin_reconcilers::fake::FakeEngine;
 use jackin_reconcilers::plan::{Step, Tier};
 
 use crate::engines::Engines;
+use crate::metrics::Metrics;
 use crate::reconcile::{Outcome, Progress, Reconciler, Snapshot};
 use crate::store::{ApplyOutcome, Store, StoreError};
 use crate::{run, session, sweep};
@@ -1220,7 +1221,13 @@ async fn run_with(reconciler: Reconciler, duration: Duration) {
         sweep: Duration::from_secs(3600),
         ..Default::default()
     };
-    run::run(reconciler, options, tokio::time::sleep(duration)).await;
+    run::run(
+        reconciler,
+        options,
+        Metrics::new(),
+        tokio::time::sleep(duration),
+    )
+    .await;
 }
 
 async fn run_for(w: &World, duration: Duration) {

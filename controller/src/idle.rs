@@ -38,6 +38,7 @@ use jiff::Timestamp;
 use tokio::time::Instant;
 
 use crate::events;
+use crate::metrics::Metrics;
 use crate::reconcile::{Outcome, ReconcileError, Reconciler};
 use crate::store::StoreError;
 
@@ -57,7 +58,11 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs until the task is dropped. `changed` tells the loop an instance
 /// needs a reconcile now (kept, or its container recycled).
-pub async fn watch(reconciler: Reconciler, changed: impl Fn(&str) + Send + Sync + 'static) {
+pub async fn watch(
+    reconciler: Reconciler,
+    metrics: Metrics,
+    changed: impl Fn(&str) + Send + Sync + 'static,
+) {
     let mut watched: HashMap<String, Watched> = HashMap::new();
     let mut next_scan = Instant::now();
     loop {
@@ -80,7 +85,7 @@ pub async fn watch(reconciler: Reconciler, changed: impl Fn(&str) + Send + Sync 
             .collect();
         for name in due {
             let last = watched.get(&name).and_then(|w| w.last);
-            let (every, last) = match look(&reconciler, &name, last, &changed).await {
+            let (every, last) = match look(&reconciler, &metrics, &name, last, &changed).await {
                 Ok(Some(found)) => found,
                 Ok(None) => {
                     watched.remove(&name);
@@ -158,6 +163,7 @@ enum LookError {
 /// when the agent is no longer one to watch.
 async fn look(
     reconciler: &Reconciler,
+    metrics: &Metrics,
     name: &str,
     last: Option<Sample>,
     changed: &(impl Fn(&str) + Send + Sync),
@@ -223,7 +229,8 @@ async fn look(
         )));
     }
     let started = Timestamp::now();
-    let result = run_hooks(reconciler, engine, &unit, &id, &policy, &status, timing).await;
+    let (ok, result) = run_hooks(reconciler, engine, &unit, &id, &policy, &status, timing).await;
+    metrics.idle_hooks_ran(ok);
     let finished = Timestamp::now();
     // The hooks' own work is not the agent's: the next look compares with
     // a sample taken after them.
@@ -369,8 +376,8 @@ fn record_run(
     guard.save()
 }
 
-/// Runs the commands in sequence; returns how it went, in a line: `ok`,
-/// or the failures.
+/// Runs the commands in sequence; returns whether every one succeeded, and
+/// how it went, in a line: `ok`, or the failures.
 async fn run_hooks(
     reconciler: &Reconciler,
     engine: &Engine,
@@ -379,7 +386,7 @@ async fn run_hooks(
     policy: &IdlePolicy,
     status: &jackin_api::InstanceStatus,
     timing: Timing,
-) -> String {
+) -> (bool, String) {
     let layout = reconciler.store.layout();
     let recipe = status.recipe.clone().unwrap_or_default();
     let commands = idle::commands(policy, &recipe);
@@ -422,9 +429,9 @@ async fn run_hooks(
         }
     }
     match failures.is_empty() {
-        true if commands.is_empty() => "ok (no commands)".to_owned(),
-        true => "ok".to_owned(),
-        false => failures.join("; "),
+        true if commands.is_empty() => (true, "ok (no commands)".to_owned()),
+        true => (true, "ok".to_owned()),
+        false => (false, failures.join("; ")),
     }
 }
 

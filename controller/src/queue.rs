@@ -83,6 +83,13 @@ impl Queue {
         self.wake.notify_one();
     }
 
+    /// The names waiting: due now or later, or asked for again while
+    /// they run.
+    pub fn depth(&self) -> usize {
+        let state = self.state.lock().expect("queue lock");
+        state.due.len() + state.deferred.len()
+    }
+
     /// Stops handing out work; `next` returns `None` from now on.
     pub fn close(&self) {
         self.state.lock().expect("queue lock").closed = true;

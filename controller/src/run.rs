@@ -46,6 +46,7 @@ use tokio::time::Instant;
 use crate::backoff;
 use crate::engines::{EngineName, display_name};
 use crate::index::IndexRow;
+use crate::metrics::Metrics;
 use crate::queue::Queue;
 use crate::reconcile::{Outcome, ReconcileError, Reconciler};
 use crate::source::Source;
@@ -95,6 +96,7 @@ struct Shared {
     queue: Queue,
     options: Options,
     backoffs: Mutex<HashMap<String, Backoff>>,
+    metrics: Metrics,
 }
 
 /// The index rows, read again only when the index file changed: a watch
@@ -200,6 +202,8 @@ impl Shared {
     /// Records a reconcile's result: success resets the instance's backoff,
     /// failure schedules the next attempt, unless the loop gave up on it.
     fn record(&self, name: &str, result: &Result<Outcome, ReconcileError>) {
+        let stepped = self.metrics.reconciled(name, result);
+        crate::run_logs::reconciled(name, result, stepped);
         let mut backoffs = self.backoffs.lock().expect("backoff lock");
         match result {
             Ok(outcome) => {
@@ -242,15 +246,27 @@ impl Shared {
 }
 
 /// Runs until `shutdown` completes, then lets in-flight reconciles finish.
-pub async fn run(reconciler: Reconciler, options: Options, shutdown: impl Future<Output = ()>) {
+/// What it does is told to `metrics`.
+pub async fn run(
+    reconciler: Reconciler,
+    options: Options,
+    metrics: Metrics,
+    shutdown: impl Future<Output = ()>,
+) {
     let shared = Arc::new(Shared {
         reconciler,
         queue: Queue::default(),
         options,
         backoffs: Mutex::default(),
+        metrics,
     });
+    let rows = shared.reconciler.store.rows().unwrap_or_default();
+    shared
+        .metrics
+        .first_pass_of(rows.into_iter().map(|r| r.name));
     shared.enqueue_all();
     let mut watches = vec![
+        tokio::spawn(tick(shared.clone())),
         tokio::spawn(watch_engines(shared.clone())),
         tokio::spawn(watch_store(shared.clone())),
         tokio::spawn(resync(shared.clone())),
@@ -262,6 +278,7 @@ pub async fn run(reconciler: Reconciler, options: Options, shutdown: impl Future
     let idle_shared = shared.clone();
     watches.push(tokio::spawn(crate::idle::watch(
         shared.reconciler.clone(),
+        shared.metrics.clone(),
         move |name| idle_shared.changed(name),
     )));
     watches.push(tokio::spawn(crate::notify::watch(
@@ -317,12 +334,15 @@ async fn watch_engines(shared: Arc<Shared>) {
                         );
                         watch.abort();
                         shared.reconciler.engines.forget(name);
+                        shared.metrics.engine_gone(display_name(name.as_deref()));
                     }
                     keep
                 });
                 for name in in_use {
                     if let std::collections::hash_map::Entry::Vacant(entry) = watching.entry(name) {
                         let name = entry.key().clone();
+                        // Not ready until its watch's first look answers.
+                        shared.metrics.engine(display_name(name.as_deref()), false);
                         entry.insert(tokio::spawn(watch_events(shared.clone(), name)));
                     }
                 }
@@ -347,10 +367,21 @@ async fn watch_events(shared: Arc<Shared>, engine_name: EngineName) {
             return;
         }
     };
+    let filter = [(label::MANAGED, "true"), (label::HOME, home_id.as_str())];
     let mut delays = backoff::delays(Duration::from_secs(30));
     let mut first = true;
     loop {
-        match shared.reconciler.engines.get(engine_name.as_deref()).await {
+        let answered = match shared.reconciler.engines.get(engine_name.as_deref()).await {
+            // A connection made before says nothing of the engine now: a
+            // look at this home's containers does.
+            Ok(connected) => match connected.engine.list_containers(&filter).await {
+                Ok(_) => Ok(connected),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        shared.metrics.engine(&shown, answered.is_ok());
+        match answered {
             Ok(connected) => {
                 if !first {
                     // Events may have been missed while disconnected.
@@ -360,7 +391,6 @@ async fn watch_events(shared: Arc<Shared>, engine_name: EngineName) {
                     );
                     shared.enqueue_engine(&engine_name);
                 }
-                let filter = [(label::MANAGED, "true"), (label::HOME, home_id.as_str())];
                 let mut events = connected.engine.events(&filter);
                 while let Some(event) = events.next().await {
                     match event {
@@ -369,6 +399,7 @@ async fn watch_events(shared: Arc<Shared>, engine_name: EngineName) {
                             shared.on_event(event);
                         }
                         Err(e) => {
+                            shared.metrics.engine(&shown, false);
                             tracing::warn!(engine = shown, "engine event stream failed: {e}");
                             break;
                         }
@@ -474,18 +505,32 @@ async fn sync(shared: Arc<Shared>, dir: std::path::PathBuf) {
     loop {
         let store = shared.reconciler.store.clone();
         let (path, mut last) = (dir.clone(), seen.take());
-        let (result, last) = jackin_reconcilers::blocking(move || {
+        let (result, last, revision) = jackin_reconcilers::blocking(move || {
             let result = match Source::of(std::slice::from_ref(&path)) {
                 Ok(source) => store.sync_source(&source, &mut last),
                 Err(e) => Some(Err(e)),
             };
-            (result, last)
+            let revision = match &result {
+                Some(Ok(_)) => crate::source::revision(&path),
+                _ => None,
+            };
+            (result, last, revision)
         })
         .await;
         seen = last;
         match result {
             None => {}
             Some(Ok(applied)) => {
+                let shown = dir.display().to_string();
+                shared.metrics.source_applied(&shown, revision.as_deref());
+                tracing::info!(
+                    target: crate::run_logs::TARGET,
+                    source = shown,
+                    revision,
+                    objects = applied.outcomes.len(),
+                    pruned = applied.pruned.len(),
+                    "synced"
+                );
                 tracing::info!(
                     dir = %dir.display(),
                     objects = applied.outcomes.len(),
@@ -497,9 +542,35 @@ async fn sync(shared: Arc<Shared>, dir: std::path::PathBuf) {
                 }
             }
             Some(Err(e)) => {
+                // Its text quotes the files: it stays out of the run log.
+                tracing::warn!(
+                    target: crate::run_logs::TARGET,
+                    source = %dir.display(),
+                    "sync applied nothing"
+                );
                 tracing::warn!(dir = %dir.display(), "sync applied nothing: {e}");
             }
         }
+        tokio::time::sleep(shared.options.store_poll).await;
+    }
+}
+
+/// The loop's heartbeat: the instances by phase and the queue's depth,
+/// told to the metrics on the store's cadence. `/healthz` fails when it
+/// stops.
+async fn tick(shared: Arc<Shared>) {
+    let mut rows = CachedRows::default();
+    loop {
+        match rows.get(&shared.reconciler.store) {
+            Ok((rows, _)) => {
+                shared.metrics.set_instances(rows);
+                shared
+                    .metrics
+                    .set_attention(&crate::metrics::attention_counts(rows));
+            }
+            Err(e) => tracing::error!("cannot read the index: {e}"),
+        }
+        shared.metrics.tick(shared.queue.depth());
         tokio::time::sleep(shared.options.store_poll).await;
     }
 }
@@ -515,6 +586,7 @@ async fn resync(shared: Arc<Shared>) {
             }
         };
         let before = shared.reconciler.engines.calls();
+        let started = Instant::now();
         let results = shared
             .reconciler
             .pass(
@@ -524,6 +596,7 @@ async fn resync(shared: Arc<Shared>) {
                 |n| shared.queue.done(n),
             )
             .await;
+        shared.metrics.pass(started.elapsed());
         for (name, result) in &results {
             shared.record(name, result);
         }

@@ -132,12 +132,13 @@ impl Store {
 
     /// The index, repaired first when it is missing or corrupt. A sound
     /// index needs no lock (writers replace it atomically), and a home with
-    /// no data yet has nothing to read or repair: neither case writes.
+    /// no data yet (run logs are not data) has nothing to read or repair:
+    /// neither case writes.
     fn load_index(&self) -> Result<(Index, Option<IndexRepair>), StoreError> {
         if let Ok(Some(index)) = Index::read(&self.layout)? {
             return Ok((index, None));
         }
-        if !self.layout.data_dir().exists() {
+        if !self.layout.holds_data() {
             return Ok((Index::default(), None));
         }
         let _lock = self.lock_index()?;

@@ -239,6 +239,7 @@ pub async fn sweep(
     if options.dry_run {
         return Ok(findings);
     }
+    crate::run_logs::sweep(store.layout(), None);
     execute(store, engines, findings).await
 }
 
@@ -473,7 +474,8 @@ pub fn plan_files(store: &Store, depth: Depth) -> Result<Vec<Finding>, StoreErro
             findings.push(Finding::WriteLeftoverRemoved { path });
             continue;
         }
-        if file_name.starts_with('.') {
+        // The run logs are no unit.
+        if file_name.starts_with('.') || path == layout.diagnostics_dir() {
             continue;
         }
         if path.is_dir() {

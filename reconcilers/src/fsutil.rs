@@ -13,6 +13,27 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
         .create(dir)
 }
 
+/// Opens `path` to append to, creating it (0600, its directory 0700) if
+/// need be; a link or anything but a regular file in its place is refused.
+pub fn open_private_append(path: &Path) -> io::Result<File> {
+    if let Some(dir) = path.parent() {
+        ensure_private_dir(dir)?;
+    }
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
+    }
+    Ok(file)
+}
+
 /// How [`write_atomic`]'s temporary files begin: one that outlives its
 /// writer (killed mid-write) is removed by a sweep where writers lock.
 pub const TEMPORARY_PREFIX: &str = ".tmp-";

@@ -20,6 +20,8 @@
 //!                                  plan (the next start's rungs); mounted read-only
 //!     git/worktree/<slug>/  git/clone/<slug>/   isolated checkouts
 //!   data/<container>.lock          per-instance lock (sibling of the unit)
+//!   data/diagnostics/runs/<run id>.jsonl   one command's breadcrumbs (and with --debug,
+//!                                  its traces), bounded by config.yaml's runLogs
 //!   data/.orphaned/<container>-<timestamp>/   unreadable units, moved aside
 //!   sockets/<container>/attached.lock   held while a terminal is attached
 //!   workspaces/<name>.yaml  .lock  Workspace policies, as applied
@@ -237,6 +239,30 @@ impl Layout {
 
     /// Where the unfinished work of discarded checkouts is saved, one
     /// directory per discard (see `crate::discard`).
+    /// Whether `data/` holds anything but run logs: a home whose commands
+    /// only ever failed before making anything has no store to repair.
+    pub fn holds_data(&self) -> bool {
+        let diagnostics = std::ffi::OsStr::new("diagnostics");
+        std::fs::read_dir(self.data_dir())
+            .is_ok_and(|mut entries| entries.any(|e| e.is_ok_and(|e| e.file_name() != diagnostics)))
+    }
+
+    /// What is kept to diagnose jackin itself; not a unit, though under
+    /// `data/`.
+    pub fn diagnostics_dir(&self) -> PathBuf {
+        self.data_dir().join("diagnostics")
+    }
+
+    /// The run logs, one per command that wrote any.
+    pub fn run_logs_dir(&self) -> PathBuf {
+        self.diagnostics_dir().join("runs")
+    }
+
+    /// The run log of the run `id` (a run id is jackin's own, never input).
+    pub fn run_log(&self, id: &str) -> PathBuf {
+        self.run_logs_dir().join(format!("{id}.jsonl"))
+    }
+
     pub fn discarded_dir(&self) -> PathBuf {
         self.root.join("discarded")
     }

@@ -254,14 +254,20 @@ impl Home {
     }
 
     /// Asserts that no file under the home changed since `before`, naming
-    /// the ones that did. Files under `input/` (the tests' own) are ignored.
+    /// the ones that did. Files under `input/` (the tests' own) are ignored,
+    /// and so are the run logs: a failed command leaves one by design, and
+    /// they are diagnostics, not state (`tests/diagnostics.rs` checks that
+    /// a command that changes nothing writes none).
     pub fn assert_unchanged(&self, before: &Snapshot, what: &str) {
         let input = self.path().join("input");
+        let runs = self.path().join("data/diagnostics");
         let after = self.snapshot();
         let mut changed: Vec<String> = before
             .keys()
             .chain(after.keys())
-            .filter(|p| !p.starts_with(&input) && before.get(*p) != after.get(*p))
+            .filter(|p| {
+                !p.starts_with(&input) && !p.starts_with(&runs) && before.get(*p) != after.get(*p)
+            })
             .map(|p| p.display().to_string())
             .collect();
         changed.dedup();
@@ -356,6 +362,49 @@ impl Controller {
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// The address it serves its metrics at (started with
+    /// `--metrics-addr`), once it says so.
+    pub fn metrics_addr(&self) -> String {
+        let mut addr = String::new();
+        eventually(
+            std::time::Duration::from_secs(60),
+            "the metrics address",
+            || {
+                let log = self.log();
+                let found = log
+                    .split("serving http://")
+                    .nth(1)
+                    .and_then(|rest| rest.split("/metrics").next());
+                addr = found.unwrap_or_default().to_owned();
+                !addr.is_empty()
+            },
+        );
+        addr
+    }
+}
+
+/// `GET path` from `addr` over HTTP/1.1: the status code and the body.
+pub fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("the server answers");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("a response");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .expect("a status line");
+    (status, body.to_owned())
 }
 
 impl Drop for Controller {

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use jackin_controller::metrics::{self, Metrics};
+use jackin_controller::run_logs;
 use jackin_controller::source::Source;
 use jackin_controller::{Outcome, Progress, Reconciler, run};
 
@@ -16,28 +18,36 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
     // Engines connect when their instances first need them, so one that
     // is down holds up only its own instances.
     let mut reconciler = Reconciler::new(store, Engines::new(None));
+    let metrics = Metrics::new();
+    let timer = metrics.clone();
     // Without -v the controller still says what it does: a line per
     // action, on stderr. With -v the log says it, in the log's format.
-    reconciler.progress = Arc::new(move |name: &str, event: Progress<'_>| match event {
-        Progress::Step(step) if verbose => {
-            tracing::info!(instance = name, "{}", step.describe());
+    reconciler.progress = Arc::new(move |name: &str, event: Progress<'_>| {
+        if let Progress::Step(step) = &event {
+            timer.step_started(name, step.kind());
+            run_logs::step(name, step);
         }
-        Progress::Step(step) => eprintln!(
-            "{} instance/{name}: {}",
-            jiff::Timestamp::now().strftime("%H:%M:%S"),
-            step.describe()
-        ),
-        // A note may name the agent's files (what a discard saved): shown
-        // escaped.
-        Progress::Note { message, .. } if verbose => {
-            tracing::info!(instance = name, "{}", crate::output::terminal_safe(message));
+        match event {
+            Progress::Step(step) if verbose => {
+                tracing::info!(instance = name, "{}", step.describe());
+            }
+            Progress::Step(step) => eprintln!(
+                "{} instance/{name}: {}",
+                jiff::Timestamp::now().strftime("%H:%M:%S"),
+                step.describe()
+            ),
+            // A note may name the agent's files (what a discard saved):
+            // shown escaped.
+            Progress::Note { message, .. } if verbose => {
+                tracing::info!(instance = name, "{}", crate::output::terminal_safe(message));
+            }
+            Progress::Note { stage, message } => eprintln!(
+                "{} instance/{name}: [{stage}] {}",
+                jiff::Timestamp::now().strftime("%H:%M:%S"),
+                crate::output::terminal_safe(message)
+            ),
+            Progress::Build(line) => tracing::debug!(instance = name, "build: {line}"),
         }
-        Progress::Note { stage, message } => eprintln!(
-            "{} instance/{name}: [{stage}] {}",
-            jiff::Timestamp::now().strftime("%H:%M:%S"),
-            crate::output::terminal_safe(message)
-        ),
-        Progress::Build(line) => tracing::debug!(instance = name, "build: {line}"),
     });
     if args.once {
         // The synced directories first, as the continuous loop starts.
@@ -64,6 +74,10 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
             .pass(&rows, args.concurrency, |_| true, |_| {})
             .await;
         let calls = reconciler.engines.calls() - before;
+        for (name, result) in &results {
+            let stepped = metrics.reconciled(name, result);
+            run_logs::reconciled(name, result, stepped);
+        }
         // A blocked purge has not converged: it waits for the operator.
         let failed: Vec<String> = results
             .iter()
@@ -119,7 +133,29 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
             options.concurrency
         );
     }
-    run::run(reconciler, options, shutdown_signal()).await;
+    // Bound before the loop starts, so that a taken port stops the command.
+    let server = match &args.metrics_addr {
+        Some(addr) => {
+            let listener = metrics::bind(addr)
+                .await
+                .with_context(|| format!("--metrics-addr {addr}"))?;
+            let bound = listener.local_addr()?;
+            eprintln!("jackin controller: serving http://{bound}/metrics, /healthz and /readyz");
+            // Ticks come every store poll: many missed in a row is a loop
+            // that is stuck.
+            let stale = (options.store_poll * 15).max(std::time::Duration::from_secs(30));
+            Some(tokio::spawn(metrics::serve(
+                listener,
+                metrics.clone(),
+                stale,
+            )))
+        }
+        None => None,
+    };
+    run::run(reconciler, options, metrics, shutdown_signal()).await;
+    if let Some(server) = server {
+        server.abort();
+    }
     Ok(())
 }
 

@@ -1,0 +1,601 @@
+//! The controller's metrics, health and readiness, served over HTTP when
+//! `jackin controller --metrics-addr` asks: `/metrics` in the Prometheus
+//! text format (0.0.4), `/healthz` and `/readyz`.
+//!
+//! The loop holds a [`Metrics`] handle (cheap to clone, shared by its
+//! watches and workers) and tells it what happened; nothing here reads the
+//! store or the engines itself. The exposition is `prometheus-client`'s.
+//!
+//! | Metric | Type | What it counts |
+//! |---|---|---|
+//! | `jackin_instances{phase}` | gauge | instances by observed phase (`Pending` before the first look) |
+//! | `jackin_instances_by_attention{attention}` | gauge | instances by attention |
+//! | `jackin_reconciles_total{result}` | counter | reconciles by how they ended |
+//! | `jackin_reconcile_errors_total{reason}` | counter | failed reconciles by condition reason |
+//! | `jackin_queue_depth` | gauge | instances waiting in the queue (due now or later) |
+//! | `jackin_pass_duration_seconds` | histogram | resync passes over every instance |
+//! | `jackin_step_duration_seconds{step}` | histogram | plan steps, by kind |
+//! | `jackin_engine_up{engine}` | gauge | 1 when the engine answered its last look, else 0 |
+//! | `jackin_idle_hook_runs_total{result}` | counter | idle hook runs, `ok` or `failed` |
+//! | `jackin_source_info{source,revision}` | gauge | 1 for each synced directory's applied revision |
+//! | `jackin_first_pass_done` | gauge | 1 once every instance present at start was reconciled |
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use jackin_api::InstancePhase;
+use jackin_api::names::reason;
+use jackin_reconcilers::EngineError;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::index::IndexRow;
+use crate::reconcile::{Outcome, ReconcileError};
+
+/// Every phase, so that each has a sample (0 included) from the start.
+const PHASES: [InstancePhase; 8] = [
+    InstancePhase::Pending,
+    InstancePhase::Launching,
+    InstancePhase::Running,
+    InstancePhase::Exited,
+    InstancePhase::Crashed,
+    InstancePhase::Kept,
+    InstancePhase::Purging,
+    InstancePhase::Failed,
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabel {
+    phase: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AttentionLabel {
+    attention: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StepLabel {
+    step: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EngineLabel {
+    engine: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: String,
+    revision: String,
+}
+
+/// The metrics and the loop's liveness; clones share them.
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Registry,
+    started: Instant,
+    instances: Family<PhaseLabel, Gauge>,
+    attention: Family<AttentionLabel, Gauge>,
+    reconciles: Family<ResultLabel, Counter>,
+    errors: Family<ReasonLabel, Counter>,
+    queue_depth: Gauge,
+    pass_duration: Histogram,
+    step_duration: Family<StepLabel, Histogram, fn() -> Histogram>,
+    engine_up: Family<EngineLabel, Gauge>,
+    idle_hooks: Family<ResultLabel, Counter>,
+    source: Family<SourceLabel, Gauge>,
+    first_pass: Gauge,
+    /// Milliseconds since `started` at the loop's last tick.
+    last_tick: AtomicU64,
+    /// The instances present at start not yet reconciled: the first pass
+    /// is done when none is left.
+    first_pass_left: Mutex<Option<HashSet<String>>>,
+    /// Each engine in use, and whether it answered its last look.
+    engines: Mutex<BTreeMap<String, bool>>,
+    /// The step each instance is in, and since when.
+    steps: Mutex<HashMap<String, (&'static str, Instant)>>,
+    /// The revision last seen of each synced directory.
+    sources: Mutex<HashMap<String, String>>,
+}
+
+/// Seconds from a few milliseconds (a no-op step) to some twenty minutes
+/// (a role's first build).
+fn duration_buckets() -> impl Iterator<Item = f64> {
+    exponential_buckets(0.005, 4.0, 10)
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("jackin");
+        let instances = Family::<PhaseLabel, Gauge>::default();
+        registry.register(
+            "instances",
+            "Instances by observed phase (Pending before the first look)",
+            instances.clone(),
+        );
+        let attention = Family::<AttentionLabel, Gauge>::default();
+        registry.register(
+            "instances_by_attention",
+            "Instances by attention (working, needs-you, idle, ended, failed, kept)",
+            attention.clone(),
+        );
+        let reconciles = Family::<ResultLabel, Counter>::default();
+        registry.register(
+            "reconciles",
+            "Reconciles by how they ended",
+            reconciles.clone(),
+        );
+        let errors = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "reconcile_errors",
+            "Failed reconciles by the reason their condition gives",
+            errors.clone(),
+        );
+        let queue_depth = Gauge::default();
+        registry.register(
+            "queue_depth",
+            "Instances waiting in the work queue, due now or later",
+            queue_depth.clone(),
+        );
+        let pass_duration = Histogram::new(duration_buckets());
+        registry.register(
+            "pass_duration_seconds",
+            "Resync passes over every instance",
+            pass_duration.clone(),
+        );
+        let step_duration: Family<StepLabel, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(|| Histogram::new(duration_buckets()));
+        registry.register(
+            "step_duration_seconds",
+            "Plan steps by kind, from their start to the next step or the end",
+            step_duration.clone(),
+        );
+        let engine_up = Family::<EngineLabel, Gauge>::default();
+        registry.register(
+            "engine_up",
+            "1 when the engine answered its last look, 0 when it did not",
+            engine_up.clone(),
+        );
+        let idle_hooks = Family::<ResultLabel, Counter>::default();
+        registry.register(
+            "idle_hook_runs",
+            "Idle hook runs by result (ok or failed)",
+            idle_hooks.clone(),
+        );
+        let source = Family::<SourceLabel, Gauge>::default();
+        registry.register(
+            "source_info",
+            "1 for the revision each synced directory last applied",
+            source.clone(),
+        );
+        let first_pass = Gauge::default();
+        registry.register(
+            "first_pass_done",
+            "1 once every instance present at start was reconciled",
+            first_pass.clone(),
+        );
+        let metrics = Self {
+            inner: Arc::new(Inner {
+                registry,
+                started: Instant::now(),
+                instances,
+                attention,
+                reconciles,
+                errors,
+                queue_depth,
+                pass_duration,
+                step_duration,
+                engine_up,
+                idle_hooks,
+                source,
+                first_pass,
+                last_tick: AtomicU64::new(0),
+                first_pass_left: Mutex::new(None),
+                engines: Mutex::default(),
+                steps: Mutex::default(),
+                sources: Mutex::default(),
+            }),
+        };
+        metrics.set_instances(&[]);
+        metrics
+    }
+
+    /// The loop is alive: called on each of its ticks, with the queue's depth.
+    pub fn tick(&self, queue_depth: usize) {
+        let inner = &self.inner;
+        let now = u64::try_from(inner.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        inner.last_tick.store(now, Ordering::Relaxed);
+        inner
+            .queue_depth
+            .set(i64::try_from(queue_depth).unwrap_or(i64::MAX));
+    }
+
+    /// How long ago the loop last ticked.
+    fn since_tick(&self) -> Duration {
+        let at = Duration::from_millis(self.inner.last_tick.load(Ordering::Relaxed));
+        self.inner.started.elapsed().saturating_sub(at)
+    }
+
+    /// The instances by phase, from the index.
+    pub fn set_instances(&self, rows: &[IndexRow]) {
+        let mut counts: HashMap<InstancePhase, i64> = HashMap::new();
+        for row in rows {
+            *counts
+                .entry(row.phase.unwrap_or(InstancePhase::Pending))
+                .or_default() += 1;
+        }
+        for phase in PHASES {
+            let label = PhaseLabel {
+                phase: phase.as_str(),
+            };
+            let count = counts.get(&phase).copied().unwrap_or(0);
+            self.inner.instances.get_or_create(&label).set(count);
+        }
+    }
+
+    /// The instances by attention, as the loop counts them: each value
+    /// present gets its count, and values no longer present are dropped.
+    pub fn set_attention(&self, counts: &BTreeMap<String, i64>) {
+        self.inner.attention.clear();
+        for (attention, count) in counts {
+            let label = AttentionLabel {
+                attention: attention.clone(),
+            };
+            self.inner.attention.get_or_create(&label).set(*count);
+        }
+    }
+
+    /// The instances the first pass must reconcile; none makes it done.
+    pub fn first_pass_of(&self, names: impl IntoIterator<Item = String>) {
+        let names: HashSet<String> = names.into_iter().collect();
+        let done = names.is_empty();
+        *self.inner.first_pass_left.lock().expect("never poisoned") = Some(names);
+        if done {
+            self.inner.first_pass.set(1);
+        }
+    }
+
+    /// A reconcile of `name` ended so; returns whether it took a step.
+    pub fn reconciled(&self, name: &str, result: &Result<Outcome, ReconcileError>) -> bool {
+        let acted = self.step_ended(name);
+        let label = ResultLabel {
+            result: match result {
+                Ok(Outcome::Converged { .. }) => "converged",
+                Ok(Outcome::Gone | Outcome::PurgedWithoutEngine { .. }) => "purged",
+                Ok(Outcome::Absent) => "absent",
+                Ok(Outcome::Blocked { .. }) => "blocked",
+                Err(ReconcileError::GaveUp { now: false, .. }) => "given-up",
+                Err(_) => "failed",
+            },
+        };
+        self.inner.reconciles.get_or_create(&label).inc();
+        if let Err(e) = result
+            && !matches!(e, ReconcileError::GaveUp { now: false, .. })
+        {
+            let label = ReasonLabel {
+                reason: error_reason(e),
+            };
+            self.inner.errors.get_or_create(&label).inc();
+        }
+        let mut left = self.inner.first_pass_left.lock().expect("never poisoned");
+        if let Some(names) = left.as_mut()
+            && names.remove(name)
+            && names.is_empty()
+        {
+            self.inner.first_pass.set(1);
+        }
+        acted
+    }
+
+    /// `name` starts a step of `kind`: the step it was in (if any) ends.
+    pub fn step_started(&self, name: &str, kind: &'static str) {
+        let previous = self
+            .inner
+            .steps
+            .lock()
+            .expect("never poisoned")
+            .insert(name.to_owned(), (kind, Instant::now()));
+        if let Some((kind, since)) = previous {
+            self.observe_step(kind, since);
+        }
+    }
+
+    /// `name`'s reconcile ended: the step it was in (if any) ends too.
+    fn step_ended(&self, name: &str) -> bool {
+        let ended = self
+            .inner
+            .steps
+            .lock()
+            .expect("never poisoned")
+            .remove(name);
+        if let Some((kind, since)) = ended {
+            self.observe_step(kind, since);
+        }
+        ended.is_some()
+    }
+
+    fn observe_step(&self, kind: &'static str, since: Instant) {
+        self.inner
+            .step_duration
+            .get_or_create(&StepLabel { step: kind })
+            .observe(since.elapsed().as_secs_f64());
+    }
+
+    /// A resync pass took `took`.
+    pub fn pass(&self, took: Duration) {
+        self.inner.pass_duration.observe(took.as_secs_f64());
+    }
+
+    /// Whether the engine `name` answered its last look.
+    pub fn engine(&self, name: &str, up: bool) {
+        let label = EngineLabel {
+            engine: name.to_owned(),
+        };
+        self.inner
+            .engine_up
+            .get_or_create(&label)
+            .set(i64::from(up));
+        self.inner
+            .engines
+            .lock()
+            .expect("never poisoned")
+            .insert(name.to_owned(), up);
+    }
+
+    /// No instance uses the engine `name` any more.
+    pub fn engine_gone(&self, name: &str) {
+        let label = EngineLabel {
+            engine: name.to_owned(),
+        };
+        self.inner.engine_up.remove(&label);
+        self.inner
+            .engines
+            .lock()
+            .expect("never poisoned")
+            .remove(name);
+    }
+
+    /// An instance's idle hooks ran, all of them well or not.
+    pub fn idle_hooks_ran(&self, ok: bool) {
+        let label = ResultLabel {
+            result: if ok { "ok" } else { "failed" },
+        };
+        self.inner.idle_hooks.get_or_create(&label).inc();
+    }
+
+    /// The synced directory `source` applied `revision` (none: it is not
+    /// in a git work tree).
+    pub fn source_applied(&self, source: &str, revision: Option<&str>) {
+        let revision = revision.unwrap_or("none").to_owned();
+        let mut sources = self.inner.sources.lock().expect("never poisoned");
+        if let Some(before) = sources.insert(source.to_owned(), revision.clone()) {
+            self.inner.source.remove(&SourceLabel {
+                source: source.to_owned(),
+                revision: before,
+            });
+        }
+        let label = SourceLabel {
+            source: source.to_owned(),
+            revision,
+        };
+        self.inner.source.get_or_create(&label).set(1);
+    }
+
+    /// The metrics in the Prometheus text format.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::prometheus_text::encode(&mut text, &self.inner.registry)
+            .expect("writing to a String cannot fail");
+        text
+    }
+
+    /// Whether the loop ticked within `limit`; the answer's text says so.
+    pub fn health(&self, limit: Duration) -> Result<String, String> {
+        let since = self.since_tick();
+        match since <= limit {
+            true => Ok(format!("ok: the loop ticked {}ms ago\n", since.as_millis())),
+            false => Err(format!(
+                "the loop has not ticked for {}s (limit {}s)\n",
+                since.as_secs(),
+                limit.as_secs()
+            )),
+        }
+    }
+
+    /// Ready: the first pass is done and every engine in use answered its
+    /// last look; else what is missing.
+    pub fn readiness(&self) -> Result<String, String> {
+        let mut missing = Vec::new();
+        if self.inner.first_pass.get() == 0 {
+            missing.push("the first pass is not done".to_owned());
+        }
+        let down: Vec<String> = self
+            .inner
+            .engines
+            .lock()
+            .expect("never poisoned")
+            .iter()
+            .filter(|(_, up)| !**up)
+            .map(|(name, _)| name.clone())
+            .collect();
+        if !down.is_empty() {
+            missing.push(format!("engine(s) not answering: {}", down.join(", ")));
+        }
+        match missing.is_empty() {
+            true => Ok("ok\n".to_owned()),
+            false => Err(format!("not ready: {}\n", missing.join("; "))),
+        }
+    }
+}
+
+/// The instances by attention, for `jackin_instances_by_attention`. For
+/// now only the values an instance's phase alone decides: `kept` and
+/// `failed`. `working`, `needs-you`, `idle` and `ended` need the overview's
+/// attention (its recent output, CPU and I/O, and who is attached); this is
+/// where that is counted once it exists.
+pub fn attention_counts(rows: &[IndexRow]) -> BTreeMap<String, i64> {
+    let mut counts = BTreeMap::new();
+    for row in rows {
+        let attention = match row.phase {
+            Some(InstancePhase::Kept) => "kept",
+            Some(InstancePhase::Failed) => "failed",
+            _ => continue,
+        };
+        *counts.entry(attention.to_owned()).or_default() += 1;
+    }
+    counts
+}
+
+/// The reason a failed reconcile's condition gives, as the errors counter
+/// labels it.
+pub fn error_reason(error: &ReconcileError) -> &'static str {
+    match error {
+        ReconcileError::Step { error, .. } => error.reason(),
+        ReconcileError::Engine(EngineError::Unreachable { .. }) => reason::ENGINE_UNREACHABLE,
+        ReconcileError::Engine(_) => reason::ENGINE_ERROR,
+        ReconcileError::Store(_) => reason::FILESYSTEM_ERROR,
+        ReconcileError::NotConverging => "NotConverging",
+        ReconcileError::GaveUp { .. } => "GaveUp",
+    }
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` on `listener` until the
+/// task is dropped. `/healthz` fails once the loop has not ticked for
+/// `stale`.
+pub async fn serve(listener: tokio::net::TcpListener, metrics: Metrics, stale: Duration) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!("metrics: cannot accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let response = answer(&metrics, stale, request.uri().path());
+                async move { Ok::<_, std::convert::Infallible>(response) }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await
+            {
+                tracing::debug!(%peer, "metrics: connection ended: {e}");
+            }
+        });
+    }
+}
+
+/// Binds `addr` for [`serve`]: a port alone is on 127.0.0.1.
+pub async fn bind(addr: &str) -> std::io::Result<tokio::net::TcpListener> {
+    let addr: SocketAddr = match addr.parse::<u16>() {
+        Ok(port) => SocketAddr::from(([127, 0, 0, 1], port)),
+        Err(_) => addr.parse().map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "{addr:?} is not an address: give HOST:PORT (such as 127.0.0.1:9464) or a port"
+                ),
+            )
+        })?,
+    };
+    tokio::net::TcpListener::bind(addr).await
+}
+
+fn answer(metrics: &Metrics, stale: Duration, path: &str) -> Response<Full<Bytes>> {
+    let (status, content_type, body) = match path {
+        "/metrics" => (
+            StatusCode::OK,
+            prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+            metrics.encode(),
+        ),
+        "/healthz" => match metrics.health(stale) {
+            Ok(text) => (StatusCode::OK, "text/plain", text),
+            Err(text) => (StatusCode::SERVICE_UNAVAILABLE, "text/plain", text),
+        },
+        "/readyz" => match metrics.readiness() {
+            Ok(text) => (StatusCode::OK, "text/plain", text),
+            Err(text) => (StatusCode::SERVICE_UNAVAILABLE, "text/plain", text),
+        },
+        _ => (
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "not found: /metrics, /healthz and /readyz are served\n".to_owned(),
+        ),
+    };
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(content_type),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readiness_waits_for_the_first_pass_and_every_engine() {
+        let metrics = Metrics::new();
+        metrics.first_pass_of(["a".to_owned()]);
+        assert!(metrics.readiness().is_err());
+        metrics.reconciled("a", &Err(ReconcileError::NotConverging));
+        metrics.engine("default", true);
+        metrics.engine("far", false);
+        let why = metrics.readiness().unwrap_err();
+        assert!(why.contains("far") && !why.contains("first pass"), "{why}");
+        metrics.engine_gone("far");
+        assert!(metrics.readiness().is_ok());
+        let text = metrics.encode();
+        assert!(
+            text.contains("jackin_reconcile_errors_total{reason=\"NotConverging\"} 1"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_source_shows_only_its_last_revision() {
+        let metrics = Metrics::new();
+        metrics.source_applied("/policy", Some("abc"));
+        metrics.source_applied("/policy", Some("def"));
+        let text = metrics.encode();
+        assert!(!text.contains("revision=\"abc\""), "{text}");
+        assert!(text.contains("revision=\"def\""), "{text}");
+    }
+}
