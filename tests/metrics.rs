@@ -176,12 +176,10 @@ fn metrics_are_prometheus_text_that_agrees_with_get_and_counts_errors() {
             .collect();
         let shown = phases_of_get(&home);
         assert_eq!(shown.values().sum::<f64>(), 2.0);
-        gauges == shown
-            && value(
-                &samples,
-                "jackin_instances_by_attention",
-                ("attention", "kept"),
-            ) == Some(1.0)
+        // Attention as `jackin top` decides it: the kept one, and the
+        // running one, which never printed and asks nothing: idle.
+        let attention = |a| value(&samples, "jackin_instances_by_attention", ("attention", a));
+        gauges == shown && attention("kept") == Some(1.0) && attention("idle") == Some(1.0)
     });
     let reason = ("reason", "SecretUnavailable");
     assert_eq!(

@@ -39,6 +39,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::attention::Look;
 use crate::index::IndexRow;
 use crate::reconcile::{Outcome, ReconcileError};
 
@@ -459,20 +460,14 @@ impl Metrics {
     }
 }
 
-/// The instances by attention, for `jackin_instances_by_attention`. For
-/// now only the values an instance's phase alone decides: `kept` and
-/// `failed`. `working`, `needs-you`, `idle` and `ended` need the overview's
-/// attention (its recent output, CPU and I/O, and who is attached); this is
-/// where that is counted once it exists.
-pub fn attention_counts(rows: &[IndexRow]) -> BTreeMap<String, i64> {
+/// The instances by attention, for `jackin_instances_by_attention`, from
+/// one look at them (`crate::attention::look`), labelled as notifications
+/// name it (`needs-you`). An instance jackin is bringing up or down has no
+/// attention and is not counted.
+pub fn attention_counts<'a>(looks: impl IntoIterator<Item = &'a Look>) -> BTreeMap<String, i64> {
     let mut counts = BTreeMap::new();
-    for row in rows {
-        let attention = match row.phase {
-            Some(InstancePhase::Kept) => "kept",
-            Some(InstancePhase::Failed) => "failed",
-            _ => continue,
-        };
-        *counts.entry(attention.to_owned()).or_default() += 1;
+    for attention in looks.into_iter().filter_map(|look| look.attention) {
+        *counts.entry(attention.event().to_owned()).or_default() += 1;
     }
     counts
 }

@@ -37,6 +37,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
+use jackin_api::instance::InstancePhase;
 use jackin_api::names::label;
 use jackin_reconcilers::engine::models::EventMessage;
 use tokio::sync::Semaphore;
@@ -66,6 +67,10 @@ pub struct Options {
     pub sweep: Duration,
     /// Directories kept applied, with prune.
     pub sync: Vec<std::path::PathBuf>,
+    /// How often every instance's attention is looked at for the metrics
+    /// (`jackin_instances_by_attention`); `None` when nobody serves them,
+    /// and then no look is made.
+    pub attention_every: Option<Duration>,
 }
 
 impl Default for Options {
@@ -77,6 +82,7 @@ impl Default for Options {
             max_backoff: Duration::from_secs(300),
             sweep: Duration::from_secs(600),
             sync: Vec::new(),
+            attention_every: None,
         }
     }
 }
@@ -274,6 +280,9 @@ pub async fn run(
     ];
     for dir in shared.options.sync.clone() {
         watches.push(tokio::spawn(sync(shared.clone(), dir)));
+    }
+    if let Some(every) = shared.options.attention_every {
+        watches.push(tokio::spawn(attention_gauges(shared.clone(), every)));
     }
     let idle_shared = shared.clone();
     watches.push(tokio::spawn(crate::idle::watch(
@@ -562,16 +571,40 @@ async fn tick(shared: Arc<Shared>) {
     let mut rows = CachedRows::default();
     loop {
         match rows.get(&shared.reconciler.store) {
-            Ok((rows, _)) => {
-                shared.metrics.set_instances(rows);
-                shared
-                    .metrics
-                    .set_attention(&crate::metrics::attention_counts(rows));
-            }
+            Ok((rows, _)) => shared.metrics.set_instances(rows),
             Err(e) => tracing::error!("cannot read the index: {e}"),
         }
         shared.metrics.tick(shared.queue.depth());
         tokio::time::sleep(shared.options.store_poll).await;
+    }
+}
+
+/// The instances by attention, for the metrics: a look at every instance
+/// (`attention::look`: one log call and one stats call per running one, the
+/// rest decided from their phase) every `every`, or less often with many
+/// running, so that the engine answers at most about 100 calls a second
+/// for it. The counters compare with the previous look's, so CPU or
+/// writes since then make an agent `working`.
+async fn attention_gauges(shared: Arc<Shared>, every: Duration) {
+    let mut looks = HashMap::new();
+    loop {
+        let store = shared.reconciler.store.clone();
+        let objects = jackin_reconcilers::blocking(move || {
+            store
+                .list_instances()
+                .map(|l| l.instances)
+                .unwrap_or_default()
+        })
+        .await;
+        looks = crate::attention::look(&shared.reconciler, &objects, true, &looks).await;
+        shared
+            .metrics
+            .set_attention(&crate::metrics::attention_counts(looks.values()));
+        let running = objects
+            .iter()
+            .filter(|o| o.phase() == Some(InstancePhase::Running))
+            .count();
+        tokio::time::sleep(every.max(crate::attention::look_every(running))).await;
     }
 }
 

@@ -110,6 +110,11 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
         resync: args.resync,
         sweep: args.sweep,
         sync: args.sync.clone(),
+        // A usual scrape interval: the gauge is at most one scrape old.
+        attention_every: args
+            .metrics_addr
+            .as_ref()
+            .map(|_| std::time::Duration::from_secs(15)),
         ..Default::default()
     };
     let engines = engines_in_use(&reconciler)?;
