@@ -25,6 +25,7 @@
 //!   workspaces/<name>.yaml  .lock  Workspace policies, as applied
 //!   agents/<name>.yaml  .lock      Agent entries, as applied (built-ins are not stored)
 //!   sources/<id>.json              what each source last applied, or why not
+//!   probes.json                    what probes found in which image id (a cache)
 //!   artifacts/<instance>/<finished-at>/   a session's state/artifacts/, moved out when it
 //!                                  ended, so that a purge does not take it
 //!   discarded/<instance>-<unit id>/   the unfinished work of discarded checkouts
@@ -66,6 +67,9 @@ pub mod cap {
     pub const STORED_OBJECT: u64 = 16 << 20;
     /// `sources/ID.json`: paths, a revision and the last error's lines.
     pub const SOURCE_RECORD: u64 = 4 << 20;
+    /// `probes.json`: at most 1024 answers of an image id and a program
+    /// or version each.
+    pub const PROBES: u64 = 4 << 20;
     /// `home-id`: one short id.
     pub const HOME_ID: u64 = 4 << 10;
     /// `config.yaml`: a handful of settings.
@@ -226,6 +230,11 @@ impl Layout {
 
     pub fn object_of_kind_file(&self, plural: &str, name: &str) -> PathBuf {
         self.objects_dir(plural).join(format!("{name}.yaml"))
+    }
+
+    /// What probes found in images (see [`crate::probes`]).
+    pub fn probes_file(&self) -> PathBuf {
+        self.root.join("probes.json")
     }
 
     pub fn objects_lock_file(&self, plural: &str) -> PathBuf {

@@ -26,6 +26,7 @@ pub mod observe;
 pub mod offline;
 pub mod offload;
 pub mod policy;
+pub mod probes;
 pub mod recipe;
 pub mod resume;
 pub mod retention;
