@@ -10,6 +10,10 @@
 //! path, including semantic errors from [`crate::validate`], whose paths are
 //! mapped back to positions through a location tree of the document.
 //!
+//! [`parse_unless`] shows each document's text to its caller first, and
+//! does not read one the caller knows (an apply skips the documents it
+//! applied before, byte for byte); the others keep their places.
+//!
 //! What an operator applies ([`parse`]) may not set the names jackin keeps
 //! for itself ([`crate::names::reserved_label`]); jackin's own stored
 //! objects ([`parse_stored`]) carry the ones it set.
