@@ -52,8 +52,9 @@ use std::path::{Path, PathBuf};
 /// filling memory. Measured: 100 instances make an index of 33 KB and a
 /// unit's object is 2 KB; `tests/scale.rs` and `scripts/bench` go to 500.
 pub mod cap {
-    /// `data/instances.json`: about 330 bytes a row, so 500 instances take
-    /// some 170 KB; the cap leaves room for a couple of hundred thousand.
+    /// `data/instances.json`: about 450 bytes a row (with the record of
+    /// the applied document), so 500 instances take some 225 KB; the cap
+    /// leaves room for over a hundred thousand.
     pub const INDEX: u64 = 64 << 20;
     /// `data/ended.json`: at most 256 records, each an instance's spec
     /// (names and references, a few KiB).
