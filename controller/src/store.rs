@@ -479,7 +479,7 @@ impl Store {
         }
         match self.create_unless_taken(applied, document)? {
             None => Ok(ApplyOutcome::Created),
-            Some(container) => self.update_instance(name, &container, document, |stored| {
+            Some(container) => self.update_instance_from(name, &container, document, |stored| {
                 merge_instance(stored, applied)
             }),
         }
@@ -523,7 +523,7 @@ impl Store {
             .live_row(name)?
             .map(|row| row.container_name)
             .ok_or_else(|| StoreError::InstanceNotFound(name.to_owned()))?;
-        self.update_instance(name, &container, None, |stored| {
+        self.update_instance(name, &container, |stored| {
             if stored.spec.phase == phase {
                 return Ok(ApplyOutcome::Unchanged);
             }
@@ -546,7 +546,7 @@ impl Store {
             .live_row(name)?
             .map(|row| row.container_name)
             .ok_or_else(|| StoreError::InstanceNotFound(name.to_owned()))?;
-        self.update_instance(name, &container, None, |stored| {
+        self.update_instance(name, &container, |stored| {
             stored.settle(phase, by, acknowledged, Timestamp::now());
             Ok(ApplyOutcome::Configured)
         })?;
@@ -572,7 +572,7 @@ impl Store {
             .live_row(name)?
             .map(|row| row.container_name)
             .ok_or_else(|| StoreError::InstanceNotFound(name.to_owned()))?;
-        self.update_instance(name, &container, None, |stored| {
+        self.update_instance(name, &container, |stored| {
             let annotations = &mut stored.metadata.annotations;
             let before = annotations.get(key).cloned();
             match value {
@@ -628,11 +628,22 @@ impl Store {
     }
 
     /// Read-modify-write of one instance under its unit lock. `change`
-    /// returns the outcome; nothing is written when it is `Unchanged`.
-    /// `document`: the change applies that document (see
-    /// [`Store::apply_instance_from`]); any other change leaves the row's
-    /// record of an applied document out of date.
+    /// returns the outcome; nothing is written when it is `Unchanged`. A
+    /// change leaves the row's record of an applied document out of date
+    /// (see [`AppliedDocument`]).
     fn update_instance(
+        &self,
+        name: &str,
+        container: &str,
+        change: impl FnOnce(&mut Instance) -> Result<ApplyOutcome, StoreError>,
+    ) -> Result<ApplyOutcome, StoreError> {
+        self.update_instance_from(name, container, None, change)
+    }
+
+    /// As [`Store::update_instance`]; `document`: the change applies that
+    /// document (see [`Store::apply_instance_from`]), which the row then
+    /// records.
+    fn update_instance_from(
         &self,
         name: &str,
         container: &str,
