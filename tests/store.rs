@@ -360,7 +360,16 @@ fn a_deleted_index_is_rebuilt_from_the_units() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(listed_names(&home), ["alpha", "beta"]);
-    assert_eq!(std::fs::read(&index).unwrap(), original);
+    // Rebuilt as it was, but for the records of the documents applied,
+    // which only the apply knew: without them the next apply reads every
+    // document once.
+    let mut expected: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    for row in expected["instances"].as_array_mut().unwrap() {
+        assert!(row.as_object_mut().unwrap().remove("applied").is_some());
+    }
+    let rebuilt: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    assert_eq!(rebuilt, expected);
 }
 
 #[test]

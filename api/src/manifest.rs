@@ -10,6 +10,10 @@
 //! path, including semantic errors from [`crate::validate`], whose paths are
 //! mapped back to positions through a location tree of the document.
 //!
+//! [`parse_unless`] shows each document's text to its caller first, and
+//! does not read one the caller knows (an apply skips the documents it
+//! applied before, byte for byte); the others keep their places.
+//!
 //! What an operator applies ([`parse`]) may not set the names jackin keeps
 //! for itself ([`crate::names::reserved_label`]); jackin's own stored
 //! objects ([`parse_stored`]) carry the ones it set.
@@ -106,23 +110,69 @@ impl std::error::Error for ManifestError {}
 /// All documents are checked, and all their errors returned, so an operator
 /// fixes a file in one round. On any error no object is returned.
 pub fn parse(source: &str, text: &str) -> Result<Vec<Object>, Vec<ManifestError>> {
-    parse_as(source, text, Author::Operator)
+    parse_as(source, text, Author::Operator, |_| Err::<(), ()>(()))
+        .map(|read| read.into_iter().filter_map(Parsed::object).collect())
+}
+
+/// What [`parse_unless`] made of a document.
+#[derive(Debug)]
+pub enum Parsed<K, D> {
+    /// A document the caller knew, not read: what the caller said of it.
+    Known(K),
+    /// An object read, with what the caller said of its document when the
+    /// document holds this one object (not for the items of a `List`).
+    Read(Object, Option<D>),
+}
+
+impl<K, D> Parsed<K, D> {
+    fn object(self) -> Option<Object> {
+        match self {
+            Parsed::Read(obj, _) => Some(obj),
+            Parsed::Known(_) => None,
+        }
+    }
+}
+
+/// As [`parse`], but each document's text is first shown to `known`: a
+/// document it knows (`Ok`) is not read at all, so that a caller that
+/// remembers documents it applied before skips reading them again; any
+/// other document is read and checked as by [`parse`], every error at its
+/// place in the file.
+pub fn parse_unless<K, D>(
+    source: &str,
+    text: &str,
+    known: impl FnMut(&str) -> Result<K, D>,
+) -> Result<Vec<Parsed<K, D>>, Vec<ManifestError>> {
+    parse_as(source, text, Author::Operator, known)
 }
 
 /// Parses an object jackin stored (`workspaces/NAME.yaml`): as [`parse`],
 /// but the reserved names jackin set on it are its own.
 pub fn parse_stored(source: &str, text: &str) -> Result<Vec<Object>, Vec<ManifestError>> {
-    parse_as(source, text, Author::Jackin)
+    parse_as(source, text, Author::Jackin, |_| Err::<(), ()>(()))
+        .map(|read| read.into_iter().filter_map(Parsed::object).collect())
 }
 
-fn parse_as(source: &str, text: &str, author: Author) -> Result<Vec<Object>, Vec<ManifestError>> {
+fn parse_as<K, D>(
+    source: &str,
+    text: &str,
+    author: Author,
+    mut known: impl FnMut(&str) -> Result<K, D>,
+) -> Result<Vec<Parsed<K, D>>, Vec<ManifestError>> {
     let mut objects = Vec::new();
     let mut errors = Vec::new();
     for doc in split_documents(text) {
+        let said = match known(&doc.text) {
+            Ok(known) => {
+                objects.push(Parsed::Known(known));
+                continue;
+            }
+            Err(said) => said,
+        };
         match read_once(&doc.text, author) {
             Some(OnePass::Empty) => continue,
             Some(OnePass::Object(obj)) => {
-                objects.push(*obj);
+                objects.push(Parsed::Read(*obj, Some(said)));
                 continue;
             }
             // Read with care, for its errors or its unusual shape.
@@ -137,7 +187,7 @@ fn parse_as(source: &str, text: &str, author: Author) -> Result<Vec<Object>, Vec
         };
         let Some(items) = items else {
             match parse_document(source, &doc, author) {
-                Ok(Some(obj)) => objects.push(obj),
+                Ok(Some(obj)) => objects.push(Parsed::Read(obj, Some(said))),
                 Ok(None) => {}
                 Err(mut errs) => errors.append(&mut errs),
             }
@@ -148,7 +198,7 @@ fn parse_as(source: &str, text: &str, author: Author) -> Result<Vec<Object>, Vec
         // named by the item's index.
         for (i, item) in items.iter().enumerate() {
             match parse_document(source, item, author) {
-                Ok(Some(obj)) => objects.push(obj),
+                Ok(Some(obj)) => objects.push(Parsed::Read(obj, None)),
                 Ok(None) => {}
                 Err(errs) => errors.extend(errs.into_iter().map(|mut e| {
                     e.line = doc.first_line;
@@ -940,6 +990,45 @@ spec:
         assert_eq!((err.line, err.column), (8, 10));
         assert_eq!(err.field.as_deref(), Some("spec.phase"));
         assert!(err.message.contains("Running, Kept, Purged"), "{err}");
+    }
+
+    #[test]
+    fn a_known_document_is_not_read_and_the_others_keep_their_places() {
+        let bad = INSTANCE
+            .replace("name: architect-1", "name: ../x")
+            .replace("architect-1", "architect-3");
+        let second = INSTANCE.replace("architect-1", "architect-2");
+        let text = format!("{INSTANCE}---\n{second}---\n{bad}");
+        let mut shown = Vec::new();
+        let known = |doc: &str| {
+            shown.push(doc.contains("architect-2"));
+            if doc.contains("architect-2") {
+                Ok("two")
+            } else {
+                Err(doc.len())
+            }
+        };
+        let errors = parse_unless("f.yaml", &text, known).expect_err("accepted bad input");
+        // Every document is shown once, and the error of the third is where
+        // `parse` puts it, the second one skipped or not.
+        assert_eq!(shown, [false, true, false]);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let placed = parse("f.yaml", &text).expect_err("accepted bad input");
+        assert_eq!(
+            (errors[0].line, errors[0].column),
+            (placed[0].line, placed[0].column)
+        );
+        assert_eq!((errors[0].line, errors[0].column), (22, 9));
+
+        let good = format!("{INSTANCE}---\n{second}");
+        let read = parse_unless("f.yaml", &good, |doc| match doc.contains("architect-2") {
+            true => Ok("two"),
+            false => Err(doc.len()),
+        })
+        .unwrap();
+        assert!(matches!(&read[0], Parsed::Read(obj, Some(len))
+            if obj.name() == "architect-1" && *len == INSTANCE.len()));
+        assert!(matches!(read[1], Parsed::Known("two")));
     }
 
     #[test]

@@ -97,6 +97,19 @@ impl World {
         self.container(name)
     }
 
+    /// Converges an instance applied already: it runs.
+    async fn launch_applied(&self, name: &str) -> String {
+        let outcome = self.reconcile(name).await;
+        assert_eq!(
+            outcome,
+            Outcome::Converged {
+                phase: InstancePhase::Running,
+                tier: None
+            }
+        );
+        self.container(name)
+    }
+
     fn obj(&self, name: &str) -> Instance {
         self.store.get_instance(name).unwrap()
     }
@@ -1948,4 +1961,156 @@ async fn a_chosen_name_must_be_valid_and_free() {
     assert!(taken.to_string().contains("nothing was created"), "{taken}");
     check_name(&w.store, "r-2").unwrap();
     assert_eq!(free_name(&w.store, "r").unwrap(), "r-2");
+}
+
+// Re-applying documents applied before (`jackin apply -f` of the same file).
+
+/// An instance's document as a file holds it, `meta` added to its metadata.
+fn document(name: &str, meta: &str, spec_lines: &str) -> String {
+    format!(
+        "---\napiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: {name}{meta}}}\n\
+         spec:\n  role: {{name: r}}\n  agent: claude\n  image: {IMAGE}\n{spec_lines}"
+    )
+}
+
+/// What a plain apply of `text` did: the instances whose documents were
+/// not read again, then each read instance's outcome.
+type Reapplied = (Vec<String>, Vec<(String, ApplyOutcome)>);
+
+/// Applies `text` as `jackin apply -f` does.
+fn apply_text(w: &World, text: &str) -> Result<Reapplied, String> {
+    let inputs = [crate::source::Input {
+        name: "apply.yaml".into(),
+        text: text.into(),
+    }];
+    let read = crate::source::parse_unless_applied(&inputs, Some(w.store.layout()))
+        .map_err(|e| e.to_string())?;
+    let objects: Vec<Object> = read.objects.into_iter().map(|(_, obj)| obj).collect();
+    let applied = w
+        .store
+        .apply_read(&objects, None, &read.documents, &read.unchanged)
+        .map_err(|e| e.to_string())?;
+    let outcomes = applied
+        .outcomes
+        .into_iter()
+        .map(|(obj, outcome)| (obj.name().to_owned(), outcome))
+        .collect();
+    Ok((applied.unchanged, outcomes))
+}
+
+fn skipped(names: &[&str], read: &[(&str, ApplyOutcome)]) -> Reapplied {
+    (
+        names.iter().map(|n| (*n).to_owned()).collect(),
+        read.iter().map(|(n, o)| ((*n).to_owned(), *o)).collect(),
+    )
+}
+
+#[tokio::test]
+async fn a_document_applied_before_is_not_read_again_until_it_changes() {
+    use ApplyOutcome::{Configured, Created};
+    let w = World::new();
+    let file = document("a", "", "") + &document("b", "", "");
+    assert_eq!(
+        apply_text(&w, &file).unwrap(),
+        skipped(&[], &[("a", Created), ("b", Created)])
+    );
+    // The loop's status writes carry the record over to the new object.
+    w.reconcile("a").await;
+    w.reconcile("b").await;
+    assert_eq!(apply_text(&w, &file).unwrap(), skipped(&["a", "b"], &[]));
+
+    // A changed document is read, checked and applied; the other is not.
+    let changed = document("a", "", "") + &document("b", "", "  command: [sleep, '1']\n");
+    assert_eq!(
+        apply_text(&w, &changed).unwrap(),
+        skipped(&["a"], &[("b", Configured)])
+    );
+    assert_eq!(w.obj("b").spec.command.unwrap(), ["sleep", "1"]);
+    assert_eq!(apply_text(&w, &changed).unwrap(), skipped(&["a", "b"], &[]));
+
+    // A changed document's error is placed in the file, the documents
+    // before it skipped or not.
+    let bad = document("a", "", "") + &document("b", "", "  colour: red\n");
+    let err = apply_text(&w, &bad).unwrap_err();
+    assert!(err.starts_with("apply.yaml:17:3: "), "{err}");
+    assert!(err.contains("colour"), "{err}");
+    // The same document twice is refused, though neither is read.
+    let twice = document("a", "", "") + &document("a", "", "");
+    let err = apply_text(&w, &twice).unwrap_err();
+    assert_eq!(err, "instance/a appears more than once in the input");
+    assert_eq!(apply_text(&w, &changed).unwrap(), skipped(&["a", "b"], &[]));
+}
+
+#[tokio::test]
+async fn an_object_changed_since_its_document_was_applied_is_compared_again() {
+    use ApplyOutcome::{Configured, Created, Unchanged};
+    let w = World::new();
+    let doc = document("a", "", "");
+    apply_text(&w, &doc).unwrap();
+    w.reconcile("a").await;
+    assert_eq!(apply_text(&w, &doc).unwrap(), skipped(&["a"], &[]));
+
+    // set-phase: the document is read and its phase applied again.
+    w.store.set_phase("a", DesiredPhase::Kept).unwrap();
+    assert_eq!(
+        apply_text(&w, &doc).unwrap(),
+        skipped(&[], &[("a", Configured)])
+    );
+    assert_eq!(w.obj("a").spec.phase, DesiredPhase::Running);
+    assert_eq!(apply_text(&w, &doc).unwrap(), skipped(&["a"], &[]));
+
+    // A rollout asked for by command: read and compared (the file does
+    // not set it, so it stands).
+    let rollout = Some("2026-11-26T00:00:00Z");
+    w.store
+        .set_annotation("a", annotation::ROLLOUT, rollout)
+        .unwrap();
+    assert_eq!(
+        apply_text(&w, &doc).unwrap(),
+        skipped(&[], &[("a", Unchanged)])
+    );
+
+    // A file that sets the annotation itself is always read: a rollout by
+    // command since is undone by applying it again.
+    let pinned = document("p", ", annotations: {jackin.dev/rollout: one}", "");
+    assert_eq!(
+        apply_text(&w, &pinned).unwrap(),
+        skipped(&[], &[("p", Created)])
+    );
+    w.store
+        .set_annotation("p", annotation::ROLLOUT, Some("two"))
+        .unwrap();
+    assert_eq!(
+        apply_text(&w, &pinned).unwrap(),
+        skipped(&[], &[("p", Configured)])
+    );
+    let annotations = w.obj("p").metadata.annotations;
+    assert_eq!(annotations[annotation::ROLLOUT], "one");
+}
+
+#[tokio::test]
+async fn a_hand_edit_of_the_object_is_never_taken_for_what_was_applied() {
+    let w = World::new();
+    let doc = document("a", "", "");
+    apply_text(&w, &doc).unwrap();
+    let container = w.launch_applied("a").await;
+    assert_eq!(apply_text(&w, &doc).unwrap(), skipped(&["a"], &[]));
+    // A restart writes the object: the record moves with it.
+    w.fake.end(&container, 137, false);
+    w.reconcile("a").await;
+    assert_eq!(apply_text(&w, &doc).unwrap(), skipped(&["a"], &[]));
+
+    // Edited in place, not by jackin.
+    let object = w.store.layout().object_file(&container);
+    let mut obj: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&object).unwrap()).unwrap();
+    obj["metadata"]["labels"] = serde_json::json!({"team": "b"});
+    std::fs::write(&object, serde_json::to_vec_pretty(&obj).unwrap()).unwrap();
+    assert_eq!(apply_text(&w, &doc).unwrap().0, Vec::<String>::new());
+    // Nor does a reconcile that writes the object after the edit take the
+    // edit for what was applied.
+    w.fake.end(&container, 137, false);
+    w.reconcile("a").await;
+    assert_eq!(w.obj("a").metadata.labels["team"], "b");
+    assert_eq!(apply_text(&w, &doc).unwrap().0, Vec::<String>::new());
 }

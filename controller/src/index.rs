@@ -66,6 +66,63 @@ pub struct IndexRow {
     /// [`Conversation::report_modified`]: jackin_api::instance::Conversation::report_modified
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_modified: Option<String>,
+    /// The document an apply last wrote the object from, while the object
+    /// file is as that apply (or a reconcile since, which changes only the
+    /// status) left it: see [`AppliedDocument`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied: Option<AppliedDocument>,
+}
+
+/// A document an apply wrote an object from, and the object file as it was
+/// left: while the file is unchanged (its [`file_stamp`]), applying the
+/// same document again changes nothing, and an apply that finds the same
+/// bytes skips reading, checking and comparing them.
+///
+/// The stamp is of the file, not of what the row says of the object: a
+/// `set-phase`, an annotation or a hand edit of the unit's object all write
+/// the file, so each ends the record's standing, whether or not it changes
+/// the row's [`IndexRow::fingerprint`] (which leaves jackin's annotations
+/// out, and which a hand edit does not update). jackin's own status writes
+/// under the unit lock carry the record over to the new stamp.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedDocument {
+    /// [`document_key`] of the document as applied.
+    pub key: String,
+    /// [`file_stamp`] of the object file when the record was last known
+    /// to stand.
+    pub object: String,
+}
+
+/// The digest of a manifest document's text, as the file has it.
+pub fn document_digest(text: &str) -> String {
+    sha256_hex(text.as_bytes(), 16)
+}
+
+/// The key of a document (its [`document_digest`]) applied with the source
+/// label `source` (none for a plain apply): the same bytes applied by a
+/// source make another object, one that carries its label.
+pub fn document_key(digest: &str, source: Option<&str>) -> String {
+    let bytes = format!("{}\0{digest}", source.unwrap_or_default());
+    sha256_hex(bytes.as_bytes(), 16)
+}
+
+/// What moves with every write of a file: its device and inode (a write
+/// by rename, as jackin's and most editors' are, makes a new one), size,
+/// and change time (which no program can set back). `None` when there is
+/// no file.
+pub fn file_stamp(path: &std::path::Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::symlink_metadata(path).ok()?;
+    Some(format!(
+        "{}:{}:{}:{}.{}:{}.{}",
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.ctime(),
+        m.ctime_nsec(),
+        m.mtime(),
+        m.mtime_nsec()
+    ))
 }
 
 impl IndexRow {
@@ -105,6 +162,7 @@ impl IndexRow {
                 .filter_map(|r| r.dind.as_ref())
                 .map(|d| d.certs_volume.clone())
                 .collect(),
+            applied: None,
         })
     }
 }
@@ -211,6 +269,21 @@ impl Index {
         let before = self.instances.len();
         self.instances.retain(|r| r.container_name != container);
         self.instances.len() != before
+    }
+
+    /// As [`Index::upsert`], but a row that differs from the one there in
+    /// its [`IndexRow::applied`] alone is not written: returns `false`, and
+    /// the record there goes out of date (its stamp no longer the file's),
+    /// which only costs the next apply of the document a full reading.
+    pub fn upsert_unless_only_applied(&mut self, row: IndexRow) -> bool {
+        let same_but_applied = self.find(&row.name).is_some_and(|old| {
+            old.applied != row.applied
+                && IndexRow {
+                    applied: old.applied.clone(),
+                    ..row.clone()
+                } == *old
+        });
+        !same_but_applied && self.upsert(row)
     }
 
     /// Records that the operator changed an instance.

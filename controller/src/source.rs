@@ -36,9 +36,11 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use jackin_api::agent::AgentSpec;
+use jackin_api::manifest::Parsed;
 use jackin_api::names::label;
 use jackin_api::redact::json_error;
 use jackin_api::{Agent, Instance, Object, ObjectMeta, Workspace, manifest};
+use jackin_reconcilers::Layout;
 use jackin_reconcilers::digest::{hex, sha256_hex};
 use jackin_reconcilers::fsutil::{ensure_private_dir, read_regular, read_untrusted, write_atomic};
 use jackin_reconcilers::git;
@@ -47,7 +49,7 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
-use crate::index::Index;
+use crate::index::{Index, IndexRow, document_digest, document_key, file_stamp};
 use crate::objects::FileObject;
 use crate::store::{ApplyOutcome, Store, StoreError};
 use crate::unit_object::read_object;
@@ -205,31 +207,133 @@ pub fn parse(inputs: &[Input]) -> Result<Vec<Object>, Invalid> {
 
 /// As [`parse`], each object with the input it was read from.
 pub fn parse_each(inputs: &[Input]) -> Result<Vec<(&Input, Object)>, Invalid> {
-    let mut objects = Vec::new();
+    Ok(parse_unless_applied(inputs, None)?.objects)
+}
+
+/// An instance's document that the last apply wrote its object from, byte
+/// for byte, while the object file is as that apply left it (see
+/// [`crate::index::AppliedDocument`]): applying it again changes nothing,
+/// so it is not read again. What the index row says of it stands in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedBefore {
+    pub name: String,
+    pub agent: String,
+    pub workspace: Option<String>,
+}
+
+/// What a plain apply read of its inputs.
+#[derive(Debug)]
+pub struct Read<'a> {
+    /// The objects read and checked, each with its input.
+    pub objects: Vec<(&'a Input, Object)>,
+    /// Of each instance read from a document of its own, the
+    /// [`crate::index::document_digest`] of that document: the apply
+    /// records it.
+    pub documents: HashMap<String, String>,
+    /// The documents not read again.
+    pub unchanged: Vec<AppliedBefore>,
+}
+
+/// Parses and validates every input as [`parse_each`] does, but with the
+/// index of `layout`, a document that the last apply of its instance wrote
+/// it from, byte for byte, is not read again: it comes back as
+/// [`AppliedBefore`]. Any other document, new or changed, is read and
+/// checked in full, every error at its place. Without `layout` every
+/// document is read.
+pub fn parse_unless_applied<'a>(
+    inputs: &'a [Input],
+    layout: Option<&Layout>,
+) -> Result<Read<'a>, Invalid> {
+    // A sound index only: one to repair is for the store to repair.
+    let index = layout.and_then(|layout| Index::read(layout).ok()?.ok()?);
+    let applied: HashMap<&str, &IndexRow> = index
+        .iter()
+        .flat_map(|index| index.rows())
+        .filter_map(|row| Some((row.applied.as_ref()?.key.as_str(), row)))
+        .collect();
+    let unchanged_row = |digest: &str| {
+        let row = applied.get(document_key(digest, None).as_str())?;
+        let layout = layout?;
+        let record = row.applied.as_ref()?;
+        // The object as the apply left it, else what changed it is compared.
+        (file_stamp(&layout.object_file(&row.container_name)).as_ref() == Some(&record.object))
+            .then_some(*row)
+    };
+    let read = parse_with(inputs, |text| {
+        let digest = document_digest(text);
+        match unchanged_row(&digest) {
+            Some(row) => Ok(AppliedBefore {
+                name: row.name.clone(),
+                agent: row.agent.clone(),
+                workspace: row.workspace.clone(),
+            }),
+            None => Err(digest),
+        }
+    })?;
+    // An agent in the same input may change how an instance's document
+    // checks (the conversation id's format): then every one is read.
+    let defines_agents = read
+        .objects
+        .iter()
+        .any(|(_, o)| matches!(o, Object::Agent(_)));
+    if defines_agents && !read.unchanged.is_empty() {
+        return parse_with(inputs, |text| Err(document_digest(text)));
+    }
+    Ok(read)
+}
+
+/// Parses every input, each document first shown to `known` (see
+/// [`manifest::parse_unless`]); any error anywhere fails the whole load,
+/// reporting all errors at once, duplicates included.
+fn parse_with<'a>(
+    inputs: &'a [Input],
+    mut known: impl FnMut(&str) -> Result<AppliedBefore, String>,
+) -> Result<Read<'a>, Invalid> {
+    let mut read = Read {
+        objects: Vec::new(),
+        documents: HashMap::new(),
+        unchanged: Vec::new(),
+    };
     let mut errors = Vec::new();
     for input in inputs {
-        match manifest::parse(&input.name, &input.text) {
-            Ok(objs) => objects.extend(objs.into_iter().map(|obj| (input, obj))),
+        match manifest::parse_unless(&input.name, &input.text, &mut known) {
+            Ok(parsed) => {
+                for doc in parsed {
+                    match doc {
+                        Parsed::Known(before) => read.unchanged.push(before),
+                        Parsed::Read(obj, digest) => {
+                            if let (Object::Instance(i), Some(digest)) = (&obj, digest) {
+                                read.documents.insert(i.metadata.name.clone(), digest);
+                            }
+                            read.objects.push((input, obj));
+                        }
+                    }
+                }
+            }
             Err(errs) => errors.extend(errs.iter().map(ToString::to_string)),
         }
     }
     let mut seen = BTreeSet::new();
-    for (_, obj) in &objects {
-        if !seen.insert((obj.kind(), obj.name().to_owned())) {
+    let names = read.objects.iter().map(|(_, obj)| (obj.kind(), obj.name()));
+    let unchanged = read
+        .unchanged
+        .iter()
+        .map(|u| (Instance::KIND, u.name.as_str()));
+    for (kind, name) in names.chain(unchanged) {
+        if !seen.insert((kind, name)) {
             errors.push(format!(
-                "{}/{} appears more than once in the input",
-                obj.kind().to_lowercase(),
-                obj.name()
+                "{}/{name} appears more than once in the input",
+                kind.to_lowercase(),
             ));
         }
     }
     if !errors.is_empty() {
         return Err(Invalid(errors));
     }
-    if objects.is_empty() {
+    if read.objects.is_empty() && read.unchanged.is_empty() {
         return Err(Invalid(vec!["no objects found in the given files".into()]));
     }
-    Ok(objects)
+    Ok(read)
 }
 
 /// The paths an apply reads, as one owner of what it applies.
@@ -317,6 +421,37 @@ fn digest(obj: &Object) -> String {
     sha256_hex(&json, 16)
 }
 
+/// What an apply knows of the documents it read (see [`Read`]).
+#[derive(Default)]
+struct Documents<'a> {
+    /// The digest of each instance's own document, by name.
+    digests: Option<&'a HashMap<String, String>>,
+    unchanged: &'a [AppliedBefore],
+}
+
+impl Documents<'_> {
+    /// The key `applied` is recorded under: its document's, with the source
+    /// label it carries. `None` when it was not read from a document of its
+    /// own, or sets annotations of jackin's own (whose merge depends on
+    /// the stored ones, which the record does not cover: such a document
+    /// is always read and compared).
+    fn key(&self, applied: &Instance) -> Option<String> {
+        let meta = &applied.metadata;
+        if meta
+            .annotations
+            .keys()
+            .any(|k| k.starts_with("jackin.dev/"))
+        {
+            return None;
+        }
+        let digest = self.digests?.get(&meta.name)?;
+        Some(document_key(
+            digest,
+            meta.labels.get(label::SOURCE).map(String::as_str),
+        ))
+    }
+}
+
 /// An object of a source that is no longer in its files.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Pruned {
@@ -328,6 +463,9 @@ pub struct Pruned {
 #[derive(Debug, Clone, Default)]
 pub struct Applied {
     pub outcomes: Vec<(Object, ApplyOutcome)>,
+    /// The instances whose documents were not read again
+    /// ([`AppliedBefore`]): unchanged.
+    pub unchanged: Vec<String>,
     pub pruned: Vec<Pruned>,
     /// Instances an earlier prune of the source set to `Purged` whose purge
     /// has not finished (that apply was killed, say): converged again, so
@@ -355,12 +493,18 @@ impl Applied {
             Object::Instance(i) if wanted(*outcome) => Some(i.metadata.name.clone()),
             _ => None,
         });
+        let unchanged = self
+            .unchanged
+            .iter()
+            .filter(|_| wanted(ApplyOutcome::Unchanged))
+            .cloned();
         let pruned = self
             .pruned
             .iter()
             .filter(|p| p.kind == Instance::KIND)
             .map(|p| p.name.clone());
         applied
+            .chain(unchanged)
             .chain(pruned)
             .chain(self.still_pruning.iter().cloned())
             .collect()
@@ -416,8 +560,12 @@ impl Store {
     /// that is not the stored object's, an instance of an agent nobody
     /// defines. Writes nothing.
     pub fn check(&self, objects: &[Object]) -> Result<(), SourceError> {
+        self.check_against(&self.index()?, objects)
+    }
+
+    /// As [`Store::check`], with the index already read.
+    fn check_against(&self, index: &Index, objects: &[Object]) -> Result<(), SourceError> {
         let mut refusals = Vec::new();
-        let index = self.index()?;
         let mut agents_known: HashMap<&str, Option<AgentSpec>> = HashMap::new();
         for obj in objects {
             if let Some(refused) = engine_refused(obj) {
@@ -429,7 +577,7 @@ impl Store {
                 }
                 continue;
             };
-            if !self.unchanged_by_row(&index, instance)
+            if !self.unchanged_by_row(index, instance)
                 && let Err(e) = self.plan_instance(instance)
             {
                 refusals.push(e.to_string());
@@ -561,7 +709,52 @@ impl Store {
         objects: &[Object],
         source: Option<&Source>,
     ) -> Result<Applied, SourceError> {
-        self.apply_objects_but(objects, source, &BTreeMap::new())
+        self.apply_objects_but(objects, source, &BTreeMap::new(), &Documents::default())
+    }
+
+    /// As [`Store::apply_objects`], for what [`parse_unless_applied`] read:
+    /// each instance is recorded as made from its document, and the
+    /// documents not read again are checked only for what may have changed
+    /// around them (their agent is still there) and are unchanged.
+    pub fn apply_read(
+        &self,
+        objects: &[Object],
+        source: Option<&Source>,
+        documents: &HashMap<String, String>,
+        unchanged: &[AppliedBefore],
+    ) -> Result<Applied, SourceError> {
+        let documents = Documents {
+            digests: Some(documents),
+            unchanged,
+        };
+        self.apply_objects_but(objects, source, &BTreeMap::new(), &documents)
+    }
+
+    /// Instances whose documents were not read again must still name an
+    /// agent there is.
+    fn check_unchanged(&self, unchanged: &[AppliedBefore]) -> Result<(), SourceError> {
+        let mut known: HashMap<&str, bool> = HashMap::new();
+        let mut refusals = Vec::new();
+        for before in unchanged {
+            let agent = before.agent.as_str();
+            let there = match known.get(agent) {
+                Some(there) => *there,
+                None => *known
+                    .entry(agent)
+                    .or_insert(self.resolve_agent(agent)?.is_some()),
+            };
+            if !there {
+                refusals.push(format!(
+                    "instance/{}: no agent is named {agent:?} (`jackin get agents` lists them; \
+                     apply an Agent to add one)",
+                    before.name
+                ));
+            }
+        }
+        match refusals.is_empty() {
+            true => Ok(()),
+            false => Err(Invalid(refusals).into()),
+        }
     }
 
     /// As [`Store::apply_objects`], but an object whose digest is the one
@@ -573,18 +766,29 @@ impl Store {
         objects: &[Object],
         source: Option<&Source>,
         as_applied: &BTreeMap<String, String>,
+        documents: &Documents<'_>,
     ) -> Result<Applied, SourceError> {
-        self.check(objects)?;
+        // Read once, for the checks and the comparisons: 500 rows are a
+        // good part of an unchanged apply's work.
         let index = self.index()?;
-        let mut applied = Applied::default();
+        self.check_against(&index, objects)?;
+        self.check_unchanged(documents.unchanged)?;
+        let mut applied = Applied {
+            unchanged: documents.unchanged.iter().map(|u| u.name.clone()).collect(),
+            ..Applied::default()
+        };
         for obj in objects {
             let obj = owned(obj, source);
-            let untouched = as_applied.get(&object_key(&obj)) == Some(&digest(&obj));
+            let untouched =
+                !as_applied.is_empty() && as_applied.get(&object_key(&obj)) == Some(&digest(&obj));
             let outcome = match &obj {
                 _ if untouched => ApplyOutcome::Unchanged,
                 // The same again: nothing to write, nothing to open.
                 Object::Instance(i) if self.unchanged_by_row(&index, i) => ApplyOutcome::Unchanged,
-                Object::Instance(i) => self.apply_instance(i)?,
+                Object::Instance(i) => {
+                    let document = documents.key(i);
+                    self.apply_instance_from(i, document.as_deref())?
+                }
                 Object::Workspace(w) => self.apply(w.as_ref())?,
                 Object::Agent(a) => self.apply(a.as_ref())?,
             };
@@ -934,9 +1138,15 @@ impl Store {
             },
             |record| record.applied,
         );
-        let result = inputs
-            .and_then(|inputs| Ok(parse(&inputs)?))
-            .and_then(|objects| self.apply_objects_but(&objects, Some(source), &as_applied));
+        let result = inputs.and_then(|inputs| {
+            let read = parse_unless_applied(&inputs, None)?;
+            let objects: Vec<Object> = read.objects.into_iter().map(|(_, o)| o).collect();
+            let documents = Documents {
+                digests: Some(&read.documents),
+                unchanged: &[],
+            };
+            self.apply_objects_but(&objects, Some(source), &as_applied, &documents)
+        });
         if let Err(e) = self.record_source(source, result.as_ref()) {
             tracing::warn!(source = source.id, "cannot record the sync: {e}");
         }

@@ -18,7 +18,7 @@ use jackin_reconcilers::Layout;
 use jackin_reconcilers::fsutil::{FileLock, ensure_private_dir, remove_if_exists};
 use jiff::Timestamp;
 
-use crate::index::{Index, IndexRepair, IndexRow};
+use crate::index::{AppliedDocument, Index, IndexRepair, IndexRow, file_stamp};
 pub use crate::unit_object::StoreError;
 use crate::unit_object::{read_object, write_object};
 
@@ -52,6 +52,12 @@ pub struct InstanceGuard {
     pub container: String,
     pub obj: Instance,
     saved: Instance,
+    /// The key of the row's [`IndexRow::applied`] record when it stood as
+    /// the object was read under the lock: the writes of this guard, which
+    /// change the status alone, carry it over.
+    applied: Option<String>,
+    /// The object file's stamp as this guard last read or wrote it.
+    stamp: Option<String>,
 }
 
 impl InstanceGuard {
@@ -61,23 +67,42 @@ impl InstanceGuard {
         if self.obj == self.saved {
             return Ok(());
         }
-        write_object(&self.layout, &self.container, &self.obj)?;
-        Store {
-            layout: self.layout.clone(),
+        // A change to what the operator owns is no longer what the
+        // applied document made.
+        if self.obj.metadata != self.saved.metadata || self.obj.spec != self.saved.spec {
+            self.applied = None;
         }
-        .index_upsert(&self.obj)?;
+        write_object(&self.layout, &self.container, &self.obj)?;
+        self.stamp = file_stamp(&self.layout.object_file(&self.container));
+        // A row that changed only in the record's stamp is not written
+        // for it at every step: `refresh_row` writes it once at the end.
+        self.store()
+            .index_upsert(&self.obj, self.applied_record(), true)?;
         self.saved = self.obj.clone();
         Ok(())
     }
 
     /// Writes the index row anew if it no longer describes the object (it
-    /// was marked unsettled, or written by an older version), even when
-    /// the object itself did not change.
+    /// was marked unsettled, or written by an older version, or the record
+    /// of the applied document is to move to the file's new stamp), even
+    /// when the object itself did not change.
     pub fn refresh_row(&self) -> Result<(), StoreError> {
+        self.store()
+            .index_upsert(&self.obj, self.applied_record(), false)
+    }
+
+    fn store(&self) -> Store {
         Store {
             layout: self.layout.clone(),
         }
-        .index_upsert(&self.obj)
+    }
+
+    /// The record of the applied document, at the file's stamp now.
+    fn applied_record(&self) -> Option<AppliedDocument> {
+        Some(AppliedDocument {
+            key: self.applied.clone()?,
+            object: self.stamp.clone()?,
+        })
     }
 }
 
@@ -159,12 +184,26 @@ impl Store {
         Ok(())
     }
 
-    /// Updates the index row of `obj`.
-    fn index_upsert(&self, obj: &Instance) -> Result<(), StoreError> {
-        match IndexRow::of(obj) {
-            Some(row) => self.edit_index(|index| index.upsert(row)),
-            None => Ok(()),
-        }
+    /// Updates the index row of `obj`, with `applied` as its record of the
+    /// applied document, or else the record the row has (out of date once
+    /// the object file was written: see [`AppliedDocument`]). `lazily`:
+    /// not when only the record changed.
+    fn index_upsert(
+        &self,
+        obj: &Instance,
+        applied: Option<AppliedDocument>,
+        lazily: bool,
+    ) -> Result<(), StoreError> {
+        let Some(mut row) = IndexRow::of(obj) else {
+            return Ok(());
+        };
+        self.edit_index(|index| {
+            row.applied = applied.or_else(|| index.find(&row.name)?.applied.clone());
+            match lazily {
+                true => index.upsert_unless_only_applied(row),
+                false => index.upsert(row),
+            }
+        })
     }
 
     /// The index rows, sorted by name.
@@ -177,20 +216,44 @@ impl Store {
         let Some(row) = self.live_row(name)? else {
             return Ok(None);
         };
-        let container = row.container_name;
-        let lock = self.lock_unit(&container)?;
+        let lock = self.lock_unit(&row.container_name)?;
         // The purge this lock waited for may have removed the instance.
-        let Some(obj) = read_object(&self.layout, &container)? else {
+        let Some((obj, stamp, applied)) = self.read_locked(&row)? else {
             drop(lock);
             return self.lock_instance(name);
         };
         Ok(Some(Box::new(InstanceGuard {
             _lock: lock,
             layout: self.layout.clone(),
-            container,
+            container: row.container_name,
             saved: obj.clone(),
             obj,
+            applied,
+            stamp,
         })))
+    }
+
+    /// Reads the object of `row` under its unit lock, with the file's stamp
+    /// and the key of the row's record of the applied document when that
+    /// record stands: the file is as the record has it, before the reading
+    /// and after it.
+    #[allow(clippy::type_complexity)]
+    fn read_locked(
+        &self,
+        row: &IndexRow,
+    ) -> Result<Option<(Instance, Option<String>, Option<String>)>, StoreError> {
+        let path = self.layout.object_file(&row.container_name);
+        let before = file_stamp(&path);
+        let Some(obj) = read_object(&self.layout, &row.container_name)? else {
+            return Ok(None);
+        };
+        let stamp = file_stamp(&path);
+        let applied = row
+            .applied
+            .as_ref()
+            .filter(|record| before == stamp && stamp.as_ref() == Some(&record.object))
+            .map(|record| record.key.clone());
+        Ok(Some((obj, stamp, applied)))
     }
 
     /// Like [`Store::lock_instance`], but `None` at once when someone else
@@ -199,20 +262,21 @@ impl Store {
         let Some(row) = self.live_row(name)? else {
             return Ok(None);
         };
-        let container = row.container_name;
-        let path = self.layout.unit_lock_file(&container);
+        let path = self.layout.unit_lock_file(&row.container_name);
         let Some(lock) = FileLock::try_acquire(&path).map_err(|e| StoreError::io(&path, e))? else {
             return Ok(None);
         };
-        Ok(
-            read_object(&self.layout, &container)?.map(|obj| InstanceGuard {
+        Ok(self
+            .read_locked(&row)?
+            .map(|(obj, stamp, applied)| InstanceGuard {
                 _lock: lock,
                 layout: self.layout.clone(),
-                container,
+                container: row.container_name,
                 saved: obj.clone(),
                 obj,
-            }),
-        )
+                applied,
+                stamp,
+            }))
     }
 
     /// The index row of `name`, if its instance still exists. A row whose
@@ -398,15 +462,27 @@ impl Store {
     /// Creates or updates an instance from an applied manifest. The status
     /// and jackin-owned metadata of `applied` are ignored.
     pub fn apply_instance(&self, applied: &Instance) -> Result<ApplyOutcome, StoreError> {
+        self.apply_instance_from(applied, None)
+    }
+
+    /// As [`Store::apply_instance`], for `applied` read from the document
+    /// whose [`crate::index::document_key`] is `document`: what the apply
+    /// writes is recorded as made from it, for the next apply of the same
+    /// bytes to skip (see [`AppliedDocument`]).
+    pub fn apply_instance_from(
+        &self,
+        applied: &Instance,
+        document: Option<&str>,
+    ) -> Result<ApplyOutcome, StoreError> {
         let name = &applied.metadata.name;
         if self.live_row(name)?.is_none() && self.ended_as(applied)?.is_some() {
             return Ok(ApplyOutcome::Ended);
         }
-        match self.create_unless_taken(applied)? {
+        match self.create_unless_taken(applied, document)? {
             None => Ok(ApplyOutcome::Created),
-            Some(container) => {
-                self.update_instance(name, &container, |stored| merge_instance(stored, applied))
-            }
+            Some(container) => self.update_instance_from(name, &container, document, |stored| {
+                merge_instance(stored, applied)
+            }),
         }
     }
 
@@ -415,12 +491,16 @@ impl Store {
     /// name was picked as free a moment ago: two racing launches never
     /// share one instance.
     pub fn create_new_instance(&self, obj: &Instance) -> Result<bool, StoreError> {
-        Ok(self.create_unless_taken(obj)?.is_none())
+        Ok(self.create_unless_taken(obj, None)?.is_none())
     }
 
     /// Creates the instance under the index lock unless its name is taken;
     /// returns the unit of the instance that has the name, if one does.
-    fn create_unless_taken(&self, applied: &Instance) -> Result<Option<String>, StoreError> {
+    fn create_unless_taken(
+        &self,
+        applied: &Instance,
+        document: Option<&str>,
+    ) -> Result<Option<String>, StoreError> {
         let name = &applied.metadata.name;
         // A purge of this name interrupted at its end is finished first:
         // its row would otherwise hide the free name.
@@ -431,7 +511,9 @@ impl Store {
             return Ok(Some(row.container_name.clone()));
         }
         let obj = self.create_instance(applied)?;
-        index.upsert(IndexRow::of(&obj).expect("a new instance has an identity"));
+        let mut row = IndexRow::of(&obj).expect("a new instance has an identity");
+        row.applied = applied_record(&self.layout, &row.container_name, document);
+        index.upsert(row);
         index.write(&self.layout)?;
         Ok(None)
     }
@@ -576,11 +658,26 @@ impl Store {
     }
 
     /// Read-modify-write of one instance under its unit lock. `change`
-    /// returns the outcome; nothing is written when it is `Unchanged`.
+    /// returns the outcome; nothing is written when it is `Unchanged`. A
+    /// change leaves the row's record of an applied document out of date
+    /// (see [`AppliedDocument`]).
     fn update_instance(
         &self,
         name: &str,
         container: &str,
+        change: impl FnOnce(&mut Instance) -> Result<ApplyOutcome, StoreError>,
+    ) -> Result<ApplyOutcome, StoreError> {
+        self.update_instance_from(name, container, None, change)
+    }
+
+    /// As [`Store::update_instance`]; `document`: the change applies that
+    /// document (see [`Store::apply_instance_from`]), which the row then
+    /// records.
+    fn update_instance_from(
+        &self,
+        name: &str,
+        container: &str,
+        document: Option<&str>,
         change: impl FnOnce(&mut Instance) -> Result<ApplyOutcome, StoreError>,
     ) -> Result<ApplyOutcome, StoreError> {
         let _unit_lock = self.lock_unit(container)?;
@@ -591,8 +688,10 @@ impl Store {
             write_object(&self.layout, container, &obj)?;
             // Always written: a watch learns of the change from the index.
             let row = IndexRow::of(&obj);
+            let applied = applied_record(&self.layout, container, document);
             self.edit_index(|index| {
-                if let Some(row) = row {
+                if let Some(mut row) = row {
+                    row.applied = applied.or_else(|| index.find(name)?.applied.clone());
                     index.upsert(row);
                 }
                 index.bump_revision();
@@ -601,6 +700,19 @@ impl Store {
         }
         Ok(outcome)
     }
+}
+
+/// The record that the object of `container`, as just written, was made
+/// from `document`.
+fn applied_record(
+    layout: &Layout,
+    container: &str,
+    document: Option<&str>,
+) -> Option<AppliedDocument> {
+    Some(AppliedDocument {
+        key: document?.to_owned(),
+        object: file_stamp(&layout.object_file(container))?,
+    })
 }
 
 fn bump_generation(meta: &mut ObjectMeta) {

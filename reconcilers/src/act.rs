@@ -923,7 +923,13 @@ async fn check_program(
     let answer = ctx.found.program(image_id, program);
     // A missing program is not remembered: the next launch looks again.
     answer
-        .get_or_try_init(|| probe_program(ctx, image, image_id, program))
+        .get_or_try_init(|| async {
+            if !crate::probes::program_found(ctx.layout, image_id, program) {
+                probe_program(ctx, image, image_id, program).await?;
+                crate::probes::remember_program(ctx.layout, image_id, program);
+            }
+            Ok::<_, ActError>(())
+        })
         .await?;
     Ok(())
 }
@@ -938,14 +944,21 @@ async fn agent_version(
     let answer = ctx.found.version(image_id, probe);
     let found = answer
         .get_or_try_init(|| async {
+            if let Some(version) = crate::probes::version_found(ctx.layout, image_id, probe) {
+                return Ok(Some(version));
+            }
             let ran = ctx
                 .engine
                 .probe(image_id, probe.to_vec(), probe_labels(ctx))
                 .await?;
-            Ok::<_, ActError>(match ran.exit_code {
+            let version = match ran.exit_code {
                 Some(0) => jackin_api::agent::find_version(&ran.output),
                 _ => None,
-            })
+            };
+            if let Some(version) = &version {
+                crate::probes::remember_version(ctx.layout, image_id, probe, version);
+            }
+            Ok::<_, ActError>(version)
         })
         .await?;
     Ok(found.clone())

@@ -27,6 +27,7 @@
 //!   workspaces/<name>.yaml  .lock  Workspace policies, as applied
 //!   agents/<name>.yaml  .lock      Agent entries, as applied (built-ins are not stored)
 //!   sources/<id>.json              what each source last applied, or why not
+//!   probes.json                    what probes found in which image id (a cache)
 //!   artifacts/<instance>/<finished-at>/   a session's state/artifacts/, moved out when it
 //!                                  ended, so that a purge does not take it
 //!   discarded/<instance>-<unit id>/   the unfinished work of discarded checkouts
@@ -53,8 +54,9 @@ use std::path::{Path, PathBuf};
 /// filling memory. Measured: 100 instances make an index of 33 KB and a
 /// unit's object is 2 KB; `tests/scale.rs` and `scripts/bench` go to 500.
 pub mod cap {
-    /// `data/instances.json`: about 330 bytes a row, so 500 instances take
-    /// some 170 KB; the cap leaves room for a couple of hundred thousand.
+    /// `data/instances.json`: about 450 bytes a row (with the record of
+    /// the applied document), so 500 instances take some 225 KB; the cap
+    /// leaves room for over a hundred thousand.
     pub const INDEX: u64 = 64 << 20;
     /// `data/ended.json`: at most 256 records, each an instance's spec
     /// (names and references, a few KiB).
@@ -68,6 +70,9 @@ pub mod cap {
     pub const STORED_OBJECT: u64 = 16 << 20;
     /// `sources/ID.json`: paths, a revision and the last error's lines.
     pub const SOURCE_RECORD: u64 = 4 << 20;
+    /// `probes.json`: at most 1024 answers of an image id and a program
+    /// or version each.
+    pub const PROBES: u64 = 4 << 20;
     /// `home-id`: one short id.
     pub const HOME_ID: u64 = 4 << 10;
     /// `config.yaml`: a handful of settings.
@@ -285,6 +290,11 @@ impl Layout {
 
     pub fn object_of_kind_file(&self, plural: &str, name: &str) -> PathBuf {
         self.objects_dir(plural).join(format!("{name}.yaml"))
+    }
+
+    /// What probes found in images (see [`crate::probes`]).
+    pub fn probes_file(&self) -> PathBuf {
+        self.root.join("probes.json")
     }
 
     pub fn objects_lock_file(&self, plural: &str) -> PathBuf {

@@ -28,6 +28,7 @@ pub mod offline;
 pub mod offload;
 pub mod plan;
 pub mod policy;
+pub mod probes;
 pub mod recipe;
 pub mod resume;
 pub mod retention;

@@ -60,9 +60,21 @@ pub async fn run(
 ) -> Result<()> {
     let paths: Vec<PathBuf> = args.files.iter().chain(&args.paths).cloned().collect();
     let inputs = read_inputs(&paths)?;
-    let read = source::parse_each(&inputs)?;
     let source = source_of(&paths, args.prune)?;
-    let has_instances = args.prune || read.iter().any(|(_, o)| matches!(o, Object::Instance(_)));
+    // A plain apply does not read again a document it applied before to an
+    // object unchanged since (a no-op re-apply of hundreds). A source's
+    // apply prunes and records by what it reads, and a dry run shows it.
+    let skip_from = match (&source, args.dry_run) {
+        (None, false) => jackin_reconcilers::Layout::from_env().ok(),
+        _ => None,
+    };
+    let read = source::parse_unless_applied(&inputs, skip_from.as_ref())?;
+    let has_instances = args.prune
+        || !read.unchanged.is_empty()
+        || read
+            .objects
+            .iter()
+            .any(|(_, o)| matches!(o, Object::Instance(_)));
     // Converging needs the engine: connect before writing anything, so a
     // command that cannot converge leaves the store as it was. A dry run
     // needs it to show the loop's plan, and says so when it cannot.
@@ -78,12 +90,13 @@ pub async fn run(
         _ => None,
     };
     let store = open_store()?;
-    let objects = objects_to_apply(&store, read, source.as_ref())?;
+    let objects = objects_to_apply(&store, read.objects, source.as_ref())?;
     if args.dry_run {
         return dry_run(store, engine, &objects, source.as_ref()).await;
     }
     crate::context::sweep_files_quietly(&store)?;
-    let applied = match store.apply_objects(&objects, source.as_ref()) {
+    let applied = store.apply_read(&objects, source.as_ref(), &read.documents, &read.unchanged);
+    let applied = match applied {
         Ok(applied) => applied,
         Err(e) => {
             record_source(&store, source.as_ref(), Err(&e));
@@ -92,7 +105,12 @@ pub async fn run(
     };
     record_source(&store, source.as_ref(), Ok(&applied));
     report(&applied);
-    warn_of_missing_workspaces(&store, &objects)?;
+    let unchanged_in: Vec<(&str, &str)> = read
+        .unchanged
+        .iter()
+        .filter_map(|u| Some((u.name.as_str(), u.workspace.as_deref()?)))
+        .collect();
+    warn_of_missing_workspaces(&store, &objects, &unchanged_in)?;
     let Some(engine) = engine else {
         return Ok(());
     };
@@ -118,8 +136,13 @@ fn objects_to_apply(
 /// exists nowhere: not in the store, not in this apply. The instance is
 /// applied all the same (in GitOps the workspace may come in a later
 /// commit) and runs on the defaults until it is; a close name is offered,
-/// as the likely typo.
-fn warn_of_missing_workspaces(store: &Store, objects: &[Object]) -> Result<()> {
+/// as the likely typo. `unchanged`: the instances not read again, each
+/// with the workspace it names.
+fn warn_of_missing_workspaces(
+    store: &Store,
+    objects: &[Object],
+    unchanged: &[(&str, &str)],
+) -> Result<()> {
     let mut named: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for obj in objects {
         if let Object::Instance(i) = obj
@@ -127,6 +150,9 @@ fn warn_of_missing_workspaces(store: &Store, objects: &[Object]) -> Result<()> {
         {
             named.entry(workspace).or_default().push(obj.name());
         }
+    }
+    for (name, workspace) in unchanged {
+        named.entry(workspace).or_default().push(name);
     }
     let mut known: BTreeSet<String> = objects
         .iter()
@@ -181,6 +207,9 @@ fn report(applied: &Applied) {
     for (obj, outcome) in &applied.outcomes {
         print_outcome(obj, *outcome, "");
     }
+    for name in &applied.unchanged {
+        println!("instance/{name} {}", ApplyOutcome::Unchanged.as_str());
+    }
     for gone in &applied.pruned {
         let what = match gone.kind {
             "Instance" => "pruned (set to Purged)",
@@ -220,7 +249,7 @@ async fn dry_run(
     source: Option<&Source>,
 ) -> Result<()> {
     store.check(objects)?;
-    warn_of_missing_workspaces(&store, objects)?;
+    warn_of_missing_workspaces(&store, objects, &[])?;
     let reconciler = engines.map(|engines| Reconciler::new(store.clone(), engines));
     for obj in objects {
         let Object::Instance(applied) = obj else {
