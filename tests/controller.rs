@@ -4,27 +4,9 @@
 mod support;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::{Controller, Home, docker, ensure_busybox, instance_yaml};
-
-/// [`support::eventually`] for up to 60 s, failing with the controller's
-/// log.
-fn eventually(what: &str, controller: &Controller, mut check: impl FnMut() -> bool) {
-    let limit = Duration::from_secs(60);
-    let deadline = Instant::now() + limit;
-    // This deadline passes first: the shared one, twice as far, only polls.
-    support::eventually(2 * limit, what, || {
-        check() || {
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; controller log:\n{}",
-                controller.log()
-            );
-            false
-        }
-    });
-}
 
 #[test]
 fn the_controller_repairs_rm_with_tier_2_and_stop_with_tier_1() {
@@ -50,7 +32,7 @@ fn the_controller_repairs_rm_with_tier_2_and_stop_with_tier_1() {
 
     let old_id = docker(&["inspect", "-f", "{{.Id}}", &container]);
     docker(&["rm", "-f", &container]);
-    eventually("a tier 2 restore after docker rm -f", &controller, || {
+    controller.eventually("a tier 2 restore after docker rm -f", || {
         restore().0 == Some(2) && running()
     });
     assert_ne!(docker(&["inspect", "-f", "{{.Id}}", &container]), old_id);
@@ -58,7 +40,7 @@ fn the_controller_repairs_rm_with_tier_2_and_stop_with_tier_1() {
     let (_, tier_2_at) = restore();
     let id = docker(&["inspect", "-f", "{{.Id}}", &container]);
     docker(&["stop", "-t", "1", &container]);
-    eventually("a tier 1 restore after docker stop", &controller, || {
+    controller.eventually("a tier 1 restore after docker stop", || {
         let (tier, at) = restore();
         tier == Some(1) && at != tier_2_at && running()
     });
@@ -70,7 +52,7 @@ fn the_controller_repairs_rm_with_tier_2_and_stop_with_tier_1() {
 
     // A change in the store alone is picked up too.
     home.ok(&["set-phase", "watched", "kept", "--no-wait"]);
-    eventually("the instance kept", &controller, || {
+    controller.eventually("the instance kept", || {
         home.object("watched")["status"]["phase"] == "Kept"
     });
     assert!(!running());
@@ -128,7 +110,7 @@ fn docker_kill_and_an_agents_own_exit_are_noticed_within_seconds() {
     let before = docker(&["inspect", "-f", "{{.State.StartedAt}}", &killed]);
     docker(&["kill", &killed]);
     // The resync is minutes away: only the event can bring it back this soon.
-    eventually("docker kill restored", &controller, || {
+    controller.eventually("docker kill restored", || {
         container_running(&killed)
             && docker(&["inspect", "-f", "{{.State.StartedAt}}", &killed]) != before
     });
@@ -136,7 +118,7 @@ fn docker_kill_and_an_agents_own_exit_are_noticed_within_seconds() {
 
     let state = home.path().join("data").join(&quits).join("state");
     std::fs::write(state.join("go"), "").unwrap();
-    eventually("the agent's own exit recorded", &controller, || {
+    controller.eventually("the agent's own exit recorded", || {
         home.object("quits")["status"]["phase"] == "Crashed"
     });
     assert_eq!(home.object("quits")["status"]["session"]["exitCode"], 3);
@@ -228,7 +210,7 @@ fn an_unset_host_env_secret_names_the_process_that_looked_for_it() {
         "is not set in the environment of the jackin controller (pid {})",
         controller.pid()
     );
-    eventually("the controller's try", &controller, || {
+    controller.eventually("the controller's try", || {
         let obj = home.object("secret");
         support::condition(&obj, "Ready")
             .and_then(|c| c["message"].as_str())

@@ -6,25 +6,8 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
 
 use support::{Controller, Home, ensure_busybox, instance_yaml_with};
-
-/// The controller's log, when a check runs out of time.
-fn eventually(what: &str, controller: &Controller, mut check: impl FnMut() -> bool) {
-    let limit = Duration::from_secs(60);
-    let deadline = Instant::now() + limit;
-    support::eventually(2 * limit, what, || {
-        check() || {
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; controller log:\n{}",
-                controller.log()
-            );
-            false
-        }
-    });
-}
 
 /// Starts a controller serving its metrics on a port of the system's
 /// choosing; returns it and the address it serves.
@@ -143,7 +126,7 @@ fn metrics_are_prometheus_text_that_agrees_with_get_and_counts_errors() {
     home.ok(&["set-phase", "two", "kept"]);
     let (controller, addr) = start(&home);
 
-    eventually("ready after the first pass", &controller, || {
+    controller.eventually("ready after the first pass", || {
         get(&addr, "/readyz").0 == 200
     });
     assert_eq!(get(&addr, "/healthz").0, 200);
@@ -167,7 +150,7 @@ fn metrics_are_prometheus_text_that_agrees_with_get_and_counts_errors() {
         "{text}"
     );
     // The controller's gauges say what `get` says, phase by phase.
-    eventually("the phase gauges to agree with get", &controller, || {
+    controller.eventually("the phase gauges to agree with get", || {
         let samples = parse(&get(&addr, "/metrics").1);
         let gauges: BTreeMap<String, f64> = samples
             .iter()
@@ -191,7 +174,7 @@ fn metrics_are_prometheus_text_that_agrees_with_get_and_counts_errors() {
     // An instance whose secret is not there fails its reconcile: counted.
     let spec = "  env: [{name: TOKEN, valueFrom: {hostEnv: JACKIN_TEST_SURELY_UNSET}}]\n";
     home.record("failing", &sleeper("failing", spec));
-    eventually("the reconcile error to be counted", &controller, || {
+    controller.eventually("the reconcile error to be counted", || {
         let samples = parse(&get(&addr, "/metrics").1);
         value(&samples, "jackin_reconcile_errors_total", reason).is_some_and(|v| v >= 1.0)
             && value(&samples, "jackin_reconciles_total", ("result", "failed"))
@@ -219,17 +202,13 @@ fn not_ready_while_an_engine_in_use_does_not_answer() {
     );
     let (controller, addr) = start(&home);
 
-    eventually(
-        "the engine that does not answer to be seen",
-        &controller,
-        || {
-            let samples = parse(&get(&addr, "/metrics").1);
-            value(&samples, "jackin_engine_up", ("engine", &nowhere)) == Some(0.0)
-                && samples
-                    .iter()
-                    .any(|(n, _, v)| n == "jackin_first_pass_done" && *v == 1.0)
-        },
-    );
+    controller.eventually("the engine that does not answer to be seen", || {
+        let samples = parse(&get(&addr, "/metrics").1);
+        value(&samples, "jackin_engine_up", ("engine", &nowhere)) == Some(0.0)
+            && samples
+                .iter()
+                .any(|(n, _, v)| n == "jackin_first_pass_done" && *v == 1.0)
+    });
     let (status, why) = get(&addr, "/readyz");
     assert_eq!(status, 503, "{why}");
     assert!(why.contains(&nowhere), "{why}");
@@ -238,7 +217,7 @@ fn not_ready_while_an_engine_in_use_does_not_answer() {
 
     // Once no instance uses it, the controller is ready.
     home.ok(&["delete", "there", "--timeout", "60s"]);
-    eventually("ready without the engine", &controller, || {
+    controller.eventually("ready without the engine", || {
         get(&addr, "/readyz").0 == 200
     });
 }
@@ -265,7 +244,7 @@ fn a_synced_directory_shows_the_revision_it_applied() {
     );
     let addr = controller.metrics_addr();
     let source = repo.display().to_string();
-    eventually("the source's revision", &controller, || {
+    controller.eventually("the source's revision", || {
         let samples = parse(&get(&addr, "/metrics").1);
         samples.iter().any(|(n, labels, v)| {
             n == "jackin_source_info"

@@ -1065,6 +1065,19 @@ mod tests {
         );
     }
 
+    /// A workspace named `desk` with an empty spec.
+    fn desk() -> Workspace {
+        Workspace {
+            api_version: API_VERSION.into(),
+            kind: "Workspace".into(),
+            metadata: ObjectMeta {
+                name: "desk".into(),
+                ..Default::default()
+            },
+            spec: Default::default(),
+        }
+    }
+
     fn sample() -> Instance {
         Instance {
             api_version: API_VERSION.into(),
@@ -1089,15 +1102,7 @@ mod tests {
     #[test]
     fn a_workspace_notify_is_an_argv_with_durations() {
         use crate::workspace::NotifyPolicy;
-        let mut ws = Workspace {
-            api_version: API_VERSION.into(),
-            kind: "Workspace".into(),
-            metadata: ObjectMeta {
-                name: "desk".into(),
-                ..Default::default()
-            },
-            spec: Default::default(),
-        };
+        let mut ws = desk();
         ws.spec.needs_you_after = Some("45s".into());
         ws.spec.notify = Some(NotifyPolicy {
             command: vec!["/usr/bin/notify-send".into(), "jackin".into()],
@@ -1138,15 +1143,7 @@ mod tests {
             }),
             image: image.map(Into::into),
         };
-        let mut ws = Workspace {
-            api_version: API_VERSION.into(),
-            kind: "Workspace".into(),
-            metadata: ObjectMeta {
-                name: "desk".into(),
-                ..Default::default()
-            },
-            spec: Default::default(),
-        };
+        let mut ws = desk();
         ws.spec.roles = vec![
             role("a", Some("/src/a"), None),
             role("b", None, Some("b:1")),
@@ -1416,15 +1413,7 @@ mod tests {
         for agent in crate::agent::builtin() {
             assert_eq!(super::agent(&agent), Ok(()), "{}", agent.metadata.name);
         }
-        let mut ws = Workspace {
-            api_version: API_VERSION.into(),
-            kind: "Workspace".into(),
-            metadata: ObjectMeta {
-                name: "desk".into(),
-                ..Default::default()
-            },
-            spec: Default::default(),
-        };
+        let mut ws = desk();
         ws.spec.credentials = crate::credentials::builtin_sets();
         assert_eq!(workspace(&ws), Ok(()));
     }
@@ -1565,15 +1554,7 @@ mod tests {
     #[test]
     fn a_workspace_names_builtin_sets_or_gives_its_own() {
         use crate::credentials::{CredentialSet, host_env};
-        let mut ws = Workspace {
-            api_version: API_VERSION.into(),
-            kind: "Workspace".into(),
-            metadata: ObjectMeta {
-                name: "desk".into(),
-                ..Default::default()
-            },
-            spec: Default::default(),
-        };
+        let mut ws = desk();
         let named = |name: &str| CredentialSet {
             name: name.into(),
             ..Default::default()

@@ -86,15 +86,7 @@ impl World {
     /// Applies and converges an instance: it runs.
     async fn launch(&self, name: &str, spec_lines: &str) -> String {
         self.apply(name, spec_lines);
-        let outcome = self.reconcile(name).await;
-        assert_eq!(
-            outcome,
-            Outcome::Converged {
-                phase: InstancePhase::Running,
-                tier: None
-            }
-        );
-        self.container(name)
+        self.launch_applied(name).await
     }
 
     /// Converges an instance applied already: it runs.

@@ -407,6 +407,26 @@ pub fn http_get(addr: &str, path: &str) -> (u16, String) {
     (status, body.to_owned())
 }
 
+impl Controller {
+    /// [`eventually`] for up to 60 s, failing with this controller's log.
+    pub fn eventually(&self, what: &str, mut check: impl FnMut() -> bool) {
+        let limit = std::time::Duration::from_secs(60);
+        let deadline = std::time::Instant::now() + limit;
+        // This deadline passes first: the shared one, twice as far, only
+        // polls.
+        eventually(2 * limit, what, || {
+            check() || {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "timed out waiting for {what}; controller log:\n{}",
+                    self.log()
+                );
+                false
+            }
+        });
+    }
+}
+
 impl Drop for Controller {
     fn drop(&mut self) {
         self.kill();
