@@ -382,12 +382,10 @@ impl PhaseArg {
     }
 
     /// `set-phase NAME… PHASE`: takes the phase off the end of `targets`.
-    pub fn take_last(
-        targets: &mut Vec<String>,
-    ) -> Result<DesiredPhase, crate::context::UsageError> {
+    pub fn take_last(targets: &mut Vec<String>) -> Result<DesiredPhase, UsageError> {
         let word = targets.pop().unwrap_or_default();
         let phase = Self::parse(&word).ok_or_else(|| {
-            crate::context::UsageError(format!(
+            UsageError(format!(
                 "{word:?} is not a phase: expected `set-phase NAME… running|kept|purged`"
             ))
         })?;
@@ -444,3 +442,16 @@ mod tests {
         assert_eq!(parse_concurrency("8"), Ok(8));
     }
 }
+
+/// A command line that does not say what to do (a missing or contradictory
+/// argument clap cannot tell): exit status 2, as clap's own usage errors.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}

@@ -49,19 +49,6 @@ const ACTING: [&str; 8] = [
     "prune",
 ];
 
-/// A command line that does not say what to do (a missing or contradictory
-/// argument clap cannot tell): exit status 2, as clap's own usage errors.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
 /// A command run by `jackin exec` exited with this non-zero status.
 #[derive(Debug)]
 pub struct CommandExited(pub i64);

@@ -16,9 +16,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{CommandFactory, Parser};
 
+use crate::args::UsageError;
 use crate::args::{Cli, Command};
 use crate::cmd::select::Targets;
-use crate::context::{CommandExited, UsageError, open_store, open_store_to_change};
+use crate::context::{CommandExited, open_store, open_store_to_change};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -9,10 +9,11 @@ use jackin_api::agent::builtin;
 use jackin_api::{Agent, DesiredPhase, Workspace};
 use jackin_controller::StoreError;
 
+use crate::args::UsageError;
 use crate::args::{SelectArgs, WaitArgs};
 use crate::cmd::select::Targets;
 use crate::cmd::set_phase;
-use crate::context::{UsageError, check_name, open_store};
+use crate::context::{check_name, open_store};
 
 /// `delete workspace|agent NAME`, or instances by name, `-l` or `-f`.
 pub async fn dispatch(

@@ -7,9 +7,10 @@ use anyhow::{Result, anyhow};
 use jackin_controller::reconcile::assess_checkouts;
 use jiff::Timestamp;
 
+use crate::args::UsageError;
 use crate::cmd::discarded;
 use crate::cmd::select::{Kind, split_kind};
-use crate::context::{UsageError, check_name, open_store};
+use crate::context::{check_name, open_store};
 use crate::output;
 
 /// `describe NAME`, `describe KIND NAME` or `describe KIND/NAME`.

@@ -11,8 +11,8 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::args::Format;
+use crate::args::UsageError;
 use crate::cmd::select::{Kind, split_kind};
-use crate::context::UsageError;
 use crate::output;
 
 /// A save as `-o yaml|json` prints it: the record, and when the sweeps

@@ -11,9 +11,10 @@ use jackin_api::selector::Selector;
 use jackin_api::{Instance, ObjectMeta};
 use jiff::Timestamp;
 
+use crate::args::UsageError;
 use crate::args::{Format, GetArgs};
 use crate::cmd::select::{self, Kind};
-use crate::context::{UsageError, check_name};
+use crate::context::check_name;
 use crate::output;
 use jackin_controller::Store;
 

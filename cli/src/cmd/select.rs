@@ -8,8 +8,9 @@ use jackin_api::Object;
 use jackin_api::selector::Selector;
 use jackin_controller::{Store, source};
 
+use crate::args::UsageError;
 use crate::cmd::apply::read_inputs;
-use crate::context::{UsageError, check_name};
+use crate::context::check_name;
 
 /// How a command names its targets.
 #[derive(Debug, Default)]
