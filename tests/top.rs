@@ -206,7 +206,7 @@ fn with_no_terminal_the_same_rows_come_out_as_plain_lines() {
 /// The notify command: appends the event to `told`, and everything it was
 /// given (argv and environment) to `given`.
 const NOTIFY_SCRIPT: &str = "#!/bin/sh\n\
-    { printf 'argv:'; printf ' %s' \"$@\"; printf '\\n'; env; echo ---; } >> \"$0.given\"\n\
+    { printf 'argv:'; printf ' %s' \"$@\"; printf '\\n'; echo \"cwd: $(pwd)\"; env; echo ---; } >> \"$0.given\"\n\
     echo \"$JACKIN_EVENT $JACKIN_INSTANCE $JACKIN_WORKSPACE\" >> \"$0.told\"\n";
 
 #[test]
@@ -253,6 +253,11 @@ fn notify_is_told_needs_you_and_ended_once_each_and_nothing_the_agent_printed() 
     assert_eq!(lines, ["needs-you hostile desk", "ended hostile desk"]);
     let given = std::fs::read_to_string(&given).unwrap();
     assert!(given.contains("argv: operator-arg\n"), "{given}");
+    // It runs in `/`, and of the controller's environment it gets only
+    // what a notifier needs: not JACKIN_HOME, nor any secret beside it.
+    assert!(given.contains("cwd: /\n"), "{given}");
+    assert!(given.contains("PATH="), "{given}");
+    assert!(!given.contains("JACKIN_HOME="), "{given}");
     for printed in ["Proceed", "owned", "touch", "\u{1b}", "\u{7}"] {
         assert!(
             !given.contains(printed),

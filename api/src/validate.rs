@@ -993,11 +993,18 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     }
     if let Some(notify) = &obj.spec.notify {
         // Run on the host as it is: a program, never a shell string.
-        if notify.command.first().is_none_or(|p| p.is_empty()) {
-            errors.push(
+        match notify.command.first().map(String::as_str) {
+            None | Some("") => errors.push(
                 "spec.notify.command",
                 "expected an argv whose first element names the program",
-            );
+            ),
+            // A relative path would be looked up from wherever the
+            // controller runs, which may be a directory an agent writes.
+            Some(program) if program.contains('/') && !program.starts_with('/') => errors.push(
+                "spec.notify.command[0]",
+                "expected an absolute path (/usr/local/bin/notify) or a program name found on                  PATH (notify-send), not a relative path",
+            ),
+            Some(_) => {}
         }
         plan_args(&mut errors, "spec.notify.command", &notify.command);
         for (field, value) in [
@@ -1130,6 +1137,27 @@ mod tests {
                 "spec.notify.timeout"
             ]
         );
+        // A bare name is looked up on PATH; a relative path is refused.
+        for (program, ok) in [
+            ("notify-send", true),
+            ("./notify.sh", false),
+            ("bin/n", false),
+        ] {
+            ws.spec.needs_you_after = None;
+            ws.spec.notify = Some(NotifyPolicy {
+                command: vec![program.into()],
+                timeout: "10s".into(),
+                min_interval: "1m".into(),
+            });
+            let paths: Vec<String> = workspace(&ws)
+                .err()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|e| e.path)
+                .collect();
+            let refused = paths == ["spec.notify.command[0]"];
+            assert_eq!(refused, !ok, "{program}: {paths:?}");
+        }
     }
 
     #[test]

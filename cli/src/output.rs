@@ -70,9 +70,22 @@ pub fn age(since: Option<Timestamp>, now: Timestamp) -> String {
 /// from the agent's side (file and branch names in a checkout, messages):
 /// it must never move the cursor or hide the lines around it.
 pub fn terminal_safe(text: &str) -> String {
+    // The format characters that are invisible or reorder what follows:
+    // zero-width and bidirectional marks, embeddings, overrides and
+    // isolates, the Arabic letter mark, word joiners and invisible
+    // operators, the byte-order mark and the tag characters.
     let hidden = |c: char| {
         c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            || matches!(
+                c,
+                '\u{061c}'
+                    | '\u{180e}'
+                    | '\u{200b}'..='\u{200f}'
+                    | '\u{202a}'..='\u{202e}'
+                    | '\u{2060}'..='\u{2069}'
+                    | '\u{feff}'
+                    | '\u{e0000}'..='\u{e007f}'
+            )
     };
     if !text.chars().any(hidden) {
         return text.to_owned();
@@ -1164,6 +1177,18 @@ mod tests {
         assert_eq!(safe, "notes\\r\\u{1b}[2K\\u{1b}[1Aclean\\u{202e}txt");
         assert_eq!(terminal_safe("plain/path.rs"), "plain/path.rs");
         assert_eq!(terminal_safe_lines("a\rb\nc\n"), "a\\rb\nc\n");
+        // Every invisible or reordering format character is shown.
+        for hidden in [
+            '\u{061c}',
+            '\u{180e}',
+            '\u{2060}',
+            '\u{2064}',
+            '\u{feff}',
+            '\u{e0041}',
+        ] {
+            let safe = terminal_safe(&format!("a{hidden}b"));
+            assert_eq!(safe, format!("a{}b", hidden.escape_default()), "{hidden:?}");
+        }
     }
 
     fn replayed(log: &str) -> String {

@@ -28,6 +28,9 @@ impl Run {
     pub fn mint(command: Option<String>) -> Self {
         let id = run_logs::mint();
         let path = Layout::from_env().ok().map(|layout| layout.run_log(&id));
+        if let Some(path) = &path {
+            run_logs::claim(path.clone());
+        }
         Self {
             id,
             command,
@@ -62,8 +65,8 @@ impl Run {
             Ok(()) => tracing::info!(target: run_logs::TARGET, "finished"),
             Err(_) => tracing::warn!(target: run_logs::TARGET, "failed"),
         }
-        if let (Some(path), Ok(layout)) = (self.log(), Layout::from_env()) {
-            run_logs::sweep(&layout, Some(path));
+        if let (Some(_), Ok(layout)) = (self.log(), Layout::from_env()) {
+            run_logs::sweep(&layout);
         }
     }
 

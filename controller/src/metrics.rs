@@ -485,11 +485,25 @@ pub fn error_reason(error: &ReconcileError) -> &'static str {
     }
 }
 
+/// Connections served at once; more wait in the listener's backlog. A
+/// scraper needs one.
+const CONNECTIONS: usize = 16;
+
+/// How long a connection may take to send its request's headers, and to
+/// be answered: a client that opens connections and sends nothing holds
+/// none for long.
+const REQUEST_TIME: Duration = Duration::from_secs(10);
+
 /// Serves `/metrics`, `/healthz` and `/readyz` on `listener` until the
-/// task is dropped. `/healthz` fails once the loop has not ticked for
-/// `stale`.
+/// task is dropped, one request per connection, at most 16 connections at
+/// once, each answered within 10 s of its start. `/healthz` fails once the loop has
+/// not ticked for `stale`.
 pub async fn serve(listener: tokio::net::TcpListener, metrics: Metrics, stale: Duration) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
     loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(e) => {
@@ -500,16 +514,21 @@ pub async fn serve(listener: tokio::net::TcpListener, metrics: Metrics, stale: D
         };
         let metrics = metrics.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             let service = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let response = answer(&metrics, stale, request.uri().path());
                 async move { Ok::<_, std::convert::Infallible>(response) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(io, service)
-                .await
-            {
-                tracing::debug!(%peer, "metrics: connection ended: {e}");
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(REQUEST_TIME)
+                .keep_alive(false)
+                .serve_connection(io, service);
+            match tokio::time::timeout(REQUEST_TIME, connection).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::debug!(%peer, "metrics: connection ended: {e}"),
+                Err(_) => tracing::debug!(%peer, "metrics: connection took too long"),
             }
         });
     }

@@ -15,12 +15,19 @@
 //! (run as it is, never through a shell), and the event is in three
 //! variables, `JACKIN_INSTANCE` and `JACKIN_WORKSPACE` (names the operator
 //! chose, validated as DNS labels) and `JACKIN_EVENT` (one of
-//! [`Event::as_str`]). It runs with the controller's environment otherwise,
-//! no input, its output discarded, killed at its timeout; one event of one
-//! instance runs it at most once per `minInterval`.
+//! [`Event::as_str`]). Of the controller's environment it gets only what a
+//! desktop notifier needs (`PASSED_ON`: never the agents' secrets the
+//! controller may hold), and it runs in `/`, with no input, its output
+//! discarded, in a process group of its own that is killed whole at its
+//! timeout. One event of one instance runs it at most once per
+//! `minInterval`, never while its last run goes on, and at most
+//! `RUNNING_AT_ONCE` run at once. A store that cannot be read tells
+//! nothing (an instance missing from a partial listing is not taken for
+//! discarded).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jackin_api::instance::{Instance, InstancePhase};
@@ -29,6 +36,7 @@ use jackin_api::validate;
 use jackin_api::workspace::NotifyPolicy;
 use jackin_reconcilers::attention::{self as decide, Attention};
 use jiff::Timestamp;
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::Reconciler;
@@ -40,6 +48,23 @@ const RESCAN: Duration = Duration::from_secs(30);
 
 /// Every this many looks, the counters are read too.
 const STATS_EVERY_LOOKS: u32 = 5;
+
+/// The controller's variables the command gets (a desktop notifier needs
+/// its session's), besides the event's own.
+const PASSED_ON: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+];
+
+/// Commands running at once, over every instance: more events wait.
+const RUNNING_AT_ONCE: usize = 8;
 
 /// What the command is told happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -129,37 +154,53 @@ pub async fn watch(reconciler: Reconciler) {
     let mut seen: HashMap<String, Seen> = HashMap::new();
     let mut looks: HashMap<String, Look> = HashMap::new();
     let mut last_run: HashMap<(String, Event), Instant> = HashMap::new();
+    // Runs not finished yet, by (instance, event): another of the same
+    // waits for the next transition instead of piling up.
+    let in_flight: Arc<Mutex<HashSet<(String, Event)>>> = Arc::default();
+    let slots = Arc::new(Semaphore::new(RUNNING_AT_ONCE));
     let mut round = 0u32;
     loop {
         let store = reconciler.store.clone();
-        let (policies, objects) = jackin_reconcilers::blocking(move || {
+        let read = jackin_reconcilers::blocking(move || {
             let policies: HashMap<String, (NotifyPolicy, Duration)> = store
-                .list_workspaces()
-                .unwrap_or_default()
+                .list_workspaces()?
                 .into_iter()
                 .filter_map(|ws| {
                     let threshold = decide::needs_you_after(Some(&ws.spec));
                     Some((ws.metadata.name, (ws.spec.notify?, threshold)))
                 })
                 .collect();
-            let objects: Vec<Instance> = match policies.is_empty() {
-                true => Vec::new(),
-                false => store
-                    .list_instances()
-                    .map(|l| l.instances)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|o| {
-                        o.spec
-                            .workspace
-                            .as_deref()
-                            .is_some_and(|ws| policies.contains_key(ws))
-                    })
-                    .collect(),
+            let (objects, partial) = match policies.is_empty() {
+                true => (Vec::new(), false),
+                false => {
+                    let listing = store.list_instances()?;
+                    let partial = !listing.unreadable.is_empty();
+                    let objects: Vec<Instance> = listing
+                        .instances
+                        .into_iter()
+                        .filter(|o| {
+                            o.spec
+                                .workspace
+                                .as_deref()
+                                .is_some_and(|ws| policies.contains_key(ws))
+                        })
+                        .collect();
+                    (objects, partial)
+                }
             };
-            (policies, objects)
+            Ok::<_, crate::StoreError>((policies, objects, partial))
         })
         .await;
+        // A store that cannot be read now says nothing about the instances:
+        // nothing is told, and what was seen stands until it can be.
+        let (policies, objects, partial) = match read {
+            Ok(read) => read,
+            Err(e) => {
+                tracing::warn!("notify: cannot read the store: {e}");
+                tokio::time::sleep(RESCAN).await;
+                continue;
+            }
+        };
         if policies.is_empty() {
             seen.clear();
             looks.clear();
@@ -169,7 +210,7 @@ pub async fn watch(reconciler: Reconciler) {
         let stats = round.is_multiple_of(STATS_EVERY_LOOKS);
         round = round.wrapping_add(1);
         looks = attention::look(&reconciler, &objects, stats, &looks).await;
-        let now: HashMap<String, Seen> = objects
+        let mut now: HashMap<String, Seen> = objects
             .iter()
             .map(|obj| {
                 let name = obj.metadata.name.clone();
@@ -178,6 +219,13 @@ pub async fn watch(reconciler: Reconciler) {
                 (name, found)
             })
             .collect();
+        // With a unit that did not read, an instance missing from the
+        // listing may be that one: it is not taken for gone.
+        if partial {
+            for (name, was) in &seen {
+                now.entry(name.clone()).or_insert_with(|| was.clone());
+            }
+        }
         // What happened since the last look.
         let mut told: Vec<(&String, &Seen, Event)> = Vec::new();
         for (name, was) in &seen {
@@ -211,19 +259,32 @@ pub async fn watch(reconciler: Reconciler) {
                 );
                 continue;
             }
-            last_run.insert(key, Instant::now());
+            if !in_flight.lock().expect("notify runs").insert(key.clone()) {
+                tracing::debug!(
+                    instance = name,
+                    event = event.as_str(),
+                    "notify: the last run for this event has not ended"
+                );
+                continue;
+            }
+            last_run.insert(key.clone(), Instant::now());
             let unit = objects
                 .iter()
                 .find(|o| &o.metadata.name == name)
                 .and_then(|o| o.container_name().map(str::to_owned));
-            tokio::spawn(run(
+            let (reconciler, policy, workspace) = (
                 reconciler.clone(),
                 policy.clone(),
-                name.clone(),
                 seen_as.workspace.clone(),
-                event,
-                unit,
-            ));
+            );
+            let (in_flight, slots) = (in_flight.clone(), slots.clone());
+            tokio::spawn(async move {
+                // Closed never: the semaphore lives as long as the watch.
+                if let Ok(_slot) = slots.acquire().await {
+                    run(reconciler, policy, key.0.clone(), workspace, event, unit).await;
+                }
+                in_flight.lock().expect("notify runs").remove(&key);
+            });
         }
         last_run.retain(|(name, _), _| now.contains_key(name));
         seen = now;
@@ -253,23 +314,41 @@ async fn run(
         return;
     };
     let timeout = validate::duration(&policy.timeout).unwrap_or(Duration::from_secs(10));
-    let child = tokio::process::Command::new(program)
+    let mut command = tokio::process::Command::new(program);
+    command
         .args(args)
+        // Only what a desktop notifier needs of the controller's
+        // environment: the controller's may hold the agents' secrets
+        // (`hostEnv`), which are none of this command's business.
+        .env_clear()
+        .envs(
+            PASSED_ON
+                .iter()
+                .filter_map(|name| Some((name, std::env::var_os(name)?))),
+        )
         .env("JACKIN_INSTANCE", &instance)
         .env("JACKIN_EVENT", event.as_str())
         .env("JACKIN_WORKSPACE", &workspace)
+        // Not wherever the controller was started (a directory an agent
+        // may write): relative arguments mean nothing here.
+        .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn();
-    let outcome = match child {
+        // Its own process group, so that the timeout ends what it started
+        // too.
+        .process_group(0)
+        .kill_on_drop(true);
+    let outcome = match command.spawn() {
         Err(e) => format!("could not run: {e}"),
         Ok(mut child) => match tokio::time::timeout(timeout, child.wait()).await {
             Ok(Ok(status)) if status.success() => "exited 0".to_owned(),
             Ok(Ok(status)) => format!("ended: {status}"),
             Ok(Err(e)) => format!("could not be waited for: {e}"),
             Err(_) => {
+                if let Some(leader) = child.id() {
+                    jackin_reconcilers::sandbox::kill_process_group(leader);
+                }
                 let _ = child.kill().await;
                 format!("did not end within {}s and was killed", timeout.as_secs())
             }

@@ -12,7 +12,8 @@
 //! The sweeps keep the newest `runLogs.keep` and none older than
 //! `runLogs.retention` (`config.yaml`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::SystemTime;
 
 use jackin_reconcilers::Layout;
@@ -82,10 +83,21 @@ pub fn reconciled(name: &str, result: &Result<Outcome, ReconcileError>, stepped:
     }
 }
 
-/// Removes the run logs past the home's bounds, except `current` (the
-/// log this process writes); returns how many went. A home whose settings
-/// cannot be read keeps them all.
-pub fn sweep(layout: &Layout, current: Option<&Path>) -> usize {
+/// This process's own run log, once [`claim`]ed: never removed by a sweep
+/// this process runs (a controller's, written to as long as it runs, may
+/// be older than the retention while it is quiet).
+static OWN: OnceLock<PathBuf> = OnceLock::new();
+
+/// Says that this process writes the run log at `path`.
+pub fn claim(path: PathBuf) {
+    let _ = OWN.set(path);
+}
+
+/// Removes the run logs past the home's bounds, except this process's own
+/// (see [`claim`]); returns how many went. A home whose settings cannot be
+/// read keeps them all.
+pub fn sweep(layout: &Layout) -> usize {
+    let current = OWN.get().map(PathBuf::as_path);
     let bounds = match jackin_reconcilers::addresses::read_config(layout.root()) {
         Ok(config) => config.run_logs,
         Err(e) => {
@@ -174,8 +186,9 @@ mod tests {
         old.set_modified(SystemTime::now() - std::time::Duration::from_secs(7200))
             .unwrap();
         // The oldest, but this process's own.
-        let current = layout.run_log(ids[0]);
-        assert_eq!(sweep(&layout, Some(&current)), 2);
+        // (The one test here that claims: a process claims once.)
+        claim(layout.run_log(ids[0]));
+        assert_eq!(sweep(&layout), 2);
         let left: Vec<bool> = ids.iter().map(|id| layout.run_log(id).exists()).collect();
         assert_eq!(left, [true, false, true, true, false]);
     }

@@ -239,9 +239,13 @@ pub async fn sweep(
     if options.dry_run {
         return Ok(findings);
     }
-    crate::run_logs::sweep(store.layout(), None);
+    crate::run_logs::sweep(store.layout());
     execute(store, engines, findings).await
 }
+
+/// How long the engine gets to remove one object of a vanished instance,
+/// while the sweep holds the index lock.
+const LEFTOVER_REMOVAL: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How far the filesystem sweep looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -355,8 +359,27 @@ pub async fn execute(
                 let engine = engines.get(engine.as_deref()).await?.engine;
                 let owned = uid.clone();
                 match store.blocking(move |s| s.lock_unclaimed(&owned)).await? {
-                    // Gone already (someone else removed it): nothing was done.
-                    Some(_index_lock) => act::remove_leftover(&engine, object).await?,
+                    // Every writer of the index waits while this lock is
+                    // held: a slow engine gets a bounded time, then the
+                    // next sweep looks again.
+                    Some(_index_lock) => {
+                        let removal = act::remove_leftover(&engine, object);
+                        match tokio::time::timeout(LEFTOVER_REMOVAL, removal).await {
+                            // Gone already (someone else removed it):
+                            // nothing was done.
+                            Ok(removed) => removed?,
+                            Err(_) => {
+                                tracing::warn!(
+                                    "sweep: the engine did not remove {} {} within {}s; the \
+                                     next sweep tries again",
+                                    object.kind(),
+                                    object.id(),
+                                    LEFTOVER_REMOVAL.as_secs()
+                                );
+                                false
+                            }
+                        }
+                    }
                     None => false,
                 }
             }

@@ -61,6 +61,12 @@ const ASSESS_CONCURRENCY: usize = 4;
 /// The log lines `l` pages through: the end of the log.
 const LOG_LINES: u64 = 2000;
 
+/// The most of the log `l` reads: 2000 honest lines fit many times over.
+const LOG_BYTES: usize = 4 << 20;
+
+/// How long `l` waits for the engine to send the log.
+const LOG_WAIT: Duration = Duration::from_secs(10);
+
 /// The widest a last line is shown.
 const LAST_LINE_WIDTH: usize = 200;
 
@@ -588,10 +594,27 @@ async fn log_lines(store: &Store, name: &str) -> Result<Vec<String>> {
         tail: Some(LOG_LINES),
         ..LogsRequest::default()
     };
+    // The agent writes this log: however long its lines, the pager reads
+    // at most LOG_BYTES, and a slow engine gets LOG_WAIT before the
+    // overview takes its keys back.
     let mut log = Vec::new();
     let mut chunks = found.engine.logs(&id, request);
-    while let Some(chunk) = chunks.next().await {
-        log.extend(chunk?);
+    let read = tokio::time::timeout(LOG_WAIT, async {
+        while let Some(chunk) = chunks.next().await {
+            log.extend(chunk?);
+            if log.len() >= LOG_BYTES {
+                log.truncate(LOG_BYTES);
+                break;
+            }
+        }
+        Ok::<_, jackin_reconcilers::EngineError>(())
+    });
+    match read.await {
+        Ok(result) => result?,
+        Err(_) => anyhow::bail!(
+            "the engine did not send instance/{name}'s log within {}s",
+            LOG_WAIT.as_secs()
+        ),
     }
     let mut lines = output::plain_lines(&log);
     // The log ends with a line's end: no empty last line.
