@@ -83,6 +83,21 @@ fn wait_row(term: &Terminal, name: &str, text: &str) {
     );
 }
 
+/// Filters the overview (`/`) by `name`: its row stays, `other`'s goes.
+fn filter_to(term: &Terminal, name: &str, other: &str) {
+    term.keys(&["/"]);
+    term.keys(&["-l", name]);
+    term.keys(&["Enter"]);
+    eventually(
+        Duration::from_secs(30),
+        &format!("only {name} shown"),
+        || {
+            let screen = term.screen();
+            row(&screen, name).is_some() && row(&screen, other).is_none()
+        },
+    );
+}
+
 #[test]
 fn the_overview_shows_attention_filters_keeps_and_attaches() {
     let home = Home::new();
@@ -104,13 +119,7 @@ fn the_overview_shows_attention_filters_keeps_and_attaches() {
         "{screen}"
     );
     // Filter down to chatty: the others are not shown.
-    term.keys(&["/"]);
-    term.keys(&["-l", "chatty"]);
-    term.keys(&["Enter"]);
-    eventually(Duration::from_secs(30), "only chatty shown", || {
-        let screen = term.screen();
-        row(&screen, "chatty").is_some() && row(&screen, "asker").is_none()
-    });
+    filter_to(&term, "chatty", "asker");
     // k keeps the selected one: the only one shown.
     term.keys(&["k"]);
     wait_row(&term, "chatty", "Kept");
@@ -119,13 +128,7 @@ fn the_overview_shows_attention_filters_keeps_and_attaches() {
     // Esc clears the filter; then pick asker and attach.
     term.keys(&["Escape"]);
     wait_row(&term, "asker", "needs you");
-    term.keys(&["/"]);
-    term.keys(&["-l", "asker"]);
-    term.keys(&["Enter"]);
-    eventually(Duration::from_secs(30), "only asker shown", || {
-        let screen = term.screen();
-        row(&screen, "asker").is_some() && row(&screen, "parked").is_none()
-    });
+    filter_to(&term, "asker", "parked");
     term.keys(&["Enter"]);
     term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
     term.keys(&["C-p", "C-q"]);
