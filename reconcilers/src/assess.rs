@@ -9,24 +9,22 @@
 //!   base commit, when its upstream exists and it has no commits ahead of it,
 //!   or when its upstream is gone (merged and pruned);
 //! - a detached `HEAD` with commits no branch holds;
-//! - in a clone, which goes whole: every other ref (a stash, a tag, a note)
-//!   that holds commits neither a remote nor the host repository has.
-//!   A worktree's other refs live in the host repository and survive it;
+//! - in a clone, and in a worktree's own repository, both of which go
+//!   whole: every other ref (a stash, a tag, a note) that holds commits
+//!   neither a remote nor the host repository has;
 //! - a worktree whose directory is missing while its scratch branch still
 //!   holds commits: a purge would delete the branch.
 //!
 //! Any git error is unsafe: the assessment fails closed.
 //!
-//! A worktree shares its branches with the host repository and with every
-//! other worktree of it (other instances' among them), so only the branches
-//! that are this checkout's are judged: its scratch branch, the branch it
-//! holds (its `HEAD`), and a branch it checked out since it was made (its
-//! `HEAD` reflog says so). A branch is never this instance's work because it
-//! is in the same repository: another instance's scratch branch (kept after
-//! its purge, say) and a branch the operator made elsewhere are theirs. The
-//! host's own branches, as they were when the worktree was made, are the
-//! operator's and are left out unless this checkout moved them; the scratch
-//! branch never is.
+//! A worktree an earlier jackin made as a `git worktree` (until it moves to
+//! a repository of its own, at its next start) shared its branches with the
+//! host repository and with every other worktree of it, so only the
+//! branches that are its own are judged there: its scratch branch, the
+//! branch it holds (its `HEAD`), and a branch it checked out since it was
+//! made (its `HEAD` reflog says so), never another instance's scratch
+//! branch. The host's own branches, as they were when it was made, are the
+//! operator's and are left out unless it moved them.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -37,6 +35,7 @@ use sha2::{Digest, Sha256};
 use crate::digest::hex;
 use crate::git;
 use crate::isolation::{self, IsolationRecord};
+use crate::legacy_worktree;
 
 /// How much of one file the digest reads.
 const MAX_HASHED_BYTES: u64 = 64 << 20;
@@ -65,15 +64,40 @@ impl Assessment {
     }
 }
 
-/// Runs git in `dir`, a checkout the agent may have rigged: confined, so
-/// that no program the tree names runs, at any submodule depth (see
-/// [`git::run_untrusted`]), and always over `dir` itself as the work tree
-/// (a clone's `core.worktree` could point status at a clean tree elsewhere).
-fn git_in(dir: &str, args: &[&str]) -> Result<String, String> {
-    let work_tree = format!("--work-tree={dir}");
+/// A repository as the assessment runs git in it: `git -C <place>
+/// --work-tree=<work_tree>`. For a checkout, the work tree is always the
+/// checkout itself (a clone's `core.worktree` could point status at a clean
+/// tree elsewhere), and the place its repository (see
+/// [`IsolationRecord::git_place`]).
+struct InRepo {
+    place: String,
+    work_tree: String,
+}
+
+impl InRepo {
+    fn checkout(record: &IsolationRecord) -> Self {
+        Self {
+            place: record.git_place(),
+            work_tree: record.path.clone(),
+        }
+    }
+
+    fn at(dir: &str) -> Self {
+        Self {
+            place: dir.to_owned(),
+            work_tree: dir.to_owned(),
+        }
+    }
+}
+
+/// Runs git in a repository the agent may have rigged: confined, so that
+/// no program the tree names runs, at any submodule depth (see
+/// [`git::run_untrusted`]), over the work tree [`InRepo`] names.
+fn git_in(at: &InRepo, args: &[&str]) -> Result<String, String> {
+    let work_tree = format!("--work-tree={}", at.work_tree);
     let mut argv = vec![work_tree.as_str()];
     argv.extend_from_slice(args);
-    git::run_untrusted(dir, &argv)
+    git::run_untrusted(&at.place, &argv)
         .map(|out| String::from_utf8_lossy(&out).into_owned())
         .map_err(|e| e.to_string())
 }
@@ -104,14 +128,14 @@ fn assess_missing(record: &IsolationRecord) -> Result<Assessment, String> {
     let Some(branch) = &record.scratch_branch else {
         return Ok(assessment);
     };
-    let src = record.src.as_str();
+    let src = InRepo::at(&record.src);
     let full = format!("refs/heads/{branch}");
-    let Ok(tip) = git_in(src, &["rev-parse", "--verify", "--quiet", &full]) else {
+    let Ok(tip) = git_in(&src, &["rev-parse", "--verify", "--quiet", &full]) else {
         return Ok(assessment);
     };
     let tip = tip.trim();
     assessment.fingerprint.push(format!("{branch}\0{tip}"));
-    let ahead = count(src, &format!("{}..{full}", record.base_commit))?;
+    let ahead = count(&src, &format!("{}..{full}", record.base_commit))?;
     if ahead > 0 {
         assessment.unsafe_branches.push(format!(
             "{branch} ({ahead} commits since the base; its checkout {} is missing)",
@@ -122,11 +146,15 @@ fn assess_missing(record: &IsolationRecord) -> Result<Assessment, String> {
 }
 
 fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
-    isolation::check_link(record).map_err(|e| e.to_string())?;
+    let legacy = record.is_legacy_worktree();
+    if legacy {
+        legacy_worktree::check_link(record).map_err(|e| e.to_string())?;
+    }
     let dir = record.path.as_str();
+    let at = InRepo::checkout(record);
     let mut assessment = Assessment::default();
     let status = git_in(
-        dir,
+        &at,
         &[
             "status",
             "--porcelain=v1",
@@ -140,7 +168,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
     // Ignored files go with the checkout too. Listed by directory, so a
     // large ignored tree (a build's output) is one entry.
     let ignored = git_in(
-        dir,
+        &at,
         &[
             "status",
             "--porcelain=v1",
@@ -158,7 +186,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
     // The index can tell status not to look at a file (assume-unchanged,
     // skip-worktree): the agent writes the index, so such a file counts as
     // unfinished work, whatever is in it.
-    let tagged = git_in(dir, &["ls-files", "-v", "-z"])?;
+    let tagged = git_in(&at, &["ls-files", "-v", "-z"])?;
     for entry in tagged.split('\0') {
         let Some((tag, file)) = entry.split_once(' ') else {
             continue;
@@ -197,17 +225,18 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
     }
 
     let refs = git_in(
-        dir,
+        &at,
         &[
             "for-each-ref",
             "--format=%(refname:short)%00%(objectname)%00%(upstream:short)%00%(upstream:track)",
             "refs/heads/",
         ],
     )?;
-    // A clone's branches are all its own; a worktree's are the host's.
+    // A repository's branches are all its own; the worktree of an earlier
+    // jackin shared the host's.
     let ours = match &record.scratch_branch {
-        Some(scratch) => Some(worktree_branches(dir, scratch)?),
-        None => None,
+        Some(scratch) if legacy => Some(worktree_branches(&at, scratch)?),
+        _ => None,
     };
     for line in refs.lines() {
         let fields: Vec<&str> = line.split('\0').collect();
@@ -224,27 +253,27 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
             continue;
         }
         if upstream.is_empty() {
-            let ahead = count(dir, &format!("{}..{name}", record.base_commit))?;
+            let ahead = count(&at, &format!("{}..{name}", record.base_commit))?;
             assessment.unsafe_branches.push(format!(
                 "{name} ({ahead} commits since the base, no upstream)"
             ));
             continue;
         }
-        let ahead = count(dir, &format!("{upstream}..{name}"))?;
+        let ahead = count(&at, &format!("{upstream}..{name}"))?;
         if ahead > 0 {
             assessment
                 .unsafe_branches
                 .push(format!("{name} ({ahead} commits ahead of {upstream})"));
         }
     }
-    if record.scratch_branch.is_none() {
-        other_refs_of_a_clone(record, &mut assessment)?;
+    if !legacy {
+        other_refs_of_a_repository(record, &mut assessment)?;
     }
 
     // Commits on a detached HEAD that no branch or remote holds.
-    if git_in(dir, &["symbolic-ref", "-q", "HEAD"]).is_err() {
+    if git_in(&at, &["symbolic-ref", "-q", "HEAD"]).is_err() {
         let loose = git_in(
-            dir,
+            &at,
             &[
                 "rev-list",
                 "--count",
@@ -255,7 +284,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
             ],
         )?;
         let loose: u64 = loose.trim().parse().map_err(|e| format!("rev-list: {e}"))?;
-        let head = git_in(dir, &["rev-parse", "HEAD"])?;
+        let head = git_in(&at, &["rev-parse", "HEAD"])?;
         assessment
             .fingerprint
             .push(format!("HEAD\0{}", head.trim()));
@@ -278,15 +307,12 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
 /// whose reflog is gone (or off, `core.logAllRefUpdates=false`) is judged by
 /// the branches it holds; any other branch stays in the host repository
 /// after a purge, which removes only the scratch branch.
-fn worktree_branches(dir: &str, scratch: &str) -> Result<BTreeSet<String>, String> {
+fn worktree_branches(at: &InRepo, scratch: &str) -> Result<BTreeSet<String>, String> {
     let mut ours = BTreeSet::from([scratch.to_owned()]);
-    if let Ok(held) = git_in(dir, &["symbolic-ref", "-q", "--short", "HEAD"]) {
+    if let Ok(held) = git_in(at, &["symbolic-ref", "-q", "--short", "HEAD"]) {
         ours.insert(held.trim().to_owned());
     }
-    let moves = git_in(
-        dir,
-        &["log", "--walk-reflogs", "--format=%gs", "HEAD", "--"],
-    )?;
+    let moves = git_in(at, &["log", "--walk-reflogs", "--format=%gs", "HEAD", "--"])?;
     for subject in moves.lines() {
         let named = if let Some(rest) = subject.strip_prefix("checkout: moving from ") {
             rest.split_once(" to ")
@@ -315,16 +341,17 @@ fn worktree_branches(dir: &str, scratch: &str) -> Result<BTreeSet<String>, Strin
     Ok(ours)
 }
 
-/// The refs of a clone other than its branches and remotes (a stash, tags,
-/// notes, anything under `refs/`) that hold commits no remote of the clone
-/// and not the host repository has: deleting the clone would lose them.
-fn other_refs_of_a_clone(
+/// The refs of a clone, or of a worktree's own repository, other than its
+/// branches and remotes (a stash, tags, notes, anything under `refs/`) that
+/// hold commits no remote of it and not the host repository has: deleting
+/// the checkout would lose them.
+fn other_refs_of_a_repository(
     record: &IsolationRecord,
     assessment: &mut Assessment,
 ) -> Result<(), String> {
-    let dir = record.path.as_str();
+    let at = InRepo::checkout(record);
     let refs = git_in(
-        dir,
+        &at,
         &["for-each-ref", "--format=%(refname)%00%(objectname)"],
     )?;
     for line in refs.lines() {
@@ -336,7 +363,7 @@ fn other_refs_of_a_clone(
         }
         assessment.fingerprint.push(format!("{name}\0{tip}"));
         let lonely = git_in(
-            dir,
+            &at,
             &[
                 "rev-list",
                 "--count",
@@ -361,7 +388,7 @@ fn other_refs_of_a_clone(
         }
         let what = match name {
             "refs/stash" => {
-                let entries = git_in(dir, &["stash", "list"])?.lines().count();
+                let entries = git_in(&at, &["stash", "list"])?.lines().count();
                 let plural = if entries == 1 { "entry" } else { "entries" };
                 format!("stash ({entries} {plural})")
             }
@@ -426,8 +453,8 @@ fn content_hash(path: &Path) -> String {
     hex(&hasher.finalize())
 }
 
-fn count(dir: &str, range: &str) -> Result<u64, String> {
-    git_in(dir, &["rev-list", "--count", range, "--"])?
+fn count(at: &InRepo, range: &str) -> Result<u64, String> {
+    git_in(at, &["rev-list", "--count", range, "--"])?
         .trim()
         .parse()
         .map_err(|e| format!("rev-list {range}: {e}"))
@@ -510,7 +537,8 @@ mod tests {
     use crate::layout::Layout;
 
     fn git(dir: &Path, args: &[&str]) -> String {
-        let mut argv = vec!["-C", dir.to_str().unwrap()];
+        let prefix = crate::worktree::testing::git_argv(dir);
+        let mut argv: Vec<&str> = prefix.iter().map(String::as_str).collect();
         argv.extend_from_slice(args);
         String::from_utf8(git::run(&argv).unwrap())
             .unwrap()
@@ -656,16 +684,18 @@ mod tests {
         }
     }
 
+    /// In a clone, whose origin is the host (a worktree's repository has
+    /// no remote: its branches have no upstream).
     #[test]
     fn a_branch_whose_upstream_is_gone_is_safe() {
-        for mode in MODES {
+        {
+            let mode = Isolation::Clone;
             let f = Fixture::new(mode);
             git(
                 f.checkout(),
                 &["checkout", "--quiet", "-b", "feature/merged"],
             );
             f.commit("merged");
-            // A worktree's origin is the host's; a clone's origin is the host.
             git(
                 f.checkout(),
                 &["push", "--quiet", "-u", "origin", "feature/merged"],
@@ -676,12 +706,7 @@ mod tests {
                 f.assess()
             );
             // Merged and deleted upstream, then pruned locally.
-            let upstream_repo = if mode == Isolation::Worktree {
-                f.host.parent().unwrap().join("origin.git")
-            } else {
-                f.host.clone()
-            };
-            git(&upstream_repo, &["branch", "-D", "feature/merged"]);
+            git(&f.host, &["branch", "-D", "feature/merged"]);
             git(f.checkout(), &["fetch", "--quiet", "--prune", "origin"]);
             let a = f.assess();
             assert!(a.is_safe(), "{mode:?}: upstream gone is safe: {a:?}");
@@ -787,8 +812,8 @@ mod tests {
         }
     }
 
-    /// A clone goes whole, so its stash and its tags are evidence; a
-    /// worktree's live in the host repository and survive it.
+    /// A clone goes whole, and so does a worktree's own repository: their
+    /// stash and their tags are evidence.
     #[test]
     fn stashes_and_tag_only_commits_count_where_they_would_be_lost() {
         for mode in MODES {
@@ -800,14 +825,14 @@ mod tests {
             git(f.checkout(), &["tag", "keep-me"]);
             git(f.checkout(), &["checkout", "--quiet", "-"]);
             let a = f.assess();
-            let expected: &[&str] = match mode {
-                Isolation::Clone => &[
+            assert_eq!(
+                a.unsafe_branches,
+                [
                     "stash (1 entry)",
                     "tag keep-me (1 commits on no branch or remote)",
                 ],
-                _ => &[],
-            };
-            assert_eq!(a.unsafe_branches, expected, "{mode:?}");
+                "{mode:?}"
+            );
         }
     }
 

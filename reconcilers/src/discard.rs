@@ -61,6 +61,7 @@ use crate::fsutil::{
 use crate::git::{self, GitError};
 use crate::isolation::{self, IsolationError, IsolationRecord};
 use crate::layout::{Layout, cap};
+use crate::legacy_worktree;
 
 /// The largest file a save takes: far above source files, below the build
 /// outputs and disk images a save should not fill the disk with.
@@ -171,6 +172,11 @@ pub struct SavedCheckout {
     /// commit the work needs is in the host repository already.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bundle: Option<String>,
+    /// For a worktree's bundle: the ref of the host repository that pins
+    /// the base commit the bundle needs, for as long as the save exists
+    /// (`refs/jackin/saved/<save>/<checkout>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_pin: Option<String>,
 }
 
 /// The files of a saved checkout, counted, with the first few named.
@@ -538,6 +544,10 @@ pub fn remove(layout: &Layout, name: &str) -> Result<bool, DiscardError> {
     if std::fs::symlink_metadata(&dir).is_err() {
         return Ok(false);
     }
+    // A record that cannot be read pins nothing jackin could name.
+    if let Ok(Some(save)) = read_save(&dir) {
+        release_save_pins(&save);
+    }
     remove_if_exists(&dir).map_err(io_at(&dir))?;
     Ok(true)
 }
@@ -563,11 +573,12 @@ struct GitState {
 
 /// Runs a confined git over the checkout itself, as the assessment does:
 /// the checkout is the work tree, whatever its config says.
-fn in_checkout(dir: &str, args: &[&str]) -> Result<String, GitError> {
-    let work_tree = format!("--work-tree={dir}");
+fn in_checkout(record: &IsolationRecord, args: &[&str]) -> Result<String, GitError> {
+    let work_tree = format!("--work-tree={}", record.path);
     let mut argv = vec![work_tree.as_str()];
     argv.extend_from_slice(args);
-    git::run_untrusted(dir, &argv).map(|out| String::from_utf8_lossy(&out).into_owned())
+    git::run_untrusted(&record.git_place(), &argv)
+        .map(|out| String::from_utf8_lossy(&out).into_owned())
 }
 
 /// `Ok(None)` when git said no (exit status not zero, nothing else wrong).
@@ -608,28 +619,33 @@ fn host_refs(src: &str) -> std::collections::BTreeMap<String, String> {
         .collect()
 }
 
-fn read_clone_state(record: &IsolationRecord) -> Result<GitState, String> {
+/// What git says of a repository of the checkout's own: a clone's `.git`,
+/// or a worktree's repository beside it.
+fn read_repository_state(record: &IsolationRecord) -> Result<GitState, String> {
     let dir = record.path.as_str();
-    let dot_git = Path::new(dir).join(".git");
+    let dot_git = match record.isolation {
+        Isolation::Worktree => PathBuf::from(record.git_place()),
+        _ => Path::new(dir).join(".git"),
+    };
     let objects = dot_git.join("objects");
-    for (path, what) in [(&dot_git, ".git"), (&objects, ".git/objects")] {
+    for (path, what) in [(&dot_git, "repository"), (&objects, "repository's objects")] {
         if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
             return Err(format!("its {what} is not a directory"));
         }
     }
     let fail = |e: GitError| e.to_string();
     let head = answer(in_checkout(
-        dir,
+        record,
         &["rev-parse", "--verify", "-q", "HEAD^{commit}"],
     ))
     .map_err(fail)?
     .filter(|h| is_object_name(h));
-    let head_branch = answer(in_checkout(dir, &["symbolic-ref", "-q", "HEAD"]))
+    let head_branch = answer(in_checkout(record, &["symbolic-ref", "-q", "HEAD"]))
         .map_err(fail)?
         .and_then(|r| r.strip_prefix("refs/heads/").map(str::to_owned))
         .filter(|b| plain_ref(b));
     let listed = in_checkout(
-        dir,
+        record,
         &["for-each-ref", "--format=%(refname)%00%(objectname)"],
     )
     .map_err(fail)?;
@@ -651,7 +667,7 @@ fn read_clone_state(record: &IsolationRecord) -> Result<GitState, String> {
     let mut stash = Vec::new();
     if has_stash {
         let entries = in_checkout(
-            dir,
+            record,
             &["log", "-g", "--format=%H%x00%gs", "refs/stash", "--"],
         )
         .map_err(fail)?;
@@ -676,7 +692,9 @@ fn read_clone_state(record: &IsolationRecord) -> Result<GitState, String> {
     })
 }
 
-fn read_worktree_state(record: &IsolationRecord) -> Result<GitState, String> {
+/// What git says of a worktree an earlier jackin made: its refs are the
+/// host repository's, its `HEAD` and index in its entry there.
+fn read_legacy_worktree_state(record: &IsolationRecord) -> Result<GitState, String> {
     let branch = record.scratch_branch.clone().unwrap_or_default();
     let tip_of = |name: &str| -> Result<Option<String>, String> {
         let full = format!("refs/heads/{name}");
@@ -690,7 +708,7 @@ fn read_worktree_state(record: &IsolationRecord) -> Result<GitState, String> {
     let scratch_tip = tip_of(&branch)?;
     let common = isolation::git_dir_of(record).map_err(|e| e.to_string())?;
     let mut objects = vec![common.join("objects")];
-    let view = isolation::view_objects(record);
+    let view = legacy_worktree::view_objects(record);
     if std::fs::symlink_metadata(&view).is_ok_and(|m| m.is_dir()) {
         objects.push(view);
     }
@@ -711,7 +729,7 @@ fn read_worktree_state(record: &IsolationRecord) -> Result<GitState, String> {
         state.head_branch = Some(branch);
         return Ok(state);
     }
-    isolation::check_link(record).map_err(|e| e.to_string())?;
+    legacy_worktree::check_link(record).map_err(|e| e.to_string())?;
     let admin = PathBuf::from(record.admin_dir.clone().unwrap_or_default());
     let head = read_untrusted(&admin.join("HEAD"), 4096)
         .map_err(|e| format!("{}: {e}", admin.join("HEAD").display()))?;
@@ -856,9 +874,10 @@ fn save_checkout(
     } else {
         "sha1"
     };
-    let state = match record.isolation {
-        Isolation::Worktree => read_worktree_state(record),
-        _ => read_clone_state(record),
+    let state = if record.is_legacy_worktree() {
+        read_legacy_worktree_state(record)
+    } else {
+        read_repository_state(record)
     };
     let present = std::fs::symlink_metadata(&record.path).is_ok_and(|m| m.is_dir());
     let mut saved = SavedCheckout {
@@ -1095,6 +1114,9 @@ fn save_checkout(
         let to = save_dir.join(&file);
         std::fs::rename(&out, &to).map_err(io_at(&to))?;
         saved.bundle = Some(file);
+        if base_on_host && record.isolation == Isolation::Worktree {
+            saved.base_pin = Some(pin_base_for_save(record, save_dir)?);
+        }
     } else {
         // An earlier attempt's bundle, which this save no longer needs.
         let stale = save_dir.join(format!("{}.bundle", isolation::slug(&record.dst)));
@@ -1102,6 +1124,52 @@ fn save_checkout(
     }
     saved.files = collector.finish();
     Ok(saved)
+}
+
+/// Pins a worktree's base commit in its host repository for a save whose
+/// bundle needs it: the unit's own pin goes with the unit. Returns the ref.
+fn pin_base_for_save(record: &IsolationRecord, save_dir: &Path) -> Result<String, DiscardError> {
+    let save = save_dir
+        .file_name()
+        .and_then(|name| name.to_str())
+        .expect("a save's directory has a plain name");
+    let pin = format!("{SAVED_BASE_PREFIX}{save}/{}", isolation::slug(&record.dst));
+    git::run(&[
+        "-C",
+        &record.src,
+        "update-ref",
+        "-m",
+        "jackin: the base a saved discard needs",
+        &pin,
+        &record.base_commit,
+    ])?;
+    Ok(pin)
+}
+
+/// Where the pins of saves' bases live in a host repository.
+const SAVED_BASE_PREFIX: &str = "refs/jackin/saved/";
+
+/// Removes the pins a save holds in host repositories, each only if it
+/// still names the base it pinned; what cannot be removed is logged.
+fn release_save_pins(save: &Save) {
+    for checkout in &save.checkouts {
+        let Some(pin) = &checkout.base_pin else {
+            continue;
+        };
+        if !pin.starts_with(SAVED_BASE_PREFIX) || !Path::new(&checkout.src).exists() {
+            continue;
+        }
+        if let Err(e) = git::run(&[
+            "-C",
+            &checkout.src,
+            "update-ref",
+            "-d",
+            pin,
+            &checkout.base_commit,
+        ]) {
+            tracing::warn!("the save {} left {pin} in {}: {e}", save.name, checkout.src);
+        }
+    }
 }
 
 fn first_line(text: &str) -> String {
@@ -1842,14 +1910,9 @@ mod tests {
     use jackin_api::instance::MountSpec;
 
     fn git(dir: &Path, args: &[&str]) -> String {
-        let mut argv = vec![
-            "-C",
-            dir.to_str().unwrap(),
-            "-c",
-            "user.email=t@jackin.dev",
-            "-c",
-            "user.name=t",
-        ];
+        let prefix = crate::worktree::testing::git_argv(dir);
+        let mut argv: Vec<&str> = prefix.iter().map(String::as_str).collect();
+        argv.extend(["-c", "user.email=t@jackin.dev", "-c", "user.name=t"]);
         argv.extend_from_slice(args);
         String::from_utf8(git::run(&argv).unwrap())
             .unwrap()
@@ -2039,22 +2102,20 @@ mod tests {
         assert!(list(&f.layout).0.is_empty());
     }
 
-    /// A worktree's scratch branch with the agent's commit (in the unit's
-    /// view only), and its files: saved and restored.
+    /// A worktree's repository with the agent's commit (in its own objects
+    /// only), and its files: saved, with a pin of the base the bundle needs
+    /// for as long as the save exists, and restored.
     #[test]
-    fn a_worktrees_work_is_saved_with_the_commits_only_its_view_holds() {
+    fn a_worktrees_work_is_saved_with_the_commits_only_its_repository_holds() {
         let f = Fixture::new(Isolation::Worktree);
         let c = f.checkout();
-        // The container's git directory is the unit's view: the agent's
-        // commit (on a detached HEAD) lands in its objects only.
-        isolation::git_binds(&f.layout, UNIT).unwrap();
-        let view = isolation::view_objects(&f.record);
-        let view = view.parent().unwrap().to_str().unwrap();
+        // The agent's commit (on a detached HEAD) lands in its repository's
+        // objects only.
+        let repo = f.record.git_place();
         let base = f.record.base_commit.clone();
         let host = f.host.to_str().unwrap();
-        let commit = isolation::tests::agent_commit(host, view, &base, "agent");
-        let admin = PathBuf::from(f.record.admin_dir.clone().unwrap());
-        std::fs::write(admin.join("HEAD"), format!("{commit}\n")).unwrap();
+        let commit = isolation::tests::agent_commit(host, &repo, &base, "agent");
+        std::fs::write(Path::new(&repo).join("HEAD"), format!("{commit}\n")).unwrap();
         assert!(git::run(&["-C", host, "cat-file", "-e", &commit]).is_err());
         std::fs::write(c.join("a.txt"), "changed in the worktree\n").unwrap();
         std::fs::write(c.join("notes.md"), "idea\n").unwrap();
@@ -2068,7 +2129,16 @@ mod tests {
             checkout.summary().contains("HEAD detached at"),
             "{checkout:?}"
         );
+        let pin = checkout
+            .base_pin
+            .clone()
+            .expect("the bundle's base is pinned");
         isolation::remove_all(&f.layout, UNIT).unwrap();
+        assert_eq!(
+            git(&f.host, &["rev-parse", &pin]),
+            base,
+            "the save's pin stays"
+        );
         let to = f.dir.path().join("wt-restored");
         restore(&f.layout, "wt", Some(&to), None).unwrap();
         assert_eq!(git(&to, &["rev-parse", "HEAD"]), commit);
@@ -2080,6 +2150,11 @@ mod tests {
         assert!(
             status.starts_with("M a.txt") && status.contains("?? notes.md"),
             "{status}"
+        );
+        assert!(remove(&f.layout, &saved.save).unwrap());
+        assert!(
+            git::run(&["-C", host, "rev-parse", "--verify", "-q", &pin]).is_err(),
+            "the pin went with the save"
         );
     }
 

@@ -1,39 +1,20 @@
-//! The git directory a worktree's container sees: the unit's own, laid over
-//! the host repository's.
+//! The agent's objects, brought into the operator's repository checked.
 //!
-//! A worktree's `.git` names the host repository's git directory by its host
-//! path, so the container must see a git directory there. It is not the
-//! host's: it is the unit's **view** (`<unit>/git/view/<checkout>`), bound
-//! writable at that path. The agent's git can write anything in it, as in a
-//! clone of its own (config, objects, logs, hooks), and none of it is ever
-//! read by the operator's git, which reads the host's directory:
-//! - `config`: a copy of the host's, made when the view is made and the
-//!   agent's after that (aider writes it at every start);
-//! - `objects`: the agent's new objects. The host's objects are bound
-//!   read-only elsewhere ([`HOST_OBJECTS_IN_CONTAINER`]) and named by
-//!   `objects/info/alternates`, which jackin writes at every start;
-//! - `refs` and `packed-refs`: the host's, read-only, with the unit's own
-//!   scratch ref over the scratch branches (see `isolation`);
-//! - `worktrees/<id>`: the worktree's entry, the host's, writable;
-//! - `HEAD`, `shallow` and `info/exclude`: copies of the host's, renewed at
-//!   every start.
-//!
-//! The agent's commits reach the host repository only through
-//! [`import_objects`]: jackin copies the view's object files into a
-//! directory of its own (never following a link the agent left), has a
-//! confined git pack just what the scratch branch's new tip needs, and a
-//! confined git check every object of it before it lands in the host's
-//! objects.
+//! A worktree's commits are made in the unit's own repository (see
+//! `worktree`), and reach the host repository only through
+//! [`import_objects`]: jackin copies the agent's object files into a
+//! directory of its own (reading only regular files with the names git
+//! gives them, never following a link, capped), a confined git packs just
+//! what the new tip needs, and a confined git checks every object of that
+//! pack in a quarantine that borrows nothing but the host's objects. Only
+//! a pack that passed lands in the host's `objects/pack`, whole: a refused
+//! publication leaves nothing in the host repository.
 
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::fsutil::{self, BeneathDir, read_regular, remove_if_exists, write_atomic};
+use crate::fsutil::{self, BeneathDir, remove_if_exists, write_atomic};
 use crate::git::{self, GitError};
-
-/// Where the container sees the host repository's objects (read-only),
-/// below this, by checkout: out of the way of anything an image has.
-pub const HOST_OBJECTS_IN_CONTAINER: &str = "/.jackin/host-objects";
 
 /// The most jackin copies of the agent's objects for one publication: far
 /// above what a session commits, low enough that a runaway agent cannot fill
@@ -42,9 +23,6 @@ const MAX_IMPORTED_BYTES: u64 = 4 << 30;
 
 /// The most files jackin looks at in the view's objects for one publication.
 const MAX_IMPORTED_FILES: usize = 1 << 20;
-
-/// The most jackin reads of the host's small files it copies into the view.
-const MAX_COPIED_FILE: u64 = 16 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ViewError {
@@ -68,86 +46,10 @@ fn io_at(path: &Path) -> impl FnOnce(io::Error) -> ViewError + '_ {
     }
 }
 
-/// The paths of one worktree's view.
-#[derive(Debug, Clone)]
-pub struct View {
-    /// The unit's git directory for the container, bound over the host's.
-    pub dir: PathBuf,
-    /// Where the container sees the host's objects.
-    pub host_objects_target: String,
-}
-
-impl View {
-    /// The view of the checkout `name` under the unit's `git_dir`.
-    pub fn new(git_dir: &Path, name: &str) -> Self {
-        Self {
-            dir: git_dir.join("view").join(name),
-            host_objects_target: format!("{HOST_OBJECTS_IN_CONTAINER}/{name}"),
-        }
-    }
-
-    /// Makes the view ready for a container: every place a bind lands is a
-    /// real directory (or, for `packed-refs`, a file) of the view, whatever
-    /// the agent left there last time; the host's `HEAD`, `shallow` and
-    /// `info/exclude` are copied in, and `objects/info/alternates` names the
-    /// host's objects as the container sees them. `entry` is the worktree's entry's name
-    /// under `worktrees/`. The view's `config` is copied from the host's
-    /// once, and the agent's afterwards.
-    pub fn refresh(&self, common: &Path, entry: &str) -> Result<(), ViewError> {
-        fsutil::ensure_private_dir(&self.dir).map_err(io_at(&self.dir))?;
-        for dir in ["refs", "objects/info", "logs", "info"] {
-            reset_to_dir(&self.dir, dir)?;
-        }
-        reset_to_dir(&self.dir, &format!("worktrees/{entry}"))?;
-
-        let config = self.dir.join("config");
-        if !is_regular(&config) {
-            copy_host_file(&common.join("config"), &config)?;
-        }
-        let head = read_regular(&common.join("HEAD"), MAX_COPIED_FILE)
-            .map_err(io_at(&common.join("HEAD")))?;
-        let head_path = self.dir.join("HEAD");
-        write_atomic(&head_path, &head).map_err(io_at(&head_path))?;
-        for copied in ["shallow", "info/exclude"] {
-            let from = common.join(copied);
-            let to = self.dir.join(copied);
-            if is_regular(&from) {
-                copy_host_file(&from, &to)?;
-            } else {
-                remove_if_exists(&to).map_err(io_at(&to))?;
-            }
-        }
-        // The host's packed-refs is bound over a file of the view; without
-        // one on the host, the view has none either (one the agent packed
-        // would hide the host's refs as they move).
-        let packed = self.dir.join("packed-refs");
-        if !is_regular(&packed) || self.host_packed_refs(common).is_none() {
-            remove_if_exists(&packed).map_err(io_at(&packed))?;
-        }
-        if self.host_packed_refs(common).is_some() {
-            write_atomic(&packed, b"").map_err(io_at(&packed))?;
-        }
-
-        let alternates = self.dir.join("objects/info/alternates");
-        let line = format!("{}\n", self.host_objects_target);
-        write_atomic(&alternates, line.as_bytes()).map_err(io_at(&alternates))?;
-        Ok(())
-    }
-
-    /// The host's `packed-refs`, when it is a regular file to bind.
-    pub fn host_packed_refs(&self, common: &Path) -> Option<PathBuf> {
-        let path = common.join("packed-refs");
-        is_regular(&path).then_some(path)
-    }
-}
-
-fn is_regular(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
-}
-
-/// `base/relative` as a real directory of jackin's view: whatever else the
-/// agent left at any step of the way (a link, a file) is removed first.
-fn reset_to_dir(base: &Path, relative: &str) -> Result<(), ViewError> {
+/// `base/relative` as a real directory of jackin's, in a tree the agent
+/// writes: whatever else the agent left at any step of the way (a link, a
+/// file) is removed first.
+pub(crate) fn reset_to_dir(base: &Path, relative: &str) -> Result<(), ViewError> {
     let mut dir = base.to_owned();
     for part in relative.split('/') {
         dir.push(part);
@@ -162,24 +64,18 @@ fn reset_to_dir(base: &Path, relative: &str) -> Result<(), ViewError> {
     Ok(())
 }
 
-/// Copies one of the host repository's own files (the operator's, so a link
-/// is followed) into the view, replacing whatever is there.
-fn copy_host_file(from: &Path, to: &Path) -> Result<(), ViewError> {
-    let bytes = read_regular(from, MAX_COPIED_FILE).map_err(io_at(from))?;
-    write_atomic(to, &bytes).map_err(io_at(to))
-}
-
-/// Brings the objects `tip` needs from the agent's view into the host
-/// repository `src` (whose objects are `host_objects`), given that the host
-/// has everything `known` needs. The agent's files are copied into a
-/// directory of jackin's under `scratch` first, reading nothing but regular
-/// files below the view's `objects`; git then runs confined on the copies:
-/// one packs what `tip` needs beyond `known`, the other unpacks that into
-/// the host repository, refusing any object that is malformed or points at
-/// one neither has.
+/// Brings the objects `tip` needs from the agent's repository `agent_git_dir`
+/// (a git directory the agent writes) into the host repository whose
+/// objects are `host_objects`, given that the host has everything `known`
+/// needs. The agent's files are copied into a directory of jackin's under
+/// `scratch` first, reading nothing but regular files below its `objects`;
+/// git then runs confined on the copies: one packs what `tip` needs beyond
+/// `known`, the other indexes that pack with `--strict` in a repository that
+/// borrows only the host's objects, refusing any object that is malformed
+/// or points at one neither has. Only then does the pack (and its index,
+/// last) land in the host's `objects/pack`.
 pub fn import_objects(
-    view: &View,
-    src: &str,
+    agent_git_dir: &Path,
     host_objects: &Path,
     scratch: &Path,
     tip: &str,
@@ -189,9 +85,53 @@ pub fn import_objects(
         .prefix(".import-")
         .tempdir_in(scratch)
         .map_err(io_at(scratch))?;
-    let repo = quarantine.path().join("repo.git");
     let format = if tip.len() == 64 { "sha256" } else { "sha1" };
-    let skeleton: [(&str, String); 3] = [
+    let repo = quarantine.path().join("repo.git");
+    bare_repository(&repo, format, host_objects)?;
+    copy_agent_objects(agent_git_dir, &repo.join("objects"), host_objects)?;
+
+    let revs = quarantine.path().join("revs");
+    write_atomic(&revs, format!("{tip}\n^{known}\n").as_bytes()).map_err(io_at(&revs))?;
+    let out = quarantine.path().join("out");
+    fsutil::ensure_private_dir(&out).map_err(io_at(&out))?;
+    let base = out.join("pack");
+    // `--local`: what the host has already (its objects are the alternate)
+    // stays out of the pack. git writes its temporary pack in the
+    // repository's `objects/pack`.
+    let name = git::run_untrusted_fed(
+        path_str(&repo),
+        &["pack-objects", "--revs", "--local", "-q", path_str(&base)],
+        &[&out, &repo.join("objects/pack")],
+        Some(&revs),
+    )?;
+    let name = String::from_utf8_lossy(&name).trim().to_owned();
+    let pack = out.join(format!("pack-{name}.pack"));
+    let index = out.join(format!("pack-{name}.idx"));
+    // The index pack-objects wrote is its own word: made again below, by a
+    // git that sees only the pack and the host's objects.
+    for own in [index.clone(), out.join(format!("pack-{name}.rev"))] {
+        remove_if_exists(&own).map_err(io_at(&own))?;
+    }
+    let check = quarantine.path().join("check.git");
+    bare_repository(&check, format, host_objects)?;
+    git::run_untrusted_fed(
+        path_str(&check),
+        &[
+            "index-pack",
+            "--strict",
+            "-o",
+            path_str(&index),
+            path_str(&pack),
+        ],
+        &[&out, &check.join("objects")],
+        None,
+    )?;
+    land_pack(&pack, &index, host_objects, &name)
+}
+
+/// A bare repository of jackin's at `dir` that borrows `host_objects`.
+fn bare_repository(dir: &Path, format: &str, host_objects: &Path) -> Result<(), ViewError> {
+    let files: [(&str, String); 3] = [
         ("HEAD", "ref: refs/heads/main\n".into()),
         (
             "config",
@@ -205,55 +145,59 @@ pub fn import_objects(
             format!("{}\n", host_objects.display()),
         ),
     ];
-    for (name, text) in skeleton {
-        let path = repo.join(name);
+    for (name, text) in files {
+        let path = dir.join(name);
         write_atomic(&path, text.as_bytes()).map_err(io_at(&path))?;
     }
-    for dir in ["refs", "objects/pack"] {
-        let path = repo.join(dir);
+    for sub in ["refs", "objects/pack"] {
+        let path = dir.join(sub);
         fsutil::ensure_private_dir(&path).map_err(io_at(&path))?;
     }
-    copy_agent_objects(&view.dir, &repo.join("objects"), host_objects)?;
-
-    let revs = quarantine.path().join("revs");
-    write_atomic(&revs, format!("{tip}\n^{known}\n").as_bytes()).map_err(io_at(&revs))?;
-    let out = quarantine.path().join("out");
-    fsutil::ensure_private_dir(&out).map_err(io_at(&out))?;
-    let repo_str = repo.to_str().expect("jackin's paths are UTF-8");
-    let base = out.join("pack");
-    // `--local`: what the host has already (its objects are the alternate)
-    // stays out of the pack. git writes its temporary pack in the
-    // repository's `objects/pack`.
-    let name = git::run_untrusted_fed(
-        repo_str,
-        &[
-            "pack-objects",
-            "--revs",
-            "--local",
-            "-q",
-            base.to_str().expect("UTF-8"),
-        ],
-        &[&out, &repo.join("objects/pack")],
-        Some(&revs),
-    )?;
-    let name = String::from_utf8_lossy(&name).trim().to_owned();
-    let pack = out.join(format!("pack-{name}.pack"));
-    git::run_untrusted_fed(
-        src,
-        &["unpack-objects", "-q", "--strict"],
-        &[host_objects],
-        Some(&pack),
-    )?;
     Ok(())
 }
 
-/// Copies the loose objects and packs below `view/objects` into `into`:
+/// Moves a checked pack into the host's `objects/pack`: each file copied
+/// under a temporary name there, then renamed, the index last (git finds a
+/// pack by its index, so it sees the pack whole or not at all).
+fn land_pack(pack: &Path, index: &Path, host_objects: &Path, name: &str) -> Result<(), ViewError> {
+    let pack_dir = host_objects.join("pack");
+    fsutil::ensure_private_dir(&pack_dir).map_err(io_at(&pack_dir))?;
+    for (from, suffix) in [(pack, "pack"), (index, "idx")] {
+        let to = pack_dir.join(format!("pack-{name}.{suffix}"));
+        if to.exists() {
+            continue;
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix("tmp_jackin_")
+            .tempfile_in(&pack_dir)
+            .map_err(io_at(&pack_dir))?;
+        let mut source = std::fs::File::open(from).map_err(io_at(from))?;
+        io::copy(&mut source, tmp.as_file_mut()).map_err(io_at(tmp.path()))?;
+        tmp.as_file().sync_all().map_err(io_at(tmp.path()))?;
+        let file = tmp.persist(&to).map_err(|e| io_at(&to)(e.error))?;
+        // As git leaves its packs: read-only.
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o444))
+            .map_err(io_at(&to))?;
+    }
+    Ok(())
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("jackin's paths are UTF-8")
+}
+
+/// Copies the loose objects and packs below `git_dir/objects` into `into`:
 /// only files with the names git gives them, only regular files, nothing
 /// through a link, at most [`MAX_IMPORTED_BYTES`] in all. A loose object
 /// the host already has is not copied.
-fn copy_agent_objects(view: &Path, into: &Path, host_objects: &Path) -> Result<(), ViewError> {
-    let tree = BeneathDir::open(view).map_err(io_at(view))?;
-    let refused = |what: String| ViewError::Refused(format!("{}: {what}", view.display()));
+pub(crate) fn copy_agent_objects(
+    git_dir: &Path,
+    into: &Path,
+    host_objects: &Path,
+) -> Result<(), ViewError> {
+    let tree = BeneathDir::open(git_dir).map_err(io_at(git_dir))?;
+    let refused = |what: String| ViewError::Refused(format!("{}: {what}", git_dir.display()));
     let is_hex = |s: &str| {
         s.bytes()
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
@@ -336,6 +280,12 @@ enum CopyError {
 fn copy_capped(from: &mut std::fs::File, to: &Path, budget: &mut Budget) -> Result<(), CopyError> {
     if let Some(parent) = to.parent() {
         fsutil::ensure_private_dir(parent).map_err(CopyError::Io)?;
+    }
+    // A sparse file may claim far more than it holds: its size decides,
+    // before a byte is copied.
+    let claimed = from.metadata().map_err(CopyError::Io)?.len();
+    if claimed > budget.bytes {
+        return Err(CopyError::TooLarge);
     }
     let mut out = std::fs::File::create(to).map_err(CopyError::Io)?;
     let copied = io::copy(&mut from.take(budget.bytes + 1), &mut out).map_err(CopyError::Io)?;

@@ -1,8 +1,10 @@
 //! Isolated mounts: the agent works in its own checkout of the operator's
 //! repository, never in the repository itself.
 //!
-//! - `worktree`: a `git worktree` on a scratch branch `jackin/scratch/<unit>`
-//!   from the host's `HEAD`.
+//! - `worktree`: a repository of the unit's own on a scratch branch
+//!   `jackin/scratch/<unit>` from the host's `HEAD`, borrowing the host's
+//!   objects read-only and published into the host as that branch by jackin
+//!   (see [`crate::worktree`]);
 //! - `clone`: a local clone of the host's current branch.
 //!
 //! Both are made once under the unit's `git/` directory, recorded with their
@@ -11,22 +13,12 @@
 //! repository must still hold its base commit. A worktree whose directory
 //! went missing is made again from its scratch branch, commits and all.
 //!
-//! The checkout is the agent's: its `.git` file, and the worktree's entry in
-//! the host repository (bound writable so that it can commit), say whatever
-//! the agent wrote last. So jackin never asks them where anything is. When
-//! it makes a worktree it records the host repository's git directory and
-//! the worktree's entry in it (`<git dir>/worktrees/<id>`), read back before
-//! any agent ran; every host path it binds, repairs or removes comes from
-//! that record, and before any of that it checks that the entry and the
-//! checkout still name each other. If they do not, that is a
-//! [`IsolationError::LinkConflict`] and nothing is touched. jackin runs no
-//! `git worktree repair`, `remove` or `prune`: they would follow the tree.
-//!
 //! The operator's repository is touched only where jackin's own parts are:
-//! its worktree entry, and its scratch branch, deleted only when every
-//! commit on it is held elsewhere. Its config is never changed (jackin used
-//! to enable `extensions.worktreeConfig`, which made a `config.worktree` in
-//! an agent-writable entry config for the operator's own git).
+//! a worktree's scratch branch (deleted only when every commit on it is held
+//! elsewhere) and the ref pinning its base. Its config, index, hooks and
+//! `worktrees/` are never written. Worktrees an earlier jackin made as
+//! `git worktree`s (with an entry in the host's `.git/worktrees/`) move to
+//! the new form at their next start (see [`crate::legacy_worktree`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,8 +29,9 @@ use serde::{Deserialize, Serialize};
 use crate::digest::sha256_hex;
 use crate::fsutil::{self, ensure_private_dir, read_untrusted, remove_if_exists, write_atomic};
 use crate::git::{self, GitError};
-use crate::gitdir::{self, ViewError};
+use crate::gitdir::ViewError;
 use crate::layout::Layout;
+use crate::{legacy_worktree, worktree};
 
 /// One materialized isolated mount.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,12 +59,22 @@ pub struct IsolationRecord {
     /// repository when the worktree was made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub common_dir: Option<String>,
-    /// For a worktree: its entry in the host repository,
-    /// `<common_dir>/worktrees/<id>`, read from the new checkout right after
-    /// git made it, before any agent ran. The one entry jackin binds,
-    /// repairs and removes.
+    /// For a worktree an earlier jackin made as a `git worktree`: its entry
+    /// in the host repository, `<common_dir>/worktrees/<id>`, read from the
+    /// new checkout right after git made it, before any agent ran. The one
+    /// entry jackin removes (see [`crate::legacy_worktree`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_dir: Option<String>,
+    /// For a worktree with a repository of its own: the ref of the host
+    /// repository that pins its base commit (`refs/jackin/base/<unit>`).
+    /// None for a clone, and for a worktree an earlier jackin made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_pin: Option<String>,
+    /// An entry an earlier jackin's worktree left in the host repository
+    /// that no longer names the checkout, so jackin did not remove it: the
+    /// operator's to delete (`describe` and the sweep say so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_entry: Option<String>,
     /// Where the record put the checkout when that is not where the layout
     /// puts it now: the home was moved. Not stored.
     #[serde(skip)]
@@ -79,8 +82,32 @@ pub struct IsolationRecord {
 }
 
 impl IsolationRecord {
-    /// The checkout and its entry no longer name each other, as `detail` says.
-    fn link_conflict(&self, detail: String) -> IsolationError {
+    /// A worktree an earlier jackin made as a `git worktree` of the host
+    /// repository, not yet moved to a repository of its own.
+    pub fn is_legacy_worktree(&self) -> bool {
+        self.scratch_branch.is_some() && self.base_pin.is_none()
+    }
+
+    /// Where a confined git on the host finds the checkout's repository:
+    /// `git -C <this> --work-tree=<path>`. A worktree's own repository lives
+    /// beside the checkout (its `.git` names it where the container sees
+    /// it); a clone's, and an earlier jackin's worktree's, through the
+    /// checkout.
+    pub fn git_place(&self) -> String {
+        if self.scratch_branch.is_some() && !self.is_legacy_worktree() {
+            worktree::UnitRepo::of(self)
+                .git_dir
+                .to_str()
+                .expect("jackin's paths are UTF-8")
+                .to_owned()
+        } else {
+            self.path.clone()
+        }
+    }
+
+    /// The checkout and what git needs of it no longer agree, as `detail`
+    /// says.
+    pub(crate) fn link_conflict(&self, detail: String) -> IsolationError {
         IsolationError::LinkConflict {
             dst: self.dst.clone(),
             path: self.path.clone(),
@@ -126,18 +153,30 @@ pub enum IsolationError {
         path: String,
     },
     #[error(
-        "mount {dst}: the worktree {path} and its entry in the host repository no longer name \
-         each other ({detail}); jackin neither binds, repairs nor removes an entry the tree \
-         points at"
+        "mount {dst}: the worktree {path} cannot be used as it is ({detail}); jackin neither \
+         binds, repairs nor removes what the tree points at"
     )]
     LinkConflict {
         dst: String,
         path: String,
         detail: String,
     },
+    #[error(
+        "mount {dst}: the ref {pin} in {src}, which pins the checkout's base commit {base}, \
+         names {found}: the operator's repository may no longer hold what the checkout \
+         borrows, so it is not started. Put it back (`git -C {src} update-ref {pin} {base}`) \
+         if {base} is still there; otherwise purge the instance"
+    )]
+    BasePinMoved {
+        dst: String,
+        src: String,
+        pin: String,
+        base: String,
+        found: String,
+    },
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IsolationError + '_ {
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IsolationError + '_ {
     move |source| IsolationError::Io {
         path: path.to_owned(),
         source,
@@ -229,7 +268,7 @@ pub(crate) fn slug(dst: &str) -> String {
     format!("{readable}-{hash}")
 }
 
-fn path_str(path: &Path) -> &str {
+pub(crate) fn path_str(path: &Path) -> &str {
     path.to_str().expect("jackin's paths are UTF-8")
 }
 
@@ -244,33 +283,12 @@ fn head_commit(repo: &str, dst: &str) -> Result<String, IsolationError> {
 }
 
 /// The prefix of every scratch branch jackin makes.
-const SCRATCH_PREFIX: &str = "jackin/scratch/";
-
-/// The host's own branches and their tips; scratch branches (of this or
-/// any other unit) are jackin's, never the operator's.
-fn branch_tips(repo: &str) -> Result<BTreeMap<String, String>, GitError> {
-    // Its scratch refs were agent-writable before each unit had its own
-    // (a link loop may be left there): read confined.
-    let out = git::run_untrusted(
-        repo,
-        &[
-            "for-each-ref",
-            "--format=%(refname:short)%00%(objectname)",
-            "refs/heads/",
-        ],
-    )?;
-    Ok(String::from_utf8_lossy(&out)
-        .lines()
-        .filter_map(|line| {
-            let (name, tip) = line.split_once('\0')?;
-            (!name.starts_with(SCRATCH_PREFIX)).then(|| (name.to_owned(), tip.to_owned()))
-        })
-        .collect())
-}
+pub(crate) const SCRATCH_PREFIX: &str = "jackin/scratch/";
 
 /// Makes (or finds) the checkout of every isolated mount; `shared` mounts
 /// are not touched. A kept checkout is verified against its host repository
-/// (and a worktree against its entry there) before it is reused.
+/// (and a worktree's pin and repository refreshed) before it is reused; a
+/// worktree an earlier jackin made moves to a repository of its own first.
 pub fn prepare(
     layout: &Layout,
     container: &str,
@@ -280,34 +298,32 @@ pub fn prepare(
     for mount in mounts.iter().filter(|m| m.isolation != Isolation::Shared) {
         let existing = records.iter().position(|r| r.dst == mount.dst);
         match existing {
+            Some(at) if records[at].is_legacy_worktree() => {
+                verify(&records[at])?;
+                legacy_worktree::migrate(&mut records[at])?;
+                legacy_worktree::clear_entry(&mut records[at])?;
+                records[at].moved_from = None;
+                write_records(layout, container, &records)?;
+                legacy_worktree::remove_unit_parts(&records[at])?;
+                worktree::refresh(&records[at])?;
+            }
             Some(at) if Path::new(&records[at].path).exists() => {
                 verify(&records[at])?;
-                publish(&records[at])?;
-                if records[at].isolation == Isolation::Worktree {
-                    let link = worktree_link(&records[at])?;
-                    if link.names_old_path {
-                        // The home moved: the entry is pointed here, by
-                        // jackin, from its record (never `git worktree
-                        // repair`, which would follow the checkout's `.git`).
-                        let gitdir = link.admin.join("gitdir");
-                        let target = format!("{}/.git\n", records[at].path);
-                        write_atomic(&gitdir, target.as_bytes()).map_err(io(&gitdir))?;
-                    }
-                    let adopted = records[at].admin_dir.is_none();
-                    records[at].common_dir = Some(path_str(&link.common).to_owned());
-                    records[at].admin_dir = Some(path_str(&link.admin).to_owned());
-                    if adopted || records[at].moved_from.take().is_some() {
-                        write_records(layout, container, &records)?;
-                    }
+                if records[at].scratch_branch.is_some() {
+                    worktree::refresh(&records[at])?;
+                }
+                // Nothing outside the unit names a checkout's path: a moved
+                // home needs no repair.
+                if records[at].moved_from.take().is_some() {
+                    write_records(layout, container, &records)?;
                 }
             }
             // A worktree whose directory is gone: its branch still holds the
             // agent's commits. Made again from it, never from scratch.
             Some(at) if records[at].isolation == Isolation::Worktree => {
                 verify(&records[at])?;
-                publish(&records[at])?;
-                remove_entries_naming(&records[at])?;
-                make_checkout(&mut records[at])?;
+                worktree::publish(&records[at])?;
+                worktree::make(&records[at])?;
                 records[at].moved_from = None;
                 write_records(layout, container, &records)?;
             }
@@ -320,12 +336,24 @@ pub fn prepare(
                 records.push(record);
                 write_records(layout, container, &records)?;
                 let last = records.len() - 1;
-                make_checkout(&mut records[last])?;
-                write_records(layout, container, &records)?;
+                make_checkout(&records[last])?;
             }
         }
     }
     Ok(())
+}
+
+/// Publishes a worktree's branch into the host repository (see
+/// [`worktree::publish`], and for a worktree an earlier jackin made,
+/// [`legacy_worktree::publish`]); a clone publishes nothing.
+pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
+    if record.is_legacy_worktree() {
+        legacy_worktree::publish(record)
+    } else if record.scratch_branch.is_some() {
+        worktree::publish(record)
+    } else {
+        Ok(())
+    }
 }
 
 /// The mounts as the container binds them: an isolated mount's source is
@@ -365,356 +393,37 @@ pub struct GitBind {
     pub read_only: bool,
 }
 
-/// What a worktree's git needs inside the container. Its `.git` file names
-/// the host repository's git directory by its host path, so a git directory
-/// is bound there: the unit's view of it ([`gitdir::View`]), writable, in
-/// which the agent's git writes its config, objects and logs, none of which
-/// the operator's git ever reads. Over the view:
-/// - the host's refs and `packed-refs`, read-only, so the agent sees the
-///   operator's branches as they are;
-/// - over the scratch branches among them, a directory of the unit with the
-///   agent's own scratch ref: the agent's branch moves there, and jackin
-///   [`publish`]es it into the host repository with a checked value (and
-///   the objects it needs, checked too). Other units' scratch branches, and
-///   whatever the agent leaves beside its own (a link, a loop), never reach
-///   the host repository;
-/// - the host's objects, read-only, where the view's `alternates` names
-///   them;
-/// - the worktree's own entry (its HEAD, index and reflog), writable.
-///
-/// Every path comes from the unit's records, and only after the entry and
-/// the checkout are seen to name each other.
+/// What a worktree's git needs inside the container besides its checkout:
+/// the unit's repository and the host's objects, read-only (see
+/// [`worktree::binds`]). Every path comes from the unit's records; a
+/// worktree an earlier jackin made is not bound until [`prepare`] moved it
+/// to a repository of its own.
 pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, IsolationError> {
     let mut binds = Vec::new();
     for record in read_records(layout, container)? {
-        let Some(branch) = &record.scratch_branch else {
+        if record.scratch_branch.is_none() {
             continue;
-        };
-        let link = worktree_link(&record)?;
-        if link.names_old_path {
+        }
+        if record.is_legacy_worktree() {
             return Err(IsolationError::NotPrepared { dst: record.dst });
         }
-        let conflict = |detail| record.link_conflict(detail);
-        let refs_dir = Path::new(branch).parent().unwrap_or(Path::new(""));
-        let real = |relative: &Path| real_dir_below(&link.common, relative).map_err(&conflict);
-        let bind = |source: &Path, target: &Path, read_only: bool| GitBind {
-            source: path_str(source).to_owned(),
-            target: path_str(target).to_owned(),
-            read_only,
-        };
-        let common = &link.common;
-        let entry = link
-            .admin
-            .file_name()
-            .and_then(|name| name.to_str())
-            .expect("an entry of worktrees/ has a name");
-        let view = view_of(&record);
-        view.refresh(common, entry)?;
-        binds.push(bind(&view.dir, common, false));
-        binds.push(bind(&real(Path::new("refs"))?, &common.join("refs"), true));
-        if let Some(packed) = view.host_packed_refs(common) {
-            binds.push(bind(&packed, &packed, true));
-        }
-        let seed = seed_unit_ref(&record)?;
-        let scratch_refs = real(&Path::new("refs/heads").join(refs_dir))?;
-        binds.push(bind(&seed, &scratch_refs, false));
-        let host_objects = real(Path::new("objects"))?;
-        binds.push(bind(
-            &host_objects,
-            Path::new(&view.host_objects_target),
-            true,
-        ));
-        binds.push(bind(&link.admin, &link.admin, false));
+        binds.extend(worktree::binds(&record)?);
     }
     binds.dedup();
     Ok(binds)
 }
 
-/// The unit's view of the git directory of a worktree's host repository.
-fn view_of(record: &IsolationRecord) -> gitdir::View {
-    let (git, name) = unit_git_root(record);
-    gitdir::View::new(&git, name)
-}
-
-/// The objects directory of the unit's view of a worktree's host
-/// repository: where the agent's own commits are until jackin publishes
-/// them. Agent-written.
-pub(crate) fn view_objects(record: &IsolationRecord) -> PathBuf {
-    view_of(record).dir.join("objects")
-}
-
-/// The unit's directory that stands in for the host repository's scratch
-/// refs in the container.
-const UNIT_REFS: &str = "refs";
-
-/// The unit's `git/` directory and the checkout's name in it: jackin's
-/// directories for the checkout live beside it, out of the agent's reach
-/// but for the binds.
-fn unit_git_root(record: &IsolationRecord) -> (PathBuf, &str) {
-    let checkout = Path::new(&record.path);
-    let git = checkout
-        .parent()
-        .and_then(Path::parent)
-        .expect("a checkout lives under the unit's git/");
-    let name = checkout
-        .file_name()
-        .and_then(|name| name.to_str())
-        .expect("a checkout has a UTF-8 name");
-    (git.to_owned(), name)
-}
-
-/// `<unit>/git/<kind>/<the checkout's name>`.
-fn unit_git_dir(record: &IsolationRecord, kind: &str) -> PathBuf {
-    let (git, name) = unit_git_root(record);
-    git.join(kind).join(name)
-}
-
-/// The file of the agent's own scratch ref, in the unit.
-fn unit_ref_file(record: &IsolationRecord, branch: &str) -> PathBuf {
-    let leaf = Path::new(branch)
-        .file_name()
-        .expect("a scratch branch has a name");
-    unit_git_dir(record, UNIT_REFS).join(leaf)
-}
-
-/// Where jackin keeps the value it last gave the unit's scratch ref: beside
-/// the bound directory, out of the agent's reach. The agent moved its
-/// branch exactly when its ref differs from this.
-fn seeded_file(record: &IsolationRecord) -> PathBuf {
-    let mut dir = unit_git_dir(record, UNIT_REFS).into_os_string();
-    dir.push(".seeded");
-    PathBuf::from(dir)
-}
-
-/// Before a container starts, the unit's scratch ref is where the host
-/// repository's branch is (published already, or moved by the operator).
-/// Returns the unit's refs directory.
-fn seed_unit_ref(record: &IsolationRecord) -> Result<PathBuf, IsolationError> {
-    // What the agent moved since the last start reaches the host first: the
-    // seed never overwrites it.
-    publish(record)?;
-    let branch = record.scratch_branch.as_deref().unwrap_or_default();
-    let dir = unit_git_dir(record, UNIT_REFS);
-    ensure_private_dir(&dir).map_err(io(&dir))?;
-    let full = format!("refs/heads/{branch}");
-    let tip = git::run_untrusted(&record.src, &["rev-parse", "--verify", "--quiet", &full])?;
-    let seeded = seeded_file(record);
-    write_atomic(&seeded, &tip).map_err(io(&seeded))?;
-    let file = unit_ref_file(record, branch);
-    write_atomic(&file, &tip).map_err(io(&file))?;
-    Ok(dir)
-}
-
-/// Moves the scratch branch in the host repository to where the agent's own
-/// ref (in the unit) says, when the agent moved it since jackin last set it,
-/// and once it names a commit the repository has: the agent's commits land
-/// in its view's objects, its ref in the unit, and the objects the commit
-/// needs are brought over checked ([`gitdir::import_objects`]) when the
-/// host lacks the commit. The host's branch moves only
-/// from the value jackin gave the unit, so a move made meanwhile on the
-/// host (by the operator, or by jackin) is never undone. A ref that is no
-/// object name, names no commit there, or races a move on the host, is a
-/// link conflict and moves nothing. A worktree made before jackin kept the
-/// ref in the unit has none there yet: nothing to publish.
-pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
-    let Some(branch) = &record.scratch_branch else {
-        return Ok(());
-    };
-    let conflict = |detail| record.link_conflict(detail);
-    let file = unit_ref_file(record, branch);
-    let tip = match read_untrusted(&file, MAX_LINK_FILE) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(conflict(format!("{}: {e}", file.display()))),
-    };
-    let is_object_name = matches!(tip.len(), 40 | 64)
-        && tip
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if !is_object_name {
-        return Err(conflict(format!(
-            "the scratch branch's ref {} says {}",
-            file.display(),
-            quoted(&tip)
-        )));
-    }
-    let seeded = seeded_file(record);
-    let given = read_untrusted(&seeded, MAX_LINK_FILE)
-        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned())
-        .map_err(io(&seeded))?;
-    if given == tip {
-        return Ok(());
-    }
-    let full = format!("refs/heads/{branch}");
-    if !host_has_commit(record, &tip)? {
-        // The agent's new objects are in its view: they come over checked.
-        let common = git_dir_of(record)?;
-        let host_objects = real_dir_below(&common, Path::new("objects")).map_err(&conflict)?;
-        let (scratch, _) = unit_git_root(record);
-        match gitdir::import_objects(
-            &view_of(record),
-            &record.src,
-            &host_objects,
-            &scratch,
-            &tip,
-            &given,
-        ) {
-            Ok(()) => {}
-            Err(ViewError::Refused(detail)) => return Err(conflict(detail)),
-            Err(ViewError::Git(GitError::Failed { stderr, .. })) => {
-                return Err(conflict(format!(
-                    "the objects of the agent's commit {tip} cannot be brought into the host \
-                     repository: {stderr}"
-                )));
-            }
-            Err(e) => return Err(e.into()),
-        }
-        if !host_has_commit(record, &tip)? {
-            return Err(conflict(format!(
-                "the scratch branch names {tip}, which is no commit of the host repository \
-                 or of the agent's"
-            )));
-        }
-    }
-    // From the value the unit was given, or not at all.
-    let moved = git::run(&[
-        "-C",
-        &record.src,
-        "update-ref",
-        "-m",
-        "jackin: the agent's commits",
-        &full,
-        &tip,
-        &given,
-    ]);
-    if let Err(GitError::Failed { stderr, .. }) = &moved {
-        return Err(conflict(format!(
-            "the agent moved the scratch branch to {tip}, and it moved in the host repository \
-             too ({stderr})"
-        )));
-    }
-    moved?;
-    write_atomic(&seeded, tip.as_bytes()).map_err(io(&seeded))?;
-    Ok(())
-}
-
-/// Whether the host repository has the commit `tip`. Only git's own "no"
-/// is an answer (see [`branch_exists`]).
-fn host_has_commit(record: &IsolationRecord, tip: &str) -> Result<bool, GitError> {
-    match git::run_untrusted(
-        &record.src,
-        &["cat-file", "-e", &format!("{tip}^{{commit}}")],
-    ) {
-        Ok(_) => Ok(true),
-        Err(GitError::Failed { .. }) => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
 /// `base/relative` as a real directory (see
 /// [`fsutil::ensure_real_dir_below`]): an agent that could once write below
 /// `base` may have left a link, and the engine would bind where it points.
-fn real_dir_below(base: &Path, relative: &Path) -> Result<PathBuf, String> {
+pub(crate) fn real_dir_below(base: &Path, relative: &Path) -> Result<PathBuf, String> {
     fsutil::ensure_real_dir_below(base, relative).map_err(|e| format!("{}: {e}", base.display()))
 }
 
-/// A worktree's entry in its host repository, as jackin recorded it (or,
-/// for a record made before jackin recorded entries, as found once).
-struct WorktreeLink {
-    common: PathBuf,
-    admin: PathBuf,
-    /// The entry names where the checkout was before the home moved.
-    names_old_path: bool,
-}
-
-/// The most a `.git` file or an entry's `gitdir` holds: one path.
-const MAX_LINK_FILE: u64 = 4096;
-
-/// Reads a one-line link file of a worktree (the checkout's `.git`, the
-/// entry's `gitdir`), which the agent can write: no link followed, no FIFO
-/// waited on, nothing large read. What it says is shown escaped.
-fn read_link_file(path: &Path) -> Result<String, String> {
-    read_untrusted(path, MAX_LINK_FILE)
-        .map(|bytes| String::from_utf8_lossy(&bytes).trim_end().to_owned())
-        .map_err(|e| format!("{}: {e}", path.display()))
-}
-
 /// Shows what a tree says, escaped and short, in a message.
-fn quoted(text: &str) -> String {
+pub(crate) fn quoted(text: &str) -> String {
     let short: String = text.chars().take(200).collect();
     format!("{short:?}")
-}
-
-/// Finds the worktree's entry from the record and checks that it and the
-/// checkout still name each other: the entry's `gitdir` names the checkout
-/// (here, or where it was before the home moved) and the checkout's `.git`
-/// names the entry. Anything else is a [`IsolationError::LinkConflict`].
-fn worktree_link(record: &IsolationRecord) -> Result<WorktreeLink, IsolationError> {
-    let conflict = |detail| record.link_conflict(detail);
-    let common = git_dir_of(record)?;
-    let worktrees = common.join("worktrees");
-    let admin = match &record.admin_dir {
-        Some(dir) => PathBuf::from(dir),
-        None => adopt_entry(record, &worktrees).map_err(&conflict)?,
-    };
-    if admin.parent() != Some(worktrees.as_path())
-        || !std::fs::symlink_metadata(&admin).is_ok_and(|m| m.is_dir())
-    {
-        return Err(conflict(format!(
-            "jackin's entry {} is not a directory of {}",
-            admin.display(),
-            worktrees.display()
-        )));
-    }
-    let names = read_link_file(&admin.join("gitdir")).map_err(&conflict)?;
-    let here = format!("{}/.git", record.path);
-    let before = record.moved_from.as_ref().map(|p| format!("{p}/.git"));
-    let names_old_path = if names == here {
-        false
-    } else if Some(&names) == before.as_ref() {
-        true
-    } else {
-        return Err(conflict(format!(
-            "the entry {} names {} as its checkout",
-            admin.display(),
-            quoted(&names)
-        )));
-    };
-    // git writes `../..` (the git directory the entry is in); anything else
-    // would make git in the checkout, jackin's confined git included, read
-    // another repository as this one.
-    let commondir = read_link_file(&admin.join("commondir")).map_err(&conflict)?;
-    if commondir != "../.." {
-        return Err(conflict(format!(
-            "the entry {} names {} as its repository",
-            admin.display(),
-            quoted(&commondir)
-        )));
-    }
-    let dot_git = read_link_file(&Path::new(&record.path).join(".git")).map_err(&conflict)?;
-    if dot_git.strip_prefix("gitdir: ") != Some(path_str(&admin)) {
-        return Err(conflict(format!(
-            "the checkout's .git says {}, not {}",
-            quoted(&dot_git),
-            admin.display()
-        )));
-    }
-    Ok(WorktreeLink {
-        common,
-        admin,
-        names_old_path,
-    })
-}
-
-/// Checks, for a worktree, that its checkout and its recorded entry in the
-/// host repository still name each other (see [`IsolationError::LinkConflict`]);
-/// a clone has no such link. The assessment runs this first: git in a
-/// checkout whose `.git` points elsewhere would report on another tree.
-pub fn check_link(record: &IsolationRecord) -> Result<(), IsolationError> {
-    if record.scratch_branch.is_some() {
-        worktree_link(record)?;
-    }
-    Ok(())
 }
 
 /// The host repository's git directory as recorded, or (for a record made
@@ -737,56 +446,6 @@ pub(crate) fn common_dir(src: &str) -> Result<PathBuf, IsolationError> {
         "--git-common-dir",
     ])?;
     Ok(PathBuf::from(String::from_utf8_lossy(&out).trim()))
-}
-
-/// The entries of the host repository whose `gitdir` names the checkout
-/// (here, or where it was before the home moved).
-fn entries_naming(record: &IsolationRecord, worktrees: &Path) -> Vec<PathBuf> {
-    let mut names = vec![format!("{}/.git", record.path)];
-    names.extend(record.moved_from.as_ref().map(|p| format!("{p}/.git")));
-    let Ok(entries) = std::fs::read_dir(worktrees) else {
-        return Vec::new();
-    };
-    let mut found: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|entry| std::fs::symlink_metadata(entry).is_ok_and(|m| m.is_dir()))
-        .filter(|entry| {
-            read_link_file(&entry.join("gitdir")).is_ok_and(|gitdir| names.contains(&gitdir))
-        })
-        .collect();
-    found.sort();
-    found
-}
-
-/// For a worktree recorded before jackin recorded entries: the one entry
-/// that names the checkout. None, or more than one, is a conflict.
-fn adopt_entry(record: &IsolationRecord, worktrees: &Path) -> Result<PathBuf, String> {
-    match entries_naming(record, worktrees).as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(format!(
-            "no entry in {} names the checkout",
-            worktrees.display()
-        )),
-        many => Err(format!(
-            "{} entries in {} name the checkout",
-            many.len(),
-            worktrees.display()
-        )),
-    }
-}
-
-/// Removes every entry of the host repository that names this checkout:
-/// the recorded one, and any an interrupted attempt left (before a worktree
-/// whose directory is gone is made again, they would refuse its path). An
-/// entry that names anything else may be someone's now and stays. Returns
-/// what was removed.
-fn remove_entries_naming(record: &IsolationRecord) -> Result<Vec<PathBuf>, IsolationError> {
-    let entries = entries_naming(record, &git_dir_of(record)?.join("worktrees"));
-    for entry in &entries {
-        remove_if_exists(entry).map_err(io(entry))?;
-    }
-    Ok(entries)
 }
 
 /// The reuse check: the host must still contain the base commit.
@@ -823,85 +482,39 @@ fn plan_record(
         path: path_str(&path).to_owned(),
         scratch_branch: worktree.then(|| format!("{SCRATCH_PREFIX}{container}")),
         base_commit: base,
-        host_branches: if worktree {
-            branch_tips(src)?
-        } else {
-            BTreeMap::new()
-        },
+        host_branches: BTreeMap::new(),
         common_dir: if worktree {
             Some(path_str(&common_dir(src)?).to_owned())
         } else {
             None
         },
         admin_dir: None,
+        base_pin: worktree.then(|| format!("{}{container}", worktree::BASE_PIN_PREFIX)),
+        left_entry: None,
         moved_from: None,
     })
 }
 
-/// Makes the checkout a record describes; for a worktree, records the entry
-/// git made for it, read back from the new checkout before any agent ran.
-fn make_checkout(record: &mut IsolationRecord) -> Result<(), IsolationError> {
-    let src = record.src.as_str();
-    let path = Path::new(&record.path);
+/// Makes the checkout a record describes.
+fn make_checkout(record: &IsolationRecord) -> Result<(), IsolationError> {
     // A directory there that no record vouched for may hold someone's work:
     // never overwrite it.
-    if path.exists() {
+    if Path::new(&record.path).exists() {
         return Err(IsolationError::Unrecorded {
             path: record.path.clone(),
         });
     }
-    let Some(branch) = &record.scratch_branch else {
-        git::run(&[
-            "clone",
-            "--quiet",
-            "--no-hardlinks",
-            "--",
-            src,
-            &record.path,
-        ])?;
-        return Ok(());
-    };
-    let full = format!("refs/heads/{branch}");
-    let has_branch = branch_exists(src, &full)?;
-    let common = git_dir_of(record)?;
-    record.common_dir = Some(path_str(&common).to_owned());
-    record.admin_dir = None;
-    // A new branch at the base commit is the operator's own tree, checked
-    // out as the operator's git would. An existing branch holds the agent's
-    // commits: its tree (and the attributes in it, which name filter
-    // drivers) is the agent's, so git makes only the entry (no hook or
-    // filter runs) and the files are checked out confined below.
-    let mut argv = vec!["-C", src, "worktree", "add", "--quiet"];
-    if has_branch {
-        argv.push("--no-checkout");
-    } else {
-        argv.extend(["-b", branch]);
+    if record.scratch_branch.is_some() {
+        return worktree::make(record);
     }
-    argv.extend(["--", &record.path]);
-    argv.push(if has_branch {
-        branch
-    } else {
-        &record.base_commit
-    });
-    git::run(&argv)?;
-    let link = worktree_link(record)?;
-    record.admin_dir = Some(path_str(&link.admin).to_owned());
-    if !has_branch {
-        return Ok(());
-    }
-    // Writing only the new checkout, its entry and the scratch branch's ref
-    // and reflog.
-    let refs_dir = Path::new(branch).parent().unwrap_or(Path::new(""));
-    let conflict = |detail| record.link_conflict(detail);
-    let refs =
-        real_dir_below(&common, &Path::new("refs/heads").join(refs_dir)).map_err(&conflict)?;
-    let logs =
-        real_dir_below(&common, &Path::new("logs/refs/heads").join(refs_dir)).map_err(&conflict)?;
-    git::run_untrusted_writing(
+    git::run(&[
+        "clone",
+        "--quiet",
+        "--no-hardlinks",
+        "--",
+        &record.src,
         &record.path,
-        &["reset", "--hard", "--quiet"],
-        &[Path::new(&record.path), &link.admin, &refs, &logs],
-    )?;
+    ])?;
     Ok(())
 }
 
@@ -928,33 +541,14 @@ pub fn remove_where(
         .partition(|record| which(record));
     let mut kept_branches = Vec::new();
     for record in &records {
-        let src = record.src.as_str();
-        if record.isolation == Isolation::Worktree && Path::new(src).exists() {
-            let ours = remove_entries_naming(record)?;
-            if let Some(admin) = &record.admin_dir
-                && !ours.iter().any(|e| e == Path::new(admin))
-                && Path::new(admin).exists()
-            {
-                tracing::warn!(
-                    "left the worktree entry {admin} in {src}: it no longer names the checkout \
-                     {}, so it is not jackin's to remove",
-                    record.path
-                );
-            }
-            // The agent's latest commits reach the branch first; if they
-            // cannot, the branch is kept as it is, never deleted.
-            let published = publish(record);
-            if let Err(e) = &published {
-                tracing::warn!("{e}");
-            }
-            if let Some(branch) = &record.scratch_branch {
-                if published.is_ok() && held_elsewhere(src, branch)? {
-                    let _ = git::run(&["-C", src, "branch", "-D", "--", branch]);
-                } else {
-                    kept_branches.push(format!("{branch} in {src}"));
-                }
-            }
-        }
+        let kept = if record.is_legacy_worktree() {
+            legacy_worktree::remove(record)?
+        } else if record.scratch_branch.is_some() {
+            worktree::remove(record)?
+        } else {
+            None
+        };
+        kept_branches.extend(kept);
         remove_if_exists(Path::new(&record.path)).map_err(io(Path::new(&record.path)))?;
     }
     if !records.is_empty() {
@@ -966,16 +560,26 @@ pub fn remove_where(
 /// Whether every commit on `branch` is reachable from some other ref of the
 /// repository (so deleting the branch loses nothing). A branch that does
 /// not exist holds nothing.
-fn held_elsewhere(src: &str, branch: &str) -> Result<bool, GitError> {
+pub(crate) fn held_elsewhere(src: &str, branch: &str) -> Result<bool, GitError> {
     let full = format!("refs/heads/{branch}");
     if !branch_exists(src, &full)? {
         return Ok(true);
     }
     let exclude = format!("--exclude={full}");
+    // `--single-worktree`: the `HEAD`s of the repository's worktrees (an
+    // earlier jackin's, which an agent wrote) are not asked; one that names
+    // no object would fail every purge of the repository.
     let out = git::run_untrusted(
         src,
         &[
-            "rev-list", "--count", &full, "--not", &exclude, "--all", "--",
+            "rev-list",
+            "--count",
+            "--single-worktree",
+            &full,
+            "--not",
+            &exclude,
+            "--all",
+            "--",
         ],
     )?;
     Ok(String::from_utf8_lossy(&out).trim() == "0")
@@ -984,7 +588,7 @@ fn held_elsewhere(src: &str, branch: &str) -> Result<bool, GitError> {
 /// Whether the ref `full` exists in the host repository. Only git's own
 /// "no" is an answer: a git that could not finish (a link loop the agent
 /// made among the scratch refs) is an error, never "absent".
-fn branch_exists(src: &str, full: &str) -> Result<bool, GitError> {
+pub(crate) fn branch_exists(src: &str, full: &str) -> Result<bool, GitError> {
     match git::run_untrusted(src, &["rev-parse", "--verify", "--quiet", full]) {
         Ok(_) => Ok(true),
         Err(GitError::Failed { .. }) => Ok(false),
@@ -1057,11 +661,79 @@ pub(crate) mod tests {
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
     }
 
-    /// A moved home: the record keeps the path its entry names until jackin
-    /// points the entry at the new place (itself, from the record), and the
-    /// binds then come from the record.
+    fn tip_of(repo: &str, full: &str) -> String {
+        String::from_utf8(git::run(&["-C", repo, "rev-parse", full]).unwrap())
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    /// The host repository holds nothing of the unit's but its two refs:
+    /// no worktree entry, no config or index written; the container gets
+    /// the unit's own repository writable and the host's objects read-only,
+    /// and nothing else of the host's `.git`.
     #[test]
-    fn a_moved_home_repoints_its_own_entry_from_the_record() {
+    fn a_worktree_is_a_repository_of_its_own_borrowing_the_hosts_objects() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_repository(dir.path());
+        let layout = Layout::new(dir.path().join("home"));
+        let config_before = std::fs::read(format!("{host}/.git/config")).unwrap();
+        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
+        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
+        assert!(!Path::new(&host).join(".git/worktrees").exists());
+        assert_eq!(
+            std::fs::read(format!("{host}/.git/config")).unwrap(),
+            config_before
+        );
+        let base = tip_of(&host, "HEAD");
+        assert_eq!(tip_of(&host, "refs/jackin/base/jk-1-t"), base);
+        assert_eq!(tip_of(&host, "refs/heads/jackin/scratch/jk-1-t"), base);
+
+        let repo = record.git_place();
+        let binds = git_binds(&layout, "jk-1-t").unwrap();
+        assert_eq!(binds.len(), 2, "{binds:?}");
+        let own = binds.iter().find(|b| b.source == repo).unwrap();
+        let name = Path::new(&record.path)
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap();
+        assert!(!own.read_only, "{own:?}");
+        assert_eq!(own.target, format!("/.jackin/git/{name}"));
+        let objects = binds.iter().find(|b| b.read_only).unwrap();
+        assert_eq!(
+            Path::new(&objects.source),
+            Path::new(&host).join(".git/objects")
+        );
+        assert_eq!(objects.target, format!("{}.host-objects", own.target));
+        let host_git = Path::new(&host).join(".git");
+        for bind in &binds {
+            assert!(
+                bind.read_only || !Path::new(&bind.source).starts_with(&host_git),
+                "{bind:?}"
+            );
+        }
+        // One branch, the scratch branch; the checkout's `.git` names the
+        // repository where the container sees it.
+        let branches = git::run(&["-C", &repo, "for-each-ref", "--format=%(refname)"]).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&branches).trim(),
+            "refs/heads/jackin/scratch/jk-1-t"
+        );
+        assert_eq!(
+            std::fs::read_to_string(Path::new(&record.path).join(".git")).unwrap(),
+            format!("gitdir: {}\n", own.target)
+        );
+        assert_eq!(
+            std::fs::read_to_string(format!("{}/README", record.path)).unwrap(),
+            "host\n"
+        );
+    }
+
+    /// A moved home needs no repair: nothing outside the unit names the
+    /// checkout's path.
+    #[test]
+    fn a_moved_home_keeps_its_worktree_as_it_is() {
         let dir = tempfile::tempdir().unwrap();
         let host = host_repository(dir.path());
         let mount = worktree_mount(&host);
@@ -1073,159 +745,90 @@ pub(crate) mod tests {
         let after = Layout::new(dir.path().join("moved"));
         let records = read_records(&after, "jk-1-t").unwrap();
         assert_eq!(records[0].moved_from.as_deref(), Some(old_path.as_str()));
-        // Written back before the repair, a record still says the old path.
-        write_records(&after, "jk-1-t", &records).unwrap();
-        assert_eq!(
-            read_records(&after, "jk-1-t").unwrap()[0].moved_from,
-            records[0].moved_from
-        );
-        assert!(matches!(
-            git_binds(&after, "jk-1-t"),
-            Err(IsolationError::NotPrepared { .. })
-        ));
-
         prepare(&after, "jk-1-t", std::slice::from_ref(&mount)).unwrap();
         let record = read_records(&after, "jk-1-t").unwrap().remove(0);
-        assert_eq!(
-            record.moved_from, None,
-            "the record follows the repaired entry"
-        );
-        let admin = PathBuf::from(record.admin_dir.clone().unwrap());
-        assert_eq!(
-            std::fs::read_to_string(admin.join("gitdir"))
-                .unwrap()
-                .trim(),
-            format!("{}/.git", record.path)
-        );
+        assert_eq!(record.moved_from, None);
         let binds = git_binds(&after, "jk-1-t").unwrap();
         assert!(
             binds
                 .iter()
-                .any(|b| Path::new(&b.target) == admin && !b.read_only),
+                .any(|b| b.source == record.git_place() && !b.read_only),
             "{binds:?}"
         );
-        assert!(
-            binds.iter().any(
-                |b| Path::new(&b.source) == Path::new(&host).join(".git/objects")
-                    && b.target.starts_with(gitdir::HOST_OBJECTS_IN_CONTAINER)
-                    && b.read_only
-            ),
-            "{binds:?}"
-        );
-        let listed = git::run(&["-C", &host, "worktree", "list", "--porcelain"]).unwrap();
-        assert!(String::from_utf8_lossy(&listed).contains(&record.path));
+        let status = git::run(&[
+            "-C",
+            &record.git_place(),
+            "--work-tree",
+            &record.path,
+            "status",
+            "--porcelain",
+        ])
+        .unwrap();
+        assert!(status.is_empty(), "{}", String::from_utf8_lossy(&status));
     }
 
-    /// The container moves the scratch branch in the unit; jackin publishes
-    /// it into the host repository only as a commit the repository has.
+    /// The agent's branch moves in its own repository; jackin publishes it
+    /// into the host repository with a checked copy of its objects, by
+    /// compare-and-swap from what it last published.
     #[test]
-    fn the_agents_branch_moves_in_the_unit_and_is_published_checked() {
-        let dir = tempfile::tempdir().unwrap();
-        let host = host_repository(dir.path());
-        let mount = worktree_mount(&host);
-        let layout = Layout::new(dir.path().join("home"));
-        prepare(&layout, "jk-1-t", std::slice::from_ref(&mount)).unwrap();
-        let binds = git_binds(&layout, "jk-1-t").unwrap();
-        let scratch = binds
-            .iter()
-            .find(|b| b.target.ends_with("refs/heads/jackin/scratch"))
-            .expect("the scratch refs are bound");
-        assert!(
-            scratch
-                .source
-                .starts_with(dir.path().join("home").to_str().unwrap())
-                && !scratch.read_only,
-            "{scratch:?}"
-        );
-        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
-        let branch = record.scratch_branch.clone().unwrap();
-        let full = format!("refs/heads/{branch}");
-        let tip = |repo: &str| {
-            String::from_utf8(git::run(&["-C", repo, "rev-parse", &full]).unwrap())
-                .unwrap()
-                .trim()
-                .to_owned()
-        };
-        let unit_ref = Path::new(&scratch.source).join("jk-1-t");
-        assert_eq!(
-            std::fs::read_to_string(&unit_ref).unwrap().trim(),
-            tip(&host)
-        );
-
-        // The agent commits: the objects land in its view, the ref in the
-        // unit; the host has neither until jackin publishes.
-        let common = format!("{host}/.git");
-        let view = binds
-            .iter()
-            .find(|b| b.target == common)
-            .expect("the view is bound over the git directory");
-        assert!(
-            !view.read_only
-                && view
-                    .source
-                    .starts_with(dir.path().join("home").to_str().unwrap())
-        );
-        let base = tip(&host);
-        let commit = agent_commit(&host, &view.source, &base, "agent");
-        std::fs::write(&unit_ref, format!("{commit}\n")).unwrap();
-        // A link the agent leaves beside its ref stays in the unit.
-        std::os::unix::fs::symlink("/", Path::new(&scratch.source).join("evil")).unwrap();
-        assert_eq!(tip(&host), base, "nothing moves before jackin publishes");
-        assert!(git::run(&["-C", &host, "cat-file", "-e", &commit]).is_err());
-        publish(&record).unwrap();
-        assert_eq!(tip(&host), commit);
-        git::run(&["-C", &host, "fsck", "--connectivity-only", "--no-dangling"]).unwrap();
-        let refs_dir = Path::new(&host).join(".git/refs/heads/jackin/scratch");
-        assert!(!refs_dir.join("evil").exists());
-
-        for bad in ["not a commit", &"a".repeat(40)] {
-            std::fs::write(&unit_ref, bad).unwrap();
-            assert!(
-                matches!(publish(&record), Err(IsolationError::LinkConflict { .. })),
-                "{bad}"
-            );
-            assert_eq!(tip(&host), commit, "{bad}: the host's branch stays");
-        }
-
-        // A move on the host (here back to the base) is never undone by a
-        // unit ref the agent did not move...
-        std::fs::write(&unit_ref, format!("{commit}\n")).unwrap();
-        git::run(&["-C", &host, "update-ref", &full, &base]).unwrap();
-        publish(&record).unwrap();
-        assert_eq!(tip(&host), base);
-        // ...and when both moved, nothing moves.
-        let later = agent_commit(&host, &view.source, &commit, "later");
-        std::fs::write(&unit_ref, format!("{later}\n")).unwrap();
-        assert!(matches!(
-            publish(&record),
-            Err(IsolationError::LinkConflict { .. })
-        ));
-        assert_eq!(tip(&host), base, "the operator's move stands");
-    }
-
-    /// What the agent leaves in its view reaches the host repository only
-    /// as regular files below the view's objects: a link to an object file
-    /// elsewhere (anywhere on the path), or a FIFO, publishes nothing and
-    /// does not hang; the object itself then does.
-    #[test]
-    fn the_agents_objects_are_published_only_from_regular_files_in_its_view() {
+    fn the_agents_branch_is_published_checked_and_never_over_the_operators_move() {
         let dir = tempfile::tempdir().unwrap();
         let host = host_repository(dir.path());
         let layout = Layout::new(dir.path().join("home"));
         prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
-        let binds = git_binds(&layout, "jk-1-t").unwrap();
-        let common = format!("{host}/.git");
-        let view = &binds.iter().find(|b| b.target == common).unwrap().source;
         let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
-        let base = String::from_utf8(git::run(&["-C", &host, "rev-parse", "HEAD"]).unwrap())
-            .unwrap()
-            .trim()
-            .to_owned();
-        let commit = agent_commit(&host, view, &base, "agent");
-        let unit_ref = unit_ref_file(&record, record.scratch_branch.as_deref().unwrap());
-        std::fs::write(&unit_ref, format!("{commit}\n")).unwrap();
+        let repo = record.git_place();
+        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        let base = tip_of(&host, &full);
+        let commit = agent_commit(&host, &repo, &base, "agent");
+        git::run(&["-C", &repo, "update-ref", &full, &commit]).unwrap();
+        assert_eq!(
+            tip_of(&host, &full),
+            base,
+            "nothing moves before jackin publishes"
+        );
+        assert!(git::run(&["-C", &host, "cat-file", "-e", &commit]).is_err());
+        publish(&record).unwrap();
+        assert_eq!(tip_of(&host, &full), commit);
+        git::run(&["-C", &host, "fsck", "--strict", "--no-dangling"]).unwrap();
 
-        let objects = Path::new(view).join("objects");
+        // A branch the operator deleted is published again...
+        git::run(&["-C", &host, "branch", "-D", "jackin/scratch/jk-1-t"]).unwrap();
+        let later = agent_commit(&host, &repo, &commit, "later");
+        git::run(&["-C", &repo, "update-ref", &full, &later]).unwrap();
+        publish(&record).unwrap();
+        assert_eq!(tip_of(&host, &full), later);
+        // ...and one the operator moved is never overwritten.
+        git::run(&["-C", &host, "update-ref", &full, &base]).unwrap();
+        let last = agent_commit(&host, &repo, &later, "last");
+        git::run(&["-C", &repo, "update-ref", &full, &last]).unwrap();
+        assert!(matches!(
+            publish(&record),
+            Err(IsolationError::LinkConflict { .. })
+        ));
+        assert_eq!(tip_of(&host, &full), base, "the operator's move stands");
+    }
+
+    /// What the agent leaves in its repository reaches the host repository
+    /// only as regular files below its objects: a link to an object file
+    /// elsewhere (anywhere on the path), or a FIFO, publishes nothing and
+    /// does not hang; the object itself then does. A commit that names an
+    /// object nobody has publishes nothing either, not even its other
+    /// objects.
+    #[test]
+    fn the_agents_objects_are_published_only_from_regular_files_and_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_repository(dir.path());
+        let layout = Layout::new(dir.path().join("home"));
+        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
+        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
+        let repo = record.git_place();
+        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        let base = tip_of(&host, "HEAD");
+        let commit = agent_commit(&host, &repo, &base, "agent");
+        git::run(&["-C", &repo, "update-ref", &full, &commit]).unwrap();
+
+        let objects = Path::new(&repo).join("objects");
         let (fanout, rest) = commit.split_at(2);
         let object = objects.join(fanout).join(rest);
         let elsewhere = dir.path().join("elsewhere");
@@ -1242,6 +845,8 @@ pub(crate) mod tests {
                 "{what}: the commit reached the host"
             );
         };
+        // The unit's own git would fail on these too: the branch is read
+        // from the ref file, and the object found by jackin's copy only.
         std::os::unix::fs::symlink(elsewhere.join(fanout).join(rest), &object).unwrap();
         refused("a link as the object file");
         std::fs::remove_file(&object).unwrap();
@@ -1258,53 +863,89 @@ pub(crate) mod tests {
                 .success()
         );
         refused("a FIFO as the object file");
-
         std::fs::remove_file(&object).unwrap();
         std::fs::rename(elsewhere.join(fanout).join(rest), &object).unwrap();
+
+        // A blob of the agent's and a commit whose tree nobody has.
+        let count =
+            || String::from_utf8(git::run(&["-C", &host, "count-objects", "-v"]).unwrap()).unwrap();
+        let before = count();
+        let blob = write_object(&repo, "blob", b"the agent's secret\n");
+        let mut entry = b"100644 f\0".to_vec();
+        entry.extend(hex_bytes(&blob));
+        let tree = write_object(&repo, "tree", &entry);
+        // No author: git's fsck refuses it, whatever packed it.
+        let bad = write_object(
+            &repo,
+            "commit",
+            format!("tree {tree}\nparent {commit}\ncommitter a <a@b> 1 +0000\n\nno author\n")
+                .as_bytes(),
+        );
+        git::run(&["-C", &repo, "update-ref", &full, &bad]).unwrap();
+        assert!(matches!(
+            publish(&record),
+            Err(IsolationError::LinkConflict { .. })
+        ));
+        assert_eq!(
+            count(),
+            before,
+            "a refused publication left objects in the host"
+        );
+        assert!(git::run(&["-C", &host, "cat-file", "-e", &blob]).is_err());
+
+        git::run(&["-C", &repo, "update-ref", &full, &commit]).unwrap();
         publish(&record).unwrap();
         git::run(&["-C", &host, "cat-file", "-e", &commit]).unwrap();
+        git::run(&["-C", &host, "fsck", "--strict", "--no-dangling"]).unwrap();
     }
 
-    /// The view is the agent's to write (its config persists, the host's is
-    /// never touched), and jackin's to lay out: what the agent put where a
-    /// bind lands is replaced at the next start.
+    /// Writes an object into a repository's own objects, as the agent's git
+    /// would (however malformed); its name.
+    fn write_object(repo: &str, kind: &str, bytes: &[u8]) -> String {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), bytes).unwrap();
+        let out = std::process::Command::new("git")
+            .args(["-C", repo, "hash-object", "--literally", "-w", "-t", kind])
+            .arg(file.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    fn hex_bytes(hex: &str) -> Vec<u8> {
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// The base pin is checked at every start: gone, or moved, the start is
+    /// refused and says how to put it back; put back, the start goes on.
     #[test]
-    fn the_view_keeps_the_agents_config_and_resets_where_binds_land() {
+    fn a_start_is_refused_while_the_base_pin_is_not_the_base() {
         let dir = tempfile::tempdir().unwrap();
         let host = host_repository(dir.path());
         let layout = Layout::new(dir.path().join("home"));
-        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
-        let host_config = std::fs::read(format!("{host}/.git/config")).unwrap();
-        let binds = git_binds(&layout, "jk-1-t").unwrap();
-        let common = format!("{host}/.git");
-        let view = PathBuf::from(&binds.iter().find(|b| b.target == common).unwrap().source);
-        assert_eq!(std::fs::read(view.join("config")).unwrap(), host_config);
-        let mut agents = host_config.clone();
-        agents.extend_from_slice(b"[user]\n\tname = agent\n");
-        std::fs::write(view.join("config"), &agents).unwrap();
-        std::fs::remove_dir_all(view.join("objects/info")).unwrap();
-        std::os::unix::fs::symlink(dir.path(), view.join("objects/info")).unwrap();
-        assert!(!dir.path().join("alternates").exists());
-        std::fs::remove_dir_all(view.join("refs")).unwrap();
-        std::fs::write(view.join("refs"), "not a directory").unwrap();
-        std::fs::remove_file(view.join("HEAD")).unwrap();
-        std::os::unix::fs::symlink("/etc/hostname", view.join("HEAD")).unwrap();
-
-        git_binds(&layout, "jk-1-t").unwrap();
-        assert_eq!(std::fs::read(view.join("config")).unwrap(), agents);
-        assert_eq!(
-            std::fs::read(format!("{host}/.git/config")).unwrap(),
-            host_config
+        let mount = worktree_mount(&host);
+        prepare(&layout, "jk-1-t", std::slice::from_ref(&mount)).unwrap();
+        let base = tip_of(&host, "HEAD");
+        let pin = "refs/jackin/base/jk-1-t";
+        git::run(&["-C", &host, "update-ref", "-d", pin]).unwrap();
+        let err = prepare(&layout, "jk-1-t", std::slice::from_ref(&mount)).unwrap_err();
+        assert!(matches!(err, IsolationError::BasePinMoved { .. }), "{err}");
+        assert!(
+            err.to_string()
+                .contains(&format!("update-ref {pin} {base}")),
+            "{err}"
         );
-        for place in ["objects/info", "refs"] {
-            let meta = std::fs::symlink_metadata(view.join(place)).unwrap();
-            assert!(meta.is_dir(), "{place}: {meta:?}");
-        }
-        assert_eq!(
-            std::fs::read(view.join("HEAD")).unwrap(),
-            std::fs::read(format!("{host}/.git/HEAD")).unwrap()
-        );
-        assert!(std::fs::symlink_metadata(dir.path().join("alternates")).is_err());
+        git::run(&["-C", &host, "update-ref", pin, &base]).unwrap();
+        prepare(&layout, "jk-1-t", std::slice::from_ref(&mount)).unwrap();
+        // The purge takes the pin and the scratch branch at the base.
+        remove_all(&layout, "jk-1-t").unwrap();
+        let refs = git::run(&["-C", &host, "for-each-ref", "--format=%(refname)"]).unwrap();
+        let refs = String::from_utf8_lossy(&refs);
+        assert!(!refs.contains("jackin"), "{refs}");
     }
 
     #[test]

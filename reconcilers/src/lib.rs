@@ -23,6 +23,7 @@ pub mod gitdir;
 pub mod idle;
 pub mod isolation;
 pub mod layout;
+pub mod legacy_worktree;
 pub mod observe;
 pub mod offline;
 pub mod offload;
@@ -36,6 +37,7 @@ pub mod rollout;
 pub mod sandbox;
 pub mod secrets;
 pub mod session;
+pub mod worktree;
 
 pub use engine::{Engine, EngineError};
 pub use layout::Layout;
