@@ -498,12 +498,13 @@ fn purging_never_prunes_the_operators_worktrees_nor_deletes_a_branch_with_commit
     );
 }
 
-/// The container sees a git directory where the checkout's `.git` says, and
-/// may write all of it (config, hooks, objects), as in a clone of its own:
-/// it is the unit's view, and nothing written there reaches the host
-/// repository, whose objects the container can read and never change.
+/// The container sees a repository where the checkout's `.git` says, and
+/// may write all of it (config, hooks, objects, refs), as in a clone of its
+/// own: it is the unit's. Of the host repository it sees the objects, which
+/// it can read and never change; its mount table binds nothing else of the
+/// host's `.git`, so no file there is writable from the container.
 #[test]
-fn a_worktree_is_a_git_checkout_inside_the_container_whose_writes_stay_in_the_unit() {
+fn a_worktree_is_a_repository_of_its_own_and_nothing_of_the_hosts_git_is_writable() {
     ensure_busybox();
     let home = Home::new();
     let host = HostRepo::new();
@@ -519,63 +520,44 @@ fn a_worktree_is_a_git_checkout_inside_the_container_whose_writes_stay_in_the_un
             .unwrap()
     };
     let host_git = host.path().join(".git");
-    let before: Vec<(String, Vec<u8>)> = ["config", "HEAD", "info/exclude"]
-        .iter()
-        .map(|f| {
-            (
-                f.to_string(),
-                std::fs::read(host_git.join(f)).unwrap_or_default(),
-            )
-        })
-        .collect();
-    // What git reads to find the repository is there, at the paths the
-    // checkout's `.git` file names.
+    let before = host_git_files(&host_git);
     let check = in_container(
         "set -e; dir=$(sed -n 's/^gitdir: //p' /workspace/app/.git); \
-         test -f \"$dir/HEAD\"; test -f \"$dir/$(cat \"$dir/commondir\")/HEAD\"; \
-         common=$(cd \"$dir/$(cat \"$dir/commondir\")\" && pwd); \
-         test -d \"$common/objects\"; test -f \"$common/config\"; echo \"$common\"",
+         test -f \"$dir/HEAD\"; test -d \"$dir/objects\"; test -f \"$dir/config\"; echo \"$dir\"",
     );
     assert!(
         check.status.success(),
         "{}",
         String::from_utf8_lossy(&check.stderr)
     );
-    let common = String::from_utf8_lossy(&check.stdout).trim().to_owned();
-    assert_eq!(Path::new(&common), host_git);
-    // The agent's git writes its config (as aider does at every start, with
-    // a lock file beside it), hooks and objects: in the unit.
+    let repo = String::from_utf8_lossy(&check.stdout).trim().to_owned();
+    assert!(repo.starts_with("/.jackin/git/"), "{repo}");
+    // The agent writes its config (as aider does at every start, with a
+    // lock file beside it), hooks, objects and refs: in the unit.
     let writes = in_container(&format!(
-        "set -e; cd {common}; echo '[user]' > config.lock; cat config >> config.lock; \
+        "set -e; cd {repo}; echo '[user]' > config.lock; cat config >> config.lock; \
          mv config.lock config; mkdir -p hooks; echo 'touch /tmp/x' > hooks/post-checkout; \
-         mkdir -p objects/ab; echo x > objects/ab/probe; echo x > description"
+         mkdir -p objects/ab; echo x > objects/ab/probe; echo x > description; \
+         mkdir -p refs/heads/side; cp refs/heads/jackin/scratch/* refs/heads/side/"
     ));
     assert!(
         writes.status.success(),
         "{}",
         String::from_utf8_lossy(&writes.stderr)
     );
-    for (file, bytes) in &before {
-        assert_eq!(
-            &std::fs::read(host_git.join(file)).unwrap_or_default(),
-            bytes,
-            "{file} of the host repository changed"
-        );
-    }
-    assert!(!host_git.join("hooks/post-checkout").exists());
-    assert!(!host_git.join("objects/ab/probe").exists());
+    assert_eq!(host_git_files(&host_git), before, "the host's .git changed");
     // The host's objects are there to read, and nothing more.
-    let alternates = in_container(&format!("cat {common}/objects/info/alternates"));
-    let host_objects = String::from_utf8_lossy(&alternates.stdout)
+    let alternates = in_container(&format!("cat {repo}/objects/info/alternates"));
+    let line = String::from_utf8_lossy(&alternates.stdout)
         .trim()
         .to_owned();
-    assert!(
-        host_objects.starts_with("/.jackin/host-objects/"),
-        "{host_objects}"
-    );
+    let host_objects = format!("{repo}/objects/{line}");
     let head = git(&host.path(), &["rev-parse", "HEAD"]);
     let object = format!("{host_objects}/{}/{}", &head[..2], &head[2..]);
-    assert!(in_container(&format!("test -f {object}")).status.success());
+    assert!(
+        in_container(&format!("test -f {object}")).status.success(),
+        "{object}"
+    );
     for attempt in [
         format!("rm -f {object}"),
         format!("touch {host_objects}/probe"),
@@ -583,11 +565,56 @@ fn a_worktree_is_a_git_checkout_inside_the_container_whose_writes_stay_in_the_un
         let out = in_container(&attempt);
         assert!(!out.status.success(), "the agent could: {attempt}");
     }
-    assert!(
-        std::fs::symlink_metadata(host_git.join("objects").join(&head[..2]).join(&head[2..]))
-            .is_ok(),
-        "the host's object is gone"
+    assert_eq!(host_git_files(&host_git), before, "the host's .git changed");
+
+    // From the container's mount table: no writable bind holds a file of
+    // the host's `.git`, and the one bind of it is read-only.
+    let mounts: serde_json::Value =
+        serde_json::from_str(&docker(&["inspect", "-f", "{{json .Mounts}}", &container])).unwrap();
+    let mounts = mounts.as_array().unwrap();
+    let writable: Vec<PathBuf> = mounts
+        .iter()
+        .filter(|m| m["RW"] == true)
+        .map(|m| PathBuf::from(m["Source"].as_str().unwrap()))
+        .collect();
+    let exposed = before
+        .keys()
+        .filter(|file| writable.iter().any(|source| file.starts_with(source)))
+        .count();
+    assert_eq!(
+        exposed, 0,
+        "files of the host's .git writable: {writable:?}"
     );
+    let of_host: Vec<&serde_json::Value> = mounts
+        .iter()
+        .filter(|m| Path::new(m["Source"].as_str().unwrap()).starts_with(&host_git))
+        .collect();
+    assert_eq!(of_host.len(), 1, "{of_host:?}");
+    assert_eq!(of_host[0]["RW"], false, "{of_host:?}");
+    assert!(
+        before.len() > 10,
+        "the count saw the host's files: {}",
+        before.len()
+    );
+}
+
+/// Every file under a host repository's `.git`, with its bytes.
+fn host_git_files(git_dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut dirs = vec![git_dir.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                dirs.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                files.insert(path, bytes);
+            }
+        }
+    }
+    files
 }
 
 #[test]
@@ -638,9 +665,10 @@ fn a_dry_run_purge_shows_the_checkout_removal_and_the_block() {
 
 /// Real git in the container (the real-aider image's), in both checkout
 /// kinds: the ordinary commands an agent runs work, repository config
-/// writes included (defect A9). In a worktree they land in the unit's view,
-/// the commit reaches the host's scratch branch checked, and the host's
-/// config and other branches stay the operator's; a clone has all of git.
+/// writes included (defect A9), and so do branches, tags, the stash and gc.
+/// In a worktree they land in the unit's repository, the commit reaches the
+/// host's scratch branch checked, and the host's config and other branches
+/// stay the operator's.
 #[test]
 fn real_git_works_in_both_checkout_kinds_and_the_host_stays_the_operators() {
     let image = support::real_agent_image();
@@ -683,14 +711,15 @@ fn real_git_works_in_both_checkout_kinds_and_the_host_stays_the_operators() {
         assert!(ok, "{dir}: {out}");
     }
     let (_, tip) = git_in("/workspace/wt", "git rev-parse HEAD");
-    // A clone has all of git; a worktree makes no ref but its branch.
-    let (ok, out) = git_in(
-        "/workspace/cl",
-        "git branch side && echo more > more.txt && git stash -u -q && git stash list",
-    );
-    assert!(ok && out.contains("stash@{0}"), "{out}");
-    let (ok, out) = git_in("/workspace/wt", "git branch side");
-    assert!(!ok, "a worktree made a branch: {out}");
+    // Both have all of git: branches, tags, the stash, gc.
+    for dir in ["/workspace/cl", "/workspace/wt"] {
+        let (ok, out) = git_in(
+            dir,
+            "git branch side && git tag t1 && echo more > more.txt && git stash -u -q && \
+             git stash list && git gc --quiet && git stash pop -q && rm more.txt",
+        );
+        assert!(ok && out.contains("stash@{0}"), "{dir}: {out}");
+    }
 
     // The assessment publishes the worktree's commit into the host.
     let described = home.ok(&["describe", "real"]);
@@ -709,6 +738,10 @@ fn real_git_works_in_both_checkout_kinds_and_the_host_stays_the_operators() {
     assert!(
         git(&host.path(), &["branch", "--list", "side"]).is_empty(),
         "no branch of the agent's reaches the host"
+    );
+    assert!(
+        git(&host.path(), &["tag", "--list", "t1"]).is_empty(),
+        "no tag of the agent's reaches the host"
     );
     home.ok(&["delete", "real", "--force"]);
     assert_eq!(git(&host.path(), &["rev-parse", &branch]), tip.trim());

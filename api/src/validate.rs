@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use crate::agent::{Agent, ID_PLACEHOLDER};
-use crate::instance::{EnvVar, Instance, MAX_VALUE_BYTES, MountSpec};
+use crate::instance::{EnvVar, Instance, Isolation, MAX_VALUE_BYTES, MountSpec};
 use crate::meta::{API_VERSION, ObjectMeta};
 use crate::role::RoleConfig;
 use crate::workspace::{IdleThen, RoleCommands, Workspace};
@@ -287,7 +287,71 @@ fn working_dir(dir: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A `shared` mount whose source holds an isolated mount's repository (or
+/// lies inside its `.git`) would hand the agent that repository again,
+/// writable: the first such pair, as `(shared, isolated, why)` indexes into
+/// `mounts`. Paths are compared as written, `.` and `..` resolved.
+pub fn shared_over_isolated(mounts: &[MountSpec]) -> Option<(usize, usize, String)> {
+    let lexical = |path: &str| {
+        let mut parts: Vec<&str> = Vec::new();
+        for part in path.split('/') {
+            match part {
+                "" | "." => {}
+                ".." => {
+                    parts.pop();
+                }
+                part => parts.push(part),
+            }
+        }
+        parts.join("/")
+    };
+    let within = |inner: &str, outer: &str| {
+        inner == outer || outer.is_empty() || inner.starts_with(&format!("{outer}/"))
+    };
+    for (i, shared) in mounts.iter().enumerate() {
+        if shared.isolation != Isolation::Shared {
+            continue;
+        }
+        let shared_src = lexical(&shared.src);
+        for (j, isolated) in mounts.iter().enumerate() {
+            if isolated.isolation == Isolation::Shared {
+                continue;
+            }
+            let repo = lexical(&isolated.src);
+            let git_dir = format!("{repo}/.git");
+            let why = if within(&repo, &shared_src) {
+                format!(
+                    "{:?} holds the repository {:?}, which is mounted with isolation: {}",
+                    shared.src,
+                    isolated.src,
+                    isolated.isolation.as_str()
+                )
+            } else if within(&shared_src, &git_dir) {
+                format!(
+                    "{:?} is inside the .git of {:?}, which is mounted with isolation: {}",
+                    shared.src,
+                    isolated.src,
+                    isolated.isolation.as_str()
+                )
+            } else {
+                continue;
+            };
+            return Some((i, j, why));
+        }
+    }
+    None
+}
+
 fn mounts(errors: &mut Errors, base: &str, mounts: &[MountSpec]) {
+    if let Some((shared, _, why)) = shared_over_isolated(mounts) {
+        errors.push(
+            format!("{base}[{shared}].src"),
+            format!(
+                "{why}: shared, it would let the agent write that repository; share a \
+                 directory beside it instead, or isolate this mount too"
+            ),
+        );
+    }
     let mut seen = HashSet::new();
     for (i, mount) in mounts.iter().enumerate() {
         let at = format!("{base}[{i}]");
@@ -1309,6 +1373,44 @@ mod tests {
                 "spec.mounts[5].dst"
             ]
         );
+    }
+
+    /// A shared mount may not hold an isolated mount's repository, nor lie
+    /// inside its `.git`, however it is spelled; beside it is fine.
+    #[test]
+    fn a_shared_mount_over_an_isolated_repository_is_refused() {
+        let mount = |src: &str, dst: &str, isolation| MountSpec {
+            src: src.into(),
+            dst: dst.into(),
+            isolation,
+            ..Default::default()
+        };
+        let isolated = mount("/home/me/app", "/w/app", Isolation::Worktree);
+        for (src, expected) in [
+            ("/home/me", "holds the repository"),
+            ("/home/me/app", "holds the repository"),
+            ("/home/me/other/../app/", "holds the repository"),
+            ("/", "holds the repository"),
+            ("/home/me/app/.git/refs", "inside the .git"),
+            ("/home/me/app/./.git", "inside the .git"),
+        ] {
+            let mut obj = sample();
+            obj.spec.mounts = vec![isolated.clone(), mount(src, "/w/shared", Isolation::Shared)];
+            let errors = instance(&obj).err().unwrap_or_default();
+            let error = errors
+                .iter()
+                .find(|e| e.path == "spec.mounts[1].src")
+                .unwrap_or_else(|| panic!("{src}: {errors:?}"));
+            assert!(error.message.contains(expected), "{src}: {}", error.message);
+        }
+        for beside in ["/home/me/app-data", "/home/me/app/src", "/srv"] {
+            let mut obj = sample();
+            obj.spec.mounts = vec![
+                isolated.clone(),
+                mount(beside, "/w/shared", Isolation::Shared),
+            ];
+            assert!(paths(&obj).is_empty(), "{beside}: {:?}", paths(&obj));
+        }
     }
 
     /// Every spelling of a reserved or duplicate destination is caught,

@@ -230,14 +230,17 @@ fn isolation(e: &IsolationError) -> Option<String> {
             "restore the commit in {src}, or inspect the checkout and purge the instance"
         )),
         IsolationError::LinkConflict { path, .. } => Some(format!(
-            "something in the container rewrote the worktree's git links: look at the files in \
-             {path} with file tools (git run there on the host would read the agent's config), \
-             save what you need, then purge the instance with --force; jackin removes only its \
-             own checkout and entry"
+            "something in the container rewrote what git needs of the checkout: look at the \
+             files in {path} with file tools (git run there on the host would read the agent's \
+             config), save what you need, then purge the instance with --force; jackin removes \
+             only its own checkout, repository and refs"
         )),
         IsolationError::Git(e) => git(e),
+        // The message says how to put the pin back, and when to purge.
+        IsolationError::BasePinMoved { .. }
+        | IsolationError::SharedOverIsolated { .. }
         // The path and what is wrong with it say it.
-        IsolationError::View(_)
+        | IsolationError::View(_)
         | IsolationError::Io { .. }
         | IsolationError::Records { .. }
         | IsolationError::NotARepository { .. }

@@ -482,7 +482,10 @@ pub async fn act(
                 recipe.first_run_at.get_or_insert_with(jiff::Timestamp::now);
             }
         }
-        Step::StopContainer { id } => engine.stop_container(id, STOP_GRACE_SECS).await?,
+        Step::StopContainer { id } => {
+            engine.stop_container(id, STOP_GRACE_SECS).await?;
+            publish_checkouts(ctx.layout, &container).await;
+        }
         Step::RemoveContainer { id } | Step::RemoveSidecar { id, .. } => {
             engine.remove_container(id).await?;
         }
@@ -1193,6 +1196,26 @@ async fn write_start_plan(
     .await?;
     keep_conversations(layout, container, obj).await;
     Ok(())
+}
+
+/// Once a container has stopped, nothing writes the unit's worktree
+/// repositories: their branches reach the host repository as they are. A
+/// publication that cannot be made (the operator moved the branch) stops
+/// nothing: it is logged, and the work stays in the unit.
+async fn publish_checkouts(layout: &Layout, container: &str) {
+    let (layout, unit) = (layout.clone(), container.to_owned());
+    blocking(move || {
+        let records = match isolation::read_records(&layout, &unit) {
+            Ok(records) => records,
+            Err(e) => return tracing::warn!(container = unit, "{e}"),
+        };
+        for record in records.iter().filter(|r| r.scratch_branch.is_some()) {
+            if let Err(e) = isolation::publish(record) {
+                tracing::warn!(container = unit, "{e}");
+            }
+        }
+    })
+    .await;
 }
 
 /// Before every start, the agent's own retention setting (claude's

@@ -932,6 +932,7 @@ fn save_checkout(
         None => false,
     };
     if index_copied {
+        drop_refused_entries(&scratch, &mut collector)?;
         match scratch.git(None, &["write-tree"]) {
             Ok(tree) => {
                 let tree = tree.trim().to_owned();
@@ -1225,6 +1226,39 @@ enum Origin {
     Tracked,
     Untracked,
     Ignored,
+}
+
+/// Takes out of the copied index every entry whose path git refuses (a
+/// `..`, a `.git`: see [`refused_by_git`]), listing each as not saved, so
+/// that the rest of what was staged is saved and can come back: one such
+/// path would make the whole save unrestorable (`fsck` refuses its tree).
+/// An index git cannot list is left for `write-tree` to judge.
+fn drop_refused_entries(scratch: &Scratch, collector: &mut Collector) -> Result<(), DiscardError> {
+    let listed = match scratch.git(None, &["ls-files", "--stage", "-z"]) {
+        Ok(listed) => listed,
+        Err(GitError::Failed { .. }) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut kept = Vec::new();
+    let mut refused = false;
+    for entry in listed.split('\0').filter(|e| !e.is_empty()) {
+        let Some((info, path)) = entry.split_once('\t') else {
+            continue;
+        };
+        if refused_by_git(path, info.starts_with("120000")) {
+            collector.skip(path, "staged under a path git refuses; not saved");
+            refused = true;
+        } else {
+            kept.extend_from_slice(entry.as_bytes());
+            kept.push(0);
+        }
+    }
+    if refused {
+        let input = scratch.input("index-info", &kept)?;
+        scratch.git(None, &["read-tree", "--empty"])?;
+        scratch.git_fed(None, &["update-index", "-z", "--index-info"], Some(&input))?;
+    }
+    Ok(())
 }
 
 /// The paths git status lists in the checkout, read through jackin's
@@ -1970,6 +2004,91 @@ mod tests {
 
     /// A clone where the agent left every kind of unfinished work: saved,
     /// listed, removed with the checkout, and brought back whole.
+    /// An index the agent wrote with entries git refuses (`../escape.txt`,
+    /// `.git/hooks/pre-commit`): the save leaves those out and lists them,
+    /// and the rest (the good commit, the other staged file) comes back,
+    /// into the host and into a directory of its own (L3).
+    #[test]
+    fn l3_a_save_with_a_refused_index_entry_saves_the_rest() {
+        let f = Fixture::new(Isolation::Clone);
+        let c = f.checkout();
+        std::fs::write(c.join("good.txt"), "good\n").unwrap();
+        git(&c, &["add", "good.txt"]);
+        git(&c, &["commit", "--quiet", "-m", "good work"]);
+        let good = git(&c, &["rev-parse", "HEAD"]);
+        std::fs::create_dir_all(c.join("aa")).unwrap();
+        std::fs::create_dir_all(c.join(".gix/hooks")).unwrap();
+        std::fs::write(c.join("aa/escape.txt"), "escape\n").unwrap();
+        std::fs::write(c.join(".gix/hooks/pre-commit"), "touch /tmp/x\n").unwrap();
+        std::fs::write(c.join("staged.txt"), "staged\n").unwrap();
+        git(
+            &c,
+            &[
+                "add",
+                "aa/escape.txt",
+                ".gix/hooks/pre-commit",
+                "staged.txt",
+            ],
+        );
+        // The same index with two paths no git would write, its checksum
+        // made again.
+        let index = c.join(".git/index");
+        let mut bytes = std::fs::read(&index).unwrap();
+        for (from, to) in [
+            (&b"aa/escape.txt"[..], &b"../escape.txt"[..]),
+            (b".gix/", b".git/"),
+        ] {
+            let at = bytes.windows(from.len()).position(|w| w == from).unwrap();
+            bytes[at..at + from.len()].copy_from_slice(to);
+        }
+        let body = bytes.len() - 20;
+        let scratch = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(scratch.path(), &bytes[..body]).unwrap();
+        let sum = std::process::Command::new("sha1sum")
+            .arg(scratch.path())
+            .output()
+            .unwrap();
+        let sum = String::from_utf8(sum.stdout).unwrap();
+        let sum: Vec<u8> = (0..40)
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&sum[i..i + 2], 16).unwrap())
+            .collect();
+        bytes[body..].copy_from_slice(&sum);
+        std::fs::write(&index, &bytes).unwrap();
+        std::fs::remove_dir_all(c.join("aa")).unwrap();
+        std::fs::remove_dir_all(c.join(".gix")).unwrap();
+
+        let saved = save_before_discard(&f.layout, UNIT, "l3").unwrap();
+        let checkout = &saved.checkouts[0];
+        assert!(checkout.index.is_some(), "{checkout:?}");
+        isolation::remove_all(&f.layout, UNIT).unwrap();
+
+        let to = f.dir.path().join("l3-restored");
+        restore(&f.layout, "l3", Some(&to), None).unwrap();
+        assert_eq!(git(&to, &["rev-parse", "HEAD"]), good);
+        assert_eq!(
+            std::fs::read_to_string(to.join("staged.txt")).unwrap(),
+            "staged\n"
+        );
+        let staged = git(&to, &["diff", "--cached", "--name-only"]);
+        assert_eq!(staged, "staged.txt");
+        assert!(!f.dir.path().join("escape.txt").exists());
+        restore(&f.layout, "l3", None, None).unwrap();
+        let restored = git(
+            &f.host,
+            &[
+                "for-each-ref",
+                "--format=%(refname)",
+                "refs/heads/jackin/restored/",
+            ],
+        );
+        assert!(!restored.is_empty(), "nothing restored into the host");
+        let skipped = checkout.files.skipped_listed.join("\n");
+        for path in ["../escape.txt", ".git/hooks/pre-commit"] {
+            assert!(skipped.contains(path), "{path} not listed: {skipped}");
+        }
+    }
+
     #[test]
     fn a_clones_work_is_saved_and_comes_back_whole() {
         let f = Fixture::new(Isolation::Clone);

@@ -162,6 +162,11 @@ pub enum IsolationError {
         detail: String,
     },
     #[error(
+        "{why}: shared, it would let the agent write that repository; share a directory \
+         beside it instead, or isolate that mount too"
+    )]
+    SharedOverIsolated { why: String },
+    #[error(
         "mount {dst}: the ref {pin} in {src}, which pins the checkout's base commit {base}, \
          names {found}: the operator's repository may no longer hold what the checkout \
          borrows, so it is not started. Put it back (`git -C {src} update-ref {pin} {base}`) \
@@ -294,6 +299,11 @@ pub fn prepare(
     container: &str,
     mounts: &[MountSpec],
 ) -> Result<(), IsolationError> {
+    // Checked when the files are applied; here again for the mounts a
+    // workspace and an instance give together.
+    if let Some((_, _, why)) = jackin_api::validate::shared_over_isolated(mounts) {
+        return Err(IsolationError::SharedOverIsolated { why });
+    }
     let mut records = read_records(layout, container)?;
     for mount in mounts.iter().filter(|m| m.isolation != Isolation::Shared) {
         let existing = records.iter().position(|r| r.dst == mount.dst);
@@ -600,7 +610,7 @@ pub(crate) fn branch_exists(src: &str, full: &str) -> Result<bool, GitError> {
 pub(crate) mod tests {
     use super::*;
 
-    fn host_repository(dir: &Path) -> String {
+    pub(crate) fn host_repository(dir: &Path) -> String {
         let host = dir.join("host");
         let host = host.to_str().unwrap();
         git::run(&["init", "--quiet", host]).unwrap();
@@ -626,7 +636,7 @@ pub(crate) mod tests {
     }
 
     /// A worktree mount of `host`.
-    fn worktree_mount(host: &str) -> MountSpec {
+    pub(crate) fn worktree_mount(host: &str) -> MountSpec {
         MountSpec {
             src: host.to_owned(),
             dst: "/workspace/app".into(),

@@ -428,3 +428,174 @@ pub fn entries_left_in(layout: &Layout, common: &Path) -> Vec<(PathBuf, String)>
     found.sort();
     found
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::isolation::tests::{agent_commit, host_repository, worktree_mount};
+    use crate::isolation::{prepare, read_records};
+
+    fn git(args: &[&str]) -> String {
+        String::from_utf8(git::run(args).unwrap())
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    /// A unit as an earlier jackin left it: a `git worktree` of the host
+    /// with its entry, the agent's commit in the unit's view and its ref in
+    /// the unit, a staged file and an untracked one. Returns the entry.
+    fn earlier_unit(layout: &Layout, host: &str) -> PathBuf {
+        let unit = "jk-1-t";
+        let mount = worktree_mount(host);
+        let name = crate::isolation::slug(&mount.dst);
+        let git_root = layout.unit_dir(unit).join("git");
+        let checkout = git_root.join("worktree").join(&name);
+        let checkout_str = checkout.to_str().unwrap();
+        std::fs::create_dir_all(checkout.parent().unwrap()).unwrap();
+        let base = git(&["-C", host, "rev-parse", "HEAD"]);
+        let branch = format!("jackin/scratch/{unit}");
+        git(&[
+            "-C",
+            host,
+            "worktree",
+            "add",
+            "--quiet",
+            "-b",
+            &branch,
+            checkout_str,
+            &base,
+        ]);
+        let admin = PathBuf::from(git(&[
+            "-C",
+            checkout_str,
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-dir",
+        ]));
+        let view = git_root.join("view").join(&name);
+        std::fs::create_dir_all(view.join("objects")).unwrap();
+        let commit = agent_commit(host, view.to_str().unwrap(), &base, "agent");
+        let refs = git_root.join("refs").join(&name);
+        std::fs::create_dir_all(&refs).unwrap();
+        std::fs::write(refs.join(unit), format!("{commit}\n")).unwrap();
+        std::fs::write(git_root.join("refs").join(format!("{name}.seeded")), &base).unwrap();
+        std::fs::write(checkout.join("staged.txt"), "staged\n").unwrap();
+        git(&["-C", checkout_str, "add", "staged.txt"]);
+        std::fs::write(checkout.join("draft.txt"), "untracked\n").unwrap();
+        let record = serde_json::json!([{
+            "dst": mount.dst,
+            "src": host,
+            "isolation": "worktree",
+            "path": checkout_str,
+            "scratchBranch": branch,
+            "baseCommit": base,
+            "commonDir": format!("{host}/.git"),
+            "adminDir": admin.to_str().unwrap(),
+        }]);
+        let file = layout.isolation_file(unit);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, serde_json::to_vec(&record).unwrap()).unwrap();
+        admin
+    }
+
+    /// The next start publishes the agent's commit, gives the unit a
+    /// repository of its own with the checkout's files and staged state as
+    /// they were, and removes the entry, which named the checkout.
+    #[test]
+    fn an_earlier_worktree_moves_to_a_repository_of_its_own_with_its_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_repository(dir.path());
+        let layout = Layout::new(dir.path().join("home"));
+        let admin = earlier_unit(&layout, &host);
+        let unit_ref = git(&["-C", &host, "rev-parse", "jackin/scratch/jk-1-t"]);
+
+        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
+        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
+        assert!(!record.is_legacy_worktree(), "{record:?}");
+        assert_eq!(record.admin_dir, None);
+        assert_eq!(record.left_entry, None);
+        assert!(!admin.exists(), "the entry is gone");
+        let scratch = git(&["-C", &host, "rev-parse", "jackin/scratch/jk-1-t"]);
+        assert_ne!(scratch, unit_ref, "the agent's commit was published");
+        assert_eq!(
+            git(&[
+                "-C",
+                &host,
+                "log",
+                "-1",
+                "--format=%s",
+                "jackin/scratch/jk-1-t"
+            ]),
+            "agent"
+        );
+        let repo = record.git_place();
+        let status = git(&[
+            "-C",
+            &repo,
+            "--work-tree",
+            &record.path,
+            "status",
+            "--porcelain",
+        ]);
+        assert!(
+            status.contains("A  staged.txt") && status.contains("?? draft.txt"),
+            "{status}"
+        );
+        assert_eq!(git(&["-C", &repo, "rev-parse", "HEAD"]), scratch);
+        for leftover in ["view", "refs"] {
+            let path = Path::new(&record.path)
+                .parent()
+                .and_then(Path::parent)
+                .unwrap()
+                .join(leftover);
+            let entries = std::fs::read_dir(&path).map(|d| d.count()).unwrap_or(0);
+            assert_eq!(entries, 0, "{} still holds something", path.display());
+        }
+        for check in [
+            &["worktree", "list", "--porcelain"][..],
+            &["fsck", "--strict"],
+            &["gc", "--prune=now", "--quiet"],
+        ] {
+            let mut argv = vec!["-C", host.as_str()];
+            argv.extend_from_slice(check);
+            git::run(&argv).unwrap();
+        }
+        let listed = git(&["-C", &host, "worktree", "list", "--porcelain"]);
+        assert!(!listed.contains(&record.path), "{listed}");
+    }
+
+    /// An entry the agent pointed elsewhere is not jackin's to remove: it
+    /// is left, recorded and named, and the work still moves.
+    #[test]
+    fn an_entry_that_names_elsewhere_is_left_and_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_repository(dir.path());
+        let layout = Layout::new(dir.path().join("home"));
+        let admin = earlier_unit(&layout, &host);
+        let elsewhere = dir.path().join("elsewhere/.git");
+        std::fs::write(admin.join("gitdir"), format!("{}\n", elsewhere.display())).unwrap();
+
+        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
+        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
+        assert_eq!(record.left_entry.as_deref(), admin.to_str());
+        assert!(admin.join("gitdir").exists(), "the entry was left");
+        assert!(!elsewhere.exists(), "nothing was written where it points");
+        assert_eq!(
+            git(&[
+                "-C",
+                &host,
+                "log",
+                "-1",
+                "--format=%s",
+                "jackin/scratch/jk-1-t"
+            ]),
+            "agent"
+        );
+        assert_eq!(
+            entries_left_in(&layout, &Path::new(&host).join(".git")),
+            Vec::<(PathBuf, String)>::new(),
+            "it names no unit of this home now"
+        );
+    }
+}

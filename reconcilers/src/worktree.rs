@@ -353,8 +353,10 @@ fn init_repository(
         .map_err(io(&revs))?;
         let pack_dir = dir.join("objects/pack");
         let base = pack_dir.join("pack");
+        // Packed in the new repository, which sees the host's objects as
+        // its alternate: without `--local`, they come into its own pack.
         let packed = git::run_untrusted_fed(
-            &record.src,
+            dir_str,
             &["pack-objects", "--revs", "-q", path_str(&base)],
             &[&pack_dir],
             Some(&revs),
@@ -576,19 +578,31 @@ pub fn remove(record: &IsolationRecord) -> Result<Option<String>, IsolationError
     Ok(kept)
 }
 
+/// The unit's repository beside a worktree checkout at `dir` on the host
+/// (its `.git` names it where the container sees it), or `None` for any
+/// other directory: for whoever holds only a checkout's path, as an
+/// operator at a shell does (`git --git-dir=<this> --work-tree=<dir>`).
+pub fn repository_beside(dir: &Path) -> Option<PathBuf> {
+    let names = read_untrusted(&dir.join(".git"), MAX_REF_FILE).ok()?;
+    let name = std::str::from_utf8(&names)
+        .ok()?
+        .trim_end()
+        .strip_prefix(&format!("gitdir: {GIT_DIRS_IN_CONTAINER}/"))?
+        .to_owned();
+    if Some(std::ffi::OsStr::new(&name)) != dir.file_name() {
+        return None;
+    }
+    let repo = dir.parent()?.parent()?.join("repo").join(name);
+    std::fs::symlink_metadata(&repo)
+        .is_ok_and(|m| m.is_dir())
+        .then_some(repo)
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
-    /// The repository of a worktree checkout at `dir` on the host (its
-    /// `.git` names it where the container sees it), or `None` for any
-    /// other directory.
-    pub(crate) fn repository_beside(dir: &Path) -> Option<PathBuf> {
-        let names = std::fs::read_to_string(dir.join(".git")).ok()?;
-        names.strip_prefix("gitdir: /.jackin/git/")?;
-        let repo = dir.parent()?.parent()?.join("repo").join(dir.file_name()?);
-        repo.is_dir().then_some(repo)
-    }
+    use super::repository_beside;
 
     /// `git -C DIR ARGS…` as the agent's git runs it in the container: in a
     /// worktree checkout, over the unit's repository beside it.

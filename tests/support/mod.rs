@@ -606,12 +606,17 @@ pub fn unique(prefix: &str) -> String {
 
 /// Runs `git -C DIR ARGS…`, insisting on success; returns trimmed stdout.
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
+    let mut command = Command::new("git");
+    command.arg("-C").arg(dir);
+    // A worktree checkout's repository is beside it (see `work_in`).
+    if let Some(repo) = jackin_reconcilers::worktree::repository_beside(dir) {
+        command
+            .arg("--git-dir")
+            .arg(repo)
+            .arg("--work-tree")
+            .arg(dir);
+    }
+    let out = command.args(args).output().unwrap();
     assert!(
         out.status.success(),
         "git {args:?}: {}",
@@ -870,7 +875,13 @@ pub fn real_agent_image() -> String {
 /// Runs `sh -c SCRIPT` in `dir` on the host, as the agent's side of a
 /// checkout (git with the agent's identity).
 pub fn work_in(dir: &Path, script: &str) {
-    let out = Command::new("sh")
+    let mut command = Command::new("sh");
+    // A worktree checkout's `.git` names its repository where the container
+    // sees it: on the host, git is pointed at it beside the checkout.
+    if let Some(repo) = jackin_reconcilers::worktree::repository_beside(dir) {
+        command.env("GIT_DIR", repo).env("GIT_WORK_TREE", dir);
+    }
+    let out = command
         .args(["-c", script])
         .current_dir(dir)
         .env("GIT_AUTHOR_NAME", "agent")

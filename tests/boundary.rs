@@ -1,0 +1,295 @@
+//! The repository boundary: a worktree checkout is a repository of the
+//! unit's own, and the operator's repository never holds a file the agent
+//! wrote. Each attack of `../shared/defects/2026-11-27-b.md` (C1, C3, M1,
+//! M3, M4) played by real git in the container (the real-aider image's
+//! Debian git), with the operator's git run on the host; then a benign
+//! agent's ordinary day beside the operator's maintenance.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use support::{Home, git, host_repo};
+
+/// One session with a worktree of `host` at `/w/wt`, its agent's git real.
+struct Session<'a> {
+    home: &'a Home,
+    name: String,
+    container: String,
+}
+
+impl<'a> Session<'a> {
+    fn start(home: &'a Home, name: &str, host: &Path) -> Self {
+        let image = support::real_agent_image();
+        let lines = format!(
+            "  image: {image}\n  command: [sleep, \"3600\"]\n  mounts:\n  \
+             - {{src: {}, dst: /w/wt, isolation: worktree}}\n",
+            host.display()
+        );
+        let yaml = support::instance_yaml(name)
+            .replace(&format!("  image: {}\n", support::busybox_image()), "")
+            .replace("  agent: shell\n", &format!("  agent: shell\n{lines}"));
+        home.apply(name, &yaml);
+        Self {
+            home,
+            name: name.to_owned(),
+            container: home.container(name),
+        }
+    }
+
+    /// Runs `script` as the agent does, in the checkout, with git set up.
+    fn agent(&self, script: &str) -> Output {
+        std::process::Command::new("docker")
+            .args(["exec", "-w", "/w/wt", "-e", "HOME=/tmp", &self.container])
+            .args(["sh", "-c"])
+            .arg(format!(
+                "git config --global --add safe.directory '*' && \
+                 git config --global user.email agent@jackin.dev && \
+                 git config --global user.name agent && {script}"
+            ))
+            .output()
+            .unwrap()
+    }
+
+    fn agent_ok(&self, script: &str) -> String {
+        let out = self.agent(script);
+        assert!(
+            out.status.success(),
+            "{script}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Where the agent's git directory is on the host: what an attacker
+    /// reads off its mount table.
+    fn writable_git_dir_on_host(&self) -> PathBuf {
+        let git = self.home.unit(&self.name).join("git");
+        let checkout = self.home.checkout(&self.name);
+        let name = checkout.file_name().unwrap();
+        ["view", "repo"]
+            .iter()
+            .map(|kind| git.join(kind).join(name))
+            .find(|dir| dir.is_dir())
+            .expect("the unit has a git directory for the container")
+    }
+}
+
+/// The operator's everyday git in their repository: every command exits 0,
+/// and none runs the program the agent planted (`canary` stays absent).
+fn assert_operators_git_clean(host: &Path, canary: &Path, what: &str) {
+    for args in [
+        &["status"][..],
+        &["branch"],
+        &["gc", "--quiet"],
+        &["fsck", "--strict"],
+        &["worktree", "list"],
+        &["worktree", "prune"],
+        &["worktree", "repair"],
+        &["rev-list", "--all", "--count"],
+    ] {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(host)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && !stderr.contains("error") && !stderr.contains("fatal"),
+            "{what}: git {args:?} in the operator's repository: {stderr}"
+        );
+    }
+    assert!(
+        !canary.exists(),
+        "{what}: the agent's program ran on the host"
+    );
+}
+
+/// A fresh home, a host repository, and a canary path for planted programs.
+fn setup() -> (Home, tempfile::TempDir, PathBuf, PathBuf) {
+    support::ensure_busybox();
+    let home = Home::new();
+    let dir = tempfile::tempdir().unwrap();
+    let host = host_repo(dir.path());
+    let canary = dir.path().join("canary");
+    (home, dir, host, canary)
+}
+
+/// The agent plants a program in the config git reads for its repository,
+/// then points its git directory's `commondir` at that config and its
+/// `gitdir` at a host directory: with a `git worktree` entry in the host,
+/// the operator's `worktree repair` wrote a `.git` there, and `git status`
+/// in it ran the agent's program on the host (C1). The operator's git now
+/// holds no such entry, repairs nothing and runs nothing.
+#[test]
+fn c1_the_operators_worktree_repair_plants_nothing_the_agent_chose() {
+    let (home, dir, host, canary) = setup();
+    let session = Session::start(&home, "c1", &host);
+    let target = dir.path().join("any-host-dir");
+    std::fs::create_dir(&target).unwrap();
+    let writable = session.writable_git_dir_on_host();
+    session.agent_ok(&format!(
+        "G=$(git rev-parse --absolute-git-dir) && C=$(git rev-parse --git-common-dir) && \
+         printf '[core]\\n\\tfsmonitor = \"touch {canary}; false\"\\n' >> \"$C/config\" && \
+         echo {writable} > \"$G/commondir\" && echo {target}/.git > \"$G/gitdir\"",
+        canary = canary.display(),
+        writable = writable.display(),
+        target = target.display()
+    ));
+    assert_operators_git_clean(&host, &canary, "C1");
+    assert!(
+        !target.join(".git").exists(),
+        "the operator's git wrote a .git the agent chose"
+    );
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&target)
+        .arg("status")
+        .output()
+        .unwrap();
+    assert!(!status.status.success(), "{status:?}");
+    assert!(!canary.exists(), "C1: the agent's program ran on the host");
+    home.ok(&["set-phase", "c1", "kept"]);
+    assert_operators_git_clean(&host, &canary, "C1, kept");
+}
+
+/// The agent corrupts what git keeps for its checkout (`gitdir`,
+/// `commondir`, a truncated index, a `HEAD` naming no object), then the
+/// instance is purged: an entry in the host repository was left behind and
+/// broke `branch`, `gc`, `fsck` and `worktree` there for good (C3).
+#[test]
+fn c3_a_purge_leaves_the_operators_repository_as_it_was() {
+    let (home, dir, host, canary) = setup();
+    let other = dir.path().join("other-repo");
+    std::fs::create_dir(&other).unwrap();
+    let session = Session::start(&home, "c3", &host);
+    let writable = session.writable_git_dir_on_host();
+    session.agent_ok(&format!(
+        "G=$(git rev-parse --absolute-git-dir) && \
+         echo 0123456789012345678901234567890123456789 > \"$G/HEAD\" && \
+         head -c 20 /dev/zero > \"$G/index\" && echo {other}/.git > \"$G/gitdir\" && \
+         echo {writable} > \"$G/commondir\"",
+        other = other.display(),
+        writable = writable.display()
+    ));
+    assert_operators_git_clean(&host, &canary, "C3, running");
+    let out = home.jackin(&["delete", "c3", "--force"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_operators_git_clean(&host, &canary, "C3, purged");
+    let refs = git(&host, &["for-each-ref", "--format=%(refname)"]);
+    assert!(
+        !refs.contains("refs/jackin/"),
+        "the pin outlived the unit: {refs}"
+    );
+}
+
+/// One agent's `HEAD` naming no object made every `rev-list --all` in the
+/// host repository fail, so the purge of another, clean session of the same
+/// repository failed even with `--force` (M1).
+#[test]
+fn m1_one_agents_broken_repository_never_blocks_anothers_purge() {
+    let (home, _dir, host, canary) = setup();
+    let broken = Session::start(&home, "m1-a", &host);
+    let _clean = Session::start(&home, "m1-b", &host);
+    broken.agent_ok(
+        "echo 0123456789012345678901234567890123456789 > \"$(git rev-parse --absolute-git-dir)/HEAD\"",
+    );
+    let out = home.jackin(&["delete", "m1-b", "--force", "--timeout", "120s"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!home.ok(&["get"]).contains("m1-b"), "m1-b was not purged");
+    assert_operators_git_clean(&host, &canary, "M1");
+    let out = home.jackin(&["delete", "m1-a", "--force", "--timeout", "120s"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// An ordinary `git add` and `commit --amend` in the checkout put index and
+/// reflog entries in the host repository and blobs elsewhere, so the
+/// operator's `git gc` and `fsck` failed (M3). They never do now.
+#[test]
+fn m3_a_benign_agent_never_breaks_the_operators_gc() {
+    let (home, _dir, host, canary) = setup();
+    let session = Session::start(&home, "m3", &host);
+    session.agent_ok("echo new > f.txt && git add f.txt");
+    assert_operators_git_clean(&host, &canary, "M3, staged");
+    session
+        .agent_ok("git commit -q -m one && echo more >> f.txt && git commit -q -a --amend -m two");
+    home.ok(&["describe", "m3"]);
+    assert_operators_git_clean(&host, &canary, "M3, amended and published");
+}
+
+/// The operator's `gc --prune=now` and `pack-refs --all` took away the
+/// scratch refs bound into the container, and the agent's next commit
+/// failed on a read-only file system (M4). The agent keeps committing.
+#[test]
+fn m4_the_operators_maintenance_never_breaks_the_agent() {
+    let (home, _dir, host, canary) = setup();
+    let session = Session::start(&home, "m4", &host);
+    session.agent_ok("echo a > a.txt && git add a.txt && git commit -q -m a");
+    home.ok(&["describe", "m4"]);
+    for args in [
+        &["gc", "--prune=now", "--quiet"][..],
+        &["pack-refs", "--all"],
+    ] {
+        git(&host, args);
+    }
+    let tip = session
+        .agent_ok("echo b > b.txt && git add b.txt && git commit -q -m b && git rev-parse HEAD");
+    home.ok(&["describe", "m4"]);
+    let branch = format!("jackin/scratch/{}", session.container);
+    assert_eq!(git(&host, &["rev-parse", &branch]), tip);
+    assert_operators_git_clean(&host, &canary, "M4");
+}
+
+/// A benign agent's day, bounded at 20 rounds: commit, amend, rebase,
+/// stash, branch, tag and `gc` in the container; beside it the operator's
+/// maintenance. The operator's commands always exit 0, and after each
+/// publication the agent's work is the host's scratch branch.
+#[test]
+fn a_benign_agents_day_beside_the_operators_maintenance() {
+    let (home, _dir, host, canary) = setup();
+    let session = Session::start(&home, "day", &host);
+    let branch = format!("jackin/scratch/{}", session.container);
+    for round in 0..20 {
+        let tip = session.agent_ok(&format!(
+            "echo {round} > r{round}.txt && git add r{round}.txt && git commit -q -m r{round} && \
+             echo amended >> r{round}.txt && git commit -q -a --amend -m r{round}-amended && \
+             git rebase -q --force-rebase HEAD~1 && \
+             echo wip > wip.txt && git stash push -q -u && git stash pop -q && rm wip.txt && \
+             git branch -f side-{round} && git tag -f t{round} && \
+             if [ $(({round} % 5)) -eq 4 ]; then git gc -q; fi && \
+             git checkout -q {branch} && git rev-parse HEAD"
+        ));
+        home.ok(&["describe", "day"]);
+        assert_eq!(
+            git(&host, &["rev-parse", &branch]),
+            tip,
+            "round {round}: the agent's work is not the host's scratch branch"
+        );
+        for args in [
+            &["gc", "--prune=now", "--quiet"][..],
+            &["pack-refs", "--all"],
+            &["fsck", "--strict"],
+            &["worktree", "prune"],
+        ] {
+            git(&host, args);
+        }
+        assert_operators_git_clean(&host, &canary, &format!("round {round}"));
+    }
+    let tags = git(&host, &["tag", "--list"]);
+    assert!(tags.is_empty(), "the agent's tags reached the host: {tags}");
+}
