@@ -55,8 +55,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::assess;
 use crate::fsutil::{
-    BeneathDir, EntryKind, ensure_private_dir, ensure_real_dir_below, read_untrusted,
-    remove_if_exists, write_atomic,
+    BeneathDir, CappedCopy, EntryKind, Links, copy_capped, ensure_private_dir,
+    ensure_real_dir_below, open_regular_file, read_untrusted, remove_if_exists, write_atomic,
 };
 use crate::git::{self, GitError};
 use crate::isolation::{self, IsolationError, IsolationRecord};
@@ -1386,14 +1386,17 @@ impl Collector {
                         .open(&to)
                         .map_err(io_at(&to))?;
                     let budget = (MAX_SAVED_BYTES - self.bytes).min(MAX_FILE_BYTES);
-                    let copied = io::copy(&mut (&mut file).take(budget + 1), &mut out)
-                        .map_err(io_at(&to))?;
-                    if copied > budget {
-                        drop(out);
-                        remove_if_exists(&to).map_err(io_at(&to))?;
-                        self.skip(&path, "it grew past the save's limit while it was read");
-                        continue;
-                    }
+                    let copied = match copy_capped(&mut file, &mut out, budget)
+                        .map_err(io_at(&to))?
+                    {
+                        CappedCopy::Copied(copied) => copied,
+                        CappedCopy::TooLarge => {
+                            drop(out);
+                            remove_if_exists(&to).map_err(io_at(&to))?;
+                            self.skip(&path, "it grew past the save's limit after it was listed");
+                            continue;
+                        }
+                    };
                     let mode = if executable { 0o700 } else { 0o600 };
                     out.set_permissions(std::fs::Permissions::from_mode(mode))
                         .map_err(io_at(&to))?;
@@ -1535,7 +1538,8 @@ fn land_objects(
     objects: &Path,
     scratch: &Path,
 ) -> Result<(), DiscardError> {
-    let mut reader = io::BufReader::new(std::fs::File::open(bundle).map_err(io_at(bundle))?);
+    let opened = open_regular_file(bundle, Links::Refuse).map_err(io_at(bundle))?;
+    let mut reader = io::BufReader::new(opened);
     let mut header = 0u64;
     loop {
         let mut line = Vec::new();
