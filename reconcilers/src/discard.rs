@@ -1278,6 +1278,48 @@ impl Collector {
         }
     }
 
+    /// Copies the regular file `path` into `staging` (mode 0700 if
+    /// `executable`), within what the save may still take; what cannot be
+    /// opened or has grown past that since it was listed is skipped.
+    fn copy_file(
+        &mut self,
+        tree: &BeneathDir,
+        staging: &Path,
+        path: &str,
+        executable: bool,
+    ) -> Result<(), DiscardError> {
+        let mut file = match tree.open_regular(path) {
+            Ok(file) => file,
+            Err(e) => {
+                self.skip(path, &e.to_string());
+                return Ok(());
+            }
+        };
+        let to = staged_path(staging, path)?;
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&to)
+            .map_err(io_at(&to))?;
+        let budget = (MAX_SAVED_BYTES - self.bytes).min(MAX_FILE_BYTES);
+        let copied = match copy_capped(&mut file, &mut out, budget).map_err(io_at(&to))? {
+            CappedCopy::Copied(copied) => copied,
+            CappedCopy::TooLarge => {
+                drop(out);
+                remove_if_exists(&to).map_err(io_at(&to))?;
+                self.skip(path, "it grew past the save's limit after it was listed");
+                return Ok(());
+            }
+        };
+        let mode = if executable { 0o700 } else { 0o600 };
+        out.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(io_at(&to))?;
+        self.bytes += copied;
+        self.saved.push(path.to_owned());
+        Ok(())
+    }
+
     /// Takes `path` (a directory is walked): copies what can be saved into
     /// `staging`, notes a tracked file that is gone as deleted, and what
     /// cannot be saved as skipped. Only writing the staging copy can fail.
@@ -1371,37 +1413,7 @@ impl Collector {
                     );
                 }
                 EntryKind::File { executable, .. } => {
-                    let mut file = match tree.open_regular(&path) {
-                        Ok(file) => file,
-                        Err(e) => {
-                            self.skip(&path, &e.to_string());
-                            continue;
-                        }
-                    };
-                    let to = staged_path(staging, &path)?;
-                    let mut out = std::fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .mode(0o600)
-                        .open(&to)
-                        .map_err(io_at(&to))?;
-                    let budget = (MAX_SAVED_BYTES - self.bytes).min(MAX_FILE_BYTES);
-                    let copied = match copy_capped(&mut file, &mut out, budget)
-                        .map_err(io_at(&to))?
-                    {
-                        CappedCopy::Copied(copied) => copied,
-                        CappedCopy::TooLarge => {
-                            drop(out);
-                            remove_if_exists(&to).map_err(io_at(&to))?;
-                            self.skip(&path, "it grew past the save's limit after it was listed");
-                            continue;
-                        }
-                    };
-                    let mode = if executable { 0o700 } else { 0o600 };
-                    out.set_permissions(std::fs::Permissions::from_mode(mode))
-                        .map_err(io_at(&to))?;
-                    self.bytes += copied;
-                    self.saved.push(path);
+                    self.copy_file(tree, staging, &path, executable)?;
                 }
                 EntryKind::Symlink => {
                     let target = match tree.read_link(&path) {
