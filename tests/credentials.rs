@@ -18,7 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use support::{Home, RoleRepo, condition, docker, ensure_busybox, eventually, unique};
+use support::{
+    Home, OpenWatch, RoleRepo, condition, docker, ensure_busybox, eventually, mknod_dev_null,
+    unique,
+};
 
 /// The four agents a login is forwarded to, each with its login files on
 /// the host (holding `marker`), where the secret one lands in the unit's
@@ -487,6 +490,46 @@ fn a_missing_login_is_said_with_a_hint_and_the_agent_does_not_start_logged_in() 
         assert!(stderr(&out).contains(part), "{part:?} in {}", stderr(&out));
     }
     wait_for_login(&home, "tok", "gemini not-logged-in");
+}
+
+/// M2: the agent (root in its container) made its `.claude.json`, where
+/// the host's account keys are merged in, a device node. The next start
+/// replaces it with the keys, and jackin never opens the node (opening
+/// some devices has effects).
+#[test]
+fn a_device_node_where_keys_are_merged_is_replaced_and_never_opened() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_login_agents();
+    write_host(
+        &home,
+        ".claude/.credentials.json",
+        r#"{"claudeAiOauth": {"accessToken": "t"}}"#,
+    );
+    write_host(&home, ".claude.json", &account_file());
+    home.apply("d.yaml", &role.agent_instance_yaml("d", "claude", ""));
+    wait_for_login(&home, "d", "claude logged-in file .credentials.json");
+    let unit = home.unit("d");
+    let account = unit.join("home/.claude/.claude.json");
+    assert!(std::fs::symlink_metadata(&account).unwrap().is_file());
+
+    docker(&["stop", "-t", "2", &home.container("d")]);
+    std::fs::remove_file(&account).unwrap();
+    mknod_dev_null(&account);
+    let watch = OpenWatch::on(&account);
+    let out = home.jackin(&["controller", "--once"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !watch.opened(),
+        "jackin opened the device node the agent made"
+    );
+    assert!(std::fs::symlink_metadata(&account).unwrap().is_file());
+    let merged: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&account).unwrap()).unwrap();
+    assert_eq!(
+        merged["oauthAccount"]["emailAddress"], "op@example.com",
+        "{merged}"
+    );
 }
 
 #[test]

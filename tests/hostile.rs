@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use support::{Home, condition, docker, ensure_busybox, instance_yaml_with};
+use support::{
+    Home, OpenWatch, condition, docker, ensure_busybox, instance_yaml_with, mknod_dev_null,
+};
 
 /// Long enough for a real run on a busy machine, short enough to catch a
 /// hang well before the suite's own limits.
@@ -66,6 +68,40 @@ fn a_link_to_dev_zero_as_the_marker_is_malformed_not_read() {
     // The engine's exit state stands in: a SIGKILL, restored.
     assert_eq!(obj["status"]["session"]["exitCode"], 137);
     assert_eq!(obj["status"]["phase"], "Running");
+}
+
+/// M2: the agent (root in its container) made the marker a device node.
+/// Keeping the session reads the marker: the node is reported as not a
+/// regular file, the engine's exit state stands in, and the node is never
+/// opened (opening some devices has effects: a watchdog arms).
+#[test]
+fn a_device_node_as_the_marker_is_malformed_and_never_opened() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply("noded", &instance_yaml_with("noded", ""));
+    let container = home.container("noded");
+    docker(&["kill", "-s", "KILL", &container]);
+    let marker = state_dir(&home, "noded").join("exit.json");
+    mknod_dev_null(&marker);
+    let watch = OpenWatch::on(&marker);
+    let out = home.within(LIMIT, &["set-phase", "noded", "kept"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let obj = home.object("noded");
+    let malformed = condition(&obj, "MarkerMalformed").expect("the marker is reported");
+    assert!(
+        malformed["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a regular file"),
+        "{malformed}"
+    );
+    assert_eq!(obj["status"]["session"]["exitCode"], 137);
+    assert_eq!(obj["status"]["session"]["source"], "engine");
+    assert_eq!(obj["status"]["phase"], "Kept");
+    assert!(
+        !watch.opened(),
+        "jackin opened the device node the agent made"
+    );
 }
 
 #[test]

@@ -40,6 +40,8 @@ use futures::StreamExt;
 use jackin_api::instance::InstancePhase;
 use jackin_api::names::label;
 use jackin_reconcilers::engine::models::EventMessage;
+use jackin_reconcilers::fsutil::read_untrusted;
+use jackin_reconcilers::layout::cap;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -427,7 +429,7 @@ async fn watch_events(shared: Arc<Shared>, engine_name: EngineName) {
 /// on at once. The status (jackin's) is left out, so a status write never
 /// wakes the loop.
 fn operator_fingerprint(path: &std::path::Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = read_untrusted(path, cap::OBJECT).ok()?;
     let obj: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     let meta = &obj["metadata"];
     Some(format!(

@@ -33,11 +33,13 @@ use jackin_api::instance::MountStatus;
 use sha2::{Digest, Sha256};
 
 use crate::digest::hex;
+use crate::fsutil::{Links, open_regular_file};
 use crate::git;
 use crate::isolation::{self, IsolationRecord};
 use crate::legacy_worktree;
 
-/// How much of one file the digest reads.
+/// The largest file whose bytes the digest reads; a larger one is known
+/// by its size and time, unread.
 const MAX_HASHED_BYTES: u64 = 64 << 20;
 
 /// At most this many files are listed in the status; the rest are counted.
@@ -405,8 +407,6 @@ fn other_refs_of_a_repository(
 /// The SHA-256 of a file's bytes (of a directory's listing, for an
 /// untracked directory), or a word for what is not there.
 fn content_hash(path: &Path) -> String {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return "absent".into();
     };
@@ -415,42 +415,47 @@ fn content_hash(path: &Path) -> String {
         let target = std::fs::read_link(path).unwrap_or_default();
         hasher.update(target.display().to_string().as_bytes());
     } else if meta.is_file() {
-        // The agent writes these files: stream them (one may be huge), and
-        // never follow a link or wait on a FIFO swapped in meanwhile.
-        let opened = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(path);
-        let Ok(file) = opened else {
-            return "unreadable".into();
+        // The agent writes these files: never follow a link or open a FIFO
+        // or device swapped in meanwhile.
+        let file = match open_regular_file(path, Links::Refuse) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return "other".into(),
+            Err(_) => return "unreadable".into(),
         };
-        if !file.metadata().is_ok_and(|m| m.is_file()) {
-            return "other".into();
-        }
-        // A sparse file may claim terabytes: past the cap, its size and
-        // time stand in for the rest of its contents.
-        let Ok(meta) = file.metadata() else {
+        if !hash_contents(file, &mut hasher) {
             return "unreadable".into();
-        };
-        hasher.update(meta.len().to_le_bytes());
-        if meta.len() > MAX_HASHED_BYTES {
-            use std::os::unix::fs::MetadataExt;
-            hasher.update(meta.mtime().to_le_bytes());
-            hasher.update(meta.mtime_nsec().to_le_bytes());
-        }
-        let mut buffer = vec![0; 64 * 1024];
-        let mut file = file.take(MAX_HASHED_BYTES);
-        loop {
-            match file.read(&mut buffer) {
-                Ok(0) => break,
-                Ok(n) => hasher.update(&buffer[..n]),
-                Err(_) => return "unreadable".into(),
-            }
         }
     } else {
         return "other".into();
     }
     hex(&hasher.finalize())
+}
+
+/// Feeds a file's size and bytes to `hasher`; false if it could not be
+/// read. A file past [`MAX_HASHED_BYTES`] (a sparse one may claim
+/// terabytes) is not read at all: its size and time stand in for its
+/// contents.
+fn hash_contents(file: std::fs::File, hasher: &mut Sha256) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = file.metadata() else {
+        return false;
+    };
+    hasher.update(meta.len().to_le_bytes());
+    if meta.len() > MAX_HASHED_BYTES {
+        hasher.update(meta.mtime().to_le_bytes());
+        hasher.update(meta.mtime_nsec().to_le_bytes());
+        return true;
+    }
+    let mut buffer = vec![0; 64 * 1024];
+    let mut file = file.take(MAX_HASHED_BYTES);
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => return true,
+            Ok(n) => hasher.update(&buffer[..n]),
+            Err(_) => return false,
+        }
+    }
 }
 
 fn count(at: &InRepo, range: &str) -> Result<u64, String> {
@@ -936,7 +941,7 @@ mod tests {
         assert_eq!(f.assess().dirty_files, ["?? notes.md"]);
     }
 
-    /// A sparse file that claims a terabyte is read only up to the cap.
+    /// A sparse file that claims a terabyte is assessed by its size and time.
     #[test]
     fn a_huge_sparse_file_is_assessed_without_reading_it_all() {
         let f = Fixture::new(Isolation::Clone);

@@ -55,8 +55,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::assess;
 use crate::fsutil::{
-    BeneathDir, EntryKind, ensure_private_dir, ensure_real_dir_below, read_untrusted,
-    remove_if_exists, write_atomic,
+    BeneathDir, CappedCopy, EntryKind, Links, copy_capped, ensure_private_dir,
+    ensure_real_dir_below, open_regular_file, read_untrusted, remove_if_exists, write_atomic,
 };
 use crate::git::{self, GitError};
 use crate::isolation::{self, IsolationError, IsolationRecord};
@@ -1380,6 +1380,48 @@ impl Collector {
         }
     }
 
+    /// Copies the regular file `path` into `staging` (mode 0700 if
+    /// `executable`), within what the save may still take; what cannot be
+    /// opened or has grown past that since it was listed is skipped.
+    fn copy_file(
+        &mut self,
+        tree: &BeneathDir,
+        staging: &Path,
+        path: &str,
+        executable: bool,
+    ) -> Result<(), DiscardError> {
+        let mut file = match tree.open_regular(path) {
+            Ok(file) => file,
+            Err(e) => {
+                self.skip(path, &e.to_string());
+                return Ok(());
+            }
+        };
+        let to = staged_path(staging, path)?;
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&to)
+            .map_err(io_at(&to))?;
+        let budget = (MAX_SAVED_BYTES - self.bytes).min(MAX_FILE_BYTES);
+        let copied = match copy_capped(&mut file, &mut out, budget).map_err(io_at(&to))? {
+            CappedCopy::Copied(copied) => copied,
+            CappedCopy::TooLarge => {
+                drop(out);
+                remove_if_exists(&to).map_err(io_at(&to))?;
+                self.skip(path, "it grew past the save's limit after it was listed");
+                return Ok(());
+            }
+        };
+        let mode = if executable { 0o700 } else { 0o600 };
+        out.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(io_at(&to))?;
+        self.bytes += copied;
+        self.saved.push(path.to_owned());
+        Ok(())
+    }
+
     /// Takes `path` (a directory is walked): copies what can be saved into
     /// `staging`, notes a tracked file that is gone as deleted, and what
     /// cannot be saved as skipped. Only writing the staging copy can fail.
@@ -1473,34 +1515,7 @@ impl Collector {
                     );
                 }
                 EntryKind::File { executable, .. } => {
-                    let mut file = match tree.open_regular(&path) {
-                        Ok(file) => file,
-                        Err(e) => {
-                            self.skip(&path, &e.to_string());
-                            continue;
-                        }
-                    };
-                    let to = staged_path(staging, &path)?;
-                    let mut out = std::fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .mode(0o600)
-                        .open(&to)
-                        .map_err(io_at(&to))?;
-                    let budget = (MAX_SAVED_BYTES - self.bytes).min(MAX_FILE_BYTES);
-                    let copied = io::copy(&mut (&mut file).take(budget + 1), &mut out)
-                        .map_err(io_at(&to))?;
-                    if copied > budget {
-                        drop(out);
-                        remove_if_exists(&to).map_err(io_at(&to))?;
-                        self.skip(&path, "it grew past the save's limit while it was read");
-                        continue;
-                    }
-                    let mode = if executable { 0o700 } else { 0o600 };
-                    out.set_permissions(std::fs::Permissions::from_mode(mode))
-                        .map_err(io_at(&to))?;
-                    self.bytes += copied;
-                    self.saved.push(path);
+                    self.copy_file(tree, staging, &path, executable)?;
                 }
                 EntryKind::Symlink => {
                     let target = match tree.read_link(&path) {
@@ -1637,7 +1652,8 @@ fn land_objects(
     objects: &Path,
     scratch: &Path,
 ) -> Result<(), DiscardError> {
-    let mut reader = io::BufReader::new(std::fs::File::open(bundle).map_err(io_at(bundle))?);
+    let opened = open_regular_file(bundle, Links::Refuse).map_err(io_at(bundle))?;
+    let mut reader = io::BufReader::new(opened);
     let mut header = 0u64;
     loop {
         let mut line = Vec::new();

@@ -59,12 +59,13 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
 /// Reads a file that someone else controls (the agent writes the unit's
 /// `state/`; a secret reference names any path), and every file jackin keeps
 /// under `$JACKIN_HOME`, without letting it hang or exhaust jackin: a
-/// symbolic link is not followed, only a regular file is read (opening a
-/// FIFO does not wait for a writer, and a FIFO or device is refused), and a
-/// file larger than `max_bytes` is refused. Blocking I/O: call it off the
-/// async runtime. The error says what the file is, never what it holds.
+/// symbolic link is not followed, only a regular file is opened (a FIFO or
+/// device is refused without being opened, see [`open_regular_file`]), and
+/// a file larger than `max_bytes` is refused before a byte of it is read.
+/// Blocking I/O: call it off the async runtime. The error says what the
+/// file is, never what it holds.
 pub fn read_untrusted(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
-    read_capped(path, max_bytes, false)
+    read_within(open_regular_file(path, Links::Refuse)?, max_bytes)
 }
 
 /// As [`read_untrusted`], but a symbolic link is followed: for a file the
@@ -75,43 +76,139 @@ pub fn read_untrusted(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
 /// the thing itself. Where a link may lead is the caller's rule (a policy
 /// directory keeps its links inside itself).
 pub fn read_regular(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
-    read_capped(path, max_bytes, true)
+    read_within(open_regular_file(path, Links::Follow)?, max_bytes)
 }
 
-fn read_capped(path: &Path, max_bytes: u64, follow: bool) -> io::Result<Vec<u8>> {
-    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(nofollow | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) if !follow => io::Error::new(
+/// Whether [`open_regular_file`] follows a symbolic link at the end of the
+/// path (links on the way are followed either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// A link is refused: for what someone else can write (a unit's files,
+    /// a secret reference) and for jackin's own files.
+    Refuse,
+    /// A link is followed, to a regular file only: for a file the operator
+    /// names or keeps where they like.
+    Follow,
+}
+
+/// Opens the regular file `path` for reading, having checked what it is
+/// before opening it: `path` is first opened with `O_PATH`, which reads
+/// nothing and runs no driver (a FIFO does not wait for a writer, a
+/// device's open has none of its effects), `fstat` says what it is, and
+/// only a regular file is then opened for reading, through
+/// `/proc/self/fd`, so that the file read is the very one checked even if
+/// another was put in its place meanwhile. A device node, FIFO, socket or
+/// directory is refused and never opened for reading; so is a symbolic
+/// link unless `links` follows it. The file's size is its `metadata()`:
+/// cap a read or copy by it before reading ([`read_within`],
+/// [`copy_capped`]). Every reader of a file in a unit goes through this (or
+/// [`BeneathDir::open_regular`]). Blocking I/O.
+pub fn open_regular_file(path: &Path, links: Links) -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    let nofollow = match links {
+        Links::Refuse => OFlags::NOFOLLOW,
+        Links::Follow => OFlags::empty(),
+    };
+    let handle = rustix::fs::open(
+        path,
+        OFlags::PATH | OFlags::CLOEXEC | nofollow,
+        Mode::empty(),
+    )?;
+    reopen_if_regular(&handle)
+}
+
+/// Opens for reading the file an `O_PATH` handle names, if `fstat` says it
+/// is a regular file; anything else is refused unopened.
+fn reopen_if_regular(handle: &rustix::fd::OwnedFd) -> io::Result<File> {
+    use rustix::fd::AsRawFd;
+    use rustix::fs::{FileType, Mode, OFlags};
+    match FileType::from_raw_mode(rustix::fs::fstat(handle)?.st_mode) {
+        FileType::RegularFile => {}
+        FileType::Symlink => {
+            return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "it is a symbolic link, which jackin does not follow here: \
                  put the file itself in its place",
-            ),
-            _ => e,
-        })?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "it is not a regular file (a FIFO, socket, device or directory): \
-             jackin reads only regular files here; put one in its place or remove it",
-        ));
+            ));
+        }
+        _ => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "it is not a regular file (a FIFO, socket, device or directory): \
+                 jackin reads only regular files here; put one in its place or remove it",
+            ));
+        }
     }
-    let mut bytes = Vec::new();
+    // The handle's magic link reaches the checked inode itself, not
+    // whatever the path names now.
+    let checked = format!("/proc/self/fd/{}", handle.as_raw_fd());
+    let fd = rustix::fs::open(
+        checked.as_str(),
+        OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| {
+        io::Error::new(
+            io::Error::from(e).kind(),
+            format!("it was checked, then could not be opened through {checked}: {e} (is /proc mounted?)"),
+        )
+    })?;
+    Ok(File::from(fd))
+}
+
+fn larger_than(max_bytes: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "it is larger than {max_bytes} bytes, more than jackin reads from such a file: \
+             no file it expects here is that large; replace or remove it"
+        ),
+    )
+}
+
+/// The bytes of `file` (opened by [`open_regular_file`]), unless it is
+/// larger than `max_bytes`: its size is looked at first, so a sparse file
+/// that claims gigabytes is refused before a byte of it is read, and one
+/// that grows past the cap while it is read is refused too.
+pub fn read_within(file: File, max_bytes: u64) -> io::Result<Vec<u8>> {
+    let size = file.metadata()?.len();
+    if size > max_bytes {
+        return Err(larger_than(max_bytes));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     file.take(max_bytes + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max_bytes {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "it is larger than {max_bytes} bytes, more than jackin reads from such a file: \
-                 no file it expects here is that large; replace or remove it"
-            ),
-        ));
+        return Err(larger_than(max_bytes));
     }
     Ok(bytes)
+}
+
+/// What [`copy_capped`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CappedCopy {
+    /// All of it, this many bytes.
+    Copied(u64),
+    /// Nothing or part of it: it is, or grew while it was copied, larger
+    /// than the cap. What was written must be thrown away.
+    TooLarge,
+}
+
+/// Copies `from` (a regular file opened by [`open_regular_file`] or
+/// [`BeneathDir::open_regular`]) into `to`, unless it is larger than
+/// `max_bytes`: its size (`st_size`) is looked at first, so a sparse file
+/// that claims gigabytes is refused at once, before a byte of it is read;
+/// one that grows past the cap while it is copied is refused once the cap
+/// is passed.
+pub fn copy_capped(from: &mut File, to: &mut impl Write, max_bytes: u64) -> io::Result<CappedCopy> {
+    if from.metadata()?.len() > max_bytes {
+        return Ok(CappedCopy::TooLarge);
+    }
+    let copied = io::copy(&mut from.take(max_bytes + 1), to)?;
+    Ok(if copied > max_bytes {
+        CappedCopy::TooLarge
+    } else {
+        CappedCopy::Copied(copied)
+    })
 }
 
 /// `base/relative` as a real directory (mode 0700 where it is made), in a
@@ -219,17 +316,19 @@ impl BeneathDir {
     }
 
     /// Opens the regular file `relative` below this directory for reading:
-    /// a link anywhere on the way, a FIFO, a device or a directory is
-    /// refused (a FIFO without waiting for a writer).
+    /// a link anywhere on the way is refused, and so is a FIFO, device or
+    /// directory, checked before it is opened, as [`open_regular_file`]
+    /// does. Cap what is read by its size ([`copy_capped`]).
     pub fn open_regular(&self, relative: &str) -> io::Result<File> {
-        let file = self.open_below(relative, rustix::fs::OFlags::NONBLOCK)?;
-        if !file.metadata()?.is_file() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{relative} is not a regular file"),
-            ));
-        }
-        Ok(file)
+        use rustix::fs::{Mode, OFlags};
+        let handle = rustix::fs::openat2(
+            &self.fd,
+            relative,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+            Self::RESOLVE,
+        )?;
+        reopen_if_regular(&handle)
     }
 }
 
@@ -522,6 +621,125 @@ mod tests {
         assert!(err.to_string().contains("lock file"), "{err}");
         let err = FileLock::acquire(&zero).unwrap_err();
         assert!(err.to_string().contains("lock file"), "{err}");
+    }
+
+    /// What was done to one file, as inotify tells it: an `O_PATH` open
+    /// neither opens nor reads a file, so only a real open shows.
+    struct Watch {
+        inotify: rustix::fd::OwnedFd,
+    }
+
+    impl Watch {
+        fn on(path: &Path) -> Self {
+            use rustix::fs::inotify;
+            let flags = inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC;
+            let inotify = inotify::init(flags).unwrap();
+            let what = inotify::WatchFlags::OPEN | inotify::WatchFlags::ACCESS;
+            inotify::add_watch(&inotify, path, what).unwrap();
+            Self { inotify }
+        }
+
+        /// Whether the file was opened, and read, since the last look
+        /// (inotify folds repeated events into one, so they are not
+        /// counted).
+        fn opened_and_read(&self) -> (bool, bool) {
+            use rustix::fs::inotify::{ReadFlags, Reader};
+            let mut buffer = [std::mem::MaybeUninit::uninit(); 4096];
+            let mut events = Reader::new(&self.inotify, &mut buffer);
+            let (mut opened, mut read) = (false, false);
+            loop {
+                match events.next() {
+                    Ok(event) => {
+                        opened |= event.events().contains(ReadFlags::OPEN);
+                        read |= event.events().contains(ReadFlags::ACCESS);
+                    }
+                    Err(rustix::io::Errno::AGAIN) => return (opened, read),
+                    Err(e) => panic!("reading inotify events: {e}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_device_or_fifo_is_refused_without_being_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = BeneathDir::open(dir.path()).unwrap();
+        let file = dir.path().join("file");
+        fs::write(&file, b"{}").unwrap();
+        let watch = Watch::on(&file);
+        assert_eq!(read_untrusted(&file, 16).unwrap(), b"{}");
+        assert_eq!(
+            watch.opened_and_read(),
+            (true, true),
+            "the watch sees a regular file opened and read"
+        );
+
+        // What the agent's `mknod exit.json c 1 3` makes: `/dev/null`'s
+        // numbers. The tests run as root, as jackin does.
+        let device = dir.path().join("device");
+        let made = std::process::Command::new("mknod")
+            .arg(&device)
+            .args(["c", "1", "3"])
+            .status();
+        assert!(made.unwrap().success(), "mknod needs CAP_MKNOD (root)");
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        for name in ["device", "fifo"] {
+            let path = dir.path().join(name);
+            let link = dir.path().join(format!("to-{name}"));
+            std::os::unix::fs::symlink(&path, &link).unwrap();
+            let watch = Watch::on(&path);
+            let refusals = [
+                read_untrusted(&path, 16).unwrap_err(),
+                read_regular(&link, 16).unwrap_err(),
+                open_regular_file(&path, Links::Refuse).unwrap_err(),
+                tree.open_regular(name).unwrap_err(),
+            ];
+            for err in refusals {
+                assert!(
+                    err.to_string().contains("not a regular file"),
+                    "{name}: {err}"
+                );
+            }
+            assert_eq!(
+                watch.opened_and_read(),
+                (false, false),
+                "the {name} was opened"
+            );
+        }
+    }
+
+    #[test]
+    fn a_sparse_file_past_the_cap_is_refused_before_a_byte_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pack");
+        File::create(&path).unwrap().set_len(5 << 30).unwrap();
+        let watch = Watch::on(&path);
+
+        let err = read_untrusted(&path, 1 << 20).unwrap_err();
+        assert!(
+            err.to_string().contains("larger than 1048576 bytes"),
+            "{err}"
+        );
+        let mut from = open_regular_file(&path, Links::Refuse).unwrap();
+        let mut to = Vec::new();
+        let copied = copy_capped(&mut from, &mut to, 1 << 20).unwrap();
+        assert_eq!(copied, CappedCopy::TooLarge);
+        assert!(to.is_empty());
+        assert_eq!(io::Seek::stream_position(&mut from).unwrap(), 0);
+        assert_eq!(watch.opened_and_read(), (true, false), "opened, never read");
+
+        // Within the cap, the whole file is copied.
+        File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(5)
+            .unwrap();
+        let mut from = open_regular_file(&path, Links::Refuse).unwrap();
+        let copied = copy_capped(&mut from, &mut to, 5).unwrap();
+        assert_eq!((copied, to.len()), (CappedCopy::Copied(5), 5));
     }
 
     #[test]

@@ -202,7 +202,10 @@ fn run_bounded(
 ) -> Result<Vec<u8>, GitError> {
     let describe = || args.join(" ");
     let stdin = match input {
-        Some(path) => Stdio::from(std::fs::File::open(path).map_err(GitError::Spawn)?),
+        Some(path) => Stdio::from(
+            crate::fsutil::open_regular_file(path, crate::fsutil::Links::Refuse)
+                .map_err(GitError::Spawn)?,
+        ),
         None => Stdio::null(),
     };
     let mut command = Command::new("git");

@@ -10,7 +10,7 @@
 //! a pack that passed lands in the host's `objects/pack`, whole: a refused
 //! publication leaves nothing in the host repository.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::fsutil::{self, BeneathDir, remove_if_exists, write_atomic};
@@ -245,7 +245,7 @@ pub(crate) fn copy_agent_objects(
                 .open_regular(&format!("objects/{relative}"))
                 .map_err(|e| refused(format!("objects/{relative}: {e}")))?;
             let to = into.join(&relative);
-            copy_capped(&mut file, &to, &mut budget).map_err(|e| match e {
+            copy_object(&mut file, &to, &mut budget).map_err(|e| match e {
                 CopyError::Io(e) => io_at(&to)(e),
                 CopyError::TooLarge => refused(format!(
                     "the agent's objects are larger than {} GiB; jackin does not publish \
@@ -277,21 +277,55 @@ enum CopyError {
     TooLarge,
 }
 
-fn copy_capped(from: &mut std::fs::File, to: &Path, budget: &mut Budget) -> Result<(), CopyError> {
+/// Copies one object file into `to`, within what is left of the budget:
+/// a file whose size is past it is refused before anything is read or
+/// made (a sparse file may claim far more than it holds).
+fn copy_object(from: &mut std::fs::File, to: &Path, budget: &mut Budget) -> Result<(), CopyError> {
+    if from.metadata().map_err(CopyError::Io)?.len() > budget.bytes {
+        return Err(CopyError::TooLarge);
+    }
     if let Some(parent) = to.parent() {
         fsutil::ensure_private_dir(parent).map_err(CopyError::Io)?;
     }
-    // A sparse file may claim far more than it holds: its size decides,
-    // before a byte is copied.
-    let claimed = from.metadata().map_err(CopyError::Io)?.len();
-    if claimed > budget.bytes {
-        return Err(CopyError::TooLarge);
-    }
     let mut out = std::fs::File::create(to).map_err(CopyError::Io)?;
-    let copied = io::copy(&mut from.take(budget.bytes + 1), &mut out).map_err(CopyError::Io)?;
-    if copied > budget.bytes {
-        return Err(CopyError::TooLarge);
+    match fsutil::copy_capped(from, &mut out, budget.bytes).map_err(CopyError::Io)? {
+        fsutil::CappedCopy::Copied(copied) => budget.bytes -= copied,
+        fsutil::CappedCopy::TooLarge => return Err(CopyError::TooLarge),
     }
-    budget.bytes -= copied;
     out.flush().map_err(CopyError::Io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sparse pack that claims 5 GiB is refused before a byte of it is
+    /// copied or a file made for it (L1: it cost a 4 GiB copy at every
+    /// publication).
+    #[test]
+    fn l1_a_sparse_object_file_is_refused_before_anything_is_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let pack = dir.path().join("pack-0.pack");
+        std::fs::File::create(&pack)
+            .unwrap()
+            .set_len(5 << 30)
+            .unwrap();
+        let to = dir.path().join("copy/pack-0.pack");
+        let mut budget = Budget {
+            bytes: 1 << 20,
+            files: 1,
+        };
+        let mut from = std::fs::File::open(&pack).unwrap();
+        assert!(matches!(
+            copy_object(&mut from, &to, &mut budget),
+            Err(CopyError::TooLarge)
+        ));
+        assert!(!to.exists(), "a copy was begun");
+        assert_eq!(
+            std::io::Seek::stream_position(&mut from).unwrap(),
+            0,
+            "the file was read"
+        );
+        assert_eq!(budget.bytes, 1 << 20);
+    }
 }

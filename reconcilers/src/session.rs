@@ -42,7 +42,9 @@ pub fn install_entry(layout: &Layout, container: &str) -> std::io::Result<PathBu
         (path.clone(), ENTRY_SCRIPT),
         (dir.join("hook"), HOOK_SCRIPT),
     ] {
-        if std::fs::read_to_string(&file).ok().as_deref() != Some(script) {
+        // Read as any file of the unit is (a longer one is not the script).
+        let found = read_untrusted(&file, script.len() as u64).ok();
+        if found.as_deref() != Some(script.as_bytes()) {
             ensure_private_dir(dir)?;
             write_atomic(&file, script.as_bytes())?;
         }

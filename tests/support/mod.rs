@@ -473,6 +473,53 @@ pub fn instance_yaml_with(name: &str, spec_lines: &str) -> String {
     instance_yaml(name).replace("  agent: shell\n", &format!("  agent: shell\n{spec_lines}"))
 }
 
+/// Makes a character device node at `path` with `/dev/null`'s numbers,
+/// as the agent's `mknod PATH c 1 3` does through a bind mount (the tests
+/// run as root, as the agent in its container is).
+pub fn mknod_dev_null(path: &Path) {
+    let made = Command::new("mknod")
+        .arg(path)
+        .args(["c", "1", "3"])
+        .status()
+        .expect("mknod runs");
+    assert!(made.success(), "mknod {} (needs root)", path.display());
+}
+
+/// Whether anyone opened one file, as inotify tells it: an `O_PATH` open
+/// (which reads nothing and runs no driver) does not show, a real one does,
+/// by jackin or any other process.
+pub struct OpenWatch {
+    inotify: rustix::fd::OwnedFd,
+}
+
+impl OpenWatch {
+    /// Watches the file (or device node, or FIFO) at `path`, without
+    /// opening it.
+    pub fn on(path: &Path) -> Self {
+        use rustix::fs::inotify;
+        let flags = inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC;
+        let inotify = inotify::init(flags).expect("an inotify instance");
+        inotify::add_watch(&inotify, path, inotify::WatchFlags::OPEN)
+            .unwrap_or_else(|e| panic!("watching {}: {e}", path.display()));
+        Self { inotify }
+    }
+
+    /// Whether the file was opened since the watch began (or the last look).
+    pub fn opened(&self) -> bool {
+        use rustix::fs::inotify::{ReadFlags, Reader};
+        let mut buffer = [std::mem::MaybeUninit::uninit(); 4096];
+        let mut events = Reader::new(&self.inotify, &mut buffer);
+        let mut opened = false;
+        loop {
+            match events.next() {
+                Ok(event) => opened |= event.events().contains(ReadFlags::OPEN),
+                Err(rustix::io::Errno::AGAIN) => return opened,
+                Err(e) => panic!("reading inotify events: {e}"),
+            }
+        }
+    }
+}
+
 /// A busybox sidecar named `name`, as a `spec` line.
 pub fn sidecar_line(name: &str) -> String {
     format!(
