@@ -80,14 +80,16 @@ impl<'a> Session<'a> {
 /// The operator's everyday git in their repository: every command exits 0,
 /// and none runs the program the agent planted (`canary` stays absent).
 fn assert_operators_git_clean(host: &Path, canary: &Path, what: &str) {
+    // `repair` before `prune`: prune would drop an entry whose `gitdir`
+    // names a directory without a `.git`, which repair writes one into.
     for args in [
         &["status"][..],
+        &["worktree", "list"],
+        &["worktree", "repair"],
         &["branch"],
         &["gc", "--quiet"],
         &["fsck", "--strict"],
-        &["worktree", "list"],
         &["worktree", "prune"],
-        &["worktree", "repair"],
         &["rev-list", "--all", "--count"],
     ] {
         let out = std::process::Command::new("git")
@@ -98,7 +100,10 @@ fn assert_operators_git_clean(host: &Path, canary: &Path, what: &str) {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            out.status.success() && !stderr.contains("error") && !stderr.contains("fatal"),
+            out.status.success()
+                && !stderr.contains("error")
+                && !stderr.contains("fatal")
+                && !stderr.contains("broken"),
             "{what}: git {args:?} in the operator's repository: {stderr}"
         );
     }
@@ -183,9 +188,11 @@ fn c3_a_purge_leaves_the_operators_repository_as_it_was() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_operators_git_clean(&host, &canary, "C3, purged");
+    // The unit's pin went with it; a save of its work pins the base again
+    // for as long as the save exists.
     let refs = git(&host, &["for-each-ref", "--format=%(refname)"]);
     assert!(
-        !refs.contains("refs/jackin/"),
+        !refs.contains("refs/jackin/base/"),
         "the pin outlived the unit: {refs}"
     );
 }
@@ -274,6 +281,7 @@ fn a_benign_agents_day_beside_the_operators_maintenance() {
              if [ $(({round} % 5)) -eq 4 ]; then git gc -q; fi && \
              git checkout -q {branch} && git rev-parse HEAD"
         ));
+        let tip = tip.lines().last().unwrap_or_default().to_owned();
         home.ok(&["describe", "day"]);
         assert_eq!(
             git(&host, &["rev-parse", &branch]),
@@ -292,4 +300,145 @@ fn a_benign_agents_day_beside_the_operators_maintenance() {
     }
     let tags = git(&host, &["tag", "--list"]);
     assert!(tags.is_empty(), "the agent's tags reached the host: {tags}");
+}
+
+/// Turns a kept session's worktree back into the layout an earlier jackin
+/// (ce8d2f9) made, by hand: a `git worktree` of the host with its entry,
+/// the agent's commit in the unit's view of the host's git directory and
+/// its ref in the unit, no pin, and a record naming the entry. The
+/// checkout keeps an untracked file. Returns the entry.
+fn make_earlier_layout(home: &Home, name: &str, host: &Path) -> PathBuf {
+    let container = home.container(name);
+    let unit = home.unit(name);
+    let record_file = unit.join(".jackin/isolation.json");
+    let mut records: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record_file).unwrap()).unwrap();
+    let record = &mut records[0];
+    let checkout = PathBuf::from(record["path"].as_str().unwrap());
+    let slug = checkout.file_name().unwrap().to_str().unwrap().to_owned();
+    let git_root = unit.join("git");
+    for gone in [
+        git_root.join("repo").join(&slug),
+        git_root.join("repo").join(format!("{slug}.host-objects")),
+        git_root.join("repo").join(format!("{slug}.published")),
+    ] {
+        let _ = std::fs::remove_dir_all(&gone).or_else(|_| std::fs::remove_file(&gone));
+    }
+    git(
+        host,
+        &["update-ref", "-d", &format!("refs/jackin/base/{container}")],
+    );
+    std::fs::remove_dir_all(&checkout).unwrap();
+    let branch = format!("jackin/scratch/{container}");
+    git(
+        host,
+        &[
+            "worktree",
+            "add",
+            "--quiet",
+            checkout.to_str().unwrap(),
+            &branch,
+        ],
+    );
+    std::fs::write(checkout.join("draft.txt"), "the agent's draft\n").unwrap();
+    let entry = PathBuf::from(git(
+        &checkout,
+        &["rev-parse", "--path-format=absolute", "--git-dir"],
+    ));
+    let base = git(host, &["rev-parse", &branch]);
+    let view = git_root.join("view").join(&slug);
+    std::fs::create_dir_all(view.join("objects")).unwrap();
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(host)
+        .args(["-c", "user.email=agent@jackin.dev", "-c", "user.name=agent"])
+        .args(["commit-tree", "-p", &base, "-m", "agent work"])
+        .arg(format!("{base}^{{tree}}"))
+        .env("GIT_OBJECT_DIRECTORY", view.join("objects"))
+        .env(
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+            host.join(".git/objects"),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let commit = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let refs = git_root.join("refs").join(&slug);
+    std::fs::create_dir_all(&refs).unwrap();
+    std::fs::write(refs.join(&container), format!("{commit}\n")).unwrap();
+    std::fs::write(git_root.join("refs").join(format!("{slug}.seeded")), &base).unwrap();
+    let fields = record.as_object_mut().unwrap();
+    fields.remove("basePin");
+    fields.insert("adminDir".into(), entry.to_str().unwrap().into());
+    std::fs::write(&record_file, serde_json::to_vec(&records).unwrap()).unwrap();
+    entry
+}
+
+/// A unit an earlier jackin made moves to a repository of its own at its
+/// next start: its work published first, its entry in the host removed
+/// (it named the checkout), the agent's git working in the container with
+/// the commit and the untracked file. An entry the agent pointed elsewhere
+/// is left, and reported by the start, `describe` and the sweep.
+#[test]
+fn a_unit_made_by_an_earlier_jackin_moves_to_its_own_repository_at_its_next_start() {
+    let (home, dir, host, canary) = setup();
+    for name in ["mig", "mig-tampered"] {
+        Session::start(&home, name, &host);
+        home.ok(&["set-phase", name, "kept"]);
+    }
+    let entry = make_earlier_layout(&home, "mig", &host);
+    let tampered = make_earlier_layout(&home, "mig-tampered", &host);
+    let elsewhere = dir.path().join("elsewhere/.git");
+    std::fs::write(
+        tampered.join("gitdir"),
+        format!("{}\n", elsewhere.display()),
+    )
+    .unwrap();
+    let swept = home.jackin(&["prune", "--dry-run"]);
+    let swept = String::from_utf8_lossy(&swept.stderr);
+    assert!(
+        swept.contains(entry.to_str().unwrap())
+            && swept.contains("moves to a repository of its own"),
+        "{swept}"
+    );
+
+    home.ok(&["set-phase", "mig", "running"]);
+    let started = home.jackin(&["set-phase", "mig-tampered", "running"]);
+    assert!(started.status.success(), "{started:?}");
+    let said = String::from_utf8_lossy(&started.stderr);
+    let delete_it = format!("rm -rf -- {}", tampered.display());
+    assert!(said.contains(&delete_it), "the start did not say: {said}");
+
+    let migrated = Session {
+        home: &home,
+        name: "mig".into(),
+        container: home.container("mig"),
+    };
+    let branch = format!("jackin/scratch/{}", migrated.container);
+    assert_eq!(
+        git(&host, &["log", "-1", "--format=%s", &branch]),
+        "agent work"
+    );
+    assert!(
+        !entry.exists(),
+        "the entry that named the checkout is still there"
+    );
+    let seen = migrated.agent_ok("git log -1 --format=%s && git status --porcelain");
+    assert!(
+        seen.starts_with("agent work") && seen.contains("?? draft.txt"),
+        "{seen}"
+    );
+    assert!(!home.ok(&["describe", "mig"]).contains("left entry"));
+
+    assert!(tampered.exists(), "an entry naming elsewhere was removed");
+    assert!(!elsewhere.exists());
+    let described = home.ok(&["describe", "mig-tampered"]);
+    assert!(
+        described.contains("left entry") && described.contains(&delete_it),
+        "{described}"
+    );
+    let swept = home.jackin(&["prune", "--dry-run"]);
+    assert!(String::from_utf8_lossy(&swept.stderr).contains(&delete_it));
+    std::fs::remove_dir_all(&tampered).unwrap();
+    assert_operators_git_clean(&host, &canary, "after the move");
 }

@@ -924,6 +924,11 @@ pub struct MountStatus {
     /// Digest of the assessment; an acknowledgement must quote it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub digest: String,
+    /// For a worktree an earlier jackin made as a `git worktree`: its entry
+    /// in the host repository, left there because it no longer names the
+    /// checkout. Not jackin's to remove: the operator deletes it by hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_entry: Option<String>,
 }
 
 #[cfg(test)]

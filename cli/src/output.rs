@@ -741,6 +741,15 @@ pub fn mounts_evidence(mounts: &[MountStatus]) -> String {
                 let _ = writeln!(out, "      {}", terminal_safe(b));
             }
         }
+        if let Some(entry) = &m.left_entry {
+            let entry = terminal_safe(entry);
+            let _ = writeln!(
+                out,
+                "    left entry    {entry}: an earlier jackin's worktree entry in the host \
+                 repository that no longer names this checkout; delete it by hand \
+                 (rm -rf -- {entry})"
+            );
+        }
     }
     out
 }

@@ -286,6 +286,15 @@ pub async fn plan(
     let mut findings = store
         .blocking(|store| plan_files(store, Depth::Full))
         .await?;
+    // Not the sweep's to remove (the agent wrote them): said, with the way.
+    let layout = store.layout().clone();
+    let left = jackin_reconcilers::blocking(move || {
+        jackin_reconcilers::legacy_worktree::left_entries(&layout)
+    })
+    .await;
+    for line in left {
+        tracing::warn!("{line}");
+    }
     let home_file = store.layout().home_id_file();
     // A home that never created an engine object has none to sweep; and
     // objects of other homes on the same engine are never ours to touch.

@@ -507,6 +507,7 @@ pub fn mount_status(record: &IsolationRecord, assessment: &Assessment) -> MountS
         dirty_files,
         unpushed_branches,
         digest,
+        left_entry: record.left_entry.clone(),
     }
 }
 

@@ -967,6 +967,7 @@ mod tests {
             dirty_files: vec!["?? draft.md".into()],
             unpushed_branches: vec![],
             digest: "d1".into(),
+            left_entry: None,
         }];
         let cases = [
             (

@@ -322,7 +322,7 @@ mod tests {
         ));
         assert!(!to.exists(), "a copy was begun");
         assert_eq!(
-            std::io::Seek::stream_position(&mut from).unwrap(),
+            io::Seek::stream_position(&mut from).unwrap(),
             0,
             "the file was read"
         );

@@ -166,19 +166,10 @@ pub enum IsolationError {
          beside it instead, or isolate that mount too"
     )]
     SharedOverIsolated { why: String },
-    #[error(
-        "mount {dst}: the ref {pin} in {src}, which pins the checkout's base commit {base}, \
-         names {found}: the operator's repository may no longer hold what the checkout \
-         borrows, so it is not started. Put it back (`git -C {src} update-ref {pin} {base}`) \
-         if {base} is still there; otherwise purge the instance"
-    )]
-    BasePinMoved {
-        dst: String,
-        src: String,
-        pin: String,
-        base: String,
-        found: String,
-    },
+    /// The ref pinning a worktree's base is gone or moved (the message
+    /// says which, and how to put it back).
+    #[error("mount {dst}: {message}")]
+    BasePinMoved { dst: String, message: String },
 }
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IsolationError + '_ {

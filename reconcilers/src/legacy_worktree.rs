@@ -28,6 +28,7 @@ use crate::isolation::{
 };
 use crate::layout::Layout;
 use crate::worktree::{self, BASE_PIN_PREFIX};
+use jackin_api::instance::Isolation;
 
 /// The objects directory of the unit's view of a worktree's host
 /// repository: where the agent's own commits are until jackin publishes
@@ -404,6 +405,68 @@ pub fn remove(record: &IsolationRecord) -> Result<Option<String>, IsolationError
     }
     remove_unit_parts(record)?;
     Ok(kept)
+}
+
+/// What earlier jackins left in the host repositories this home's units
+/// were made from: every entry of their `worktrees/` that names a checkout
+/// under this home, and every entry a unit recorded as left. One line for
+/// each, saying what becomes of it. Reads only.
+pub fn left_entries(layout: &Layout) -> Vec<String> {
+    let Ok(units) = std::fs::read_dir(layout.data_dir()) else {
+        return Vec::new();
+    };
+    let mut records = Vec::new();
+    for unit in units.filter_map(Result::ok) {
+        let Some(container) = unit.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        if let Ok(found) = crate::isolation::read_records(layout, &container) {
+            records.extend(
+                found
+                    .into_iter()
+                    .filter(|r| r.isolation == Isolation::Worktree),
+            );
+        }
+    }
+    let mut lines = Vec::new();
+    let mut repositories: Vec<PathBuf> =
+        records.iter().filter_map(|r| git_dir_of(r).ok()).collect();
+    repositories.sort();
+    repositories.dedup();
+    for common in &repositories {
+        for (entry, names) in entries_left_in(layout, common) {
+            let pending = records
+                .iter()
+                .any(|r| r.is_legacy_worktree() && r.admin_dir.as_deref() == entry.to_str());
+            let what = if pending {
+                "moves to a repository of its own at its unit's next start".to_owned()
+            } else {
+                format!(
+                    "no unit uses it; delete it by hand: rm -rf -- {}",
+                    entry.display()
+                )
+            };
+            lines.push(format!(
+                "worktree entry {} (naming {}) left by an earlier jackin: {what}",
+                entry.display(),
+                quoted(&names)
+            ));
+        }
+    }
+    for record in &records {
+        if let Some(entry) = record
+            .left_entry
+            .as_deref()
+            .filter(|e| Path::new(e).exists())
+        {
+            lines.push(format!(
+                "worktree entry {entry} in {} left by an earlier jackin names another checkout \
+                 than {}: delete it by hand: rm -rf -- {entry}",
+                record.src, record.path
+            ));
+        }
+    }
+    lines
 }
 
 /// The entries of a host repository's `worktrees/` whose `gitdir` names a

@@ -98,6 +98,7 @@ mod tests {
                 vec![]
             },
             digest: "d".into(),
+            left_entry: None,
         }
     }
 

@@ -180,13 +180,20 @@ pub fn pin_base(record: &IsolationRecord, create: bool) -> Result<(), IsolationE
             ])?;
             Ok(())
         }
-        found => Err(IsolationError::BasePinMoved {
-            dst: record.dst.clone(),
-            src: record.src.clone(),
-            pin: pin.to_owned(),
-            base: record.base_commit.clone(),
-            found: found.unwrap_or_else(|| "nothing".into()),
-        }),
+        found => {
+            let (src, base) = (&record.src, &record.base_commit);
+            let found = found.unwrap_or_else(|| "nothing".into());
+            Err(IsolationError::BasePinMoved {
+                dst: record.dst.clone(),
+                message: format!(
+                    "the ref {pin} in {src}, which pins the checkout's base commit {base}, \
+                     names {found}: the operator's repository may no longer hold what the \
+                     checkout borrows, so it is not started. Put it back (`git -C {src} \
+                     update-ref {pin} {base}`) if {base} is still there; otherwise purge the \
+                     instance"
+                ),
+            })
+        }
     }
 }
 
