@@ -427,6 +427,9 @@ impl Vector {
                 );
                 let file = Path::new(&own).join("config.worktree");
                 let file = file.to_str().unwrap();
+                // The agent's repository is its own: it turns the extension
+                // on itself.
+                config(checkout, &["extensions.worktreeConfig", "true"]);
                 config(checkout, &["--file", file, "core.fsmonitor", &run]);
                 config(checkout, &["--file", file, "filter.wt.clean", &run]);
                 std::fs::write(checkout.join(".gitattributes"), "* filter=wt\n").unwrap();
@@ -464,12 +467,18 @@ fn hostile_checkout(vector: Vector) {
     let probe = repos.canary("probe");
     vector.plant(&repos, &checkout, &probe);
     make_stat_dirty(&vector.filtered_file(&checkout));
-    let _ = Command::new("git")
-        .args(["--no-optional-locks", "-C"])
-        .arg(&checkout)
-        .args(["status", "--porcelain"])
-        .output()
-        .unwrap();
+    let mut plain = Command::new("git");
+    plain.args(["--no-optional-locks", "-C"]).arg(&checkout);
+    // A worktree's repository is beside its checkout (its `.git` names it
+    // where the container sees it).
+    if let Some(repo) = jackin_reconcilers::worktree::repository_beside(&checkout) {
+        plain
+            .arg("--git-dir")
+            .arg(repo)
+            .arg("--work-tree")
+            .arg(&checkout);
+    }
+    let _ = plain.args(["status", "--porcelain"]).output().unwrap();
     assert!(
         probe.exists(),
         "{vector:?}: the vector does not run a program at all"
@@ -686,7 +695,8 @@ fn redirected_dot_git(redirect: Redirect) {
         );
     };
 
-    // The agent, inside its container, points its checkout elsewhere.
+    // The agent, inside its container, points its checkout elsewhere: its
+    // `.git`, or its own repository's `commondir`.
     let rewrite = match redirect {
         Redirect::CommonDir => format!(
             "echo '{}' > \"$(sed 's/^gitdir: //' /workspace/app/.git)/commondir\"",
@@ -696,18 +706,27 @@ fn redirected_dot_git(redirect: Redirect) {
     };
     docker(&["exec", &container, "sh", "-c", &rewrite]);
     home.ok(&["set-phase", name, "kept"]);
-    let err = home.fails(&["set-phase", name, "running"]);
-    assert!(
-        err.contains("no longer name each other"),
-        "{redirect:?}: {err}"
-    );
-    assert_eq!(
-        condition(&home.object(name), "Ready").unwrap()["reason"],
-        "ResumeConflict",
-        "{redirect:?}"
-    );
-    // Nothing was bound: no container runs, and none that exists binds
-    // either operator entry.
+    unchanged("after the stop");
+    match redirect {
+        // jackin never reads the checkout's `.git`: it names the unit's
+        // repository again at the next start.
+        Redirect::SameRepository | Redirect::OtherRepository => {
+            home.ok(&["set-phase", name, "running"]);
+            let dot_git = std::fs::read_to_string(checkout.join(".git")).unwrap();
+            assert!(dot_git.starts_with("gitdir: /.jackin/git/"), "{dot_git}");
+        }
+        // A repository that names another as its own is not started, nor
+        // read by jackin's git.
+        Redirect::CommonDir => {
+            let err = home.fails(&["set-phase", name, "running"]);
+            assert!(err.contains("names another repository"), "{err}");
+            assert_eq!(
+                condition(&home.object(name), "Ready").unwrap()["reason"],
+                "ResumeConflict"
+            );
+        }
+    }
+    // Nothing of either operator entry is bound into any container made.
     let containers = docker(&["ps", "-aq", "--filter", &format!("name=^{container}$")]);
     for id in containers.split_whitespace() {
         let mounts = docker(&["inspect", "--format", "{{json .Mounts}}", id]);
@@ -718,28 +737,19 @@ fn redirected_dot_git(redirect: Redirect) {
             );
         }
     }
-    assert!(
-        containers.is_empty(),
-        "{redirect:?}: a container was made: {containers}"
-    );
     unchanged("after the resume");
 
-    // The purge assesses the checkout as unsafe (its links are broken) and,
-    // forced, removes jackin's checkout and entry only.
-    let err = home.fails(&["set-phase", name, "purged"]);
-    assert!(
-        err.contains("no longer name each other"),
-        "{redirect:?}: {err}"
-    );
+    // The purge removes jackin's checkout, repository and refs only.
     home.ok(&["set-phase", name, "purged", "--force"]);
     assert!(!home.jackin(&["get", name]).status.success(), "purged");
     assert!(!checkout.exists(), "{redirect:?}: the checkout stays");
     unchanged("after the purge");
-    let listed = support::git(&host, &["worktree", "list", "--porcelain"]);
-    assert!(
-        !listed.contains(checkout.to_str().unwrap()),
-        "{redirect:?}: jackin's own entry stays: {listed}"
+    // The unit's pin went with it (a save of its work pins the base anew).
+    let refs = support::git(
+        &host,
+        &["for-each-ref", "--format=%(refname)", "refs/jackin/base/"],
     );
+    assert!(refs.is_empty(), "{redirect:?}: {refs}");
 }
 
 /// H1.
@@ -789,12 +799,9 @@ fn a_worktree_made_again_from_the_agents_branch_runs_no_driver_the_branch_names(
         host.display()
     );
     home.apply(name, &instance_yaml_with(name, &spec));
-    // The first checkout is of the operator's own tree: their hook ran.
-    assert!(
-        repos.canary("hook").exists(),
-        "the operator's hook runs on their own tree"
-    );
-    std::fs::remove_file(repos.canary("hook")).unwrap();
+    // The unit's repository is its own: no hook of the host repository
+    // runs, not even on the operator's own tree.
+    assert!(!repos.canary("hook").exists(), "the host's hook ran");
     let checkout = home.checkout(name);
     // The agent's commit: attributes naming the driver, and its work.
     std::fs::write(checkout.join(".gitattributes"), "* filter=opf\n").unwrap();
@@ -820,12 +827,11 @@ fn a_worktree_made_again_from_the_agents_branch_runs_no_driver_the_branch_names(
     home.ok(&["set-phase", name, "purged", "--force"]);
 }
 
-/// Two instances on one repository: each container sees only its own scratch
-/// ref, what an agent leaves beside it (a loop, a link to elsewhere) never
-/// reaches the host repository, and its commit reaches the host's branch
-/// only through jackin, checked.
+/// Two instances on one repository: each container sees only its own
+/// repository (no ref of the host, no other unit's), and its commit reaches
+/// the host's scratch branch only through jackin, checked.
 #[test]
-fn a_units_scratch_ref_is_its_own_and_reaches_the_host_only_checked() {
+fn a_units_repository_is_its_own_and_reaches_the_host_only_checked() {
     ensure_busybox();
     let home = Home::new();
     let repos = Repos::new();
@@ -838,29 +844,36 @@ fn a_units_scratch_ref_is_its_own_and_reaches_the_host_only_checked() {
         home.apply(name, &instance_yaml_with(name, &spec));
     }
     let (a, b) = (home.container("wa"), home.container("wb"));
-    let scratch = host.join(".git/refs/heads/jackin/scratch");
-    let seen = docker(&["exec", &a, "ls", scratch.to_str().unwrap()]);
+    // Its repository holds its own branch only; the host's refs are not
+    // there to see.
+    let repo = docker(&["exec", &a, "sed", "s/^gitdir: //", "/workspace/app/.git"]);
+    let seen = docker(&[
+        "exec",
+        &a,
+        "ls",
+        &format!("{repo}/refs/heads/jackin/scratch"),
+    ]);
     assert_eq!(seen.split_whitespace().collect::<Vec<_>>(), [a.as_str()]);
-    // The agent leaves a loop and a link beside its ref.
-    docker(&[
+    let host_refs = host.join(".git/refs");
+    let listed = docker(&[
         "exec",
         &a,
         "sh",
         "-c",
-        &format!(
-            "cd {} && ln -s . loop && ln -s /etc evil",
-            scratch.display()
-        ),
+        &format!("ls {} 2>&1; true", host_refs.display()),
     ]);
-    assert!(!scratch.join("loop").exists() && !scratch.join("evil").exists());
-    let branches = support::git(&host, &["branch", "--list", "jackin/*"]);
-    assert_eq!(branches.lines().count(), 2, "{branches}");
+    assert!(listed.contains("No such file"), "{listed}");
 
-    // The agent's commit: its object in the host repository (as git in the
-    // container writes it), its ref in the unit.
+    // The agent's commit: its object in its repository, its ref there too
+    // (written on the host, as git in the container writes them).
     let base = support::git(&host, &["rev-parse", "HEAD"]);
+    let ours = format!("refs/heads/jackin/scratch/{a}");
+    let unit_repo = home
+        .unit("wa")
+        .join("git/repo")
+        .join(home.checkout("wa").file_name().unwrap());
     let commit = test_git(
-        &host,
+        &unit_repo,
         &[
             "commit-tree",
             "-p",
@@ -870,18 +883,20 @@ fn a_units_scratch_ref_is_its_own_and_reaches_the_host_only_checked() {
             &format!("{base}^{{tree}}"),
         ],
     );
-    let ours = format!("refs/heads/jackin/scratch/{a}");
-    docker(&[
-        "exec",
-        &a,
-        "sh",
-        "-c",
-        &format!("echo {commit} > {}/{a}", scratch.display()),
-    ]);
+    test_git(&unit_repo, &["update-ref", &ours, &commit]);
     assert_eq!(
         support::git(&host, &["rev-parse", &ours]),
         base,
         "not before jackin"
+    );
+    assert!(
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(&host)
+            .args(["cat-file", "-e", &commit])
+            .status()
+            .is_ok_and(|s| !s.success()),
+        "the agent's object is in the host before jackin published it"
     );
     let described = home.ok(&["describe", "wa"]);
     assert!(

@@ -36,7 +36,7 @@ use crate::digest::hex;
 use crate::fsutil::{Links, open_regular_file};
 use crate::git;
 use crate::isolation::{self, IsolationRecord};
-use crate::legacy_worktree;
+use crate::{legacy_worktree, worktree};
 
 /// The largest file whose bytes the digest reads; a larger one is known
 /// by its size and time, unread.
@@ -151,6 +151,8 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
     let legacy = record.is_legacy_worktree();
     if legacy {
         legacy_worktree::check_link(record).map_err(|e| e.to_string())?;
+    } else if record.scratch_branch.is_some() {
+        worktree::check_repository(record).map_err(|e| e.to_string())?;
     }
     let dir = record.path.as_str();
     let at = InRepo::checkout(record);

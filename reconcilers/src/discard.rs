@@ -624,7 +624,10 @@ fn host_refs(src: &str) -> std::collections::BTreeMap<String, String> {
 fn read_repository_state(record: &IsolationRecord) -> Result<GitState, String> {
     let dir = record.path.as_str();
     let dot_git = match record.isolation {
-        Isolation::Worktree => PathBuf::from(record.git_place()),
+        Isolation::Worktree => {
+            crate::worktree::check_repository(record).map_err(|e| e.to_string())?;
+            PathBuf::from(record.git_place())
+        }
         _ => Path::new(dir).join(".git"),
     };
     let objects = dot_git.join("objects");

@@ -418,12 +418,7 @@ fn write_dot_git(record: &IsolationRecord, repo: &UnitRepo) -> Result<(), Isolat
 /// is as jackin wrote it, whatever the agent left.
 pub fn refresh(record: &IsolationRecord) -> Result<(), IsolationError> {
     let repo = UnitRepo::of(record);
-    if !std::fs::symlink_metadata(&repo.git_dir).is_ok_and(|m| m.is_dir()) {
-        return Err(record.link_conflict(format!(
-            "the unit's repository {} is not a directory",
-            repo.git_dir.display()
-        )));
-    }
+    check_repository(record)?;
     pin_base(record, false)?;
     publish(record)?;
     link_host_objects(record, &repo)?;
@@ -450,6 +445,29 @@ pub fn binds(record: &IsolationRecord) -> Result<Vec<GitBind>, IsolationError> {
             read_only: true,
         },
     ])
+}
+
+/// Checks that the unit's repository is one git reads as itself: a real
+/// directory with no `commondir` (which would make git, jackin's confined
+/// git included, read another repository's refs, config and objects as
+/// this one's). Run before any git of jackin's reads it.
+pub fn check_repository(record: &IsolationRecord) -> Result<(), IsolationError> {
+    let repo = UnitRepo::of(record);
+    if !std::fs::symlink_metadata(&repo.git_dir).is_ok_and(|m| m.is_dir()) {
+        return Err(record.link_conflict(format!(
+            "the unit's repository {} is not a directory",
+            repo.git_dir.display()
+        )));
+    }
+    let commondir = repo.git_dir.join("commondir");
+    if std::fs::symlink_metadata(&commondir).is_ok() {
+        return Err(record.link_conflict(format!(
+            "the unit's repository has a {} that names another repository as its own; \
+             remove it if it is yours",
+            commondir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The tip of the unit's scratch branch, read confined; `None` when the
@@ -484,9 +502,10 @@ fn unit_tip(record: &IsolationRecord, repo: &UnitRepo) -> Result<Option<String>,
 /// its repository. A unit whose repository is gone has nothing to publish.
 pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     let repo = UnitRepo::of(record);
-    if !std::fs::symlink_metadata(&repo.git_dir).is_ok_and(|m| m.is_dir()) {
+    if std::fs::symlink_metadata(&repo.git_dir).is_err() {
         return Ok(());
     }
+    check_repository(record)?;
     let Some(tip) = unit_tip(record, &repo)? else {
         return Ok(());
     };
