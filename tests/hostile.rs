@@ -890,7 +890,7 @@ fn a_units_repository_is_its_own_and_reaches_the_host_only_checked() {
         "not before jackin"
     );
     assert!(
-        std::process::Command::new("git")
+        Command::new("git")
             .arg("-C")
             .arg(&host)
             .args(["cat-file", "-e", &commit])

@@ -545,7 +545,7 @@ mod tests {
     use crate::layout::Layout;
 
     fn git(dir: &Path, args: &[&str]) -> String {
-        let prefix = crate::worktree::testing::git_argv(dir);
+        let prefix = worktree::testing::git_argv(dir);
         let mut argv: Vec<&str> = prefix.iter().map(String::as_str).collect();
         argv.extend_from_slice(args);
         String::from_utf8(git::run(&argv).unwrap())

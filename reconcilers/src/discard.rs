@@ -709,7 +709,7 @@ fn read_legacy_worktree_state(record: &IsolationRecord) -> Result<GitState, Stri
         .map_err(|e| e.to_string())
     };
     let scratch_tip = tip_of(&branch)?;
-    let common = isolation::git_dir_of(record).map_err(|e| e.to_string())?;
+    let common = crate::checkout::git_dir_of(record).map_err(|e| e.to_string())?;
     let mut objects = vec![common.join("objects")];
     let view = legacy_worktree::view_objects(record);
     if std::fs::symlink_metadata(&view).is_ok_and(|m| m.is_dir()) {
@@ -906,7 +906,7 @@ fn save_checkout(
     // The host repository's objects too (the operator's, read-only): what
     // the bundle may leave out is what the host has.
     let mut alternates = state.objects.clone();
-    if let Ok(common) = isolation::common_dir(&record.src) {
+    if let Ok(common) = crate::checkout::common_dir(&record.src) {
         let objects = common.join("objects");
         if std::fs::symlink_metadata(&objects).is_ok_and(|m| m.is_dir())
             && !alternates.contains(&objects)
@@ -1919,7 +1919,7 @@ fn restore_into_host(
         }
     }
     if let Some(bundle) = &checkout.bundle {
-        let common = isolation::common_dir(src)?;
+        let common = crate::checkout::common_dir(src)?;
         let objects = ensure_real_dir_below(&common, Path::new("objects"))
             .map_err(io_at(&common.join("objects")))?;
         let work = tempfile::Builder::new()

@@ -21,252 +21,16 @@
 //! the new form at their next start (see [`crate::legacy_worktree`]).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use jackin_api::instance::{Isolation, MountSpec};
-use serde::{Deserialize, Serialize};
 
-use crate::digest::sha256_hex;
-use crate::fsutil::{self, ensure_private_dir, read_untrusted, remove_if_exists, write_atomic};
+pub use crate::checkout::{GitBind, IsolationError, IsolationRecord, read_records, slug};
+use crate::checkout::{SCRATCH_PREFIX, checkout_path, common_dir, io, path_str, write_records};
+use crate::fsutil::{ensure_private_dir, remove_if_exists};
 use crate::git::{self, GitError};
-use crate::gitdir::ViewError;
 use crate::layout::Layout;
 use crate::{legacy_worktree, worktree};
-
-/// One materialized isolated mount.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IsolationRecord {
-    /// The container destination; the mount's identity.
-    pub dst: String,
-    /// The host repository the checkout was made from.
-    pub src: String,
-    pub isolation: Isolation,
-    /// The checkout on the host.
-    pub path: String,
-    /// The worktree's scratch branch; `None` for a clone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scratch_branch: Option<String>,
-    /// The host's `HEAD` when the checkout was made.
-    pub base_commit: String,
-    /// For a worktree: the host's branches and their tips when it was made,
-    /// which the assessment leaves out (they are the operator's, not the
-    /// agent's, and worktrees share the host's branches).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub host_branches: BTreeMap<String, String>,
-    /// For a worktree: the host repository's git directory, which all its
-    /// worktrees share (`git rev-parse --git-common-dir` in the host
-    /// repository when the worktree was made).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub common_dir: Option<String>,
-    /// For a worktree an earlier jackin made as a `git worktree`: its entry
-    /// in the host repository, `<common_dir>/worktrees/<id>`, read from the
-    /// new checkout right after git made it, before any agent ran. The one
-    /// entry jackin removes (see [`crate::legacy_worktree`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub admin_dir: Option<String>,
-    /// For a worktree with a repository of its own: the ref of the host
-    /// repository that pins its base commit (`refs/jackin/base/<unit>`).
-    /// None for a clone, and for a worktree an earlier jackin made.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_pin: Option<String>,
-    /// An entry an earlier jackin's worktree left in the host repository
-    /// that no longer names the checkout, so jackin did not remove it: the
-    /// operator's to delete (`describe` and the sweep say so).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub left_entry: Option<String>,
-    /// Where the record put the checkout when that is not where the layout
-    /// puts it now: the home was moved. Not stored.
-    #[serde(skip)]
-    pub moved_from: Option<String>,
-}
-
-impl IsolationRecord {
-    /// A worktree an earlier jackin made as a `git worktree` of the host
-    /// repository, not yet moved to a repository of its own.
-    pub fn is_legacy_worktree(&self) -> bool {
-        self.scratch_branch.is_some() && self.base_pin.is_none()
-    }
-
-    /// Where a confined git on the host finds the checkout's repository:
-    /// `git -C <this> --work-tree=<path>`. A worktree's own repository lives
-    /// beside the checkout (its `.git` names it where the container sees
-    /// it); a clone's, and an earlier jackin's worktree's, through the
-    /// checkout.
-    pub fn git_place(&self) -> String {
-        if self.scratch_branch.is_some() && !self.is_legacy_worktree() {
-            worktree::UnitRepo::of(self)
-                .git_dir
-                .to_str()
-                .expect("jackin's paths are UTF-8")
-                .to_owned()
-        } else {
-            self.path.clone()
-        }
-    }
-
-    /// The checkout and what git needs of it no longer agree, as `detail`
-    /// says.
-    pub(crate) fn link_conflict(&self, detail: String) -> IsolationError {
-        IsolationError::LinkConflict {
-            dst: self.dst.clone(),
-            path: self.path.clone(),
-            detail,
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum IsolationError {
-    #[error(transparent)]
-    Git(#[from] GitError),
-    #[error(transparent)]
-    View(#[from] ViewError),
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path}: cannot read the isolation records: {message}")]
-    Records { path: PathBuf, message: String },
-    #[error("mount {dst}: {src} is not a git repository with a commit: {detail}")]
-    NotARepository {
-        dst: String,
-        src: String,
-        detail: String,
-    },
-    #[error("{path} exists but no isolation record describes it; it is left alone")]
-    Unrecorded { path: String },
-    #[error(
-        "mount {dst}: its isolated checkout has not been prepared; refusing to bind the host directory"
-    )]
-    NotPrepared { dst: String },
-    #[error(
-        "mount {dst}: the host repository {src} no longer contains the checkout's base commit \
-         {base}, so the kept checkout {path} does not fit it; it is neither reused nor deleted"
-    )]
-    ResumeConflict {
-        dst: String,
-        src: String,
-        base: String,
-        path: String,
-    },
-    #[error(
-        "mount {dst}: the worktree {path} cannot be used as it is ({detail}); jackin neither \
-         binds, repairs nor removes what the tree points at"
-    )]
-    LinkConflict {
-        dst: String,
-        path: String,
-        detail: String,
-    },
-    #[error(
-        "{why}: shared, it would let the agent write that repository; share a directory \
-         beside it instead, or isolate that mount too"
-    )]
-    SharedOverIsolated { why: String },
-    /// The ref pinning a worktree's base is gone or moved (the message
-    /// says which, and how to put it back).
-    #[error("mount {dst}: {message}")]
-    BasePinMoved { dst: String, message: String },
-}
-
-pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IsolationError + '_ {
-    move |source| IsolationError::Io {
-        path: path.to_owned(),
-        source,
-    }
-}
-
-fn records_file(layout: &Layout, container: &str) -> PathBuf {
-    layout.isolation_file(container)
-}
-
-/// The unit's isolation records; none when the file does not exist. Each
-/// record's path is where the layout puts that checkout now, so a moved
-/// `JACKIN_HOME` still finds its checkouts.
-pub fn read_records(
-    layout: &Layout,
-    container: &str,
-) -> Result<Vec<IsolationRecord>, IsolationError> {
-    let path = records_file(layout, container);
-    let mut records: Vec<IsolationRecord> =
-        match read_untrusted(&path, crate::layout::cap::ISOLATION_RECORDS) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| IsolationError::Records {
-                path,
-                message: e.to_string(),
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io(&path)(e)),
-        };
-    for record in &mut records {
-        let here = path_str(&checkout_path(
-            layout,
-            container,
-            record.isolation,
-            &record.dst,
-        ))
-        .to_owned();
-        if record.path != here {
-            record.moved_from = Some(std::mem::replace(&mut record.path, here));
-        }
-    }
-    Ok(records)
-}
-
-/// Where the checkout of the mount at `dst` lives in the unit.
-fn checkout_path(layout: &Layout, container: &str, isolation: Isolation, dst: &str) -> PathBuf {
-    let kind = if isolation == Isolation::Worktree {
-        "worktree"
-    } else {
-        "clone"
-    };
-    layout
-        .unit_dir(container)
-        .join("git")
-        .join(kind)
-        .join(slug(dst))
-}
-
-fn write_records(
-    layout: &Layout,
-    container: &str,
-    records: &[IsolationRecord],
-) -> Result<(), IsolationError> {
-    let path = records_file(layout, container);
-    // A record keeps the path its worktree's entry names until jackin has
-    // pointed the entry at the new one (after a move of the home).
-    let stored: Vec<IsolationRecord> = records
-        .iter()
-        .map(|record| IsolationRecord {
-            path: record
-                .moved_from
-                .clone()
-                .unwrap_or_else(|| record.path.clone()),
-            ..record.clone()
-        })
-        .collect();
-    let mut bytes = serde_json::to_vec_pretty(&stored).expect("records serialize");
-    bytes.push(b'\n');
-    write_atomic(&path, &bytes).map_err(io(&path))
-}
-
-/// A directory name for a mount destination: readable, and unique through a
-/// short hash (`/a/b` and `/a-b` must not collide).
-pub(crate) fn slug(dst: &str) -> String {
-    let readable: String = dst
-        .trim_matches('/')
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let hash = sha256_hex(dst.as_bytes(), 4);
-    format!("{readable}-{hash}")
-}
-
-pub(crate) fn path_str(path: &Path) -> &str {
-    path.to_str().expect("jackin's paths are UTF-8")
-}
 
 fn head_commit(repo: &str, dst: &str) -> Result<String, IsolationError> {
     git::run(&["-C", repo, "rev-parse", "--verify", "HEAD^{commit}"])
@@ -277,9 +41,6 @@ fn head_commit(repo: &str, dst: &str) -> Result<String, IsolationError> {
             detail: e.to_string(),
         })
 }
-
-/// The prefix of every scratch branch jackin makes.
-pub(crate) const SCRATCH_PREFIX: &str = "jackin/scratch/";
 
 /// Makes (or finds) the checkout of every isolated mount; `shared` mounts
 /// are not touched. A kept checkout is verified against its host repository
@@ -383,17 +144,6 @@ pub fn bind_sources(
         .collect()
 }
 
-/// A bind mount a worktree needs besides its own directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitBind {
-    /// The host path bound.
-    pub source: String,
-    /// Where the container sees it: a path of the host repository's git
-    /// directory, as the checkout's `.git` names it.
-    pub target: String,
-    pub read_only: bool,
-}
-
 /// What a worktree's git needs inside the container besides its checkout:
 /// the unit's repository and the host's objects, read-only (see
 /// [`worktree::binds`]). Every path comes from the unit's records; a
@@ -412,41 +162,6 @@ pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, Isola
     }
     binds.dedup();
     Ok(binds)
-}
-
-/// `base/relative` as a real directory (see
-/// [`fsutil::ensure_real_dir_below`]): an agent that could once write below
-/// `base` may have left a link, and the engine would bind where it points.
-pub(crate) fn real_dir_below(base: &Path, relative: &Path) -> Result<PathBuf, String> {
-    fsutil::ensure_real_dir_below(base, relative).map_err(|e| format!("{}: {e}", base.display()))
-}
-
-/// Shows what a tree says, escaped and short, in a message.
-pub(crate) fn quoted(text: &str) -> String {
-    let short: String = text.chars().take(200).collect();
-    format!("{short:?}")
-}
-
-/// The host repository's git directory as recorded, or (for a record made
-/// before jackin recorded it) as the host repository says.
-pub(crate) fn git_dir_of(record: &IsolationRecord) -> Result<PathBuf, IsolationError> {
-    match &record.common_dir {
-        Some(dir) => Ok(PathBuf::from(dir)),
-        None => common_dir(&record.src),
-    }
-}
-
-/// The host repository's git directory, which its worktrees share. The host
-/// repository is the operator's; its own `.git` is not agent-writable.
-pub(crate) fn common_dir(src: &str) -> Result<PathBuf, IsolationError> {
-    let out = git::run(&[
-        "-C",
-        src,
-        "rev-parse",
-        "--path-format=absolute",
-        "--git-common-dir",
-    ])?;
-    Ok(PathBuf::from(String::from_utf8_lossy(&out).trim()))
 }
 
 /// The reuse check: the host must still contain the base commit.
@@ -556,45 +271,6 @@ pub fn remove_where(
         write_records(layout, container, &staying)?;
     }
     Ok(kept_branches)
-}
-
-/// Whether every commit on `branch` is reachable from some other ref of the
-/// repository (so deleting the branch loses nothing). A branch that does
-/// not exist holds nothing.
-pub(crate) fn held_elsewhere(src: &str, branch: &str) -> Result<bool, GitError> {
-    let full = format!("refs/heads/{branch}");
-    if !branch_exists(src, &full)? {
-        return Ok(true);
-    }
-    let exclude = format!("--exclude={full}");
-    // `--single-worktree`: the `HEAD`s of the repository's worktrees (an
-    // earlier jackin's, which an agent wrote) are not asked; one that names
-    // no object would fail every purge of the repository.
-    let out = git::run_untrusted(
-        src,
-        &[
-            "rev-list",
-            "--count",
-            "--single-worktree",
-            &full,
-            "--not",
-            &exclude,
-            "--all",
-            "--",
-        ],
-    )?;
-    Ok(String::from_utf8_lossy(&out).trim() == "0")
-}
-
-/// Whether the ref `full` exists in the host repository. Only git's own
-/// "no" is an answer: a git that could not finish (a link loop the agent
-/// made among the scratch refs) is an error, never "absent".
-pub(crate) fn branch_exists(src: &str, full: &str) -> Result<bool, GitError> {
-    match git::run_untrusted(src, &["rev-parse", "--verify", "--quiet", full]) {
-        Ok(_) => Ok(true),
-        Err(GitError::Failed { .. }) => Ok(false),
-        Err(e) => Err(e),
-    }
 }
 
 #[cfg(test)]

@@ -19,13 +19,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::fsutil::{read_untrusted, remove_if_exists, write_atomic};
-use crate::git::{self, GitError};
-use crate::gitdir::{self, ViewError};
-use crate::isolation::{
+use crate::checkout::{
     IsolationError, IsolationRecord, SCRATCH_PREFIX, common_dir, git_dir_of, held_elsewhere, io,
     path_str, quoted, real_dir_below,
 };
+use crate::fsutil::{read_untrusted, remove_if_exists, write_atomic};
+use crate::git::{self, GitError};
+use crate::gitdir::{self, ViewError};
 use crate::layout::Layout;
 use crate::worktree::{self, BASE_PIN_PREFIX};
 use jackin_api::instance::Isolation;
@@ -420,7 +420,7 @@ pub fn left_entries(layout: &Layout) -> Vec<String> {
         let Some(container) = unit.file_name().to_str().map(str::to_owned) else {
             continue;
         };
-        if let Ok(found) = crate::isolation::read_records(layout, &container) {
+        if let Ok(found) = crate::checkout::read_records(layout, &container) {
             records.extend(
                 found
                     .into_iter()

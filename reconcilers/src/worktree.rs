@@ -40,13 +40,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::fsutil::{self, read_untrusted, remove_if_exists, write_atomic};
-use crate::git::{self, GitError};
-use crate::gitdir::{self, ViewError};
-use crate::isolation::{
+use crate::checkout::{
     GitBind, IsolationError, IsolationRecord, branch_exists, held_elsewhere, io, path_str, quoted,
     real_dir_below,
 };
+use crate::fsutil::{self, read_untrusted, remove_if_exists, write_atomic};
+use crate::git::{self, GitError};
+use crate::gitdir::{self, ViewError};
 
 /// Where the container sees each worktree's repository (and, beside it,
 /// the host's objects): jackin's own place, out of the way of anything an
@@ -77,21 +77,17 @@ impl UnitRepo {
     /// The repository of `record`'s checkout (`<unit>/git/worktree/<name>`):
     /// `<unit>/git/repo/<name>`.
     pub fn of(record: &IsolationRecord) -> Self {
-        let checkout = Path::new(&record.path);
-        let git = checkout
-            .parent()
-            .and_then(Path::parent)
-            .expect("a checkout lives under the unit's git/");
-        let name = checkout
+        let git_dir = record.repository_dir();
+        let name = git_dir
             .file_name()
             .and_then(|name| name.to_str())
             .expect("a checkout has a UTF-8 name")
             .to_owned();
-        let repo = git.join("repo");
+        let repo = git_dir.parent().expect("the repository has a parent");
         Self {
-            git_dir: repo.join(&name),
             host_objects_link: repo.join(format!("{name}.host-objects")),
             published: repo.join(format!("{name}.published")),
+            git_dir,
             name,
         }
     }
