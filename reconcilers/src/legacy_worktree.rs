@@ -21,11 +21,10 @@ use std::path::{Path, PathBuf};
 
 use crate::checkout::{
     IsolationError, IsolationRecord, SCRATCH_PREFIX, common_dir, git_dir_of, held_elsewhere, io,
-    path_str, quoted, real_dir_below,
+    path_str, quoted,
 };
 use crate::fsutil::{read_untrusted, remove_if_exists, write_atomic};
-use crate::git::{self, GitError};
-use crate::gitdir::{self, ViewError};
+use crate::git;
 use crate::layout::Layout;
 use crate::worktree::{self, BASE_PIN_PREFIX};
 use jackin_api::instance::Isolation;
@@ -126,48 +125,10 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     if given == tip {
         return Ok(());
     }
-    let full = format!("refs/heads/{branch}");
-    if !worktree::host_has_commit(&record.src, &tip)? {
-        // The agent's new objects are in its view: they come over checked.
-        let common = git_dir_of(record)?;
-        let host_objects = real_dir_below(&common, Path::new("objects")).map_err(&conflict)?;
-        let (scratch, _) = unit_git_root(record);
-        match gitdir::import_objects(&view_dir(record), &host_objects, &scratch, &tip, &given) {
-            Ok(()) => {}
-            Err(ViewError::Refused(detail)) => return Err(conflict(detail)),
-            Err(ViewError::Git(GitError::Failed { stderr, .. })) => {
-                return Err(conflict(format!(
-                    "the objects of the agent's commit {tip} cannot be brought into the host \
-                     repository: {stderr}"
-                )));
-            }
-            Err(e) => return Err(e.into()),
-        }
-        if !worktree::host_has_commit(&record.src, &tip)? {
-            return Err(conflict(format!(
-                "the scratch branch names {tip}, which is no commit of the host repository \
-                 or of the agent's"
-            )));
-        }
-    }
-    // From the value the unit was given, or not at all.
-    let moved = git::run(&[
-        "-C",
-        &record.src,
-        "update-ref",
-        "-m",
-        "jackin: the agent's commits",
-        &full,
-        &tip,
-        &given,
-    ]);
-    if let Err(GitError::Failed { stderr, .. }) = &moved {
-        return Err(conflict(format!(
-            "the agent moved the scratch branch to {tip}, and it moved in the host repository \
-             too ({stderr})"
-        )));
-    }
-    moved?;
+    // The agent's new objects are in its view: they come over checked, and
+    // the branch moves from the value the unit was given, or not at all.
+    let (scratch, _) = unit_git_root(record);
+    worktree::move_published_branch(record, &view_dir(record), &scratch, &tip, &given, &given)?;
     write_atomic(&seeded, tip.as_bytes()).map_err(io(&seeded))?;
     Ok(())
 }

@@ -41,8 +41,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::checkout::{
-    GitBind, IsolationError, IsolationRecord, branch_exists, held_elsewhere, io, path_str, quoted,
-    real_dir_below,
+    GitBind, IsolationError, IsolationRecord, branch_exists, git_dir_of, held_elsewhere, io,
+    path_str, quoted, real_dir_below,
 };
 use crate::fsutil::{self, read_untrusted, remove_if_exists, write_atomic};
 use crate::git::{self, GitError};
@@ -135,13 +135,7 @@ fn scratch_ref(record: &IsolationRecord) -> String {
 
 /// The host repository's objects directory, as a real directory.
 fn host_objects(record: &IsolationRecord) -> Result<PathBuf, IsolationError> {
-    let common = record
-        .common_dir
-        .as_deref()
-        .ok_or_else(|| IsolationError::NotPrepared {
-            dst: record.dst.clone(),
-        })?;
-    real_dir_below(Path::new(common), Path::new("objects"))
+    real_dir_below(&git_dir_of(record)?, Path::new("objects"))
         .map_err(|detail| record.link_conflict(detail))
 }
 
@@ -511,11 +505,49 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     if given == tip {
         return Ok(());
     }
+    let full = scratch_ref(record);
+    // Deleted on the host: made again, from nothing.
+    let from = match host_tip(&record.src, &full)? {
+        None => String::new(),
+        Some(_) => given.clone(),
+    };
+    let scratch = repo.git_dir.parent().expect("the repository has a parent");
+    move_published_branch(record, &repo.git_dir, scratch, &tip, &given, &from).map_err(
+        |e| match e {
+            IsolationError::LinkConflict { dst, path, detail } => IsolationError::LinkConflict {
+                dst,
+                path,
+                detail: format!(
+                    "{detail}; the agent's work stays in its repository {}: move the host's \
+                     branch back, or delete it, and jackin publishes again",
+                    repo.git_dir.display()
+                ),
+            },
+            e => e,
+        },
+    )?;
+    write_atomic(&repo.published, tip.as_bytes()).map_err(io(&repo.published))?;
+    Ok(())
+}
+
+/// Moves the host's scratch branch to `tip`, from `from` (empty: it must
+/// not exist), once the host has the commit: what it needs beyond `known`
+/// is brought from the agent's git directory `objects_from`, checked
+/// ([`gitdir::import_objects`], working under `scratch`). A ref that names
+/// no commit then, or a branch that moved meanwhile on the host, is a link
+/// conflict, and nothing moves.
+pub(crate) fn move_published_branch(
+    record: &IsolationRecord,
+    objects_from: &Path,
+    scratch: &Path,
+    tip: &str,
+    known: &str,
+    from: &str,
+) -> Result<(), IsolationError> {
     let conflict = |detail| record.link_conflict(detail);
-    if !host_has_commit(&record.src, &tip)? {
+    if !host_has_commit(&record.src, tip)? {
         let host_objects = host_objects(record)?;
-        let scratch = repo.git_dir.parent().expect("the repository has a parent");
-        match gitdir::import_objects(&repo.git_dir, &host_objects, scratch, &tip, &given) {
+        match gitdir::import_objects(objects_from, &host_objects, scratch, tip, known) {
             Ok(()) => {}
             Err(ViewError::Refused(detail)) => return Err(conflict(detail)),
             Err(ViewError::Git(GitError::Failed { stderr, .. })) => {
@@ -526,13 +558,14 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
             }
             Err(e) => return Err(e.into()),
         }
+        if !host_has_commit(&record.src, tip)? {
+            return Err(conflict(format!(
+                "the agent's branch names {tip}, which is no commit of the host repository \
+                 or of the agent's"
+            )));
+        }
     }
     let full = scratch_ref(record);
-    let from = match host_tip(&record.src, &full)? {
-        // Deleted on the host: made again, from nothing.
-        None => String::new(),
-        Some(_) => given,
-    };
     let moved = git::run(&[
         "-C",
         &record.src,
@@ -540,19 +573,16 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
         "-m",
         "jackin: the agent's commits",
         &full,
-        &tip,
-        &from,
+        tip,
+        from,
     ]);
     if let Err(GitError::Failed { stderr, .. }) = &moved {
         return Err(conflict(format!(
             "the agent's branch is at {tip}, and {full} moved in the host repository too \
-             ({stderr}); the agent's work stays in its repository {}: move the host's branch \
-             back, or delete it, and jackin publishes again",
-            repo.git_dir.display()
+             ({stderr})"
         )));
     }
     moved?;
-    write_atomic(&repo.published, tip.as_bytes()).map_err(io(&repo.published))?;
     Ok(())
 }
 
