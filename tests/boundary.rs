@@ -442,3 +442,131 @@ fn a_unit_made_by_an_earlier_jackin_moves_to_its_own_repository_at_its_next_star
     std::fs::remove_dir_all(&tampered).unwrap();
     assert_operators_git_clean(&host, &canary, "after the move");
 }
+
+/// Another repository of the operator's, with a commit that holds a secret.
+fn private_repo(dir: &Path) -> (PathBuf, String) {
+    let private = dir.join("private");
+    std::fs::create_dir_all(&private).unwrap();
+    git(&private, &["init", "--quiet", "--initial-branch=master"]);
+    std::fs::write(private.join("secret.txt"), "the operator's secret\n").unwrap();
+    git(&private, &["add", "."]);
+    git(
+        &private,
+        &[
+            "-c",
+            "user.email=o@jackin.dev",
+            "-c",
+            "user.name=o",
+            "commit",
+            "-q",
+            "-m",
+            "private",
+        ],
+    );
+    let commit = git(&private, &["rev-parse", "HEAD"]);
+    (private, commit)
+}
+
+/// Whether any repository or bundle under `dir` holds `commit`.
+fn holds_commit(dir: &Path, commit: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(at) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&at) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "bundle") {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                let heads = String::from_utf8_lossy(&bytes);
+                let verified = std::process::Command::new("git")
+                    .args(["bundle", "list-heads"])
+                    .arg(&path)
+                    .output()
+                    .unwrap();
+                if heads.contains(commit)
+                    || String::from_utf8_lossy(&verified.stdout).contains(commit)
+                {
+                    found.push(path);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The agent names another repository of the host (one it cannot see) in
+/// its alternates and links a ref to that repository's branch, then its
+/// work is discarded and restored: the save bundled that repository's
+/// commit, and the restore put it in the mounted repository (C2). Now the
+/// confined git reads only the checkout and its repository: neither the
+/// save nor the restore ever holds the commit. In a clone and in a
+/// worktree's repository alike.
+#[test]
+fn c2_another_host_repository_is_never_read_through_a_save() {
+    let (home, dir, host, _canary) = setup();
+    let (private, secret) = private_repo(dir.path());
+    let objects = private.join(".git/objects");
+    let branch = private.join(".git/refs/heads/master");
+    for (name, isolation) in [("c2-clone", "clone"), ("c2-wt", "worktree")] {
+        let image = support::real_agent_image();
+        let lines = format!(
+            "  image: {image}\n  command: [sleep, \"3600\"]\n  mounts:\n  \
+             - {{src: {}, dst: /w/wt, isolation: {isolation}}}\n",
+            host.display()
+        );
+        let yaml = support::instance_yaml(name)
+            .replace(&format!("  image: {}\n", support::busybox_image()), "")
+            .replace("  agent: shell\n", &format!("  agent: shell\n{lines}"));
+        home.apply(name, &yaml);
+        let session = Session {
+            home: &home,
+            name: name.into(),
+            container: home.container(name),
+        };
+        session.agent_ok(&format!(
+            "G=$(git rev-parse --absolute-git-dir) && \
+             echo {objects} >> \"$G/objects/info/alternates\" && \
+             ln -s {branch} \"$G/refs/heads/loot\" && \
+             echo {secret} > \"$G/refs/heads/stolen\" && echo wip > wip.txt",
+            objects = objects.display(),
+            branch = branch.display(),
+        ));
+        let described = home.ok(&["describe", name]);
+        assert!(
+            !described.contains("the operator's secret"),
+            "{name}: {described}"
+        );
+        home.ok(&["delete", name, "--force"]);
+        let saved = holds_commit(&home.path().join("discarded"), &secret);
+        assert!(
+            saved.is_empty(),
+            "{name}: the save holds the secret: {saved:?}"
+        );
+        home.ok(&["restore-discarded", name]);
+        let to = dir.path().join(format!("{name}-restored"));
+        home.ok(&["restore-discarded", name, "--to", to.to_str().unwrap()]);
+        for repo in [&host, &to] {
+            let has = std::process::Command::new("git")
+                .arg("-C")
+                .arg(repo)
+                .args(["cat-file", "-e", &secret])
+                .status()
+                .unwrap();
+            assert!(
+                !has.success(),
+                "{name}: {} holds the secret",
+                repo.display()
+            );
+        }
+        let restored = git(&host, &["for-each-ref", "--format=%(refname)"]);
+        assert!(
+            !restored.contains("/loot") && !restored.contains("/stolen"),
+            "{name}: {restored}"
+        );
+    }
+}

@@ -1161,7 +1161,7 @@ pub fn revision(path: &Path) -> Option<String> {
     let dir = if path.is_dir() { path } else { path.parent()? };
     let dir = dir.to_str()?;
     let git = |args: &[&str]| {
-        git::run_untrusted(dir, args)
+        git::run_untrusted_anywhere(dir, args)
             .ok()
             .map(|out| String::from_utf8_lossy(&out).trim().to_owned())
     };

@@ -74,32 +74,39 @@ impl Assessment {
 struct InRepo {
     place: String,
     work_tree: String,
+    /// What git may read besides the two: see [`isolation::repository_reads`].
+    reads: Vec<std::path::PathBuf>,
 }
 
 impl InRepo {
-    fn checkout(record: &IsolationRecord) -> Self {
-        Self {
+    fn checkout(record: &IsolationRecord) -> Result<Self, String> {
+        Ok(Self {
             place: record.git_place(),
             work_tree: record.path.clone(),
-        }
+            reads: isolation::repository_reads(record).map_err(|e| e.to_string())?,
+        })
     }
 
-    fn at(dir: &str) -> Self {
+    /// The host repository `src`, with what it needs read beside it.
+    fn host(src: &str) -> Self {
         Self {
-            place: dir.to_owned(),
-            work_tree: dir.to_owned(),
+            place: src.to_owned(),
+            work_tree: src.to_owned(),
+            reads: crate::checkout::host_reads(src),
         }
     }
 }
 
 /// Runs git in a repository the agent may have rigged: confined, so that
-/// no program the tree names runs, at any submodule depth (see
-/// [`git::run_untrusted`]), over the work tree [`InRepo`] names.
+/// no program the tree names runs, at any submodule depth, and nothing
+/// beyond what [`InRepo`] names is read (see [`git::run_untrusted`]), over
+/// the work tree [`InRepo`] names.
 fn git_in(at: &InRepo, args: &[&str]) -> Result<String, String> {
     let work_tree = format!("--work-tree={}", at.work_tree);
     let mut argv = vec![work_tree.as_str()];
     argv.extend_from_slice(args);
-    git::run_untrusted(&at.place, &argv)
+    let reads: Vec<&Path> = at.reads.iter().map(|p| p.as_path()).collect();
+    git::run_untrusted_reading(&at.place, &argv, &reads)
         .map(|out| String::from_utf8_lossy(&out).into_owned())
         .map_err(|e| e.to_string())
 }
@@ -130,7 +137,7 @@ fn assess_missing(record: &IsolationRecord) -> Result<Assessment, String> {
     let Some(branch) = &record.scratch_branch else {
         return Ok(assessment);
     };
-    let src = InRepo::at(&record.src);
+    let src = InRepo::host(&record.src);
     let full = format!("refs/heads/{branch}");
     let Ok(tip) = git_in(&src, &["rev-parse", "--verify", "--quiet", &full]) else {
         return Ok(assessment);
@@ -155,7 +162,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
         worktree::check_repository(record).map_err(|e| e.to_string())?;
     }
     let dir = record.path.as_str();
-    let at = InRepo::checkout(record);
+    let at = InRepo::checkout(record)?;
     let mut assessment = Assessment::default();
     let status = git_in(
         &at,
@@ -353,7 +360,7 @@ fn other_refs_of_a_repository(
     record: &IsolationRecord,
     assessment: &mut Assessment,
 ) -> Result<(), String> {
-    let at = InRepo::checkout(record);
+    let at = InRepo::checkout(record)?;
     let refs = git_in(
         &at,
         &["for-each-ref", "--format=%(refname)%00%(objectname)"],
@@ -382,7 +389,7 @@ fn other_refs_of_a_repository(
             .trim()
             .parse()
             .map_err(|e| format!("rev-list {name}: {e}"))?;
-        let host_has_it = git::run_untrusted(
+        let host_has_it = crate::checkout::in_host(
             &record.src,
             &["cat-file", "-e", &format!("{tip}^{{commit}}")],
         )

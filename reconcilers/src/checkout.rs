@@ -314,6 +314,57 @@ pub(crate) fn common_dir(src: &str) -> Result<PathBuf, IsolationError> {
     Ok(PathBuf::from(String::from_utf8_lossy(&out).trim()))
 }
 
+/// The most jackin reads of a host repository's small files (`.git`,
+/// `commondir`, `objects/info/alternates`).
+const MAX_HOST_LINK_FILE: u64 = 64 << 10;
+
+/// What a confined git needs to read of the host repository `src` beside
+/// `src` itself: its git directory and common directory when they are
+/// elsewhere (the repository is a worktree of another), and the objects
+/// its alternates name. The operator's files, taken as they say.
+pub fn host_reads(src: &str) -> Vec<PathBuf> {
+    let mut reads = Vec::new();
+    let mut git_dir = Path::new(src).join(".git");
+    if let Ok(text) = fsutil::read_regular(&git_dir, MAX_HOST_LINK_FILE) {
+        let text = String::from_utf8_lossy(&text);
+        if let Some(named) = text.trim_end().strip_prefix("gitdir: ") {
+            git_dir = Path::new(src).join(named);
+            reads.push(git_dir.clone());
+        }
+    }
+    let mut common = git_dir.clone();
+    if let Ok(text) = fsutil::read_regular(&git_dir.join("commondir"), MAX_HOST_LINK_FILE) {
+        common = git_dir.join(String::from_utf8_lossy(&text).trim_end());
+        reads.push(common.clone());
+    }
+    reads.extend(alternates_of(&common.join("objects")));
+    reads
+}
+
+/// The object directories an objects directory's alternates name, one
+/// level deep (absolute, or relative to it), as their operator wrote them.
+pub fn alternates_of(objects: &Path) -> Vec<PathBuf> {
+    let Ok(text) = fsutil::read_regular(&objects.join("info/alternates"), MAX_HOST_LINK_FILE)
+    else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&text)
+        .lines()
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(|line| objects.join(line))
+        .collect()
+}
+
+/// Runs a confined git in the host repository `src` (see
+/// [`git::run_untrusted`]), reading it and what it needs ([`host_reads`]).
+/// Its refs are read through git as in any repository an agent's work
+/// lands in.
+pub fn in_host(src: &str, args: &[&str]) -> Result<Vec<u8>, GitError> {
+    let reads = host_reads(src);
+    let reads: Vec<&Path> = reads.iter().map(PathBuf::as_path).collect();
+    git::run_untrusted_reading(src, args, &reads)
+}
+
 /// Whether every commit on `branch` is reachable from some other ref of the
 /// repository (so deleting the branch loses nothing). A branch that does
 /// not exist holds nothing.
@@ -326,7 +377,7 @@ pub(crate) fn held_elsewhere(src: &str, branch: &str) -> Result<bool, GitError> 
     // `--single-worktree`: the `HEAD`s of the repository's worktrees (an
     // earlier jackin's, which an agent wrote) are not asked; one that names
     // no object would fail every purge of the repository.
-    let out = git::run_untrusted(
+    let out = in_host(
         src,
         &[
             "rev-list",
@@ -346,7 +397,7 @@ pub(crate) fn held_elsewhere(src: &str, branch: &str) -> Result<bool, GitError> 
 /// "no" is an answer: a git that could not finish (a link loop the agent
 /// made among the scratch refs) is an error, never "absent".
 pub(crate) fn branch_exists(src: &str, full: &str) -> Result<bool, GitError> {
-    match git::run_untrusted(src, &["rev-parse", "--verify", "--quiet", full]) {
+    match in_host(src, &["rev-parse", "--verify", "--quiet", full]) {
         Ok(_) => Ok(true),
         Err(GitError::Failed { .. }) => Ok(false),
         Err(e) => Err(e),

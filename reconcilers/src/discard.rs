@@ -577,7 +577,10 @@ fn in_checkout(record: &IsolationRecord, args: &[&str]) -> Result<String, GitErr
     let work_tree = format!("--work-tree={}", record.path);
     let mut argv = vec![work_tree.as_str()];
     argv.extend_from_slice(args);
-    git::run_untrusted(&record.git_place(), &argv)
+    let reads = isolation::repository_reads(record)
+        .map_err(|e| GitError::Spawn(io::Error::other(e.to_string())))?;
+    let reads: Vec<&Path> = reads.iter().map(PathBuf::as_path).collect();
+    git::run_untrusted_reading(&record.git_place(), &argv, &reads)
         .map(|out| String::from_utf8_lossy(&out).into_owned())
 }
 
@@ -604,7 +607,7 @@ fn plain_ref(name: &str) -> bool {
 
 /// The refs of the host repository, by full name.
 fn host_refs(src: &str) -> std::collections::BTreeMap<String, String> {
-    let Ok(out) = git::run_untrusted(
+    let Ok(out) = crate::checkout::in_host(
         src,
         &["for-each-ref", "--format=%(refname)%00%(objectname)"],
     ) else {
@@ -702,7 +705,7 @@ fn read_legacy_worktree_state(record: &IsolationRecord) -> Result<GitState, Stri
     let tip_of = |name: &str| -> Result<Option<String>, String> {
         let full = format!("refs/heads/{name}");
         answer(
-            git::run_untrusted(&record.src, &["rev-parse", "--verify", "-q", &full])
+            crate::checkout::in_host(&record.src, &["rev-parse", "--verify", "-q", &full])
                 .map(|out| String::from_utf8_lossy(&out).into_owned()),
         )
         .map(|tip| tip.filter(|t| is_object_name(t)))
@@ -769,6 +772,9 @@ struct Scratch {
     work: tempfile::TempDir,
     git_dir: PathBuf,
     staging: PathBuf,
+    /// What its git may read besides it: its alternates, and the objects
+    /// the host's borrow in turn (never what the agent's name).
+    reads: Vec<PathBuf>,
 }
 
 impl Scratch {
@@ -776,6 +782,7 @@ impl Scratch {
         save_dir: &Path,
         object_format: &str,
         alternates: &[PathBuf],
+        reads: Vec<PathBuf>,
         head: Option<&str>,
     ) -> Result<Self, DiscardError> {
         let work = tempfile::Builder::new()
@@ -824,6 +831,7 @@ impl Scratch {
             work,
             git_dir,
             staging,
+            reads,
         })
     }
 
@@ -848,7 +856,8 @@ impl Scratch {
         let mut argv = vec!["--literal-pathspecs", git_dir.as_str()];
         argv.extend(work_tree.as_deref());
         argv.extend_from_slice(args);
-        git::run_untrusted_fed(self.dir(), &argv, &[self.work.path()], input)
+        let reads: Vec<&Path> = self.reads.iter().map(PathBuf::as_path).collect();
+        git::run_untrusted_fed(self.dir(), &argv, &reads, &[self.work.path()], input)
             .map(|out| String::from_utf8_lossy(&out).into_owned())
     }
 
@@ -914,7 +923,15 @@ fn save_checkout(
             alternates.push(objects);
         }
     }
-    let scratch = Scratch::new(save_dir, format, &alternates, state.head.as_deref())?;
+    let mut reads = alternates.clone();
+    for objects in &alternates {
+        // The host's objects borrow what their operator wrote; a
+        // checkout's alternates are the agent's, and stay unread.
+        if !state.objects.contains(objects) {
+            reads.extend(crate::checkout::alternates_of(objects));
+        }
+    }
+    let scratch = Scratch::new(save_dir, format, &alternates, reads, state.head.as_deref())?;
     saved.head = state.head.clone();
     saved.head_branch = state.head_branch.clone();
 
@@ -1092,7 +1109,7 @@ fn save_checkout(
 
     // The bundle: what those refs need beyond the base, when the host
     // repository still has the base; everything, when it does not.
-    let base_on_host = git::run_untrusted(
+    let base_on_host = crate::checkout::in_host(
         &record.src,
         &[
             "cat-file",
@@ -1684,9 +1701,12 @@ fn land_objects(
         .map_err(io_at(&pack))?;
     io::copy(&mut reader, &mut out).map_err(io_at(&pack))?;
     out.flush().map_err(io_at(&pack))?;
+    let reads = crate::checkout::host_reads(repo);
+    let reads: Vec<&Path> = reads.iter().map(PathBuf::as_path).collect();
     let landed = git::run_untrusted_fed(
         repo,
         &["index-pack", "--stdin", "--fix-thin", "--strict"],
+        &reads,
         &[objects],
         Some(&pack),
     );
@@ -1740,11 +1760,11 @@ fn restore_into_dir(
         let to = std::fs::canonicalize(to).map_err(io_at(to))?;
         let to_str = to.to_str().expect("it was UTF-8");
         let git = |args: &[&str]| -> Result<String, GitError> {
-            git::run_untrusted_writing(to_str, args, &[&to])
+            git::run_untrusted_writing(to_str, args, &[], &[&to])
                 .map(|out| String::from_utf8_lossy(&out).into_owned())
         };
         let git_fed = |args: &[&str], input: &Path| -> Result<String, GitError> {
-            git::run_untrusted_fed(to_str, args, &[&to], Some(input))
+            git::run_untrusted_fed(to_str, args, &[], &[&to], Some(input))
                 .map(|out| String::from_utf8_lossy(&out).into_owned())
         };
         let work = tempfile::Builder::new()

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::sandbox::{self, SandboxError};
+use crate::sandbox::{self, Reads, SandboxError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
@@ -108,23 +108,40 @@ const DEFUSED: [&str; 15] = [
 ///   submodules, includes, worktree config, attributes), nothing is written
 ///   and no connection is made; a machine that cannot confine it gets an
 ///   error, never an unconfined git;
+/// - reading only `DIR`, the paths its arguments name (`--git-dir=`,
+///   `--work-tree=`) and git's installation: an alternates line, a linked
+///   ref or a `commondir` the tree holds cannot lead it into another
+///   repository of the host (see [`run_untrusted_reading`] for more);
+/// - with no system or global config or attributes of the operator's;
 /// - without writing the index (`--no-optional-locks`);
 /// - with the settings above and every filter driver the configs it sees at
-///   the top define (the operator's own, such as git-lfs, included) set
-///   empty, so a filter that cannot start does not fail the command;
+///   the top define set empty, so a filter that cannot start does not fail
+///   the command;
 /// - stopped after [`UNTRUSTED_GIT_LIMIT`], or once it has printed 64 MiB.
 pub fn run_untrusted(dir: &str, args: &[&str]) -> Result<Vec<u8>, GitError> {
-    run_untrusted_writing(dir, args, &[])
+    run_untrusted_fed(dir, args, &[], &[], None)
 }
 
-/// As [`run_untrusted`], but git may also write beneath each of `writable`
-/// (and still execute nothing there): to check out a tree the agent wrote.
+/// As [`run_untrusted`], but git may also read beneath each of `reads`
+/// (the host repository a checkout borrows objects from, say).
+pub fn run_untrusted_reading(
+    dir: &str,
+    args: &[&str],
+    reads: &[&Path],
+) -> Result<Vec<u8>, GitError> {
+    run_untrusted_fed(dir, args, reads, &[], None)
+}
+
+/// As [`run_untrusted_reading`], but git may also write beneath each of
+/// `writable` (and still execute nothing there): to check out a tree the
+/// agent wrote.
 pub fn run_untrusted_writing(
     dir: &str,
     args: &[&str],
+    reads: &[&Path],
     writable: &[&Path],
 ) -> Result<Vec<u8>, GitError> {
-    run_untrusted_fed(dir, args, writable, None)
+    run_untrusted_fed(dir, args, reads, writable, None)
 }
 
 /// As [`run_untrusted_writing`], with the file `input` (one of jackin's
@@ -133,6 +150,43 @@ pub fn run_untrusted_writing(
 pub fn run_untrusted_fed(
     dir: &str,
     args: &[&str],
+    reads: &[&Path],
+    writable: &[&Path],
+    input: Option<&Path>,
+) -> Result<Vec<u8>, GitError> {
+    let named = named_paths(args);
+    let mut readable: Vec<&Path> = vec![Path::new(dir)];
+    readable.extend(named.iter().map(Path::new));
+    readable.extend(reads);
+    readable.extend(writable);
+    run_defused(dir, args, Reads::Beneath(&readable), writable, input)
+}
+
+/// As [`run_untrusted`], but reading any file: for a repository the
+/// operator controls that jackin reads confined only so that nothing runs
+/// (a policy directory, which may be a subdirectory of a repository
+/// anywhere).
+pub fn run_untrusted_anywhere(dir: &str, args: &[&str]) -> Result<Vec<u8>, GitError> {
+    run_defused(dir, args, Reads::Anything, &[], None)
+}
+
+/// The paths a git argument list names itself (`--git-dir=`, `--work-tree=`):
+/// jackin's own choices, readable as `-C`'s directory is.
+fn named_paths<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    args.iter()
+        .filter_map(|arg| {
+            arg.strip_prefix("--git-dir=")
+                .or_else(|| arg.strip_prefix("--work-tree="))
+        })
+        .collect()
+}
+
+/// Runs git confined, with every setting that names a program turned off,
+/// and every filter driver the repository's configs define set empty.
+fn run_defused(
+    dir: &str,
+    args: &[&str],
+    reads: Reads<'_>,
     writable: &[&Path],
     input: Option<&Path>,
 ) -> Result<Vec<u8>, GitError> {
@@ -146,7 +200,10 @@ pub fn run_untrusted_fed(
             r"^filter\.",
         ],
         UNTRUSTED_GIT_LIMIT,
-        Confinement::Sandbox { writable: &[] },
+        Confinement::Sandbox {
+            reads,
+            writable: &[],
+        },
         None,
     ) {
         Ok(out) => String::from_utf8_lossy(&out).into_owned(),
@@ -177,7 +234,7 @@ pub fn run_untrusted_fed(
     run_bounded(
         &argv,
         UNTRUSTED_GIT_LIMIT,
-        Confinement::Sandbox { writable },
+        Confinement::Sandbox { reads, writable },
         input,
     )
 }
@@ -187,8 +244,12 @@ enum Confinement<'a> {
     /// Nothing: a repository the operator controls. Its output is not capped
     /// (a role's build context may be large).
     None,
-    /// The sandbox: execute only git, write only beneath `writable`.
-    Sandbox { writable: &'a [&'a Path] },
+    /// The sandbox: execute only git, read what `reads` allows, write only
+    /// beneath `writable`.
+    Sandbox {
+        reads: Reads<'a>,
+        writable: &'a [&'a Path],
+    },
 }
 
 /// Runs git bounded by `limit` on the wall clock and, confined, by
@@ -222,18 +283,21 @@ fn run_bounded(
     };
     let rules = match confinement {
         Confinement::None => None,
-        Confinement::Sandbox { writable } => {
+        Confinement::Sandbox { reads, writable } => {
             // A partial clone's missing object is fetched on demand from
             // the remote its config names, with the operator's credentials:
             // git over an agent's tree never does that (git 2.45 and later;
             // older ones cannot start the remote helper in the sandbox).
             command.env("GIT_NO_LAZY_FETCH", "1");
-            if writable.is_empty() {
-                sandbox::confine(&mut command)?;
-                None
-            } else {
-                Some(sandbox::confine_writing(&mut command, writable)?)
-            }
+            // None of the operator's own config or attributes: git needs no
+            // file of theirs, and reads none (their global excludes and
+            // attributes are under `XDG_CONFIG_HOME`, pointed nowhere).
+            command
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_ATTR_NOSYSTEM", "1")
+                .env("XDG_CONFIG_HOME", "/dev/null/jackin");
+            Some(sandbox::confine(&mut command, reads, writable)?)
         }
     };
     let mut child = command.spawn().map_err(GitError::Spawn)?;
@@ -490,7 +554,10 @@ mod tests {
             let _ = run_bounded(
                 ask,
                 UNTRUSTED_GIT_LIMIT,
-                Confinement::Sandbox { writable: &[] },
+                Confinement::Sandbox {
+                    reads: Reads::Anything,
+                    writable: &[],
+                },
                 None,
             );
         }
@@ -591,7 +658,10 @@ mod tests {
         let err = run_bounded(
             &["-C", repo, "status", "--porcelain"],
             Duration::from_secs(2),
-            Confinement::Sandbox { writable: &[] },
+            Confinement::Sandbox {
+                reads: Reads::Anything,
+                writable: &[],
+            },
             None,
         )
         .unwrap_err();

@@ -101,6 +101,7 @@ pub fn import_objects(
     let name = git::run_untrusted_fed(
         path_str(&repo),
         &["pack-objects", "--revs", "--local", "-q", path_str(&base)],
+        &[host_objects],
         &[&out, &repo.join("objects/pack")],
         Some(&revs),
     )?;
@@ -123,6 +124,7 @@ pub fn import_objects(
             path_str(&index),
             path_str(&pack),
         ],
+        &[host_objects],
         &[&out, &check.join("objects")],
         None,
     )?;

@@ -21,12 +21,14 @@
 //! the new form at their next start (see [`crate::legacy_worktree`]).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use jackin_api::instance::{Isolation, MountSpec};
 
 pub use crate::checkout::{GitBind, IsolationError, IsolationRecord, read_records, slug};
-use crate::checkout::{SCRATCH_PREFIX, checkout_path, common_dir, io, path_str, write_records};
+use crate::checkout::{
+    SCRATCH_PREFIX, checkout_path, common_dir, in_host, io, path_str, write_records,
+};
 use crate::fsutil::{ensure_private_dir, remove_if_exists};
 use crate::git::{self, GitError};
 use crate::layout::Layout;
@@ -118,6 +120,24 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     }
 }
 
+/// What a confined git over a checkout's repository reads besides the
+/// checkout and the repository themselves (see [`IsolationRecord::git_place`]):
+/// for a worktree, the host's objects it borrows (and theirs); for an
+/// earlier jackin's worktree, the host's git directory its entry is in; for
+/// a clone, which holds all it needs, nothing. Never a path the agent wrote.
+pub fn repository_reads(record: &IsolationRecord) -> Result<Vec<PathBuf>, IsolationError> {
+    if record.is_legacy_worktree() {
+        let common = crate::checkout::git_dir_of(record)?;
+        let mut reads = crate::checkout::alternates_of(&common.join("objects"));
+        reads.push(common);
+        Ok(reads)
+    } else if record.scratch_branch.is_some() {
+        worktree::objects_reads(record)
+    } else {
+        Ok(Vec::new())
+    }
+}
+
 /// The mounts as the container binds them: an isolated mount's source is
 /// its recorded checkout. An isolated mount without one is an error, never
 /// a fallback to the host directory (that would hand the agent the
@@ -167,7 +187,7 @@ pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, Isola
 /// The reuse check: the host must still contain the base commit.
 fn verify(record: &IsolationRecord) -> Result<(), IsolationError> {
     let spec = format!("{}^{{commit}}", record.base_commit);
-    match git::run_untrusted(&record.src, &["cat-file", "-e", &spec]) {
+    match in_host(&record.src, &["cat-file", "-e", &spec]) {
         Ok(_) => Ok(()),
         Err(e @ (GitError::TimedOut { .. } | GitError::Confine(_))) => Err(e.into()),
         Err(_) => Err(IsolationError::ResumeConflict {

@@ -89,7 +89,7 @@ fn seeded_file(record: &IsolationRecord) -> PathBuf {
 /// ref (in the unit) says, when the agent moved it since jackin last set it,
 /// and once it names a commit the repository has: the agent's commits land
 /// in its view's objects, its ref in the unit, and the objects the commit
-/// needs are brought over checked ([`gitdir::import_objects`]) when the
+/// needs are brought over checked ([`crate::gitdir::import_objects`]) when the
 /// host lacks the commit. The host's branch moves only
 /// from the value jackin gave the unit, so a move made meanwhile on the
 /// host (by the operator, or by jackin) is never undone. A ref that is no

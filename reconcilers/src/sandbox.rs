@@ -9,8 +9,12 @@
 //!   driver, `core.fsmonitor`, `core.sshCommand`, a pager, a hook,
 //!   `gpg.program`, `sh -c …`), and every helper in git's exec path (remote
 //!   helpers that would fetch included), fails to start with `EACCES`;
-//! - may read any file, and write none but `/dev/null` (git opens it for the
-//!   standard streams of its children);
+//! - may read only what it was given to read (the repositories the command
+//!   concerns: [`Reads`]) besides git's installation and the system's
+//!   libraries, so that an alternates line, a linked ref or a `commondir`
+//!   the agent wrote cannot lead it into another repository of the host;
+//!   and write none but `/dev/null` (git opens it for the standard streams
+//!   of its children);
 //! - may open no TCP connection and bind no TCP port (Landlock ABI 4), and
 //!   may not signal, or connect to the abstract sockets of, processes outside
 //!   the domain (ABI 6).
@@ -84,11 +88,69 @@ pub struct Ruleset {
     fd: OwnedFd,
 }
 
-/// The read-only rule set, built once per process.
-fn read_only() -> Result<&'static Ruleset, SandboxError> {
-    static RULESET: OnceLock<Result<Ruleset, SandboxError>> = OnceLock::new();
-    RULESET
-        .get_or_init(|| build(&[]))
+/// What a confined command may read.
+#[derive(Debug, Clone, Copy)]
+pub enum Reads<'a> {
+    /// Any file: for a repository the operator controls, confined only so
+    /// that nothing runs (a policy directory).
+    Anything,
+    /// Only beneath these, besides git's installation and the system's
+    /// libraries (see `SYSTEM_READS` in this module).
+    Beneath(&'a [&'a Path]),
+}
+
+/// What any git needs to read to start and work, whatever it is given:
+/// its installation and libraries (under `/usr` and the library
+/// directories), the loader's cache, the few files of `/etc` the C library
+/// reads (time zone, users and groups for a default identity), and a
+/// source of random bytes. git must also be told to read no system or
+/// global config (`GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL`), which it
+/// would otherwise refuse to go without.
+/// Those that do not exist here are left out.
+const SYSTEM_READS: [&str; 15] = [
+    // For the names of temporary files, where git has no `getrandom`.
+    "/dev/urandom",
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/libx32",
+    "/bin",
+    "/sbin",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+];
+
+/// What git itself is, found once per process: its binary, the `git` of
+/// its exec path, and the loader they name.
+struct GitInstall {
+    git: PathBuf,
+    exec_path_git: Option<PathBuf>,
+    loader: Option<PathBuf>,
+}
+
+fn git_install() -> Result<&'static GitInstall, SandboxError> {
+    static INSTALL: OnceLock<Result<GitInstall, SandboxError>> = OnceLock::new();
+    INSTALL
+        .get_or_init(|| {
+            let git = git_binary().map_err(SandboxError)?;
+            // git starts git for submodules through its exec path: that one
+            // file, never the helpers beside it (a remote helper such as
+            // git-remote-https would fetch, and could be pointed at a proxy
+            // on a path socket, which Landlock does not cover).
+            let exec_path_git = exec_path().map_err(SandboxError)?.join("git");
+            let loader = elf_interpreter(&git).map_err(SandboxError)?;
+            Ok(GitInstall {
+                exec_path_git: exec_path_git.is_file().then_some(exec_path_git),
+                loader,
+                git,
+            })
+        })
         .as_ref()
         .map_err(Clone::clone)
 }
@@ -119,7 +181,7 @@ const FS_WRITE_BENEATH: u64 = !(FS_EXECUTE
     | (1 << 10) // make a FIFO
     | (1 << 11)); // make a block device
 
-fn build(writable: &[&Path]) -> Result<Ruleset, SandboxError> {
+fn build(reads: Reads<'_>, writable: &[&Path]) -> Result<Ruleset, SandboxError> {
     let abi =
         abi_version().map_err(|e| SandboxError(format!("Landlock is not available ({e})")))?;
     let mut handled_fs = FS_ABI1;
@@ -163,23 +225,29 @@ fn build(writable: &[&Path]) -> Result<Ruleset, SandboxError> {
     // SAFETY: the kernel returned a new file descriptor that nothing else owns.
     let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
 
-    let git = git_binary().map_err(SandboxError)?;
-    // git starts git for submodules through its exec path: that one file,
-    // never the helpers beside it (a remote helper such as
-    // git-remote-https would fetch, and could be pointed at a proxy on a
-    // path socket, which Landlock does not cover).
-    let exec_path_git = exec_path().map_err(SandboxError)?.join("git");
-    let mut rules = vec![
-        (PathBuf::from("/"), FS_READ_FILE | FS_READ_DIR),
-        (PathBuf::from("/dev/null"), FS_READ_FILE | FS_WRITE_FILE),
-    ];
-    if exec_path_git.is_file() {
-        rules.push((exec_path_git, FS_EXECUTE | FS_READ_FILE));
+    let install = git_install()?;
+    let read = FS_READ_FILE | FS_READ_DIR;
+    let mut rules = vec![(PathBuf::from("/dev/null"), FS_READ_FILE | FS_WRITE_FILE)];
+    match reads {
+        Reads::Anything => rules.push((PathBuf::from("/"), read)),
+        Reads::Beneath(paths) => {
+            let system = SYSTEM_READS.iter().map(Path::new);
+            // What does not exist cannot be read: no rule is needed. A
+            // file's rule may hold only a file's rights.
+            rules.extend(system.chain(paths.iter().copied()).filter_map(|path| {
+                let meta = std::fs::metadata(path).ok()?;
+                let access = if meta.is_dir() { read } else { FS_READ_FILE };
+                Some((path.to_path_buf(), access))
+            }));
+        }
     }
-    if let Some(loader) = elf_interpreter(&git).map_err(SandboxError)? {
-        rules.push((loader, FS_EXECUTE | FS_READ_FILE));
+    for program in [&install.exec_path_git, &install.loader]
+        .into_iter()
+        .flatten()
+        .chain([&install.git])
+    {
+        rules.push((program.clone(), FS_EXECUTE | FS_READ_FILE));
     }
-    rules.push((git, FS_EXECUTE | FS_READ_FILE));
     rules.extend(
         writable
             .iter()
@@ -294,18 +362,16 @@ fn elf_interpreter(binary: &Path) -> Result<Option<PathBuf>, String> {
     Ok(None)
 }
 
-/// Makes `command` start inside the domain. Fails (and `command` is left
-/// as it was) when this machine cannot confine it.
-pub fn confine(command: &mut Command) -> Result<(), SandboxError> {
-    apply(command, read_only()?);
-    Ok(())
-}
-
-/// As [`confine`], but the command may also write beneath each of
-/// `writable` (never execute there). The returned rule set must be kept
-/// until the command has been spawned.
-pub fn confine_writing(command: &mut Command, writable: &[&Path]) -> Result<Ruleset, SandboxError> {
-    let ruleset = build(writable)?;
+/// Makes `command` start inside the domain, reading what `reads` allows
+/// and writing beneath each of `writable` (never executing there). Fails
+/// (and `command` is left as it was) when this machine cannot confine it.
+/// The returned rule set must be kept until the command has been spawned.
+pub fn confine(
+    command: &mut Command,
+    reads: Reads<'_>,
+    writable: &[&Path],
+) -> Result<Ruleset, SandboxError> {
+    let ruleset = build(reads, writable)?;
     apply(command, &ruleset);
     Ok(ruleset)
 }
@@ -346,7 +412,7 @@ mod tests {
     fn confined_sh(script: &str) -> std::process::Output {
         let mut command = Command::new("git");
         command.args(["-c", &format!("alias.probe=!{script}"), "probe"]);
-        confine(&mut command).unwrap();
+        let _rules = confine(&mut command, Reads::Anything, &[]).unwrap();
         command.output().unwrap()
     }
 
@@ -355,7 +421,7 @@ mod tests {
     fn git_runs_and_no_other_program_does() {
         let mut version = Command::new("git");
         version.arg("--version");
-        confine(&mut version).unwrap();
+        let _rules = confine(&mut version, Reads::Beneath(&[]), &[]).unwrap();
         let out = version.output().unwrap();
         assert!(out.status.success(), "{out:?}");
         assert!(String::from_utf8_lossy(&out.stdout).starts_with("git version"));
@@ -386,7 +452,7 @@ mod tests {
         let target = dir.path().join("repo");
         let mut init = Command::new("git");
         init.args(["init", "--quiet"]).arg(&target);
-        confine(&mut init).unwrap();
+        let _rules = confine(&mut init, Reads::Anything, &[]).unwrap();
         let out = init.output().unwrap();
         assert!(!out.status.success(), "{out:?}");
         assert!(!target.join(".git").exists());
@@ -399,7 +465,7 @@ mod tests {
         std::fs::create_dir(&allowed).unwrap();
         let mut init = Command::new("git");
         init.args(["init", "--quiet"]).arg(allowed.join("repo"));
-        let _rules = confine_writing(&mut init, &[&allowed]).unwrap();
+        let _rules = confine(&mut init, Reads::Anything, &[&allowed]).unwrap();
         let out = init.output().unwrap();
         assert!(out.status.success(), "{out:?}");
         assert!(allowed.join("repo/.git/HEAD").exists());
@@ -408,7 +474,7 @@ mod tests {
         elsewhere
             .args(["init", "--quiet"])
             .arg(dir.path().join("other"));
-        let _rules = confine_writing(&mut elsewhere, &[&allowed]).unwrap();
+        let _rules = confine(&mut elsewhere, Reads::Anything, &[&allowed]).unwrap();
         assert!(!elsewhere.output().unwrap().status.success());
         // A program written there cannot be run.
         let script = allowed.join("run-me");
@@ -416,9 +482,41 @@ mod tests {
         std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
         let mut run = Command::new(&script);
-        let _rules = confine_writing(&mut run, &[&allowed]).unwrap();
+        let _rules = confine(&mut run, Reads::Anything, &[&allowed]).unwrap();
         assert!(run.status().is_err(), "the script started");
         assert!(!allowed.join("run-me.ran").exists());
+    }
+
+    /// Given a repository to read, git reads it and nothing beside it: a
+    /// file elsewhere, named by the repository's own config, is not read.
+    #[test]
+    fn a_confined_git_reads_only_what_it_is_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let secret = dir.path().join("secret.txt");
+        std::fs::write(&secret, "the operator's secret\n").unwrap();
+        let made = Command::new("git")
+            .args(["init", "--quiet"])
+            .arg(&repo)
+            .status();
+        assert!(made.unwrap().success());
+        let cat = |reads: Reads<'_>, path: &Path| {
+            let mut command = Command::new("git");
+            command
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .arg("-C")
+                .arg(&repo)
+                .args(["hash-object", "--no-filters"])
+                .arg(path);
+            let _rules = confine(&mut command, reads, &[]).unwrap();
+            command.output().unwrap()
+        };
+        let inside = repo.join(".git/HEAD");
+        assert!(cat(Reads::Beneath(&[&repo]), &inside).status.success());
+        let out = cat(Reads::Beneath(&[&repo]), &secret);
+        assert!(!out.status.success(), "read beside the repository: {out:?}");
+        assert!(cat(Reads::Anything, &secret).status.success());
     }
 
     #[test]

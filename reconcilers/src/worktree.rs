@@ -41,8 +41,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::checkout::{
-    GitBind, IsolationError, IsolationRecord, branch_exists, git_dir_of, held_elsewhere, io,
-    path_str, quoted, real_dir_below,
+    GitBind, IsolationError, IsolationRecord, alternates_of, branch_exists, git_dir_of,
+    held_elsewhere, in_host, io, path_str, quoted, real_dir_below,
 };
 use crate::fsutil::{self, read_untrusted, remove_if_exists, write_atomic};
 use crate::git::{self, GitError};
@@ -133,6 +133,16 @@ fn scratch_ref(record: &IsolationRecord) -> String {
     )
 }
 
+/// What a confined git over the unit's repository reads besides it: the
+/// host's objects (through jackin's link, to their real place) and the
+/// objects they borrow in turn. Nothing the agent names.
+pub fn objects_reads(record: &IsolationRecord) -> Result<Vec<PathBuf>, IsolationError> {
+    let objects = host_objects(record)?;
+    let mut reads = alternates_of(&objects);
+    reads.push(objects);
+    Ok(reads)
+}
+
 /// The host repository's objects directory, as a real directory.
 fn host_objects(record: &IsolationRecord) -> Result<PathBuf, IsolationError> {
     real_dir_below(&git_dir_of(record)?, Path::new("objects"))
@@ -144,7 +154,7 @@ fn host_tip(src: &str, full: &str) -> Result<Option<String>, GitError> {
     if !branch_exists(src, full)? {
         return Ok(None);
     }
-    let out = git::run_untrusted(src, &["rev-parse", "--verify", "--quiet", full])?;
+    let out = in_host(src, &["rev-parse", "--verify", "--quiet", full])?;
     Ok(Some(String::from_utf8_lossy(&out).trim().to_owned()))
 }
 
@@ -225,7 +235,14 @@ pub fn make(record: &IsolationRecord) -> Result<(), IsolationError> {
         // The agent's commits: their attributes name filter drivers, so
         // git checks them out confined, writing only the checkout and the
         // unit's repository.
-        git::run_untrusted_writing(repo.git_dir_str(), &args, &[checkout, &repo.git_dir])?;
+        let reads = objects_reads(record)?;
+        let reads: Vec<&Path> = reads.iter().map(PathBuf::as_path).collect();
+        git::run_untrusted_writing(
+            repo.git_dir_str(),
+            &args,
+            &reads,
+            &[checkout, &repo.git_dir],
+        )?;
     }
     Ok(())
 }
@@ -352,9 +369,12 @@ fn init_repository(
         let base = pack_dir.join("pack");
         // Packed in the new repository, which sees the host's objects as
         // its alternate: without `--local`, they come into its own pack.
+        let reads = objects_reads(record)?;
+        let reads: Vec<&Path> = reads.iter().map(PathBuf::as_path).collect();
         let packed = git::run_untrusted_fed(
             dir_str,
             &["pack-objects", "--revs", "-q", path_str(&base)],
+            &reads,
             &[&pack_dir],
             Some(&revs),
         );
@@ -464,9 +484,12 @@ pub fn check_repository(record: &IsolationRecord) -> Result<(), IsolationError> 
 /// agent deleted it.
 fn unit_tip(record: &IsolationRecord, repo: &UnitRepo) -> Result<Option<String>, IsolationError> {
     let full = scratch_ref(record);
-    let tip = match git::run_untrusted(
+    let reads = objects_reads(record)?;
+    let reads: Vec<&Path> = reads.iter().map(PathBuf::as_path).collect();
+    let tip = match git::run_untrusted_reading(
         repo.git_dir_str(),
         &["rev-parse", "--verify", "--quiet", &full],
+        &reads,
     ) {
         Ok(out) => String::from_utf8_lossy(&out).trim().to_owned(),
         Err(GitError::Failed { .. }) => return Ok(None),
@@ -589,7 +612,7 @@ pub(crate) fn move_published_branch(
 /// Whether the host repository has the commit `tip`. Only git's own "no"
 /// is an answer.
 pub(crate) fn host_has_commit(src: &str, tip: &str) -> Result<bool, GitError> {
-    match git::run_untrusted(src, &["cat-file", "-e", &format!("{tip}^{{commit}}")]) {
+    match in_host(src, &["cat-file", "-e", &format!("{tip}^{{commit}}")]) {
         Ok(_) => Ok(true),
         Err(GitError::Failed { .. }) => Ok(false),
         Err(e) => Err(e),
