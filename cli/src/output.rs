@@ -18,12 +18,12 @@ use jackin_controller::attention::Look;
 use jackin_controller::events::Event;
 use jackin_controller::keep_cap::Capped;
 use jackin_controller::objects::AgentSource;
-use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 use jackin_controller::session::REASON_OOM;
 use jackin_controller::source::SourceRecord;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jiff::Timestamp;
 use serde::Serialize;
+use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
 /// A multi-document YAML stream: re-applying it changes nothing.
 pub fn yaml_stream<T: Serialize>(objects: &[T]) -> Result<String> {

@@ -686,7 +686,10 @@ mod tests {
         server.abort();
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         assert!(answer.contains("ok: the loop ticked"), "{answer}");
-        assert_eq!(open, 100, "idle connections were closed before the probe was answered");
+        assert_eq!(
+            open, 100,
+            "idle connections were closed before the probe was answered"
+        );
     }
 
     #[test]
