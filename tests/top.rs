@@ -303,7 +303,7 @@ impl Drop for KillAtEnd {
             return;
         };
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if cmdline == b"sleep\0299\0" {
+        if cmdline == b"sleep\x00299\x00" {
             let _ = std::process::Command::new("kill")
                 .args(["-9", &pid.to_string()])
                 .status();
