@@ -973,6 +973,9 @@ pub struct SessionOutcome {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MountStatus {
     pub dst: String,
+    /// The host repository the checkout was made from.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub src: String,
     pub isolation: Isolation,
     /// Where the checkout lives on the host.
     pub path: String,

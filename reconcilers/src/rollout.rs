@@ -190,6 +190,18 @@ pub fn changed_checkouts(pinned: &Recipe, wanted: &Recipe) -> Vec<(String, Strin
         .collect()
 }
 
+/// Whether `recipe` binds any of the isolated checkouts `mounts` otherwise
+/// (another source or isolation mode, or no such mount): a rollout that
+/// pinned it retires them ([`crate::plan::Step::RetireCheckouts`]); one that
+/// changed only the command, say, retires nothing.
+pub fn retires_checkouts(recipe: &Recipe, mounts: &[MountStatus]) -> bool {
+    mounts.iter().any(|checkout| {
+        !recipe.mounts.iter().any(|m| {
+            m.dst == checkout.dst && m.src == checkout.src && m.isolation == checkout.isolation
+        })
+    })
+}
+
 fn engine_name(engine: Option<&str>) -> &str {
     engine.unwrap_or("the default engine")
 }
@@ -307,6 +319,7 @@ pub fn replacing(recipe: &Recipe) -> bool {
 mod tests {
     use super::*;
     use jackin_api::instance::MountSpec;
+    use jackin_api::instance::RolloutRecord;
     use jackin_api::{API_VERSION, ObjectMeta};
     use jiff::Timestamp;
 
@@ -534,6 +547,36 @@ mod tests {
             refusal(&pinned, &recipe(), &[dirty("/workspace/app")], false),
             None
         );
+    }
+
+    /// Only a changed checkout is retired: a rollout of the command alone
+    /// plans no retirement (nor says it retires anything).
+    #[test]
+    fn only_a_changed_checkout_is_retired() {
+        let pinned = recipe();
+        let bound = MountStatus {
+            src: "/src/app".into(),
+            ..dirty("/workspace/app")
+        };
+        let new_command = Recipe {
+            command: vec!["agent".into(), "--new".into()],
+            ..recipe()
+        };
+        assert!(!retires_checkouts(
+            &new_command,
+            std::slice::from_ref(&bound)
+        ));
+        let mut cloned = recipe();
+        cloned.mounts[0].isolation = Isolation::Clone;
+        assert!(retires_checkouts(&cloned, std::slice::from_ref(&bound)));
+        let mut moved = recipe();
+        moved.mounts[0].src = "/src/other".into();
+        assert!(retires_checkouts(&moved, std::slice::from_ref(&bound)));
+        let dropped = Recipe {
+            mounts: Vec::new(),
+            ..pinned
+        };
+        assert!(retires_checkouts(&dropped, &[bound]));
     }
 
     #[test]
