@@ -260,6 +260,64 @@ fn what_cannot_change_in_place_is_refused_and_a_clean_checkout_is_made_anew() {
     );
 }
 
+/// The rollout refusals recorded in `name`'s events.
+fn refusals(home: &Home, name: &str) -> usize {
+    let events = home.unit(name).join(".jackin/events.jsonl");
+    std::fs::read_to_string(events)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains("\"RolloutRefused\""))
+        .count()
+}
+
+/// L2: under `OnDrift`, after a rollout asked by hand, a change that must
+/// be refused (the worktree holds work) is refused once, and neither the
+/// drift nor the operator's earlier request is handled again: the apply
+/// converges, and a later pass refuses nothing more.
+#[test]
+fn an_on_drift_refusal_after_a_rollout_by_hand_is_made_once() {
+    ensure_busybox();
+    let home = Home::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let host = support::host_repo(scratch.path());
+    let yaml = |isolation: &str| {
+        format!(
+            "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: drifty}}\nspec:\n  \
+             role: {{name: tester}}\n  agent: shell\n  image: {}\n  command: [sleep, \"3600\"]\n  \
+             updatePolicy: OnDrift\n  mounts: [{{src: {}, dst: /workspace/app, isolation: \
+             {isolation}}}]\n",
+            busybox_image(),
+            host.display()
+        )
+    };
+    home.apply("d.yaml", &yaml("worktree"));
+    let out = home.ok(&["rollout", "drifty"]);
+    assert!(out.contains("instance/drifty rolled out"), "{out}");
+    std::fs::write(home.checkout("drifty").join("wip.txt"), "unsaved\n").unwrap();
+    let id = container_id(&home, "drifty");
+
+    home.apply("d.yaml", &yaml("clone"));
+    let rollout = home.object("drifty")["status"]["rollout"].clone();
+    assert!(
+        rollout["requested"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("drift-")),
+        "{rollout}"
+    );
+    assert!(
+        rollout["refused"]
+            .as_str()
+            .is_some_and(|why| why.contains("holds unfinished work")),
+        "{rollout}"
+    );
+    assert_eq!(refusals(&home, "drifty"), 1);
+    // Another pass over it: nothing new is asked, nothing is handled.
+    home.apply("d.yaml", &yaml("clone"));
+    assert_eq!(refusals(&home, "drifty"), 1);
+    assert_eq!(home.object("drifty")["status"]["rollout"], rollout);
+    assert_eq!(container_id(&home, "drifty"), id);
+}
+
 /// A policy repository: a git work tree that `controller --sync` follows.
 struct PolicyRepo {
     dir: tempfile::TempDir,

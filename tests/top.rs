@@ -271,3 +271,89 @@ fn notify_is_told_needs_you_and_ended_once_each_and_nothing_the_agent_printed() 
     let described = home.ok(&["describe", "hostile"]);
     assert!(described.contains("Notify"), "{described}");
 }
+
+/// A notify command that starts a child in a session of its own (out of
+/// its process group), writes the child's pid beside itself, then ignores
+/// TERM and waits.
+const NOTIFY_STARTS_A_SESSION: &str = "#!/bin/sh\n\
+    setsid sh -c 'echo $$ > \"$1\"; exec sleep 299' sh \"$0.child\" &\n\
+    trap '' TERM\n\
+    sleep 299\n";
+
+/// Whether `pid` runs (a zombie has ended).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let rest = &stat[stat.rfind(')')? + 1..];
+            rest.split_whitespace().next().map(|state| state != "Z")
+        })
+        .unwrap_or(false)
+}
+
+/// Kills the test's `sleep 299` should it outlive the test.
+struct KillAtEnd(std::path::PathBuf);
+
+impl Drop for KillAtEnd {
+    fn drop(&mut self) {
+        let Some(pid) = std::fs::read_to_string(&self.0)
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok())
+        else {
+            return;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if cmdline == b"sleep\x00299\x00" {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
+/// L4: at its timeout the notify command ends with everything it started,
+/// a child that left its process group with `setsid` included.
+#[test]
+fn notify_ends_at_its_timeout_with_what_it_started_in_a_session_of_its_own() {
+    ensure_busybox();
+    let home = Home::new();
+    let script = home.path().join("notify");
+    std::fs::write(&script, NOTIFY_STARTS_A_SESSION).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let child_pid = home.path().join("notify.child");
+    let _cleanup = KillAtEnd(child_pid.clone());
+    home.apply(
+        "desk",
+        &format!(
+            "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: desk}}\nspec:\n  \
+             needsYouAfter: 3s\n  notify: {{command: [{}], timeout: 3s, minInterval: 1h}}\n",
+            script.display()
+        ),
+    );
+    agent(&home, "asks", "printf 'Proceed?\\n'; exec sleep 3600");
+    let _controller = Controller::start(&home, &[]);
+    let events = home.unit("asks").join(".jackin/events.jsonl");
+    eventually(
+        Duration::from_secs(120),
+        "notify ran and was killed",
+        || {
+            std::fs::read_to_string(&events)
+                .is_ok_and(|e| e.contains("did not end within 3s and was killed"))
+        },
+    );
+    let pid: i32 = std::fs::read_to_string(&child_pid)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Killed before the reaper said so; a little time for the kernel.
+    eventually(Duration::from_secs(30), "the setsid child ended", || {
+        !alive(pid)
+    });
+    // Its own `sleep` and the `setsid` child.
+    let said = std::fs::read_to_string(&events).unwrap();
+    assert!(
+        said.contains("with 2 other process(es) it started"),
+        "{said}"
+    );
+}

@@ -326,6 +326,37 @@ fn a_listing_printed_as_json_applies_back_unchanged() {
     );
 }
 
+/// L7: stdin is capped as a manifest file is: a stream longer than the cap
+/// is refused once the cap is passed, and the rest is never read.
+#[test]
+fn apply_from_stdin_is_capped_like_a_file() {
+    let home = Home::new();
+    let mut apply = home
+        .command(&["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Four times the cap, a MiB a write: a reader that stops at the cap
+    // leaves the rest unwritten (the pipe breaks).
+    const MIB: usize = 1 << 20;
+    let mut input = apply.stdin.take().unwrap();
+    let chunk = vec![b'a'; MIB];
+    let written = (0..64)
+        .take_while(|_| input.write_all(&chunk).is_ok())
+        .count();
+    drop(input);
+    let out = apply.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("<stdin>: it is larger than 16777216 bytes"),
+        "{err}"
+    );
+    assert!(written < 64, "jackin read all {written} MiB of stdin");
+}
+
 #[test]
 fn logs_follow_keeps_printing_and_set_phase_takes_a_file() {
     ensure_busybox();

@@ -567,6 +567,65 @@ pub struct RolloutRecord {
     /// Why the request was not rolled out; absent when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+    /// The operator's request (annotation `jackin.dev/rollout`) as it stood
+    /// when this record was written, handled by then: the loop handles an
+    /// operator's request before any `OnDrift` one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_request: Option<String>,
+    /// The last `OnDrift` request handled, this one or an earlier one.
+    /// With `operatorRequest`, each kind's last request stays handled when
+    /// the other kind's is recorded: neither is taken for new again (and
+    /// handled again, and again, in turn with the other).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_request: Option<String>,
+}
+
+impl RolloutRecord {
+    /// `requested` handled on `obj` at `at`: rolled out (`refused: None`)
+    /// or not, and why. A request that is not the operator's annotation is
+    /// an `OnDrift` one.
+    pub fn handled(
+        obj: &Instance,
+        requested: &str,
+        at: Timestamp,
+        refused: Option<String>,
+    ) -> Self {
+        let operator_request = obj
+            .metadata
+            .annotations
+            .get(crate::names::annotation::ROLLOUT)
+            .cloned();
+        let previous = obj.status.as_ref().and_then(|s| s.rollout.as_ref());
+        let drift_request = match operator_request.as_deref() == Some(requested) {
+            false => Some(requested.to_owned()),
+            true => previous.and_then(|p| {
+                match p.operator_request.as_deref() == Some(p.requested.as_str()) {
+                    true => p.drift_request.clone(),
+                    // Not the operator's then (or written before records
+                    // said): an `OnDrift` request.
+                    false => Some(p.requested.clone()),
+                }
+            }),
+        };
+        Self {
+            requested: requested.to_owned(),
+            at,
+            refused,
+            operator_request,
+            drift_request,
+        }
+    }
+
+    /// Whether `request` (the operator's or an `OnDrift` one) was handled:
+    /// it is the last one handled, or the last of its kind.
+    pub fn has_handled(&self, request: &str) -> bool {
+        [
+            Some(self.requested.as_str()),
+            self.operator_request.as_deref(),
+            self.drift_request.as_deref(),
+        ]
+        .contains(&Some(request))
+    }
 }
 
 /// How many failed attempts in a row, each for a reason retrying cannot fix,
@@ -914,6 +973,9 @@ pub struct SessionOutcome {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MountStatus {
     pub dst: String,
+    /// The host repository the checkout was made from.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub src: String,
     pub isolation: Isolation,
     /// Where the checkout lives on the host.
     pub path: String,

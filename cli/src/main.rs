@@ -22,6 +22,10 @@ use crate::cmd::select::Targets;
 use crate::context::{CommandExited, open_store, open_store_to_change};
 
 fn main() -> ExitCode {
+    // The controller runs `jackin` again as the notify command's reaper.
+    if let Some(code) = jackin_controller::notify_reaper::reaper_if_asked() {
+        return code;
+    }
     let cli = Cli::parse();
     let this_run = run_log::Run::mint(context::verb());
     context::init_logging(cli.verbose, cli.log_format, cli.debug, &this_run);

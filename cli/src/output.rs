@@ -23,6 +23,7 @@ use jackin_controller::source::SourceRecord;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jiff::Timestamp;
 use serde::Serialize;
+use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
 /// A multi-document YAML stream: re-applying it changes nothing.
 pub fn yaml_stream<T: Serialize>(objects: &[T]) -> Result<String> {
@@ -65,27 +66,27 @@ pub fn age(since: Option<Timestamp>, now: Timestamp) -> String {
 
 /// `text` made safe to print on a terminal: control characters (a carriage
 /// return, an escape sequence, a newline inside a value) and the invisible
-/// characters that reorder text (bidirectional overrides, zero-width marks)
-/// are shown escaped, as `\r` or `\u{1b}`. Much of what jackin prints comes
-/// from the agent's side (file and branch names in a checkout, messages):
-/// it must never move the cursor or hide the lines around it.
+/// characters that hide or reorder text (every format character: soft
+/// hyphens, bidirectional overrides, zero-width marks, tags) are shown
+/// escaped, as `\r` or `\u{1b}`. Much of what jackin prints comes from the
+/// agent's side (file and branch names in a checkout, messages): it must
+/// never move the cursor or hide the lines around it.
 pub fn terminal_safe(text: &str) -> String {
-    // The format characters that are invisible or reorder what follows:
-    // zero-width and bidirectional marks, embeddings, overrides and
-    // isolates, the Arabic letter mark, word joiners and invisible
-    // operators, the byte-order mark and the tag characters.
+    // By general category, from the Unicode tables: a list of our own
+    // would miss some (it did: U+00AD, U+FFF9). Besides controls (Cc) and
+    // format characters (Cf), the line and paragraph separators (a viewer
+    // may break the line there) and unassigned code points (what a newer
+    // Unicode makes of them is not known here: the tag block's holes
+    // among them).
     let hidden = |c: char| {
-        c.is_control()
-            || matches!(
-                c,
-                '\u{061c}'
-                    | '\u{180e}'
-                    | '\u{200b}'..='\u{200f}'
-                    | '\u{202a}'..='\u{202e}'
-                    | '\u{2060}'..='\u{2069}'
-                    | '\u{feff}'
-                    | '\u{e0000}'..='\u{e007f}'
-            )
+        matches!(
+            c.general_category(),
+            GeneralCategory::Control
+                | GeneralCategory::Format
+                | GeneralCategory::LineSeparator
+                | GeneralCategory::ParagraphSeparator
+                | GeneralCategory::Unassigned
+        )
     };
     if !text.chars().any(hidden) {
         return text.to_owned();
@@ -1185,15 +1186,24 @@ mod tests {
         assert!(!safe.chars().any(|c| c.is_control()), "{safe:?}");
         assert_eq!(safe, "notes\\r\\u{1b}[2K\\u{1b}[1Aclean\\u{202e}txt");
         assert_eq!(terminal_safe("plain/path.rs"), "plain/path.rs");
+        // Visible text of every script stays as it is.
+        let visible = "naïve café – 日本語 ✓ 🙂 עברית";
+        assert_eq!(terminal_safe(visible), visible);
         assert_eq!(terminal_safe_lines("a\rb\nc\n"), "a\\rb\nc\n");
-        // Every invisible or reordering format character is shown.
+        // Every invisible or reordering format character is shown: L6,
+        // the soft hyphen and the interlinear annotation marks among them.
         for hidden in [
+            '\u{00ad}',
             '\u{061c}',
             '\u{180e}',
             '\u{2060}',
             '\u{2064}',
+            '\u{fff9}',
+            '\u{fffb}',
             '\u{feff}',
             '\u{e0041}',
+            '\u{e0002}',
+            '\u{2028}',
         ] {
             let safe = terminal_safe(&format!("a{hidden}b"));
             assert_eq!(safe, format!("a{}b", hidden.escape_default()), "{hidden:?}");

@@ -20,6 +20,7 @@ pub mod keep_cap;
 pub mod metrics;
 pub mod new_session;
 pub mod notify;
+pub mod notify_reaper;
 pub mod objects;
 pub mod queue;
 pub mod reconcile;

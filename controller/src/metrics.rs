@@ -485,21 +485,48 @@ pub fn error_reason(error: &ReconcileError) -> &'static str {
     }
 }
 
-/// Connections served at once; more wait in the listener's backlog. A
-/// scraper needs one.
-const CONNECTIONS: usize = 16;
+/// How much the server gives its clients.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// Connections open at once; more wait in the listener's backlog. Far
+    /// more than a scraper and a probe need, so that connections that say
+    /// nothing do not keep `/healthz` waiting; each costs a descriptor and
+    /// a small task.
+    connections: usize,
+    /// How long a connection may take to send its request's headers: a
+    /// probe or a scraper sends them at once.
+    headers: Duration,
+    /// How long a connection may take in all, its answer included.
+    request: Duration,
+}
 
-/// How long a connection may take to send its request's headers, and to
-/// be answered: a client that opens connections and sends nothing holds
-/// none for long.
-const REQUEST_TIME: Duration = Duration::from_secs(10);
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            connections: 256,
+            headers: Duration::from_secs(2),
+            request: Duration::from_secs(10),
+        }
+    }
+}
 
 /// Serves `/metrics`, `/healthz` and `/readyz` on `listener` until the
-/// task is dropped, one request per connection, at most 16 connections at
-/// once, each answered within 10 s of its start. `/healthz` fails once the loop has
-/// not ticked for `stale`.
+/// task is dropped, one request per connection: up to 256 connections at
+/// once, each given 2 s to send its headers and 10 s in all, so that a
+/// hundred connections that never finish their headers leave a probe
+/// answered at once, and more only delay it by the 2 s they are given.
+/// `/healthz` fails once the loop has not ticked for `stale`.
 pub async fn serve(listener: tokio::net::TcpListener, metrics: Metrics, stale: Duration) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
+    serve_within(listener, metrics, stale, Limits::default()).await;
+}
+
+async fn serve_within(
+    listener: tokio::net::TcpListener,
+    metrics: Metrics,
+    stale: Duration,
+    limits: Limits,
+) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.connections));
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {
             return;
@@ -522,10 +549,10 @@ pub async fn serve(listener: tokio::net::TcpListener, metrics: Metrics, stale: D
             let io = hyper_util::rt::TokioIo::new(stream);
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(REQUEST_TIME)
+                .header_read_timeout(limits.headers)
                 .keep_alive(false)
                 .serve_connection(io, service);
-            match tokio::time::timeout(REQUEST_TIME, connection).await {
+            match tokio::time::timeout(limits.request, connection).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::debug!(%peer, "metrics: connection ended: {e}"),
                 Err(_) => tracing::debug!(%peer, "metrics: connection took too long"),
@@ -600,6 +627,68 @@ mod tests {
         assert!(
             text.contains("jackin_reconcile_errors_total{reason=\"NotConverging\"} 1"),
             "{text}"
+        );
+    }
+
+    /// L5: a hundred connections that never finish their headers do not
+    /// keep `/healthz` waiting: it is answered while every one of them is
+    /// still open (none closed, by a timeout or otherwise, to make room).
+    /// The header time is long here, so that a slow machine cannot time
+    /// them out first; the number of connections is the server's own.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn health_is_answered_beside_a_hundred_idle_connections() {
+        use std::io::{Read, Write};
+        let listener = bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let metrics = Metrics::new();
+        metrics.tick(0);
+        let patient = Limits {
+            headers: Duration::from_secs(600),
+            request: Duration::from_secs(600),
+            ..Limits::default()
+        };
+        let server = tokio::spawn(serve_within(
+            listener,
+            metrics,
+            Duration::from_secs(3600),
+            patient,
+        ));
+        let (answer, open) = tokio::task::spawn_blocking(move || {
+            let idle: Vec<std::net::TcpStream> = (0..100)
+                .map(|_| {
+                    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+                    stream.write_all(b"GET /healthz HTTP/1.1\r\n").unwrap();
+                    stream
+                })
+                .collect();
+            let mut probe = std::net::TcpStream::connect(addr).unwrap();
+            probe
+                .set_read_timeout(Some(Duration::from_secs(300)))
+                .unwrap();
+            probe
+                .write_all(b"GET /healthz HTTP/1.1\r\nHost: probe\r\n\r\n")
+                .unwrap();
+            let mut answer = String::new();
+            let _ = probe.read_to_string(&mut answer);
+            // Open: nothing to read yet, not the end of the stream.
+            let open = idle
+                .iter()
+                .filter(|stream| {
+                    stream.set_nonblocking(true).unwrap();
+                    let peeked = stream.peek(&mut [0u8; 1]);
+                    matches!(peeked, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+                })
+                .count();
+            (answer, open)
+        })
+        .await
+        .unwrap();
+        server.abort();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.contains("ok: the loop ticked"), "{answer}");
+        assert_eq!(
+            open, 100,
+            "idle connections were closed before the probe was answered"
         );
     }
 

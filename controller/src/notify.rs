@@ -18,8 +18,9 @@
 //! [`Event::as_str`]). Of the controller's environment it gets only what a
 //! desktop notifier needs (`PASSED_ON`: never the agents' secrets the
 //! controller may hold), and it runs in `/`, with no input, its output
-//! discarded, in a process group of its own that is killed whole at its
-//! timeout. One event of one instance runs it at most once per
+//! discarded, under a reaper of its own (`notify_reaper`) that kills it
+//! and every process it started, `setsid` ones and orphans included, at
+//! its timeout. One event of one instance runs it at most once per
 //! `minInterval`, never while its last run goes on, and at most
 //! `RUNNING_AT_ONCE` run at once. A store that cannot be read tells
 //! nothing (an instance missing from a partial listing is not taken for
@@ -42,6 +43,7 @@ use tokio::time::Instant;
 use crate::Reconciler;
 use crate::attention::{self, Look};
 use crate::events;
+use crate::notify_reaper;
 
 /// How often the workspaces are read again when none sets `notify`.
 const RESCAN: Duration = Duration::from_secs(30);
@@ -62,6 +64,10 @@ const PASSED_ON: &[&str] = &[
     "DBUS_SESSION_BUS_ADDRESS",
     "XDG_RUNTIME_DIR",
 ];
+
+/// How long the reaper may take past the command's timeout to kill what is
+/// left and say so.
+const REAPER_GRACE: Duration = Duration::from_secs(10);
 
 /// Commands running at once, over every instance: more events wait.
 const RUNNING_AT_ONCE: usize = 8;
@@ -314,9 +320,10 @@ async fn run(
         return;
     };
     let timeout = validate::duration(&policy.timeout).unwrap_or(Duration::from_secs(10));
-    let mut command = tokio::process::Command::new(program);
+    // Through the reaper, which ends the program and everything it started
+    // at the timeout, and says what happened on its standard output.
+    let mut command = notify_reaper::command(timeout, program, args);
     command
-        .args(args)
         // Only what a desktop notifier needs of the controller's
         // environment: the controller's may hold the agents' secrets
         // (`hostEnv`), which are none of this command's business.
@@ -333,26 +340,35 @@ async fn run(
         // may write): relative arguments mean nothing here.
         .current_dir("/")
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        // Its own process group, so that the timeout ends what it started
-        // too.
+        // Should the reaper itself not end, its group goes at once.
         .process_group(0)
         .kill_on_drop(true);
     let outcome = match command.spawn() {
         Err(e) => format!("could not run: {e}"),
-        Ok(mut child) => match tokio::time::timeout(timeout, child.wait()).await {
-            Ok(Ok(status)) if status.success() => "exited 0".to_owned(),
-            Ok(Ok(status)) => format!("ended: {status}"),
-            Ok(Err(e)) => format!("could not be waited for: {e}"),
-            Err(_) => {
-                if let Some(leader) = child.id() {
-                    jackin_reconcilers::sandbox::kill_process_group(leader);
+        Ok(child) => {
+            let reaper = child.id();
+            let given = timeout + REAPER_GRACE;
+            match tokio::time::timeout(given, child.wait_with_output()).await {
+                Ok(Ok(out)) => match String::from_utf8_lossy(&out.stdout).trim() {
+                    "" => format!("ended without saying how: {}", out.status),
+                    said => said.to_owned(),
+                },
+                Ok(Err(e)) => format!("could not be waited for: {e}"),
+                Err(_) => {
+                    if let Some(leader) = reaper {
+                        jackin_reconcilers::sandbox::kill_process_group(leader);
+                    }
+                    format!(
+                        "did not end within {}s, nor its reaper {}s later; its process group \
+                         was killed",
+                        timeout.as_secs(),
+                        REAPER_GRACE.as_secs()
+                    )
                 }
-                let _ = child.kill().await;
-                format!("did not end within {}s and was killed", timeout.as_secs())
             }
-        },
+        }
     };
     let message = format!("notify `{program}` of {}: {outcome}", event.as_str());
     tracing::info!(instance, "{message}");

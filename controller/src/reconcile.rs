@@ -657,13 +657,10 @@ impl Reconciler {
         let engine = self.engine_of(&obj).await?.engine;
         let observation = Observation::of_instance(&engine, &uid, None).await?;
         let mut after = obj;
+        let record = RolloutRecord::handled(&after, &requested, Timestamp::now(), None);
         let status = after.status.get_or_insert_default();
         let pinned = status.recipe.clone().unwrap_or_default();
-        status.rollout = Some(RolloutRecord {
-            requested,
-            at: Timestamp::now(),
-            refused: None,
-        });
+        status.rollout = Some(record);
         // The image is known once built: an image of its own says "new".
         status.recipe = Some(Recipe {
             image_id: match after.spec.image {
@@ -1166,12 +1163,14 @@ fn note_missing_workspace(obj: &mut Instance, found: bool) {
 /// is, and said in `Rollout`. The session runs on as pinned.
 fn rollout_failed(obj: &mut Instance, requested: &str, cause: &str) {
     let name = obj.metadata.name.clone();
+    let record = RolloutRecord::handled(
+        obj,
+        requested,
+        Timestamp::now(),
+        Some(format!("failed: {cause}")),
+    );
     let status = obj.status.get_or_insert_default();
-    status.rollout = Some(RolloutRecord {
-        requested: requested.to_owned(),
-        at: Timestamp::now(),
-        refused: Some(format!("failed: {cause}")),
-    });
+    status.rollout = Some(record);
     set_condition(
         &mut status.conditions,
         condition::ROLLOUT,

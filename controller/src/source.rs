@@ -183,17 +183,45 @@ pub fn read(paths: &[PathBuf]) -> Result<Vec<Input>, SourceError> {
     for path in paths {
         for file in files_under(path)? {
             let bytes = read_regular(&file, MAX_MANIFEST_BYTES).map_err(io(&file))?;
-            let text = String::from_utf8(bytes).map_err(|_| SourceError::Io {
-                path: file.clone(),
-                source: std::io::Error::new(ErrorKind::InvalidData, "it is not UTF-8 text"),
-            })?;
-            inputs.push(Input {
-                name: file.display().to_string(),
-                text,
-            });
+            inputs.push(as_text(&file, bytes)?);
         }
     }
     Ok(inputs)
+}
+
+/// Reads one manifest from a stream (`-`: stdin), capped as a file is: a
+/// stream that goes on past [`MAX_MANIFEST_BYTES`] is refused there, the
+/// rest never read (nor held in memory).
+pub fn read_stream(name: &str, stream: impl std::io::Read) -> Result<Input, SourceError> {
+    let path = PathBuf::from(name);
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut stream.take(MAX_MANIFEST_BYTES + 1), &mut bytes)
+        .map_err(io(&path))?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(SourceError::Io {
+            path,
+            source: std::io::Error::new(
+                ErrorKind::InvalidData,
+                format!(
+                    "it is larger than {MAX_MANIFEST_BYTES} bytes, more than jackin reads of one \
+                     manifest: split it into files of a directory and `jackin apply -f DIR`"
+                ),
+            ),
+        });
+    }
+    as_text(&path, bytes)
+}
+
+/// A manifest read whole, named by where it was read from.
+fn as_text(path: &Path, bytes: Vec<u8>) -> Result<Input, SourceError> {
+    let text = String::from_utf8(bytes).map_err(|_| SourceError::Io {
+        path: path.to_owned(),
+        source: std::io::Error::new(ErrorKind::InvalidData, "it is not UTF-8 text"),
+    })?;
+    Ok(Input {
+        name: path.display().to_string(),
+        text,
+    })
 }
 
 /// Parses and validates every input; any error anywhere fails the whole

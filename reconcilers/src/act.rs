@@ -288,12 +288,10 @@ pub async fn act(
         Step::RefuseRollout { requested, why } => {
             let message =
                 format!("rollout {requested} refused, and the session runs on as pinned: {why}");
+            let record =
+                RolloutRecord::handled(obj, requested, jiff::Timestamp::now(), Some(why.clone()));
             let status = obj.status.get_or_insert_default();
-            status.rollout = Some(RolloutRecord {
-                requested: requested.clone(),
-                at: jiff::Timestamp::now(),
-                refused: Some(why.clone()),
-            });
+            status.rollout = Some(record);
             set_condition(
                 &mut status.conditions,
                 condition::ROLLOUT,
@@ -687,14 +685,11 @@ async fn rollout_pin(
         [] => format!("rollout {requested}: pinned again from the unchanged spec"),
         lines => format!("rollout {requested}: {}", lines.join("; ")),
     };
+    let record = RolloutRecord::handled(obj, requested, jiff::Timestamp::now(), None);
     let status = obj.status.get_or_insert_default();
     status.conversation = conversation;
     status.recipe = Some(pinned);
-    status.rollout = Some(RolloutRecord {
-        requested: requested.to_owned(),
-        at: jiff::Timestamp::now(),
-        refused: None,
-    });
+    status.rollout = Some(record);
     set_condition(
         &mut status.conditions,
         condition::ROLLOUT,

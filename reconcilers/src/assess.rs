@@ -511,6 +511,7 @@ pub fn mount_status(record: &IsolationRecord, assessment: &Assessment) -> MountS
     }
     MountStatus {
         dst: record.dst.clone(),
+        src: record.src.clone(),
         isolation: record.isolation,
         path: record.path.clone(),
         dirty_files,

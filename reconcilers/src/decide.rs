@@ -226,7 +226,7 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
                 name: name.clone(),
                 id: c.id.clone(),
             }));
-            if !view.mounts.is_empty() {
+            if rollout::retires_checkouts(recipe, &view.mounts) {
                 steps.push(Step::RetireCheckouts);
             }
             let replaced = InstanceView {
@@ -962,6 +962,7 @@ mod tests {
         let mut unfinished = view(Some(true), true, true);
         unfinished.mounts = vec![jackin_api::instance::MountStatus {
             dst: "/w".into(),
+            src: "/src".into(),
             isolation: Isolation::Clone,
             path: "/x".into(),
             dirty_files: vec!["?? draft.md".into()],

@@ -89,6 +89,7 @@ mod tests {
     fn mount(dirty: bool, unpushed: bool) -> MountStatus {
         MountStatus {
             dst: "/w".into(),
+            src: "/src".into(),
             isolation: Isolation::Worktree,
             path: "/x".into(),
             dirty_files: if dirty { vec!["?? a".into()] } else { vec![] },

@@ -15,7 +15,9 @@
 //! `updatePolicy: OnDrift`, once the session may be interrupted: nobody is
 //! attached and the agent is idle, or its container does not run anyway.
 //! Each request is handled once (`status.rollout`): rolled out, or refused
-//! with the reason, never retried as it is.
+//! with the reason, never retried as it is. The record keeps the last
+//! request of each kind, the operator's and the `OnDrift` one, so that
+//! handling one does not make the other look new.
 //!
 //! Some changes cannot be made in place, and are refused with the reason:
 //! a move to another engine (unless asked for with `--move`), and a change
@@ -73,19 +75,19 @@ pub fn policy(obj: &Instance, workspace: Option<&jackin_api::WorkspaceSpec>) -> 
 /// the session to another engine.
 pub fn operator_request(obj: &Instance) -> Option<(&str, bool)> {
     let requested = obj.metadata.annotations.get(annotation::ROLLOUT)?;
-    if handled(obj) == Some(requested.as_str()) {
+    if handled(obj, requested) {
         return None;
     }
     let moving = obj.metadata.annotations.get(annotation::ROLLOUT_MOVE) == Some(requested);
     Some((requested, moving))
 }
 
-/// The last request the loop handled.
-fn handled(obj: &Instance) -> Option<&str> {
+/// Whether the loop handled `request` (see [`RolloutRecord::has_handled`]).
+fn handled(obj: &Instance, request: &str) -> bool {
     obj.status
         .as_ref()
         .and_then(|s| s.rollout.as_ref())
-        .map(|r| r.requested.as_str())
+        .is_some_and(|r| r.has_handled(request))
 }
 
 /// The rollout to handle for `obj` now, if any. `None`: nothing asks for
@@ -95,7 +97,7 @@ pub fn pending(obj: &Instance, inputs: Inputs<'_>) -> Option<Rollout> {
         Some((requested, moving)) => (requested.to_owned(), moving),
         None if inputs.policy == UpdatePolicy::OnDrift => {
             let token = drift_token(inputs.pinned, inputs.wanted)?;
-            if handled(obj) == Some(token.as_str()) {
+            if handled(obj, &token) {
                 return None;
             }
             if inputs.running && !inputs.quiet {
@@ -186,6 +188,18 @@ pub fn changed_checkouts(pinned: &Recipe, wanted: &Recipe) -> Vec<(String, Strin
             Some((old.dst.clone(), change))
         })
         .collect()
+}
+
+/// Whether `recipe` binds any of the isolated checkouts `mounts` otherwise
+/// (another source or isolation mode, or no such mount): a rollout that
+/// pinned it retires them ([`crate::plan::Step::RetireCheckouts`]); one that
+/// changed only the command, say, retires nothing.
+pub fn retires_checkouts(recipe: &Recipe, mounts: &[MountStatus]) -> bool {
+    mounts.iter().any(|checkout| {
+        !recipe.mounts.iter().any(|m| {
+            m.dst == checkout.dst && m.src == checkout.src && m.isolation == checkout.isolation
+        })
+    })
 }
 
 fn engine_name(engine: Option<&str>) -> &str {
@@ -305,7 +319,9 @@ pub fn replacing(recipe: &Recipe) -> bool {
 mod tests {
     use super::*;
     use jackin_api::instance::MountSpec;
+    use jackin_api::instance::RolloutRecord;
     use jackin_api::{API_VERSION, ObjectMeta};
+    use jiff::Timestamp;
 
     fn recipe() -> Recipe {
         Recipe {
@@ -336,12 +352,8 @@ mod tests {
             spec: Default::default(),
             status: Some(Default::default()),
         };
-        obj.status.as_mut().unwrap().rollout =
-            handled.map(|requested| jackin_api::instance::RolloutRecord {
-                requested: requested.into(),
-                at: jiff::Timestamp::UNIX_EPOCH,
-                refused: None,
-            });
+        obj.status.as_mut().unwrap().rollout = handled
+            .map(|requested| RolloutRecord::handled(&obj, requested, Timestamp::UNIX_EPOCH, None));
         obj
     }
 
@@ -455,6 +467,48 @@ mod tests {
         assert_eq!(drift_token(&pinned, &same), drift_token(&pinned, &wanted));
     }
 
+    /// L2: an operator's request handled, then an `OnDrift` change refused:
+    /// each is handled once, and neither comes back while nothing new is
+    /// asked (the operator's request was taken for new once the drift's
+    /// record replaced its own, and the two were refused in turn).
+    #[test]
+    fn an_on_drift_refusal_after_an_operator_rollout_is_handled_once() {
+        let pinned = recipe();
+        let mut obj = instance(&[(annotation::ROLLOUT, "t1")], Some("t1"));
+        let handle = |obj: &mut Instance, wanted: &Recipe| {
+            let dirty = [dirty("/workspace/app")];
+            let inputs = Inputs {
+                quiet: true,
+                mounts: &dirty,
+                ..inputs(&pinned, wanted, UpdatePolicy::OnDrift)
+            };
+            let decided = pending(obj, inputs);
+            if let Some(Rollout::Refuse { requested, why }) = &decided {
+                let record =
+                    RolloutRecord::handled(obj, requested, Timestamp::now(), Some(why.clone()));
+                obj.status.as_mut().unwrap().rollout = Some(record);
+            }
+            decided
+        };
+        let mut cloned = recipe();
+        cloned.mounts[0].isolation = Isolation::Clone;
+        let Some(Rollout::Refuse { requested, .. }) = handle(&mut obj, &cloned) else {
+            panic!("the drift to a clone is refused while the worktree holds work");
+        };
+        assert!(requested.starts_with("drift-"), "{requested}");
+        assert_eq!(handle(&mut obj, &cloned), None);
+        assert_eq!(handle(&mut obj, &cloned), None);
+        // A new request of the operator's is one.
+        obj.metadata
+            .annotations
+            .insert(annotation::ROLLOUT.into(), "t2".into());
+        assert!(matches!(
+            handle(&mut obj, &cloned),
+            Some(Rollout::Refuse { requested, .. }) if requested == "t2"
+        ));
+        assert_eq!(handle(&mut obj, &cloned), None);
+    }
+
     #[test]
     fn what_cannot_change_in_place_is_refused_with_the_reason() {
         let pinned = recipe();
@@ -493,6 +547,36 @@ mod tests {
             refusal(&pinned, &recipe(), &[dirty("/workspace/app")], false),
             None
         );
+    }
+
+    /// Only a changed checkout is retired: a rollout of the command alone
+    /// plans no retirement (nor says it retires anything).
+    #[test]
+    fn only_a_changed_checkout_is_retired() {
+        let pinned = recipe();
+        let bound = MountStatus {
+            src: "/src/app".into(),
+            ..dirty("/workspace/app")
+        };
+        let new_command = Recipe {
+            command: vec!["agent".into(), "--new".into()],
+            ..recipe()
+        };
+        assert!(!retires_checkouts(
+            &new_command,
+            std::slice::from_ref(&bound)
+        ));
+        let mut cloned = recipe();
+        cloned.mounts[0].isolation = Isolation::Clone;
+        assert!(retires_checkouts(&cloned, std::slice::from_ref(&bound)));
+        let mut moved = recipe();
+        moved.mounts[0].src = "/src/other".into();
+        assert!(retires_checkouts(&moved, std::slice::from_ref(&bound)));
+        let dropped = Recipe {
+            mounts: Vec::new(),
+            ..pinned
+        };
+        assert!(retires_checkouts(&dropped, &[bound]));
     }
 
     #[test]

@@ -2,10 +2,10 @@
 //! compare) only if all are valid.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use jackin_api::Object;
 use jackin_controller::engines::Engines;
 use jackin_controller::source::{self, Applied, Input, Invalid, Source, SourceError};
@@ -24,14 +24,7 @@ pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>> {
     let mut inputs = Vec::new();
     for path in paths {
         if path.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("reading stdin")?;
-            inputs.push(Input {
-                name: "<stdin>".into(),
-                text,
-            });
+            inputs.push(source::read_stream("<stdin>", std::io::stdin().lock())?);
         } else {
             inputs.extend(source::read(std::slice::from_ref(path))?);
         }

@@ -267,10 +267,7 @@ pub async fn run(
         };
         if !asking(&obj) {
             let phase = obj.phase();
-            eprintln!(
-                "\ninstance/{name} ended: {}",
-                phase.map_or("-".into(), |p| p.to_string())
-            );
+            eprintln!("\n{}", after_the_container_stopped(name, &obj));
             // Kept by the policy: one more kept session in its workspace.
             if phase == Some(InstancePhase::Kept) {
                 enforce_keep_cap_quietly(&store, &engines, wait).await?;
@@ -301,6 +298,32 @@ pub async fn run(
 
 /// Takes the attached lock. The loop probes it by taking it for an instant,
 /// so a miss is retried briefly before it counts as another terminal.
+/// What happened once the attached container stopped and the loop
+/// converged: the session ended, or (a rollout replaced the container, or
+/// the loop started it again) it runs on, and did not end.
+fn after_the_container_stopped(name: &str, obj: &Instance) -> String {
+    let phase = obj.phase();
+    if phase != Some(InstancePhase::Running) {
+        return format!(
+            "instance/{name} ended: {}",
+            phase.map_or("-".into(), |p| p.to_string())
+        );
+    }
+    let rollout = obj
+        .status
+        .as_ref()
+        .and_then(|s| s.restore.as_ref())
+        .and_then(|r| r.rollout.as_deref());
+    let what = match rollout {
+        Some(requested) => format!("its container was replaced by rollout {requested}"),
+        None => "its container stopped and was started again".to_owned(),
+    };
+    format!(
+        "instance/{name}: {}; the session runs on: `jackin attach {name}` attaches to it",
+        output::terminal_safe(&what)
+    )
+}
+
 fn hold_attached_lock(path: &std::path::Path) -> std::io::Result<Option<FileLock>> {
     for _ in 0..40 {
         if let Some(lock) = FileLock::try_acquire(path)? {
@@ -309,4 +332,46 @@ fn hold_attached_lock(path: &std::path::Path) -> std::io::Result<Option<FileLock
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jackin_api::instance::{InstanceStatus, RestoreRecord};
+
+    fn in_phase(phase: InstancePhase, rollout: Option<&str>) -> Instance {
+        let mut obj: Instance = serde_json::from_value(serde_json::json!({
+            "apiVersion": jackin_api::API_VERSION,
+            "kind": "Instance",
+            "metadata": {"name": "a"},
+            "spec": {"role": {"name": "r"}, "agent": "claude", "image": "i"},
+        }))
+        .unwrap();
+        obj.status = Some(InstanceStatus {
+            phase: Some(phase),
+            restore: Some(RestoreRecord {
+                tier: 2,
+                at: jiff::Timestamp::UNIX_EPOCH,
+                rollout: rollout.map(str::to_owned),
+            }),
+            ..Default::default()
+        });
+        obj
+    }
+
+    /// An attach interrupted by a rollout said "ended: Running".
+    #[test]
+    fn a_replaced_container_is_not_called_an_end() {
+        let replaced =
+            after_the_container_stopped("a", &in_phase(InstancePhase::Running, Some("t1")));
+        assert_eq!(
+            replaced,
+            "instance/a: its container was replaced by rollout t1; the session runs on: \
+             `jackin attach a` attaches to it"
+        );
+        let restarted = after_the_container_stopped("a", &in_phase(InstancePhase::Running, None));
+        assert!(restarted.contains("started again"), "{restarted}");
+        let kept = after_the_container_stopped("a", &in_phase(InstancePhase::Kept, None));
+        assert_eq!(kept, "instance/a ended: Kept");
+    }
 }
