@@ -89,6 +89,16 @@ fn a_sessions_container_runs_restricted_and_an_agents_mknod_fails() {
     for (name, user_line, capabilities) in cases {
         let spec = format!("{user_line}{}", command_line(script));
         home.apply(name, &instance_yaml_with(name, &spec));
+        let rc = state_file(&home, name, "mknod.rc");
+        let err = std::fs::read_to_string(home.unit(name).join("state/mknod.err")).unwrap();
+        assert_ne!(rc.trim(), "0", "{name}: mknod succeeded");
+        assert!(err.contains("Operation not permitted"), "{name}: {err}");
+        let marker = home.unit(name).join("state/exit.json");
+        assert!(
+            std::fs::symlink_metadata(&marker).is_err(),
+            "{name}: the agent left {} behind",
+            marker.display()
+        );
         let config = host_config(&home.container(name));
         assert_eq!(config["CapDrop"], serde_json::json!(["ALL"]), "{name}");
         let added: Vec<String> = added(&config)
@@ -109,16 +119,6 @@ fn a_sessions_container_runs_restricted_and_an_agents_mknod_fails() {
             "{name}"
         );
 
-        let rc = state_file(&home, name, "mknod.rc");
-        let err = std::fs::read_to_string(home.unit(name).join("state/mknod.err")).unwrap();
-        assert_ne!(rc.trim(), "0", "{name}: mknod succeeded");
-        assert!(err.contains("Operation not permitted"), "{name}: {err}");
-        let marker = home.unit(name).join("state/exit.json");
-        assert!(
-            std::fs::symlink_metadata(&marker).is_err(),
-            "{name}: the agent left {} behind",
-            marker.display()
-        );
         let describe = home.ok(&["describe", name]);
         assert!(describe.contains("no-new-privileges, at most 4096 processes, log 5 × 10m"));
         assert!(!describe.contains("widened:"), "{describe}");
