@@ -778,10 +778,7 @@ async fn resolve_recipe(
             pinned.image_id = built.id;
             pinned.role_commit = Some(built.commit);
             pinned.base_image = built.base;
-            pinned.idle_commands = built.config.idle.commands;
-            if let Some(widened) = built.config.security.filter(|s| !s.is_empty()) {
-                pinned.security.get_or_insert_default().role = Some(widened);
-            }
+            recipe::pin_role_config(&mut pinned, built.config);
             ctx.engine
                 .image_defaults(&pinned.image_id)
                 .await?

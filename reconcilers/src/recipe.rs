@@ -247,6 +247,15 @@ fn wanted_security(workspace: Option<&WorkspaceSpec>) -> Option<PinnedSecurity> 
     })
 }
 
+/// Pins what the role's `jackin.role.yaml` says at the built commit: its
+/// idle commands and its widening of the container's restrictions.
+pub fn pin_role_config(recipe: &mut Recipe, config: RoleConfig) {
+    recipe.idle_commands = config.idle.commands;
+    if let Some(widened) = config.security.filter(|s| !s.is_empty()) {
+        recipe.security.get_or_insert_default().role = Some(widened);
+    }
+}
+
 /// The workspace's part of a pinned widening: what a spec can change.
 pub fn workspace_security(recipe: &Recipe) -> Option<&SecuritySpec> {
     recipe.security.as_ref().and_then(|s| s.workspace.as_ref())

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use jackin_api::instance::Recipe;
 use jackin_api::security::ContainerProfile;
 
-use crate::engine::models::{HostConfig, HostConfigLogConfig};
+use bollard::models::{HostConfig, HostConfigLogConfig};
 
 /// The profile a recipe's agent container runs with. The agent runs as the
 /// operator exactly when the recipe pins a user (`hostUser`); otherwise it
