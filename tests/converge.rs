@@ -631,17 +631,23 @@ fn a_corrected_spec_is_taken_up_until_a_container_has_run() {
 fn a_sidecar_answers_to_its_spec_name() {
     ensure_busybox();
     let home = Home::new();
-    home.apply(
-        "withhelper",
-        &instance_yaml_with("withhelper", &sidecar_line("helper")),
+    // The helper answers on a TCP port. (Not ping: the agent's container
+    // has no NET_RAW.)
+    let helper = format!(
+        "  sidecars: [{{name: helper, image: {}, command: [nc, -ll, -p, \"7000\", -e, echo, \
+         helper-answers]}}]\n",
+        support::busybox_image()
     );
+    home.apply("withhelper", &instance_yaml_with("withhelper", &helper));
     let container = home.container("withhelper");
+    // The helper may still be starting: a few tries.
+    let ask = "for i in $(seq 50); do nc -w 5 helper 7000 && exit 0; sleep 0.2; done; exit 1";
     let out = std::process::Command::new("docker")
-        .args(["exec", &container, "ping", "-c", "1", "-W", "5", "helper"])
+        .args(["exec", &container, "sh", "-c", ask])
         .output()
         .unwrap();
     assert!(
-        out.status.success(),
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("helper-answers"),
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)

@@ -882,6 +882,11 @@ pub struct Recipe {
     /// host paths, never a value). Absent in recipes pinned before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<PinnedCredentials>,
+    /// What the role and the workspace widen of the container's
+    /// restrictions; absent when neither does (jackin's defaults apply,
+    /// to recipes pinned before this field too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security: Option<crate::security::PinnedSecurity>,
     /// When a container first ran from this recipe. Until then the recipe
     /// follows the spec: a first launch that failed (a wrong secret file, a
     /// mount path) is pinned again from the corrected spec.

@@ -14,6 +14,7 @@ pub mod meta;
 pub mod names;
 pub mod redact;
 pub mod role;
+pub mod security;
 pub mod selector;
 pub mod validate;
 pub mod workspace;

@@ -10,6 +10,9 @@
 //!
 //! They are the role's recommendation; they run only in a workspace whose
 //! operator opted in (`spec.idle.enabled`).
+//!
+//! A role may also widen its container's restrictions (`security`, see
+//! [`crate::security`]): what its tools need beyond jackin's defaults.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -22,6 +25,9 @@ pub const ROLE_CONFIG_FILE: &str = "jackin.role.yaml";
 pub struct RoleConfig {
     #[serde(default)]
     pub idle: RoleIdle,
+    /// Widens the container's restrictions for every session of the role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security: Option<crate::security::SecuritySpec>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

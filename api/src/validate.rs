@@ -791,7 +791,16 @@ pub fn duration(text: &str) -> Result<std::time::Duration, String> {
 pub fn role_config(config: &RoleConfig) -> Result<(), Vec<FieldError>> {
     let mut errors = Errors::default();
     idle_commands(&mut errors, "idle.commands", &config.idle.commands);
+    security(&mut errors, "security", config.security.as_ref());
     errors.into_result()
+}
+
+/// A widening of the container's restrictions: real capabilities, limits
+/// the session still works within.
+fn security(errors: &mut Errors, at: &str, spec: Option<&crate::security::SecuritySpec>) {
+    for (field, message) in spec.map(crate::security::problems).unwrap_or_default() {
+        errors.push(format!("{at}.{field}"), message);
+    }
 }
 
 /// Idle commands: argv lists whose program is named.
@@ -1055,6 +1064,7 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     if let Some(after) = &obj.spec.needs_you_after {
         errors.check("spec.needsYouAfter", duration(after).map(drop));
     }
+    security(&mut errors, "spec.security", obj.spec.security.as_ref());
     if let Some(notify) = &obj.spec.notify {
         // Run on the host as it is: a program, never a shell string.
         match notify.command.first().map(String::as_str) {

@@ -126,6 +126,10 @@ pub struct WorkspaceSpec {
     /// needs you, ends, fails or is discarded. Off when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<NotifyPolicy>,
+    /// Widens the containers' restrictions for the workspace's sessions
+    /// (capabilities, new privileges, processes, log size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security: Option<crate::security::SecuritySpec>,
 }
 
 /// `spec.needsYouAfter` when omitted.

@@ -7,11 +7,12 @@ use anyhow::Result;
 use jackin_api::agent::Strategy;
 use jackin_api::credentials::{AuthForward, PinnedCredentials};
 use jackin_api::instance::{
-    Conversation, CredentialsStatus, IdleStatus, InstancePhase, MountStatus, OutcomeSource,
+    Conversation, CredentialsStatus, IdleStatus, InstancePhase, MountStatus, OutcomeSource, Recipe,
     SessionOutcome, SettledBy, StartKind,
 };
 use jackin_api::meta::find_condition;
 use jackin_api::names::condition;
+use jackin_api::security::PinnedSecurity;
 use jackin_api::{Agent, DesiredPhase, Instance, Workspace};
 use jackin_controller::DryRun;
 use jackin_controller::attention::Look;
@@ -581,6 +582,13 @@ pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) 
             ),
         );
     }
+    let widened = jackin_api::security::widenings(Some(&PinnedSecurity {
+        role: None,
+        workspace: ws.spec.security.clone(),
+    }));
+    if !widened.is_empty() {
+        field("Security", format!("widens {}", widened.join("; ")));
+    }
     if !ws.spec.mounts.is_empty() {
         out.push_str("Mounts:\n");
         out.push_str(&mount_lines(&ws.spec.mounts));
@@ -994,6 +1002,7 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
         if let Some(base) = &recipe.base_image {
             let _ = writeln!(out, "  base image:  {base}");
         }
+        out.push_str(&restrictions(recipe));
     }
     if let Some(restore) = &status.restore {
         let _ = writeln!(
@@ -1048,6 +1057,18 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
     }
     // Values were escaped where they were written; this catches any other.
     terminal_safe_lines(&out)
+}
+
+/// What the agent's container runs with, then what the role and the
+/// workspace widened of jackin's defaults.
+fn restrictions(recipe: &Recipe) -> String {
+    let profile = jackin_reconcilers::restricted::profile(recipe);
+    let mut out = format!("  container:   {}\n", profile.summary());
+    let widened = jackin_api::security::widenings(recipe.security.as_ref());
+    if !widened.is_empty() {
+        let _ = writeln!(out, "  widened:     {}", widened.join("; "));
+    }
+    out
 }
 
 /// The credential hand-off: the mode and the sets, then what the session

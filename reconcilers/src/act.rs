@@ -35,7 +35,7 @@ use crate::offload::blocking;
 use crate::plan::{Leftover, Step};
 use crate::recipe::{self, RecipeError, ResolvedAgent};
 use crate::secrets::{self, SecretError};
-use crate::{ending, resume, rollout, session};
+use crate::{ending, restricted, resume, rollout, session};
 
 /// Where the agent's home is mounted inside the container.
 pub const AGENT_HOME: &str = "/home/agent";
@@ -442,7 +442,7 @@ pub async fn act(
                     privileged: Some(sidecar.privileged),
                     network_mode: Some(recipe.network.clone()),
                     mounts,
-                    ..Default::default()
+                    ..restricted::sidecar(recipe)
                 }),
                 networking_config: Some(NetworkingConfig {
                     endpoints_config: Some([(recipe.network.clone(), endpoint)].into()),
@@ -776,7 +776,7 @@ async fn resolve_recipe(
             pinned.image_id = built.id;
             pinned.role_commit = Some(built.commit);
             pinned.base_image = built.base;
-            pinned.idle_commands = built.config.idle.commands;
+            recipe::pin_role_config(&mut pinned, built.config);
             ctx.engine
                 .image_defaults(&pinned.image_id)
                 .await?
@@ -1390,7 +1390,7 @@ async fn create_container(
             init: Some(true),
             network_mode: Some(recipe.network.clone()),
             mounts: Some(mounts),
-            ..Default::default()
+            ..restricted::agent(recipe)
         }),
         ..Default::default()
     };

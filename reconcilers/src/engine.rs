@@ -1285,6 +1285,7 @@ impl EngineCalls for DockerCalls {
                 cmd: Some(Vec::new()),
                 labels: Some(labels),
                 network_disabled: Some(true),
+                host_config: Some(crate::restricted::probe()),
                 ..Default::default()
             };
             self.create_container(&name, body).await?;

@@ -32,6 +32,7 @@ pub mod plan;
 pub mod policy;
 pub mod probes;
 pub mod recipe;
+pub mod restricted;
 pub mod resume;
 pub mod retention;
 pub mod rollout;

@@ -14,6 +14,7 @@ use jackin_api::instance::{
 };
 use jackin_api::names::label;
 use jackin_api::role::{self, ROLE_CONFIG_FILE, RoleConfig};
+use jackin_api::security::{PinnedSecurity, SecuritySpec};
 use jackin_api::workspace::WorkspaceSpec;
 
 use crate::engine::{Engine, EngineError, owner_labels};
@@ -194,6 +195,9 @@ pub fn wanted(
         generation: obj.metadata.generation,
         agent,
         credentials: Some(credentials),
+        // The role's widening is read with its commit, when the recipe is
+        // pinned; the workspace's is the spec's now.
+        security: wanted_security(workspace),
         first_run_at: None,
         replaces: None,
     }
@@ -229,6 +233,32 @@ fn wanted_credentials(
         mode,
         sets: own.into_iter().chain(shared).collect(),
     }
+}
+
+/// The workspace's widening of the container's restrictions, as a recipe
+/// pins it; `None` when it widens nothing.
+fn wanted_security(workspace: Option<&WorkspaceSpec>) -> Option<PinnedSecurity> {
+    let widened = workspace
+        .and_then(|w| w.security.clone())
+        .filter(|s| !s.is_empty())?;
+    Some(PinnedSecurity {
+        role: None,
+        workspace: Some(widened),
+    })
+}
+
+/// Pins what the role's `jackin.role.yaml` says at the built commit: its
+/// idle commands and its widening of the container's restrictions.
+pub fn pin_role_config(recipe: &mut Recipe, config: RoleConfig) {
+    recipe.idle_commands = config.idle.commands;
+    if let Some(widened) = config.security.filter(|s| !s.is_empty()) {
+        recipe.security.get_or_insert_default().role = Some(widened);
+    }
+}
+
+/// The workspace's part of a pinned widening: what a spec can change.
+pub fn workspace_security(recipe: &Recipe) -> Option<&SecuritySpec> {
+    recipe.security.as_ref().and_then(|s| s.workspace.as_ref())
 }
 
 /// The name of the Docker daemon sidecar, and how the agent reaches it.
@@ -282,6 +312,10 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     }
     if wanted.sidecars != pinned.sidecars {
         fields.push("sidecars");
+    }
+    // The role's part moves only with its commit (role.source above).
+    if workspace_security(wanted) != workspace_security(pinned) {
+        fields.push("security (the workspace's)");
     }
     // A session never moves between engines: its container, network and
     // volumes are where it was pinned.
@@ -643,6 +677,46 @@ mod tests {
             ["credentials (authForward or a credential set)"]
         );
         assert_eq!(drift(&wanted, &wanted), Vec::<&str>::new());
+    }
+
+    /// A workspace that widens the container, or widens it otherwise, is
+    /// drift; the role's widening, pinned with its commit, is not compared.
+    #[test]
+    fn a_changed_workspace_widening_is_drift_and_the_roles_is_not() {
+        let widening = |pids: i64| SecuritySpec {
+            pids_limit: Some(pids),
+            ..Default::default()
+        };
+        let workspace = |pids: Option<i64>| WorkspaceSpec {
+            security: pids.map(widening),
+            ..Default::default()
+        };
+        let recipe = |ws: &WorkspaceSpec| Recipe {
+            security: wanted_security(Some(ws)),
+            ..Default::default()
+        };
+        let pinned = recipe(&workspace(None));
+        assert_eq!(drift(&pinned, &pinned), Vec::<&str>::new());
+        let widened = recipe(&workspace(Some(64)));
+        assert_eq!(drift(&pinned, &widened), ["security (the workspace's)"]);
+        assert_eq!(
+            drift(&widened, &recipe(&workspace(Some(128)))),
+            ["security (the workspace's)"]
+        );
+        // An empty block widens nothing: no drift against none.
+        let empty = WorkspaceSpec {
+            security: Some(SecuritySpec::default()),
+            ..Default::default()
+        };
+        assert_eq!(drift(&pinned, &recipe(&empty)), Vec::<&str>::new());
+        let role_widened = Recipe {
+            security: Some(PinnedSecurity {
+                role: Some(widening(64)),
+                workspace: None,
+            }),
+            ..Default::default()
+        };
+        assert_eq!(drift(&role_widened, &pinned), Vec::<&str>::new());
     }
 
     #[test]

@@ -249,6 +249,11 @@ pub fn diff(pinned: &Recipe, wanted: &Recipe) -> Vec<String> {
     field("env", show(&pinned.env), show(&wanted.env));
     field("sidecars", show(&pinned.sidecars), show(&wanted.sidecars));
     field(
+        "security (the workspace's)",
+        show(&recipe::workspace_security(pinned)),
+        show(&recipe::workspace_security(wanted)),
+    );
+    field(
         "engine",
         engine_name(pinned.engine.as_deref()).to_owned(),
         engine_name(wanted.engine.as_deref()).to_owned(),
