@@ -713,7 +713,11 @@ fn redirected_dot_git(redirect: Redirect) {
         Redirect::SameRepository | Redirect::OtherRepository => {
             home.ok(&["set-phase", name, "running"]);
             let dot_git = std::fs::read_to_string(checkout.join(".git")).unwrap();
-            assert!(dot_git.starts_with("gitdir: /.jackin/git/"), "{dot_git}");
+            let repo = home
+                .unit(name)
+                .join("git/repo")
+                .join(checkout.file_name().unwrap());
+            assert_eq!(dot_git, format!("gitdir: {}\n", repo.display()));
         }
         // A repository that names another as its own is not started, nor
         // read by jackin's git.

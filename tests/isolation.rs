@@ -531,7 +531,16 @@ fn a_worktree_is_a_repository_of_its_own_and_nothing_of_the_hosts_git_is_writabl
         String::from_utf8_lossy(&check.stderr)
     );
     let repo = String::from_utf8_lossy(&check.stdout).trim().to_owned();
-    assert!(repo.starts_with("/.jackin/git/"), "{repo}");
+    let checkout = home.checkout("ingit");
+    let on_host = home
+        .unit("ingit")
+        .join("git/repo")
+        .join(checkout.file_name().unwrap());
+    assert_eq!(
+        Path::new(&repo),
+        on_host,
+        "the repository is where the host has it"
+    );
     // The agent writes its config (as aider does at every start, with a
     // lock file beside it), hooks, objects and refs: in the unit.
     let writes = in_container(&format!(

@@ -396,13 +396,17 @@ pub(crate) mod tests {
             .to_str()
             .unwrap();
         assert!(!own.read_only, "{own:?}");
-        assert_eq!(own.target, format!("/.jackin/git/{name}"));
+        assert_eq!(own.target, own.source, "{name}: at the same path");
         let objects = binds.iter().find(|b| b.read_only).unwrap();
         assert_eq!(
             Path::new(&objects.source),
             Path::new(&host).join(".git/objects")
         );
         assert_eq!(objects.target, format!("{}.host-objects", own.target));
+        assert_eq!(
+            std::fs::read_to_string(Path::new(&repo).join("objects/info/alternates")).unwrap(),
+            format!("{}\n", objects.target)
+        );
         let host_git = Path::new(&host).join(".git");
         for bind in &binds {
             assert!(

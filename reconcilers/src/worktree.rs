@@ -11,17 +11,19 @@
 //!
 //! On the host, for the checkout named `<name>` of a unit:
 //! - `git/worktree/<name>`: the checkout, bound at the mount's destination.
-//!   Its `.git` is a file naming the repository where the container sees it,
-//!   [`GIT_DIRS_IN_CONTAINER`]`/<name>`;
-//! - `git/repo/<name>`: the unit's repository, bound there writable. Its
-//!   refs, index, config, hooks, reflog and objects are the agent's: it can
-//!   make branches, tags and stash entries as in a clone of its own. It
-//!   starts with one branch, `jackin/scratch/<unit>`, at the base commit;
+//!   Its `.git` is a file naming the repository;
+//! - `git/repo/<name>`: the unit's repository, bound writable in the
+//!   container at the same path as on the host, so that the checkout's
+//!   `.git` names it for git on both sides. Its refs, index, config, hooks,
+//!   reflog and objects are the agent's: it can make branches, tags and
+//!   stash entries as in a clone of its own. It starts with one branch,
+//!   `jackin/scratch/<unit>`, at the base commit;
 //! - `git/repo/<name>.host-objects`: jackin's link to the host repository's
-//!   `objects`, which the container sees bound read-only at the same place
-//!   beside the repository. The unit's `objects/info/alternates` names it
-//!   relatively (`../../<name>.host-objects`), so one line serves git on the
-//!   host and in the container, and jackin writes it at every start;
+//!   `objects`; in the container, the host's objects are bound read-only at
+//!   that path. The unit's `objects/info/alternates` names it by its
+//!   absolute path (what every git, and GitPython's own object reader,
+//!   follows), so one line serves git on the host and in the container, and
+//!   jackin writes it at every start;
 //! - `git/repo/<name>.published`: the tip jackin last published.
 //!
 //! In the host repository, jackin keeps two refs of its own:
@@ -47,11 +49,6 @@ use crate::checkout::{
 use crate::fsutil::{self, read_untrusted, remove_if_exists, write_atomic};
 use crate::git::{self, GitError};
 use crate::gitdir::{self, ViewError};
-
-/// Where the container sees each worktree's repository (and, beside it,
-/// the host's objects): jackin's own place, out of the way of anything an
-/// image has.
-pub const GIT_DIRS_IN_CONTAINER: &str = "/.jackin/git";
 
 /// The prefix of the refs that pin each unit's base commit in the host
 /// repository.
@@ -92,22 +89,11 @@ impl UnitRepo {
         }
     }
 
-    /// The repository as the container sees it (what the checkout's `.git`
-    /// names).
-    pub fn in_container(&self) -> String {
-        format!("{GIT_DIRS_IN_CONTAINER}/{}", self.name)
-    }
-
-    /// The host's objects as the container sees them, beside the repository.
-    fn host_objects_in_container(&self) -> String {
-        format!("{GIT_DIRS_IN_CONTAINER}/{}.host-objects", self.name)
-    }
-
-    /// The line of `objects/info/alternates`: relative to the repository's
-    /// `objects`, it names the link on the host and the bind in the
-    /// container alike.
+    /// The line of `objects/info/alternates`: jackin's link beside the
+    /// repository on the host, where the container has the host's objects
+    /// bound.
     fn alternates_line(&self) -> String {
-        format!("../../{}.host-objects\n", self.name)
+        format!("{}\n", self.host_objects_link.display())
     }
 
     fn git_dir_str(&self) -> &str {
@@ -406,8 +392,8 @@ fn link_host_objects(record: &IsolationRecord, repo: &UnitRepo) -> Result<(), Is
     Ok(())
 }
 
-/// Writes the checkout's `.git` file, naming the repository where the
-/// container sees it. Whatever the agent left there instead is replaced,
+/// Writes the checkout's `.git` file, naming the repository (at the same
+/// path on the host and in the container). Whatever the agent left there instead is replaced,
 /// but a directory: that may hold work of its own, and the start is refused.
 fn write_dot_git(record: &IsolationRecord, repo: &UnitRepo) -> Result<(), IsolationError> {
     let dot_git = Path::new(&record.path).join(".git");
@@ -418,7 +404,7 @@ fn write_dot_git(record: &IsolationRecord, repo: &UnitRepo) -> Result<(), Isolat
             dot_git.display()
         )));
     }
-    let line = format!("gitdir: {}\n", repo.in_container());
+    let line = format!("gitdir: {}\n", repo.git_dir.display());
     write_atomic(&dot_git, line.as_bytes()).map_err(io(&dot_git))
 }
 
@@ -446,12 +432,12 @@ pub fn binds(record: &IsolationRecord) -> Result<Vec<GitBind>, IsolationError> {
     Ok(vec![
         GitBind {
             source: path_str(&repo.git_dir).to_owned(),
-            target: repo.in_container(),
+            target: path_str(&repo.git_dir).to_owned(),
             read_only: false,
         },
         GitBind {
             source: path_str(&host_objects(record)?).to_owned(),
-            target: repo.host_objects_in_container(),
+            target: path_str(&repo.host_objects_link).to_owned(),
             read_only: true,
         },
     ])
@@ -653,23 +639,18 @@ pub fn remove(record: &IsolationRecord) -> Result<Option<String>, IsolationError
     Ok(kept)
 }
 
-/// The unit's repository beside a worktree checkout at `dir` on the host
-/// (its `.git` names it where the container sees it), or `None` for any
-/// other directory: for whoever holds only a checkout's path, as an
-/// operator at a shell does (`git --git-dir=<this> --work-tree=<dir>`).
+/// The unit's repository beside a worktree checkout at `dir` on the host,
+/// when the checkout's `.git` names it, or `None` for any other directory:
+/// for whoever holds only a checkout's path (`git --git-dir=<this>
+/// --work-tree=<dir>` names it without reading the agent's `.git`).
 pub fn repository_beside(dir: &Path) -> Option<PathBuf> {
+    let repo = dir.parent()?.parent()?.join("repo").join(dir.file_name()?);
     let names = read_untrusted(&dir.join(".git"), MAX_REF_FILE).ok()?;
-    let name = std::str::from_utf8(&names)
+    let named = std::str::from_utf8(&names)
         .ok()?
         .trim_end()
-        .strip_prefix(&format!("gitdir: {GIT_DIRS_IN_CONTAINER}/"))?
-        .to_owned();
-    if Some(std::ffi::OsStr::new(&name)) != dir.file_name() {
-        return None;
-    }
-    let repo = dir.parent()?.parent()?.join("repo").join(name);
-    std::fs::symlink_metadata(&repo)
-        .is_ok_and(|m| m.is_dir())
+        .strip_prefix("gitdir: ")?;
+    (Path::new(named) == repo && std::fs::symlink_metadata(&repo).is_ok_and(|m| m.is_dir()))
         .then_some(repo)
 }
 
