@@ -557,10 +557,10 @@ fn a_worktree_is_a_repository_of_its_own_and_nothing_of_the_hosts_git_is_writabl
     assert_eq!(host_git_files(&host_git), before, "the host's .git changed");
     // The host's objects are there to read, and nothing more.
     let alternates = in_container(&format!("cat {repo}/objects/info/alternates"));
-    let line = String::from_utf8_lossy(&alternates.stdout)
+    let host_objects = String::from_utf8_lossy(&alternates.stdout)
         .trim()
         .to_owned();
-    let host_objects = format!("{repo}/objects/{line}");
+    assert_eq!(host_objects, format!("{repo}.host-objects"));
     let head = git(&host.path(), &["rev-parse", "HEAD"]);
     let object = format!("{host_objects}/{}/{}", &head[..2], &head[2..]);
     assert!(
