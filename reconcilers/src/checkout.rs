@@ -325,6 +325,13 @@ const MAX_HOST_LINK_FILE: u64 = 64 << 10;
 pub fn host_reads(src: &str) -> Vec<PathBuf> {
     let mut reads = Vec::new();
     let mut git_dir = Path::new(src).join(".git");
+    // A `.git` that is a link to the operator's git directory elsewhere.
+    if std::fs::symlink_metadata(&git_dir).is_ok_and(|m| m.is_symlink())
+        && let Ok(target) = std::fs::canonicalize(&git_dir)
+    {
+        git_dir = target;
+        reads.push(git_dir.clone());
+    }
     if let Ok(text) = fsutil::read_regular(&git_dir, MAX_HOST_LINK_FILE) {
         let text = String::from_utf8_lossy(&text);
         if let Some(named) = text.trim_end().strip_prefix("gitdir: ") {
@@ -394,12 +401,13 @@ pub(crate) fn held_elsewhere(src: &str, branch: &str) -> Result<bool, GitError> 
 }
 
 /// Whether the ref `full` exists in the host repository. Only git's own
-/// "no" is an answer: a git that could not finish (a link loop the agent
-/// made among the scratch refs) is an error, never "absent".
+/// "no" is an answer (`--quiet` says it with no word on stderr): a git that
+/// could not read the repository, or could not finish (a link loop), is an
+/// error, never "absent", so no branch is ever deleted on its say.
 pub(crate) fn branch_exists(src: &str, full: &str) -> Result<bool, GitError> {
     match in_host(src, &["rev-parse", "--verify", "--quiet", full]) {
         Ok(_) => Ok(true),
-        Err(GitError::Failed { .. }) => Ok(false),
+        Err(GitError::Failed { stderr, .. }) if stderr.is_empty() => Ok(false),
         Err(e) => Err(e),
     }
 }

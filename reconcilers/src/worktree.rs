@@ -37,8 +37,10 @@
 //!   compare-and-swap from the value it last published. The agent never
 //!   writes it.
 //!
-//! The agent sees none of the host's other branches: only its own branch
-//! and the history behind it.
+//! The agent sees none of the host's other refs: only its own branch and
+//! the history behind it. The host's objects, all of them, are readable
+//! (as in any checkout that borrows them): an object of another branch is
+//! there to read for whoever knows its name.
 
 use std::path::{Path, PathBuf};
 
@@ -514,14 +516,21 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     if given == tip {
         return Ok(());
     }
+    if tip.len() != record.base_commit.len() {
+        return Err(record.link_conflict(format!(
+            "the unit's branch names {tip}, an object name of another hash than its base's"
+        )));
+    }
     let full = scratch_ref(record);
-    // Deleted on the host: made again, from nothing.
-    let from = match host_tip(&record.src, &full)? {
-        None => String::new(),
-        Some(_) => given.clone(),
+    // Deleted on the host: made again, from nothing, and the objects it
+    // needs are counted from the pinned base (what was published before may
+    // be gone with the branch).
+    let (from, known) = match host_tip(&record.src, &full)? {
+        None => (String::new(), record.base_commit.clone()),
+        Some(_) => (given.clone(), given),
     };
     let scratch = repo.git_dir.parent().expect("the repository has a parent");
-    move_published_branch(record, &repo.git_dir, scratch, &tip, &given, &from).map_err(
+    move_published_branch(record, &repo.git_dir, scratch, &tip, &known, &from).map_err(
         |e| match e {
             IsolationError::LinkConflict { dst, path, detail } => IsolationError::LinkConflict {
                 dst,
