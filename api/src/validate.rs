@@ -292,19 +292,6 @@ fn working_dir(dir: &str) -> Result<(), String> {
 /// writable: the first such pair, as `(shared, isolated, why)` indexes into
 /// `mounts`. Paths are compared as written, `.` and `..` resolved.
 pub fn shared_over_isolated(mounts: &[MountSpec]) -> Option<(usize, usize, String)> {
-    let lexical = |path: &str| {
-        let mut parts: Vec<&str> = Vec::new();
-        for part in path.split('/') {
-            match part {
-                "" | "." => {}
-                ".." => {
-                    parts.pop();
-                }
-                part => parts.push(part),
-            }
-        }
-        parts.join("/")
-    };
     let within = |inner: &str, outer: &str| {
         inner == outer || outer.is_empty() || inner.starts_with(&format!("{outer}/"))
     };
@@ -342,7 +329,51 @@ pub fn shared_over_isolated(mounts: &[MountSpec]) -> Option<(usize, usize, Strin
     None
 }
 
+/// A path as written, `.` and `..` resolved, without its leading `/`.
+fn lexical(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    parts.join("/")
+}
+
+/// Two `worktree` mounts of one repository: the first such pair. A unit
+/// has one scratch branch and one base pin in each repository, so a
+/// repository is isolated as a worktree at most once per instance.
+pub fn worktrees_of_one_repository(mounts: &[MountSpec]) -> Option<(usize, usize)> {
+    let worktrees: Vec<(usize, String)> = mounts
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.isolation == Isolation::Worktree)
+        .map(|(i, m)| (i, lexical(&m.src)))
+        .collect();
+    worktrees.iter().enumerate().find_map(|(at, (i, src))| {
+        worktrees[at + 1..]
+            .iter()
+            .find(|(_, other)| other == src)
+            .map(|(j, _)| (*i, *j))
+    })
+}
+
 fn mounts(errors: &mut Errors, base: &str, mounts: &[MountSpec]) {
+    if let Some((first, second)) = worktrees_of_one_repository(mounts) {
+        errors.push(
+            format!("{base}[{second}].src"),
+            format!(
+                "{:?} is mounted with isolation: worktree by {base}[{first}] already: a \
+                 repository is isolated as a worktree once per instance (one scratch branch); \
+                 use clone isolation for the second",
+                mounts[second].src
+            ),
+        );
+    }
     if let Some((shared, _, why)) = shared_over_isolated(mounts) {
         errors.push(
             format!("{base}[{shared}].src"),
@@ -1413,6 +1444,13 @@ mod tests {
                 .unwrap_or_else(|| panic!("{src}: {errors:?}"));
             assert!(error.message.contains(expected), "{src}: {}", error.message);
         }
+        let mut obj = sample();
+        obj.spec.mounts = vec![
+            isolated.clone(),
+            mount("/home/me/./app/", "/w/again", Isolation::Worktree),
+            mount("/home/me/app", "/w/clone", Isolation::Clone),
+        ];
+        assert_eq!(paths(&obj), ["spec.mounts[1].src"]);
         for beside in ["/home/me/app-data", "/home/me/app/src", "/srv"] {
             let mut obj = sample();
             obj.spec.mounts = vec![

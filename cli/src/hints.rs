@@ -239,6 +239,7 @@ fn isolation(e: &IsolationError) -> Option<String> {
         // The message says how to put the pin back, and when to purge.
         IsolationError::BasePinMoved { .. }
         | IsolationError::SharedOverIsolated { .. }
+        | IsolationError::WorktreeTwice { .. }
         // The path and what is wrong with it say it.
         | IsolationError::View(_)
         | IsolationError::Io { .. }

@@ -158,6 +158,16 @@ pub enum IsolationError {
          beside it instead, or isolate that mount too"
     )]
     SharedOverIsolated { why: String },
+    #[error(
+        "{first} and {second} are one repository ({common}), mounted with isolation: worktree \
+         twice; an instance has one scratch branch in a repository: use clone isolation for \
+         one of them"
+    )]
+    WorktreeTwice {
+        first: String,
+        second: String,
+        common: String,
+    },
     /// The ref pinning a worktree's base is gone or moved (the message
     /// says which, and how to put it back).
     #[error("mount {dst}: {message}")]

@@ -58,6 +58,7 @@ pub fn prepare(
     if let Some((_, _, why)) = jackin_api::validate::shared_over_isolated(mounts) {
         return Err(IsolationError::SharedOverIsolated { why });
     }
+    one_worktree_per_repository(mounts)?;
     let mut records = read_records(layout, container)?;
     for mount in mounts.iter().filter(|m| m.isolation != Isolation::Shared) {
         let existing = records.iter().position(|r| r.dst == mount.dst);
@@ -103,6 +104,28 @@ pub fn prepare(
                 make_checkout(&records[last])?;
             }
         }
+    }
+    Ok(())
+}
+
+/// Refuses two `worktree` mounts of one repository (by its git directory,
+/// however its paths are spelled or linked): the unit has one scratch
+/// branch and one base pin there.
+fn one_worktree_per_repository(mounts: &[MountSpec]) -> Result<(), IsolationError> {
+    let mut seen: Vec<(PathBuf, &str)> = Vec::new();
+    for mount in mounts.iter().filter(|m| m.isolation == Isolation::Worktree) {
+        let Ok(common) = common_dir(&mount.src) else {
+            continue;
+        };
+        let common = std::fs::canonicalize(&common).unwrap_or(common);
+        if let Some((_, first)) = seen.iter().find(|(dir, _)| *dir == common) {
+            return Err(IsolationError::WorktreeTwice {
+                first: (*first).to_owned(),
+                second: mount.src.clone(),
+                common: path_str(&common).to_owned(),
+            });
+        }
+        seen.push((common, &mount.src));
     }
     Ok(())
 }
@@ -619,6 +642,26 @@ pub(crate) mod tests {
             .step_by(2)
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
             .collect()
+    }
+
+    /// One repository, however its path is spelled or linked, is isolated
+    /// as a worktree once per unit: the unit has one scratch branch and one
+    /// pin there.
+    #[test]
+    fn a_repository_is_a_worktree_once_per_unit() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_repository(dir.path());
+        let linked = dir.path().join("linked");
+        std::os::unix::fs::symlink(&host, &linked).unwrap();
+        let layout = Layout::new(dir.path().join("home"));
+        let again = MountSpec {
+            src: linked.to_str().unwrap().to_owned(),
+            dst: "/workspace/again".into(),
+            ..worktree_mount(&host)
+        };
+        let err = prepare(&layout, "jk-1-t", &[worktree_mount(&host), again]).unwrap_err();
+        assert!(matches!(err, IsolationError::WorktreeTwice { .. }), "{err}");
+        assert!(read_records(&layout, "jk-1-t").unwrap().is_empty());
     }
 
     /// The base pin is checked at every start: gone, or moved, the start is
