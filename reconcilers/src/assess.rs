@@ -103,7 +103,13 @@ impl InRepo {
 /// the work tree [`InRepo`] names.
 fn git_in(at: &InRepo, args: &[&str]) -> Result<String, String> {
     let work_tree = format!("--work-tree={}", at.work_tree);
+    // A repository beside its work tree is named, never found: a `.git`
+    // the agent made inside it would be found first.
+    let git_dir = format!("--git-dir={}", at.place);
     let mut argv = vec![work_tree.as_str()];
+    if at.place != at.work_tree {
+        argv.insert(0, git_dir.as_str());
+    }
     argv.extend_from_slice(args);
     let reads: Vec<&Path> = at.reads.iter().map(|p| p.as_path()).collect();
     git::run_untrusted_reading(&at.place, &argv, &reads)

@@ -575,7 +575,13 @@ struct GitState {
 /// the checkout is the work tree, whatever its config says.
 fn in_checkout(record: &IsolationRecord, args: &[&str]) -> Result<String, GitError> {
     let work_tree = format!("--work-tree={}", record.path);
+    // A worktree's repository is named, never found (see `assess`).
+    let place = record.git_place();
+    let git_dir = format!("--git-dir={place}");
     let mut argv = vec![work_tree.as_str()];
+    if place != record.path {
+        argv.insert(0, git_dir.as_str());
+    }
     argv.extend_from_slice(args);
     let reads = isolation::repository_reads(record)
         .map_err(|e| GitError::Spawn(io::Error::other(e.to_string())))?;

@@ -190,15 +190,17 @@ fn run_defused(
     writable: &[&Path],
     input: Option<&Path>,
 ) -> Result<Vec<u8>, GitError> {
+    // The repository git is pointed at, if the arguments name it: the
+    // config listed is that one's, never one a `.git` in `dir` would name.
+    let mut listing = vec!["-C", dir];
+    listing.extend(
+        args.iter()
+            .copied()
+            .filter(|arg| arg.starts_with("--git-dir=")),
+    );
+    listing.extend(["config", "--name-only", "--get-regexp", r"^filter\."]);
     let listed = match run_bounded(
-        &[
-            "-C",
-            dir,
-            "config",
-            "--name-only",
-            "--get-regexp",
-            r"^filter\.",
-        ],
+        &listing,
         UNTRUSTED_GIT_LIMIT,
         Confinement::Sandbox {
             reads,

@@ -215,7 +215,14 @@ pub fn make(record: &IsolationRecord) -> Result<(), IsolationError> {
     fsutil::ensure_private_dir(checkout).map_err(io(checkout))?;
     write_dot_git(record, &repo)?;
     let work_tree = format!("--work-tree={}", record.path);
-    let args = [work_tree.as_str(), "reset", "--hard", "--quiet"];
+    let git_dir = format!("--git-dir={}", repo.git_dir.display());
+    let args = [
+        git_dir.as_str(),
+        work_tree.as_str(),
+        "reset",
+        "--hard",
+        "--quiet",
+    ];
     if start == record.base_commit {
         // The operator's own tree, checked out as the operator's git would.
         git::run(&[&["-C", repo.git_dir_str()][..], &args[..]].concat())?;
@@ -474,9 +481,10 @@ fn unit_tip(record: &IsolationRecord, repo: &UnitRepo) -> Result<Option<String>,
     let full = scratch_ref(record);
     let reads = objects_reads(record)?;
     let reads: Vec<&Path> = reads.iter().map(PathBuf::as_path).collect();
+    let git_dir = format!("--git-dir={}", repo.git_dir.display());
     let tip = match git::run_untrusted_reading(
         repo.git_dir_str(),
-        &["rev-parse", "--verify", "--quiet", &full],
+        &[&git_dir, "rev-parse", "--verify", "--quiet", &full],
         &reads,
     ) {
         Ok(out) => String::from_utf8_lossy(&out).trim().to_owned(),
