@@ -1384,18 +1384,28 @@ struct Collector {
 /// in any case, with trailing dots or spaces, or its short name).
 fn refused_by_git(path: &str, is_link: bool) -> bool {
     path.split('/').any(|part| {
-        let lower = part.to_ascii_lowercase();
-        let trimmed = lower.trim_end_matches(['.', ' ']);
-        part.is_empty()
-            || part == "."
-            || part == ".."
-            || trimmed == ".git"
-            || lower.starts_with("git~")
+        part.is_empty() || part == "." || part == ".." || part.split('\\').any(names_a_git_dir)
     }) || (is_link
         && path.rsplit('/').next().is_some_and(|leaf| {
             let lower = leaf.to_ascii_lowercase();
             lower.starts_with(".gitmodules") || lower.starts_with("gitmod~")
         }))
+}
+
+/// Whether a path component is one `fsck` reads as `.git` on some file
+/// system, which it refuses everywhere: any case, the code points HFS+
+/// ignores (zero-width joiners, bidirectional marks, U+FEFF) anywhere,
+/// trailing dots and spaces or an NTFS stream (`.git::$INDEX_ALLOCATION`),
+/// and the short name `git~1`.
+fn names_a_git_dir(part: &str) -> bool {
+    let ignorable = |c: &char| matches!(*c as u32, 0x200C..=0x200F | 0x202A..=0x202E | 0x206A..=0x206F | 0xFEFF);
+    let seen: String = part
+        .chars()
+        .filter(|c| !ignorable(c))
+        .collect::<String>()
+        .to_lowercase();
+    let stream = seen.split(':').next().unwrap_or_default();
+    stream.trim_end_matches(['.', ' ']) == ".git" || seen.starts_with("git~")
 }
 
 impl Collector {
@@ -2063,6 +2073,8 @@ mod tests {
         let good = git(&c, &["rev-parse", "HEAD"]);
         std::fs::create_dir_all(c.join("aa")).unwrap();
         std::fs::create_dir_all(c.join(".gix/hooks")).unwrap();
+        std::fs::create_dir_all(c.join(".gABCit")).unwrap();
+        std::fs::write(c.join(".gABCit/config"), "[core]\n").unwrap();
         std::fs::write(c.join("aa/escape.txt"), "escape\n").unwrap();
         std::fs::write(c.join(".gix/hooks/pre-commit"), "touch /tmp/x\n").unwrap();
         std::fs::write(c.join("staged.txt"), "staged\n").unwrap();
@@ -2072,6 +2084,7 @@ mod tests {
                 "add",
                 "aa/escape.txt",
                 ".gix/hooks/pre-commit",
+                ".gABCit/config",
                 "staged.txt",
             ],
         );
@@ -2082,6 +2095,7 @@ mod tests {
         for (from, to) in [
             (&b"aa/escape.txt"[..], &b"../escape.txt"[..]),
             (b".gix/", b".git/"),
+            (b".gABCit/", ".g\u{200c}it/".as_bytes()),
         ] {
             let at = bytes.windows(from.len()).position(|w| w == from).unwrap();
             bytes[at..at + from.len()].copy_from_slice(to);
@@ -2102,6 +2116,7 @@ mod tests {
         std::fs::write(&index, &bytes).unwrap();
         std::fs::remove_dir_all(c.join("aa")).unwrap();
         std::fs::remove_dir_all(c.join(".gix")).unwrap();
+        std::fs::remove_dir_all(c.join(".gABCit")).unwrap();
 
         let saved = save_before_discard(&f.layout, UNIT, "l3").unwrap();
         let checkout = &saved.checkouts[0];
@@ -2129,7 +2144,11 @@ mod tests {
         );
         assert!(!restored.is_empty(), "nothing restored into the host");
         let skipped = checkout.files.skipped_listed.join("\n");
-        for path in ["../escape.txt", ".git/hooks/pre-commit"] {
+        for path in [
+            "../escape.txt",
+            ".git/hooks/pre-commit",
+            ".g\u{200c}it/config",
+        ] {
             assert!(skipped.contains(path), "{path} not listed: {skipped}");
         }
     }
@@ -2452,5 +2471,17 @@ mod tests {
         assert!(!refused_by_git(".gitmodules", false));
         assert!(!refused_by_git("src/x.git/y", false));
         assert!(refused_by_git("a//b", false));
+        // What fsck refuses on every platform (hasDotgit): HFS+'s ignorable
+        // code points, NTFS's streams and separators.
+        for hidden in [
+            ".g\u{200c}it/config",
+            "\u{feff}.git/x",
+            ".git::$INDEX_ALLOCATION/x",
+            "a\\.git\\x",
+        ] {
+            assert!(refused_by_git(hidden, false), "{hidden:?}");
+        }
+        assert!(!refused_by_git(".gitignore", false));
+        assert!(!refused_by_git("a/.github/x", false));
     }
 }
