@@ -10,7 +10,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use support::{Home, git, host_repo};
+use support::{Home, docker, git, host_repo};
 
 /// One session with a worktree of `host` at `/w/wt`, its agent's git real.
 struct Session<'a> {
@@ -569,4 +569,44 @@ fn c2_another_host_repository_is_never_read_through_a_save() {
             "{name}: {restored}"
         );
     }
+}
+
+/// A unit an earlier jackin made whose container is stopped, not gone:
+/// that container binds the earlier form's git directory and entry, so it
+/// is made anew when the checkouts move, never started as it was.
+#[test]
+fn a_stopped_container_of_a_moved_unit_is_made_anew() {
+    let (home, _dir, host, canary) = setup();
+    let session = Session::start(&home, "stopped", &host);
+    let before = docker(&["inspect", "-f", "{{.Id}}", &session.container]);
+    docker(&["stop", "-t", "1", &session.container]);
+    let entry = make_earlier_layout(&home, "stopped", &host);
+    let out = home.jackin(&["controller", "--once"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = docker(&[
+        "inspect",
+        "-f",
+        "{{.Id}} {{.State.Running}}",
+        &session.container,
+    ]);
+    assert_ne!(
+        after.split(' ').next(),
+        Some(before.as_str()),
+        "the old container was started"
+    );
+    assert!(after.ends_with("true"), "{after}");
+    assert!(
+        !entry.exists(),
+        "the entry that named the checkout is still there"
+    );
+    let seen = session.agent_ok("git log -1 --format=%s && git status --porcelain");
+    assert!(
+        seen.starts_with("agent work") && seen.contains("?? draft.txt"),
+        "{seen}"
+    );
+    assert_operators_git_clean(&host, &canary, "after the move");
 }

@@ -199,6 +199,9 @@ pub mod reason {
     pub const UNKNOWN: &str = "Unknown";
     // WorkspaceMissing.
     pub const NOT_FOUND: &str = "NotFound";
+    /// A unit's worktree checkouts moved from an earlier jackin's form to
+    /// repositories of their own.
+    pub const CHECKOUTS_MOVED: &str = "CheckoutsMoved";
     // Events of the agent's start.
     pub const AGENT_FALLBACK: &str = "AgentFallback";
     /// The agent was installed into a derived image (or one was found).

@@ -309,8 +309,21 @@ pub async fn act(
         Step::RebuildImage => rebuild(ctx, obj, &container, progress).await?,
         Step::PrepareMounts => {
             let mounts = recipe_of(obj).mounts.clone();
-            let layout = ctx.layout.clone();
-            blocking(move || isolation::prepare(&layout, &container, &mounts)).await?;
+            let (layout, unit) = (ctx.layout.clone(), container.clone());
+            let moved = blocking(move || isolation::prepare(&layout, &unit, &mounts)).await?;
+            if moved && ctx.engine.inspect_container(&container).await?.is_some() {
+                // A stopped container of the unit binds the earlier form's
+                // git directory and entry, which are gone: it is made anew
+                // (tier 2 in all but name), never started as it was.
+                progress(Report::Note {
+                    stage: None,
+                    reason: reason::CHECKOUTS_MOVED,
+                    message: "the unit's worktree checkouts moved to repositories of their own: \
+                              its container, which bound their earlier form, is made anew",
+                });
+                engine.remove_container(&container).await?;
+                create_and_record(ctx, obj, &container).await?;
+            }
         }
         Step::RetireCheckouts => {
             // The container that bound them is gone: nothing writes them
@@ -457,24 +470,24 @@ pub async fn act(
             let target = id.clone().unwrap_or_else(|| sidecar_name(&container, name));
             engine.start_container(&target).await?;
         }
-        Step::CreateContainer => {
-            let (env, env_missing) = create_container(ctx, obj, &container).await?;
-            let mode = recipe_of(obj).credentials.as_ref().map(|c| c.mode);
-            if let Some(mode) = mode {
-                let record = credentials_record(obj, mode);
-                record.env = env;
-                record.env_missing = env_missing;
-            }
-        }
+        Step::CreateContainer => create_and_record(ctx, obj, &container).await?,
         Step::ForwardCredentials => forward_credentials(ctx, obj, &container, progress).await?,
         Step::StartContainer { id } => {
             // The last run's marker was recorded; this run writes its own.
             session::retire_marker(ctx.layout, &container)
                 .map_err(io(&ctx.layout.unit_dir(&container)))?;
             write_start_plan(ctx.layout, &container, obj).await?;
-            engine
+            match engine
                 .start_container(id.as_deref().unwrap_or(&container))
-                .await?;
+                .await
+            {
+                // The container observed was made anew since (see
+                // `PrepareMounts`): the unit's container, by its name.
+                Err(EngineError::Refused { status: 404, .. }) if id.is_some() => {
+                    engine.start_container(&container).await?;
+                }
+                started => started?,
+            }
             // From now on the recipe is the session's, never re-pinned.
             if let Some(recipe) = obj.status.as_mut().and_then(|s| s.recipe.as_mut()) {
                 recipe.first_run_at.get_or_insert_with(jiff::Timestamp::now);
@@ -1244,6 +1257,23 @@ async fn keep_conversations(layout: &Layout, container: &str, obj: &Instance) {
     if let Err(why) = kept {
         tracing::warn!(container, "the agent's retention setting: {why}");
     }
+}
+
+/// Creates the agent's container and records what its credential
+/// variables gave it.
+async fn create_and_record(
+    ctx: &Context<'_>,
+    obj: &mut Instance,
+    container: &str,
+) -> Result<(), ActError> {
+    let (env, env_missing) = create_container(ctx, obj, container).await?;
+    let mode = recipe_of(obj).credentials.as_ref().map(|c| c.mode);
+    if let Some(mode) = mode {
+        let record = credentials_record(obj, mode);
+        record.env = env;
+        record.env_missing = env_missing;
+    }
+    Ok(())
 }
 
 /// Creates the agent's container. Returns what the credential variables

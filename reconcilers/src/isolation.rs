@@ -48,11 +48,14 @@ fn head_commit(repo: &str, dst: &str) -> Result<String, IsolationError> {
 /// are not touched. A kept checkout is verified against its host repository
 /// (and a worktree's pin and repository refreshed) before it is reused; a
 /// worktree an earlier jackin made moves to a repository of its own first.
+/// Returns whether a worktree of an earlier jackin moved to a repository of
+/// its own (a container made before binds what is gone).
 pub fn prepare(
     layout: &Layout,
     container: &str,
     mounts: &[MountSpec],
-) -> Result<(), IsolationError> {
+) -> Result<bool, IsolationError> {
+    let mut moved = false;
     // Checked when the files are applied; here again for the mounts a
     // workspace and an instance give together.
     if let Some((_, _, why)) = jackin_api::validate::shared_over_isolated(mounts) {
@@ -64,6 +67,7 @@ pub fn prepare(
         let existing = records.iter().position(|r| r.dst == mount.dst);
         match existing {
             Some(at) if records[at].is_legacy_worktree() => {
+                moved = true;
                 verify(&records[at])?;
                 legacy_worktree::migrate(&mut records[at])?;
                 legacy_worktree::clear_entry(&mut records[at])?;
@@ -105,7 +109,7 @@ pub fn prepare(
             }
         }
     }
-    Ok(())
+    Ok(moved)
 }
 
 /// Refuses two `worktree` mounts of one repository (by its git directory,
