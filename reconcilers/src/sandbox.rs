@@ -100,23 +100,30 @@ pub enum Reads<'a> {
 }
 
 /// What any git needs to read to start and work, whatever it is given:
-/// its installation and libraries (under `/usr` and the library
-/// directories), the loader's cache, the few files of `/etc` the C library
-/// reads (time zone, users and groups for a default identity), and a
-/// source of random bytes. git must also be told to read no system or
-/// global config (`GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL`), which it
-/// would otherwise refuse to go without.
+/// the shared libraries (the library directories, never all of `/usr`, so
+/// that a repository kept under `/usr/local/src` or `/usr/share` is not
+/// readable through an alternates line), its own data, locales and time
+/// zones, the loader's cache, the few files of `/etc` the C library reads
+/// (users and groups for a default identity), and a source of random
+/// bytes. Its binary and exec path are added where they are. git must also
+/// be told to read no system or global config (`GIT_CONFIG_NOSYSTEM`,
+/// `GIT_CONFIG_GLOBAL`), which it would otherwise refuse to go without.
 /// Those that do not exist here are left out.
-const SYSTEM_READS: [&str; 15] = [
+const SYSTEM_READS: [&str; 20] = [
     // For the names of temporary files, where git has no `getrandom`.
     "/dev/urandom",
-    "/usr",
     "/lib",
     "/lib64",
     "/lib32",
     "/libx32",
-    "/bin",
-    "/sbin",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/lib32",
+    "/usr/libx32",
+    "/usr/local/lib",
+    "/usr/share/git-core",
+    "/usr/share/locale",
+    "/usr/share/zoneinfo",
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
@@ -130,6 +137,8 @@ const SYSTEM_READS: [&str; 15] = [
 /// its exec path, and the loader they name.
 struct GitInstall {
     git: PathBuf,
+    /// `git --exec-path`: read, for what git keeps there beside programs.
+    exec_path: PathBuf,
     exec_path_git: Option<PathBuf>,
     loader: Option<PathBuf>,
 }
@@ -143,9 +152,11 @@ fn git_install() -> Result<&'static GitInstall, SandboxError> {
             // file, never the helpers beside it (a remote helper such as
             // git-remote-https would fetch, and could be pointed at a proxy
             // on a path socket, which Landlock does not cover).
-            let exec_path_git = exec_path().map_err(SandboxError)?.join("git");
+            let exec_path = exec_path().map_err(SandboxError)?;
+            let exec_path_git = exec_path.join("git");
             let loader = elf_interpreter(&git).map_err(SandboxError)?;
             Ok(GitInstall {
+                exec_path,
                 exec_path_git: exec_path_git.is_file().then_some(exec_path_git),
                 loader,
                 git,
@@ -231,7 +242,10 @@ fn build(reads: Reads<'_>, writable: &[&Path]) -> Result<Ruleset, SandboxError> 
     match reads {
         Reads::Anything => rules.push((PathBuf::from("/"), read)),
         Reads::Beneath(paths) => {
-            let system = SYSTEM_READS.iter().map(Path::new);
+            let system = SYSTEM_READS
+                .iter()
+                .map(Path::new)
+                .chain([install.exec_path.as_path()]);
             // What does not exist cannot be read: no rule is needed. A
             // file's rule may hold only a file's rights.
             rules.extend(system.chain(paths.iter().copied()).filter_map(|path| {
@@ -517,6 +531,11 @@ mod tests {
         let out = cat(Reads::Beneath(&[&repo]), &secret);
         assert!(!out.status.success(), "read beside the repository: {out:?}");
         assert!(cat(Reads::Anything, &secret).status.success());
+        // Nor what lies beside git's libraries on the system.
+        let elsewhere = Path::new("/usr/share/common-licenses/GPL-3");
+        if elsewhere.exists() {
+            assert!(!cat(Reads::Beneath(&[&repo]), elsewhere).status.success());
+        }
     }
 
     #[test]
