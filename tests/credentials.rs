@@ -569,6 +569,16 @@ fn a_renewed_login_reaches_the_next_start_and_a_planted_link_is_never_written_th
     write_host(&home, ".claude/.credentials.json", &login("second"));
     restart();
     assert!(std::fs::read_to_string(&own).unwrap().contains("second"));
+    // Nothing changed on either side: the session's copy is the host's
+    // login, not a newer one of its own, though the copy is younger.
+    restart();
+    let described = home.ok(&["describe", "c"]);
+    assert!(
+        described.contains(
+            "claude: ~/.claude/.credentials.json → ~/.claude/.credentials.json (unchanged)"
+        ) && !described.contains("kept: the session's own is newer"),
+        "{described}"
+    );
     // The agent refreshed its login in the session since: its newer one
     // stays (the host's older one could have been rotated out).
     std::fs::write(&own, login("refreshed-in-session")).unwrap();

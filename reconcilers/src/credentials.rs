@@ -211,9 +211,16 @@ fn forward_one(
             Err(why) => Err(format!("{}: {shown} on the host {why}", set.name)),
         });
     }
-    // The session's own copy is kept when it is newer than the host's:
-    // the agent refreshed its login since (an OAuth refresh token is
-    // rotated on use), and the host's older one could log it out.
+    // A session's copy that holds the host's bytes is neither newer nor
+    // older: it is the host's login, and stays as it is. The copy jackin
+    // wrote is always younger than the host's file, so only a copy whose
+    // content differs can be the session's own.
+    if read_untrusted(&target, MAX_FILE_BYTES).is_ok_and(|own| own == bytes) {
+        return Ok(Ok(format!("{}: {arrow} (unchanged)", set.name)));
+    }
+    // The session's own copy is kept when it differs and is newer than the
+    // host's: the agent refreshed its login since (an OAuth refresh token
+    // is rotated on use), and the host's older one could log it out.
     let host_modified = std::fs::metadata(&source).and_then(|m| m.modified()).ok();
     let own_modified = std::fs::symlink_metadata(&target)
         .ok()
@@ -505,6 +512,31 @@ mod tests {
         set_modified(&own, SystemTime::now() - Duration::from_secs(60));
         forward_files(&sync, Ok(&h.host), &h.unit).unwrap();
         assert_eq!(fs::read_to_string(&own).unwrap(), "SECOND");
+    }
+
+    #[test]
+    fn a_session_login_that_is_the_hosts_is_unchanged_not_kept_as_newer() {
+        let h = homes();
+        let host_login = h.host.join(".claude/.credentials.json");
+        fs::write(&host_login, "SAME").unwrap();
+        let set = CredentialSet {
+            files: vec![same_place(".claude/.credentials.json")],
+            ..claude()
+        };
+        let sync = pinned(AuthForward::Sync, vec![set]);
+        forward_files(&sync, Ok(&h.host), &h.unit).unwrap();
+        // The copy is younger than the host's file, as every copy is.
+        set_modified(&host_login, SystemTime::now() - Duration::from_secs(60));
+        let out = forward_files(&sync, Ok(&h.host), &h.unit).unwrap();
+        assert_eq!(
+            out.files,
+            vec![
+                "claude: ~/.claude/.credentials.json → ~/.claude/.credentials.json (unchanged)"
+                    .to_owned()
+            ]
+        );
+        let own = h.unit.join(".claude/.credentials.json");
+        assert_eq!(fs::read_to_string(own).unwrap(), "SAME");
     }
 
     #[test]
