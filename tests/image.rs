@@ -83,6 +83,42 @@ fn a_role_image_without_the_agent_fails_at_once_naming_it() {
     assert_eq!(probes, "");
 }
 
+/// A role whose Dockerfile fails: the build's output is kept in the unit,
+/// the error names the file, and the build that succeeds once the
+/// Dockerfile is fixed removes it.
+#[test]
+fn a_failing_role_build_keeps_its_log_in_the_unit() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::new("failing-build");
+    let dockerfile = role.path().join("Dockerfile");
+    let good = std::fs::read_to_string(&dockerfile).unwrap();
+    std::fs::write(
+        &dockerfile,
+        format!("{good}RUN [\"/bin/sh\", \"-c\", \"echo ROLE-STEP-OUTPUT; exit 7\"]\n"),
+    )
+    .unwrap();
+    role.commit_marker("breaks");
+    let input = home.write_input("b.yaml", &role.instance_yaml("b"));
+    let err = home.fails(&["apply", "--timeout", "5m", input.to_str().unwrap()]);
+    let log = home.unit("b").join(".jackin/role-build.log");
+    assert!(
+        err.contains(&format!("its build output is kept in {}", log.display())),
+        "{err}"
+    );
+    let kept = std::fs::read_to_string(&log).unwrap();
+    assert!(kept.contains("ROLE-STEP-OUTPUT"), "{kept}");
+    assert_eq!(home.object("b")["status"]["phase"], "Failed");
+
+    std::fs::write(&dockerfile, good).unwrap();
+    role.commit_marker("fixed");
+    home.ok(&["set-phase", "b", "running", "--timeout", "5m"]);
+    assert!(
+        !log.exists(),
+        "the failure's log outlived the build that succeeded"
+    );
+}
+
 #[test]
 fn every_agent_gets_the_standard_environment_and_reaches_sidecars_by_name() {
     ensure_busybox();

@@ -113,6 +113,12 @@ fn act(e: &ActError) -> Option<String> {
     match e {
         ActError::Engine(e) => engine(e),
         ActError::Recipe(e) => recipe(e),
+        ActError::RoleBuild { log, source, .. } => recipe(source).or_else(|| {
+            Some(format!(
+                "{log} holds the build's output: fix the role's Dockerfile, commit it, then \
+                 `jackin set-phase NAME running`"
+            ))
+        }),
         ActError::Secret(e) => secret(e),
         ActError::Isolation(e) => isolation(e),
         ActError::NoCommand(_) => Some("set spec.command".into()),

@@ -22,6 +22,7 @@ use jackin_api::names::{condition, label, reason};
 use jackin_api::workspace::WorkspaceSpec;
 
 use crate::addresses::{AddressBook, AddressError};
+use crate::build_log::BuildLog;
 use crate::credentials::{self, CredentialError};
 use crate::discard::{self, DiscardError};
 use crate::engine::models::{
@@ -88,6 +89,16 @@ pub enum ActError {
         #[source]
         source: Box<RecipeError>,
     },
+    /// The role's Dockerfile failed to build; what it printed is kept.
+    #[error(
+        "building the role {role}'s image failed (its build output is kept in {log}): {source}"
+    )]
+    RoleBuild {
+        role: String,
+        log: String,
+        #[source]
+        source: Box<RecipeError>,
+    },
     #[error(transparent)]
     Addresses(#[from] AddressError),
     /// Boxed: its places make it the largest error of a step.
@@ -104,7 +115,9 @@ impl ActError {
     pub fn is_permanent(&self) -> bool {
         match self {
             Self::Recipe(e) => e.is_permanent(),
-            Self::AgentInstall { source, .. } => source.is_permanent(),
+            Self::AgentInstall { source, .. } | Self::RoleBuild { source, .. } => {
+                source.is_permanent()
+            }
             Self::Engine(e) => e.is_permanent(),
             Self::Addresses(e) => e.is_permanent(),
             // A secret that cannot be resolved needs the operator (a variable
@@ -144,11 +157,8 @@ impl ActError {
             Self::Engine(EngineError::Unreachable { .. }) => reason::ENGINE_UNREACHABLE,
             Self::Engine(EngineError::Build(_)) => reason::BUILD_FAILED,
             Self::Engine(_) => reason::ENGINE_ERROR,
-            Self::Recipe(RecipeError::CommitUnavailable { .. } | RecipeError::NothingToRebuild) => {
-                reason::RECIPE_UNAVAILABLE
-            }
-            Self::Recipe(RecipeError::ImageNotFound(_)) => reason::IMAGE_NOT_FOUND,
-            Self::Recipe(_) => reason::BUILD_FAILED,
+            Self::Recipe(e) => recipe_reason(e),
+            Self::RoleBuild { source, .. } => recipe_reason(source),
             Self::Secret(_) => reason::SECRET_UNAVAILABLE,
             Self::Credentials(_) => reason::CREDENTIALS_REFUSED,
             Self::Io { .. } | Self::State(_) => reason::FILESYSTEM_ERROR,
@@ -169,6 +179,17 @@ impl ActError {
                 _ => reason::ENGINE_ERROR,
             },
         }
+    }
+}
+
+/// The condition reason of a recipe that could not be resolved.
+fn recipe_reason(e: &RecipeError) -> &'static str {
+    match e {
+        RecipeError::CommitUnavailable { .. } | RecipeError::NothingToRebuild => {
+            reason::RECIPE_UNAVAILABLE
+        }
+        RecipeError::ImageNotFound(_) => reason::IMAGE_NOT_FOUND,
+        _ => reason::BUILD_FAILED,
     }
 }
 
@@ -776,15 +797,8 @@ async fn resolve_recipe(
             found
         }
         (None, Some(source)) => {
-            let built = recipe::build_role(
-                ctx.engine,
-                &ctx.home_id,
-                &obj.spec.role.name,
-                source,
-                None,
-                &mut |line| progress(Report::Build(line)),
-            )
-            .await?;
+            let built =
+                build_role(ctx, container, &obj.spec.role.name, source, None, progress).await?;
             pinned.image = built.tag;
             pinned.image_id = built.id;
             pinned.role_commit = Some(built.commit);
@@ -1048,15 +1062,8 @@ async fn rebuild(
     };
     let base = recipe.base_image.clone();
     let role = obj.spec.role.name.clone();
-    let built = recipe::build_role(
-        ctx.engine,
-        &ctx.home_id,
-        &obj.spec.role.name,
-        &source,
-        Some((commit, base.as_deref())),
-        &mut |line| progress(Report::Build(line)),
-    )
-    .await?;
+    let pinned = Some((commit.as_str(), base.as_deref()));
+    let built = build_role(ctx, container, &role, &source, pinned, progress).await?;
     let recipe = obj
         .status
         .as_mut()
@@ -1087,6 +1094,48 @@ async fn rebuild(
     Ok(())
 }
 
+/// The role's image, built from `source` (at `pinned`, the commit and base
+/// image of a rebuild): a failed build's output is kept in the unit
+/// (`role-build.log`) and the error says where; a later success removes it.
+async fn build_role(
+    ctx: &Context<'_>,
+    container: &str,
+    role: &str,
+    source: &RoleSource,
+    pinned: Option<(&str, Option<&str>)>,
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
+) -> Result<recipe::BuiltImage, ActError> {
+    let mut log = BuildLog::new(&ctx.layout.unit_meta_dir(container), "role-build.log");
+    let built = recipe::build_role(
+        ctx.engine,
+        &ctx.home_id,
+        role,
+        source,
+        pinned,
+        &mut |line| {
+            log.line(line);
+            progress(Report::Build(line));
+        },
+    )
+    .await;
+    match built {
+        Ok(built) => {
+            log.succeeded();
+            Ok(built)
+        }
+        // Before the build ran (a ref that names nothing, no Dockerfile)
+        // there is no output to keep: the error says it all.
+        Err(error) => Err(match log.failed() {
+            Some(log) => ActError::RoleBuild {
+                role: role.to_owned(),
+                log,
+                source: Box::new(error),
+            },
+            None => error.into(),
+        }),
+    }
+}
+
 /// The agent's install block on top of `base` (the role image, running as
 /// `user`): the recipe then pins the derived image, and the image it was
 /// derived from. Shown as the `agent binaries` and `derived image` stages.
@@ -1113,11 +1162,7 @@ async fn install_agent(
             plural_instructions(agent.spec.install.len())
         ),
     });
-    let log_path = ctx
-        .layout
-        .unit_meta_dir(container)
-        .join("agent-install.log");
-    let mut log = Vec::new();
+    let mut log = BuildLog::new(&ctx.layout.unit_meta_dir(container), "agent-install.log");
     let built = recipe::derive_agent_image(
         ctx.engine,
         &ctx.home_id,
@@ -1127,10 +1172,7 @@ async fn install_agent(
         user,
         &agent.spec.install,
         &mut |line| {
-            log.extend_from_slice(line.as_bytes());
-            if !line.ends_with('\n') {
-                log.push(b'\n');
-            }
+            log.line(line);
             progress(Report::Build(line));
         },
     )
@@ -1138,15 +1180,14 @@ async fn install_agent(
     let derived = match built {
         Ok(derived) => derived,
         Err(error) => {
-            let kept = fsutil::write_atomic(&log_path, &log).is_ok();
             return Err(ActError::AgentInstall {
                 agent: agent.name.clone(),
-                log: kept.then(|| log_path.display().to_string()),
+                log: log.failed(),
                 source: Box::new(error),
             });
         }
     };
-    let _ = std::fs::remove_file(&log_path);
+    log.succeeded();
     progress(Report::Note {
         stage: Some("derived image"),
         reason: reason::AGENT_INSTALL,

@@ -8,6 +8,7 @@ pub mod act;
 pub mod addresses;
 pub mod assess;
 pub mod attention;
+mod build_log;
 pub mod checkout;
 pub mod credentials;
 pub mod decide;
