@@ -257,6 +257,34 @@ fn sigkill_is_recorded_as_137_from_the_engine_and_restored() {
     assert!(running(&container), "a killed session is restored (tier 1)");
 }
 
+/// The unit's directories jackin owns are made again at the next start,
+/// each with an event: a killed session whose `state/` and `bin/` were
+/// deleted meanwhile is restored (tier 1), and one removed with them is
+/// made anew (tier 2).
+#[test]
+fn a_deleted_unit_directory_is_made_again_at_the_next_start() {
+    ensure_busybox();
+    let home = Home::new();
+    launch(&home, "unmade", "sleep 3600");
+    let container = home.container("unmade");
+    let unit = home.unit("unmade");
+    for engine_step in [&["kill", "-s", "KILL"][..], &["rm", "-f"][..]] {
+        docker(&[engine_step, &[container.as_str()]].concat());
+        for dir in ["state", "bin"] {
+            std::fs::remove_dir_all(unit.join(dir)).unwrap();
+        }
+        home.ok(&["controller", "--once"]);
+        assert!(running(&container), "not restored after {engine_step:?}");
+        assert!(state_dir(&home, "unmade").is_dir());
+        assert!(unit.join("bin/entry").is_file());
+    }
+    let described = home.ok(&["describe", "unmade"]);
+    for dir in ["state", "bin"] {
+        let line = format!("the unit's {dir}/ was missing: made again");
+        assert_eq!(described.matches(&line).count(), 2, "{line}:\n{described}");
+    }
+}
+
 #[test]
 fn rm_f_without_a_marker_is_recorded_as_unknown() {
     ensure_busybox();

@@ -202,6 +202,9 @@ pub mod reason {
     /// A unit's worktree checkouts moved from an earlier jackin's form to
     /// repositories of their own.
     pub const CHECKOUTS_MOVED: &str = "CheckoutsMoved";
+    /// A directory of the unit that jackin owns (`home/`, `state/`,
+    /// `bin/`) was gone at a start and was made again, empty.
+    pub const UNIT_DIRECTORY_MADE: &str = "UnitDirectoryMade";
     // Events of the agent's start.
     pub const AGENT_FALLBACK: &str = "AgentFallback";
     /// The agent was installed into a derived image (or one was found).

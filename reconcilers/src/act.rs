@@ -491,9 +491,13 @@ pub async fn act(
             let target = id.clone().unwrap_or_else(|| sidecar_name(&container, name));
             engine.start_container(&target).await?;
         }
-        Step::CreateContainer => create_and_record(ctx, obj, &container).await?,
+        Step::CreateContainer => {
+            restore_unit_dirs(ctx.layout, &container, progress)?;
+            create_and_record(ctx, obj, &container).await?;
+        }
         Step::ForwardCredentials => forward_credentials(ctx, obj, &container, progress).await?,
         Step::StartContainer { id } => {
+            restore_unit_dirs(ctx.layout, &container, progress)?;
             // The last run's marker was recorded; this run writes its own.
             session::retire_marker(ctx.layout, &container)
                 .map_err(io(&ctx.layout.unit_dir(&container)))?;
@@ -775,6 +779,9 @@ async fn resolve_recipe(
     ] {
         ensure_private_dir(&dir).map_err(io(&dir))?;
     }
+    // The unit is whole from here on: a directory of it missing at a start
+    // was deleted, and is reported when it is made again.
+    session::install_entry(ctx.layout, container).map_err(io(&ctx.layout.unit_dir(container)))?;
     if ctx.agent.is_none() {
         return Err(ActError::UnknownAgent(obj.spec.agent.clone()));
     }
@@ -1298,6 +1305,27 @@ async fn keep_conversations(layout: &Layout, container: &str, obj: &Instance) {
     if let Err(why) = kept {
         tracing::warn!(container, "the agent's retention setting: {why}");
     }
+}
+
+/// Makes again the unit's directories the container binds that someone
+/// deleted, each with a note (an event): the engine would refuse the bind.
+fn restore_unit_dirs(
+    layout: &Layout,
+    container: &str,
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
+) -> Result<(), ActError> {
+    let made =
+        session::restore_unit_dirs(layout, container).map_err(io(&layout.unit_dir(container)))?;
+    for dir in made {
+        progress(Report::Note {
+            stage: None,
+            reason: reason::UNIT_DIRECTORY_MADE,
+            message: &format!(
+                "the unit's {dir}/ was missing: made again, empty (what it held is lost)"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Creates the agent's container and records what its credential

@@ -52,6 +52,30 @@ pub fn install_entry(layout: &Layout, container: &str) -> std::io::Result<PathBu
     Ok(path)
 }
 
+/// Makes again each directory of the unit that jackin owns and the
+/// container binds (`home/`, `state/`, `bin/` with the wrapper) which is
+/// gone: someone deleted it, and the engine would refuse to bind what is
+/// not there, so the session could never start again. Returns the ones
+/// made, for the operator to hear of: what they held is lost.
+pub fn restore_unit_dirs(layout: &Layout, container: &str) -> std::io::Result<Vec<&'static str>> {
+    let mut made = Vec::new();
+    for (name, dir) in [
+        ("home", layout.unit_home_dir(container)),
+        ("state", layout.unit_state_dir(container)),
+        ("bin", layout.unit_bin_dir(container)),
+    ] {
+        if std::fs::symlink_metadata(&dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            ensure_private_dir(&dir)?;
+            made.push(name);
+        }
+    }
+    if made.contains(&"bin") {
+        install_entry(layout, container)?;
+    }
+    Ok(made)
+}
+
 fn marker_file(layout: &Layout, container: &str) -> PathBuf {
     layout.unit_state_dir(container).join("exit.json")
 }
