@@ -1136,7 +1136,10 @@ fn attach_to_a_session_that_ended_unseen_reports_the_end_and_returns() {
     let term = Terminal::start(&home, "attach unseen; echo attach-returned-$?");
     term.wait_for("attach-returned-0", 1);
     let screen = term.screen();
-    assert!(screen.contains("instance/unseen ended: Crashed"), "{screen}");
+    assert!(
+        screen.contains("instance/unseen ended: Crashed"),
+        "{screen}"
+    );
     assert!(!screen.contains("attached to"), "{screen}");
     let obj = home.object("unseen");
     assert_eq!(obj["status"]["phase"], "Crashed");
