@@ -1105,3 +1105,85 @@ fn attach_and_launch_apply_the_keep_cap_to_the_session_they_keep() {
     let gone = home.fails(&["get", "older"]);
     assert!(gone.contains("older"), "{gone}");
 }
+
+/// An agent that logs its start in its home, then exits 3 once the test
+/// touches `go` there (taking it away for its next start).
+const CRASH_ON_GO: &str = "echo started >> $HOME/starts; until [ -e $HOME/go ]; do sleep 0.2; \
+                           done; rm $HOME/go; exit 3";
+
+/// Attach to a session whose agent exited while nobody watched (the store
+/// still said Running): the attach records the end, says so and returns;
+/// it used to attach to the stopped container and wait for good, deaf to
+/// Enter, Ctrl-P Ctrl-Q and Ctrl-C (R6). The next attach resumes it.
+#[test]
+fn attach_to_a_session_that_ended_unseen_reports_the_end_and_returns() {
+    ensure_busybox();
+    let home = Home::new();
+    let spec = format!(
+        "  command: [sh, -c, {}]\n",
+        serde_json::to_string(CRASH_ON_GO).unwrap()
+    );
+    home.apply("unseen", &instance_yaml_with("unseen", &spec));
+    let container = home.container("unseen");
+    let unit_home = home.unit("unseen").join("home");
+    std::fs::write(unit_home.join("go"), "").unwrap();
+    eventually(Duration::from_secs(60), "the agent exited", || {
+        support::docker(&["inspect", "-f", "{{.State.Running}}", &container]) == "false"
+    });
+    assert_eq!(home.object("unseen")["status"]["phase"], "Running");
+    // The shell prints the line once the command has returned: the 60 s of
+    // `wait_for` fail only a hang.
+    let term = Terminal::start(&home, "attach unseen; echo attach-returned-$?");
+    term.wait_for("attach-returned-0", 1);
+    let screen = term.screen();
+    assert!(
+        screen.contains("instance/unseen ended: Crashed"),
+        "{screen}"
+    );
+    assert!(!screen.contains("attached to"), "{screen}");
+    let obj = home.object("unseen");
+    assert_eq!(obj["status"]["phase"], "Crashed");
+    assert_eq!(obj["status"]["session"]["exitCode"], 3);
+    // The ended session is resumed by the next attach, in the same unit
+    // (with no checkout to show, Screen D is passed over).
+    let again = Terminal::start(&home, "attach unseen; echo attach-returned-$?");
+    again.wait_for("attached to instance/unseen", 1);
+    let starts = std::fs::read_to_string(unit_home.join("starts")).unwrap();
+    assert_eq!(starts, "started\nstarted\n");
+    std::fs::write(unit_home.join("go"), "").unwrap();
+    again.wait_for("attach-returned-0", 1);
+    assert!(again.screen().contains("instance/unseen ended: Crashed"));
+}
+
+/// A `docker rm -f` of the attached container: the attach's converge
+/// restores the session in a new container and attaches to that one; it
+/// used to return after the restore (R15).
+#[test]
+fn attach_attaches_again_to_the_container_restored_after_a_docker_rm() {
+    ensure_busybox();
+    let home = Home::new();
+    let agent = "echo agent-up; while read line; do echo \"heard-$line\"; done";
+    let spec = format!(
+        "  command: [sh, -c, {}]\n",
+        serde_json::to_string(agent).unwrap()
+    );
+    home.apply("removed", &instance_yaml_with("removed", &spec));
+    let container = home.container("removed");
+    let first = support::docker(&["inspect", "-f", "{{.Id}}", &container]);
+    let term = Terminal::start(&home, "attach removed; echo attach-returned-$?");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    support::docker(&["rm", "-f", &container]);
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 2);
+    let screen = term.screen();
+    assert!(screen.contains("the session runs on"), "{screen}");
+    assert!(!screen.contains("attach-returned"), "{screen}");
+    let second = support::docker(&["inspect", "-f", "{{.Id}}", &container]);
+    assert_ne!(first, second, "a new container");
+    // This terminal drives the new container's agent ...
+    term.type_until("ping", "heard-ping");
+    // ... until the operator detaches.
+    term.keys(&["C-p", "C-q"]);
+    term.wait_for("attach-returned-0", 1);
+    assert!(term.screen().contains("detached;"), "{}", term.screen());
+    assert_eq!(home.object("removed")["status"]["phase"], "Running");
+}

@@ -31,6 +31,12 @@ async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) 
     let tty = std::io::stdin().is_terminal();
     show_recent_output(engine, container).await;
     let mut attached = engine.attach(container).await?;
+    // The engine's attach to a stopped container waits for its next start,
+    // which may never come: an agent that ended just before the attach
+    // took hold is settled by the caller, not waited on.
+    if !running(engine, container).await? {
+        return Ok(());
+    }
     let _raw = if tty { RawMode::enable() } else { None };
     if tty && let Ok((width, height)) = crossterm::terminal::size() {
         // The agent lays its screen out for this terminal; a failure only costs looks.
@@ -221,8 +227,7 @@ pub async fn run(
             Answer::Abort => anyhow::bail!("resume aborted: instance/{name} is unchanged"),
         }
     }
-    let container = container_of(&current);
-    let lock_path = store.layout().attached_lock_file(&container);
+    let lock_path = store.layout().attached_lock_file(&container_of(&current));
     let _attached = hold_attached_lock(&lock_path)
         .with_context(|| format!("locking {}", lock_path.display()))?
         .ok_or_else(|| anyhow::anyhow!("instance/{name} is attached in another terminal"))?;
@@ -231,76 +236,108 @@ pub async fn run(
         if resume {
             session::resume(&store, name)?;
             converge_quietly(&store, &engines, name, wait).await?;
-            let obj = store.get_instance(name)?;
-            eprintln!(
-                "attached to instance/{name} ({}); Ctrl-P Ctrl-Q detaches",
-                container_of(&obj)
-            );
         }
-        // The engine it runs on, pinned by the converge above.
+        // The engine and the container it runs on, as the converge left
+        // them: a restore or a rollout may have made the container anew.
         let obj = store.get_instance(name)?;
+        let container = container_of(&obj);
         let engine = Reconciler::new(store.clone(), engines.clone())
             .engine_of(&obj)
             .await?
             .engine;
-        attach_once(&engine, &container, keyboard).await?;
-        let running = engine
-            .inspect_container(&container)
-            .await?
-            .and_then(|c| c.state)
-            .and_then(|s| s.running)
-            .unwrap_or(false);
-        if running {
-            eprintln!("\ndetached; `jackin attach {name}` reconnects");
-            return Ok(());
+        // A session that ended before the attach (unseen, or at once on
+        // its start) has nothing to attach to: it is settled below.
+        if running(&engine, &container).await? {
+            eprintln!("attached to instance/{name} ({container}); Ctrl-P Ctrl-Q detaches");
+            attach_once(&engine, &container, keyboard).await?;
+            if running(&engine, &container).await? {
+                eprintln!("\ndetached; `jackin attach {name}` reconnects");
+                return Ok(());
+            }
         }
-        // The session ended: the loop records it and applies the policy,
-        // which asks us when there is unfinished work.
-        converge_quietly(&store, &engines, name, wait).await?;
-        let obj = match store.get_instance(name) {
-            Ok(obj) => obj,
-            Err(StoreError::InstanceNotFound(_)) => {
-                eprintln!("\ninstance/{name} ended cleanly and was cleaned up");
-                return Ok(());
-            }
-            Err(e) => return Err(e.into()),
-        };
-        if !asking(&obj) {
-            let phase = obj.phase();
-            eprintln!("\n{}", after_the_container_stopped(name, &obj));
-            // Kept by the policy: one more kept session in its workspace.
-            if phase == Some(InstancePhase::Kept) {
-                enforce_keep_cap_quietly(&store, &engines, wait).await?;
-            }
-            return Ok(());
-        }
-        match ask(&obj, keyboard).await? {
-            Choice::ReturnToAgent => resume = true,
-            Choice::Keep => {
-                session::keep_ended(&store, name)
-                    .with_context(|| format!("keeping instance/{name}"))?;
-                converge_quietly(&store, &engines, name, wait).await?;
-                eprintln!("instance/{name} kept; `jackin attach {name}` resumes it");
-                enforce_keep_cap_quietly(&store, &engines, wait).await?;
-                return Ok(());
-            }
-            Choice::CleanUp => {
-                // The operator saw the work and insists.
-                let shown = acknowledgement_digest(&obj.status.clone().unwrap_or_default().mounts);
-                session::clean_up_ended(&store, name, shown)?;
-                converge_quietly(&store, &engines, name, wait).await?;
-                eprintln!("instance/{name} cleaned up");
-                return Ok(());
-            }
+        match settle_the_end(&store, &engines, name, wait, keyboard).await? {
+            Next::Resume => resume = true,
+            Next::AttachAgain => resume = false,
+            Next::Done => return Ok(()),
         }
     }
 }
 
-/// Takes the attached lock. The loop probes it by taking it for an instant,
-/// so a miss is retried briefly before it counts as another terminal.
+/// Whether `container` runs now (a container that is gone does not).
+async fn running(engine: &Engine, container: &str) -> Result<bool> {
+    let state = engine
+        .inspect_container(container)
+        .await
+        .with_context(|| format!("inspecting container {container}"))?
+        .and_then(|c| c.state);
+    Ok(state.and_then(|s| s.running).unwrap_or(false))
+}
+
+/// What the attach does once the session's container stopped.
+enum Next {
+    /// Resume the session in the same unit and attach to it.
+    Resume,
+    /// The session runs on in a container started or made anew: attach.
+    AttachAgain,
+    /// The session ended and is settled: return.
+    Done,
+}
+
+/// The session's container stopped (the agent ended the session, or the
+/// container went): the loop records it and applies the exit policy,
+/// which asks here when there is unfinished work.
+async fn settle_the_end(
+    store: &Store,
+    engines: &Engines,
+    name: &str,
+    wait: &WaitArgs,
+    keyboard: &mut Keyboard,
+) -> Result<Next> {
+    converge_quietly(store, engines, name, wait).await?;
+    let obj = match store.get_instance(name) {
+        Ok(obj) => obj,
+        Err(StoreError::InstanceNotFound(_)) => {
+            eprintln!("\ninstance/{name} ended cleanly and was cleaned up");
+            return Ok(Next::Done);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if !asking(&obj) {
+        let phase = obj.phase();
+        eprintln!("\n{}", after_the_container_stopped(name, &obj));
+        if phase == Some(InstancePhase::Running) {
+            return Ok(Next::AttachAgain);
+        }
+        // Kept by the policy: one more kept session in its workspace.
+        if phase == Some(InstancePhase::Kept) {
+            enforce_keep_cap_quietly(store, engines, wait).await?;
+        }
+        return Ok(Next::Done);
+    }
+    match ask(&obj, keyboard).await? {
+        Choice::ReturnToAgent => Ok(Next::Resume),
+        Choice::Keep => {
+            session::keep_ended(store, name).with_context(|| format!("keeping instance/{name}"))?;
+            converge_quietly(store, engines, name, wait).await?;
+            eprintln!("instance/{name} kept; `jackin attach {name}` resumes it");
+            enforce_keep_cap_quietly(store, engines, wait).await?;
+            Ok(Next::Done)
+        }
+        Choice::CleanUp => {
+            // The operator saw the work and insists.
+            let shown = acknowledgement_digest(&obj.status.clone().unwrap_or_default().mounts);
+            session::clean_up_ended(store, name, shown)?;
+            converge_quietly(store, engines, name, wait).await?;
+            eprintln!("instance/{name} cleaned up");
+            Ok(Next::Done)
+        }
+    }
+}
+
 /// What happened once the attached container stopped and the loop
-/// converged: the session ended, or (a rollout replaced the container, or
-/// the loop started it again) it runs on, and did not end.
+/// converged: the session ended, or (a rollout or a restore replaced the
+/// container, or the loop started it again) it runs on, and the attach
+/// attaches to it again.
 fn after_the_container_stopped(name: &str, obj: &Instance) -> String {
     let phase = obj.phase();
     if phase != Some(InstancePhase::Running) {
@@ -319,11 +356,13 @@ fn after_the_container_stopped(name: &str, obj: &Instance) -> String {
         None => "its container stopped and was started again".to_owned(),
     };
     format!(
-        "instance/{name}: {}; the session runs on: `jackin attach {name}` attaches to it",
+        "instance/{name}: {}; the session runs on: attaching to it again",
         output::terminal_safe(&what)
     )
 }
 
+/// Takes the attached lock. The loop probes it by taking it for an instant,
+/// so a miss is retried briefly before it counts as another terminal.
 fn hold_attached_lock(path: &std::path::Path) -> std::io::Result<Option<FileLock>> {
     for _ in 0..40 {
         if let Some(lock) = FileLock::try_acquire(path)? {
@@ -367,7 +406,7 @@ mod tests {
         assert_eq!(
             replaced,
             "instance/a: its container was replaced by rollout t1; the session runs on: \
-             `jackin attach a` attaches to it"
+             attaching to it again"
         );
         let restarted = after_the_container_stopped("a", &in_phase(InstancePhase::Running, None));
         assert!(restarted.contains("started again"), "{restarted}");
