@@ -20,11 +20,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::checkout::{
-    IsolationError, IsolationRecord, SCRATCH_PREFIX, common_dir, git_dir_of, held_elsewhere, io,
-    path_str, quoted,
+    IsolationError, IsolationRecord, SCRATCH_PREFIX, common_dir, git_dir_of, io, path_str, quoted,
 };
 use crate::fsutil::{read_untrusted, remove_if_exists, write_atomic};
-use crate::git;
 use crate::layout::Layout;
 use crate::worktree::{self, BASE_PIN_PREFIX};
 use jackin_api::instance::Isolation;
@@ -353,16 +351,7 @@ pub fn remove(record: &IsolationRecord) -> Result<Option<String>, IsolationError
         }
         // The agent's latest commits reach the branch first; if they
         // cannot, the branch is kept as it is, never deleted.
-        let published = publish(record);
-        if let Err(e) = &published {
-            tracing::warn!("{e}");
-        }
-        let branch = record.scratch_branch.as_deref().unwrap_or_default();
-        if published.is_ok() && held_elsewhere(src, branch)? {
-            let _ = git::run(&["-C", src, "branch", "-D", "--", branch]);
-        } else {
-            kept = Some(format!("{branch} in {src}"));
-        }
+        kept = worktree::retire_scratch_branch(record, publish(record))?;
     }
     remove_unit_parts(record)?;
     Ok(kept)
@@ -456,6 +445,7 @@ pub fn entries_left_in(layout: &Layout, common: &Path) -> Vec<(PathBuf, String)>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::git;
     use crate::isolation::tests::{agent_commit, host_repository, worktree_mount};
     use crate::isolation::{prepare, read_records};
 

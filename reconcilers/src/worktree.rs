@@ -612,6 +612,29 @@ pub(crate) fn move_published_branch(
     Ok(())
 }
 
+/// Deletes the host's scratch branch of a removed worktree once the
+/// agent's latest commits reached it (`published`) and every commit on it
+/// is held by another ref; otherwise keeps it as it is and returns it, so
+/// that nothing committed is ever lost.
+pub(crate) fn retire_scratch_branch(
+    record: &IsolationRecord,
+    published: Result<(), IsolationError>,
+) -> Result<Option<String>, IsolationError> {
+    if let Err(e) = &published {
+        tracing::warn!("{e}");
+    }
+    let (src, branch) = (
+        record.src.as_str(),
+        record.scratch_branch.as_deref().unwrap_or_default(),
+    );
+    if published.is_ok() && held_elsewhere(src, branch)? {
+        let _ = git::run(&["-C", src, "branch", "-D", "--", branch]);
+        Ok(None)
+    } else {
+        Ok(Some(format!("{branch} in {src}")))
+    }
+}
+
 /// Whether the host repository has the commit `tip`. Only git's own "no"
 /// is an answer.
 pub(crate) fn host_has_commit(src: &str, tip: &str) -> Result<bool, GitError> {
@@ -631,18 +654,7 @@ pub fn remove(record: &IsolationRecord) -> Result<Option<String>, IsolationError
     let src = record.src.as_str();
     let mut kept = None;
     if Path::new(src).exists() {
-        // The agent's latest commits reach the branch first; if they cannot,
-        // the branch is kept as it is, never deleted.
-        let published = publish(record);
-        if let Err(e) = &published {
-            tracing::warn!("{e}");
-        }
-        let branch = record.scratch_branch.as_deref().unwrap_or_default();
-        if published.is_ok() && held_elsewhere(src, branch)? {
-            let _ = git::run(&["-C", src, "branch", "-D", "--", branch]);
-        } else {
-            kept = Some(format!("{branch} in {src}"));
-        }
+        kept = retire_scratch_branch(record, publish(record))?;
         release_pin(record)?;
     }
     for path in [
