@@ -19,8 +19,8 @@ use std::process::Output;
 use std::time::Duration;
 
 use support::{
-    Home, OpenWatch, RoleRepo, condition, docker, ensure_busybox, eventually, mknod_dev_null,
-    unique,
+    Home, OpenWatch, RoleRepo, assert_never_shown, condition, docker, ensure_busybox, eventually,
+    files_holding, mknod_dev_null, unique,
 };
 
 /// The four agents a login is forwarded to, each with its login files on
@@ -136,49 +136,6 @@ fn apply_with(home: &Home, file: &str, yaml: &str, env: &[(&str, &str)]) -> Outp
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// Every regular file under `dir` that holds `marker` (links not followed).
-fn files_holding(dir: &Path, marker: &str) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            if meta.is_dir() {
-                stack.push(path);
-            } else if meta.is_file()
-                && std::fs::read(&path)
-                    .unwrap()
-                    .windows(marker.len())
-                    .any(|w| w == marker.as_bytes())
-            {
-                found.push(path);
-            }
-        }
-    }
-    found
-}
-
-/// What an operator reads of `name` (describe, the object, its events and
-/// the agent's log) never holds `marker`.
-fn assert_never_shown(home: &Home, name: &str, marker: &str) {
-    for args in [
-        vec!["describe", name],
-        vec!["get", name, "-o", "yaml"],
-        vec!["get", name, "-o", "json"],
-        vec!["logs", name],
-    ] {
-        let out = home.ok(&args);
-        assert!(
-            !out.contains(marker),
-            "jackin {args:?} shows the value:\n{out}"
-        );
-    }
 }
 
 /// A workspace named `name` with `spec`.

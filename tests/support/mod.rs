@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod private_engine;
+pub mod real_agent;
 pub mod terminal;
 
 use std::collections::BTreeMap;
@@ -720,6 +721,20 @@ impl RoleRepo {
         repo
     }
 
+    /// A role that runs `image` as it is (a label aside): the role of an
+    /// image made by one of the scripts, which jackin can build again when
+    /// the engine loses its image (tier 3).
+    pub fn from_image(image: &str) -> Self {
+        let repo = Self::new("image");
+        std::fs::write(
+            repo.path().join("Dockerfile"),
+            format!("FROM {image}\nLABEL jackin.test.role={}\n", repo.role),
+        )
+        .unwrap();
+        repo.commit_marker("image");
+        repo
+    }
+
     /// A role whose image holds the fake agent CLIs
     /// (`tests/fixtures/fake-agent`, installed as `claude`, `codex`,
     /// `gemini`, `opencode` and `aider`) and works in `/work`.
@@ -917,6 +932,49 @@ pub fn real_agent_image() -> String {
         "JACKIN_AIDER_IMAGE={tag}, but the engine has no such image: run scripts/aider-image"
     );
     tag
+}
+
+/// Every regular file under `dir` that holds `marker` (links not followed).
+pub fn files_holding(dir: &Path, marker: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.is_file()
+                && std::fs::read(&path)
+                    .unwrap()
+                    .windows(marker.len())
+                    .any(|w| w == marker.as_bytes())
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// What an operator reads of `name` (describe, the object, its events and
+/// the agent's log) never holds `marker`.
+pub fn assert_never_shown(home: &Home, name: &str, marker: &str) {
+    for args in [
+        vec!["describe", name],
+        vec!["get", name, "-o", "yaml"],
+        vec!["get", name, "-o", "json"],
+        vec!["logs", name],
+    ] {
+        let out = home.ok(&args);
+        assert!(
+            !out.contains(marker),
+            "jackin {args:?} shows the value:\n{out}"
+        );
+    }
 }
 
 /// Runs `sh -c SCRIPT` in `dir` on the host, as the agent's side of a

@@ -49,7 +49,7 @@ impl Terminal {
     }
 
     /// The window that runs the command (a test may open another).
-    fn window(&self) -> String {
+    pub fn window(&self) -> String {
         format!("{}:0", self.name)
     }
 

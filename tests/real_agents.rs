@@ -1,0 +1,217 @@
+//! The real claude and the real codex at work under jackin (issue 36): they
+//! log in with the operator's login, a tool call lands in the isolated
+//! checkout as unfinished work, a quiet agent waiting for its person shows
+//! `needs you`, and the login's value shows nowhere but in the unit.
+//!
+//! The agent is driven in a terminal as a person would (tmux); the model is
+//! the scripted one of `tests/fixtures/model-server`, the session's sidecar
+//! (see `support::real_agent`). The continuity of the conversation through
+//! restores is `tests/continuity.rs`.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use support::real_agent::{AgentSession, Cli, Login, PATIENCE};
+use support::terminal::Terminal;
+use support::{assert_never_shown, files_holding};
+
+/// Logged in by the operator's login files (`sync`): the model gets the
+/// login, and its value is nowhere under `JACKIN_HOME` but in the unit's
+/// home, nor in anything jackin shows.
+fn logs_in_under_sync_and_the_login_stays_in_the_unit(cli: Cli) {
+    let session = AgentSession::start(cli, Login::Sync, "sync", "");
+    let term = session.first_attach();
+    let request = session.say(&term, "hello-from-the-operator");
+    assert_eq!(
+        request.login,
+        "match",
+        "{} did not send the forwarded login: {request:?}",
+        cli.name()
+    );
+    term.detach();
+
+    let unit_home = session.unit_home();
+    let stray: Vec<PathBuf> = session
+        .files_holding_secret(session.home.path())
+        .into_iter()
+        .filter(|path| !path.starts_with(&unit_home))
+        .collect();
+    assert_eq!(stray, Vec::<PathBuf>::new(), "the login outside the unit");
+    assert!(
+        !session.files_holding_secret(&unit_home).is_empty(),
+        "the login was forwarded into the unit's home"
+    );
+    assert_nothing_shows_the_secret(&session);
+}
+
+/// `describe`, `get -o yaml|json` (with the events), the agent's log and
+/// the model's log never hold the login's value.
+fn assert_nothing_shows_the_secret(session: &AgentSession) {
+    assert_never_shown(&session.home, &session.name, &session.secret);
+    let model_log = session.ok(&["logs", &session.name, "-c", "model"]);
+    assert!(model_log.contains("\"login\": \"match\""), "{model_log}");
+    assert!(!model_log.contains(&session.secret), "{model_log}");
+}
+
+#[test]
+fn claude_logs_in_under_sync_and_the_login_stays_in_the_unit() {
+    logs_in_under_sync_and_the_login_stays_in_the_unit(Cli::Claude);
+}
+
+#[test]
+fn codex_logs_in_under_sync_and_the_login_stays_in_the_unit() {
+    logs_in_under_sync_and_the_login_stays_in_the_unit(Cli::Codex);
+}
+
+/// Logged in by a variable (`token`): claude asks once whether to use the
+/// key, the person says yes, and the model gets it. The value is written
+/// nowhere under `JACKIN_HOME`.
+#[test]
+fn claude_logs_in_under_token_and_the_key_is_written_nowhere() {
+    let session = AgentSession::start(Cli::Claude, Login::Token, "token", "");
+    let term = session.first_attach();
+    let request = session.say(&term, "hello-by-key");
+    assert_eq!(request.login, "match", "{request:?}");
+    term.detach();
+    assert_eq!(
+        files_holding(session.home.path(), &session.secret),
+        Vec::<PathBuf>::new(),
+        "a token is never written under JACKIN_HOME"
+    );
+    assert_nothing_shows_the_secret(&session);
+}
+
+/// The model answers with a tool call that writes a file. A permission
+/// question, if the agent asks one, is answered in the terminal; the file
+/// lands in the isolated checkout, `describe` lists it as unfinished work,
+/// and the operator's repository never holds it.
+fn a_tool_call_writes_into_the_checkout(cli: Cli) {
+    let session = AgentSession::start(cli, Login::Sync, "tool", "");
+    let term = session.first_attach();
+    // claude's Write wants an absolute path; codex's patch a relative one.
+    let path = match cli {
+        Cli::Claude => "/workspace/app/notes.txt",
+        Cli::Codex => "notes.txt",
+    };
+    let ask = format!("jackin-write {path} written-by-the-model");
+    term.type_message(&ask);
+    let request = session.wait_for_request(&ask);
+    assert_eq!(request.reply, "tool", "{request:?}");
+    answer_permission_questions_until(&term, "model says: the tool ran");
+
+    let written = session.checkout().join("notes.txt");
+    assert_eq!(
+        std::fs::read_to_string(&written).unwrap(),
+        "written-by-the-model\n"
+    );
+    let described = session.ok(&["describe", &session.name]);
+    assert!(described.contains("?? notes.txt"), "{described}");
+    assert!(described.contains("unfinished work"), "{described}");
+    assert!(!session.host().join("notes.txt").exists());
+    session.assert_host_untouched();
+    assert_permission_defaults_untouched(&session);
+}
+
+/// Answers yes to each permission question the agent asks (as a person
+/// does: the first choice is "Yes"), until `text` shows.
+fn answer_permission_questions_until(term: &Terminal, text: &str) {
+    // codex: "Would you like to make the following edits?" with "1. Yes,
+    // proceed (y)" selected; claude: "Do you want to create …?" with
+    // "1. Yes" selected.
+    const QUESTIONS: [&str; 2] = [
+        "Would you like to make the following edits?",
+        "Do you want to",
+    ];
+    let deadline = Instant::now() + PATIENCE;
+    let mut answered = 0;
+    while Instant::now() < deadline {
+        let screen = term.screen();
+        if screen.contains(text) {
+            return;
+        }
+        let asked = QUESTIONS
+            .iter()
+            .map(|q| screen.matches(q).count())
+            .sum::<usize>();
+        if asked > answered {
+            term.keys(&["Enter"]);
+            answered = asked;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    panic!("{text:?} did not appear; the screen:\n{}", term.screen());
+}
+
+/// jackin sets no permission mode: claude's settings in the unit name none,
+/// and codex's configuration in the unit sets no approval or sandbox policy.
+fn assert_permission_defaults_untouched(session: &AgentSession) {
+    let (file, words): (&str, &[&str]) = match session.cli {
+        Cli::Claude => (
+            ".claude/settings.json",
+            &["permissions", "defaultMode", "bypassPermissions"],
+        ),
+        Cli::Codex => (".codex/config.toml", &["approval_policy", "sandbox_mode"]),
+    };
+    let text = std::fs::read_to_string(session.unit_home().join(file)).unwrap_or_default();
+    for word in words {
+        assert!(!text.contains(word), "{file} sets {word}:\n{text}");
+    }
+}
+
+#[test]
+fn claude_writes_a_file_into_its_checkout_by_a_tool_call() {
+    a_tool_call_writes_into_the_checkout(Cli::Claude);
+}
+
+#[test]
+fn codex_writes_a_file_into_its_checkout_by_a_tool_call() {
+    a_tool_call_writes_into_the_checkout(Cli::Codex);
+}
+
+/// How long a quiet agent waits before it needs you, in this test's
+/// workspace.
+const NEEDS_YOU_AFTER: Duration = Duration::from_secs(5);
+
+/// After a reply, detached, the agent waits at its prompt: within
+/// `needsYouAfter` and 15 s more, `get -o wide` says it needs you.
+fn needs_you_after_a_reply(cli: Cli) {
+    let session = AgentSession::new(cli, Login::Sync, "attn", "  workspace: desk\n");
+    session.home.apply(
+        "desk",
+        &format!(
+            "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: desk}}\nspec:\n  \
+             needsYouAfter: {}s\n",
+            NEEDS_YOU_AFTER.as_secs()
+        ),
+    );
+    session.apply("");
+    let term = session.first_attach();
+    session.say(&term, "then-wait-for-me");
+    term.detach();
+    let detached = Instant::now();
+    let limit = NEEDS_YOU_AFTER + Duration::from_secs(15);
+    let mut row = String::new();
+    while detached.elapsed() < limit {
+        row = session.ok(&["get", &session.name, "-o", "wide"]);
+        if row.contains("needs you") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    panic!(
+        "{} did not need you within {limit:?} of a reply, detached:\n{row}",
+        cli.name()
+    );
+}
+
+#[test]
+fn claude_needs_you_after_a_reply_while_detached() {
+    needs_you_after_a_reply(Cli::Claude);
+}
+
+#[test]
+fn codex_needs_you_after_a_reply_while_detached() {
+    needs_you_after_a_reply(Cli::Codex);
+}

@@ -1,0 +1,581 @@
+//! The real Claude Code and the real Codex CLI under jackin, each holding a
+//! conversation with the scripted model (`tests/fixtures/model-server`),
+//! which runs as the session's sidecar named `model` and records every
+//! request it gets. A test drives the agent in a terminal as a person
+//! would, and proves a restore by what the model is sent next: the earlier
+//! messages again.
+//!
+//! The image is made by `scripts/agent-image` (Debian, the two binaries out
+//! of their PyPI wheels, the model server, and codex's provider in
+//! `/etc/codex/config.toml`); `scripts/test` hands its tag over in
+//! `JACKIN_AGENT_IMAGE`. What each CLI shows and sends was seen with Claude
+//! Code 2.1.332 and Codex 0.147.0 (`shared/model-server.md`, and the defects
+//! R1–R15 of `shared/defects/2026-11-27.md`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use super::terminal::Terminal;
+use super::{Home, RoleRepo, docker, eventually, git, host_repo, unique};
+
+/// The image `scripts/agent-image` built. Missing, a test fails rather
+/// than skip unseen.
+pub fn agent_image() -> String {
+    let Some(tag) = std::env::var("JACKIN_AGENT_IMAGE")
+        .ok()
+        .filter(|tag| !tag.is_empty())
+    else {
+        panic!(
+            "JACKIN_AGENT_IMAGE is not set: build the real-agent image first, \
+             `export JACKIN_AGENT_IMAGE=$(scripts/agent-image)` (scripts/test does this)"
+        );
+    };
+    let found = Command::new("docker")
+        .args(["image", "inspect", "--format", "{{.Id}}", &tag])
+        .output()
+        .expect("docker runs");
+    assert!(
+        found.status.success(),
+        "JACKIN_AGENT_IMAGE={tag}, but the engine has no such image: run scripts/agent-image"
+    );
+    tag
+}
+
+/// One of the two real CLIs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cli {
+    Claude,
+    Codex,
+}
+
+/// How the session logs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Login {
+    /// The operator's login files, copied into the unit (`authForward: sync`).
+    Sync,
+    /// A variable in jackin's environment, handed to the engine
+    /// (`authForward: token`).
+    Token,
+}
+
+impl Cli {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+        }
+    }
+
+    /// The instance's `env` entries. claude reads its endpoint from
+    /// `ANTHROPIC_BASE_URL` and, with the two switches, sends nothing else
+    /// anywhere (model-server.md). codex ignores such a variable; its
+    /// provider is in the image's `/etc/codex/config.toml`.
+    fn env(self) -> &'static str {
+        match self {
+            Self::Claude => {
+                "    - {name: ANTHROPIC_BASE_URL, value: 'http://model:8080'}\n    \
+                 - {name: DISABLE_AUTOUPDATER, value: '1'}\n    \
+                 - {name: CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC, value: '1'}\n"
+            }
+            Self::Codex => "    - {name: RUST_LOG, value: warn}\n",
+        }
+    }
+
+    /// The operator's login files for `sync`, relative to their home, each
+    /// holding `secret` where the real file holds the login: claude's OAuth
+    /// file (sent as `Authorization: Bearer`) and its account metadata
+    /// (without which it onboards again: anthropics/claude-code#4714);
+    /// codex's API-key login (sent as a bearer token, since its provider
+    /// says `requires_openai_auth`).
+    fn login_files(self, secret: &str) -> Vec<(&'static str, String)> {
+        match self {
+            Self::Claude => vec![
+                (
+                    ".claude/.credentials.json",
+                    format!(
+                        r#"{{"claudeAiOauth": {{"accessToken": "{secret}", "refreshToken": "{secret}-refresh", "expiresAt": 4102444800000, "scopes": ["user:inference", "user:profile"], "subscriptionType": "max"}}}}"#
+                    ),
+                ),
+                (".claude.json", claude_account()),
+            ],
+            Self::Codex => vec![(
+                ".codex/auth.json",
+                format!(r#"{{"auth_mode": "apikey", "OPENAI_API_KEY": "{secret}"}}"#),
+            )],
+        }
+    }
+
+    /// The variable `token` hands over.
+    fn token_variable(self) -> &'static str {
+        match self {
+            Self::Claude => "ANTHROPIC_API_KEY",
+            Self::Codex => "OPENAI_API_KEY",
+        }
+    }
+
+    /// A line the CLI draws once it waits at its prompt.
+    fn ready(self) -> &'static str {
+        match self {
+            Self::Claude => "shift+tab to cycle",
+            Self::Codex => "gpt-5.2 default",
+        }
+    }
+
+    /// The command typed at the prompt to end the session.
+    pub fn exit_command(self) -> &'static str {
+        match self {
+            Self::Claude => "/exit",
+            Self::Codex => "/quit",
+        }
+    }
+
+    /// Answers the CLI's trust question for a new working directory, as a
+    /// person who trusts it does (R1): claude's cursor starts on "No, exit",
+    /// codex's on "1. Yes, continue".
+    fn answer_trust(self, term: &Terminal) {
+        match self {
+            Self::Claude => {
+                term.wait_long("Is this a project you created or one you trust?");
+                term.press_until("Down", "❯ Yes, I trust this folder");
+                term.keys(&["Enter"]);
+            }
+            Self::Codex => {
+                term.wait_long("Do you trust the contents of this directory?");
+                term.keys(&["Enter"]);
+            }
+        }
+    }
+}
+
+/// Account metadata as claude keeps it beside a login: onboarded, so that
+/// claude goes straight to its prompt.
+fn claude_account() -> String {
+    r#"{"hasCompletedOnboarding": true, "lastOnboardingVersion": "2.1.332", "oauthAccount": {"accountUuid": "11111111-1111-4111-8111-111111111111", "emailAddress": "op@example.com", "organizationUuid": "22222222-2222-4222-8222-222222222222"}, "userID": "jackin-test"}"#.to_owned()
+}
+
+/// The SHA-256 of `text`, in hex, as the model server compares logins
+/// (so that the login itself is never in the instance's spec).
+fn sha256_hex(text: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sha256sum runs (coreutils)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8(out.stdout).unwrap()[..64].to_owned()
+}
+
+/// One request the model got, as its record says.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub seq: u64,
+    pub api: String,
+    /// "match" when it carried the session's login, "other" or "none".
+    pub login: String,
+    /// Every user and assistant text of the conversation so far.
+    pub texts: Vec<String>,
+    /// The last user message's text.
+    pub last: String,
+    /// "text" or "tool".
+    pub reply: String,
+}
+
+impl Request {
+    /// Whether the conversation it carries holds `words` anywhere.
+    pub fn holds(&self, words: &str) -> bool {
+        self.texts.iter().any(|text| text.contains(words))
+    }
+}
+
+/// A real agent's session under jackin, with everything it needs on the
+/// host: a home, the operator's login, a role built on the agent image (so
+/// that a removed image can be built again: tier 3) and a repository it
+/// works on in an isolated checkout.
+pub struct AgentSession {
+    pub home: Home,
+    pub cli: Cli,
+    pub name: String,
+    /// The login's value: a canary that must never show outside the unit.
+    pub secret: String,
+    pub login: Login,
+    image: String,
+    extra_spec: String,
+    // Dropped after the home's containers are gone.
+    role: RoleRepo,
+    scratch: tempfile::TempDir,
+}
+
+impl AgentSession {
+    /// A session of `cli` logged in by `login`, recorded and converged
+    /// (`jackin apply`), not yet attached. `extra_spec` are more `spec`
+    /// lines (indented two spaces).
+    pub fn start(cli: Cli, login: Login, prefix: &str, extra_spec: &str) -> Self {
+        let session = Self::new(cli, login, prefix, extra_spec);
+        session.apply("");
+        session
+    }
+
+    /// [`AgentSession::start`] without the apply: the test applies what
+    /// the instance needs first (a workspace), then [`AgentSession::apply`].
+    pub fn new(cli: Cli, login: Login, prefix: &str, extra_spec: &str) -> Self {
+        let image = agent_image();
+        let home = Home::new();
+        let role = RoleRepo::from_image(&image);
+        let scratch = tempfile::tempdir().unwrap();
+        host_repo(scratch.path());
+        // Longer than the 20 characters claude shows of an API key (R3's
+        // neighbour: "ANTHROPIC_API_KEY: sk-ant-...<last 20>").
+        let secret = unique(&format!("canary-{}-login-value-never-shown", cli.name()));
+        if login == Login::Sync {
+            for (relative, text) in cli.login_files(&secret) {
+                let path = home.operator_home().join(relative);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+            }
+        } else if cli == Cli::Claude {
+            // Account metadata holds no secret and goes under token too.
+            std::fs::write(home.operator_home().join(".claude.json"), claude_account()).unwrap();
+        }
+        Self {
+            name: unique(prefix),
+            home,
+            cli,
+            secret,
+            login,
+            image,
+            extra_spec: extra_spec.to_owned(),
+            role,
+            scratch,
+        }
+    }
+
+    /// The operator's repository the session works on.
+    pub fn host(&self) -> PathBuf {
+        self.scratch.path().join("host")
+    }
+
+    /// The instance, with `more_env` entries (indented four spaces).
+    pub fn yaml(&self, more_env: &str) -> String {
+        let forward = match self.login {
+            Login::Sync => "sync",
+            Login::Token => "token",
+        };
+        self.role.agent_instance_yaml(
+            &self.name,
+            self.cli.name(),
+            &format!(
+                "  authForward: {forward}\n  \
+                 mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n  \
+                 sidecars: [{{name: model, image: {}, command: [jackin-model-server, --login-sha256, {}]}}]\n  \
+                 env:\n{}{more_env}{}",
+                self.host().display(),
+                self.image,
+                sha256_hex(&self.secret),
+                self.cli.env(),
+                self.extra_spec,
+            ),
+        )
+    }
+
+    /// `jackin apply` of [`AgentSession::yaml`] with `more_env`.
+    pub fn apply(&self, more_env: &str) {
+        let path = self
+            .home
+            .write_input(&format!("{}.yaml", self.name), &self.yaml(more_env));
+        let out = self.jackin(&["apply", path.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "apply failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Runs `jackin ARGS…` with the login's variable in its environment
+    /// under `token` (a command that starts the agent hands it over).
+    pub fn jackin(&self, args: &[&str]) -> Output {
+        let mut command = self.home.command(args);
+        if self.login == Login::Token {
+            command.env(self.cli.token_variable(), &self.secret);
+        }
+        super::run_within(command, Duration::from_secs(600))
+    }
+
+    /// Runs `jackin ARGS…`, insisting on success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.jackin(args);
+        assert!(
+            out.status.success(),
+            "jackin {args:?} failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `jackin attach` in a real terminal (xterm-256color, 120×40).
+    pub fn attach(&self) -> Terminal {
+        let mut env = "TERM=xterm-256color".to_owned();
+        if self.login == Login::Token {
+            env.push_str(&format!(" {}={}", self.cli.token_variable(), self.secret));
+        }
+        Terminal::start_with_env(&self.home, &format!("attach {}", self.name), &env)
+    }
+
+    /// What the CLI draws once it waits at its prompt.
+    pub fn ready(&self) -> &'static str {
+        self.cli.ready()
+    }
+
+    /// Attaches again to an agent that was started anew (a restore, a
+    /// resume, a rollout), up to its prompt. What jackin replays of the
+    /// agent's earlier output may hold an earlier prompt, so the screen is
+    /// forgotten once attached and the agent made to draw again (a size
+    /// change): a prompt on the screen then is one drawn now.
+    pub fn reattach(&self) -> Terminal {
+        let term = self.attach();
+        term.wait_long("Ctrl-P Ctrl-Q detaches");
+        std::thread::sleep(Duration::from_secs(1));
+        term.forget_screen();
+        term.nudge_size();
+        term.wait_long(self.cli.ready());
+        term
+    }
+
+    /// The first attach of a new session: the trust question answered, and
+    /// under `token` claude's question whether to use the key (answered
+    /// yes), up to the prompt.
+    pub fn first_attach(&self) -> Terminal {
+        let term = self.attach();
+        self.cli.answer_trust(&term);
+        if self.login == Login::Token && self.cli == Cli::Claude {
+            term.wait_long("Do you want to use this API key?");
+            term.press_until("Up", "❯ Yes");
+            term.keys(&["Enter"]);
+        }
+        term.wait_long(self.cli.ready());
+        term
+    }
+
+    /// Types `words` at the agent's prompt as a person would, and waits
+    /// until the model has been asked and its answer is on the screen.
+    /// Returns the request that carried them.
+    pub fn say(&self, term: &Terminal, words: &str) -> Request {
+        term.type_message(words);
+        let request = self.wait_for_request(words);
+        term.wait_long(&format!("heard \"{words}\""));
+        request
+    }
+
+    /// The first request whose last user message holds `words`.
+    pub fn wait_for_request(&self, words: &str) -> Request {
+        let mut found = None;
+        eventually(
+            Duration::from_secs(180),
+            &format!("a request to the model holding {words:?}"),
+            || {
+                found = self.requests().into_iter().find(|r| r.last.contains(words));
+                found.is_some()
+            },
+        );
+        found.unwrap()
+    }
+
+    /// The model sidecar's container.
+    pub fn sidecar(&self) -> String {
+        jackin_reconcilers::act::sidecar_name(&self.home.container(&self.name), "model")
+    }
+
+    /// Every request the model got so far, in order (its log; a sidecar
+    /// made anew starts a new one).
+    pub fn requests(&self) -> Vec<Request> {
+        let out = Command::new("docker")
+            .args(["logs", &self.sidecar()])
+            .output()
+            .expect("docker runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|record| record.get("seq").is_some())
+            .map(|record| Request {
+                seq: record["seq"].as_u64().unwrap(),
+                api: record["api"].as_str().unwrap_or_default().to_owned(),
+                login: record["login"].as_str().unwrap_or_default().to_owned(),
+                texts: record["texts"]
+                    .as_array()
+                    .map(|texts| {
+                        texts
+                            .iter()
+                            .filter_map(|t| t.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                last: record["last"].as_str().unwrap_or_default().to_owned(),
+                reply: record["reply"].as_str().unwrap_or_default().to_owned(),
+            })
+            .collect()
+    }
+
+    /// The agent's container.
+    pub fn container(&self) -> String {
+        self.home.container(&self.name)
+    }
+
+    /// The instance's isolated checkout on the host.
+    pub fn checkout(&self) -> PathBuf {
+        self.home.checkout(&self.name)
+    }
+
+    /// The unit's home directory.
+    pub fn unit_home(&self) -> PathBuf {
+        self.home.unit(&self.name).join("home")
+    }
+
+    /// One `jackin controller --once` pass; returns its output.
+    pub fn pass(&self) -> String {
+        let out = self.ok(&["controller", "--once"]);
+        assert!(out.starts_with("pass complete"), "{out}");
+        out
+    }
+
+    /// The files under `dir` that hold the login's value.
+    pub fn files_holding_secret(&self, dir: &Path) -> Vec<PathBuf> {
+        super::files_holding(dir, &self.secret)
+    }
+
+    /// The operator's repository: still one commit and a clean tree.
+    pub fn assert_host_untouched(&self) {
+        let host = self.host();
+        assert_eq!(git(&host, &["status", "--porcelain"]), "");
+        assert_eq!(git(&host, &["rev-list", "--count", "HEAD"]), "1");
+    }
+
+    /// Waits until the agent's container runs again.
+    pub fn wait_running(&self) {
+        eventually(
+            Duration::from_secs(180),
+            "the agent's container runs",
+            || {
+                let out = Command::new("docker")
+                    .args(["inspect", "-f", "{{.State.Running}}", &self.container()])
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&out.stdout).trim() == "true"
+            },
+        );
+    }
+}
+
+/// Stops `container` as `docker stop` does, waiting for it.
+pub fn stop(container: &str) {
+    docker(&["stop", "--time", "10", container]);
+}
+
+/// How long a step of a real agent may take on a loaded 2-core machine: a
+/// limit that only a hang reaches.
+pub const PATIENCE: Duration = Duration::from_secs(180);
+
+impl Terminal {
+    /// Waits, within [`PATIENCE`], until `text` is on the screen.
+    pub fn wait_long(&self, text: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        while Instant::now() < deadline {
+            if self.screen().contains(text) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        panic!("{text:?} did not appear; the screen:\n{}", self.screen());
+    }
+
+    /// Types a message and sends it, as a person does: the words, a look
+    /// that they arrived, then Enter. A program that has drawn its prompt
+    /// may not read keys yet, and what it missed is typed again (after
+    /// Ctrl-U clears what part of it arrived). The Enter goes a moment after
+    /// the words: keys that arrive together are read as a paste, whose Enter
+    /// is a new line rather than a send (model-server.md).
+    pub fn type_message(&self, words: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let status = Command::new("tmux")
+                .args(["send-keys", "-l", "-t", &self.window(), words])
+                .status()
+                .unwrap();
+            assert!(status.success());
+            if self.shows_within(words, Duration::from_secs(5)) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{words:?} never showed as typed; the screen:\n{}",
+                self.screen()
+            );
+            self.keys(&["C-u"]);
+        }
+        std::thread::sleep(Duration::from_millis(700));
+        self.keys(&["Enter"]);
+    }
+
+    /// Whether `text` shows on the screen within `limit`.
+    fn shows_within(&self, text: &str, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            if self.screen().contains(text) {
+                return true;
+            }
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Presses `key` until `text` shows: a question may be drawn a moment
+    /// before the program reads its keys, and what comes before is lost.
+    pub fn press_until(&self, key: &str, text: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        while Instant::now() < deadline {
+            self.keys(&[key]);
+            for _ in 0..8 {
+                std::thread::sleep(Duration::from_millis(250));
+                if self.screen().contains(text) {
+                    return;
+                }
+            }
+        }
+        panic!("{text:?} did not appear; the screen:\n{}", self.screen());
+    }
+
+    /// Forgets what the screen shows and held: the terminal is reset and
+    /// its history cleared, so that what appears next was drawn after.
+    pub fn forget_screen(&self) {
+        for args in [
+            vec!["send-keys", "-R", "-t", &self.window()],
+            vec!["clear-history", "-t", &self.window()],
+        ] {
+            let status = Command::new("tmux").args(&args).status().unwrap();
+            assert!(status.success(), "tmux {args:?}");
+        }
+    }
+
+    /// Narrows the terminal by a column and widens it back, as a person
+    /// dragging the window's edge: a full-screen program draws again.
+    pub fn nudge_size(&self) {
+        self.resize(119, 40);
+        std::thread::sleep(Duration::from_millis(300));
+        self.resize(120, 40);
+    }
+
+    /// Detaches with Ctrl-P Ctrl-Q and waits for jackin to say so.
+    pub fn detach(&self) {
+        self.keys(&["C-p", "C-q"]);
+        self.wait_long("detached;");
+    }
+}
