@@ -177,7 +177,17 @@ const NEEDS_YOU_AFTER: Duration = Duration::from_secs(5);
 /// After a reply, detached, the agent waits at its prompt: within
 /// `needsYouAfter` and 15 s more, `get -o wide` says it needs you.
 fn needs_you_after_a_reply(cli: Cli) {
-    let session = AgentSession::new(cli, Login::Sync, "attn", "  workspace: desk\n");
+    let session = session_in_a_quick_workspace(cli, "attn");
+    let term = session.first_attach();
+    session.say(&term, "then-wait-for-me");
+    term.detach();
+    assert_needs_you_soon(&session, "of a reply, detached");
+}
+
+/// A session of `cli` in a workspace whose agents need you after
+/// [`NEEDS_YOU_AFTER`] of quiet.
+fn session_in_a_quick_workspace(cli: Cli, prefix: &str) -> AgentSession {
+    let session = AgentSession::new(cli, Login::Sync, prefix, "  workspace: desk\n");
     session.home.apply(
         "desk",
         &format!(
@@ -187,13 +197,16 @@ fn needs_you_after_a_reply(cli: Cli) {
         ),
     );
     session.apply("");
-    let term = session.first_attach();
-    session.say(&term, "then-wait-for-me");
-    term.detach();
-    let detached = Instant::now();
+    session
+}
+
+/// `get -o wide` says the session needs you within `needsYouAfter` and
+/// 15 s more from now; `since` says from what, in the failure.
+fn assert_needs_you_soon(session: &AgentSession, since: &str) {
+    let start = Instant::now();
     let limit = NEEDS_YOU_AFTER + Duration::from_secs(15);
     let mut row = String::new();
-    while detached.elapsed() < limit {
+    while start.elapsed() < limit {
         row = session.ok(&["get", &session.name, "-o", "wide"]);
         if row.contains("needs you") {
             return;
@@ -201,8 +214,8 @@ fn needs_you_after_a_reply(cli: Cli) {
         std::thread::sleep(Duration::from_millis(500));
     }
     panic!(
-        "{} did not need you within {limit:?} of a reply, detached:\n{row}",
-        cli.name()
+        "{} did not need you within {limit:?} {since}:\n{row}",
+        session.cli.name()
     );
 }
 
@@ -234,30 +247,8 @@ fn codex_logs_in_under_token() {
 /// An agent nobody has attached to yet waits at its first question: it
 /// needs you, within `needsYouAfter` and 15 s more of its start.
 fn needs_you_at_its_first_question(cli: Cli) {
-    let session = AgentSession::new(cli, Login::Sync, "first", "  workspace: desk\n");
-    session.home.apply(
-        "desk",
-        &format!(
-            "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: desk}}\nspec:\n  \
-             needsYouAfter: {}s\n",
-            NEEDS_YOU_AFTER.as_secs()
-        ),
-    );
-    session.apply("");
-    let started = Instant::now();
-    let limit = NEEDS_YOU_AFTER + Duration::from_secs(15);
-    let mut row = String::new();
-    while started.elapsed() < limit {
-        row = session.ok(&["get", &session.name, "-o", "wide"]);
-        if row.contains("needs you") {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    panic!(
-        "{} did not need you within {limit:?} of its start, at its first question:\n{row}",
-        cli.name()
-    );
+    let session = session_in_a_quick_workspace(cli, "first");
+    assert_needs_you_soon(&session, "of its start, at its first question");
 }
 
 #[test]

@@ -213,14 +213,7 @@ impl Home {
 
     /// Runs `jackin` and insists on success; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.jackin(args);
-        assert!(
-            out.status.success(),
-            "jackin {args:?} failed ({}):\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).expect("utf-8 output")
+        succeeded(args, self.jackin(args))
     }
 
     /// Runs `jackin` and insists on exit status 1; returns stderr.
@@ -283,6 +276,17 @@ impl Home {
         std::fs::write(&path, text).unwrap();
         path
     }
+}
+
+/// The stdout of `jackin ARGS…`, which must have succeeded.
+pub fn succeeded(args: &[&str], out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "jackin {args:?} failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
 }
 
 /// Runs `cmd` with its output captured, killing it if it has not finished
@@ -914,13 +918,20 @@ impl Drop for EngineCleanup {
 /// aider), whose tag `scripts/test` hands over in `JACKIN_AIDER_IMAGE`.
 /// Missing, a test fails rather than skip unseen.
 pub fn real_agent_image() -> String {
-    let Some(tag) = std::env::var("JACKIN_AIDER_IMAGE")
-        .ok()
-        .filter(|tag| !tag.is_empty())
-    else {
+    script_image(
+        "JACKIN_AIDER_IMAGE",
+        "scripts/aider-image",
+        "the real-aider image",
+    )
+}
+
+/// The image a script built, whose tag is in the variable `var`; `what`
+/// names it in the failure that stands for a skip.
+pub fn script_image(var: &str, script: &str, what: &str) -> String {
+    let Some(tag) = std::env::var(var).ok().filter(|tag| !tag.is_empty()) else {
         panic!(
-            "JACKIN_AIDER_IMAGE is not set: build the real-aider image first, \
-             `export JACKIN_AIDER_IMAGE=$(scripts/aider-image)` (scripts/test does this)"
+            "{var} is not set: build {what} first, `export {var}=$({script})` \
+             (scripts/test does this)"
         );
     };
     let found = Command::new("docker")
@@ -929,7 +940,7 @@ pub fn real_agent_image() -> String {
         .expect("docker runs");
     assert!(
         found.status.success(),
-        "JACKIN_AIDER_IMAGE={tag}, but the engine has no such image: run scripts/aider-image"
+        "{var}={tag}, but the engine has no such image: run {script}"
     );
     tag
 }

@@ -22,24 +22,11 @@ use super::{Home, RoleRepo, docker, eventually, git, host_repo, unique};
 /// The image `scripts/agent-image` built. Missing, a test fails rather
 /// than skip unseen.
 pub fn agent_image() -> String {
-    let Some(tag) = std::env::var("JACKIN_AGENT_IMAGE")
-        .ok()
-        .filter(|tag| !tag.is_empty())
-    else {
-        panic!(
-            "JACKIN_AGENT_IMAGE is not set: build the real-agent image first, \
-             `export JACKIN_AGENT_IMAGE=$(scripts/agent-image)` (scripts/test does this)"
-        );
-    };
-    let found = Command::new("docker")
-        .args(["image", "inspect", "--format", "{{.Id}}", &tag])
-        .output()
-        .expect("docker runs");
-    assert!(
-        found.status.success(),
-        "JACKIN_AGENT_IMAGE={tag}, but the engine has no such image: run scripts/agent-image"
-    );
-    tag
+    super::script_image(
+        "JACKIN_AGENT_IMAGE",
+        "scripts/agent-image",
+        "the real claude and codex image",
+    )
 }
 
 /// One of the two real CLIs.
@@ -310,14 +297,7 @@ impl AgentSession {
 
     /// Runs `jackin ARGS…`, insisting on success; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.jackin(args);
-        assert!(
-            out.status.success(),
-            "jackin {args:?} failed ({}):\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        super::succeeded(args, self.jackin(args))
     }
 
     /// `jackin attach` in a real terminal (xterm-256color, 120×40).
