@@ -14,6 +14,7 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use support::real_agent::AIDER_ENV;
 use support::{Home, docker, git};
 
 /// Files the host repository tracks; aider's banner counts them.
@@ -78,27 +79,11 @@ impl HostRepo {
 /// An Instance running the built-in `aider` entry on the aider image, in an
 /// isolated checkout of `repo` (its only mount, so the agent starts there).
 fn aider_instance(name: &str, image: &str, repo: &Path, isolation: &str) -> String {
-    // Each variable, and why it is set:
-    // - OPENAI_API_KEY: with a key in the environment aider chooses its
-    //   model itself (gpt-4o; aider/onboarding.py,
-    //   try_to_select_default_model) instead of offering an OpenRouter
-    //   login, which goes online. The key is a dummy: no message is sent.
-    // - LITELLM_LOCAL_MODEL_COST_MAP: litellm reads the model map it ships
-    //   instead of fetching it when it is imported.
-    // - AIDER_MODEL_METADATA_FILE: aider fetches a model's context window
-    //   and costs from the web unless a local file names the model
-    //   (aider/models.py, ModelInfoManager.get_model_from_cached_json_db);
-    //   the image has one for gpt-4o and its weak model, gpt-4o-mini.
-    // - AIDER_CHECK_UPDATE (--check-update, aider/args.py): asks PyPI for a
-    //   newer aider at every launch (aider/versioncheck.py).
-    // - AIDER_ANALYTICS_DISABLE (--analytics-disable): never asks to collect
-    //   analytics and never sends any.
-    // - COLUMNS: aider prints through rich, which wraps at the terminal's
-    //   width unless COLUMNS says otherwise (rich/console.py, Console.width);
-    //   a worktree's long git path would wrap the banner's "Git repo:" line.
-    // - AIDER_SHOW_RELEASE_NOTES (--show-release-notes): at the first run of
-    //   a version aider asks whether to open the release notes and waits
-    //   (aider/main.py).
+    // OPENAI_API_KEY: with a key in the environment aider chooses its
+    // model itself (gpt-4o; aider/onboarding.py,
+    // try_to_select_default_model) instead of offering an OpenRouter login,
+    // which goes online. The key is a dummy: no message is sent. The others
+    // are support::real_agent::AIDER_ENV's.
     // No flag is needed for the terminal: jackin gives the agent's
     // container one (aider's prompt_toolkit input needs it), and aider only
     // warns that nobody answers its cursor position requests while no one
@@ -107,13 +92,7 @@ fn aider_instance(name: &str, image: &str, repo: &Path, isolation: &str) -> Stri
         "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata:\n  name: {name}\nspec:\n  \
          role: {{name: aider}}\n  agent: aider\n  image: {image}\n  \
          mounts: [{{src: {}, dst: /workspace/calc, isolation: {isolation}}}]\n  env:\n    \
-         - {{name: OPENAI_API_KEY, value: sk-dummy}}\n    \
-         - {{name: LITELLM_LOCAL_MODEL_COST_MAP, value: 'True'}}\n    \
-         - {{name: AIDER_MODEL_METADATA_FILE, value: /opt/aider/offline-model-metadata.json}}\n    \
-         - {{name: AIDER_CHECK_UPDATE, value: 'false'}}\n    \
-         - {{name: AIDER_ANALYTICS_DISABLE, value: 'true'}}\n    \
-         - {{name: AIDER_SHOW_RELEASE_NOTES, value: 'false'}}\n    \
-         - {{name: COLUMNS, value: '400'}}\n",
+         - {{name: OPENAI_API_KEY, value: sk-dummy}}\n{AIDER_ENV}",
         repo.display()
     )
 }

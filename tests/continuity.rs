@@ -1,4 +1,5 @@
-//! The real claude and the real codex keep their conversation through
+//! The real claude and the real codex (and aider, where it applies) keep
+//! their conversation through
 //! every way a session is interrupted and brought back (issue 36): the
 //! container stopped (tier 1), removed (tier 2), its image removed too
 //! (tier 3), the session kept and resumed, a rollout of a changed spec, and
@@ -37,7 +38,13 @@ enum Interruption {
 /// The whole test: a first message, the interruption, a second message
 /// that must reach the model with the first.
 fn keeps_the_conversation(cli: Cli, interruption: Interruption) {
-    let session = AgentSession::start(cli, Login::Sync, "cont", "");
+    // aider has no login of its own: its model's key, by token.
+    let login = if cli == Cli::Aider {
+        Login::Token
+    } else {
+        Login::Sync
+    };
+    let session = AgentSession::start(cli, login, "cont", "");
     let term = session.first_attach();
     let first = format!("first-{}-message", cli.name());
     let request = session.say(&term, &first);
@@ -80,7 +87,7 @@ fn interrupt(session: &AgentSession, term: Terminal, interruption: Interruption)
             term.wait_long("▸ Return to agent");
             term.forget_screen();
             term.keys(&["Enter"]);
-            term.wait_long(session.ready());
+            session.wait_at_prompt(&term);
             return term;
         }
         _ => term.detach(),
@@ -108,7 +115,7 @@ fn interrupt(session: &AgentSession, term: Terminal, interruption: Interruption)
             term.wait_long("Enter resume · Esc back");
             term.forget_screen();
             term.keys(&["Enter"]);
-            term.wait_long(session.ready());
+            session.wait_at_prompt(&term);
             term
         }
         Interruption::RolledOut => {
@@ -184,4 +191,14 @@ fn claude_keeps_its_conversation_when_returned_to_from_the_exit_screen() {
 #[test]
 fn codex_keeps_its_conversation_when_returned_to_from_the_exit_screen() {
     keeps_the_conversation(Cli::Codex, Interruption::ReturnedTo);
+}
+
+#[test]
+fn aider_keeps_its_conversation_when_its_container_is_removed() {
+    keeps_the_conversation(Cli::Aider, Interruption::Removed);
+}
+
+#[test]
+fn aider_keeps_its_conversation_when_kept_then_resumed() {
+    keeps_the_conversation(Cli::Aider, Interruption::KeptThenResumed);
 }

@@ -29,12 +29,40 @@ pub fn agent_image() -> String {
     )
 }
 
-/// One of the two real CLIs.
+/// One of the real CLIs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cli {
     Claude,
     Codex,
+    /// aider, from its own image (`scripts/aider-image`); it has no login
+    /// of its own, only its model's key (`token`).
+    Aider,
 }
+
+/// aider's environment for a test, each variable for a reason:
+/// - LITELLM_LOCAL_MODEL_COST_MAP: litellm reads the model map it ships
+///   instead of fetching it when it is imported.
+/// - AIDER_MODEL_METADATA_FILE: aider fetches a model's context window and
+///   costs from the web unless a local file names the model
+///   (aider/models.py, ModelInfoManager.get_model_from_cached_json_db); the
+///   image has one for gpt-4o, which an OpenAI key makes aider choose
+///   (aider/onboarding.py), and its weak model gpt-4o-mini.
+/// - AIDER_CHECK_UPDATE (--check-update, aider/args.py): asks PyPI for a
+///   newer aider at every launch (aider/versioncheck.py).
+/// - AIDER_ANALYTICS_DISABLE (--analytics-disable): never asks to collect
+///   analytics and never sends any.
+/// - AIDER_SHOW_RELEASE_NOTES (--show-release-notes): at the first run of a
+///   version aider asks whether to open the release notes and waits
+///   (aider/main.py).
+/// - COLUMNS: aider prints through rich, which wraps at the terminal's
+///   width unless COLUMNS says otherwise (rich/console.py, Console.width); a
+///   worktree's long git path would wrap the banner's "Git repo:" line.
+pub const AIDER_ENV: &str = "    - {name: LITELLM_LOCAL_MODEL_COST_MAP, value: 'True'}\n    \
+     - {name: AIDER_MODEL_METADATA_FILE, value: /opt/aider/offline-model-metadata.json}\n    \
+     - {name: AIDER_CHECK_UPDATE, value: 'false'}\n    \
+     - {name: AIDER_ANALYTICS_DISABLE, value: 'true'}\n    \
+     - {name: AIDER_SHOW_RELEASE_NOTES, value: 'false'}\n    \
+     - {name: COLUMNS, value: '400'}\n";
 
 /// How the session logs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +79,15 @@ impl Cli {
         match self {
             Self::Claude => "claude",
             Self::Codex => "codex",
+            Self::Aider => "aider",
+        }
+    }
+
+    /// The image its role is built on.
+    fn image(self) -> String {
+        match self {
+            Self::Claude | Self::Codex => agent_image(),
+            Self::Aider => super::real_agent_image(),
         }
     }
 
@@ -58,6 +95,13 @@ impl Cli {
     /// `ANTHROPIC_BASE_URL` and, with the two switches, sends nothing else
     /// anywhere (model-server.md). codex ignores such a variable; its
     /// provider is in the image's `/etc/codex/config.toml`.
+    fn env_lines(self) -> String {
+        match self {
+            Self::Aider => format!("{}{AIDER_ENV}", self.env()),
+            _ => self.env().to_owned(),
+        }
+    }
+
     fn env(self) -> &'static str {
         match self {
             Self::Claude => {
@@ -66,6 +110,8 @@ impl Cli {
                  - {name: CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC, value: '1'}\n"
             }
             Self::Codex => "    - {name: RUST_LOG, value: warn}\n",
+            // Chat Completions at the sidecar (model-server.md).
+            Self::Aider => "    - {name: OPENAI_API_BASE, value: 'http://model:8080/v1'}\n",
         }
     }
 
@@ -90,6 +136,7 @@ impl Cli {
                 ".codex/auth.json",
                 format!(r#"{{"auth_mode": "apikey", "OPENAI_API_KEY": "{secret}"}}"#),
             )],
+            Self::Aider => panic!("aider has no login files: it takes its model's key (token)"),
         }
     }
 
@@ -97,22 +144,25 @@ impl Cli {
     fn token_variable(self) -> &'static str {
         match self {
             Self::Claude => "ANTHROPIC_API_KEY",
-            Self::Codex => "OPENAI_API_KEY",
+            Self::Codex | Self::Aider => "OPENAI_API_KEY",
         }
     }
 
-    /// A line the CLI draws once it waits at its prompt.
-    fn ready(self) -> &'static str {
+    /// Whether `screen` shows the CLI waiting at its prompt: claude's and
+    /// codex's status lines, aider's prompt alone on its line (all that
+    /// prompt_toolkit draws again at a size change).
+    fn at_prompt(self, screen: &str) -> bool {
         match self {
-            Self::Claude => "shift+tab to cycle",
-            Self::Codex => "gpt-5.2 default",
+            Self::Claude => screen.contains("shift+tab to cycle"),
+            Self::Codex => screen.contains("gpt-5.2 default"),
+            Self::Aider => screen.lines().any(|line| line.trim_end() == ">"),
         }
     }
 
     /// The command typed at the prompt to end the session.
     pub fn exit_command(self) -> &'static str {
         match self {
-            Self::Claude => "/exit",
+            Self::Claude | Self::Aider => "/exit",
             Self::Codex => "/quit",
         }
     }
@@ -131,6 +181,8 @@ impl Cli {
                 term.wait_long("Do you trust the contents of this directory?");
                 term.keys(&["Enter"]);
             }
+            // aider asks nothing about the directory.
+            Self::Aider => {}
         }
     }
 }
@@ -193,7 +245,10 @@ pub struct AgentSession {
     /// The login's value: a canary that must never show outside the unit.
     pub secret: String,
     pub login: Login,
+    /// The model server's image.
     image: String,
+    /// The operator's repository's commit at the start.
+    host_head: String,
     extra_spec: String,
     // Dropped after the home's containers are gone.
     role: RoleRepo,
@@ -213,11 +268,16 @@ impl AgentSession {
     /// [`AgentSession::start`] without the apply: the test applies what
     /// the instance needs first (a workspace), then [`AgentSession::apply`].
     pub fn new(cli: Cli, login: Login, prefix: &str, extra_spec: &str) -> Self {
-        let image = agent_image();
         let home = Home::new();
-        let role = RoleRepo::from_image(&image);
+        let role = RoleRepo::from_image(&cli.image());
         let scratch = tempfile::tempdir().unwrap();
-        host_repo(scratch.path());
+        let host = host_repo(scratch.path());
+        // A project that uses aider ignores aider's files; without it,
+        // aider asks whether to add them (aider/main.py, check_gitignore).
+        std::fs::write(host.join(".gitignore"), ".aider*\n").unwrap();
+        git(&host, &["add", ".gitignore"]);
+        git(&host, &["commit", "--quiet", "-m", "ignore aider's files"]);
+        let host_head = git(&host, &["rev-parse", "HEAD"]);
         // Longer than the 20 characters claude shows of an API key (R3's
         // neighbour: "ANTHROPIC_API_KEY: sk-ant-...<last 20>").
         let secret = unique(&format!("canary-{}-login-value-never-shown", cli.name()));
@@ -237,7 +297,8 @@ impl AgentSession {
             cli,
             secret,
             login,
-            image,
+            image: agent_image(),
+            host_head,
             extra_spec: extra_spec.to_owned(),
             role,
             scratch,
@@ -266,7 +327,7 @@ impl AgentSession {
                 self.host().display(),
                 self.image,
                 sha256_hex(&self.secret),
-                self.cli.env(),
+                self.cli.env_lines(),
                 self.extra_spec,
             ),
         )
@@ -309,9 +370,12 @@ impl AgentSession {
         Terminal::start_with_env(&self.home, &format!("attach {}", self.name), &env)
     }
 
-    /// What the CLI draws once it waits at its prompt.
-    pub fn ready(&self) -> &'static str {
-        self.cli.ready()
+    /// Waits until the agent shows its prompt on `term`.
+    pub fn wait_at_prompt(&self, term: &Terminal) {
+        let cli = self.cli;
+        term.wait_until(&format!("{}'s prompt", cli.name()), |screen| {
+            cli.at_prompt(screen)
+        });
     }
 
     /// Attaches again to an agent that was started anew (a restore, a
@@ -325,7 +389,7 @@ impl AgentSession {
         std::thread::sleep(Duration::from_secs(1));
         term.forget_screen();
         term.nudge_size();
-        term.wait_long(self.cli.ready());
+        self.wait_at_prompt(&term);
         term
     }
 
@@ -340,7 +404,7 @@ impl AgentSession {
             term.press_until("Up", "❯ Yes");
             term.keys(&["Enter"]);
         }
-        term.wait_long(self.cli.ready());
+        self.wait_at_prompt(&term);
         term
     }
 
@@ -430,11 +494,11 @@ impl AgentSession {
         super::files_holding(dir, &self.secret)
     }
 
-    /// The operator's repository: still one commit and a clean tree.
+    /// The operator's repository: at the same commit, with a clean tree.
     pub fn assert_host_untouched(&self) {
         let host = self.host();
         assert_eq!(git(&host, &["status", "--porcelain"]), "");
-        assert_eq!(git(&host, &["rev-list", "--count", "HEAD"]), "1");
+        assert_eq!(git(&host, &["rev-parse", "HEAD"]), self.host_head);
     }
 
     /// Waits until the agent's container runs again.
@@ -465,14 +529,20 @@ pub const PATIENCE: Duration = Duration::from_secs(180);
 impl Terminal {
     /// Waits, within [`PATIENCE`], until `text` is on the screen.
     pub fn wait_long(&self, text: &str) {
+        self.wait_until(&format!("{text:?}"), |screen| screen.contains(text));
+    }
+
+    /// Waits, within [`PATIENCE`], until the screen is as `shows` wants;
+    /// `what` names it in the failure.
+    pub fn wait_until(&self, what: &str, shows: impl Fn(&str) -> bool) {
         let deadline = Instant::now() + PATIENCE;
         while Instant::now() < deadline {
-            if self.screen().contains(text) {
+            if shows(&self.screen()) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(250));
         }
-        panic!("{text:?} did not appear; the screen:\n{}", self.screen());
+        panic!("{what} did not appear; the screen:\n{}", self.screen());
     }
 
     /// Types a message and sends it, as a person does: the words, a look
