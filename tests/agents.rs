@@ -6,7 +6,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{Home, RoleRepo, condition, docker, ensure_busybox};
+use support::{Home, RoleRepo, Trust, condition, docker, ensure_busybox};
 
 /// Waits until the agent has started `count` times; returns the log.
 fn wait_for_starts(home: &Home, name: &str, count: usize) -> Vec<String> {
@@ -44,7 +44,8 @@ fn the_same_conversation_continues_across_every_tier() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
-    home.apply("c.yaml", &role.agent_instance_yaml("conv", "claude", ""));
+    let yaml = role.agent_instance_yaml("conv", "claude", "");
+    home.apply_trusted("c.yaml", &yaml, "conv", &[Trust::CLAUDE]);
     let id = conversation(&home, "conv")["id"]
         .as_str()
         .expect("a minted id")
@@ -121,7 +122,8 @@ fn an_id_whose_first_conversation_left_nothing_is_minted_again() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
-    home.apply("c.yaml", &role.agent_instance_yaml("again", "claude", ""));
+    let yaml = role.agent_instance_yaml("again", "claude", "");
+    home.apply_trusted("c.yaml", &yaml, "again", &[Trust::CLAUDE]);
     let id = conversation(&home, "again")["id"]
         .as_str()
         .unwrap()
@@ -138,17 +140,22 @@ fn an_id_whose_first_conversation_left_nothing_is_minted_again() {
     assert_eq!(conv["lastStart"], "minted", "{conv}");
     assert_eq!(conv["id"], id.as_str());
     assert_eq!(conv["fallbacks"], 1, "the resume by id fell back: {conv}");
+    // The event names the rung; claude's own words are on its standard
+    // output, which the event does not hold yet (defect R10: see
+    // `claudes_words_on_standard_output_reach_the_fallback_event`).
     let events = home.ok(&["describe", "again"]);
     assert!(
-        events.contains(&format!("No conversation found with session ID: {id}")),
+        events.contains("AgentFallback")
+            && events.contains("starting the agent resumed-by-id exited 1 at once"),
         "{events}"
     );
 }
 
 /// An agent asked to continue when there is nothing to continue: claude
-/// refuses, and the start falls back to a fresh one, with the agent's own
-/// words in an event; codex starts anew and succeeds, and the status says
-/// only what jackin knows: a continuation was requested (defect A5).
+/// refuses, and the start falls back to a fresh one, with an event (the
+/// agent's own words are on its standard output: defect R10); codex starts
+/// anew and succeeds, and the status says only what jackin knows: a
+/// continuation was requested (defect A5).
 #[test]
 fn a_continue_with_nothing_to_continue_is_told_as_it_is() {
     ensure_busybox();
@@ -158,10 +165,8 @@ fn a_continue_with_nothing_to_continue_is_told_as_it_is() {
                  spec:\n  launch: [claude]\n  continueArgs: [--continue]\n  \
                  stateEnv: {name: CLAUDE_CONFIG_DIR, path: .claude}\n";
     home.apply("agent.yaml", agent);
-    home.apply(
-        "c.yaml",
-        &role.agent_instance_yaml("latest", "claude-latest", ""),
-    );
+    let yaml = role.agent_instance_yaml("latest", "claude-latest", "");
+    home.apply_trusted("c.yaml", &yaml, "latest", &[Trust::CLAUDE]);
     let first = wait_for_starts(&home, "latest", 1);
     let id = first[0]
         .strip_prefix("claude new ")
@@ -198,13 +203,14 @@ fn a_continue_with_nothing_to_continue_is_told_as_it_is() {
     let described = home.ok(&["describe", "latest"]);
     assert!(
         described.contains("AgentFallback")
-            && described.contains("No conversation found to continue"),
+            && described.contains("starting the agent continue-requested exited 1 at once"),
         "{described}"
     );
 
     // codex with nothing to continue starts anew and succeeds: the status
     // claims no continuation, and describe says who decides.
-    home.apply("x.yaml", &role.agent_instance_yaml("cx", "codex", ""));
+    let yaml = role.agent_instance_yaml("cx", "codex", "");
+    home.apply_trusted("x.yaml", &yaml, "cx", &[Trust::CODEX]);
     wait_for_starts(&home, "cx", 1);
     let sessions = home.unit("cx").join("home/.codex/sessions");
     std::fs::remove_dir_all(&sessions).unwrap();
@@ -230,11 +236,13 @@ fn agents_without_ids_continue_their_latest_conversation() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
-    for agent in ["codex", "opencode", "aider"] {
-        home.apply(
-            &format!("{agent}.yaml"),
-            &role.agent_instance_yaml(agent, agent, ""),
-        );
+    for (agent, trusts) in [
+        ("codex", &[Trust::CODEX][..]),
+        ("opencode", &[]),
+        ("aider", &[]),
+    ] {
+        let yaml = role.agent_instance_yaml(agent, agent, "");
+        home.apply_trusted(&format!("{agent}.yaml"), &yaml, agent, trusts);
         let first = wait_for_starts(&home, agent, 1);
         assert!(first[0].starts_with(&format!("{agent} new ")), "{first:?}");
         let id = first[0].rsplit(' ').next().unwrap().to_owned();
@@ -282,10 +290,8 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
-    home.apply(
-        "before.yaml",
-        &role.agent_instance_yaml("before", "claude", ""),
-    );
+    let yaml = role.agent_instance_yaml("before", "claude", "");
+    home.apply_trusted("before.yaml", &yaml, "before", &[Trust::CLAUDE]);
     wait_for_starts(&home, "before", 1);
 
     // Claude's state elsewhere, and no continuing.
@@ -300,10 +306,13 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
         "{listed}"
     );
 
-    home.apply(
-        "after.yaml",
-        &role.agent_instance_yaml("after", "claude", ""),
-    );
+    // Its trust is kept where it now keeps its state.
+    let elsewhere = [Trust::Claude {
+        config: "claude-state",
+        dir: "/work",
+    }];
+    let yaml = role.agent_instance_yaml("after", "claude", "");
+    home.apply_trusted("after.yaml", &yaml, "after", &elsewhere);
     wait_for_starts(&home, "after", 1);
     let id = conversation(&home, "after")["id"]
         .as_str()
@@ -326,7 +335,7 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
     // A command wins over the registry's launch argv; it is resumed only
     // when it runs the agent's own program.
     let own = role.agent_instance_yaml("own", "claude", "  command: [/bin/claude]\n");
-    home.apply("own.yaml", &own);
+    home.apply_trusted("own.yaml", &own, "own", &elsewhere);
     assert!(wait_for_starts(&home, "own", 1)[0].starts_with("claude minted "));
     let other = role.agent_instance_yaml(
         "other",
@@ -338,7 +347,7 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
     assert_eq!(conversation(&home, "other")["strategy"], "none");
     // And `resume: false` opts out.
     let fresh = role.agent_instance_yaml("fresh", "claude", "  resume: false\n");
-    home.apply("fresh.yaml", &fresh);
+    home.apply_trusted("fresh.yaml", &fresh, "fresh", &elsewhere);
     assert!(wait_for_starts(&home, "fresh", 1)[0].starts_with("claude new "));
     docker(&["stop", "-t", "2", &home.container("fresh")]);
     pass(&home);
@@ -356,10 +365,13 @@ fn an_id_with_shell_metacharacters_reaches_the_agent_as_one_argument() {
     // No '/': the fake keeps transcripts as files named by the id.
     let id = "a b;$(touch pwned)'\"`x` *";
     let yaml_id = format!("'{}'", id.replace('\'', "''"));
-    home.apply(
-        "q.yaml",
-        &role.agent_instance_yaml("q", "quoted", &format!("  conversationId: {yaml_id}\n")),
-    );
+    // Without a state directory claude keeps its trust in the home.
+    let trust = Trust::Claude {
+        config: "",
+        dir: "/work",
+    };
+    let yaml = role.agent_instance_yaml("q", "quoted", &format!("  conversationId: {yaml_id}\n"));
+    home.apply_trusted("q.yaml", &yaml, "q", &[trust]);
     wait_for_starts(&home, "q", 1);
     let argv = std::fs::read_to_string(home.unit("q").join("home/agent-argv.log")).unwrap();
     assert_eq!(argv, format!("argv\n--session-id\n{id}\nend\n"));
@@ -413,6 +425,7 @@ fn minting_an_id_the_agent_already_has_falls_back_to_resuming_it() {
     let projects = home.unit("adopt").join("home/.claude/projects/-work");
     std::fs::create_dir_all(&projects).unwrap();
     std::fs::write(projects.join(format!("{id}.jsonl")), "started earlier\n").unwrap();
+    home.trust("adopt", Trust::CLAUDE);
     pass(&home);
     assert_eq!(
         wait_for_starts(&home, "adopt", 1),
@@ -437,7 +450,8 @@ fn codex_resumes_its_conversation_at_every_tier() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
-    home.apply("x.yaml", &role.agent_instance_yaml("cx", "codex", ""));
+    let yaml = role.agent_instance_yaml("cx", "codex", "");
+    home.apply_trusted("x.yaml", &yaml, "cx", &[Trust::CODEX]);
     let first = wait_for_starts(&home, "cx", 1);
     let id = first[0].strip_prefix("codex new ").expect("a new session");
     let container = home.container("cx");
@@ -551,7 +565,8 @@ fn conversations_outlive_the_agents_own_retention() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
-    home.apply("c.yaml", &role.agent_instance_yaml("cl", "claude", ""));
+    let yaml = role.agent_instance_yaml("cl", "claude", "");
+    home.apply_trusted("c.yaml", &yaml, "cl", &[Trust::CLAUDE]);
     home.apply("g.yaml", &role.agent_instance_yaml("gm", "gemini", ""));
     wait_for_starts(&home, "cl", 1);
     wait_for_starts(&home, "gm", 1);
@@ -584,7 +599,8 @@ fn conversations_outlive_the_agents_own_retention() {
                  launch: [codex]\n  continueArgs: [resume, --last]\n  \
                  stateEnv: {name: CODEX_HOME, path: .codex}\n  retention: {days: 0}\n";
     home.apply("agent.yaml", agent);
-    home.apply("b.yaml", &role.agent_instance_yaml("br", "brief", ""));
+    let yaml = role.agent_instance_yaml("br", "brief", "");
+    home.apply_trusted("b.yaml", &yaml, "br", &[Trust::CODEX]);
     wait_for_starts(&home, "br", 1);
     assert!(!home.ok(&["describe", "br"]).contains("Warning"));
     home.ok(&["set-phase", "br", "kept"]);

@@ -19,8 +19,8 @@ use std::process::Output;
 use std::time::Duration;
 
 use support::{
-    Home, OpenWatch, RoleRepo, condition, docker, ensure_busybox, eventually, mknod_dev_null,
-    unique,
+    Home, OpenWatch, RoleRepo, Trust, condition, docker, ensure_busybox, eventually,
+    mknod_dev_null, unique,
 };
 
 /// The four agents a login is forwarded to, each with its login files on
@@ -134,6 +134,31 @@ fn apply_with(home: &Home, file: &str, yaml: &str, env: &[(&str, &str)]) -> Outp
     cmd.output().expect("jackin runs")
 }
 
+/// What an agent stores when its trust question is answered (defect R1 of
+/// shared/defects/2026-11-27.md); gemini and opencode ask none here.
+fn trusts(agent: &str) -> &'static [Trust<'static>] {
+    match agent {
+        "claude" => &[Trust::CLAUDE],
+        "codex" => &[Trust::CODEX],
+        _ => &[],
+    }
+}
+
+/// [`apply_with`] of instance `name`, whose `agent` already trusts its
+/// working directory: recorded, the answer stored in its unit, then applied.
+fn apply_trusted_with(
+    home: &Home,
+    (file, yaml): (&str, &str),
+    (name, agent): (&str, &str),
+    env: &[(&str, &str)],
+) -> Output {
+    home.record(file, yaml);
+    for trust in trusts(agent) {
+        home.trust(name, *trust);
+    }
+    apply_with(home, file, yaml, env)
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -214,7 +239,8 @@ fn every_agent_starts_logged_in_under_sync_and_the_login_lives_and_dies_with_the
     let mut units = Vec::new();
     for agent in &agents {
         let yaml = role.agent_instance_yaml(agent.name, agent.name, "  workspace: desk\n");
-        let out = apply_with(&home, &format!("{}.yaml", agent.name), &yaml, &[]);
+        let file = format!("{}.yaml", agent.name);
+        let out = apply_trusted_with(&home, (&file, &yaml), (agent.name, agent.name), &[]);
         assert!(out.status.success(), "{}", stderr(&out));
         // The launch said what it forwarded, by name.
         assert!(
@@ -252,8 +278,8 @@ fn every_agent_starts_logged_in_under_sync_and_the_login_lives_and_dies_with_the
         units.push(unit);
     }
     // Claude is past its onboarding: its conversation started. Its account
-    // file holds the forwarded keys only, not the host's other projects;
-    // gemini's settings only the auth type.
+    // file holds the forwarded keys and the trust stored in the unit, not
+    // the host's other projects; gemini's settings only the auth type.
     let claude = &units[0];
     eventually(
         Duration::from_secs(30),
@@ -332,7 +358,8 @@ fn every_agent_starts_logged_in_under_token_and_the_value_reaches_the_engine_onl
     );
     for agent in agents(&marker) {
         let yaml = role.agent_instance_yaml(agent.name, agent.name, "  workspace: tok\n");
-        let out = apply_with(&home, &format!("{}.yaml", agent.name), &yaml, &env);
+        let file = format!("{}.yaml", agent.name);
+        let out = apply_trusted_with(&home, (&file, &yaml), (agent.name, agent.name), &env);
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(
             stderr(&out).contains(&format!(
@@ -540,7 +567,8 @@ fn a_renewed_login_reaches_the_next_start_and_a_planted_link_is_never_written_th
     let login = |token: &str| format!(r#"{{"claudeAiOauth": {{"accessToken": "{token}"}}}}"#);
     write_host(&home, ".claude/.credentials.json", &login("first"));
     write_host(&home, ".claude.json", &account_file());
-    home.apply("c.yaml", &role.agent_instance_yaml("c", "claude", ""));
+    let yaml = role.agent_instance_yaml("c", "claude", "");
+    home.apply_trusted("c.yaml", &yaml, "c", &[Trust::CLAUDE]);
     wait_for_login(&home, "c", "claude logged-in file .credentials.json");
     let unit = home.unit("c");
     let own = unit.join("home/.claude/.credentials.json");
