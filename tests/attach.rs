@@ -241,15 +241,9 @@ fn return_to_agent_resumes_the_agents_conversation() {
         starts(2),
         format!("claude minted {id}\nclaude resumed {id}\n")
     );
-    // The answer was kept where claude keeps it (the resumed claude did
-    // not ask again: nobody answered it).
-    let account: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(unit.join("home/.claude/.claude.json")).unwrap())
-            .unwrap();
-    assert_eq!(
-        account["projects"]["/workspace/app"]["hasTrustDialogAccepted"], true,
-        "{account}"
-    );
+    // The resumed claude started unanswered: the "yes" is kept in the unit.
+    let account = std::fs::read_to_string(unit.join("home/.claude/.claude.json")).unwrap();
+    assert!(account.contains("\"/workspace/app\""), "{account}");
     // The agent works in its checkout, where claude keys its transcripts.
     let transcript = std::fs::read_to_string(
         unit.join(format!("home/.claude/projects/-workspace-app/{id}.jsonl")),
