@@ -828,7 +828,7 @@ fn an_exit_before_any_message_leaves_an_id_no_rung_can_start() {
 /// fallback event should carry it as it carries what other agents say on
 /// standard error.
 #[test]
-#[ignore = "R10: the entry wrapper keeps the agent's standard error only; claude's words are on standard output"]
+#[ignore = "R10: the entry wrapper keeps the agent's standard error only; claude's words are on standard output (issue 39)"]
 fn claudes_words_on_standard_output_reach_the_fallback_event() {
     ensure_busybox();
     let home = Home::new();
