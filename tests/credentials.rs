@@ -19,8 +19,8 @@ use std::process::Output;
 use std::time::Duration;
 
 use support::{
-    Home, OpenWatch, RoleRepo, assert_never_shown, condition, docker, ensure_busybox, eventually,
-    files_holding, mknod_dev_null, unique,
+    Home, OpenWatch, RoleRepo, Trust, assert_never_shown, condition, docker, ensure_busybox,
+    eventually, files_holding, mknod_dev_null, unique,
 };
 
 /// The four agents a login is forwarded to, each with its login files on
@@ -134,6 +134,41 @@ fn apply_with(home: &Home, file: &str, yaml: &str, env: &[(&str, &str)]) -> Outp
     cmd.output().expect("jackin runs")
 }
 
+/// What an agent stores when its trust question is answered (defect R1 of
+/// shared/defects/2026-11-27.md); gemini and opencode ask none here.
+fn trusts(agent: &str) -> &'static [Trust<'static>] {
+    match agent {
+        "claude" => &[Trust::CLAUDE],
+        "codex" => &[Trust::CODEX],
+        _ => &[],
+    }
+}
+
+/// [`apply_with`] of instance `name`, whose `agent` already trusts its
+/// working directory: recorded, the answer stored in its unit, then applied.
+fn apply_trusted_with(
+    home: &Home,
+    (file, yaml): (&str, &str),
+    (name, agent): (&str, &str),
+    env: &[(&str, &str)],
+) -> Output {
+    home.record(file, yaml);
+    for trust in trusts(agent) {
+        home.trust(name, *trust);
+    }
+    apply_with(home, file, yaml, env)
+}
+
+/// Waits until the agent of `name` started a conversation: past the login
+/// gate and its own first questions.
+fn wait_for_conversation(home: &Home, name: &str) {
+    eventually(
+        Duration::from_secs(30),
+        &format!("{name}: a conversation starts"),
+        || !home.agent_starts(name).is_empty(),
+    );
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -171,7 +206,8 @@ fn every_agent_starts_logged_in_under_sync_and_the_login_lives_and_dies_with_the
     let mut units = Vec::new();
     for agent in &agents {
         let yaml = role.agent_instance_yaml(agent.name, agent.name, "  workspace: desk\n");
-        let out = apply_with(&home, &format!("{}.yaml", agent.name), &yaml, &[]);
+        let file = format!("{}.yaml", agent.name);
+        let out = apply_trusted_with(&home, (&file, &yaml), (agent.name, agent.name), &[]);
         assert!(out.status.success(), "{}", stderr(&out));
         // The launch said what it forwarded, by name.
         assert!(
@@ -208,18 +244,15 @@ fn every_agent_starts_logged_in_under_sync_and_the_login_lives_and_dies_with_the
         assert!(std::fs::read_to_string(gh).unwrap().contains(&marker));
         units.push(unit);
     }
-    // Claude is past its onboarding: its conversation started. Its account
-    // file holds the forwarded keys only, not the host's other projects;
-    // gemini's settings only the auth type.
+    // Every agent is past its gate and its own questions: its conversation
+    // started. Claude is past its onboarding. Its account file holds the
+    // forwarded keys and the trust stored in the unit, not the host's other
+    // projects; gemini's settings only the auth type.
+    for agent in &agents {
+        wait_for_conversation(&home, agent.name);
+    }
+    assert!(home.agent_starts("claude")[0].starts_with("claude minted "));
     let claude = &units[0];
-    eventually(
-        Duration::from_secs(30),
-        "claude's conversation starts",
-        || {
-            std::fs::read_to_string(claude.join("home/agent-starts.log"))
-                .is_ok_and(|log| log.starts_with("claude minted "))
-        },
-    );
     let account = std::fs::read_to_string(claude.join("home/.claude/.claude.json")).unwrap();
     assert!(
         account.contains("\"hasCompletedOnboarding\": true"),
@@ -289,7 +322,8 @@ fn every_agent_starts_logged_in_under_token_and_the_value_reaches_the_engine_onl
     );
     for agent in agents(&marker) {
         let yaml = role.agent_instance_yaml(agent.name, agent.name, "  workspace: tok\n");
-        let out = apply_with(&home, &format!("{}.yaml", agent.name), &yaml, &env);
+        let file = format!("{}.yaml", agent.name);
+        let out = apply_trusted_with(&home, (&file, &yaml), (agent.name, agent.name), &env);
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(
             stderr(&out).contains(&format!(
@@ -326,15 +360,12 @@ fn every_agent_starts_logged_in_under_token_and_the_value_reaches_the_engine_onl
         );
         assert_never_shown(&home, agent.name, &marker);
     }
-    let claude = home.unit("claude");
-    eventually(
-        Duration::from_secs(30),
-        "claude's conversation starts",
-        || {
-            std::fs::read_to_string(claude.join("home/agent-starts.log"))
-                .is_ok_and(|log| log.starts_with("claude minted "))
-        },
-    );
+    // Their conversations start; codex's does not (defect R3:
+    // `codex_starts_logged_in_under_token`).
+    for name in ["claude", "gemini", "opencode"] {
+        wait_for_conversation(&home, name);
+    }
+    assert!(home.agent_starts("claude")[0].starts_with("claude minted "));
     assert_eq!(
         files_holding(home.path(), &marker),
         Vec::<PathBuf>::new(),
@@ -364,6 +395,26 @@ fn every_agent_starts_logged_in_under_token_and_the_value_reaches_the_engine_onl
         !String::from_utf8_lossy(&printed.stdout).contains(&marker),
         "authForward none passes no variable"
     );
+}
+
+/// Defect R3 (shared/defects/2026-11-27.md): codex 0.147 given
+/// OPENAI_API_KEY without an auth.json opens on its sign-in menu, not a
+/// conversation, so `authForward: token` does not log it in (and the menu's
+/// option 3 shows the key on screen).
+#[test]
+#[ignore = "R3: authForward token does not log codex in: it opens on its sign-in menu (issue 37)"]
+fn codex_starts_logged_in_under_token() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_login_agents();
+    let marker = unique("token-secret");
+    home.apply("ws", &workspace_yaml("tok", "{authForward: token}"));
+    let yaml = role.agent_instance_yaml("codex", "codex", "  workspace: tok\n");
+    let env = [("OPENAI_API_KEY", marker.as_str())];
+    let out = apply_trusted_with(&home, ("codex.yaml", &yaml), ("codex", "codex"), &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    wait_for_conversation(&home, "codex");
+    assert_never_shown(&home, "codex", &marker);
 }
 
 #[test]
@@ -497,7 +548,8 @@ fn a_renewed_login_reaches_the_next_start_and_a_planted_link_is_never_written_th
     let login = |token: &str| format!(r#"{{"claudeAiOauth": {{"accessToken": "{token}"}}}}"#);
     write_host(&home, ".claude/.credentials.json", &login("first"));
     write_host(&home, ".claude.json", &account_file());
-    home.apply("c.yaml", &role.agent_instance_yaml("c", "claude", ""));
+    let yaml = role.agent_instance_yaml("c", "claude", "");
+    home.apply_trusted("c.yaml", &yaml, "c", &[Trust::CLAUDE]);
     wait_for_login(&home, "c", "claude logged-in file .credentials.json");
     let unit = home.unit("c");
     let own = unit.join("home/.claude/.credentials.json");

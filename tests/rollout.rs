@@ -8,7 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use support::{
-    Controller, Home, RoleRepo, busybox_image, condition, docker, ensure_busybox, eventually, git,
+    Controller, Home, RoleRepo, Trust, busybox_image, condition, docker, ensure_busybox,
+    eventually, git,
 };
 
 /// The argv of the agent's last start, as the fake CLI logged it.
@@ -46,7 +47,7 @@ fn a_rollout_moves_a_running_session_onto_the_new_spec_and_keeps_it() {
     std::fs::create_dir_all(&shared).unwrap();
     std::fs::write(shared.join("notes"), "shared\n").unwrap();
     let v1 = role.agent_instance_yaml("roll", "claude", &session_lines(&host, "one", ""));
-    home.apply("roll.yaml", &v1);
+    home.apply_trusted("roll.yaml", &v1, "roll", &[Trust::CLAUDE]);
     eventually(Duration::from_secs(60), "the agent started", || {
         home.agent_starts("roll").len() == 1
     });
