@@ -87,7 +87,7 @@ fn interrupt(session: &AgentSession, term: Terminal, interruption: Interruption)
             term.wait_long("▸ Return to agent");
             term.forget_screen();
             term.keys(&["Enter"]);
-            session.wait_at_prompt(&term);
+            session.settle_at_prompt(&term);
             return term;
         }
         _ => term.detach(),
@@ -115,7 +115,7 @@ fn interrupt(session: &AgentSession, term: Terminal, interruption: Interruption)
             term.wait_long("Enter resume · Esc back");
             term.forget_screen();
             term.keys(&["Enter"]);
-            session.wait_at_prompt(&term);
+            session.settle_at_prompt(&term);
             term
         }
         Interruption::RolledOut => {

@@ -379,18 +379,26 @@ impl AgentSession {
     }
 
     /// Attaches again to an agent that was started anew (a restore, a
-    /// resume, a rollout), up to its prompt. What jackin replays of the
-    /// agent's earlier output may hold an earlier prompt, so the screen is
-    /// forgotten once attached and the agent made to draw again (a size
-    /// change): a prompt on the screen then is one drawn now.
+    /// resume, a rollout), up to its prompt.
     pub fn reattach(&self) -> Terminal {
         let term = self.attach();
+        self.settle_at_prompt(&term);
+        term
+    }
+
+    /// Waits, once jackin says it attached (again), for the agent's prompt
+    /// as drawn now. What jackin replays of the agent's earlier output may
+    /// hold an earlier prompt, drawn before the agent now running read a
+    /// key; so the screen is forgotten once attached and the agent made to
+    /// draw again (a size change). The words "attached to" must be new on
+    /// the screen: a caller forgets the screen before the step that
+    /// attaches.
+    pub fn settle_at_prompt(&self, term: &Terminal) {
         term.wait_long("Ctrl-P Ctrl-Q detaches");
         std::thread::sleep(Duration::from_secs(1));
         term.forget_screen();
         term.nudge_size();
-        self.wait_at_prompt(&term);
-        term
+        self.wait_at_prompt(term);
     }
 
     /// The first attach of a new session: the trust question answered, and
@@ -410,26 +418,42 @@ impl AgentSession {
 
     /// Types `words` at the agent's prompt as a person would, and waits
     /// until the model has been asked and its answer is on the screen.
-    /// Returns the request that carried them.
+    /// Returns the request that carried them. Words that never reach the
+    /// model (typed while a starting agent's terminal was not yet its own)
+    /// are typed again, as a person would, once the prompt shows.
     pub fn say(&self, term: &Terminal, words: &str) -> Request {
-        term.type_message(words);
-        let request = self.wait_for_request(words);
-        term.wait_long(&format!("heard \"{words}\""));
-        request
+        for _ in 0..3 {
+            term.type_message(words);
+            if let Some(request) = self.request_within(words, Duration::from_secs(60)) {
+                term.wait_long(&format!("heard \"{words}\""));
+                return request;
+            }
+            term.nudge_size();
+            self.wait_at_prompt(term);
+        }
+        panic!(
+            "{words:?} never reached the model; the screen:\n{}",
+            term.screen()
+        );
+    }
+
+    /// The first request whose last user message holds `words`, if one
+    /// comes within `limit`.
+    fn request_within(&self, words: &str, limit: Duration) -> Option<Request> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let found = self.requests().into_iter().find(|r| r.last.contains(words));
+            if found.is_some() || Instant::now() > deadline {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
     }
 
     /// The first request whose last user message holds `words`.
     pub fn wait_for_request(&self, words: &str) -> Request {
-        let mut found = None;
-        eventually(
-            Duration::from_secs(180),
-            &format!("a request to the model holding {words:?}"),
-            || {
-                found = self.requests().into_iter().find(|r| r.last.contains(words));
-                found.is_some()
-            },
-        );
-        found.unwrap()
+        self.request_within(words, PATIENCE)
+            .unwrap_or_else(|| panic!("no request to the model held {words:?} within {PATIENCE:?}"))
     }
 
     /// The model sidecar's container.
