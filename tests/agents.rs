@@ -816,7 +816,7 @@ fn an_exit_before_any_message_leaves_an_id_no_rung_can_start() {
     for said in [
         "starting the agent resumed-by-id exited 1 at once".to_owned(),
         format!(
-            "starting the agent minted exited 1 at once: [31mError: Session ID {id} is already in use."
+            "starting the agent minted exited 1 at once: Error: Session ID {id} is already in use."
         ),
         "starting the agent continue-requested exited 1 at once".to_owned(),
     ] {

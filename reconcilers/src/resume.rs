@@ -250,7 +250,9 @@ fn is_stamp(word: &str) -> bool {
 }
 
 /// The last non-empty line a failed rung wrote to standard error, made
-/// printable (the agent's output may hold terminal escapes) and short.
+/// printable and short: the agent's terminal sequences (claude colours its
+/// errors: defect R10) go whole, not only their escape byte, and what other
+/// control characters remain go too.
 fn error_line(layout: &Layout, container: &str, rung: StartKind) -> String {
     let path = layout
         .unit_state_dir(container)
@@ -264,10 +266,60 @@ fn error_line(layout: &Layout, container: &str, rung: StartKind) -> String {
         .map(str::trim)
         .rfind(|l| !l.is_empty())
         .unwrap_or_default();
-    line.chars()
+    without_sequences(line)
+        .chars()
         .filter(|c| !c.is_control())
         .take(MAX_ERROR_CHARS)
-        .collect()
+        .collect::<String>()
+        .trim()
+        .to_owned()
+}
+
+/// `text` without its terminal sequences (ECMA-48): a control sequence
+/// (`ESC [` or the one-character CSI, parameters, then one final byte), an
+/// operating system command or string (`ESC ]`, `ESC P`, `ESC _`, `ESC ^`,
+/// up to BEL or `ESC \`), an escape with intermediate bytes (`ESC ( B`),
+/// and any other two-byte escape.
+fn without_sequences(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let introducer = match c {
+            '\u{1b}' => chars.next(),
+            '\u{9b}' => Some('['),
+            c => {
+                out.push(c);
+                continue;
+            }
+        };
+        match introducer {
+            Some('[') => {
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            Some(']' | 'P' | '_' | '^') => {
+                while let Some(c) = chars.next() {
+                    if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                        break;
+                    }
+                }
+            }
+            // An escape with intermediate bytes (`ESC ( B`): up to its
+            // final byte.
+            Some(' '..='/') => {
+                for c in chars.by_ref() {
+                    if ('0'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Folds a report into the conversation's status. Returns the fallbacks
@@ -528,7 +580,7 @@ mod tests {
         .unwrap();
         std::fs::write(
             state.join("agent-start.minted.err"),
-            "first\nError: session \x1b[31mexists\x07\n\n",
+            "first\n\x1b]0;title\x07\x1b[31mError:\x1b[39m session \x1b[1;31mexists\x1b(B\x07\n\n",
         )
         .unwrap();
         let report = read_report(&layout, "jk-1-a").unwrap();
@@ -539,7 +591,7 @@ mod tests {
             [Fallback {
                 rung: StartKind::Minted,
                 exit_code: 1,
-                error: "Error: session [31mexists".into(),
+                error: "Error: session exists".into(),
             }]
         );
         // A FIFO where the report goes is not waited on.
