@@ -141,20 +141,22 @@ fn an_id_whose_first_conversation_left_nothing_is_minted_again() {
     assert_eq!(conv["lastStart"], "minted", "{conv}");
     assert_eq!(conv["id"], id.as_str());
     assert_eq!(conv["fallbacks"], 1, "the resume by id fell back: {conv}");
-    // The event names the rung; claude's own words are on its standard
-    // output, which the event does not hold yet (defect R10: see
-    // `claudes_words_on_standard_output_reach_the_fallback_event`).
+    // The event names the rung and carries claude's own words, from its
+    // standard output (defect R10).
     let events = home.ok(&["describe", "again"]);
     assert!(
         events.contains("AgentFallback")
-            && events.contains("starting the agent resumed-by-id exited 1 at once"),
+            && events.contains(&format!(
+                "starting the agent resumed-by-id exited 1 at once: \
+                 No conversation found with session ID: {id}"
+            )),
         "{events}"
     );
 }
 
 /// An agent asked to continue when there is nothing to continue: claude
-/// refuses, and the start falls back to a fresh one, with an event (the
-/// agent's own words are on its standard output: defect R10); codex starts
+/// refuses, and the start falls back to a fresh one, with an event holding
+/// the agent's own words, from its standard output (defect R10); codex starts
 /// anew and succeeds, and the status says only what jackin knows: a
 /// continuation was requested (defect A5).
 #[test]
@@ -204,7 +206,10 @@ fn a_continue_with_nothing_to_continue_is_told_as_it_is() {
     let described = home.ok(&["describe", "latest"]);
     assert!(
         described.contains("AgentFallback")
-            && described.contains("starting the agent continue-requested exited 1 at once"),
+            && described.contains(
+                "starting the agent continue-requested exited 1 at once: \
+                 No conversation found to continue"
+            ),
         "{described}"
     );
 
@@ -825,10 +830,9 @@ fn an_exit_before_any_message_leaves_an_id_no_rung_can_start() {
 }
 
 /// Defect R10: claude says why a resume failed on standard output, and the
-/// fallback event should carry it as it carries what other agents say on
-/// standard error.
+/// fallback event carries it as it carries what other agents say on
+/// standard error: the last line of the rung's window in the engine's log.
 #[test]
-#[ignore = "R10: the entry wrapper keeps the agent's standard error only; claude's words are on standard output (issue 39)"]
 fn claudes_words_on_standard_output_reach_the_fallback_event() {
     ensure_busybox();
     let home = Home::new();

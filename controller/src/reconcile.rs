@@ -337,7 +337,7 @@ impl Reconciler {
             view.session = self
                 .observe_session(engine, &guard.obj, &guard.container, &view)
                 .await?;
-            self.observe_conversation(&mut guard).await;
+            self.observe_conversation(engine, &mut guard).await;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
             view.rollout = self.rollout_now(&ctx, &guard, &view).await?;
             let plan = decide(&guard.obj, &view);

@@ -156,8 +156,10 @@ impl Reconciler {
 
     /// Folds what the entry wrapper reported of the agent's last start into
     /// `status.conversation`; each fallback of a start not seen before is
-    /// an event with the agent's own error line.
-    pub(crate) async fn observe_conversation(&self, guard: &mut InstanceGuard) {
+    /// an event with the agent's own error line: the last it printed on its
+    /// terminal in the rung's window (claude says why on standard output:
+    /// defect R10), else the last of its standard error.
+    pub(crate) async fn observe_conversation(&self, engine: &Engine, guard: &mut InstanceGuard) {
         let Some(conversation) = guard
             .obj
             .status
@@ -176,7 +178,15 @@ impl Reconciler {
             return;
         };
         for fallback in resume::fold_report(conversation, &report) {
-            let error = match fallback.error.as_str() {
+            let printed = match fallback.window {
+                Some(window) => printed_in(engine, &guard.container, window).await,
+                None => String::new(),
+            };
+            let line = match printed.is_empty() {
+                true => fallback.error.clone(),
+                false => printed,
+            };
+            let error = match line.as_str() {
                 "" => String::new(),
                 line => format!(": {line}"),
             };
@@ -190,6 +200,39 @@ impl Reconciler {
                 ),
             );
         }
+    }
+}
+
+/// The most of a rung's output read back from the engine's log.
+const RUNG_OUTPUT_BYTES: usize = 64 * 1024;
+/// How long the engine may take to give a rung's output back.
+const RUNG_OUTPUT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The last line the agent showed on its terminal in a rung's window, as
+/// the engine's log holds it: the seconds from `from` to `to` and the one
+/// after (output the engine took in late; the wrapper starts the next rung
+/// only after it, so no second holds two rungs' output). Empty when the
+/// engine gives nothing back in time.
+async fn printed_in(engine: &Engine, container: &str, (from, to): (i64, i64)) -> String {
+    use futures::StreamExt;
+    let request = jackin_reconcilers::engine::LogsRequest {
+        since_unix: Some(from),
+        until_unix: Some(to + 2),
+        ..Default::default()
+    };
+    let mut logs = engine.logs(container, request);
+    let mut output = Vec::new();
+    let read = async {
+        while let Some(Ok(chunk)) = logs.next().await {
+            output.extend_from_slice(&chunk);
+            // The end is what counts: keep the last RUNG_OUTPUT_BYTES.
+            let over = output.len().saturating_sub(RUNG_OUTPUT_BYTES);
+            output.drain(..over);
+        }
+    };
+    match tokio::time::timeout(RUNG_OUTPUT_WAIT, read).await {
+        Ok(()) => resume::last_line(&output),
+        Err(_) => String::new(),
     }
 }
 

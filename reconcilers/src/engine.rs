@@ -247,6 +247,8 @@ pub struct LogsRequest {
     pub follow: bool,
     /// Only output since this time (seconds since the epoch).
     pub since_unix: Option<i64>,
+    /// Only output before this time (seconds since the epoch).
+    pub until_unix: Option<i64>,
     /// Only the last lines.
     pub tail: Option<u64>,
     /// Put the time each entry was written before it (RFC 3339 and a
@@ -1097,6 +1099,9 @@ impl EngineCalls for DockerCalls {
             .timestamps(request.timestamps);
         if let Some(since) = request.since_unix {
             options = options.since(i32::try_from(since).unwrap_or(i32::MAX));
+        }
+        if let Some(until) = request.until_unix {
+            options = options.until(i32::try_from(until).unwrap_or(i32::MAX));
         }
         let tail = request
             .tail

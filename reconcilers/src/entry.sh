@@ -24,7 +24,8 @@
 # conversation to continue), so the next one runs. Each line of the plan is
 # one argv element, read with `read -r` and never evaluated. What happened
 # goes to /jackin/state/agent-start, and the last 2 KiB a failed rung wrote
-# to standard error to agent-start.<rung>.err, for jackin to report.
+# to standard error to agent-start.<rung>.err, and the seconds it ran
+# between, for jackin to report.
 state=/jackin/state
 plan=/jackin/bin/plan
 report=$state/agent-start
@@ -74,11 +75,17 @@ if [ -r "$plan" ]; then
       { trap ':' INT TERM HUP; tee /dev/stderr | tail -c 2048 > "$err"; }; } 3>&1
     code=$(cat "$codefile" 2>/dev/null)
     code=${code:-1}
-    elapsed=$(( $(date +%s) - t0 ))
-    if [ -n "$stopped" ] || [ "$code" -eq 0 ] || [ "$elapsed" -ge "$grace" ]; then
+    t1=$(date +%s)
+    if [ -n "$stopped" ] || [ "$code" -eq 0 ] || [ $((t1 - t0)) -ge "$grace" ]; then
       break
     fi
-    printf 'fallback %s %s\n' "$kind" "$code" >> "$report"
+    # The rung's window, for jackin to read what it printed on its
+    # terminal (standard output included) from the engine's log: its
+    # seconds, and the next one for output the engine took in late. The
+    # next rung starts in the second after that, so that no second holds
+    # two rungs' output (the clock here counts whole seconds).
+    printf 'fallback %s %s %s %s\n' "$kind" "$code" "$t0" "$t1" >> "$report"
+    while [ -z "$stopped" ] && [ "$(date +%s)" -lt $((t1 + 2)) ]; do sleep 1; done
   done
 fi
 if [ -z "$code" ]; then

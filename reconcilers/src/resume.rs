@@ -22,8 +22,10 @@
 //!
 //! The wrapper reports what it did in `state/agent-start` (the agent can
 //! write `state/`, so the report is read like the completion marker: small,
-//! regular, every line checked) and the last lines of a failed rung's
-//! standard error in `state/agent-start.<rung>.err`.
+//! regular, every line checked): each failed rung with its exit code and
+//! the seconds it ran (its window in the engine's log, whose last line the
+//! loop reports: `last_line`), and the last lines of its standard error in
+//! `state/agent-start.<rung>.err`.
 
 use std::path::{Path, PathBuf};
 
@@ -197,7 +199,12 @@ pub struct StartReport {
 pub struct Fallback {
     pub rung: StartKind,
     pub exit_code: i64,
+    /// The last line of its standard error.
     pub error: String,
+    /// When it ran, in whole seconds since the epoch, first and last (the
+    /// wrapper's clock, the host's): what it printed on its terminal is
+    /// the engine's log in that window. `None` from a wrapper before it.
+    pub window: Option<(i64, i64)>,
 }
 
 /// The largest report read; a start writes a few hundred bytes.
@@ -228,12 +235,17 @@ pub fn read_report(layout: &Layout, container: &str) -> Option<StartReport> {
                 };
             }
             ["try", rung] => report.started = StartKind::parse(rung),
-            ["fallback", rung, code] => {
+            ["fallback", rung, code, window @ ..] => {
+                let window = match window {
+                    [from, to] => from.parse().ok().zip(to.parse().ok()),
+                    _ => None,
+                };
                 if let (Some(rung), Ok(exit_code)) = (StartKind::parse(rung), code.parse()) {
                     report.fallbacks.push(Fallback {
                         rung,
                         exit_code,
                         error: error_line(layout, container, rung),
+                        window,
                     });
                 }
             }
@@ -249,30 +261,41 @@ fn is_stamp(word: &str) -> bool {
         && word.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
-/// The last non-empty line a failed rung wrote to standard error, made
-/// printable and short: the agent's terminal sequences (claude colours its
-/// errors: defect R10) go whole, not only their escape byte, and what other
-/// control characters remain go too.
+/// The last non-empty line a failed rung wrote to standard error, as
+/// [`last_line`] makes it.
 fn error_line(layout: &Layout, container: &str, rung: StartKind) -> String {
     let path = layout
         .unit_state_dir(container)
         .join(format!("agent-start.{rung}.err"));
-    let Ok(bytes) = read_untrusted(&path, MAX_ERROR_BYTES) else {
-        return String::new();
+    read_untrusted(&path, MAX_ERROR_BYTES)
+        .map(|bytes| last_line(&bytes))
+        .unwrap_or_default()
+}
+
+/// The last line of a terminal's output that shows anything, made
+/// printable and short: the agent's terminal sequences (claude colours its
+/// errors: defect R10) go whole, not only their escape byte, and what other
+/// control characters remain go too. Of a line redrawn in place (carriage
+/// returns), the last drawing.
+pub fn last_line(output: &[u8]) -> String {
+    let text = String::from_utf8_lossy(output);
+    let shown = |line: &str| -> String {
+        let line = line
+            .split('\r')
+            .rfind(|part| !part.trim().is_empty())
+            .unwrap_or_default();
+        without_sequences(line)
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(MAX_ERROR_CHARS)
+            .collect::<String>()
+            .trim()
+            .to_owned()
     };
-    let text = String::from_utf8_lossy(&bytes);
-    let line = text
-        .lines()
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .unwrap_or_default();
-    without_sequences(line)
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(MAX_ERROR_CHARS)
-        .collect::<String>()
-        .trim()
-        .to_owned()
+    text.lines()
+        .map(shown)
+        .rfind(|line| !line.is_empty())
+        .unwrap_or_default()
 }
 
 /// `text` without its terminal sequences (ECMA-48): a control sequence
@@ -542,6 +565,7 @@ mod tests {
                 rung: StartKind::ResumedById,
                 exit_code: 1,
                 error: "no such session".into(),
+                window: Some((1_700_000_000, 1_700_000_001)),
             }],
             started: Some(StartKind::ContinueRequested),
             modified: Some("1700000000000000001".into()),
@@ -557,6 +581,7 @@ mod tests {
             rung: StartKind::ContinueRequested,
             exit_code: 1,
             error: String::new(),
+            window: None,
         });
         later.started = Some(StartKind::Fresh);
         assert_eq!(fold_report(&mut conv, &later).len(), 1);
@@ -568,6 +593,23 @@ mod tests {
     }
 
     #[test]
+    fn the_last_line_is_the_last_drawn_and_only_what_shows() {
+        let terminal = "Welcome\r\n\x1b[2K\x1b[1G\x1b[31mNo conversation found\x1b[39m with \
+                        session ID: 42\r\n\x1b[?25h\x1b]0;claude\x07\r\n  \r\n";
+        assert_eq!(
+            last_line(terminal.as_bytes()),
+            "No conversation found with session ID: 42"
+        );
+        // A line drawn again in place: its last drawing.
+        assert_eq!(
+            last_line(b"loading 10%\rloading 90%\rfailed: no id\r\n"),
+            "failed: no id"
+        );
+        assert_eq!(last_line(b""), "");
+        assert_eq!(last_line(&[b'x'; 1000]).len(), MAX_ERROR_CHARS);
+    }
+
+    #[test]
     fn a_hostile_report_is_read_safely() {
         let dir = tempfile::tempdir().unwrap();
         let layout = Layout::new(dir.path());
@@ -575,7 +617,9 @@ mod tests {
         std::fs::create_dir_all(&state).unwrap();
         std::fs::write(
             state.join("agent-start"),
-            "start 17-3\ntry minted\nfallback minted 1\nfallback bogus 2\ntry \x1b[31mfresh\ngarbage\n",
+            "start 17-3\ntry minted\nfallback minted 1\nfallback bogus 2\ntry \x1b[31mfresh\n\
+             fallback continue-requested 1 1700000000 1700000002\n\
+             fallback fresh 1 17000000x0 1700000002\ngarbage\n",
         )
         .unwrap();
         std::fs::write(
@@ -588,11 +632,28 @@ mod tests {
         assert_eq!(report.started, None, "an unknown rung word is not trusted");
         assert_eq!(
             report.fallbacks,
-            [Fallback {
-                rung: StartKind::Minted,
-                exit_code: 1,
-                error: "Error: session exists".into(),
-            }]
+            [
+                // A wrapper before the window: none.
+                Fallback {
+                    rung: StartKind::Minted,
+                    exit_code: 1,
+                    error: "Error: session exists".into(),
+                    window: None,
+                },
+                Fallback {
+                    rung: StartKind::ContinueRequested,
+                    exit_code: 1,
+                    error: String::new(),
+                    window: Some((1_700_000_000, 1_700_000_002)),
+                },
+                // A window that is not two numbers is none.
+                Fallback {
+                    rung: StartKind::Fresh,
+                    exit_code: 1,
+                    error: String::new(),
+                    window: None,
+                },
+            ]
         );
         // A FIFO where the report goes is not waited on.
         let fifo = state.join("agent-start");

@@ -66,6 +66,7 @@ pub async fn run(args: &LogsArgs) -> Result<()> {
             .map(|since| jiff::Timestamp::now().as_second() - since.as_secs() as i64),
         tail: args.tail,
         timestamps: false,
+        until_unix: None,
     };
     loop {
         print_log(&engine, &id, request).await?;
@@ -87,8 +88,7 @@ pub async fn run(args: &LogsArgs) -> Result<()> {
                 request = LogsRequest {
                     follow: true,
                     since_unix: Some(ended_at),
-                    tail: None,
-                    timestamps: false,
+                    ..LogsRequest::default()
                 };
             }
             Next::Replaced { id: new, record } => {
@@ -97,9 +97,7 @@ pub async fn run(args: &LogsArgs) -> Result<()> {
                 // A new container's log is new: all of it.
                 request = LogsRequest {
                     follow: true,
-                    since_unix: None,
-                    tail: None,
-                    timestamps: false,
+                    ..LogsRequest::default()
                 };
             }
             Next::End(why) => {
