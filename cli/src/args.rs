@@ -251,6 +251,22 @@ pub struct DiffArgs {
     pub prune: bool,
 }
 
+impl Command {
+    /// How the command waits, for those that converge: its `--timeout` is
+    /// the command's own deadline (see `deadline`).
+    pub fn wait(&self) -> Option<&WaitArgs> {
+        match self {
+            Self::Apply(args) => Some(&args.wait),
+            Self::Launch(args) => Some(&args.wait),
+            Self::SetPhase { wait, .. }
+            | Self::Rollout { wait, .. }
+            | Self::Delete { wait, .. }
+            | Self::Attach { wait, .. } => Some(wait),
+            _ => None,
+        }
+    }
+}
+
 /// How a one-shot command waits for the convergence it asked for.
 #[derive(Debug, Args)]
 pub struct WaitArgs {

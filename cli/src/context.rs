@@ -132,7 +132,8 @@ pub fn open_store_to_change() -> Result<Store> {
 /// command that cannot converge changes nothing. Engines that instances
 /// name (`spec.engine`) are connected when they are first needed.
 pub async fn connect() -> Result<Engines> {
-    Ok(Engines::new(Some(Engine::connect().await?)))
+    let engine = crate::deadline::bounded(async { Ok(Engine::connect().await?) }).await?;
+    Ok(Engines::new(Some(engine)))
 }
 
 /// Fault injection for tests: with `JACKIN_PAUSE_AT=<point>:<seconds>`, a
@@ -171,8 +172,10 @@ pub async fn converge_quietly(
     let mut reconciler = Reconciler::new(store.clone(), engines.clone());
     reconciler.progress = reporter.sink();
     let names = [name.to_owned()];
-    let results = converge::converge(&reconciler, &names, wait.timeout, wait.concurrency).await;
+    let converging = converge::converge(&reconciler, &names, wait.timeout, wait.concurrency);
+    let results = crate::deadline::bounded(async { Ok(converging.await) }).await;
     reporter.finish();
+    let results = results?;
     for (name, result) in results {
         run_logs::reconciled(&name, &result, reporter.stepped(&name));
         if let Outcome::Blocked { digest } = result.with_context(|| format!("instance/{name}"))? {
@@ -199,8 +202,10 @@ pub async fn converge_and_report(
     let reporter = progress::Reporter::new(verbose);
     let mut reconciler = Reconciler::new(store, engines);
     reconciler.progress = reporter.sink();
-    let results = converge::converge(&reconciler, names, wait.timeout, wait.concurrency).await;
+    let converging = converge::converge(&reconciler, names, wait.timeout, wait.concurrency);
+    let results = crate::deadline::bounded(async { Ok(converging.await) }).await;
     reporter.finish();
+    let results = results?;
     let mut failed = 0;
     for (name, result) in results {
         run_logs::reconciled(&name, &result, reporter.stepped(&name));

@@ -34,6 +34,9 @@ pub fn for_error(err: &(dyn Error + 'static)) -> Option<String> {
 }
 
 fn known(error: &(dyn Error + 'static)) -> Option<String> {
+    if let Some(e) = error.downcast_ref::<crate::deadline::GaveUp>() {
+        return Some(gave_up(e));
+    }
     if let Some(e) = error.downcast_ref::<ReconcileError>() {
         return reconcile(e);
     }
@@ -170,11 +173,29 @@ fn store(e: &StoreError) -> Option<String> {
     }
 }
 
+fn gave_up(e: &crate::deadline::GaveUp) -> String {
+    match &e.waiting {
+        Some(_) => "`docker info` asks that engine; restart it if it hangs, or point DOCKER_HOST \
+                    (or the docker context) at the engine you mean. What was done before the \
+                    deadline stays done; run the command again to carry on"
+            .into(),
+        None => "what was done before the deadline stays done: `jackin get -o wide` shows where \
+                 each instance stands; run the command again, with a longer --timeout, to carry \
+                 on (a running controller carries on by itself)"
+            .into(),
+    }
+}
+
 fn engine(e: &EngineError) -> Option<String> {
     match e {
         EngineError::Unreachable { .. } => {
             Some("start dockerd, or point DOCKER_HOST at a running engine".into())
         }
+        EngineError::NoAnswer { .. } => Some(
+            "the engine took the connection but did not answer: `docker info` asks it; restart \
+             it if it hangs, or point DOCKER_HOST (or the docker context) at the engine you mean"
+                .into(),
+        ),
         EngineError::Endpoint(e) => endpoint(e),
         EngineError::Offline { .. } => Some(
             "start that engine or mend the way to it, then run the command again; `jackin \

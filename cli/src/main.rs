@@ -4,6 +4,7 @@
 mod args;
 mod cmd;
 mod context;
+mod deadline;
 mod hints;
 mod output;
 mod progress;
@@ -106,8 +107,19 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 
 async fn run(cli: Cli) -> Result<()> {
     let verbose = cli.verbose > 0;
+    if let Some(wait) = cli.command.wait() {
+        deadline::start(wait.timeout);
+    }
     match cli.command {
-        Command::Apply(args) => cmd::apply::run(open_store_to_change, &args, verbose).await,
+        // Neither ever waits for the operator: the clock bounds all of it.
+        Command::Apply(args) => {
+            deadline::bounded(Box::pin(cmd::apply::run(
+                open_store_to_change,
+                &args,
+                verbose,
+            )))
+            .await
+        }
         Command::Diff(args) => cmd::apply::diff(&open_store()?, &args),
         Command::Get(args) => cmd::get::run(&open_store()?, &args).await,
         Command::Describe { first, name } => cmd::describe::run(&first, name.as_deref()).await,
@@ -130,13 +142,13 @@ async fn run(cli: Cli) -> Result<()> {
             wait,
         } => {
             // Boxed: a dry run's preview is a large future.
-            Box::pin(cmd::rollout::run(
+            deadline::bounded(Box::pin(cmd::rollout::run(
                 &Targets::new(&names, &select),
                 dry_run,
                 moving,
                 &wait,
                 verbose,
-            ))
+            )))
             .await
         }
         Command::Delete {

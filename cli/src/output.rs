@@ -7,11 +7,11 @@ use anyhow::Result;
 use jackin_api::agent::Strategy;
 use jackin_api::credentials::{AuthForward, PinnedCredentials};
 use jackin_api::instance::{
-    Conversation, CredentialsStatus, IdleStatus, InstancePhase, MountStatus, OutcomeSource, Recipe,
-    SessionOutcome, SettledBy, StartKind,
+    Conversation, CredentialsStatus, IdleStatus, InstancePhase, InstanceStatus, MountStatus,
+    OutcomeSource, Recipe, SessionOutcome, SettledBy, StartKind,
 };
-use jackin_api::meta::find_condition;
-use jackin_api::names::condition;
+use jackin_api::meta::{ConditionStatus, find_condition};
+use jackin_api::names::{condition, reason};
 use jackin_api::security::PinnedSecurity;
 use jackin_api::{Agent, DesiredPhase, Instance, Workspace};
 use jackin_controller::DryRun;
@@ -363,7 +363,7 @@ pub fn instance_table(
             let mut row = vec![
                 obj.metadata.name.clone(),
                 obj.desired_phase().to_string(),
-                or_dash(status.phase),
+                phase_shown(&status),
                 or_dash(status.restore.as_ref().map(|r| format!("tier {}", r.tier))),
                 age(obj.metadata.creation_timestamp, now),
             ];
@@ -402,6 +402,27 @@ pub fn instance_table(
         })
         .collect();
     table(&header, &rows)
+}
+
+/// The PHASE cell: the phase, but for a `Running` one whose container is
+/// not running now (removed or stopped behind jackin's back, or its engine
+/// not answering), why it is not: its `Ready` reason, as kubectl's STATUS
+/// shows a pod's.
+fn phase_shown(status: &InstanceStatus) -> String {
+    let not_running = find_condition(&status.conditions, condition::READY).filter(|ready| {
+        ready.status == ConditionStatus::False
+            && [
+                reason::CONTAINER_MISSING,
+                reason::ENGINE_RESTARTED,
+                reason::ENGINE_UNREACHABLE,
+                reason::SESSION_ENDED,
+            ]
+            .contains(&ready.reason.as_str())
+    });
+    match (status.phase, not_running) {
+        (Some(InstancePhase::Running), Some(ready)) => ready.reason.clone(),
+        (phase, _) => or_dash(phase),
+    }
 }
 
 /// The engine an instance runs on: the pinned one, else the one its spec

@@ -81,6 +81,7 @@ pub fn rich_available() -> bool {
 
 /// Asks, and waits for the answer.
 pub async fn choose(screen: &Screen, keyboard: &mut Keyboard) -> Result<Answer> {
+    let _turn = crate::deadline::operators_turn();
     if rich_available() {
         match rich(screen, keyboard).await {
             Ok(choice) => return Ok(choice),

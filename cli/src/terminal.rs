@@ -47,6 +47,7 @@ impl Keyboard {
 
     /// The next line typed (without its end), or `None` at end of input.
     pub async fn line(&mut self) -> Option<String> {
+        let _turn = crate::deadline::operators_turn();
         loop {
             if let Some(end) = self.pending.iter().position(|b| *b == b'\n' || *b == b'\r') {
                 // "\r\n" ends one line, not two.

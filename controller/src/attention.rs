@@ -4,7 +4,7 @@
 //! (the attached lock, the container's output, its counters compared with
 //! `idle::moved`).
 //!
-//! The cost of a look: one container listing per engine, then, for each
+//! The cost of a look: one container listing per engine ([`listing`]), then, for each
 //! running instance only, one log call (the last entry, with its time) and,
 //! when counters are asked for, one stats call; at most [`CONCURRENCY`]
 //! calls are in flight at once. Instances that are not running are decided
@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use jackin_api::instance::{Instance, InstancePhase};
-use jackin_api::names::label;
 use jackin_api::workspace::WorkspaceSpec;
 use jackin_reconcilers::attention::{self, Attention, Observed};
 use jackin_reconcilers::engine::Usage;
@@ -24,7 +23,7 @@ use jackin_reconcilers::{Engine, EngineError};
 use jiff::Timestamp;
 
 use crate::Reconciler;
-use crate::reconcile::engine_name;
+use crate::listing::{self, Listing, Seen};
 
 /// How often a live view (`jackin top`, its plain lines) looks again with
 /// `running` instances running: every 2 s, or with many, 10 ms for each, so
@@ -81,13 +80,37 @@ pub async fn look(
     stats: bool,
     previous: &HashMap<String, Look>,
 ) -> HashMap<String, Look> {
-    let store = &reconciler.store;
-    let workspaces: HashMap<String, WorkspaceSpec> = store
+    let workspaces = workspaces(reconciler);
+    let running: Vec<&Instance> = objects
+        .iter()
+        .filter(|obj| obj.phase() == Some(InstancePhase::Running))
+        .collect();
+    let listing = listing::list(reconciler, &running, &workspaces).await;
+    look_listed(reconciler, objects, stats, previous, &listing).await
+}
+
+/// The workspaces by name, for each instance's engine and thresholds.
+pub fn workspaces(reconciler: &Reconciler) -> HashMap<String, WorkspaceSpec> {
+    reconciler
+        .store
         .list_workspaces()
         .unwrap_or_default()
         .into_iter()
         .map(|ws| (ws.metadata.name, ws.spec))
-        .collect();
+        .collect()
+}
+
+/// [`look`], with the engines already listed (each running instance's
+/// engine at least).
+pub async fn look_listed(
+    reconciler: &Reconciler,
+    objects: &[Instance],
+    stats: bool,
+    previous: &HashMap<String, Look>,
+    listing: &Listing,
+) -> HashMap<String, Look> {
+    let store = &reconciler.store;
+    let workspaces = workspaces(reconciler);
     let workspace_of = |obj: &Instance| {
         obj.spec
             .workspace
@@ -96,16 +119,10 @@ pub async fn look(
     };
     let now = Timestamp::now();
     let mut looks = HashMap::new();
-    // The running ones, by engine; the rest decided from their phase.
-    let mut by_engine: HashMap<Option<String>, Vec<&Instance>> = HashMap::new();
+    let mut work = Vec::new();
     for obj in objects {
         let phase = obj.phase();
-        if phase == Some(InstancePhase::Running) {
-            by_engine
-                .entry(engine_name(obj, workspace_of(obj)))
-                .or_default()
-                .push(obj);
-        } else {
+        if phase != Some(InstancePhase::Running) {
             let observed = Observed {
                 phase,
                 ..Observed::default()
@@ -118,50 +135,27 @@ pub async fn look(
                     ..Look::default()
                 },
             );
-        }
-    }
-    let mut work = Vec::new();
-    for (name, objs) in by_engine {
-        // An engine that does not answer costs its instances their
-        // attention, and the look no more than [`ENGINE_WAIT`].
-        let listed = tokio::time::timeout(ENGINE_WAIT, async {
-            let engine = reconciler.engines.get(name.as_deref()).await.ok()?.engine;
-            let containers = engine
-                .list_containers(&[(label::MANAGED, "true")])
-                .await
-                .ok()?;
-            Some((engine, containers))
-        })
-        .await;
-        let Ok(Some((engine, containers))) = listed else {
             continue;
-        };
-        // Each running container by its instance's uid: a container
-        // merely named like the unit is not the instance's.
-        let running: HashMap<&str, &str> = containers
-            .iter()
-            .filter(|c| c.state.is_some_and(|s| s.to_string() == "running"))
-            .filter_map(|c| {
-                let uid = c.labels.as_ref()?.get(label::UID)?;
-                let sidecar = c.labels.as_ref()?.get(label::SIDECAR);
-                (sidecar.is_none()).then_some((uid.as_str(), c.id.as_deref()?))
-            })
-            .collect();
-        for obj in objs {
-            let id = obj
-                .metadata
-                .uid
-                .as_deref()
-                .and_then(|uid| running.get(uid))
-                .map(|id| (*id).to_owned());
-            let threshold = attention::needs_you_after(workspace_of(obj));
-            // Owned: a stream of borrowed items cannot run in a spawned task.
-            work.push((obj.clone(), engine.clone(), id, threshold));
+        }
+        let threshold = attention::needs_you_after(workspace_of(obj));
+        // Owned: a stream of borrowed items cannot run in a spawned task.
+        match listing.seen(obj) {
+            Some(Seen::Running { engine, id }) => {
+                work.push((
+                    obj.clone(),
+                    Some((engine.clone(), id.to_owned())),
+                    threshold,
+                ));
+            }
+            // An engine that does not answer costs its instances their
+            // attention, and the look no more than the listing's wait.
+            Some(Seen::EngineUnreachable) | None => {}
+            Some(Seen::Missing | Seen::Stopped) => work.push((obj.clone(), None, threshold)),
         }
     }
     let layout = store.layout();
     let found: Vec<(String, Look)> = futures::stream::iter(work)
-        .map(|(obj, engine, id, threshold)| async move {
+        .map(|(obj, running, threshold)| async move {
             let unit = obj
                 .status
                 .as_ref()
@@ -169,23 +163,26 @@ pub async fn look(
                 .unwrap_or_default();
             let name = obj.metadata.name.clone();
             let before = previous.get(&name);
-            let look = match id {
-                Some(id) => tokio::time::timeout(ENGINE_WAIT, one(&engine, &id, stats, before))
-                    .await
-                    .map_err(|_| ())
-                    .and_then(|found| found.map_err(drop))
-                    .map(|mut look| {
-                        let observed = Observed {
-                            phase: obj.phase(),
-                            attached: !unit.is_empty()
-                                && jackin_reconcilers::session::attached(layout, &unit),
-                            last_output: look.last_output,
-                            moved: look.moved,
-                        };
-                        look.attention = attention::decide(&observed, Timestamp::now(), threshold);
-                        look
-                    })
-                    .unwrap_or_default(),
+            let look = match running {
+                Some((engine, id)) => {
+                    tokio::time::timeout(ENGINE_WAIT, one(&engine, &id, stats, before))
+                        .await
+                        .map_err(|_| ())
+                        .and_then(|found| found.map_err(drop))
+                        .map(|mut look| {
+                            let observed = Observed {
+                                phase: obj.phase(),
+                                attached: !unit.is_empty()
+                                    && jackin_reconcilers::session::attached(layout, &unit),
+                                last_output: look.last_output,
+                                moved: look.moved,
+                            };
+                            look.attention =
+                                attention::decide(&observed, Timestamp::now(), threshold);
+                            look
+                        })
+                        .unwrap_or_default()
+                }
                 // Running by its record, with no running container: the
                 // loop has not seen it end yet; nothing to say.
                 None => Look::default(),

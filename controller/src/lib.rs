@@ -17,6 +17,7 @@ pub mod events;
 mod fault;
 pub mod idle;
 pub mod keep_cap;
+pub mod listing;
 pub mod metrics;
 pub mod new_session;
 pub mod notify;

@@ -31,7 +31,6 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use jackin_api::InstancePhase;
 use jackin_api::names::reason;
-use jackin_reconcilers::EngineError;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -477,7 +476,7 @@ pub fn attention_counts<'a>(looks: impl IntoIterator<Item = &'a Look>) -> BTreeM
 pub fn error_reason(error: &ReconcileError) -> &'static str {
     match error {
         ReconcileError::Step { error, .. } => error.reason(),
-        ReconcileError::Engine(EngineError::Unreachable { .. }) => reason::ENGINE_UNREACHABLE,
+        ReconcileError::Engine(e) if e.is_unreachable() => reason::ENGINE_UNREACHABLE,
         ReconcileError::Engine(_) => reason::ENGINE_ERROR,
         ReconcileError::Store(_) => reason::FILESYSTEM_ERROR,
         ReconcileError::NotConverging => "NotConverging",

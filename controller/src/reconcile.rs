@@ -1266,7 +1266,8 @@ fn note_engine<T>(
         Err(error) => error,
     };
     let reason = match &error {
-        EngineError::Unreachable { .. } | EngineError::Endpoint(_) => reason::ENGINE_UNREACHABLE,
+        e if e.is_unreachable() => reason::ENGINE_UNREACHABLE,
+        EngineError::Endpoint(_) => reason::ENGINE_UNREACHABLE,
         _ => reason::ENGINE_ERROR,
     };
     // An engine named so that it can never be reached (a context that does

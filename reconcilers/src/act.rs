@@ -154,7 +154,7 @@ impl ActError {
     /// The condition reason that names this kind of failure.
     pub fn reason(&self) -> &'static str {
         match self {
-            Self::Engine(EngineError::Unreachable { .. }) => reason::ENGINE_UNREACHABLE,
+            Self::Engine(e) if e.is_unreachable() => reason::ENGINE_UNREACHABLE,
             Self::Engine(EngineError::Build(_)) => reason::BUILD_FAILED,
             Self::Engine(_) => reason::ENGINE_ERROR,
             Self::Recipe(e) => recipe_reason(e),
@@ -175,7 +175,7 @@ impl ActError {
             Self::Addresses(AddressError::Exhausted { .. }) => reason::ADDRESS_POOL_EXHAUSTED,
             Self::Addresses(AddressError::Config(_)) => reason::INVALID_CONFIG,
             Self::Addresses(AddressError::Engine(e)) => match e {
-                EngineError::Unreachable { .. } => reason::ENGINE_UNREACHABLE,
+                e if e.is_unreachable() => reason::ENGINE_UNREACHABLE,
                 _ => reason::ENGINE_ERROR,
             },
         }

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use bollard::Docker;
 pub use bollard::container::LogOutput;
@@ -30,7 +31,23 @@ use futures::stream::BoxStream;
 use jackin_api::names::label;
 use jiff::Timestamp;
 
+use crate::answer;
 use crate::endpoint::{self, EndpointError, Inputs};
+
+/// How long one call may wait for the engine (see [`answer`]).
+#[derive(Debug, Clone, Copy)]
+enum Wait {
+    /// A call the engine answers at once: [`answer::ANSWER`], and said on
+    /// the log once it has waited [`answer::NOTICE_AFTER`].
+    Answer,
+    /// A call whose work takes time (a stop's grace, a build): its own
+    /// deadline, and no notice while the work goes on.
+    Work(Duration),
+    /// A call that runs something to its end (a command, a probe): the
+    /// caller bounds it; each request it makes has the engine's answer
+    /// deadline.
+    Caller,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -52,6 +69,17 @@ pub enum EngineError {
     /// stream that reported an error, a reply it could not read).
     #[error("the Docker engine failed to {action}: {message}")]
     Failed { action: String, message: String },
+    /// The engine took the connection and did not answer in time: it may
+    /// be stopped, stuck or overloaded; nothing is known of the call.
+    #[error(
+        "the Docker engine at {endpoint} did not answer within {} s ({action})",
+        after.as_secs()
+    )]
+    NoAnswer {
+        endpoint: String,
+        action: String,
+        after: Duration,
+    },
     #[error(transparent)]
     Endpoint(#[from] EndpointError),
     /// A call made while the loop carries on without the engine (see
@@ -87,6 +115,13 @@ impl EngineError {
 }
 
 impl EngineError {
+    /// Whether the engine could not be asked at all: no connection, or no
+    /// answer in time. Nothing is known of the call, so nothing may be read
+    /// from it (least of all "missing").
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, Self::Unreachable { .. } | Self::NoAnswer { .. })
+    }
+
     /// Whether the engine refused to start a container with a server error
     /// (5xx). That is how Docker reports most of its runtime's refusals of
     /// the container itself (a user the image does not have, a mount the
@@ -354,20 +389,34 @@ impl Engine {
             endpoint: endpoint.host.clone(),
             source,
         };
-        const TIMEOUT_SECS: u64 = 120;
+        // Every request waits for the engine's answer this long at most
+        // (the headers of a stream: not what follows them).
         let docker = match &endpoint.tls {
             Some(tls) => Docker::connect_with_ssl(
                 &endpoint.host,
                 &tls.key,
                 &tls.cert,
                 &tls.ca,
-                TIMEOUT_SECS,
+                answer::ANSWER.as_secs(),
                 bollard::API_DEFAULT_VERSION,
             ),
-            None => Docker::connect_with_host(&endpoint.host),
+            None => {
+                Docker::connect_with_host(&endpoint.host).map(|d| d.with_timeout(answer::ANSWER))
+            }
         }
         .map_err(unreachable)?;
-        let docker = docker.negotiate_version().await.map_err(unreachable)?;
+        let action = "connect (agree on the API version)";
+        let no_answer = || EngineError::NoAnswer {
+            endpoint: endpoint.host.clone(),
+            action: action.to_owned(),
+            after: answer::ANSWER,
+        };
+        let negotiated = answer::awaited(&endpoint.host, action, false, docker.negotiate_version());
+        let docker = match tokio::time::timeout(answer::ANSWER, negotiated).await {
+            Ok(Ok(docker)) => docker,
+            Ok(Err(BollardError::RequestTimeoutError)) | Err(_) => return Err(no_answer()),
+            Ok(Err(e)) => return Err(unreachable(e)),
+        };
         tracing::debug!(
             host = endpoint.host,
             source = endpoint.source,
@@ -399,6 +448,36 @@ impl Engine {
         self.calls.load(Ordering::Relaxed)
     }
 
+    /// Asks the engine: `call` is what was asked (`action`, for messages),
+    /// answered within `wait`'s deadline (see [`answer`]).
+    async fn ask<T>(
+        &self,
+        action: &str,
+        wait: Wait,
+        call: BoxFuture<'_, Result<T, EngineError>>,
+    ) -> Result<T, EngineError> {
+        let (deadline, quiet) = match wait {
+            Wait::Answer => (Some(answer::ANSWER), false),
+            Wait::Work(deadline) => (Some(deadline), true),
+            Wait::Caller => (None, true),
+        };
+        // Boxed: every engine call goes through here, and the timers would
+        // otherwise grow every future that awaits one.
+        let call = Box::pin(answer::awaited(&self.endpoint, action, quiet, call));
+        let Some(deadline) = deadline else {
+            return call.await;
+        };
+        Box::pin(tokio::time::timeout(deadline, call))
+            .await
+            .unwrap_or_else(|_| {
+                Err(EngineError::NoAnswer {
+                    endpoint: self.endpoint.clone(),
+                    action: action.to_owned(),
+                    after: deadline,
+                })
+            })
+    }
+
     fn count(&self) -> &dyn EngineCalls {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.api.as_ref()
@@ -414,7 +493,12 @@ impl Engine {
         &self,
         labels: &[(&str, &str)],
     ) -> Result<Vec<ContainerSummary>, EngineError> {
-        self.count().list_containers(labels).await
+        self.ask(
+            "list containers",
+            Wait::Answer,
+            self.count().list_containers(labels),
+        )
+        .await
     }
 
     /// Networks that carry every label in `labels`.
@@ -422,17 +506,32 @@ impl Engine {
         &self,
         labels: &[(&str, &str)],
     ) -> Result<Vec<Network>, EngineError> {
-        self.count().list_networks(labels).await
+        self.ask(
+            "list networks",
+            Wait::Answer,
+            self.count().list_networks(labels),
+        )
+        .await
     }
 
     /// Volumes that carry every label in `labels`.
     pub async fn list_volumes(&self, labels: &[(&str, &str)]) -> Result<Vec<Volume>, EngineError> {
-        self.count().list_volumes(labels).await
+        self.ask(
+            "list volumes",
+            Wait::Answer,
+            self.count().list_volumes(labels),
+        )
+        .await
     }
 
     /// Removes a volume; `false` when it was already gone.
     pub async fn remove_volume(&self, name: &str) -> Result<bool, EngineError> {
-        self.count().remove_volume(name).await
+        self.ask(
+            &format!("remove volume {name}"),
+            Wait::Answer,
+            self.count().remove_volume(name),
+        )
+        .await
     }
 
     /// Creates a labelled volume. The engine answers as created for a
@@ -443,12 +542,18 @@ impl Engine {
         name: &str,
         labels: HashMap<String, String>,
     ) -> Result<HashMap<String, String>, EngineError> {
-        self.count().create_volume(name, labels).await
+        self.ask(
+            &format!("create volume {name}"),
+            Wait::Answer,
+            self.count().create_volume(name, labels),
+        )
+        .await
     }
 
     /// Every local image, with its id and tags.
     pub async fn list_images(&self) -> Result<Vec<ImageSummary>, EngineError> {
-        self.count().list_images().await
+        self.ask("list images", Wait::Answer, self.count().list_images())
+            .await
     }
 
     /// Creates a bridge network, on `subnet` when one is given (else the
@@ -459,21 +564,41 @@ impl Engine {
         labels: HashMap<String, String>,
         subnet: Option<String>,
     ) -> Result<String, EngineError> {
-        self.count().create_network(name, labels, subnet).await
+        self.ask(
+            &format!("create network {name}"),
+            Wait::Answer,
+            self.count().create_network(name, labels, subnet),
+        )
+        .await
     }
 
     /// Removes a network; `false` when it was already gone.
     pub async fn remove_network(&self, name: &str) -> Result<bool, EngineError> {
-        self.count().remove_network(name).await
+        self.ask(
+            &format!("remove network {name}"),
+            Wait::Answer,
+            self.count().remove_network(name),
+        )
+        .await
     }
 
     pub async fn start_container(&self, name: &str) -> Result<(), EngineError> {
-        self.count().start_container(name).await
+        self.ask(
+            &format!("start container {name}"),
+            Wait::Answer,
+            self.count().start_container(name),
+        )
+        .await
     }
 
     /// Stops a container, giving its process `grace_secs` before SIGKILL.
     pub async fn stop_container(&self, name: &str, grace_secs: i32) -> Result<(), EngineError> {
-        self.count().stop_container(name, grace_secs).await
+        self.ask(
+            &format!("stop container {name}"),
+            Wait::Work(answer::stop(grace_secs)),
+            self.count().stop_container(name, grace_secs),
+        )
+        .await
     }
 
     /// The engine's event stream, filtered by label. Events are hints that
@@ -491,12 +616,22 @@ impl Engine {
         &self,
         id: &str,
     ) -> Result<bollard::container::AttachContainerResults, EngineError> {
-        self.count().attach(id).await
+        self.ask(
+            &format!("attach to {id}"),
+            Wait::Answer,
+            self.count().attach(id),
+        )
+        .await
     }
 
     /// Sets a container's terminal size.
     pub async fn resize(&self, id: &str, width: u16, height: u16) -> Result<(), EngineError> {
-        self.count().resize(id, width, height).await
+        self.ask(
+            &format!("resize {id}"),
+            Wait::Answer,
+            self.count().resize(id, width, height),
+        )
+        .await
     }
 
     /// Creates a container named `name`; returns its id.
@@ -505,7 +640,12 @@ impl Engine {
         name: &str,
         body: ContainerCreateBody,
     ) -> Result<String, EngineError> {
-        self.count().create_container(name, body).await
+        self.ask(
+            &format!("create container {name}"),
+            Wait::Answer,
+            self.count().create_container(name, body),
+        )
+        .await
     }
 
     /// `None` when the engine has no such container.
@@ -513,13 +653,23 @@ impl Engine {
         &self,
         name: &str,
     ) -> Result<Option<ContainerInspectResponse>, EngineError> {
-        self.count().inspect_container(name).await
+        self.ask(
+            &format!("inspect container {name}"),
+            Wait::Answer,
+            self.count().inspect_container(name),
+        )
+        .await
     }
 
     /// Removes a container, killing it first, with its anonymous volumes
     /// (which nothing else could ever reuse); `false` when it was already gone.
     pub async fn remove_container(&self, name: &str) -> Result<bool, EngineError> {
-        self.count().remove_container(name).await
+        self.ask(
+            &format!("remove container {name}"),
+            Wait::Answer,
+            self.count().remove_container(name),
+        )
+        .await
     }
 
     /// Builds an image from a tar build context, reporting each line of the
@@ -531,8 +681,10 @@ impl Engine {
         labels: &HashMap<String, String>,
         mut progress: impl FnMut(&str) + Send,
     ) -> Result<String, EngineError> {
-        self.count()
-            .build_image(context_tar, tag, labels, &mut progress)
+        let build = self
+            .count()
+            .build_image(context_tar, tag, labels, &mut progress);
+        self.ask(&format!("build {tag}"), Wait::Work(answer::BUILD), build)
             .await?;
         self.image_id(tag)
             .await?
@@ -541,9 +693,9 @@ impl Engine {
 
     /// The id of a local image, `None` when the engine has no such image.
     pub async fn image_id(&self, reference: &str) -> Result<Option<String>, EngineError> {
+        let inspect = self.count().inspect_image(reference);
         Ok(self
-            .count()
-            .inspect_image(reference)
+            .ask(&format!("inspect image {reference}"), Wait::Answer, inspect)
             .await?
             .and_then(|image| image.id))
     }
@@ -554,7 +706,14 @@ impl Engine {
         &self,
         reference: &str,
     ) -> Result<Option<ImageDefaults>, EngineError> {
-        let Some(image) = self.count().inspect_image(reference).await? else {
+        let Some(image) = self
+            .ask(
+                &format!("inspect image {reference}"),
+                Wait::Answer,
+                self.count().inspect_image(reference),
+            )
+            .await?
+        else {
             return Ok(None);
         };
         let config = image.config.unwrap_or_default();
@@ -577,13 +736,23 @@ impl Engine {
         id: &str,
         request: ExecRequest,
     ) -> Result<AttachedExec, EngineError> {
-        self.count().exec_attached(id, request).await
+        self.ask(
+            &format!("exec in {id}"),
+            Wait::Answer,
+            self.count().exec_attached(id, request),
+        )
+        .await
     }
 
     /// How a command started by [`Engine::exec_attached`] ended; `None`
     /// while it runs.
     pub async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>, EngineError> {
-        self.count().exec_exit_code(exec_id).await
+        self.ask(
+            &format!("inspect exec {exec_id}"),
+            Wait::Answer,
+            self.count().exec_exit_code(exec_id),
+        )
+        .await
     }
 
     /// Tells a command's terminal its size.
@@ -593,12 +762,22 @@ impl Engine {
         width: u16,
         height: u16,
     ) -> Result<(), EngineError> {
-        self.count().resize_exec(exec_id, width, height).await
+        self.ask(
+            &format!("resize exec {exec_id}"),
+            Wait::Answer,
+            self.count().resize_exec(exec_id, width, height),
+        )
+        .await
     }
 
     /// Removes an image; `false` when it was already gone.
     pub async fn remove_image(&self, reference: &str) -> Result<bool, EngineError> {
-        self.count().remove_image(reference).await
+        self.ask(
+            &format!("remove image {reference}"),
+            Wait::Answer,
+            self.count().remove_image(reference),
+        )
+        .await
     }
 
     /// The container's output (standard output and error, as written), from
@@ -614,7 +793,12 @@ impl Engine {
     /// Whether the container wrote anything to its output since the given
     /// time (whole seconds since the epoch).
     pub async fn output_since(&self, id: &str, since_unix: i64) -> Result<bool, EngineError> {
-        self.count().output_since(id, since_unix).await
+        self.ask(
+            &format!("read the log of {id}"),
+            Wait::Answer,
+            self.count().output_since(id, since_unix),
+        )
+        .await
     }
 
     /// When the container last wrote output, and that last entry of its
@@ -643,12 +827,22 @@ impl Engine {
     /// its own counters in one stats call; `None` when the engine reports no
     /// CPU time (it is not running).
     pub async fn usage(&self, id: &str) -> Result<Option<Usage>, EngineError> {
-        self.count().usage(id).await
+        self.ask(
+            &format!("read the counters of {id}"),
+            Wait::Answer,
+            self.count().usage(id),
+        )
+        .await
     }
 
     /// Runs `argv` in the container and waits for it to end.
     pub async fn exec(&self, id: &str, argv: Vec<String>) -> Result<ExecOutcome, EngineError> {
-        self.count().exec(id, argv).await
+        self.ask(
+            &format!("exec in {id}"),
+            Wait::Caller,
+            self.count().exec(id, argv),
+        )
+        .await
     }
 
     /// Runs `argv` in a throwaway container of `image` to its end, and
@@ -661,7 +855,12 @@ impl Engine {
         argv: Vec<String>,
         labels: HashMap<String, String>,
     ) -> Result<ExecOutcome, EngineError> {
-        self.count().probe(image, argv, labels).await
+        self.ask(
+            &format!("probe image {image}"),
+            Wait::Caller,
+            self.count().probe(image, argv, labels),
+        )
+        .await
     }
 }
 
@@ -740,6 +939,11 @@ impl DockerCalls {
             | BollardError::MissingVersionBuildkitError {} => EngineError::Failed {
                 action: action.to_owned(),
                 message: err.to_string(),
+            },
+            BollardError::RequestTimeoutError => EngineError::NoAnswer {
+                endpoint: self.endpoint.clone(),
+                action: action.to_owned(),
+                after: answer::ANSWER,
             },
             other => EngineError::Unreachable {
                 endpoint: self.endpoint.clone(),
@@ -912,9 +1116,18 @@ impl EngineCalls for DockerCalls {
     ) -> BoxFuture<'a, Result<(), EngineError>> {
         Box::pin(async move {
             let options = StopContainerOptionsBuilder::default().t(grace_secs).build();
-            let result = self.docker.stop_container(name, Some(options)).await;
-            self.absent_on_404(&format!("stop container {name}"), result)
-                .map(drop)
+            // The engine answers once the container stopped: after the
+            // grace period at most, then its own answer.
+            let docker = self.docker.clone().with_timeout(answer::stop(grace_secs));
+            let action = format!("stop container {name}");
+            match docker.stop_container(name, Some(options)).await {
+                Err(BollardError::RequestTimeoutError) => Err(EngineError::NoAnswer {
+                    endpoint: self.endpoint.clone(),
+                    action,
+                    after: answer::stop(grace_secs),
+                }),
+                result => self.absent_on_404(&action, result).map(drop),
+            }
         })
     }
 
@@ -1023,11 +1236,12 @@ impl EngineCalls for DockerCalls {
                 .forcerm(true)
                 .labels(labels)
                 .build();
-            let mut stream = self.docker.build_image(
-                options,
-                None,
-                Some(bollard::body_full(context_tar.into())),
-            );
+            // The engine answers a build once it has the context and
+            // starts on it; a large context on a busy engine may take
+            // longer than a plain call's answer.
+            let docker = self.docker.clone().with_timeout(answer::BUILD);
+            let mut stream =
+                docker.build_image(options, None, Some(bollard::body_full(context_tar.into())));
             while let Some(item) = stream.next().await {
                 let info = item.map_err(|e| self.classify(&format!("build {tag}"), e))?;
                 if let Some(detail) = info.error_detail {
@@ -1310,7 +1524,7 @@ impl EngineCalls for DockerCalls {
                             output: tail_text(&output),
                         });
                     }
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                 }
                 Err(EngineError::Refused {
                     action: format!("probe image {image}"),

@@ -6,6 +6,7 @@
 
 pub mod act;
 pub mod addresses;
+pub mod answer;
 pub mod assess;
 pub mod attention;
 mod build_log;

@@ -21,6 +21,7 @@ use tokio::io::AsyncWriteExt;
 use crate::args::WaitArgs;
 use crate::cmd::launch;
 use crate::context::{connect, converge_quietly, enforce_keep_cap_quietly, open_store_to_change};
+use crate::deadline;
 use crate::output;
 use crate::screens::{self, Answer, Kind, Screen};
 use crate::terminal::{Keyboard, RawMode, Resizes};
@@ -28,6 +29,8 @@ use crate::terminal::{Keyboard, RawMode, Resizes};
 /// Connects the terminal to the container until the agent exits or the
 /// operator detaches (Ctrl-P Ctrl-Q).
 async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) -> Result<()> {
+    // The session is the operator's time, not the command's `--timeout`.
+    let _turn = deadline::operators_turn();
     let tty = std::io::stdin().is_terminal();
     show_recent_output(engine, container).await;
     let mut attached = engine.attach(container).await?;
@@ -44,15 +47,25 @@ async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) 
     }
     let mut resizes = Resizes::watch(tty);
     let mut stdout = std::io::stdout();
+    // Reset by each output: a quiet stream makes jackin ask the engine.
+    let quiet = tokio::time::sleep(deadline::QUIET_CHECK);
+    tokio::pin!(quiet);
     loop {
         tokio::select! {
             item = attached.output.next() => match item {
                 Some(Ok(output)) => {
                     stdout.write_all(&output.into_bytes())?;
                     stdout.flush()?;
+                    quiet.as_mut().reset(tokio::time::Instant::now() + deadline::QUIET_CHECK);
                 }
                 _ => break,
             },
+            () = &mut quiet => {
+                if !deadline::still_running(engine, container).await? {
+                    break;
+                }
+                quiet.as_mut().reset(tokio::time::Instant::now() + deadline::QUIET_CHECK);
+            }
             // A full-screen agent redraws at the size it is told.
             (width, height) = resizes.next() => {
                 let _ = engine.resize(container, width, height).await;

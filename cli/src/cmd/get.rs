@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::{Result, anyhow};
-use jackin_api::meta::find_condition;
-use jackin_api::names::condition;
+use jackin_api::meta::{ConditionStatus, find_condition, set_condition};
+use jackin_api::names::{self, condition};
 use jackin_api::selector::Selector;
 use jackin_api::{Instance, ObjectMeta};
 use jiff::Timestamp;
@@ -16,7 +16,8 @@ use crate::args::{Format, GetArgs};
 use crate::cmd::select::{self, Kind};
 use crate::context::check_name;
 use crate::output;
-use jackin_controller::Store;
+use jackin_controller::listing::{self, Listing};
+use jackin_controller::{Reconciler, Store};
 
 pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
     let (kind, name) = match (args.first.as_deref(), args.name.as_deref()) {
@@ -93,10 +94,26 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 eprintln!("No instances found.");
                 return Ok(());
             }
+            let reconciler = Reconciler::new(
+                store.clone(),
+                jackin_controller::engines::Engines::new(None),
+            );
+            let (objects, listing) = match args.output {
+                // Names only: nothing the engine holds changes them.
+                Format::Name => (objects, Listing::default()),
+                _ => as_listed(&reconciler, objects).await,
+            };
             match args.output {
                 Format::Table => output::instance_table(&objects, false, now, None),
                 Format::Wide => {
-                    let looks = looks(store, &objects).await;
+                    let looks = jackin_controller::attention::look_listed(
+                        &reconciler,
+                        &objects,
+                        false,
+                        &Default::default(),
+                        &listing,
+                    )
+                    .await;
                     output::instance_table(&objects, true, now, Some(&looks))
                 }
                 Format::Yaml => output::yaml_stream(&printable(objects, |o| &mut o.metadata))?,
@@ -178,18 +195,42 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
     Ok(())
 }
 
-/// What a look at `objects` finds, for the ATTENTION column: their
-/// output, without counters (one log call per running instance; see
-/// [`jackin_controller::attention`]).
-pub async fn looks(
-    store: &Store,
-    objects: &[Instance],
-) -> std::collections::HashMap<String, jackin_controller::attention::Look> {
-    let reconciler = jackin_controller::Reconciler::new(
-        store.clone(),
-        jackin_controller::engines::Engines::new(None),
-    );
-    jackin_controller::attention::look(&reconciler, objects, false, &Default::default()).await
+/// `objects` as their engines list them now, and the listing: where an
+/// engine shows something other than the record (the container removed or
+/// stopped behind jackin's back, the engine not answering), the printed
+/// copy's `Ready` condition says so, with the reason the loop's next look
+/// will record; the record itself is the loop's to change. An engine that
+/// did not answer is warned of.
+async fn as_listed(reconciler: &Reconciler, objects: Vec<Instance>) -> (Vec<Instance>, Listing) {
+    let workspaces = jackin_controller::attention::workspaces(reconciler);
+    let listing = listing::list(reconciler, &objects.iter().collect::<Vec<_>>(), &workspaces).await;
+    let now = Timestamp::now();
+    let objects = objects
+        .into_iter()
+        .map(|mut obj| {
+            if let Some((reason, seen)) = listing.disagreement(&obj) {
+                let status = obj.status.get_or_insert_default();
+                set_condition(
+                    &mut status.conditions,
+                    condition::READY,
+                    ConditionStatus::False,
+                    reason,
+                    &format!("{seen} (seen by `jackin get`; the loop records it next)"),
+                    now,
+                );
+            }
+            obj
+        })
+        .collect();
+    for (engine, why) in listing.unanswered() {
+        eprintln!(
+            "warning: engine {}: {}; its instances are marked {}, as last recorded otherwise",
+            output::terminal_safe(jackin_controller::engines::display_name(engine)),
+            output::terminal_safe(why),
+            names::reason::ENGINE_UNREACHABLE,
+        );
+    }
+    (objects, listing)
 }
 
 /// The sources to list: each that owns an object now, and each whose last
@@ -199,7 +240,7 @@ pub async fn looks(
 fn owning_sources(store: &Store) -> Result<Vec<jackin_controller::source::SourceRecord>> {
     let mut owners = std::collections::BTreeSet::new();
     let mut note = |meta: &ObjectMeta| {
-        if let Some(id) = meta.labels.get(jackin_api::names::label::SOURCE) {
+        if let Some(id) = meta.labels.get(names::label::SOURCE) {
             owners.insert(id.clone());
         }
     };
@@ -253,7 +294,7 @@ pub async fn watch(
     let mut seen: BTreeMap<String, (String, String, String)> = BTreeMap::new();
     let mut first = true;
     let mut stdout = std::io::stdout();
-    let reconciler = jackin_controller::Reconciler::new(
+    let reconciler = Reconciler::new(
         store.clone(),
         jackin_controller::engines::Engines::new(None),
     );

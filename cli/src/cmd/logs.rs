@@ -119,8 +119,16 @@ async fn print_log(engine: &Engine, id: &str, request: LogsRequest) -> Result<()
     // its own; a sequence split between two is dropped or shown as plain
     // text, never passed on.
     let on_terminal = std::io::IsTerminal::is_terminal(&stdout);
-    while let Some(chunk) = logs.next().await {
-        let chunk = chunk?;
+    loop {
+        // A followed log may be quiet for long: then the engine is asked
+        // whether it still answers, and the container still runs.
+        let next = tokio::time::timeout(crate::deadline::QUIET_CHECK, logs.next()).await;
+        let chunk = match next {
+            Ok(Some(chunk)) => chunk?,
+            Ok(None) => break,
+            Err(_) if crate::deadline::still_running(engine, id).await? => continue,
+            Err(_) => break,
+        };
         if on_terminal {
             stdout.write_all(&crate::output::terminal_safe_replay(&chunk))?;
         } else {

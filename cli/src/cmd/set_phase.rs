@@ -132,7 +132,8 @@ pub async fn set_phases(
 /// are purged without it (the loop connects each one's engine when its
 /// purge needs it, and says what is left behind there).
 async fn engines_for_purge(current: &[Instance]) -> Result<Engines> {
-    match jackin_reconcilers::Engine::connect().await {
+    let connecting = async { Ok(jackin_reconcilers::Engine::connect().await) };
+    match crate::deadline::bounded(connecting).await? {
         Ok(engine) => Ok(Engines::new(Some(engine))),
         Err(e) if e.is_permanent() || !current.iter().any(made_on_engine) => {
             eprintln!("note: {e}; purging without it");

@@ -1,0 +1,178 @@
+//! What the engines hold now, from one container listing per engine: for
+//! the views that must not wait for the loop's next pass (`jackin get`, the
+//! looks of `jackin top` and `get -o wide`). The record says what the loop
+//! last saw; the listing says what is there, so a container removed behind
+//! jackin's back, or an engine that stopped answering, shows at once.
+//!
+//! Each engine is listed once, all of them at once, and each for at most
+//! [`LIST_WAIT`]: an engine that does not answer costs its instances their
+//! listing (they are [`Seen::EngineUnreachable`]), and the view no more
+//! than that.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use jackin_api::instance::{Instance, InstancePhase};
+use jackin_api::names::{label, reason};
+use jackin_api::workspace::WorkspaceSpec;
+use jackin_reconcilers::Engine;
+
+use crate::Reconciler;
+use crate::engines::EngineName;
+use crate::reconcile::engine_name;
+
+/// How long a view waits for one engine's listing: less than the wait
+/// after which a call is said to be slow, since the view says it itself.
+pub const LIST_WAIT: Duration = Duration::from_secs(4);
+
+/// One engine's listing: its running agent containers by instance uid, and
+/// every uid it holds a container of, running or not.
+#[derive(Debug)]
+struct Held {
+    engine: Engine,
+    running: HashMap<String, String>,
+    stopped: Vec<String>,
+}
+
+/// The engines' listings, for the instances they were made for.
+#[derive(Debug, Default)]
+pub struct Listing {
+    engines: HashMap<EngineName, Result<Held, String>>,
+    /// Each instance's engine, by instance name.
+    engine_of: HashMap<String, EngineName>,
+}
+
+/// What the listing shows of one instance.
+#[derive(Debug, Clone, Copy)]
+pub enum Seen<'a> {
+    /// Its agent's container runs: the engine, and the container's id.
+    Running { engine: &'a Engine, id: &'a str },
+    /// Its container is there and stopped.
+    Stopped,
+    /// The engine holds no container of it.
+    Missing,
+    /// Its engine did not answer in time, or cannot be reached.
+    EngineUnreachable,
+}
+
+/// Lists each engine `objects` run on (their workspaces in `workspaces`),
+/// all at once.
+pub async fn list(
+    reconciler: &Reconciler,
+    objects: &[&Instance],
+    workspaces: &HashMap<String, WorkspaceSpec>,
+) -> Listing {
+    let engine_of: HashMap<String, EngineName> = objects
+        .iter()
+        .map(|obj| {
+            let workspace = obj
+                .spec
+                .workspace
+                .as_deref()
+                .and_then(|w| workspaces.get(w));
+            (obj.metadata.name.clone(), engine_name(obj, workspace))
+        })
+        .collect();
+    let mut names: Vec<&EngineName> = engine_of.values().collect();
+    names.sort();
+    names.dedup();
+    let listed = futures::future::join_all(names.into_iter().map(|name| async move {
+        let held = tokio::time::timeout(LIST_WAIT, held(reconciler, name.as_deref()))
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {} s", LIST_WAIT.as_secs())));
+        (name.clone(), held)
+    }))
+    .await;
+    Listing {
+        engines: listed.into_iter().collect(),
+        engine_of,
+    }
+}
+
+async fn held(reconciler: &Reconciler, name: Option<&str>) -> Result<Held, String> {
+    let engine = reconciler
+        .engines
+        .get(name)
+        .await
+        .map_err(|e| e.to_string())?
+        .engine;
+    let containers = engine
+        .list_containers(&[(label::MANAGED, "true")])
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut running = HashMap::new();
+    let mut stopped = Vec::new();
+    for c in &containers {
+        let labels = c.labels.as_ref();
+        // An instance's own container, by its uid: a sidecar is not the
+        // agent, and a container merely named like the unit is not its.
+        let Some(uid) = labels.and_then(|l| l.get(label::UID)) else {
+            continue;
+        };
+        if labels.is_some_and(|l| l.contains_key(label::SIDECAR)) {
+            continue;
+        }
+        match (c.state.is_some_and(|s| s.to_string() == "running"), &c.id) {
+            (true, Some(id)) => {
+                running.insert(uid.clone(), id.clone());
+            }
+            _ => stopped.push(uid.clone()),
+        }
+    }
+    Ok(Held {
+        engine,
+        running,
+        stopped,
+    })
+}
+
+impl Listing {
+    /// What the listing shows of `obj`; `None` when it was not listed for.
+    pub fn seen(&self, obj: &Instance) -> Option<Seen<'_>> {
+        let engine = self.engine_of.get(&obj.metadata.name)?;
+        let Ok(held) = self.engines.get(engine)? else {
+            return Some(Seen::EngineUnreachable);
+        };
+        let uid = obj.metadata.uid.as_deref().unwrap_or_default();
+        Some(match held.running.get(uid) {
+            Some(id) => Seen::Running {
+                engine: &held.engine,
+                id,
+            },
+            None if held.stopped.iter().any(|s| s == uid) => Seen::Stopped,
+            None => Seen::Missing,
+        })
+    }
+
+    /// The engines that did not answer, each with why.
+    pub fn unanswered(&self) -> impl Iterator<Item = (Option<&str>, &str)> {
+        self.engines.iter().filter_map(|(name, held)| match held {
+            Ok(_) => None,
+            Err(why) => Some((name.as_deref(), why.as_str())),
+        })
+    }
+
+    /// Where the listing and `obj`'s record disagree, the `Ready` reason
+    /// the loop's next look will record, and what the listing showed;
+    /// `None` when they agree. Only `Running` claims a running container
+    /// (a launching one may not have it yet); any instance of an engine
+    /// that did not answer is unknown now.
+    pub fn disagreement(&self, obj: &Instance) -> Option<(&'static str, &'static str)> {
+        let live = obj.phase() == Some(InstancePhase::Running);
+        match self.seen(obj)? {
+            Seen::EngineUnreachable => Some((
+                reason::ENGINE_UNREACHABLE,
+                "its engine did not answer the listing",
+            )),
+            Seen::Missing if live => Some((
+                reason::CONTAINER_MISSING,
+                "the engine lists no container of it",
+            )),
+            Seen::Stopped if live => Some((
+                reason::SESSION_ENDED,
+                "the engine lists its container as stopped",
+            )),
+            Seen::Running { .. } | Seen::Missing | Seen::Stopped => None,
+        }
+    }
+}
