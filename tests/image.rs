@@ -85,7 +85,8 @@ fn a_role_image_without_the_agent_fails_at_once_naming_it() {
 
 /// A role whose Dockerfile fails: the build's output is kept in the unit,
 /// the error names the file, and the build that succeeds once the
-/// Dockerfile is fixed removes it.
+/// Dockerfile is fixed removes it. Defect SA6: a failing role Dockerfile
+/// left no build log anywhere.
 #[test]
 fn a_failing_role_build_keeps_its_log_in_the_unit() {
     ensure_busybox();

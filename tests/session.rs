@@ -260,7 +260,8 @@ fn sigkill_is_recorded_as_137_from_the_engine_and_restored() {
 /// The unit's directories jackin owns are made again at the next start,
 /// each with an event: a killed session whose `state/` and `bin/` were
 /// deleted meanwhile is restored (tier 1), and one removed with them is
-/// made anew (tier 2).
+/// made anew (tier 2). Defect SA1: a unit whose `state/` was deleted never
+/// started again.
 #[test]
 fn a_deleted_unit_directory_is_made_again_at_the_next_start() {
     ensure_busybox();

@@ -514,6 +514,8 @@ mod tests {
         assert_eq!(fs::read_to_string(&own).unwrap(), "SECOND");
     }
 
+    /// Defect R12: every restore called a byte-identical login "newer",
+    /// since the copy jackin writes is always younger than the host's file.
     #[test]
     fn a_session_login_that_is_the_hosts_is_unchanged_not_kept_as_newer() {
         let h = homes();

@@ -208,7 +208,14 @@ async fn as_listed(reconciler: &Reconciler, objects: Vec<Instance>) -> (Vec<Inst
     let objects = objects
         .into_iter()
         .map(|mut obj| {
-            if let Some((reason, seen)) = listing.disagreement(&obj) {
+            let recorded = |reason: &str| {
+                obj.status.as_ref().is_some_and(|s| {
+                    find_condition(&s.conditions, condition::READY)
+                        .is_some_and(|c| c.status == ConditionStatus::False && c.reason == reason)
+                })
+            };
+            // What the loop recorded already says more (its engine's error).
+            if let Some((reason, seen)) = listing.disagreement(&obj).filter(|(r, _)| !recorded(r)) {
                 let status = obj.status.get_or_insert_default();
                 set_condition(
                     &mut status.conditions,
