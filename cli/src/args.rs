@@ -85,6 +85,12 @@ pub enum Command {
         /// checkouts stay on this host.
         #[arg(long = "move")]
         moving: bool,
+        /// Allow a changed working directory for an agent that finds its
+        /// conversations by it (claude, codex, gemini, opencode): the
+        /// agent's conversation starts anew; the old one stays in the
+        /// unit's home.
+        #[arg(long)]
+        new_conversation: bool,
         #[command(flatten)]
         wait: WaitArgs,
     },

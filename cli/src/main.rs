@@ -127,13 +127,18 @@ async fn run(cli: Cli) -> Result<()> {
             select,
             dry_run,
             moving,
+            new_conversation,
             wait,
         } => {
+            let allowed = jackin_reconcilers::rollout::Allowed {
+                moving,
+                new_conversation,
+            };
             // Boxed: a dry run's preview is a large future.
             Box::pin(cmd::rollout::run(
                 &Targets::new(&names, &select),
                 dry_run,
-                moving,
+                allowed,
                 &wait,
                 verbose,
             ))
