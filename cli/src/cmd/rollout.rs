@@ -151,15 +151,14 @@ fn report(obj: &Instance, requested: &str, refused: &mut Vec<String>) {
                 .filter(|r| r.at >= record.at)
                 .map(|r| format!(", tier {}", r.tier))
                 .unwrap_or_default();
-            match record.new_conversation {
-                false => {
-                    println!("instance/{name} rolled out{tier}: its unit and conversation kept")
+            let kept = match record.new_conversation {
+                false => "its unit and conversation kept",
+                true => {
+                    "its unit kept; the agent's conversation starts anew (the old one stays in \
+                     the unit's home)"
                 }
-                true => println!(
-                    "instance/{name} rolled out{tier}: its unit kept; the agent's conversation \
-                     starts anew (the old one stays in the unit's home)"
-                ),
-            }
+            };
+            println!("instance/{name} rolled out{tier}: {kept}");
         }
     }
 }
