@@ -8,16 +8,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use support::terminal::Terminal;
-use support::{Home, RoleRepo, condition, ensure_busybox, eventually, git, instance_yaml_with};
-
-/// A workspace with the default policy, for `launch -w NAME` (which
-/// refuses a workspace that does not exist).
-fn applied_workspace(home: &Home, name: &str) {
-    let yaml = format!(
-        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec: {{}}\n"
-    );
-    home.apply(&format!("ws-{name}"), &yaml);
-}
+use support::{
+    Home, RoleRepo, applied_workspace, condition, ensure_busybox, eventually, git,
+    instance_yaml_with,
+};
 
 /// A workspace that declares the role `tester` (the busybox image), so
 /// that a new session starts from it.

@@ -635,3 +635,78 @@ fn two_networks_of_one_instance_are_repaired_not_fatal() {
     let (_, networks) = engine_objects(&uid(&home, "twice"));
     assert_eq!(networks, [network], "one network is left");
 }
+
+/// An agent that runs until the host creates `state/go`, then exits 3.
+const CRASH_ON_GO: &str = "while [ ! -f /jackin/state/go ]; do sleep 0.2; done; exit 3";
+
+/// Lets `name`'s agent crash, and records it.
+fn crash(home: &Home, name: &str) {
+    std::fs::write(home.unit(name).join("state/go"), "").unwrap();
+    support::eventually(
+        std::time::Duration::from_secs(60),
+        "the agent exits",
+        || docker(&["inspect", "-f", "{{.State.Running}}", &home.container(name)]) == "false",
+    );
+    home.ok(&["controller", "--once"]);
+    assert_eq!(home.object(name)["status"]["phase"], "Crashed");
+}
+
+/// SA3: `prune` never reaped Crashed or Failed sessions. With
+/// `--failed-after AGE` it purges those that ended longer ago than AGE (the
+/// dry run lists them first), through the purge `set-phase purged` makes:
+/// the unfinished work in the checkout shown, acknowledged (`--force`) and
+/// saved. One that crashed since is left, and so are both without the flag.
+#[test]
+fn prune_failed_after_reaps_old_crashed_sessions_only() {
+    ensure_busybox();
+    let home = Home::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let host = support::host_repo(scratch.path());
+    let command = format!(
+        "  command: [sh, -c, {}]\n",
+        serde_json::to_string(CRASH_ON_GO).unwrap()
+    );
+    let mount = format!(
+        "  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+        host.display()
+    );
+    home.apply(
+        "old.yaml",
+        &instance_yaml_with("old", &format!("{command}{mount}")),
+    );
+    home.apply("young.yaml", &instance_yaml_with("young", &command));
+    std::fs::write(home.checkout("old").join("wip.txt"), "unsaved\n").unwrap();
+    crash(&home, "old");
+    // Well past the age given below, and the second crash well within it.
+    std::thread::sleep(std::time::Duration::from_secs(17));
+    crash(&home, "young");
+
+    let out = home.ok(&["prune"]);
+    assert!(!out.contains("instance/old"), "{out}");
+    let snapshot = home.snapshot();
+    let dry = home.ok(&["prune", "--failed-after", "15s", "--dry-run"]);
+    assert!(dry.contains("would purge instance/old: Crashed"), "{dry}");
+    assert!(!dry.contains("instance/young"), "{dry}");
+    home.assert_unchanged(&snapshot, "prune --failed-after --dry-run");
+
+    let out = home.jackin(&["prune", "--failed-after", "15s", "--force"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("purging instance/old: Crashed"), "{stdout}");
+    assert!(!stdout.contains("instance/young"), "{stdout}");
+    // The acknowledgement `set-phase purged --force` gives, and its save.
+    assert!(
+        stderr.contains("instance/old has unfinished work") && stderr.contains("wip.txt"),
+        "{stderr}"
+    );
+    assert!(
+        !home.jackin(&["get", "old"]).status.success(),
+        "old is purged"
+    );
+    let saves = home.ok(&["get", "discarded"]);
+    assert!(saves.contains("old"), "{saves}");
+    assert_eq!(home.object("young")["status"]["phase"], "Crashed");
+}

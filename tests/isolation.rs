@@ -4,7 +4,10 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use support::{Home, condition, docker, ensure_busybox, git, instance_yaml_with, work_in};
+use support::terminal::Terminal;
+use support::{
+    Home, applied_workspace, condition, docker, ensure_busybox, git, instance_yaml_with, work_in,
+};
 
 /// A host repository (cloned from a bare origin) with one pushed commit on
 /// `main`, plus an unpushed branch of the operator's own.
@@ -754,4 +757,95 @@ fn real_git_works_in_both_checkout_kinds_and_the_host_stays_the_operators() {
     );
     home.ok(&["delete", "real", "--force"]);
     assert_eq!(git(&host.path(), &["rev-parse", &branch]), tip.trim());
+}
+
+/// SA2: Screens C and D ask the resume's own check of the host repository.
+/// Unchanged, Screen D says it is safe to reuse. Made anew (the same path,
+/// a new `git init` with other history), Screen C lists the session as the
+/// conflict it is (it said "1 branch unpushed"), and Screen D states it,
+/// says the resume would fail, and offers no Enter to resume (it said
+/// "nothing of it is lost", and Enter failed with ResumeConflict): back on
+/// Screen C, a new session starts, and the diverged one is left as it was.
+#[test]
+fn screens_c_and_d_state_a_diverged_host_repository_and_offer_no_resume_that_fails() {
+    ensure_busybox();
+    let home = Home::new();
+    applied_workspace(&home, "desk");
+    let scratch = tempfile::tempdir().unwrap();
+    let host = support::host_repo(scratch.path());
+    let spec = format!(
+        "  workspace: desk\n  command: [sh, -c, 'read line; exit 0']\n  mounts: [{{src: {}, dst: \
+         /workspace/app, isolation: worktree}}]\n",
+        host.display()
+    );
+    home.apply("kept", &instance_yaml_with("kept", &spec));
+    let checkout = home.checkout("kept");
+    std::fs::write(checkout.join("wip.txt"), "unsaved\n").unwrap();
+    home.ok(&["set-phase", "kept", "kept"]);
+
+    let unchanged = Terminal::start(&home, "attach kept");
+    unchanged.wait_for("Press Enter to resume", 1);
+    assert!(
+        unchanged.screen().contains("safe to reuse"),
+        "{}",
+        unchanged.screen()
+    );
+    unchanged.type_line("b");
+    unchanged.wait_for("not resumed", 1);
+
+    // The host repository made anew, with a history of its own.
+    std::fs::remove_dir_all(&host).unwrap();
+    std::fs::create_dir(&host).unwrap();
+    git(&host, &["init", "--quiet", "--initial-branch=main"]);
+    git(&host, &["config", "user.email", "t@jackin.dev"]);
+    git(&host, &["config", "user.name", "t"]);
+    std::fs::write(host.join("OTHER"), "another project\n").unwrap();
+    git(&host, &["add", "."]);
+    git(&host, &["commit", "--quiet", "-m", "anew"]);
+
+    let term = Terminal::start(&home, "launch -w desk -r tester -a shell");
+    term.wait_for("Choice [1]:", 1);
+    let screen = term.screen();
+    assert!(
+        screen.contains("2) Resume kept") && screen.contains("conflict: host repo diverged"),
+        "{screen}"
+    );
+    assert!(!screen.contains("unpushed"), "{screen}");
+    term.type_line("2");
+    term.wait_for("Type b and Enter to go back", 1);
+    let screen = term.screen();
+    for said in [
+        "jackin' · resume kept",
+        "Conflict at /workspace/app: the host repo diverged",
+        "no longer holds its base commit",
+        "Resuming would fail (ResumeConflict)",
+        "start a new session",
+    ] {
+        assert!(screen.contains(said), "{said:?} in:\n{screen}");
+    }
+    for unsaid in [
+        "Press Enter to resume",
+        "nothing of it is lost",
+        "safe to reuse",
+        "unpushed",
+    ] {
+        assert!(!screen.contains(unsaid), "{unsaid:?} in:\n{screen}");
+    }
+    // Enter resumes nothing; back on Screen C, a new session starts.
+    term.type_line("");
+    term.wait_for("resuming would fail: type b to go back", 1);
+    term.type_line("b");
+    term.wait_for("Choice [1]:", 2);
+    term.type_line("1");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    let obj = home.object("kept");
+    assert_eq!(obj["status"]["phase"], "Kept", "{obj}");
+    assert!(
+        condition(&obj, "Ready").is_none_or(|c| c["reason"] != "ResumeConflict"),
+        "{obj}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("wip.txt")).unwrap(),
+        "unsaved\n"
+    );
 }

@@ -171,6 +171,85 @@ fn a_rollout_moves_a_running_session_onto_the_new_spec_and_keeps_it() {
     assert!(env.contains("\"MODE=two\""), "{env}");
 }
 
+/// R11: codex's `resume --last` finds its sessions by working directory,
+/// so a rollout that moves it to another directory would leave its
+/// conversation behind (and used to say "conversation kept"). It is
+/// refused, with what to pass; with `--new-conversation` it goes on, says
+/// the conversation starts anew, and codex starts a new one there, which
+/// the next restore continues.
+#[test]
+fn a_rollout_that_moves_codex_to_another_directory_needs_a_new_conversation() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_fake_agents();
+    let at =
+        |dir: &str| role.agent_instance_yaml("moved", "codex", &format!("  workingDir: {dir}\n"));
+    home.apply_trusted("moved.yaml", &at("/work"), "moved", &[Trust::CODEX]);
+    eventually(Duration::from_secs(60), "codex started", || {
+        home.agent_starts("moved").len() == 1
+    });
+    let first = home.agent_starts("moved")[0].clone();
+    assert!(first.starts_with("codex new "), "{first}");
+    let before = container_id(&home, "moved");
+
+    home.apply("moved.yaml", &at("/tmp"));
+    let snapshot = home.snapshot();
+    let err = home.fails(&["rollout", "moved"]);
+    assert!(
+        err.contains("instance/moved cannot be rolled out")
+            && err.contains("/work to /tmp")
+            && err.contains("codex finds its conversations by directory")
+            && err.contains("--new-conversation"),
+        "{err}"
+    );
+    home.assert_unchanged(&snapshot, "a rollout refused for its conversation");
+    assert_eq!(container_id(&home, "moved"), before);
+    assert_eq!(home.agent_starts("moved").len(), 1);
+
+    home.trust(
+        "moved",
+        Trust::Codex {
+            home: ".codex",
+            dir: "/tmp",
+        },
+    );
+    let out = home.ok(&["rollout", "moved", "--new-conversation"]);
+    assert!(
+        out.contains("instance/moved rolled out")
+            && out.contains("the agent's conversation starts anew")
+            && !out.contains("conversation kept"),
+        "{out}"
+    );
+    assert_ne!(container_id(&home, "moved"), before);
+    eventually(Duration::from_secs(60), "codex started again", || {
+        home.agent_starts("moved").len() == 2
+    });
+    let second = home.agent_starts("moved")[1].clone();
+    assert!(
+        second.starts_with("codex new ") && second != first,
+        "{second}"
+    );
+    assert!(
+        last_argv(&home, "moved").is_empty(),
+        "a fresh start, no resume"
+    );
+    let rollout = home.object("moved")["status"]["rollout"].clone();
+    assert_eq!(rollout["newConversation"], true, "{rollout}");
+
+    // The new conversation is the one kept from then on.
+    docker(&["rm", "-f", &home.container("moved")]);
+    let out = home.ok(&["controller", "--once"]);
+    assert!(out.starts_with("pass complete"), "{out}");
+    eventually(Duration::from_secs(60), "codex restored", || {
+        home.agent_starts("moved").len() == 3
+    });
+    let id = second.trim_start_matches("codex new ");
+    assert_eq!(
+        home.agent_starts("moved")[2],
+        format!("codex continued {id}")
+    );
+}
+
 #[test]
 fn a_role_commit_that_changes_the_image_is_rolled_out_at_tier_3() {
     ensure_busybox();

@@ -74,6 +74,14 @@ pub struct AgentSpec {
     /// `authForward: sync`, variables passed under `token`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<Credentials>,
+    /// Whether the agent finds its conversations by the working directory
+    /// (its store is keyed by it, or its continue takes the latest of the
+    /// directory): started in another directory, it finds none of them and
+    /// starts anew. A rollout that changes the directory of such an agent
+    /// is refused unless the operator agrees to a new conversation
+    /// (`jackin rollout --new-conversation`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conversations_by_directory: bool,
     /// Dockerfile instructions that install the agent (`RUN npm install -g
     /// …`). When the role image lacks the agent's program, jackin builds a
     /// derived image, the role image with these on top (run as root), once
@@ -212,6 +220,10 @@ pub fn builtin() -> Vec<Agent> {
                 resume_args: args(&["--resume", "{id}"]),
                 continue_args: args(&["--continue"]),
                 state_env: state("CLAUDE_CONFIG_DIR", ".claude"),
+                // jackin resumes claude by id, but `--resume ID` looks for
+                // the transcript under projects/<cwd>/ only (as `--continue`
+                // does): from another directory the id is unknown.
+                conversations_by_directory: true,
                 // Claude Code's npm package (docs.claude.com/en/docs/claude-code/setup);
                 // the role image needs Node.js 18 or later.
                 install: args(&["RUN npm install -g @anthropic-ai/claude-code"]),
@@ -275,6 +287,10 @@ pub fn builtin() -> Vec<Agent> {
                 launch: args(&["codex"]),
                 continue_args: args(&["resume", "--last"]),
                 state_env: state("CODEX_HOME", ".codex"),
+                // `resume --last` takes the newest session whose first line
+                // names the working directory (codex-rs/core rollout
+                // recorder); elsewhere it starts anew.
+                conversations_by_directory: true,
                 // The login is $CODEX_HOME/auth.json (openai/codex
                 // codex-rs/login, auth storage); an OPENAI_API_KEY in the
                 // environment is an API-key login.
@@ -297,6 +313,10 @@ pub fn builtin() -> Vec<Agent> {
                 resume_args: args(&["--resume", "{id}"]),
                 continue_args: args(&["--resume", "latest"]),
                 state_env: state("GEMINI_CLI_HOME", "."),
+                // Chats live under .gemini/tmp/<hash of the project
+                // directory>/chats/ (geminicli.com/docs/cli/session-management):
+                // by id or latest, only the directory's own are found.
+                conversations_by_directory: true,
                 // The npm package (github.com/google-gemini/gemini-cli,
                 // "Quick Install"); Node.js 20 or later.
                 install: args(&["RUN npm install -g @google/gemini-cli"]),
@@ -345,6 +365,8 @@ pub fn builtin() -> Vec<Agent> {
         ),
         // Aider keeps no ids, and its history file defaults to the
         // repository root, where a discarded checkout would take it along.
+        // jackin sets the file, in the unit's home: wherever aider starts,
+        // it reads the same history (`conversationsByDirectory` stays off).
         entry(
             "aider",
             AgentSpec {
@@ -373,6 +395,10 @@ pub fn builtin() -> Vec<Agent> {
                 launch: args(&["opencode"]),
                 continue_args: args(&["--continue"]),
                 state_env: state("XDG_DATA_HOME", ".local/share"),
+                // `--continue` takes the newest session of the working
+                // directory (its sessions belong to a project, the
+                // directory's).
+                conversations_by_directory: true,
                 // Every provider's login in one file under its data
                 // directory (sst/opencode packages/opencode/src/auth), or
                 // the provider's own API key variable.

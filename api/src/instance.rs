@@ -578,6 +578,11 @@ pub struct RolloutRecord {
     /// handled again, and again, in turn with the other).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift_request: Option<String>,
+    /// The rollout started the agent's conversation anew rather than
+    /// keeping it: the operator asked (`--new-conversation`), or the agent
+    /// or its way of resuming changed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub new_conversation: bool,
 }
 
 impl RolloutRecord {
@@ -613,6 +618,7 @@ impl RolloutRecord {
             refused,
             operator_request,
             drift_request,
+            new_conversation: false,
         }
     }
 

@@ -119,14 +119,19 @@ pub mod annotation {
     /// With [`ROLLOUT`], when its value equals it: the rollout may move the
     /// session to another engine (`jackin rollout --move`).
     pub const ROLLOUT_MOVE: &str = "jackin.dev/rollout-move";
+    /// With [`ROLLOUT`], when its value equals it: the rollout may change
+    /// the working directory of an agent that finds its conversations by it,
+    /// the conversation starting anew (`jackin rollout --new-conversation`).
+    pub const ROLLOUT_NEW_CONVERSATION: &str = "jackin.dev/rollout-new-conversation";
     /// The only names under [`super::PREFIX`] an operator's manifest may
     /// set: each says what the operator wants.
-    pub const OPERATOR_SET: [&str; 5] = [
+    pub const OPERATOR_SET: [&str; 6] = [
         ACKNOWLEDGE_DISCARD,
         EXIT_POLICY,
         RESUME,
         ROLLOUT,
         ROLLOUT_MOVE,
+        ROLLOUT_NEW_CONVERSATION,
     ];
 }
 

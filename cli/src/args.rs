@@ -85,6 +85,12 @@ pub enum Command {
         /// checkouts stay on this host.
         #[arg(long = "move")]
         moving: bool,
+        /// Allow a changed working directory for an agent that finds its
+        /// conversations by it (claude, codex, gemini, opencode): the
+        /// agent's conversation starts anew; the old one stays in the
+        /// unit's home.
+        #[arg(long)]
+        new_conversation: bool,
         #[command(flatten)]
         wait: WaitArgs,
     },
@@ -128,6 +134,15 @@ pub enum Command {
         /// Also remove images jackin built that no instance pins.
         #[arg(long)]
         images: bool,
+        /// Also purge the sessions that ended Crashed or Failed longer ago
+        /// than this (`7d`, `12h`), as `set-phase purged` does: unfinished
+        /// work in their checkouts is shown and asked about, and saved.
+        #[arg(long, value_name = "AGE", value_parser = parse_age)]
+        failed_after: Option<Duration>,
+        /// With --failed-after: discard unfinished work without asking (it
+        /// is still shown, and saved).
+        #[arg(long, requires = "failed_after")]
+        force: bool,
     },
     /// Bring back the unfinished work jackin saved when it discarded an
     /// instance's isolated checkouts (`jackin get discarded` lists it): as
@@ -345,6 +360,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     jackin_api::validate::duration(text)
 }
 
+/// How long ago something ended: `7d` (days, up to ten years), or a
+/// duration as [`parse_duration`] takes it (`90s`, `12h`).
+pub fn parse_age(text: &str) -> Result<Duration, String> {
+    const MAX_DAYS: u64 = 3650;
+    match text.trim().strip_suffix('d').map(str::parse::<u64>) {
+        Some(Ok(days @ 1..=MAX_DAYS)) => Ok(Duration::from_secs(days * 86_400)),
+        Some(_) => Err(format!(
+            "{text:?}: expected a whole number of days from 1 to {MAX_DAYS} (7d), or a duration \
+             (90s, 12h)"
+        )),
+        None => parse_duration(text),
+    }
+}
+
 /// A count of workers: 1 to 64.
 pub fn parse_concurrency(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
@@ -422,6 +451,16 @@ impl From<PhaseArg> for DesiredPhase {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ages_take_days_and_durations() {
+        assert_eq!(parse_age("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse_age("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_age("12h"), Ok(Duration::from_secs(12 * 3600)));
+        for bad in ["0d", "d", "1.5d", "3651d", "-1d", "0s"] {
+            assert!(parse_age(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn durations() {

@@ -139,13 +139,18 @@ async fn run(cli: Cli) -> Result<()> {
             select,
             dry_run,
             moving,
+            new_conversation,
             wait,
         } => {
+            let allowed = jackin_reconcilers::rollout::Allowed {
+                moving,
+                new_conversation,
+            };
             // Boxed: a dry run's preview is a large future.
             deadline::bounded(Box::pin(cmd::rollout::run(
                 &Targets::new(&names, &select),
                 dry_run,
-                moving,
+                allowed,
                 &wait,
                 verbose,
             )))
@@ -161,7 +166,12 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Controller(args) => cmd::controller::run(&args, verbose).await,
         Command::Launch(args) => cmd::launch::start(&args).await,
         Command::Attach { name, wait } => cmd::attach::start(&name, &wait).await,
-        Command::Prune { dry_run, images } => cmd::prune::run(dry_run, images).await,
+        Command::Prune {
+            dry_run,
+            images,
+            failed_after,
+            force,
+        } => cmd::prune::run(dry_run, images, failed_after, force).await,
         Command::RestoreDiscarded { name, to, mount } => {
             cmd::discarded::restore(&open_store()?, &name, to.as_deref(), mount.as_deref())
         }

@@ -44,6 +44,9 @@ pub enum Kind {
     /// Read, then Enter to resume or Esc to go back (the preserved state
     /// of a session about to be resumed).
     ResumeOrBack,
+    /// Read, then Esc to go back: the preserved state of a session whose
+    /// resume would fail (its conflict, stated). Enter is not an answer.
+    OnlyBack,
 }
 
 impl Kind {
@@ -56,6 +59,7 @@ impl Kind {
             Self::Choose { filter: false } => " ↑/↓ navigate · Enter select · Ctrl-C abort",
             Self::Acknowledge => " Enter continue · Ctrl-C abort",
             Self::ResumeOrBack => " Enter resume · Esc back · Ctrl-C abort",
+            Self::OnlyBack => " Esc back · Ctrl-C abort",
         }
     }
 }
@@ -122,6 +126,15 @@ async fn plain(screen: &Screen, keyboard: &mut Keyboard) -> Result<Answer> {
                 Some("") => return Ok(Answer::Chose(0)),
                 Some("b" | "back" | "\u{1b}") => return Ok(Answer::Back),
                 Some(other) => writeln!(err, "{other:?}: press Enter, or type b")?,
+            }
+        },
+        Kind::OnlyBack => loop {
+            write!(err, "Type b and Enter to go back (Ctrl-C aborts): ")?;
+            err.flush()?;
+            match keyboard.line().await.as_deref() {
+                None => return Ok(Answer::Abort),
+                Some("b" | "back" | "\u{1b}") => return Ok(Answer::Back),
+                Some(_) => writeln!(err, "resuming would fail: type b to go back")?,
             }
         },
     }
@@ -259,7 +272,10 @@ async fn rich(screen: &Screen, keyboard: &mut Keyboard) -> Result<Answer> {
         for key in keys(&chunk) {
             match key {
                 Key::Abort => return Ok(Answer::Abort),
-                Key::Escape if screen.kind == Kind::ResumeOrBack => return Ok(Answer::Back),
+                Key::Escape if matches!(screen.kind, Kind::ResumeOrBack | Kind::OnlyBack) => {
+                    return Ok(Answer::Back);
+                }
+                Key::Enter if screen.kind == Kind::OnlyBack => {}
                 Key::Enter if !choosing => return Ok(Answer::Chose(0)),
                 _ if !choosing => {}
                 Key::Up => selected = selected.saturating_sub(1),

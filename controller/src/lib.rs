@@ -14,6 +14,7 @@ pub mod converge;
 pub mod ended;
 pub mod engines;
 pub mod events;
+pub mod failed_sessions;
 mod fault;
 pub mod idle;
 pub mod keep_cap;

@@ -303,8 +303,16 @@ pub async fn act(
     let engine = ctx.engine;
     match step {
         Step::PinRecipe => pin(ctx, obj, &container, progress).await?,
-        Step::RolloutRecipe { requested, moving } => {
-            rollout_pin(ctx, obj, &container, requested, *moving, progress).await?;
+        Step::RolloutRecipe {
+            requested,
+            moving,
+            new_conversation,
+        } => {
+            let allowed = rollout::Allowed {
+                moving: *moving,
+                new_conversation: *new_conversation,
+            };
+            rollout_pin(ctx, obj, &container, requested, allowed, progress).await?;
         }
         Step::RefuseRollout { requested, why } => {
             let message =
@@ -687,19 +695,20 @@ async fn pin(
 
 /// A rollout's pin: the recipe from the current spec, and the unit as it
 /// is. The conversation goes on when the agent is the same (its id, its
-/// history of starts); the checkouts the new recipe binds otherwise are
-/// retired (the rollout was refused if any of them held unfinished work).
+/// history of starts) and the operator did not ask for a new one; the
+/// checkouts the new recipe binds otherwise are retired (the rollout was
+/// refused if any of them held unfinished work).
 async fn rollout_pin(
     ctx: &Context<'_>,
     obj: &mut Instance,
     container: &str,
     requested: &str,
-    moving: bool,
+    allowed: rollout::Allowed,
     progress: &mut (dyn FnMut(Report<'_>) + Send),
 ) -> Result<(), ActError> {
     let earlier = recipe_of(obj).clone();
     let mut pinned = resolve_recipe(ctx, obj, container, progress).await?;
-    if !moving {
+    if !allowed.moving {
         pinned.engine = earlier.engine.clone();
     }
     pinned.replaces = Some(earlier.image_id.clone());
@@ -713,17 +722,25 @@ async fn rollout_pin(
                 || obj.spec.conversation_id == c.id)
     };
     let status = obj.status.get_or_insert_default();
-    let kept = status.conversation.take().filter(same_agent);
+    let kept = status
+        .conversation
+        .take()
+        .filter(|c| !allowed.new_conversation && same_agent(c));
+    let anew = kept.is_none();
     let conversation = match kept {
         Some(conversation) => Some(conversation),
         None => new_conversation(obj, &pinned),
     };
     let changed = rollout::diff(&earlier, &pinned);
-    let message = match changed.as_slice() {
+    let mut message = match changed.as_slice() {
         [] => format!("rollout {requested}: pinned again from the unchanged spec"),
         lines => format!("rollout {requested}: {}", lines.join("; ")),
     };
-    let record = RolloutRecord::handled(obj, requested, jiff::Timestamp::now(), None);
+    if anew {
+        message.push_str("; the agent's conversation starts anew");
+    }
+    let mut record = RolloutRecord::handled(obj, requested, jiff::Timestamp::now(), None);
+    record.new_conversation = anew;
     let status = obj.status.get_or_insert_default();
     status.conversation = conversation;
     status.recipe = Some(pinned);
@@ -863,10 +880,8 @@ async fn resolve_recipe(
     }
     // The agent starts where its work is: the spec's directory, else the
     // first mount (a checkout, usually), else the image's, else its home.
-    pinned.working_dir = pinned
-        .working_dir
-        .take()
-        .or_else(|| pinned.mounts.first().map(|m| m.dst.clone()))
+    pinned.working_dir = recipe::chosen_working_dir(&pinned)
+        .map(str::to_owned)
         .or(defaults.working_dir.filter(|dir| !dir.is_empty()))
         .or_else(|| Some(AGENT_HOME.to_owned()));
     // The operator's uid and gid: the owner of the unit this process made.

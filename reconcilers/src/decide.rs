@@ -191,8 +191,12 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
     let mut steps = Vec::new();
     if let Some(recipe) = recipe {
         match &view.rollout {
-            Some(Rollout::Go { requested, moving }) => {
-                return rollout(obj, view, requested, *moving);
+            Some(Rollout::Go {
+                requested,
+                moving,
+                new_conversation,
+            }) => {
+                return rollout(obj, view, requested, *moving, *new_conversation);
             }
             Some(Rollout::Refuse { requested, why }) => {
                 steps.push(Step::RefuseRollout {
@@ -322,10 +326,17 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
 /// everything the session has on the one it leaves (gracefully, and in a
 /// plan of its own), since the objects of a recipe pinned elsewhere are
 /// never looked for here again; the unit stays.
-fn rollout(obj: &Instance, view: &InstanceView, requested: &str, moving: bool) -> Plan {
+fn rollout(
+    obj: &Instance,
+    view: &InstanceView,
+    requested: &str,
+    moving: bool,
+    new_conversation: bool,
+) -> Plan {
     let pin = Step::RolloutRecipe {
         requested: requested.to_owned(),
         moving,
+        new_conversation,
     };
     let cause = |what: &str| {
         format!(
@@ -663,6 +674,7 @@ mod tests {
         let go = Rollout::Go {
             requested: "t1".into(),
             moving: false,
+            new_conversation: false,
         };
         let mut observed = view(Some(true), true, true);
         observed.rollout = Some(go);
@@ -670,7 +682,8 @@ mod tests {
             decide(&obj, &observed).steps,
             [RolloutRecipe {
                 requested: "t1".into(),
-                moving: false
+                moving: false,
+                new_conversation: false
             }]
         );
         // Pinned by the rollout: the running container is the old one.
@@ -734,6 +747,7 @@ mod tests {
         let go = Some(Rollout::Go {
             requested: "t1".into(),
             moving: true,
+            new_conversation: false,
         });
         let mut running = view(Some(true), true, true);
         running.rollout = go.clone();
@@ -749,7 +763,8 @@ mod tests {
                 RemoveVolume("jk-1-a-dind-certs".into()),
                 RolloutRecipe {
                     requested: "t1".into(),
-                    moving: true
+                    moving: true,
+                    new_conversation: false
                 }
             ]
         );

@@ -65,10 +65,12 @@ pub fn prepare(
     let mut records = read_records(layout, container)?;
     for mount in mounts.iter().filter(|m| m.isolation != Isolation::Shared) {
         let existing = records.iter().position(|r| r.dst == mount.dst);
+        if let Some(at) = existing {
+            check_reuse(&records[at])?;
+        }
         match existing {
             Some(at) if records[at].is_legacy_worktree() => {
                 moved = true;
-                verify(&records[at])?;
                 legacy_worktree::migrate(&mut records[at])?;
                 legacy_worktree::clear_entry(&mut records[at])?;
                 records[at].moved_from = None;
@@ -77,7 +79,6 @@ pub fn prepare(
                 worktree::refresh(&records[at])?;
             }
             Some(at) if Path::new(&records[at].path).exists() => {
-                verify(&records[at])?;
                 if records[at].scratch_branch.is_some() {
                     worktree::refresh(&records[at])?;
                 }
@@ -90,7 +91,6 @@ pub fn prepare(
             // A worktree whose directory is gone: its branch still holds the
             // agent's commits. Made again from it, never from scratch.
             Some(at) if records[at].isolation == Isolation::Worktree => {
-                verify(&records[at])?;
                 worktree::publish(&records[at])?;
                 worktree::make(&records[at])?;
                 records[at].moved_from = None;
@@ -209,6 +209,44 @@ pub fn git_binds(layout: &Layout, container: &str) -> Result<Vec<GitBind>, Isola
     }
     binds.dedup();
     Ok(binds)
+}
+
+/// The checkouts of `mounts` that a resume would refuse to reuse, each as
+/// the [`IsolationError::ResumeConflict`] it would fail with: the check
+/// [`prepare`] makes, asked before the resume (Screens C and D), so that
+/// what the operator is offered is what the resume will do.
+pub fn resume_conflicts(
+    layout: &Layout,
+    container: &str,
+    mounts: &[MountSpec],
+) -> Result<Vec<IsolationError>, IsolationError> {
+    let records = read_records(layout, container)?;
+    let mut conflicts = Vec::new();
+    for mount in mounts.iter().filter(|m| m.isolation != Isolation::Shared) {
+        let Some(record) = records.iter().find(|r| r.dst == mount.dst) else {
+            continue;
+        };
+        match check_reuse(record) {
+            Ok(()) => {}
+            Err(conflict @ IsolationError::ResumeConflict { .. }) => conflicts.push(conflict),
+            Err(other) => return Err(other),
+        }
+    }
+    Ok(conflicts)
+}
+
+/// The check before a recorded checkout is used again: every one but a
+/// clone whose directory is gone (which is made anew, from scratch) is
+/// reused, or made again from its branch, so its host repository must
+/// still hold its base ([`verify`]).
+fn check_reuse(record: &IsolationRecord) -> Result<(), IsolationError> {
+    let reused = record.is_legacy_worktree()
+        || Path::new(&record.path).exists()
+        || record.isolation == Isolation::Worktree;
+    match reused {
+        true => verify(record),
+        false => Ok(()),
+    }
 }
 
 /// The reuse check: the host must still contain the base commit.
@@ -724,6 +762,45 @@ pub(crate) mod tests {
         let refs = git::run(&["-C", &host, "for-each-ref", "--format=%(refname)"]).unwrap();
         let refs = String::from_utf8_lossy(&refs);
         assert!(!refs.contains("jackin"), "{refs}");
+    }
+
+    /// SA2: the host repository made anew (the same path, a new `git init`
+    /// with other history): the check asked before a resume finds the
+    /// conflict the resume then fails with, and finds none before.
+    #[test]
+    fn the_check_before_a_resume_is_the_one_the_resume_makes() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_repository(dir.path());
+        let layout = Layout::new(dir.path().join("home"));
+        let mounts = [worktree_mount(&host)];
+        prepare(&layout, "jk-1-t", &mounts).unwrap();
+        assert!(
+            resume_conflicts(&layout, "jk-1-t", &mounts)
+                .unwrap()
+                .is_empty()
+        );
+        // Another history: its own first commit, whatever the second.
+        std::fs::remove_dir_all(&host).unwrap();
+        git::run(&["init", "--quiet", &host]).unwrap();
+        std::fs::write(Path::new(&host).join("OTHER"), "other\n").unwrap();
+        git::run(&["-C", &host, "add", "."]).unwrap();
+        let commit = ["-c", "user.email=t@jackin.dev", "-c", "user.name=t"];
+        git::run(
+            &[
+                &["-C", host.as_str()][..],
+                &commit,
+                &["commit", "--quiet", "-m", "anew"],
+            ]
+            .concat(),
+        )
+        .unwrap();
+        let conflicts = resume_conflicts(&layout, "jk-1-t", &mounts).unwrap();
+        assert!(
+            matches!(conflicts.as_slice(), [IsolationError::ResumeConflict { dst, .. }] if dst == "/workspace/app"),
+            "{conflicts:?}"
+        );
+        let err = prepare(&layout, "jk-1-t", &mounts).unwrap_err();
+        assert_eq!(err.to_string(), conflicts[0].to_string());
     }
 
     #[test]

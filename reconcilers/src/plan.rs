@@ -21,12 +21,14 @@ pub enum Step {
     /// the launch recipe into the status.
     PinRecipe,
     /// A rollout: pin the recipe again from the current spec, keeping the
-    /// unit, its conversation and its checkouts, and record the request
-    /// handled. The container then goes and is made anew from the new
-    /// recipe (see [`Step::RetireCheckouts`]).
+    /// unit, its conversation (unless `new_conversation`: it starts anew)
+    /// and its checkouts, and record the request handled. The container
+    /// then goes and is made anew from the new recipe (see
+    /// [`Step::RetireCheckouts`]).
     RolloutRecipe {
         requested: String,
         moving: bool,
+        new_conversation: bool,
     },
     /// Record a rollout request as refused, and why; nothing else changes.
     RefuseRollout {
@@ -211,12 +213,25 @@ impl Step {
     pub fn describe(&self) -> String {
         match self {
             Step::PinRecipe => "pinning the launch recipe".into(),
-            Step::RolloutRecipe { moving: false, .. } => {
-                "pinning the recipe again from the current spec (rollout)".into()
-            }
-            Step::RolloutRecipe { moving: true, .. } => {
-                "pinning the recipe again from the current spec, on its engine (rollout --move)"
-                    .into()
+            Step::RolloutRecipe {
+                moving,
+                new_conversation,
+                ..
+            } => {
+                let mut text = match moving {
+                    false => "pinning the recipe again from the current spec (rollout)",
+                    true => {
+                        "pinning the recipe again from the current spec, on its engine (rollout \
+                         --move)"
+                    }
+                }
+                .to_owned();
+                if *new_conversation {
+                    text.push_str(
+                        "; the agent's conversation starts anew (rollout --new-conversation)",
+                    );
+                }
+                text
             }
             Step::RefuseRollout { why, .. } => format!("refusing the rollout: {why}"),
             Step::RecordSession(outcome) => match (outcome.source, outcome.exit_code) {

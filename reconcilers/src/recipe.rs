@@ -330,10 +330,13 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     // credentials are compared above, with the mode, so that a session
     // pinned before the hand-off existed reports no change of its entry
     // for them.
+    // `conversationsByDirectory` only tells a rollout what a changed
+    // directory costs: nothing the session runs, so no drift either.
     let entry = |r: &Recipe| {
         r.agent.as_ref().map(|a| {
             let mut spec = a.spec.clone();
             spec.credentials = None;
+            spec.conversations_by_directory = false;
             (spec, a.strategy)
         })
     };
@@ -341,6 +344,17 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
         fields.push("agent (its registry entry)");
     }
     fields
+}
+
+/// The directory the agent starts in, as far as the recipe decides it: its
+/// `workingDir` (the spec's, else the workspace's), else the first mount's
+/// destination (a checkout, usually: the agent starts where its work is).
+/// `None`: the image's own, else the agent's home, known once the image is.
+pub fn chosen_working_dir(recipe: &Recipe) -> Option<&str> {
+    recipe
+        .working_dir
+        .as_deref()
+        .or_else(|| recipe.mounts.first().map(|m| m.dst.as_str()))
 }
 
 /// An image jackin built from a role repository.

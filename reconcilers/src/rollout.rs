@@ -20,10 +20,13 @@
 //! handling one does not make the other look new.
 //!
 //! Some changes cannot be made in place, and are refused with the reason:
-//! a move to another engine (unless asked for with `--move`), and a change
-//! of an isolated checkout (its source, its isolation mode, or the mount
-//! dropped) while the checkout holds unfinished work.
+//! a move to another engine (unless asked for with `--move`), a change of
+//! the working directory of an agent that finds its conversations by it
+//! (unless asked for with `--new-conversation`: the conversation starts
+//! anew), and a change of an isolated checkout (its source, its isolation
+//! mode, or the mount dropped) while the checkout holds unfinished work.
 
+use jackin_api::agent::Strategy;
 use jackin_api::instance::{Instance, Isolation, MountStatus, Recipe, UpdatePolicy};
 use jackin_api::names::annotation;
 
@@ -35,8 +38,13 @@ use crate::recipe;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rollout {
     /// Pin the recipe again from the current spec and replace the
-    /// container. `moving`: the engine may change.
-    Go { requested: String, moving: bool },
+    /// container. `moving`: the engine may change. `new_conversation`: the
+    /// agent's conversation starts anew.
+    Go {
+        requested: String,
+        moving: bool,
+        new_conversation: bool,
+    },
     /// Record the request as refused, and why: nothing else changes.
     Refuse { requested: String, why: String },
     /// `OnDrift`: the spec changed, and the rollout waits until nobody is
@@ -71,15 +79,30 @@ pub fn policy(obj: &Instance, workspace: Option<&jackin_api::WorkspaceSpec>) -> 
         .unwrap_or_default()
 }
 
-/// The operator's rollout request not handled yet, and whether it may move
-/// the session to another engine.
-pub fn operator_request(obj: &Instance) -> Option<(&str, bool)> {
-    let requested = obj.metadata.annotations.get(annotation::ROLLOUT)?;
+/// What an operator's request allows beyond a rollout in place, each
+/// stamped with the request's own time (an older stamp allows nothing).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Allowed {
+    /// `--move`: the engine may change.
+    pub moving: bool,
+    /// `--new-conversation`: the working directory may change for an agent
+    /// that finds its conversations by it; the conversation starts anew.
+    pub new_conversation: bool,
+}
+
+/// The operator's rollout request not handled yet, and what it allows.
+pub fn operator_request(obj: &Instance) -> Option<(&str, Allowed)> {
+    let annotations = &obj.metadata.annotations;
+    let requested = annotations.get(annotation::ROLLOUT)?;
     if handled(obj, requested) {
         return None;
     }
-    let moving = obj.metadata.annotations.get(annotation::ROLLOUT_MOVE) == Some(requested);
-    Some((requested, moving))
+    let stamped = |key: &str| annotations.get(key) == Some(requested);
+    let allowed = Allowed {
+        moving: stamped(annotation::ROLLOUT_MOVE),
+        new_conversation: stamped(annotation::ROLLOUT_NEW_CONVERSATION),
+    };
+    Some((requested, allowed))
 }
 
 /// Whether the loop handled `request` (see [`RolloutRecord::has_handled`]).
@@ -93,8 +116,8 @@ fn handled(obj: &Instance, request: &str) -> bool {
 /// The rollout to handle for `obj` now, if any. `None`: nothing asks for
 /// one (or the request was handled).
 pub fn pending(obj: &Instance, inputs: Inputs<'_>) -> Option<Rollout> {
-    let (requested, moving) = match operator_request(obj) {
-        Some((requested, moving)) => (requested.to_owned(), moving),
+    let (requested, allowed) = match operator_request(obj) {
+        Some((requested, allowed)) => (requested.to_owned(), allowed),
         None if inputs.policy == UpdatePolicy::OnDrift => {
             let token = drift_token(inputs.pinned, inputs.wanted)?;
             if handled(obj, &token) {
@@ -103,13 +126,17 @@ pub fn pending(obj: &Instance, inputs: Inputs<'_>) -> Option<Rollout> {
             if inputs.running && !inputs.quiet {
                 return Some(Rollout::Wait);
             }
-            (token, false)
+            (token, Allowed::default())
         }
         None => return None,
     };
-    match refusal(inputs.pinned, inputs.wanted, inputs.mounts, moving) {
+    match refusal(inputs.pinned, inputs.wanted, inputs.mounts, allowed) {
         Some(why) => Some(Rollout::Refuse { requested, why }),
-        None => Some(Rollout::Go { requested, moving }),
+        None => Some(Rollout::Go {
+            requested,
+            moving: allowed.moving,
+            new_conversation: allowed.new_conversation,
+        }),
     }
 }
 
@@ -136,10 +163,10 @@ pub fn refusal(
     pinned: &Recipe,
     wanted: &Recipe,
     mounts: &[MountStatus],
-    moving: bool,
+    allowed: Allowed,
 ) -> Option<String> {
     let mut why = Vec::new();
-    if pinned.engine != wanted.engine && !moving {
+    if pinned.engine != wanted.engine && !allowed.moving {
         why.push(format!(
             "spec.engine changed ({} to {}): the rollout would move the session to another \
              engine; `jackin rollout NAME --move` moves it (its home and checkouts stay on this \
@@ -147,6 +174,11 @@ pub fn refusal(
             engine_name(pinned.engine.as_deref()),
             engine_name(wanted.engine.as_deref())
         ));
+    }
+    if !allowed.new_conversation
+        && let Some(lost) = conversation_left_behind(pinned, wanted)
+    {
+        why.push(lost);
     }
     for (dst, change) in changed_checkouts(pinned, wanted) {
         let Some(status) = mounts.iter().find(|m| m.dst == dst) else {
@@ -161,6 +193,33 @@ pub fn refusal(
         }
     }
     (!why.is_empty()).then(|| why.join("; "))
+}
+
+/// Why the agent would not find its conversation after the rollout, if it
+/// would not: the working directory changes, and the agent (as the spec
+/// names it now, the one that will look) finds its conversations by it.
+/// A directory the image decides is not known before the image is, and is
+/// taken as unchanged.
+fn conversation_left_behind(pinned: &Recipe, wanted: &Recipe) -> Option<String> {
+    let agent = wanted.agent.as_ref()?;
+    let keeps_one = agent.strategy != Strategy::None;
+    if !(keeps_one && agent.spec.conversations_by_directory) {
+        return None;
+    }
+    let (before, after) = (
+        pinned.working_dir.as_deref()?,
+        recipe::chosen_working_dir(wanted)?,
+    );
+    (before != after).then(|| {
+        format!(
+            "the working directory changes ({before} to {after}) and {agent} finds its \
+             conversations by directory: in {after} it would find none and start anew, the \
+             conversation left behind; `jackin rollout NAME --new-conversation` rolls out with \
+             a new conversation (the old one stays in the unit's home), or keep workingDir \
+             {before}",
+            agent = agent.name
+        )
+    })
 }
 
 /// The isolated checkouts of `pinned` that `wanted` no longer binds as they
@@ -323,8 +382,9 @@ pub fn replacing(recipe: &Recipe) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jackin_api::instance::MountSpec;
+    use jackin_api::agent::AgentSpec;
     use jackin_api::instance::RolloutRecord;
+    use jackin_api::instance::{MountSpec, PinnedAgent};
     use jackin_api::{API_VERSION, ObjectMeta};
     use jiff::Timestamp;
 
@@ -373,6 +433,13 @@ mod tests {
         }
     }
 
+    fn moving() -> Allowed {
+        Allowed {
+            moving: true,
+            ..Allowed::default()
+        }
+    }
+
     fn dirty(dst: &str) -> MountStatus {
         MountStatus {
             dst: dst.into(),
@@ -394,7 +461,8 @@ mod tests {
             go,
             Some(Rollout::Go {
                 requested: "t1".into(),
-                moving: false
+                moving: false,
+                new_conversation: false
             })
         );
         let done = instance(&asked, Some("t1"));
@@ -407,6 +475,30 @@ mod tests {
         assert!(matches!(
             pending(&moving, inputs(&pinned, &wanted, UpdatePolicy::Manual)),
             Some(Rollout::Go { moving: true, .. })
+        ));
+        // --new-conversation counts for the request it was stamped with
+        // only, not for a later one.
+        let anew = (annotation::ROLLOUT_NEW_CONVERSATION, "t1");
+        assert!(matches!(
+            pending(
+                &instance(&[asked[0], anew], None),
+                inputs(&pinned, &wanted, UpdatePolicy::Manual)
+            ),
+            Some(Rollout::Go {
+                new_conversation: true,
+                moving: false,
+                ..
+            })
+        ));
+        assert!(matches!(
+            pending(
+                &instance(&[(annotation::ROLLOUT, "t2"), anew], None),
+                inputs(&pinned, &wanted, UpdatePolicy::Manual)
+            ),
+            Some(Rollout::Go {
+                new_conversation: false,
+                ..
+            })
         ));
     }
 
@@ -522,14 +614,20 @@ mod tests {
             engine: Some("build-box".into()),
             ..recipe()
         };
-        let why = refusal(&pinned, &elsewhere, &[], false).expect("refused");
+        let why = refusal(&pinned, &elsewhere, &[], Allowed::default()).expect("refused");
         assert!(why.contains("--move"), "{why}");
-        assert_eq!(refusal(&pinned, &elsewhere, &[], true), None);
+        assert_eq!(refusal(&pinned, &elsewhere, &[], moving()), None);
         // A worktree switched to a clone: refused while it holds work,
         // retired when it is clean.
         let mut cloned = recipe();
         cloned.mounts[0].isolation = Isolation::Clone;
-        let why = refusal(&pinned, &cloned, &[dirty("/workspace/app")], false).expect("refused");
+        let why = refusal(
+            &pinned,
+            &cloned,
+            &[dirty("/workspace/app")],
+            Allowed::default(),
+        )
+        .expect("refused");
         assert!(
             why.contains("/workspace/app") && why.contains("switch it from worktree to clone"),
             "{why}"
@@ -538,20 +636,101 @@ mod tests {
             dirty_files: Vec::new(),
             ..dirty("/workspace/app")
         };
-        assert_eq!(refusal(&pinned, &cloned, &[clean], false), None);
+        assert_eq!(
+            refusal(&pinned, &cloned, &[clean], Allowed::default()),
+            None
+        );
         assert_eq!(changed_checkouts(&pinned, &cloned).len(), 1);
         // Dropped with work in it: refused too.
         let dropped = Recipe {
             mounts: Vec::new(),
             ..recipe()
         };
-        let why = refusal(&pinned, &dropped, &[dirty("/workspace/app")], false).expect("refused");
+        let why = refusal(
+            &pinned,
+            &dropped,
+            &[dirty("/workspace/app")],
+            Allowed::default(),
+        )
+        .expect("refused");
         assert!(why.contains("no longer mount it"), "{why}");
         // An unchanged checkout with work in it moves along as it is.
         assert_eq!(
-            refusal(&pinned, &recipe(), &[dirty("/workspace/app")], false),
+            refusal(
+                &pinned,
+                &recipe(),
+                &[dirty("/workspace/app")],
+                Allowed::default()
+            ),
             None
         );
+    }
+
+    /// The agent's entry as the fake and the built-ins have it, pinned.
+    fn agent(name: &str, by_directory: bool, strategy: Strategy) -> PinnedAgent {
+        PinnedAgent {
+            name: name.into(),
+            source: "builtin".into(),
+            spec: AgentSpec {
+                continue_args: vec!["--continue".into()],
+                conversations_by_directory: by_directory,
+                ..Default::default()
+            },
+            strategy,
+            version: None,
+        }
+    }
+
+    /// R11: a changed working directory loses the conversation of an agent
+    /// that finds its conversations by it (codex's `resume --last`); the
+    /// rollout is refused, naming `--new-conversation`, which lets it go
+    /// on. An agent whose history is a fixed file (aider), one that
+    /// resumes nothing, or an unchanged directory is not refused.
+    #[test]
+    fn a_changed_working_directory_is_refused_for_an_agent_that_finds_conversations_by_it() {
+        let at = |dir: Option<&str>, agent: PinnedAgent| Recipe {
+            working_dir: dir.map(str::to_owned),
+            agent: Some(agent),
+            ..recipe()
+        };
+        let codex = || agent("codex", true, Strategy::Latest);
+        let pinned = at(Some("/work"), codex());
+        let moved = at(Some("/elsewhere"), codex());
+        let why = refusal(&pinned, &moved, &[], Allowed::default()).expect("refused");
+        assert!(
+            why.contains("/work to /elsewhere")
+                && why.contains("codex finds its conversations by directory")
+                && why.contains("--new-conversation"),
+            "{why}"
+        );
+        let anew = Allowed {
+            new_conversation: true,
+            ..Allowed::default()
+        };
+        assert_eq!(refusal(&pinned, &moved, &[], anew), None);
+        // Without workingDir, the agent starts in the first mount.
+        let by_mount = at(None, codex());
+        let why = refusal(&pinned, &by_mount, &[], Allowed::default()).expect("refused");
+        assert!(why.contains("/work to /workspace/app"), "{why}");
+        // Not refused: the same directory, a fixed history file, nothing
+        // resumed.
+        for (wanted, what) in [
+            (at(Some("/work"), codex()), "the same directory"),
+            (
+                at(Some("/elsewhere"), agent("aider", false, Strategy::Latest)),
+                "aider",
+            ),
+            (
+                at(Some("/elsewhere"), agent("codex", true, Strategy::None)),
+                "no resume",
+            ),
+        ] {
+            assert_eq!(
+                refusal(&pinned, &wanted, &[], Allowed::default()),
+                None,
+                "{what}"
+            );
+        }
     }
 
     /// Only a changed checkout is retired: a rollout of the command alone

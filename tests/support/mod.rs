@@ -540,6 +540,15 @@ pub fn instance_yaml(name: &str) -> String {
     )
 }
 
+/// A workspace with the default policy, for `launch -w NAME` (which
+/// refuses a workspace that does not exist).
+pub fn applied_workspace(home: &Home, name: &str) {
+    let yaml = format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec: {{}}\n"
+    );
+    home.apply(&format!("ws-{name}"), &yaml);
+}
+
 /// [`instance_yaml`] with more `spec` lines (each indented two spaces).
 pub fn instance_yaml_with(name: &str, spec_lines: &str) -> String {
     instance_yaml(name).replace("  agent: shell\n", &format!("  agent: shell\n{spec_lines}"))

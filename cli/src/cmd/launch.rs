@@ -5,6 +5,7 @@ use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
 use jackin_api::agent::Strategy;
+use jackin_api::instance::MountStatus;
 use jackin_api::names::annotation;
 use jackin_api::workspace::ExitPolicy;
 use jackin_api::{Instance, Object};
@@ -14,6 +15,7 @@ use jackin_controller::new_session::{self, NewSession, NewSessionError, Trio, cl
 use jackin_controller::reconcile::assess_checkouts;
 use jackin_controller::source;
 use jackin_reconcilers::assess::has_unfinished_work;
+use jackin_reconcilers::isolation::{self, IsolationError};
 use jiff::Timestamp;
 
 use crate::args::LaunchArgs;
@@ -23,24 +25,83 @@ use crate::output;
 use crate::screens::{self, Answer, Kind, Screen};
 use crate::terminal::Keyboard;
 
+/// A session Screen C offers: the instance, its isolated checkouts
+/// assessed now, and the conflicts its resume would fail with.
+struct Resumable {
+    obj: Instance,
+    conflicts: Vec<IsolationError>,
+}
+
 /// The instances of (workspace, role, agent) that can be resumed, the most
 /// recently used first: kept ones, clean or not, and ended or running ones,
 /// with their isolated checkouts assessed now.
-async fn restorable(store: &Store, args: &LaunchArgs) -> Result<Vec<Instance>> {
-    let mut found: Vec<Instance> = store
-        .list_instances()?
-        .instances
-        .into_iter()
-        .filter(|obj| trio(args).holds(obj))
-        .collect();
-    for obj in &mut found {
+async fn restorable(store: &Store, args: &LaunchArgs) -> Result<Vec<Resumable>> {
+    let mut found = Vec::new();
+    for mut obj in store.list_instances()?.instances {
+        if !trio(args).holds(&obj) {
+            continue;
+        }
         if let Some(container) = obj.container_name().map(str::to_owned) {
             let mounts = assess_checkouts(store.layout(), &container).await?;
             obj.status.get_or_insert_default().mounts = mounts;
         }
+        let conflicts = resume_conflicts(store, &obj).await?;
+        found.push(Resumable { obj, conflicts });
     }
-    found.sort_by_key(|obj| std::cmp::Reverse(last_used(obj)));
+    found.sort_by_key(|r| std::cmp::Reverse(last_used(&r.obj)));
     Ok(found)
+}
+
+/// The conflicts a resume of `obj` would fail with, asked now of the
+/// resume's own check ([`isolation::resume_conflicts`]) over the mounts its
+/// recipe binds, so that Screens C and D offer only what will work.
+async fn resume_conflicts(store: &Store, obj: &Instance) -> Result<Vec<IsolationError>> {
+    let (Some(container), Some(recipe)) = (obj.container_name(), obj.recipe()) else {
+        return Ok(Vec::new());
+    };
+    let layout = store.layout().clone();
+    let (container, mounts) = (container.to_owned(), recipe.mounts.clone());
+    let conflicts = jackin_reconcilers::blocking(move || {
+        isolation::resume_conflicts(&layout, &container, &mounts)
+    })
+    .await?;
+    Ok(conflicts)
+}
+
+/// Screen D's statement of a diverged host repository: what the resume
+/// would do (fail, and leave the checkout as it is), and what works
+/// instead. Short lines: the rich screen does not wrap them.
+fn conflict_lines(conflicts: &[IsolationError]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for conflict in conflicts {
+        let IsolationError::ResumeConflict {
+            dst,
+            src,
+            base,
+            path,
+        } = conflict
+        else {
+            continue;
+        };
+        let (dst, src, path) = (
+            output::terminal_safe(dst),
+            output::terminal_safe(src),
+            output::terminal_safe(path),
+        );
+        let short = base.get(..12).unwrap_or(base);
+        lines.extend([
+            format!("Conflict at {dst}: the host repo diverged since it was preserved."),
+            format!("  {src} no longer holds its base commit {short}"),
+            "  (made anew, or its history rewritten).".to_owned(),
+            format!("Resuming would fail (ResumeConflict) and leave {dst} as it is."),
+            "What works instead:".to_owned(),
+            "  Esc, then start a new session (this one stays as it is)".to_owned(),
+            "  keep the work: copy it out of the checkout,".to_owned(),
+            format!("    {path}"),
+            format!("  or put commit {short} back into {src}, then resume"),
+        ]);
+    }
+    lines
 }
 
 /// "clean", or what unfinished work the checkouts hold.
@@ -90,7 +151,7 @@ fn conversation(obj: &Instance) -> &'static str {
 /// used.
 async fn choose(
     args: &LaunchArgs,
-    found: &[Instance],
+    found: &[Resumable],
     new_name: &str,
     keyboard: &mut Keyboard,
 ) -> Result<Option<usize>> {
@@ -99,14 +160,19 @@ async fn choose(
         "Start new session".to_owned(),
         format!("a fresh instance, {new_name}"),
     )];
-    for obj in found {
+    for Resumable { obj, conflicts } in found {
         let phase = obj.phase().map_or("-".into(), |p| p.to_string());
+        // A diverged host repository is the conflict it is, not the
+        // agent's branches "unpushed" to a repository they never left.
+        let state = match conflicts.is_empty() {
+            true => summary(obj),
+            false => "conflict: host repo diverged, resuming would fail".to_owned(),
+        };
         choices.push((
             format!("Resume {}", obj.metadata.name),
             format!(
-                "{} ago · {phase} · {} · {}",
+                "{} ago · {phase} · {state} · {}",
                 output::age(last_used(obj), now),
-                summary(obj),
                 conversation(obj)
             ),
         ));
@@ -130,7 +196,9 @@ async fn choose(
 /// Screen D: before a session with isolated checkouts is resumed (by
 /// `launch`, `attach` or `set-phase running`), the operator sees what is
 /// in them, and passes only with Enter; Esc goes back. A session without
-/// isolated checkouts has nothing to verify: it resumes at once.
+/// isolated checkouts has nothing to verify: it resumes at once. One whose
+/// resume would fail (a diverged host repository) is shown with the
+/// conflict, and Esc is the only way on.
 pub async fn verify_preserved_state(
     store: &Store,
     obj: &Instance,
@@ -143,7 +211,9 @@ pub async fn verify_preserved_state(
     if mounts.is_empty() {
         return Ok(Answer::Chose(0));
     }
+    let conflicts = resume_conflicts(store, obj).await?;
     let name = &obj.metadata.name;
+    let checkouts = output::plural(mounts.len(), "checkout", "checkouts");
     let mut context = vec![
         format!(
             "Restoring instance/{name}: {} ({}) · workspace {}",
@@ -151,26 +221,50 @@ pub async fn verify_preserved_state(
             obj.spec.agent,
             obj.spec.workspace.as_deref().unwrap_or("-")
         ),
-        format!(
-            "Reusing the preserved {}:",
-            output::plural(mounts.len(), "checkout", "checkouts")
-        ),
+        match conflicts.is_empty() {
+            true => format!("Reusing the preserved {checkouts}:"),
+            false => format!("The preserved {checkouts}:"),
+        },
         String::new(),
     ];
-    context.extend(output::mounts_evidence(&mounts).lines().map(str::to_owned));
-    context.push(String::new());
-    context.push(
-        match mounts.iter().any(has_unfinished_work) {
-            true => "The session resumes on this work as it is; nothing of it is lost.",
-            false => "Nothing unfinished: the session resumes on clean checkouts.",
-        }
-        .to_owned(),
+    // A conflicting checkout's evidence is not shown: git cannot read it
+    // without its host's objects (it would say "unknown", or count the
+    // agent's branch as unpushed). Its conflict is said instead.
+    let conflicting = |m: &&MountStatus| {
+        conflicts
+            .iter()
+            .any(|c| matches!(c, IsolationError::ResumeConflict { dst, .. } if *dst == m.dst))
+    };
+    let readable: Vec<MountStatus> = mounts.iter().filter(|m| !conflicting(m)).cloned().collect();
+    context.extend(
+        output::mounts_evidence(&readable)
+            .lines()
+            .map(str::to_owned),
     );
+    if !readable.is_empty() {
+        context.push(String::new());
+    }
+    let kind = if conflicts.is_empty() {
+        // What the resume checks of the host: that it still holds each
+        // checkout's base, which it then builds on.
+        context.push("Host repo still holds each checkout's base — safe to reuse.".to_owned());
+        context.push(
+            match mounts.iter().any(has_unfinished_work) {
+                true => "The session resumes on this work as it is; nothing of it is lost.",
+                false => "Nothing unfinished: the session resumes on clean checkouts.",
+            }
+            .to_owned(),
+        );
+        Kind::ResumeOrBack
+    } else {
+        context.extend(conflict_lines(&conflicts));
+        Kind::OnlyBack
+    };
     let screen = Screen {
         label: format!("resume {name}"),
         context,
         choices: Vec::new(),
-        kind: Kind::ResumeOrBack,
+        kind,
     };
     screens::choose(&screen, keyboard).await
 }
@@ -332,22 +426,23 @@ pub async fn run(
         let Some(i) = choose(args, &found, &new_name, keyboard).await? else {
             break None;
         };
-        match verify_preserved_state(&store, &found[i], keyboard).await? {
+        let chosen = &found[i].obj;
+        match verify_preserved_state(&store, chosen, keyboard).await? {
             Answer::Chose(_) => {
-                if let Some(warning) = found[i].retention_warning(Timestamp::now()) {
-                    eprintln!("warning: instance/{}: {warning}", found[i].metadata.name);
+                if let Some(warning) = chosen.retention_warning(Timestamp::now()) {
+                    eprintln!("warning: instance/{}: {warning}", chosen.metadata.name);
                 }
                 break Some(i);
             }
             Answer::Back => continue,
             Answer::Abort => bail!(
                 "resume aborted: instance/{} is unchanged",
-                found[i].metadata.name
+                chosen.metadata.name
             ),
         }
     };
     let name = match choice {
-        Some(i) => found[i].metadata.name.clone(),
+        Some(i) => found[i].obj.metadata.name.clone(),
         None => {
             let mut session = new_session::prepare(&store, trio(args), template)?;
             // The override is part of the instance from its first moment,

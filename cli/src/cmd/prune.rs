@@ -1,20 +1,48 @@
-//! `jackin prune`: the sweeps, now.
+//! `jackin prune`: the sweeps, now; with `--failed-after AGE`, also the
+//! sessions that ended Crashed or Failed longer ago than AGE.
 
-use anyhow::Result;
-use jackin_controller::sweep;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use jackin_api::{DesiredPhase, Instance};
+use jackin_controller::{failed_sessions, sweep};
+use jiff::Timestamp;
 
 use crate::args::WaitArgs;
+use crate::cmd::set_phase;
 use crate::context::{connect, converge_and_report, open_store};
+use crate::output;
+use crate::terminal::Keyboard;
 
-pub async fn run(dry_run: bool, images: bool) -> Result<()> {
+pub async fn run(
+    dry_run: bool,
+    images: bool,
+    failed_after: Option<Duration>,
+    force: bool,
+) -> Result<()> {
     let store = open_store()?;
     let engine = connect().await?;
     let findings = sweep::sweep(&store, &engine, sweep::Options { dry_run, images }).await?;
-    if findings.is_empty() {
+    let failed = match failed_after {
+        Some(age) => failed_before(&store.list_instances()?.instances, age)?,
+        None => Vec::new(),
+    };
+    if findings.is_empty() && failed.is_empty() {
         println!("nothing to prune");
     }
     for finding in &findings {
         println!("{}", finding.describe(dry_run));
+    }
+    let now = Timestamp::now();
+    for (obj, since) in &failed {
+        let verb = if dry_run { "would purge" } else { "purging" };
+        println!(
+            "{verb} instance/{}: {} {} ago ({since})",
+            obj.metadata.name,
+            obj.phase().map_or("-".into(), |p| p.to_string()),
+            output::age(Some(*since), now)
+        );
     }
     if dry_run {
         return Ok(());
@@ -29,9 +57,41 @@ pub async fn run(dry_run: bool, images: bool) -> Result<()> {
         })
         .collect();
     let wait = WaitArgs {
-        timeout: std::time::Duration::from_secs(300),
+        timeout: Duration::from_secs(300),
         no_wait: false,
         concurrency: jackin_controller::converge::DEFAULT_CONCURRENCY,
     };
-    converge_and_report(store, engine, &purges, &wait, false).await
+    converge_and_report(store.clone(), engine, &purges, &wait, false).await?;
+    if failed.is_empty() {
+        return Ok(());
+    }
+    // The purge `set-phase purged` makes, so the same acknowledgement (the
+    // unfinished work shown, and asked about on a terminal or allowed by
+    // --force) and the same save of that work before it goes.
+    let reaped: Vec<Instance> = failed.into_iter().map(|(obj, _)| obj).collect();
+    let mut keyboard = std::io::stdin().is_terminal().then(Keyboard::start);
+    set_phase::set_phases(
+        store,
+        &reaped,
+        DesiredPhase::Purged,
+        false,
+        force,
+        &wait,
+        false,
+        keyboard.as_mut(),
+    )
+    .await
+}
+
+/// The sessions that ended Crashed or Failed longer than `age` ago, each
+/// with when it did.
+fn failed_before(instances: &[Instance], age: Duration) -> Result<Vec<(Instance, Timestamp)>> {
+    let cutoff = jiff::SignedDuration::try_from(age)
+        .ok()
+        .and_then(|age| Timestamp::now().checked_sub(age).ok())
+        .with_context(|| format!("--failed-after {age:?} reaches before the clock's start"))?;
+    Ok(failed_sessions::ended_before(instances, cutoff)
+        .into_iter()
+        .map(|(obj, since)| (obj.clone(), since))
+        .collect())
 }

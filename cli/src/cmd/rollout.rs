@@ -9,7 +9,7 @@ use jackin_api::names::annotation;
 use jackin_api::{DesiredPhase, Instance};
 use jackin_controller::Reconciler;
 use jackin_controller::reconcile::assess_checkouts;
-use jackin_reconcilers::rollout;
+use jackin_reconcilers::rollout::{self, Allowed};
 use jiff::Timestamp;
 
 use crate::args::WaitArgs;
@@ -19,7 +19,7 @@ use crate::context::{connect, converge_and_report, open_store_to_change};
 pub async fn run(
     targets: &Targets<'_>,
     dry_run: bool,
-    moving: bool,
+    allowed: Allowed,
     wait: &WaitArgs,
     verbose: bool,
 ) -> Result<()> {
@@ -46,14 +46,14 @@ pub async fn run(
         };
         let container = obj.container_name().map(str::to_owned).unwrap_or_default();
         let mounts = assess_checkouts(store.layout(), &container).await?;
-        if let Some(why) = rollout::refusal(pinned, &wanted, &mounts, moving) {
+        if let Some(why) = rollout::refusal(pinned, &wanted, &mounts, allowed) {
             eprintln!("error: instance/{name} cannot be rolled out: {why}");
             refused.push(name.clone());
             continue;
         }
         if dry_run {
             let mut stamped = obj.clone();
-            stamp(&mut stamped, &requested, moving);
+            stamp(&mut stamped, &requested, allowed);
             let plans = reconciler.preview_rollout(stamped).await?;
             print!("{}", render(name, &rollout::diff(pinned, &wanted), &plans));
             if obj.desired_phase() != DesiredPhase::Running {
@@ -64,10 +64,10 @@ pub async fn run(
             }
             continue;
         }
-        // The move is stamped first: a controller that sees the request
-        // sees whether it may move.
-        if moving {
-            store.set_annotation(name, annotation::ROLLOUT_MOVE, Some(&requested))?;
+        // What it allows is stamped first: a controller that sees the
+        // request sees whether it may move, or start a new conversation.
+        for key in allowances(allowed) {
+            store.set_annotation(name, key, Some(&requested))?;
         }
         store.set_annotation(name, annotation::ROLLOUT, Some(&requested))?;
         // A rollout is the operator trying again: failures counted toward
@@ -107,12 +107,26 @@ pub async fn run(
     }
 }
 
+/// The annotations that say what the request allows, each stamped with the
+/// request's time.
+fn allowances(allowed: Allowed) -> impl Iterator<Item = &'static str> {
+    [
+        (allowed.moving, annotation::ROLLOUT_MOVE),
+        (
+            allowed.new_conversation,
+            annotation::ROLLOUT_NEW_CONVERSATION,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(asked, key)| asked.then_some(key))
+}
+
 /// The request as `rollout` stamps it.
-fn stamp(obj: &mut Instance, requested: &str, moving: bool) {
+fn stamp(obj: &mut Instance, requested: &str, allowed: Allowed) {
     let annotations = &mut obj.metadata.annotations;
     annotations.insert(annotation::ROLLOUT.to_owned(), requested.to_owned());
-    if moving {
-        annotations.insert(annotation::ROLLOUT_MOVE.to_owned(), requested.to_owned());
+    for key in allowances(allowed) {
+        annotations.insert(key.to_owned(), requested.to_owned());
     }
 }
 
@@ -137,7 +151,14 @@ fn report(obj: &Instance, requested: &str, refused: &mut Vec<String>) {
                 .filter(|r| r.at >= record.at)
                 .map(|r| format!(", tier {}", r.tier))
                 .unwrap_or_default();
-            println!("instance/{name} rolled out{tier}: its unit and conversation kept");
+            let kept = match record.new_conversation {
+                false => "its unit and conversation kept",
+                true => {
+                    "its unit kept; the agent's conversation starts anew (the old one stays in \
+                     the unit's home)"
+                }
+            };
+            println!("instance/{name} rolled out{tier}: {kept}");
         }
     }
 }
