@@ -326,24 +326,25 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     if pinned.credentials.is_some() && wanted.credentials != pinned.credentials {
         fields.push("credentials (authForward or a credential set)");
     }
-    // Recipes pinned before agents were data have no entry to compare. Its
-    // credentials are compared above, with the mode, so that a session
-    // pinned before the hand-off existed reports no change of its entry
-    // for them.
-    // `conversationsByDirectory` only tells a rollout what a changed
-    // directory costs: nothing the session runs, so no drift either.
-    let entry = |r: &Recipe| {
-        r.agent.as_ref().map(|a| {
-            let mut spec = a.spec.clone();
-            spec.credentials = None;
-            spec.conversations_by_directory = false;
-            (spec, a.strategy)
-        })
-    };
-    if pinned.agent.is_some() && entry(wanted) != entry(pinned) {
+    // Recipes pinned before agents were data have no entry to compare.
+    if pinned.agent.is_some() && compared_entry(wanted) != compared_entry(pinned) {
         fields.push("agent (its registry entry)");
     }
     fields
+}
+
+/// The part of a recipe's agent entry that a change of is a change of the
+/// session: its credentials are compared apart, with the mode (so that a
+/// session pinned before the hand-off existed reports no change of its
+/// entry for them), and `conversationsByDirectory` only tells a rollout
+/// what a changed directory costs, nothing the session runs.
+pub fn compared_entry(recipe: &Recipe) -> Option<(&str, AgentSpec, Strategy)> {
+    recipe.agent.as_ref().map(|a| {
+        let mut spec = a.spec.clone();
+        spec.credentials = None;
+        spec.conversations_by_directory = false;
+        (a.name.as_str(), spec, a.strategy)
+    })
 }
 
 /// The directory the agent starts in, as far as the recipe decides it: its

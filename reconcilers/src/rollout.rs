@@ -324,11 +324,7 @@ pub fn diff(pinned: &Recipe, wanted: &Recipe) -> Vec<String> {
             show(&wanted.credentials),
         );
     }
-    let entry = |r: &Recipe| {
-        r.agent
-            .as_ref()
-            .map(|a| show(&(&a.name, &a.spec, a.strategy)))
-    };
+    let entry = |r: &Recipe| recipe::compared_entry(r).map(|entry| show(&entry));
     if entry(pinned) != entry(wanted) {
         field(
             "agent",
@@ -780,5 +776,18 @@ mod tests {
             "{lines:?}"
         );
         assert!(lines[1].starts_with("env: [] -> "), "{lines:?}");
+    }
+
+    /// A session pinned before entries said how they find conversations
+    /// shows no change of its entry for that alone: it runs nothing
+    /// differently (as drift does not count it).
+    #[test]
+    fn the_diff_leaves_out_what_only_tells_a_rollout_its_cost() {
+        let with = |by_directory| Recipe {
+            agent: Some(agent("codex", by_directory, Strategy::Latest)),
+            ..recipe()
+        };
+        assert_eq!(diff(&with(false), &with(true)), Vec::<String>::new());
+        assert!(recipe::drift(&with(false), &with(true)).is_empty());
     }
 }
