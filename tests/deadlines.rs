@@ -6,11 +6,14 @@
 
 mod support;
 
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::{Home, condition, docker, ensure_busybox, instance_yaml};
+use support::{Home, condition, docker, ensure_busybox, instance_yaml, instance_yaml_with};
 
 /// A bound for a command that must not hang: a hang fails the test rather
 /// than stalling the suite.
@@ -192,4 +195,119 @@ fn sa5_get_shows_a_removed_container_at_once() {
         .expect("a row");
     assert_eq!(row.split_whitespace().nth(2), Some("Running"), "{listed}");
     home.ok(&["delete", "gone"]);
+}
+
+/// The real engine behind a TCP address that can be made to hang: until
+/// frozen, each connection is passed through to the engine's socket; once
+/// frozen, nothing more passes either way (the connections stay open), as
+/// an engine that stopped answering. It notes when a followed log was asked
+/// for, so the test freezes it only once the log stream is under way.
+struct FreezingEngine {
+    address: String,
+    frozen: Arc<AtomicBool>,
+    log_followed: Arc<AtomicBool>,
+}
+
+impl FreezingEngine {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let address = format!("tcp://{}", listener.local_addr().expect("bound"));
+        let frozen = Arc::new(AtomicBool::new(false));
+        let log_followed = Arc::new(AtomicBool::new(false));
+        let (f, l) = (Arc::clone(&frozen), Arc::clone(&log_followed));
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let engine = UnixStream::connect("/var/run/docker.sock").expect("the engine");
+                let (client_in, engine_out) =
+                    (client.try_clone().unwrap(), engine.try_clone().unwrap());
+                let (f1, f2, l1) = (Arc::clone(&f), Arc::clone(&f), Arc::clone(&l));
+                std::thread::spawn(move || pass(client_in, engine_out, &f1, Some(&l1)));
+                std::thread::spawn(move || pass(engine, client, &f2, None));
+            }
+        });
+        Self {
+            address,
+            frozen,
+            log_followed,
+        }
+    }
+}
+
+/// Copies `from` to `to` until either ends or the engine is frozen; then
+/// holds both open, passing nothing.
+fn pass(mut from: impl Read, mut to: impl Write, frozen: &AtomicBool, logs: Option<&AtomicBool>) {
+    let mut buf = [0u8; 8192];
+    loop {
+        let Ok(n) = from.read(&mut buf) else { return };
+        if n == 0 {
+            return;
+        }
+        if frozen.load(Ordering::SeqCst) {
+            // Hung: hold the connection, answer nothing.
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        let request = &buf[..n];
+        if let Some(logs) = logs
+            && request.starts_with(b"GET ")
+            && request
+                .windows(b"follow=true".len())
+                .any(|w| w == b"follow=true")
+        {
+            logs.store(true, Ordering::SeqCst);
+        }
+        if to.write_all(request).is_err() {
+            return;
+        }
+    }
+}
+
+/// Item 1: `logs -f` has no deadline on a quiet agent, but an engine that
+/// stops answering under it ends it: after 30 s of quiet jackin asks the
+/// engine whether the container still runs, and gives up, naming the
+/// engine, when no answer comes within 20 s. `attach` asks the same way.
+#[test]
+fn a_followed_log_ends_when_its_engine_stops_answering() {
+    let home = Home::new();
+    ensure_busybox();
+    home.apply(
+        "quiet",
+        &instance_yaml_with("quiet", "  command: [sh, -c, \"echo up; sleep 3600\"]\n"),
+    );
+    let engine = FreezingEngine::start();
+    let (followed, frozen) = (Arc::clone(&engine.log_followed), Arc::clone(&engine.frozen));
+    std::thread::spawn(move || {
+        while !followed.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // The stream's start has passed by now; then the engine hangs.
+        std::thread::sleep(Duration::from_secs(2));
+        frozen.store(true, Ordering::SeqCst);
+    });
+    let mut logs = home.command(&["logs", "-f", "quiet"]);
+    logs.env("DOCKER_HOST", &engine.address);
+    let started = Instant::now();
+    let out = support::run_within(logs, LIMIT);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        engine.frozen.load(Ordering::SeqCst),
+        "frozen under the stream"
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("up"), "the log before the hang: {stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "the Docker engine at {} stopped answering",
+            engine.address
+        )),
+        "{stderr}"
+    );
+    // Order, not speed: 30 s of quiet, then 20 s for the answer.
+    assert!(
+        started.elapsed() >= Duration::from_secs(50),
+        "{:?}",
+        started.elapsed()
+    );
+    home.ok(&["delete", "quiet"]);
 }
