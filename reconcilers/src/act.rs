@@ -510,7 +510,7 @@ pub async fn act(
             session::retire_marker(ctx.layout, &container)
                 .map_err(io(&ctx.layout.unit_dir(&container)))?;
             write_start_plan(ctx.layout, &container, obj).await?;
-            match engine
+            let started = match engine
                 .start_container(id.as_deref().unwrap_or(&container))
                 .await
             {
@@ -518,8 +518,20 @@ pub async fn act(
                 // `PrepareMounts`): the unit's container, by its name.
                 Err(EngineError::Refused { status: 404, .. }) if id.is_some() => {
                     engine.start_container(&container).await?;
+                    container.as_str()
                 }
-                started => started?,
+                started => {
+                    started?;
+                    id.as_deref().unwrap_or(&container)
+                }
+            };
+            // The terminal exists before anyone attaches, at the size the
+            // operator last used, so that a full-screen agent draws at once
+            // (and its prompt reaches the log the overview reads). An agent
+            // that already ended has no terminal to size: no matter.
+            let (columns, rows) = session::terminal_size(ctx.layout, &container);
+            if let Err(e) = engine.resize(started, columns, rows).await {
+                tracing::debug!(container, "the new terminal keeps its size: {e}");
             }
             // From now on the recipe is the session's, never re-pinned.
             if let Some(recipe) = obj.status.as_mut().and_then(|s| s.recipe.as_mut()) {

@@ -210,6 +210,12 @@ impl Layout {
         self.unit_meta_dir(container).join("isolation.json")
     }
 
+    /// The terminal size the operator last attached with, `COLSxROWS`: a
+    /// start tells the agent's terminal this size before anyone attaches.
+    pub fn terminal_size_file(&self, container: &str) -> PathBuf {
+        self.unit_meta_dir(container).join("terminal-size")
+    }
+
     /// The unit's bounded event log.
     pub fn events_file(&self, container: &str) -> PathBuf {
         self.unit_meta_dir(container).join("events.jsonl")

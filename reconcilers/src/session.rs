@@ -164,6 +164,43 @@ pub fn attached(layout: &Layout, container: &str) -> bool {
     path.exists() && matches!(crate::fsutil::FileLock::try_acquire(&path), Ok(None))
 }
 
+/// The terminal size a start gives the agent when no operator has attached
+/// yet: the engine's API (1.41) cannot set one at creation, and until it is
+/// set the terminal is 0×0, at which a full-screen agent draws nothing.
+pub const DEFAULT_TERMINAL: (u16, u16) = (120, 40);
+
+/// The size (columns, rows) the operator last attached to the unit with,
+/// else [`DEFAULT_TERMINAL`]. The file is jackin's own (the container never
+/// sees `.jackin/`), read capped all the same.
+pub fn terminal_size(layout: &Layout, container: &str) -> (u16, u16) {
+    let path = layout.terminal_size_file(container);
+    read_untrusted(&path, 32)
+        .ok()
+        .and_then(|bytes| parse_size(std::str::from_utf8(&bytes).ok()?))
+        .unwrap_or(DEFAULT_TERMINAL)
+}
+
+/// Remembers the size an operator attached with, for the unit's next starts.
+pub fn remember_terminal_size(
+    layout: &Layout,
+    container: &str,
+    (columns, rows): (u16, u16),
+) -> std::io::Result<()> {
+    let path = layout.terminal_size_file(container);
+    if read_untrusted(&path, 32).is_ok_and(|held| held == format!("{columns}x{rows}\n").as_bytes())
+    {
+        return Ok(());
+    }
+    write_atomic(&path, format!("{columns}x{rows}\n").as_bytes())
+}
+
+/// `COLSxROWS`, each from 1 to 1000 (larger is no terminal).
+fn parse_size(text: &str) -> Option<(u16, u16)> {
+    let (columns, rows) = text.trim().split_once('x')?;
+    let size = |n: &str| n.parse::<u16>().ok().filter(|n| (1..=1000).contains(n));
+    Some((size(columns)?, size(rows)?))
+}
+
 /// Sets the marker of a recorded session aside before the container runs
 /// again, so that a marker is always the latest run's.
 pub fn retire_marker(layout: &Layout, container: &str) -> std::io::Result<()> {
@@ -199,4 +236,24 @@ pub fn collect_artifacts(
     remove_if_exists(&to)?;
     std::fs::rename(&from, &to)?;
     Ok(Some(to))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_uses_the_size_the_operator_last_attached_with_else_the_default() {
+        let root = tempfile::tempdir().unwrap();
+        let layout = Layout::new(root.path());
+        let unit = "jk-unit";
+        ensure_private_dir(&layout.unit_meta_dir(unit)).unwrap();
+        assert_eq!(terminal_size(&layout, unit), DEFAULT_TERMINAL);
+        remember_terminal_size(&layout, unit, (101, 33)).unwrap();
+        assert_eq!(terminal_size(&layout, unit), (101, 33));
+        for bad in ["0x40", "120x", "99999x40", "a link's text", ""] {
+            std::fs::write(layout.terminal_size_file(unit), bad).unwrap();
+            assert_eq!(terminal_size(&layout, unit), DEFAULT_TERMINAL, "{bad:?}");
+        }
+    }
 }

@@ -12,10 +12,10 @@ use jackin_api::names::{condition, reason};
 use jackin_api::{DesiredPhase, Instance};
 use jackin_controller::engines::Engines;
 use jackin_controller::{Reconciler, Store, StoreError, session};
-use jackin_reconcilers::Engine;
 use jackin_reconcilers::assess::acknowledgement_digest;
 use jackin_reconcilers::engine::LogsRequest;
 use jackin_reconcilers::fsutil::FileLock;
+use jackin_reconcilers::{Engine, Layout};
 use tokio::io::AsyncWriteExt;
 
 use crate::args::WaitArgs;
@@ -28,7 +28,12 @@ use crate::terminal::{Keyboard, RawMode, Resizes};
 
 /// Connects the terminal to the container until the agent exits or the
 /// operator detaches (Ctrl-P Ctrl-Q).
-async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) -> Result<()> {
+async fn attach_once(
+    engine: &Engine,
+    layout: &Layout,
+    container: &str,
+    keyboard: &mut Keyboard,
+) -> Result<()> {
     // The session is the operator's time, not the command's `--timeout`.
     let _turn = deadline::operators_turn();
     let tty = std::io::stdin().is_terminal();
@@ -42,8 +47,15 @@ async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) 
     }
     let _raw = if tty { RawMode::enable() } else { None };
     if tty && let Ok((width, height)) = crossterm::terminal::size() {
-        // The agent lays its screen out for this terminal; a failure only costs looks.
+        // The agent lays its screen out for this terminal, and redraws
+        // only on a change of size: one row less first, so that an attach
+        // at the size it already has still makes it draw its screen anew.
+        // A failure only costs looks.
+        let _ = engine
+            .resize(container, width, height.saturating_sub(1).max(1))
+            .await;
         let _ = engine.resize(container, width, height).await;
+        remember_size(layout, container, (width, height));
     }
     let mut resizes = Resizes::watch(tty);
     let mut stdout = std::io::stdout();
@@ -69,6 +81,7 @@ async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) 
             // A full-screen agent redraws at the size it is told.
             (width, height) = resizes.next() => {
                 let _ = engine.resize(container, width, height).await;
+                remember_size(layout, container, (width, height));
             }
             chunk = keyboard.chunk() => match chunk {
                 Some(bytes) => {
@@ -82,6 +95,15 @@ async fn attach_once(engine: &Engine, container: &str, keyboard: &mut Keyboard) 
         }
     }
     Ok(())
+}
+
+/// The operator's size, for the unit's next starts (see
+/// `session::terminal_size`); not kept costs only that.
+fn remember_size(layout: &Layout, container: &str, size: (u16, u16)) {
+    // The container is named as its unit.
+    if let Err(e) = jackin_reconcilers::session::remember_terminal_size(layout, container, size) {
+        tracing::debug!("the terminal size is not kept for the next start: {e}");
+    }
 }
 
 /// The last screenful of what the agent printed, from the container's log,
@@ -262,7 +284,7 @@ pub async fn run(
         // its start) has nothing to attach to: it is settled below.
         if running(&engine, &container).await? {
             eprintln!("attached to instance/{name} ({container}); Ctrl-P Ctrl-Q detaches");
-            attach_once(&engine, &container, keyboard).await?;
+            attach_once(&engine, store.layout(), &container, keyboard).await?;
             if running(&engine, &container).await? {
                 eprintln!("\ndetached; `jackin attach {name}` reconnects");
                 return Ok(());

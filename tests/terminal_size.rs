@@ -1,0 +1,60 @@
+//! The agent's terminal, as the agent sees it: its size before anyone
+//! attaches, and at every attach. Against the real engine, with busybox's
+//! `stty` as the agent, attached in tmux as a person would.
+
+mod support;
+
+use std::time::Duration;
+
+use support::terminal::Terminal;
+use support::{Home, ensure_busybox, eventually, instance_yaml_with};
+
+/// The agent's terminal has a size before anyone attaches (the engine's
+/// API cannot give one at creation, and at 0×0 a full-screen agent draws
+/// nothing, R4 of issue 37): 120×40 at the first start, and at every later
+/// start the size the operator last attached with. An attach at the size
+/// the terminal already has still tells the agent a size change, so that
+/// it draws its screen anew (R5).
+#[test]
+fn the_terminal_has_a_size_before_anyone_attaches_and_keeps_the_operators() {
+    ensure_busybox();
+    let home = Home::new();
+    // Says its terminal's size once it has one, then at each change of it
+    // (SIGWINCH) and each line typed.
+    let agent = "trap 'echo \"winch $(stty size)\"' WINCH; \
+                 until [ \"$(stty size)\" != '0 0' ]; do sleep 0.1; done; \
+                 echo \"size $(stty size)\"; \
+                 while true; do read line && echo \"size $(stty size)\"; done";
+    let spec = format!(
+        "  command: [sh, -c, {}]\n",
+        serde_json::to_string(agent).unwrap()
+    );
+    home.apply("sized", &instance_yaml_with("sized", &spec));
+    let logs = || home.ok(&["logs", "sized"]);
+    eventually(Duration::from_secs(60), "the first start's size", || {
+        logs().contains("size 40 120")
+    });
+    // An attach at the size the terminal has (tmux's window is 120×40)
+    // still tells the agent a change, so that it draws anew.
+    let winches = || logs().matches("winch ").count();
+    let term = Terminal::start(&home, "attach sized; echo attach-returned-$?");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    eventually(Duration::from_secs(30), "a redraw on attach", || {
+        winches() > 0
+    });
+    term.keys(&["C-p", "C-q"]);
+    term.wait_for("attach-returned-0", 1);
+    // The operator attaches at another size ...
+    let again = Terminal::start(&home, "attach sized; echo attach-returned-$?");
+    again.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    again.resize(100, 30);
+    again.type_until("x", "size 30 100");
+    again.keys(&["C-p", "C-q"]);
+    again.wait_for("attach-returned-0", 1);
+    // ... and the next start, with nobody attached, is at that size.
+    support::docker(&["kill", &home.container("sized")]);
+    home.ok(&["controller", "--once"]);
+    eventually(Duration::from_secs(60), "the restart's size", || {
+        logs().matches("size 30 100").count() >= 2
+    });
+}
