@@ -32,6 +32,11 @@ fn pass(home: &Home) {
     assert!(out.starts_with("pass complete"), "{out}");
 }
 
+/// Whether `name`'s container runs, as the engine says.
+fn agent_runs(home: &Home, name: &str) -> bool {
+    docker(&["inspect", "-f", "{{.State.Running}}", &home.container(name)]) == "true"
+}
+
 fn conversation(home: &Home, name: &str) -> serde_json::Value {
     home.object(name)["status"]["conversation"].clone()
 }
@@ -829,26 +834,37 @@ fn an_exit_before_any_message_leaves_an_id_no_rung_can_start() {
     }
 }
 
+/// claude started as `name`, then its transcript removed and its container
+/// stopped: the next start's resume by id fails at once with claude's "No
+/// conversation found with session ID" on standard output, and the mint
+/// of the same id runs. Returns the home, the role repository (which must
+/// live as long as the test: a restore may build from it again) and the id.
+fn a_resume_by_id_claude_refuses(name: &str) -> (Home, RoleRepo, String) {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_fake_agents();
+    let yaml = role.agent_instance_yaml(name, "claude", "");
+    home.apply_trusted("w.yaml", &yaml, name, &[Trust::CLAUDE]);
+    let id = conversation(&home, name)["id"].as_str().unwrap().to_owned();
+    wait_for_starts(&home, name, 1);
+    let projects = home.unit(name).join("home/.claude/projects/-work");
+    std::fs::remove_file(projects.join(format!("{id}.jsonl"))).unwrap();
+    docker(&["stop", "-t", "2", &home.container(name)]);
+    pass(&home);
+    assert_eq!(
+        wait_for_starts(&home, name, 2)[1],
+        format!("claude minted {id}"),
+        "the next rung runs"
+    );
+    (home, role, id)
+}
+
 /// Defect R10: claude says why a resume failed on standard output, and the
 /// fallback event carries it as it carries what other agents say on
 /// standard error: the last line of the rung's window in the engine's log.
 #[test]
 fn claudes_words_on_standard_output_reach_the_fallback_event() {
-    ensure_busybox();
-    let home = Home::new();
-    let role = RoleRepo::with_fake_agents();
-    let yaml = role.agent_instance_yaml("words", "claude", "");
-    home.apply_trusted("w.yaml", &yaml, "words", &[Trust::CLAUDE]);
-    let id = conversation(&home, "words")["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    wait_for_starts(&home, "words", 1);
-    let projects = home.unit("words").join("home/.claude/projects/-work");
-    std::fs::remove_file(projects.join(format!("{id}.jsonl"))).unwrap();
-    docker(&["stop", "-t", "2", &home.container("words")]);
-    pass(&home);
-    wait_for_starts(&home, "words", 2);
+    let (home, _role, id) = a_resume_by_id_claude_refuses("words");
     pass(&home);
     let events = home.ok(&["describe", "words"]);
     assert!(
@@ -857,6 +873,87 @@ fn claudes_words_on_standard_output_reach_the_fallback_event() {
         )),
         "{events}"
     );
+}
+
+/// How `name`'s start went, read by the pass that follows its grace
+/// period: `lastStart`, then the last fallback's rung, exit code and how
+/// it is told (`status.conversation.lastFallback`).
+fn settled_start(home: &Home, name: &str) -> [String; 4] {
+    home.wait_for_the_start_to_settle(name);
+    pass(home);
+    let conv = conversation(home, name);
+    let fallback = &conv["lastFallback"];
+    [
+        &conv["lastStart"],
+        &fallback["rung"],
+        &fallback["exitCode"],
+        &fallback["ended"],
+    ]
+    .map(|value| match value {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    })
+}
+
+/// Defect SA4: a rung that ends within its grace period with an error that
+/// names the conversation (claude: "No conversation found with session ID
+/// …") is told as refused, in the event and in `status.conversation`; the
+/// ladder moves on and the agent runs.
+#[test]
+fn sa4_a_refused_id_is_told_as_refused_and_the_agent_still_runs() {
+    let (home, _role, id) = a_resume_by_id_claude_refuses("refused");
+    assert_eq!(
+        settled_start(&home, "refused"),
+        ["minted", "resumed-by-id", "1", "refused"]
+    );
+    let events = home.ok(&["describe", "refused"]);
+    assert!(
+        events.contains(&format!(
+            "starting the agent resumed-by-id exited 1 at once: No conversation found with \
+             session ID: {id} (refused: the agent named the conversation)"
+        )),
+        "{events}"
+    );
+    assert!(agent_runs(&home, "refused"), "the agent runs");
+}
+
+/// Defect SA4: a rung that crashes at once with an error that says nothing
+/// of the conversation is told as crashed, not as a refused one; the
+/// ladder still moves on and the agent runs.
+#[test]
+fn sa4_a_crash_within_the_grace_period_is_told_as_crashed_and_the_agent_still_runs() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_fake_agents();
+    // Its continue dies at once with another message; a plain start runs.
+    let agent = "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: crashy}\n\
+                 spec:\n  launch: [sh, -c, 'if [ \"$1\" = --continue ]; then echo \"fatal: \
+                 illegal instruction at 0x4f2a\" >&2; exit 132; fi; echo started >> \
+                 $HOME/agent-starts.log; exec sleep 3600', crashy]\n  continueArgs: [--continue]\n";
+    home.apply("agent.yaml", agent);
+    let yaml = role.agent_instance_yaml("crashy", "crashy", "");
+    home.apply("c.yaml", &yaml);
+    wait_for_starts(&home, "crashy", 1);
+    docker(&["stop", "-t", "2", &home.container("crashy")]);
+    pass(&home);
+    assert_eq!(
+        wait_for_starts(&home, "crashy", 2),
+        ["started", "started"],
+        "the next rung runs"
+    );
+    assert_eq!(
+        settled_start(&home, "crashy"),
+        ["fresh", "continue-requested", "132", "crashed"]
+    );
+    let events = home.ok(&["describe", "crashy"]);
+    assert!(
+        events.contains(
+            "starting the agent continue-requested exited 132 at once: fatal: illegal \
+             instruction at 0x4f2a (crashed: not a refusal of the conversation)"
+        ),
+        "{events}"
+    );
+    assert!(agent_runs(&home, "crashy"), "the agent runs");
 }
 
 /// Waits until `name`'s row of `get -o wide` ends with `attention`.

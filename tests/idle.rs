@@ -249,7 +249,10 @@ fn l3_l5_then_restart_stops_the_agent_gracefully_and_recycles_it_and_then_keep_k
     .unwrap();
     assert_eq!(marker["reason"], "signal:TERM", "{marker}");
     let wide = home.ok(&["get", "cycled", "-o", "wide"]);
-    assert!(wide.contains("stopped (SIGTERM, exit 143)"), "{wide}");
+    assert!(
+        wide.contains("stopped by jackin (SIGTERM, exit 143)"),
+        "{wide}"
+    );
     let described = home.ok(&["describe", "cycled"]);
     assert!(
         described.contains("the agent was stopped gracefully"),
@@ -269,7 +272,7 @@ fn l3_l5_then_restart_stops_the_agent_gracefully_and_recycles_it_and_then_keep_k
     assert_eq!(obj["status"]["session"]["reason"], "signal:TERM", "{obj}");
     let wide = home.ok(&["get", "parked", "-o", "wide"]);
     assert!(
-        wide.contains("stopped to keep (SIGTERM, exit 143)"),
+        wide.contains("stopped by jackin to keep (SIGTERM, exit 143)"),
         "{wide}"
     );
 }

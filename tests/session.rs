@@ -616,7 +616,7 @@ fn l3_set_phase_kept_shows_the_exit_code_the_agent_stopped_with() {
         "obliging",
         "trap 'exit 3' TERM; while true; do sleep 1; done",
         (3, "marker", "signal:TERM"),
-        "stopped to keep (SIGTERM, exit 3)",
+        "stopped by jackin to keep (SIGTERM, exit 3)",
     );
 }
 
@@ -629,8 +629,59 @@ fn l3_set_phase_kept_of_a_shell_that_ignores_sigterm_shows_the_engines_exit_code
         "stubborn",
         "trap '' TERM; while true; do sleep 1; done",
         (137, "engine", "killed"),
-        "stopped to keep (killed, exit 137)",
+        "stopped by jackin to keep (killed, exit 137)",
     );
+}
+
+/// Defect R14: codex exits 1 on SIGTERM. After a keep, which stops the
+/// container, that exit is jackin's stop, not the agent's ending: `get`
+/// and `describe` say "stopped by jackin", the session is kept (never
+/// `Crashed`), and it resumes; after the resume the last session still
+/// says who stopped it.
+#[test]
+fn r14_an_exit_1_on_jackins_own_sigterm_reads_as_stopped_by_jackin_and_resumes() {
+    ensure_busybox();
+    let home = Home::new();
+    let name = "codexlike";
+    launch(
+        &home,
+        name,
+        "echo up >> $HOME/starts; trap 'exit 1' TERM; while true; do sleep 1; done",
+    );
+    home.ok(&["set-phase", name, "kept"]);
+    home.ok(&["controller", "--once"]);
+    let obj = home.object(name);
+    assert_eq!(obj["status"]["phase"], "Kept", "{obj}");
+    let session = &obj["status"]["session"];
+    assert_eq!(session["exitCode"], 1, "{obj}");
+    assert_eq!(session["stoppedByJackin"], true, "{obj}");
+    not_lost(&obj);
+    let (wide, described) = shown(&home, name);
+    for shown in [&wide, &described] {
+        assert!(
+            shown.contains("stopped by jackin to keep (SIGTERM, exit 1)"),
+            "{shown}"
+        );
+        assert!(!shown.contains("Crashed"), "{shown}");
+    }
+
+    home.ok(&["set-phase", name, "running"]);
+    let container = home.container(name);
+    eventually(Duration::from_secs(60), "the session resumed", || {
+        running(&container)
+    });
+    home.ok(&["controller", "--once"]);
+    let obj = home.object(name);
+    assert_eq!(obj["status"]["phase"], "Running", "{obj}");
+    let starts = std::fs::read_to_string(home.unit(name).join("home/starts")).unwrap();
+    assert_eq!(starts, "up\nup\n", "started again in the same unit");
+    let (wide, described) = shown(&home, name);
+    for shown in [&wide, &described] {
+        assert!(
+            shown.contains("stopped by jackin (SIGTERM, exit 1)"),
+            "{shown}"
+        );
+    }
 }
 
 /// Launches `script` as `name`, keeps it with `set-phase kept`, and checks

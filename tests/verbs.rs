@@ -259,7 +259,7 @@ fn describe_and_get_wide_say_where_and_what_an_instance_is() {
     home.ok(&["set-phase", "d", "kept"]);
     let wide = home.ok(&["get", "-o", "wide"]);
     assert!(
-        wide.contains("stopped to keep (SIGTERM, exit 143)"),
+        wide.contains("stopped by jackin to keep (SIGTERM, exit 143)"),
         "{wide}"
     );
     assert!(!wide.contains("exit 143 (marker)"), "{wide}");

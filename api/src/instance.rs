@@ -528,6 +528,13 @@ pub struct InstanceStatus {
     pub restore: Option<RestoreRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionOutcome>,
+    /// When jackin asked the engine to stop the running session (a keep, a
+    /// rollout's replacement, the idle hooks' restart). A session that ends
+    /// after it was stopped by jackin, whatever the agent's exit code (codex
+    /// exits 1 on SIGTERM: defect R14). Cleared once that ending is recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub stop_requested_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountStatus>,
     /// How the last session was settled once it ended, when jackin (not the
@@ -725,6 +732,49 @@ pub struct Conversation {
     /// has not been taken in yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_modified: Option<String>,
+    /// When the rung `lastStart` names is past its grace period, so that it
+    /// can no longer fall back (the wrapper's clock): until then the start
+    /// may still move down the ladder, and the first pass after it reads
+    /// the report again (defect R13). Absent once read after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub start_settles_at: Option<Timestamp>,
+    /// The last rung that ended within its grace period, and how it is
+    /// told: refused (its error names the conversation) or crashed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_fallback: Option<FallbackRecord>,
+}
+
+/// A rung of the resume ladder that ended within the grace period.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FallbackRecord {
+    pub rung: StartKind,
+    pub exit_code: i64,
+    pub ended: FallbackEnding,
+    /// The agent's last line in that rung's window, as the event has it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
+/// How a rung that ended within the grace period is told (defect SA4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FallbackEnding {
+    /// The agent refused the conversation: its error names the id, the
+    /// conversation or the session (no such conversation, already in use).
+    Refused,
+    /// Anything else: the agent failed for another reason.
+    Crashed,
+}
+
+impl FallbackEnding {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Refused => "refused",
+            Self::Crashed => "crashed",
+        }
+    }
 }
 
 #[allow(
@@ -977,6 +1027,11 @@ pub struct SessionOutcome {
     /// `exited`, `signal:TERM`, `oom`, `killed`, or why it is unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Whether jackin stopped the session (it asked the engine to stop the
+    /// container before the session ended): then the exit code, whatever it
+    /// is, is the agent's answer to jackin's SIGTERM, never its own ending.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped_by_jackin: bool,
 }
 
 /// The git assessment of one isolated mount.

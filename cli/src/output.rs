@@ -1119,12 +1119,13 @@ pub fn credentials_summary(
     out
 }
 
-/// `exit 3 (marker)`, `stopped to keep (SIGTERM, exit 0)`, `unknown`, …
-/// How the last session ended, in a few words, with the agent's exit code
-/// whenever one was recorded. A session stopped by a signal was stopped,
-/// not failed: for a kept instance that is jackin keeping it (a stop the
-/// agent ignored ends in a kill when the grace period is over), not a
-/// crash.
+/// `exit 3 (marker)`, `stopped by jackin to keep (SIGTERM, exit 1)`,
+/// `unknown`, … How the last session ended, in a few words, with the
+/// agent's exit code whenever one was recorded. A session jackin stopped (a
+/// keep, a rollout, a restart) says so whatever the agent's exit code: its
+/// answer to jackin's SIGTERM is not a failure (codex exits 1: defect R14).
+/// One stopped from outside (`docker stop`, the engine shutting down) was
+/// not the agent ending it either.
 pub fn session_summary(session: &SessionOutcome, phase: Option<InstancePhase>) -> String {
     let signal = session
         .reason
@@ -1137,10 +1138,22 @@ pub fn session_summary(session: &SessionOutcome, phase: Option<InstancePhase>) -
         .exit_code
         .map(|code| format!(", exit {code}"))
         .unwrap_or_default();
+    if session.reason.as_deref() == Some(REASON_OOM) {
+        return "out of memory".into();
+    }
+    if session.stopped_by_jackin {
+        let how = match (&signal, killed, session.exit_code) {
+            (Some(signal), _, _) => format!("{signal}{code}"),
+            (None, true, _) => format!("killed{code}"),
+            (None, false, Some(exit)) => format!("exit {exit}"),
+            (None, false, None) => "no exit code".to_owned(),
+        };
+        let to_keep = if kept { " to keep" } else { "" };
+        return format!("stopped by jackin{to_keep} ({how})");
+    }
     match (signal, session.exit_code) {
         (Some(signal), _) if kept => format!("stopped to keep ({signal}{code})"),
-        (Some(signal), _) => format!("stopped ({signal}{code})"),
-        _ if session.reason.as_deref() == Some(REASON_OOM) => "out of memory".into(),
+        (Some(signal), _) => format!("stopped from outside ({signal}{code})"),
         (None, Some(_)) if kept && killed => format!("stopped to keep (killed{code})"),
         (None, Some(code)) => format!("exit {code} ({})", source_name(session.source)),
         (None, None) => "unknown".into(),
@@ -1166,6 +1179,11 @@ mod tests {
             finished_at: None,
             source,
             reason: Some(reason.to_owned()),
+            stopped_by_jackin: false,
+        };
+        let by_jackin = |session: SessionOutcome| SessionOutcome {
+            stopped_by_jackin: true,
+            ..session
         };
         let kept = Some(InstancePhase::Kept);
         let running = Some(InstancePhase::Running);
@@ -1183,7 +1201,24 @@ mod tests {
             (
                 ended(Some(143), OutcomeSource::Marker, "signal:TERM"),
                 running,
-                "stopped (SIGTERM, exit 143)",
+                "stopped from outside (SIGTERM, exit 143)",
+            ),
+            // Defect R14: codex exits 1 on jackin's SIGTERM; a wrapper that
+            // missed the signal says `exited`. Both are jackin's stop.
+            (
+                by_jackin(ended(Some(1), OutcomeSource::Marker, "signal:TERM")),
+                kept,
+                "stopped by jackin to keep (SIGTERM, exit 1)",
+            ),
+            (
+                by_jackin(ended(Some(1), OutcomeSource::Marker, "exited")),
+                running,
+                "stopped by jackin (exit 1)",
+            ),
+            (
+                by_jackin(ended(Some(137), OutcomeSource::Engine, "killed")),
+                kept,
+                "stopped by jackin to keep (killed, exit 137)",
             ),
             (
                 ended(Some(137), OutcomeSource::Engine, "killed"),

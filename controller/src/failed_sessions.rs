@@ -69,6 +69,7 @@ mod tests {
                 finished_at: Some(at(second)),
                 source: OutcomeSource::Marker,
                 reason: None,
+                stopped_by_jackin: false,
             }),
             ..Default::default()
         };

@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jackin_api::instance::{InstancePhase, SettledBy};
+use jackin_api::instance::{InstancePhase, SettledBy, StartKind};
 use jackin_api::meta::{find_condition, is_condition_true};
 use jackin_api::names::{annotation, condition, label, reason};
 use jackin_api::{DesiredPhase, Instance, Object, manifest};
@@ -1065,7 +1065,17 @@ async fn the_dry_run_of_a_rollout_is_what_the_rollout_does() {
     );
     let obj = w.obj("a");
     let status = obj.status.unwrap();
-    assert_eq!(status.conversation, conversation);
+    // The same conversation; only its new start's report is awaited anew.
+    let without_the_start = |c: Option<jackin_api::instance::Conversation>| {
+        c.map(|c| jackin_api::instance::Conversation {
+            start_settles_at: None,
+            ..c
+        })
+    };
+    assert_eq!(
+        without_the_start(status.conversation),
+        without_the_start(conversation)
+    );
     assert_eq!(status.recipe.unwrap().env[0].value.as_deref(), Some("two"));
     assert!(!is_condition_true(
         &status.conditions,
@@ -1431,6 +1441,47 @@ async fn fast_and_full(w: &World, name: &str) -> (Option<Outcome>, Outcome, Vec<
     );
     let (full, steps) = reconcile_with_steps(w, name).await;
     (fast, full, steps)
+}
+
+/// Defect R13: the wrapper may write its start report before the pass that
+/// started the container saves the status, so that the report looks older
+/// than the object; it is still a start not taken in. Read while its rung
+/// is in its grace period, the fast path looks again once that is over,
+/// and the pass then settles `lastStart`.
+#[tokio::test]
+async fn a_start_report_is_read_by_the_first_pass_after_its_grace_period() {
+    let w = World::new();
+    w.launch("a", "").await;
+    let report = w.unit("a").join("state/agent-start");
+    let object = w.store.layout().object_file(&w.container("a"));
+    let settles = jiff::Timestamp::now().as_second() + 2;
+    std::fs::write(&report, format!("start 1-1\ntry minted {settles}\n")).unwrap();
+    let saved = std::fs::metadata(&object).unwrap().modified().unwrap();
+    let before = saved - Duration::from_secs(1);
+    std::fs::File::options()
+        .append(true)
+        .open(&report)
+        .unwrap()
+        .set_modified(before)
+        .unwrap();
+    let (fast, _, _) = fast_and_full(&w, "a").await;
+    assert_eq!(fast, None, "a report older than the object, not read yet");
+    let conversation = w.obj("a").status.unwrap().conversation.unwrap();
+    assert_eq!(conversation.last_start, Some(StartKind::Minted));
+    assert!(conversation.start_settles_at.is_some(), "{conversation:?}");
+    assert!(
+        fast_and_full(&w, "a").await.0.is_some(),
+        "read, not due yet"
+    );
+    // The rung's grace period ends: the first pass after it reads again.
+    while jiff::Timestamp::now().as_second() <= settles {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(fast_and_full(&w, "a").await.0, None, "due");
+    let conversation = w.obj("a").status.unwrap().conversation.unwrap();
+    assert_eq!(conversation.last_start, Some(StartKind::Minted));
+    assert_eq!(conversation.start_settles_at, None, "settled");
+    assert!(fast_and_full(&w, "a").await.0.is_some(), "nothing awaited");
 }
 
 #[tokio::test]

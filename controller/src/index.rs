@@ -66,6 +66,13 @@ pub struct IndexRow {
     /// [`Conversation::report_modified`]: jackin_api::instance::Conversation::report_modified
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_modified: Option<String>,
+    /// When the agent's start is past its grace period, while the status
+    /// awaits it ([`Conversation::start_settles_at`]): the first pass after
+    /// it looks, and the loop comes back to it then.
+    ///
+    /// [`Conversation::start_settles_at`]: jackin_api::instance::Conversation::start_settles_at
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_settles_at: Option<Timestamp>,
     /// The document an apply last wrote the object from, while the object
     /// file is as that apply (or a reconcile since, which changes only the
     /// status) left it: see [`AppliedDocument`].
@@ -150,6 +157,10 @@ impl IndexRow {
                 .conversation
                 .as_ref()
                 .and_then(|c| c.report_modified.clone()),
+            start_settles_at: status
+                .conversation
+                .as_ref()
+                .and_then(|c| c.start_settles_at),
             sidecars: status
                 .recipe
                 .iter()

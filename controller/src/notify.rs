@@ -98,6 +98,9 @@ impl Event {
     }
 }
 
+/// The reason the watch remembers of a session jackin stopped.
+const STOPPED_BY_JACKIN: &str = "stopped-by-jackin";
+
 /// What the watch remembers of an instance between looks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Seen {
@@ -115,7 +118,15 @@ impl Seen {
             workspace: workspace.to_owned(),
             phase: obj.phase(),
             attention: look.and_then(|l| l.attention),
-            session: session.map(|s| (s.finished_at, s.reason.clone(), s.exit_code)),
+            // A session jackin stopped is neither an ending nor a failure,
+            // whatever its code and whatever the wrapper saw (defect R14).
+            session: session.map(|s| {
+                let why = match s.stopped_by_jackin {
+                    true => Some(STOPPED_BY_JACKIN.to_owned()),
+                    false => s.reason.clone(),
+                };
+                (s.finished_at, why, s.exit_code)
+            }),
         }
     }
 }

@@ -1293,7 +1293,9 @@ fn note_engine<T>(
 /// What a reconcile of `row`'s instance would come to when `snapshot` shows
 /// it as its last reconcile left it, converged: nothing to do, told from
 /// the row without locking or opening its object (but for a `stat` of the
-/// agent's start report, which a new start writes). `None` means "look".
+/// agent's start report, which a new start writes, and the end of the
+/// start's grace period, after which its report is read again). `None`
+/// means "look".
 pub fn already_converged(
     layout: &Layout,
     row: &IndexRow,
@@ -1302,7 +1304,9 @@ pub fn already_converged(
     if !row.converged || snapshot.engine != row.engine.as_deref() {
         return None;
     }
-    if resume::report_unseen(layout, &row.container_name, row.report_modified.as_deref()) {
+    if resume::report_unseen(layout, &row.container_name, row.report_modified.as_deref())
+        || resume::report_due(row.start_settles_at, Timestamp::now())
+    {
         return None;
     }
     let view = snapshot.observation.view(&row.uid, None);

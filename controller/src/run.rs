@@ -135,6 +135,10 @@ impl CachedRows {
 /// The engine actions that end a container's run.
 const ENDINGS: [&str; 4] = ["die", "stop", "kill", "oom"];
 
+/// How long after a start's grace period the loop looks at it: the
+/// wrapper's clock counts whole seconds.
+const AFTER_THE_GRACE_PERIOD: Duration = Duration::from_secs(1);
+
 /// When a container's ending is looked at again, after the event.
 const LOOK_AGAIN: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(4)];
 
@@ -165,6 +169,28 @@ impl Shared {
                 });
             }
         }
+    }
+
+    /// A start still in its grace period may yet fall back: the instance
+    /// is looked at again just after it, so that its status says how the
+    /// agent started then, not a pass later (defect R13).
+    async fn look_when_the_start_settles(&self, name: &str) {
+        let store = self.reconciler.store.clone();
+        let owned = name.to_owned();
+        let settles = jackin_reconcilers::blocking(move || store.get_instance(&owned))
+            .await
+            .ok()
+            .and_then(|obj| obj.status?.conversation?.start_settles_at);
+        let Some(settles) = settles else {
+            return;
+        };
+        let wait = jiff::Timestamp::now().duration_until(settles);
+        let Ok(wait) = Duration::try_from(wait) else {
+            // Past already: a pass with nothing else to do looks at it.
+            return;
+        };
+        self.queue
+            .enqueue(name, Instant::now() + wait + AFTER_THE_GRACE_PERIOD);
     }
 
     /// Every instance of one engine.
@@ -317,6 +343,13 @@ async fn work(shared: Arc<Shared>) {
             // Recorded while still running, so that a failure's retry time
             // replaces what arrived meanwhile before the name is handed out.
             shared.record(&name, &result);
+            if let Ok(Outcome::Converged {
+                phase: InstancePhase::Running,
+                ..
+            }) = result
+            {
+                shared.look_when_the_start_settles(&name).await;
+            }
             shared.queue.done(&name);
             drop(permit);
         });

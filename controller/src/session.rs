@@ -8,7 +8,7 @@
 
 use jackin_api::DesiredPhase;
 use jackin_api::agent::Strategy;
-use jackin_api::instance::{Instance, InstancePhase, SettledBy};
+use jackin_api::instance::{FallbackEnding, FallbackRecord, Instance, InstancePhase, SettledBy};
 use jackin_api::names::reason;
 use jackin_reconcilers::Engine;
 use jackin_reconcilers::ending::{self, EngineExit, SessionSeen};
@@ -158,7 +158,8 @@ impl Reconciler {
     /// `status.conversation`; each fallback of a start not seen before is
     /// an event with the agent's own error line: the last it printed on its
     /// terminal in the rung's window (claude says why on standard output:
-    /// defect R10), else the last of its standard error.
+    /// defect R10), else the last of its standard error. Each is told as
+    /// refused or crashed (defect SA4), there and in `lastFallback`.
     pub(crate) async fn observe_conversation(&self, engine: &Engine, guard: &mut InstanceGuard) {
         let Some(conversation) = guard
             .obj
@@ -177,7 +178,7 @@ impl Reconciler {
         let Some(report) = report else {
             return;
         };
-        for fallback in resume::fold_report(conversation, &report) {
+        for fallback in resume::fold_report(conversation, &report, Timestamp::now()) {
             let printed = match fallback.window {
                 Some(window) => printed_in(engine, &guard.container, window).await,
                 None => String::new(),
@@ -186,21 +187,39 @@ impl Reconciler {
                 true => fallback.error.clone(),
                 false => printed,
             };
-            let error = match line.as_str() {
-                "" => String::new(),
-                line => format!(": {line}"),
-            };
+            let ended = resume::told(&line, conversation.id.as_deref());
             events::record(
                 self.layout(),
                 &guard.container,
                 reason::AGENT_FALLBACK,
-                &format!(
-                    "starting the agent {} exited {} at once{error}; the next way was tried",
-                    fallback.rung, fallback.exit_code
-                ),
+                &fallback_message(&fallback, ended, &line),
             );
+            conversation.last_fallback = Some(FallbackRecord {
+                rung: fallback.rung,
+                exit_code: fallback.exit_code,
+                ended,
+                error: line,
+            });
         }
     }
+}
+
+/// The `AgentFallback` event of a rung that ended within its grace period:
+/// what it printed, and whether that was the agent refusing the
+/// conversation or failing otherwise.
+fn fallback_message(fallback: &resume::Fallback, ended: FallbackEnding, line: &str) -> String {
+    let error = match line {
+        "" => String::new(),
+        line => format!(": {line}"),
+    };
+    let told = match ended {
+        FallbackEnding::Refused => "refused: the agent named the conversation",
+        FallbackEnding::Crashed => "crashed: not a refusal of the conversation",
+    };
+    format!(
+        "starting the agent {} exited {} at once{error} ({told}); the next way was tried",
+        fallback.rung, fallback.exit_code
+    )
 }
 
 /// The most of a rung's output read back from the engine's log.

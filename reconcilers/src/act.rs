@@ -539,6 +539,9 @@ pub async fn act(
             }
         }
         Step::StopContainer { id } => {
+            // Noted before the stop: however the agent answers SIGTERM, the
+            // session that ends after it is jackin's stop (defect R14).
+            obj.status.get_or_insert_default().stop_requested_at = Some(jiff::Timestamp::now());
             engine.stop_container(id, STOP_GRACE_SECS).await?;
             publish_checkouts(ctx.layout, &container).await;
         }
@@ -790,6 +793,8 @@ fn new_conversation(obj: &Instance, pinned: &Recipe) -> Option<Conversation> {
         start_stamp: None,
         start_fallbacks: 0,
         report_modified: None,
+        start_settles_at: None,
+        last_fallback: None,
     })
 }
 
@@ -1256,10 +1261,13 @@ async fn write_start_plan(
     let (reading, unit) = (layout.clone(), container.to_owned());
     let report = blocking(move || Ok::<_, ActError>(resume::read_report(&reading, &unit))).await?;
     let status = obj.status.get_or_insert_default();
+    let now = jiff::Timestamp::now();
+    // A new session starts: a stop asked of an earlier one is not its.
+    status.stop_requested_at = None;
     if let (Some(conversation), Some(report)) = (status.conversation.as_mut(), &report)
         && conversation.strategy != Strategy::None
     {
-        resume::fold_report(conversation, report);
+        resume::fold_report(conversation, report, now);
     }
     let rungs = resume::ladder(
         status
@@ -1268,12 +1276,15 @@ async fn write_start_plan(
             .expect("a started instance has its recipe"),
         status.conversation.as_ref(),
     );
-    // With one way to start, how it starts is known now: no report needed.
-    if let ([(only, _)], Some(conversation)) = (rungs.as_slice(), status.conversation.as_mut()) {
-        conversation.last_start = Some(*only);
+    if let Some(conversation) = status.conversation.as_mut() {
+        resume::note_start(conversation, &rungs, now);
     }
     let (writing, unit) = (layout.clone(), container.to_owned());
     blocking(move || {
+        // The last start's report, taken in above, goes: a report found
+        // from now on is this start's.
+        resume::forget_report(&writing, &unit)
+            .map_err(io(&resume::report_file(&writing, &unit)))?;
         resume::write_plan(&writing, &unit, &rungs).map_err(io(&resume::plan_file(&writing, &unit)))
     })
     .await?;

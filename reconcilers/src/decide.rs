@@ -612,6 +612,7 @@ mod tests {
             finished_at: Some(at.parse().unwrap()),
             source: OutcomeSource::Marker,
             reason: Some("exited".into()),
+            stopped_by_jackin: false,
         });
     }
 

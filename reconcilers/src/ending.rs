@@ -8,7 +8,7 @@
 //! dry run decides exactly what a reconcile then does.
 
 use jackin_api::instance::{
-    Instance, InstancePhase, MountStatus, OutcomeSource, SessionOutcome, SettledBy,
+    Instance, InstancePhase, InstanceStatus, MountStatus, OutcomeSource, SessionOutcome, SettledBy,
 };
 use jackin_api::meta::{find_condition, remove_condition, set_condition};
 use jackin_api::names::{condition, reason};
@@ -121,12 +121,20 @@ pub fn steps(
                     status.session.as_ref().and_then(|s| s.reason.as_deref()) == Some(REASON_OOM)
                 }
             };
+            // jackin's own stop (a keep, a rollout, a restart) ended it,
+            // whatever the agent answered SIGTERM with (codex exits 1:
+            // defect R14), and whatever the wrapper saw.
+            let by_jackin = match new {
+                true => stopped_by_jackin(&status, finished),
+                false => status.session.as_ref().is_some_and(|s| s.stopped_by_jackin),
+            };
             if new {
                 steps.push(Step::RecordSession(SessionOutcome {
                     exit_code: Some(marker.exit_code),
                     finished_at: finished,
                     source: OutcomeSource::Marker,
                     reason: Some(if oom { REASON_OOM } else { marker.reason() }.to_owned()),
+                    stopped_by_jackin: by_jackin,
                 }));
             }
             if oom {
@@ -141,8 +149,9 @@ pub fn steps(
             // teardown), the operator or the engine caused is not an
             // ending: `Kept` and `Purged` say what to do, and `Running`
             // restores it.
-            let agent_ended =
-                marker.ended_by_itself() && obj.desired_phase() == DesiredPhase::Running;
+            let agent_ended = marker.ended_by_itself()
+                && !by_jackin
+                && obj.desired_phase() == DesiredPhase::Running;
             // The policy decides a new ending, and again one that waits for
             // an operator who is no longer attached to answer.
             let waiting = !new
@@ -195,6 +204,7 @@ pub fn steps(
                     finished_at: exit.finished,
                     source: OutcomeSource::Engine,
                     reason: Some(reason.to_owned()),
+                    stopped_by_jackin: stopped_by_jackin(&status, exit.finished),
                 }));
             }
         }
@@ -218,9 +228,19 @@ pub fn steps(
             finished_at: None,
             source: OutcomeSource::Unknown,
             reason: Some("the container was removed and left no marker".into()),
+            stopped_by_jackin: false,
         }));
     }
     Ending { steps, ended: None }
+}
+
+/// Whether the session that ended at `finished` ended after jackin asked
+/// the engine to stop it: then jackin stopped it. A session that left no
+/// time of its end, with a stop asked, is taken as the stop's.
+fn stopped_by_jackin(status: &InstanceStatus, finished: Option<Timestamp>) -> bool {
+    status
+        .stop_requested_at
+        .is_some_and(|asked| finished.is_none_or(|at| at >= asked))
 }
 
 fn malformed_message(why: &str) -> String {
@@ -263,6 +283,9 @@ pub fn apply(obj: &mut Instance, step: &Step, mounts: &[MountStatus], now: Times
                 }
             }
             status.session = Some(outcome.clone());
+            // Its ending is recorded: a stop asked before it says nothing
+            // of the next session.
+            status.stop_requested_at = None;
         }
         Step::NoteMalformedMarker(why) => {
             set_condition(
@@ -329,4 +352,96 @@ fn apply_exit_action(
         );
     }
     obj.settle(phase, SettledBy::ExitPolicy, acknowledged, now);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Marker;
+
+    fn ended_at(second: i64, reason: &str, code: i64) -> SessionSeen {
+        SessionSeen {
+            marker: MarkerState::Present(Marker {
+                exit_code: code,
+                started_at: String::new(),
+                finished_at: String::new(),
+                reason: reason.into(),
+                written: Some(Timestamp::from_second(second).unwrap()),
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn running_instance(stop_requested_at: Option<i64>) -> Instance {
+        Instance {
+            api_version: jackin_api::API_VERSION.into(),
+            kind: Instance::KIND.into(),
+            metadata: jackin_api::ObjectMeta {
+                name: "a".into(),
+                ..Default::default()
+            },
+            spec: Default::default(),
+            status: Some(InstanceStatus {
+                phase: Some(InstancePhase::Running),
+                stop_requested_at: stop_requested_at.map(|s| Timestamp::from_second(s).unwrap()),
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// The session edge of a stopped container, under the default policy.
+    fn edge(obj: &Instance, seen: &SessionSeen) -> Ending {
+        steps(obj, false, true, seen, ExitPolicy::Ask, &[])
+    }
+
+    fn recorded(ending: &Ending) -> &SessionOutcome {
+        match ending.steps.first() {
+            Some(Step::RecordSession(outcome)) => outcome,
+            steps => panic!("the session is recorded first: {steps:?}"),
+        }
+    }
+
+    /// Defect R14: codex exits 1 on SIGTERM. A session that ends after
+    /// jackin asked the engine to stop it is jackin's stop, whatever the
+    /// code and whatever the wrapper saw: never the agent's own ending,
+    /// so no exit policy and no `Crashed`. Before any stop jackin asked,
+    /// the same marker is the agent's own ending.
+    #[test]
+    fn an_exit_after_jackins_own_stop_is_jackins_whatever_the_code() {
+        for reason in ["signal:TERM", "exited"] {
+            let obj = running_instance(Some(100));
+            let seen = ended_at(101, reason, 1);
+            let ending = edge(&obj, &seen);
+            assert!(recorded(&ending).stopped_by_jackin, "{reason}");
+            assert_eq!(ending.ended, None, "{reason}: not the agent's ending");
+            assert!(
+                !ending
+                    .steps
+                    .iter()
+                    .any(|s| matches!(s, Step::Settle { .. })),
+                "{reason}: {:?}",
+                ending.steps
+            );
+        }
+        let crashed = edge(&running_instance(Some(100)), &ended_at(99, "exited", 1));
+        assert!(!recorded(&crashed).stopped_by_jackin);
+        assert_eq!(crashed.ended, Some(1), "ended before the stop: its own");
+        // A stop jackin did not ask (`docker stop`): not jackin's, and not
+        // the agent ending its session either.
+        let outside = edge(&running_instance(None), &ended_at(101, "signal:TERM", 1));
+        assert!(!recorded(&outside).stopped_by_jackin);
+        assert_eq!(outside.ended, None);
+    }
+
+    #[test]
+    fn recording_the_ending_forgets_the_stop_asked() {
+        let mut obj = running_instance(Some(100));
+        let ending = edge(&obj, &ended_at(101, "signal:TERM", 143));
+        for step in &ending.steps {
+            apply(&mut obj, step, &[], Timestamp::from_second(102).unwrap());
+        }
+        let status = obj.status.unwrap();
+        assert_eq!(status.stop_requested_at, None);
+        assert!(status.session.unwrap().stopped_by_jackin);
+    }
 }

@@ -23,7 +23,8 @@
 # non-zero within the plan's grace period did not start (an unknown id, no
 # conversation to continue), so the next one runs. Each line of the plan is
 # one argv element, read with `read -r` and never evaluated. What happened
-# goes to /jackin/state/agent-start, and the last 2 KiB a failed rung wrote
+# goes to /jackin/state/agent-start (each rung tried, with the second from
+# which it counts as started), and the last 2 KiB a failed rung wrote
 # to standard error to agent-start.<rung>.err, and the seconds it ran
 # between, for jackin to report.
 state=/jackin/state
@@ -57,7 +58,13 @@ if [ -r "$plan" ]; then
       esac
     done < "$plan"
     [ $# -gt 0 ] || continue
-    printf 'try %s\n' "$kind" >> "$report"
+    t0=$(date +%s)
+    # The second from which this rung is how the agent started, for good:
+    # when its grace period is over, or at once for the last rung, which
+    # nothing follows. jackin reads the report again after it.
+    settles=$((t0 + grace))
+    [ "$i" -lt "$rungs" ] || settles=$t0
+    printf 'try %s %s\n' "$kind" "$settles" >> "$report"
     if [ "$i" -eq "$rungs" ]; then
       "$@"
       code=$?
@@ -70,7 +77,6 @@ if [ -r "$plan" ]; then
     err=$state/agent-start.$kind.err
     codefile=$state/.agent-start.code
     rm -f "$codefile"
-    t0=$(date +%s)
     { { trap ':' INT TERM HUP; "$@"; echo "$?" > "$codefile"; } 2>&1 1>&3 3>&- |
       { trap ':' INT TERM HUP; tee /dev/stderr | tail -c 2048 > "$err"; }; } 3>&1
     code=$(cat "$codefile" 2>/dev/null)

@@ -30,7 +30,8 @@
 use std::path::{Path, PathBuf};
 
 use jackin_api::agent::{Strategy, at_least, fill};
-use jackin_api::instance::{Conversation, PinnedAgent, Recipe, StartKind};
+use jackin_api::instance::{Conversation, FallbackEnding, PinnedAgent, Recipe, StartKind};
+use jiff::Timestamp;
 
 use crate::fsutil::{read_untrusted, write_atomic};
 use crate::layout::Layout;
@@ -45,8 +46,15 @@ pub fn plan_file(layout: &Layout, container: &str) -> PathBuf {
     layout.unit_bin_dir(container).join("plan")
 }
 
-fn report_file(layout: &Layout, container: &str) -> PathBuf {
+/// The wrapper's start report in the unit.
+pub fn report_file(layout: &Layout, container: &str) -> PathBuf {
     layout.unit_state_dir(container).join("agent-start")
+}
+
+/// Removes the last start's report before a new start (whatever the agent
+/// left there: a link goes, not what it points to).
+pub fn forget_report(layout: &Layout, container: &str) -> std::io::Result<()> {
+    crate::fsutil::remove_if_exists(&report_file(layout, container))
 }
 
 /// A file's modification time, in nanoseconds since the epoch.
@@ -191,6 +199,10 @@ pub struct StartReport {
     pub fallbacks: Vec<Fallback>,
     /// The rung that was started last (and runs, or ran).
     pub started: Option<StartKind>,
+    /// The second (the wrapper's clock) from which `started` can no longer
+    /// fall back: its grace period over, or its start for the last rung.
+    /// `None` from a wrapper before it.
+    pub settles_at: Option<i64>,
     /// When the report file was last changed, as read.
     pub modified: Option<String>,
 }
@@ -234,7 +246,13 @@ pub fn read_report(layout: &Layout, container: &str) -> Option<StartReport> {
                     ..Default::default()
                 };
             }
-            ["try", rung] => report.started = StartKind::parse(rung),
+            ["try", rung, settles @ ..] => {
+                report.started = StartKind::parse(rung);
+                report.settles_at = match settles {
+                    [at] => at.parse().ok(),
+                    _ => None,
+                };
+            }
             ["fallback", rung, code, window @ ..] => {
                 let window = match window {
                     [from, to] => from.parse().ok().zip(to.parse().ok()),
@@ -345,10 +363,32 @@ fn without_sequences(text: &str) -> String {
     out
 }
 
-/// Folds a report into the conversation's status. Returns the fallbacks
-/// not seen before, for events: a start is read while it runs, so its
-/// fallbacks may arrive over several reads.
-pub fn fold_report(conversation: &mut Conversation, report: &StartReport) -> Vec<Fallback> {
+/// How a rung that ended within its grace period is told (defect SA4):
+/// refused when its error line names the conversation (the id jackin gave
+/// it, or the word conversation or session: claude's "No conversation
+/// found with session ID …" and "Session ID … is already in use", codex's
+/// "No saved session"), else crashed, an empty line included: an agent
+/// that says nothing of the conversation did not refuse it.
+pub fn told(error: &str, id: Option<&str>) -> FallbackEnding {
+    let lower = error.to_lowercase();
+    let names_id = id.is_some_and(|id| !id.is_empty() && error.contains(id));
+    match names_id || lower.contains("conversation") || lower.contains("session") {
+        true => FallbackEnding::Refused,
+        false => FallbackEnding::Crashed,
+    }
+}
+
+/// Folds a report into the conversation's status, as read at `now`.
+/// Returns the fallbacks not seen before, for events: a start is read while
+/// it runs, so its fallbacks may arrive over several reads. A rung still in
+/// its grace period is recorded as the start so far, and when it settles
+/// is kept ([`Conversation::start_settles_at`]), for the pass after it to
+/// read the report again.
+pub fn fold_report(
+    conversation: &mut Conversation,
+    report: &StartReport,
+    now: Timestamp,
+) -> Vec<Fallback> {
     let seen = match conversation.start_stamp.as_deref() == Some(report.stamp.as_str()) {
         true => conversation.start_fallbacks as usize,
         false => 0,
@@ -359,7 +399,60 @@ pub fn fold_report(conversation: &mut Conversation, report: &StartReport) -> Vec
     conversation.report_modified = report.modified.clone();
     conversation.fallbacks += new.len() as u32;
     conversation.last_start = report.started.or(conversation.last_start);
+    conversation.start_settles_at = match report.started {
+        // The rung the wrapper runs now: settled once its second is past.
+        Some(_) => report
+            .settles_at
+            .and_then(|at| Timestamp::from_second(at).ok())
+            .filter(|at| *at >= now),
+        // Read between the wrapper's `start` and its `try`: what jackin
+        // awaits since the start is still awaited.
+        None => conversation.start_settles_at,
+    };
     new
+}
+
+/// What the status knows of a start about to be made with `rungs`: with
+/// one way to start, how it starts (no report comes); with more, that its
+/// report is awaited, to be read in the first pass after the grace period,
+/// whenever the wrapper writes it.
+pub fn note_start(
+    conversation: &mut Conversation,
+    rungs: &[(StartKind, Vec<String>)],
+    now: Timestamp,
+) {
+    match rungs {
+        [(only, _)] => {
+            conversation.last_start = Some(*only);
+            conversation.start_settles_at = None;
+        }
+        _ if conversation.strategy != Strategy::None => await_report(conversation, now),
+        _ => {}
+    }
+}
+
+/// When jackin awaits a start's report before the start is made: the first
+/// pass after the grace period reads it, even if no report is written
+/// before this pass saves the status (then the report looks older than the
+/// object: defect R13). The wrapper's own time, once it reports, replaces
+/// it.
+pub fn await_report(conversation: &mut Conversation, now: Timestamp) {
+    conversation.start_settles_at = now
+        .checked_add(jiff::SignedDuration::from_secs(i64::from(GRACE_SECS)))
+        .ok();
+    // Whatever report is there is an earlier start's, taken in already:
+    // any report from now on is this start's, not seen yet.
+    conversation.report_modified = Some(AWAITED.to_owned());
+}
+
+/// `report_modified` of a start whose report jackin has not read yet: it
+/// matches no report's look, so the first one written is unseen.
+const AWAITED: &str = "awaited";
+
+/// Whether a pass at `now` must read the start report again: the rung that
+/// runs was still in its grace period when the status last took it in.
+pub fn report_due(conversation_settles_at: Option<Timestamp>, now: Timestamp) -> bool {
+    conversation_settles_at.is_some_and(|at| now > at)
 }
 
 #[cfg(test)]
@@ -397,7 +490,18 @@ mod tests {
             start_stamp: None,
             start_fallbacks: 0,
             report_modified: None,
+            start_settles_at: None,
+            last_fallback: None,
         }
+    }
+
+    /// A home with the unit `jk-1-a` and its `state/` directory.
+    fn unit_state() -> (tempfile::TempDir, Layout, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let state = layout.unit_dir("jk-1-a").join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        (dir, layout, state)
     }
 
     fn argvs(rungs: &[(StartKind, Vec<String>)]) -> Vec<String> {
@@ -510,10 +614,7 @@ mod tests {
     /// read); one changed since is not.
     #[test]
     fn a_report_is_unseen_until_the_status_took_it_in() {
-        let dir = tempfile::tempdir().unwrap();
-        let layout = Layout::new(dir.path());
-        let state = layout.unit_dir("jk-1-a").join("state");
-        std::fs::create_dir_all(&state).unwrap();
+        let (_dir, layout, state) = unit_state();
         assert!(
             !report_unseen(&layout, "jk-1-a", None),
             "no report, nothing to see"
@@ -568,11 +669,12 @@ mod tests {
                 window: Some((1_700_000_000, 1_700_000_001)),
             }],
             started: Some(StartKind::ContinueRequested),
+            settles_at: None,
             modified: Some("1700000000000000001".into()),
         };
-        assert_eq!(fold_report(&mut conv, &report).len(), 1);
+        assert_eq!(fold_report(&mut conv, &report, Timestamp::now()).len(), 1);
         assert_eq!(conv.report_modified.as_deref(), Some("1700000000000000001"));
-        assert_eq!(fold_report(&mut conv, &report).len(), 0);
+        assert_eq!(fold_report(&mut conv, &report, Timestamp::now()).len(), 0);
         assert_eq!(conv.fallbacks, 1);
         assert_eq!(conv.last_start, Some(StartKind::ContinueRequested));
         // The same start, read again after one more rung failed.
@@ -584,12 +686,86 @@ mod tests {
             window: None,
         });
         later.started = Some(StartKind::Fresh);
-        assert_eq!(fold_report(&mut conv, &later).len(), 1);
+        assert_eq!(fold_report(&mut conv, &later, Timestamp::now()).len(), 1);
         assert_eq!(conv.fallbacks, 2);
         // A new start counts its own.
         later.stamp = "1700000001-8".into();
-        assert_eq!(fold_report(&mut conv, &later).len(), 2);
+        assert_eq!(fold_report(&mut conv, &later, Timestamp::now()).len(), 2);
         assert_eq!(conv.fallbacks, 4);
+    }
+
+    /// Defect R13: a rung read while in its grace period is the start so
+    /// far, and the status keeps when it settles, for the pass after it to
+    /// read the report again; read after that second, it is settled. A
+    /// start made and not reported yet is awaited, and the first report
+    /// written is unseen whatever its time.
+    #[test]
+    fn a_start_read_within_its_grace_period_is_read_again_after_it() {
+        let (_dir, layout, state) = unit_state();
+        let at = |second: i64| Timestamp::from_second(second).unwrap();
+        let mut conv = conversation(Some("u1"), Some(StartKind::Minted));
+        await_report(&mut conv, at(1_700_000_000));
+        assert_eq!(conv.start_settles_at, Some(at(1_700_000_015)));
+        assert!(!report_due(conv.start_settles_at, at(1_700_000_015)));
+        assert!(report_due(conv.start_settles_at, at(1_700_000_016)));
+        std::fs::write(
+            state.join("agent-start"),
+            "start 9-9
+",
+        )
+        .unwrap();
+        assert!(
+            report_unseen(&layout, "jk-1-a", conv.report_modified.as_deref()),
+            "the first report of an awaited start is unseen"
+        );
+        // Read between `start` and `try`: still awaited.
+        let report = read_report(&layout, "jk-1-a").unwrap();
+        fold_report(&mut conv, &report, at(1_700_000_001));
+        assert_eq!(conv.start_settles_at, Some(at(1_700_000_015)));
+        // The wrapper started its rung late (a loaded machine): its own
+        // time replaces jackin's guess.
+        std::fs::write(
+            state.join("agent-start"),
+            "start 9-9\ntry resumed-by-id 1700000020\n",
+        )
+        .unwrap();
+        let report = read_report(&layout, "jk-1-a").unwrap();
+        assert_eq!(report.settles_at, Some(1_700_000_020));
+        fold_report(&mut conv, &report, at(1_700_000_016));
+        assert_eq!(conv.last_start, Some(StartKind::ResumedById));
+        assert_eq!(conv.start_settles_at, Some(at(1_700_000_020)));
+        // The pass after it: settled, nothing more awaited.
+        fold_report(&mut conv, &report, at(1_700_000_021));
+        assert_eq!(conv.last_start, Some(StartKind::ResumedById));
+        assert_eq!(conv.start_settles_at, None);
+        // A wrapper before the time says nothing of it: nothing awaited.
+        std::fs::write(state.join("agent-start"), "start 8-8\ntry fresh\n").unwrap();
+        let report = read_report(&layout, "jk-1-a").unwrap();
+        assert_eq!(report.settles_at, None);
+    }
+
+    /// Defect SA4: a rung that ended within its grace period is refused
+    /// when its error names the conversation, and crashed otherwise.
+    #[test]
+    fn a_quick_ending_is_told_as_refused_only_when_it_names_the_conversation() {
+        for (line, expected) in [
+            (
+                "No conversation found with session ID: 6f1c",
+                FallbackEnding::Refused,
+            ),
+            (
+                "Error: Session ID 6f1c is already in use.",
+                FallbackEnding::Refused,
+            ),
+            ("Error: No saved session found", FallbackEnding::Refused),
+            ("cannot resume 6f1c", FallbackEnding::Refused),
+            ("Segmentation fault (core dumped)", FallbackEnding::Crashed),
+            ("panic: out of memory", FallbackEnding::Crashed),
+            ("", FallbackEnding::Crashed),
+        ] {
+            assert_eq!(told(line, Some("6f1c")), expected, "{line:?}");
+        }
+        assert_eq!(told("cannot resume 6f1c", None), FallbackEnding::Crashed);
     }
 
     #[test]

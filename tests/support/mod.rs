@@ -204,6 +204,33 @@ impl Home {
     }
 
     /// The container name of an instance.
+    /// Waits until the agent's last start in `name`'s unit is past its
+    /// grace period, as the entry wrapper's report says (`try RUNG SECOND`,
+    /// the second from which that rung can no longer fall back), so that
+    /// the next pass says for good how the agent started (defect R13).
+    /// Waits on the report, never on a time the test guesses.
+    pub fn wait_for_the_start_to_settle(&self, name: &str) {
+        let report = self.unit(name).join("state/agent-start");
+        let mut settles = None;
+        eventually(
+            std::time::Duration::from_secs(120),
+            "the wrapper reports its rung",
+            || {
+                let text = std::fs::read_to_string(&report).unwrap_or_default();
+                settles = text
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("try "))
+                    .next_back()
+                    .and_then(|tried| tried.split(' ').nth(1)?.parse::<u64>().ok());
+                settles.is_some()
+            },
+        );
+        let settles = std::time::UNIX_EPOCH + std::time::Duration::from_secs(settles.unwrap());
+        while SystemTime::now() <= settles + std::time::Duration::from_secs(1) {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+
     pub fn container(&self, name: &str) -> String {
         self.object(name)["status"]["containerName"]
             .as_str()
