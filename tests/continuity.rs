@@ -56,9 +56,11 @@ fn keeps_the_conversation(cli: Cli, interruption: Interruption) {
     let request = session.say(&term, &second);
     assert!(
         request.holds(&first),
-        "{interruption:?}: {} lost its conversation: the model got {:?}",
+        "{interruption:?}: {} lost its conversation: the model got {:?}\n\
+         what jackin says of the session (its starts, fallbacks and events):\n{}",
         cli.name(),
-        request.texts
+        request.texts,
+        session.ok(&["describe", &session.name])
     );
     assert_eq!(request.login, "match", "{request:?}");
     session.assert_host_untouched();

@@ -101,7 +101,9 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
             let (objects, listing) = match args.output {
                 // Names only: nothing the engine holds changes them.
                 Format::Name => (objects, Listing::default()),
-                _ => as_listed(&reconciler, objects).await,
+                // A table shows what the engines list; YAML and JSON are
+                // the record, which the loop keeps.
+                format => as_listed(&reconciler, objects, table && format != Format::Name).await,
             };
             match args.output {
                 Format::Table => output::instance_table(&objects, false, now, None),
@@ -198,10 +200,15 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
 /// `objects` as their engines list them now, and the listing: where an
 /// engine shows something other than the record (the container removed or
 /// stopped behind jackin's back, the engine not answering), the printed
-/// copy's `Ready` condition says so, with the reason the loop's next look
-/// will record; the record itself is the loop's to change. An engine that
-/// did not answer is warned of.
-async fn as_listed(reconciler: &Reconciler, objects: Vec<Instance>) -> (Vec<Instance>, Listing) {
+/// copy's `Ready` condition says so when `mark` (a table), with the reason
+/// the loop's next look will record; the record itself is the loop's to
+/// change, and YAML or JSON print it as it is. An engine that did not
+/// answer is warned of either way.
+async fn as_listed(
+    reconciler: &Reconciler,
+    objects: Vec<Instance>,
+    mark: bool,
+) -> (Vec<Instance>, Listing) {
     let workspaces = jackin_controller::attention::workspaces(reconciler);
     let listing = listing::list(reconciler, &objects.iter().collect::<Vec<_>>(), &workspaces).await;
     let now = Timestamp::now();
@@ -215,7 +222,10 @@ async fn as_listed(reconciler: &Reconciler, objects: Vec<Instance>) -> (Vec<Inst
                 })
             };
             // What the loop recorded already says more (its engine's error).
-            if let Some((reason, seen)) = listing.disagreement(&obj).filter(|(r, _)| !recorded(r)) {
+            let shown = listing
+                .disagreement(&obj)
+                .filter(|(r, _)| mark && !recorded(r));
+            if let Some((reason, seen)) = shown {
                 let status = obj.status.get_or_insert_default();
                 set_condition(
                     &mut status.conditions,
@@ -231,7 +241,8 @@ async fn as_listed(reconciler: &Reconciler, objects: Vec<Instance>) -> (Vec<Inst
         .collect();
     for (engine, why) in listing.unanswered() {
         eprintln!(
-            "warning: engine {}: {}; its instances are marked {}, as last recorded otherwise",
+            "warning: engine {}: {}; what is shown of its instances is what was last recorded \
+             (a table marks them {})",
             output::terminal_safe(jackin_controller::engines::display_name(engine)),
             output::terminal_safe(why),
             names::reason::ENGINE_UNREACHABLE,
