@@ -1,6 +1,6 @@
 use super::*;
 use jackin_api::agent::{RetentionFormat, RetentionSetting};
-use jackin_api::agent_settings::{SettingValue, WORKING_DIR_PLACEHOLDER};
+use jackin_api::agent_settings::SettingValue;
 
 fn setting(file: &str, format: SettingFormat, key: &[&str], value: Value) -> AgentSetting {
     AgentSetting {
@@ -10,6 +10,15 @@ fn setting(file: &str, format: SettingFormat, key: &[&str], value: Value) -> Age
         key: key.iter().map(|k| (*k).to_owned()).collect(),
         value: SettingValue(value),
     }
+}
+
+/// The built-in entry `agent`'s setting `name`, as jackin ships it.
+fn builtin(agent: &str, name: &str) -> AgentSetting {
+    jackin_api::agent::builtin()
+        .into_iter()
+        .find(|a| a.metadata.name == agent)
+        .and_then(|a| a.spec.settings.into_iter().find(|s| s.name == name))
+        .expect("a built-in setting")
 }
 
 fn target<'a>(home: &'a Path, state: &'a str) -> Target<'a> {
@@ -56,16 +65,7 @@ fn a_json_key_is_set_and_the_rest_of_the_file_kept() {
         "already so: not rewritten"
     );
 
-    let trust = setting(
-        ".claude.json",
-        SettingFormat::Json,
-        &[
-            "projects",
-            WORKING_DIR_PLACEHOLDER,
-            "hasTrustDialogAccepted",
-        ],
-        true.into(),
-    );
+    let trust = builtin("claude", "trust");
     assert_eq!(apply(&at, &trust), Ok(true));
     let written: Value = serde_json::from_str(&read(home.path(), ".claude/.claude.json")).unwrap();
     assert_eq!(
@@ -85,18 +85,8 @@ fn a_toml_key_is_set_with_comments_and_order_kept() {
     std::fs::create_dir_all(home.path().join(".codex")).unwrap();
     std::fs::write(home.path().join(".codex/config.toml"), own).unwrap();
     let at = target(home.path(), ".codex");
-    let trust = setting(
-        "config.toml",
-        SettingFormat::Toml,
-        &["projects", WORKING_DIR_PLACEHOLDER, "trust_level"],
-        "trusted".into(),
-    );
-    let sandbox = setting(
-        "config.toml",
-        SettingFormat::Toml,
-        &["sandbox_mode"],
-        "danger-full-access".into(),
-    );
+    let trust = builtin("codex", "trust");
+    let sandbox = builtin("codex", "sandbox");
     assert_eq!(apply(&at, &trust), Ok(true));
     assert_eq!(apply(&at, &sandbox), Ok(true));
     let text = read(home.path(), ".codex/config.toml");
@@ -152,12 +142,7 @@ fn what_cannot_be_read_is_left_alone() {
     let home = tempfile::tempdir().unwrap();
     let elsewhere = tempfile::tempdir().unwrap();
     let at = target(home.path(), ".codex");
-    let trust = setting(
-        "config.toml",
-        SettingFormat::Toml,
-        &["projects", WORKING_DIR_PLACEHOLDER, "trust_level"],
-        "trusted".into(),
-    );
+    let trust = builtin("codex", "trust");
     std::fs::create_dir_all(home.path().join(".codex")).unwrap();
     let file = home.path().join(".codex/config.toml");
     for unreadable in ["[projects\nnot toml", "projects = 3\n"] {
@@ -198,12 +183,7 @@ fn every_setting_is_accounted_for() {
         "x".into(),
     );
     sandbox.name = "sandbox".into();
-    let trust = setting(
-        "config.toml",
-        SettingFormat::Toml,
-        &["projects", WORKING_DIR_PLACEHOLDER, "trust_level"],
-        "trusted".into(),
-    );
+    let trust = builtin("codex", "trust");
     let settings = [trust, sandbox];
     let at = target(home.path(), ".codex");
     let applied = apply_all(&at, &settings, |name| name == "trust");
