@@ -7,7 +7,12 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::terminal::Terminal;
-use support::{Home, RoleRepo, Trust, condition, docker, ensure_busybox};
+use support::{Home, RoleRepo, condition, docker, ensure_busybox};
+
+/// claude's trust setting as the built-in entry has it, for an applied
+/// entry of claude's (`spec` lines).
+const CLAUDE_TRUST: &str = "  settings:\n  - name: trust\n    file: .claude.json\n    \
+                            key: [projects, '{workingDir}', hasTrustDialogAccepted]\n    value: true\n";
 
 /// Waits until the agent has started `count` times; returns the log.
 fn wait_for_starts(home: &Home, name: &str, count: usize) -> Vec<String> {
@@ -51,7 +56,7 @@ fn the_same_conversation_continues_across_every_tier() {
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
     let yaml = role.agent_instance_yaml("conv", "claude", "");
-    home.apply_trusted("c.yaml", &yaml, "conv", &[Trust::CLAUDE]);
+    home.apply("c.yaml", &yaml);
     let id = conversation(&home, "conv")["id"]
         .as_str()
         .expect("a minted id")
@@ -129,7 +134,7 @@ fn an_id_whose_first_conversation_left_nothing_is_minted_again() {
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
     let yaml = role.agent_instance_yaml("again", "claude", "");
-    home.apply_trusted("c.yaml", &yaml, "again", &[Trust::CLAUDE]);
+    home.apply("c.yaml", &yaml);
     let id = conversation(&home, "again")["id"]
         .as_str()
         .unwrap()
@@ -169,12 +174,14 @@ fn a_continue_with_nothing_to_continue_is_told_as_it_is() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
-    let agent = "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: claude-latest}\n\
-                 spec:\n  launch: [claude]\n  continueArgs: [--continue]\n  \
-                 stateEnv: {name: CLAUDE_CONFIG_DIR, path: .claude}\n";
-    home.apply("agent.yaml", agent);
+    let agent = format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {{name: claude-latest}}\n\
+         spec:\n  launch: [claude]\n  continueArgs: [--continue]\n  \
+         stateEnv: {{name: CLAUDE_CONFIG_DIR, path: .claude}}\n{CLAUDE_TRUST}"
+    );
+    home.apply("agent.yaml", &agent);
     let yaml = role.agent_instance_yaml("latest", "claude-latest", "");
-    home.apply_trusted("c.yaml", &yaml, "latest", &[Trust::CLAUDE]);
+    home.apply("c.yaml", &yaml);
     let first = wait_for_starts(&home, "latest", 1);
     let id = first[0]
         .strip_prefix("claude new ")
@@ -221,7 +228,7 @@ fn a_continue_with_nothing_to_continue_is_told_as_it_is() {
     // codex with nothing to continue starts anew and succeeds: the status
     // claims no continuation, and describe says who decides.
     let yaml = role.agent_instance_yaml("cx", "codex", "");
-    home.apply_trusted("x.yaml", &yaml, "cx", &[Trust::CODEX]);
+    home.apply("x.yaml", &yaml);
     wait_for_starts(&home, "cx", 1);
     let sessions = home.unit("cx").join("home/.codex/sessions");
     std::fs::remove_dir_all(&sessions).unwrap();
@@ -247,13 +254,9 @@ fn agents_without_ids_continue_their_latest_conversation() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
-    for (agent, trusts) in [
-        ("codex", &[Trust::CODEX][..]),
-        ("opencode", &[]),
-        ("aider", &[]),
-    ] {
+    for agent in ["codex", "opencode", "aider"] {
         let yaml = role.agent_instance_yaml(agent, agent, "");
-        home.apply_trusted(&format!("{agent}.yaml"), &yaml, agent, trusts);
+        home.apply(&format!("{agent}.yaml"), &yaml);
         let first = wait_for_starts(&home, agent, 1);
         assert!(first[0].starts_with(&format!("{agent} new ")), "{first:?}");
         let id = first[0].rsplit(' ').next().unwrap().to_owned();
@@ -302,13 +305,17 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
     let yaml = role.agent_instance_yaml("before", "claude", "");
-    home.apply_trusted("before.yaml", &yaml, "before", &[Trust::CLAUDE]);
+    home.apply("before.yaml", &yaml);
     wait_for_starts(&home, "before", 1);
 
-    // Claude's state elsewhere, and no continuing.
-    let agent = "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: claude}\nspec:\n  \
-                 launch: [claude]\n  mintArgs: [--session-id, '{id}']\n  resumeArgs: [--resume, '{id}']\n  \
-                 stateEnv: {name: CLAUDE_CONFIG_DIR, path: claude-state}\n";
+    // Claude's state elsewhere, and no continuing; its trust is the
+    // entry's own setting, set where it now keeps its state.
+    let agent = format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {{name: claude}}\nspec:\n  \
+         launch: [claude]\n  mintArgs: [--session-id, '{{id}}']\n  resumeArgs: [--resume, '{{id}}']\n  \
+         stateEnv: {{name: CLAUDE_CONFIG_DIR, path: claude-state}}\n{CLAUDE_TRUST}"
+    );
+    let agent = agent.as_str();
     assert_eq!(home.apply("agent.yaml", agent), "agent/claude created\n");
     let listed = home.ok(&["get", "agents"]);
     let claude = listed.lines().find(|l| l.starts_with("claude ")).unwrap();
@@ -317,13 +324,8 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
         "{listed}"
     );
 
-    // Its trust is kept where it now keeps its state.
-    let elsewhere = [Trust::Claude {
-        config: "claude-state",
-        dir: "/work",
-    }];
     let yaml = role.agent_instance_yaml("after", "claude", "");
-    home.apply_trusted("after.yaml", &yaml, "after", &elsewhere);
+    home.apply("after.yaml", &yaml);
     wait_for_starts(&home, "after", 1);
     let id = conversation(&home, "after")["id"]
         .as_str()
@@ -346,7 +348,7 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
     // A command wins over the registry's launch argv; it is resumed only
     // when it runs the agent's own program.
     let own = role.agent_instance_yaml("own", "claude", "  command: [/bin/claude]\n");
-    home.apply_trusted("own.yaml", &own, "own", &elsewhere);
+    home.apply("own.yaml", &own);
     assert!(wait_for_starts(&home, "own", 1)[0].starts_with("claude minted "));
     let other = role.agent_instance_yaml(
         "other",
@@ -358,7 +360,7 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
     assert_eq!(conversation(&home, "other")["strategy"], "none");
     // And `resume: false` opts out.
     let fresh = role.agent_instance_yaml("fresh", "claude", "  resume: false\n");
-    home.apply_trusted("fresh.yaml", &fresh, "fresh", &elsewhere);
+    home.apply("fresh.yaml", &fresh);
     assert!(wait_for_starts(&home, "fresh", 1)[0].starts_with("claude new "));
     docker(&["stop", "-t", "2", &home.container("fresh")]);
     pass(&home);
@@ -370,19 +372,19 @@ fn an_id_with_shell_metacharacters_reaches_the_agent_as_one_argument() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
-    let agent = "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: quoted}\nspec:\n  \
-                 launch: [claude]\n  mintArgs: [--session-id, '{id}']\n  resumeArgs: [--resume, '{id}']\n";
-    home.apply("agent.yaml", agent);
+    // Without a state directory claude keeps its trust in the home, where
+    // the entry's setting sets it.
+    let agent = format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {{name: quoted}}\nspec:\n  \
+         launch: [claude]\n  mintArgs: [--session-id, '{{id}}']\n  resumeArgs: [--resume, '{{id}}']\n\
+         {CLAUDE_TRUST}"
+    );
+    home.apply("agent.yaml", &agent);
     // No '/': the fake keeps transcripts as files named by the id.
     let id = "a b;$(touch pwned)'\"`x` *";
     let yaml_id = format!("'{}'", id.replace('\'', "''"));
-    // Without a state directory claude keeps its trust in the home.
-    let trust = Trust::Claude {
-        config: "",
-        dir: "/work",
-    };
     let yaml = role.agent_instance_yaml("q", "quoted", &format!("  conversationId: {yaml_id}\n"));
-    home.apply_trusted("q.yaml", &yaml, "q", &[trust]);
+    home.apply("q.yaml", &yaml);
     wait_for_starts(&home, "q", 1);
     let argv = std::fs::read_to_string(home.unit("q").join("home/agent-argv.log")).unwrap();
     assert_eq!(argv, format!("argv\n--session-id\n{id}\nend\n"));
@@ -436,7 +438,6 @@ fn minting_an_id_the_agent_already_has_falls_back_to_resuming_it() {
     let projects = home.unit("adopt").join("home/.claude/projects/-work");
     std::fs::create_dir_all(&projects).unwrap();
     std::fs::write(projects.join(format!("{id}.jsonl")), "started earlier\n").unwrap();
-    home.trust("adopt", Trust::CLAUDE);
     pass(&home);
     assert_eq!(
         wait_for_starts(&home, "adopt", 1),
@@ -462,7 +463,7 @@ fn codex_resumes_its_conversation_at_every_tier() {
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
     let yaml = role.agent_instance_yaml("cx", "codex", "");
-    home.apply_trusted("x.yaml", &yaml, "cx", &[Trust::CODEX]);
+    home.apply("x.yaml", &yaml);
     let first = wait_for_starts(&home, "cx", 1);
     let id = first[0].strip_prefix("codex new ").expect("a new session");
     let container = home.container("cx");
@@ -577,7 +578,7 @@ fn conversations_outlive_the_agents_own_retention() {
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
     let yaml = role.agent_instance_yaml("cl", "claude", "");
-    home.apply_trusted("c.yaml", &yaml, "cl", &[Trust::CLAUDE]);
+    home.apply("c.yaml", &yaml);
     home.apply("g.yaml", &role.agent_instance_yaml("gm", "gemini", ""));
     wait_for_starts(&home, "cl", 1);
     wait_for_starts(&home, "gm", 1);
@@ -608,10 +609,12 @@ fn conversations_outlive_the_agents_own_retention() {
     // No setting to raise: a warning, once the kept session is older.
     let agent = "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: brief}\nspec:\n  \
                  launch: [codex]\n  continueArgs: [resume, --last]\n  \
-                 stateEnv: {name: CODEX_HOME, path: .codex}\n  retention: {days: 0}\n";
+                 stateEnv: {name: CODEX_HOME, path: .codex}\n  retention: {days: 0}\n  settings:\n  \
+                 - {name: trust, file: config.toml, format: toml, key: [projects, '{workingDir}', trust_level], \
+                 value: trusted}\n";
     home.apply("agent.yaml", agent);
     let yaml = role.agent_instance_yaml("br", "brief", "");
-    home.apply_trusted("b.yaml", &yaml, "br", &[Trust::CODEX]);
+    home.apply("b.yaml", &yaml);
     wait_for_starts(&home, "br", 1);
     assert!(!home.ok(&["describe", "br"]).contains("Warning"));
     home.ok(&["set-phase", "br", "kept"]);
@@ -737,16 +740,22 @@ fn desk(home: &Home) {
     );
 }
 
-/// Defect R1 of shared/defects/2026-11-27.md: claude and codex open on
-/// their trust question in a directory they do not trust yet. Answered
-/// "yes" on the terminal, the conversation starts and the answer is kept in
-/// the unit, where the next start finds it. codex draws its question once
-/// the attach gives its terminal a size (R4).
+/// With the trust setting turned off by the workspace (`agentSettings:
+/// {trust: false}`), claude and codex open on their trust question again
+/// (defect R1's, as before jackin set it). Answered "yes" on the
+/// terminal, the conversation starts and the agent's own answer is kept in
+/// the unit, where the next start finds it: jackin writes nothing over it.
+/// codex draws its question once the attach gives its terminal a size.
 #[test]
-fn the_trust_question_is_met_and_answered_once() {
+fn with_trust_turned_off_the_question_comes_back_and_its_answer_is_kept() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
+    home.apply(
+        "wary",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: wary}\nspec:\n  \
+         agentSettings: {trust: false}\n",
+    );
     for (agent, question, again) in [
         ("claude", "Quick safety check", "resumed"),
         (
@@ -755,7 +764,10 @@ fn the_trust_question_is_met_and_answered_once() {
             "continued",
         ),
     ] {
-        home.record(agent, &role.agent_instance_yaml(agent, agent, ""));
+        home.record(
+            agent,
+            &role.agent_instance_yaml(agent, agent, "  workspace: wary\n"),
+        );
         let term = Terminal::start(&home, &format!("attach {agent}"));
         term.wait_for(question, 1);
         assert_eq!(home.agent_starts(agent), Vec::<String>::new(), "{agent}");
@@ -767,7 +779,18 @@ fn the_trust_question_is_met_and_answered_once() {
         pass(&home);
         let log = wait_for_starts(&home, agent, 2);
         assert_eq!(log[1], format!("{agent} {again} {id}"), "{agent}: {log:?}");
+        let described = home.ok(&["describe", agent]);
+        let line = described
+            .lines()
+            .find(|l| l.trim_start().starts_with("trust "))
+            .unwrap_or_else(|| panic!("describe lists no trust setting:\n{described}"));
+        assert!(line.contains(" off "), "{line}");
     }
+    // codex's sandbox is not turned off: it is still set.
+    assert!(
+        home.ok(&["describe", "codex"])
+            .contains("sandbox_mode = \"danger-full-access\"")
+    );
     let file = |name: &str, path: &str| {
         std::fs::read_to_string(home.unit(name).join("home").join(path)).unwrap()
     };
@@ -796,7 +819,6 @@ fn an_exit_before_any_message_leaves_an_id_no_rung_can_start() {
     desk(&home);
     let yaml = role.agent_instance_yaml("stub", "claude", "  workspace: desk\n");
     home.record("stub.yaml", &yaml);
-    home.trust("stub", Trust::CLAUDE);
     let term = Terminal::start(&home, "attach stub");
     term.wait_for("claude: minted conversation", 1);
     let id = conversation(&home, "stub")["id"]
@@ -844,7 +866,7 @@ fn a_resume_by_id_claude_refuses(name: &str) -> (Home, RoleRepo, String) {
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
     let yaml = role.agent_instance_yaml(name, "claude", "");
-    home.apply_trusted("w.yaml", &yaml, name, &[Trust::CLAUDE]);
+    home.apply("w.yaml", &yaml);
     let id = conversation(&home, name)["id"].as_str().unwrap().to_owned();
     wait_for_starts(&home, name, 1);
     let projects = home.unit(name).join("home/.claude/projects/-work");
@@ -975,20 +997,20 @@ fn wait_for_attention(home: &Home, name: &str, attention: &str) {
 
 /// An agent that started its conversation and waits for its first message,
 /// with nobody attached, needs its operator (defect R4 is codex's).
-fn waits_for_its_first_message_and_needs_you(agent: &str, trust: Trust) {
+fn waits_for_its_first_message_and_needs_you(agent: &str) {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
     desk(&home);
     let yaml = role.agent_instance_yaml(agent, agent, "  workspace: desk\n");
-    home.apply_trusted("a.yaml", &yaml, agent, &[trust]);
+    home.apply("a.yaml", &yaml);
     wait_for_starts(&home, agent, 1);
     wait_for_attention(&home, agent, "needs you");
 }
 
 #[test]
 fn an_unattended_claude_waiting_for_its_first_message_needs_you() {
-    waits_for_its_first_message_and_needs_you("claude", Trust::CLAUDE);
+    waits_for_its_first_message_and_needs_you("claude");
 }
 
 /// Defect R4: codex draws nothing on the 0x0 terminal of a container
@@ -997,22 +1019,67 @@ fn an_unattended_claude_waiting_for_its_first_message_needs_you() {
 #[test]
 #[ignore = "R4: an unattended codex prints nothing (0x0 terminal, no newline) and never needs you (issue 37)"]
 fn an_unattended_codex_waiting_for_its_first_message_needs_you() {
-    waits_for_its_first_message_and_needs_you("codex", Trust::CODEX);
+    waits_for_its_first_message_and_needs_you("codex");
 }
 
-/// Defect R2: a session nobody attached to yet meets claude's trust
-/// question at every start, so its restore waits there (and, answered,
-/// ends Crashed). Restored, it should continue without a question.
+/// Defect R2: a session nobody attached to yet met claude's trust
+/// question at every start, so its restore waited there (and, answered,
+/// ended Crashed). With the built-in trust setting, restored, it continues
+/// without a question.
 #[test]
-#[ignore = "R2: a restore of a session nobody attached to waits on claude's trust question (issue 37)"]
 fn a_restore_of_a_session_nobody_attached_to_starts_without_a_question() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
     home.apply("c.yaml", &role.agent_instance_yaml("lone", "claude", ""));
+    wait_for_starts(&home, "lone", 1);
     docker(&["rm", "-f", &home.container("lone")]);
     pass(&home);
     assert_eq!(home.object("lone")["status"]["restore"]["tier"], 2);
-    let log = wait_for_starts(&home, "lone", 1);
-    assert!(log[0].starts_with("claude "), "{log:?}");
+    let log = wait_for_starts(&home, "lone", 2);
+    assert!(log[1].starts_with("claude "), "{log:?}");
+    pass(&home);
+    assert_eq!(home.object("lone")["status"]["phase"], "Running");
+}
+
+/// A unit pinned before agents had settings (its pinned claude entry has
+/// none, and nothing in its files answers the trust question) gets them
+/// at its next start from the entry jackin ships now: claude starts
+/// without a question (R1), and the session shows no `SpecDrift` for it.
+#[test]
+fn a_session_pinned_before_settings_existed_gets_them_at_its_next_start_without_drift() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_fake_agents();
+    home.apply("c.yaml", &role.agent_instance_yaml("old", "claude", ""));
+    wait_for_starts(&home, "old", 1);
+    docker(&["stop", "-t", "2", &home.container("old")]);
+    // What an earlier jackin left: no settings in the pinned entry, no
+    // trust in claude's file.
+    let unit = home.unit("old");
+    let object = unit.join(".jackin/instance.json");
+    let mut obj: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&object).unwrap()).unwrap();
+    let pinned = &mut obj["status"]["recipe"]["agent"]["spec"];
+    assert!(pinned["settings"].is_array(), "{pinned}");
+    pinned.as_object_mut().unwrap().remove("settings");
+    std::fs::write(&object, serde_json::to_vec_pretty(&obj).unwrap()).unwrap();
+    let account = unit.join("home/.claude/.claude.json");
+    let mut trusts: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&account).unwrap()).unwrap();
+    trusts.as_object_mut().unwrap().remove("projects");
+    std::fs::write(&account, serde_json::to_vec(&trusts).unwrap()).unwrap();
+
+    pass(&home);
+    let log = wait_for_starts(&home, "old", 2);
+    assert!(log[1].starts_with("claude "), "{log:?}");
+    pass(&home);
+    let obj = home.object("old");
+    assert_eq!(condition(&obj, "SpecDrift"), None, "{obj}");
+    assert!(
+        obj["status"]["recipe"]["agent"]["spec"]
+            .get("settings")
+            .is_none(),
+        "the pinned entry stays as pinned"
+    );
 }

@@ -19,8 +19,8 @@ use std::process::Output;
 use std::time::Duration;
 
 use support::{
-    Home, OpenWatch, RoleRepo, Trust, assert_never_shown, condition, docker, ensure_busybox,
-    eventually, files_holding, mknod_dev_null, unique,
+    Home, OpenWatch, RoleRepo, assert_never_shown, condition, docker, ensure_busybox, eventually,
+    files_holding, mknod_dev_null, unique,
 };
 
 /// The four agents a login is forwarded to, each with its login files on
@@ -134,31 +134,6 @@ fn apply_with(home: &Home, file: &str, yaml: &str, env: &[(&str, &str)]) -> Outp
     cmd.output().expect("jackin runs")
 }
 
-/// What an agent stores when its trust question is answered (defect R1 of
-/// shared/defects/2026-11-27.md); gemini and opencode ask none here.
-fn trusts(agent: &str) -> &'static [Trust<'static>] {
-    match agent {
-        "claude" => &[Trust::CLAUDE],
-        "codex" => &[Trust::CODEX],
-        _ => &[],
-    }
-}
-
-/// [`apply_with`] of instance `name`, whose `agent` already trusts its
-/// working directory: recorded, the answer stored in its unit, then applied.
-fn apply_trusted_with(
-    home: &Home,
-    (file, yaml): (&str, &str),
-    (name, agent): (&str, &str),
-    env: &[(&str, &str)],
-) -> Output {
-    home.record(file, yaml);
-    for trust in trusts(agent) {
-        home.trust(name, *trust);
-    }
-    apply_with(home, file, yaml, env)
-}
-
 /// Waits until the agent of `name` started a conversation: past the login
 /// gate and its own first questions.
 fn wait_for_conversation(home: &Home, name: &str) {
@@ -207,7 +182,7 @@ fn every_agent_starts_logged_in_under_sync_and_the_login_lives_and_dies_with_the
     for agent in &agents {
         let yaml = role.agent_instance_yaml(agent.name, agent.name, "  workspace: desk\n");
         let file = format!("{}.yaml", agent.name);
-        let out = apply_trusted_with(&home, (&file, &yaml), (agent.name, agent.name), &[]);
+        let out = apply_with(&home, &file, &yaml, &[]);
         assert!(out.status.success(), "{}", stderr(&out));
         // The launch said what it forwarded, by name.
         assert!(
@@ -323,7 +298,7 @@ fn every_agent_starts_logged_in_under_token_and_the_value_reaches_the_engine_onl
     for agent in agents(&marker) {
         let yaml = role.agent_instance_yaml(agent.name, agent.name, "  workspace: tok\n");
         let file = format!("{}.yaml", agent.name);
-        let out = apply_trusted_with(&home, (&file, &yaml), (agent.name, agent.name), &env);
+        let out = apply_with(&home, &file, &yaml, &env);
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(
             stderr(&out).contains(&format!(
@@ -411,7 +386,7 @@ fn codex_starts_logged_in_under_token() {
     home.apply("ws", &workspace_yaml("tok", "{authForward: token}"));
     let yaml = role.agent_instance_yaml("codex", "codex", "  workspace: tok\n");
     let env = [("OPENAI_API_KEY", marker.as_str())];
-    let out = apply_trusted_with(&home, ("codex.yaml", &yaml), ("codex", "codex"), &env);
+    let out = apply_with(&home, "codex.yaml", &yaml, &env);
     assert!(out.status.success(), "{}", stderr(&out));
     wait_for_conversation(&home, "codex");
     assert_never_shown(&home, "codex", &marker);
@@ -549,7 +524,7 @@ fn a_renewed_login_reaches_the_next_start_and_a_planted_link_is_never_written_th
     write_host(&home, ".claude/.credentials.json", &login("first"));
     write_host(&home, ".claude.json", &account_file());
     let yaml = role.agent_instance_yaml("c", "claude", "");
-    home.apply_trusted("c.yaml", &yaml, "c", &[Trust::CLAUDE]);
+    home.apply("c.yaml", &yaml);
     wait_for_login(&home, "c", "claude logged-in file .credentials.json");
     let unit = home.unit("c");
     let own = unit.join("home/.claude/.credentials.json");

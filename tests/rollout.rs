@@ -8,8 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use support::{
-    Controller, Home, RoleRepo, Trust, busybox_image, condition, docker, ensure_busybox,
-    eventually, git,
+    Controller, Home, RoleRepo, busybox_image, condition, docker, ensure_busybox, eventually, git,
 };
 
 /// The argv of the agent's last start, as the fake CLI logged it.
@@ -47,7 +46,7 @@ fn a_rollout_moves_a_running_session_onto_the_new_spec_and_keeps_it() {
     std::fs::create_dir_all(&shared).unwrap();
     std::fs::write(shared.join("notes"), "shared\n").unwrap();
     let v1 = role.agent_instance_yaml("roll", "claude", &session_lines(&host, "one", ""));
-    home.apply_trusted("roll.yaml", &v1, "roll", &[Trust::CLAUDE]);
+    home.apply("roll.yaml", &v1);
     eventually(Duration::from_secs(60), "the agent started", || {
         home.agent_starts("roll").len() == 1
     });
@@ -184,7 +183,7 @@ fn a_rollout_that_moves_codex_to_another_directory_needs_a_new_conversation() {
     let role = RoleRepo::with_fake_agents();
     let at =
         |dir: &str| role.agent_instance_yaml("moved", "codex", &format!("  workingDir: {dir}\n"));
-    home.apply_trusted("moved.yaml", &at("/work"), "moved", &[Trust::CODEX]);
+    home.apply("moved.yaml", &at("/work"));
     eventually(Duration::from_secs(60), "codex started", || {
         home.agent_starts("moved").len() == 1
     });
@@ -206,13 +205,6 @@ fn a_rollout_that_moves_codex_to_another_directory_needs_a_new_conversation() {
     assert_eq!(container_id(&home, "moved"), before);
     assert_eq!(home.agent_starts("moved").len(), 1);
 
-    home.trust(
-        "moved",
-        Trust::Codex {
-            home: ".codex",
-            dir: "/tmp",
-        },
-    );
     let out = home.ok(&["rollout", "moved", "--new-conversation"]);
     assert!(
         out.contains("instance/moved rolled out")

@@ -12,6 +12,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::agent_settings::{AgentSetting, SettingFormat, SettingValue, WORKING_DIR_PLACEHOLDER};
 use crate::credentials::{CredentialFile, Credentials, host_env, same_place};
 use crate::meta::{API_VERSION, ObjectMeta};
 
@@ -74,6 +75,13 @@ pub struct AgentSpec {
     /// `authForward: sync`, variables passed under `token`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<Credentials>,
+    /// Keys jackin sets in the agent's own files in the unit before every
+    /// start (after the credentials), the rest of each file kept: the
+    /// answer to its trust question, its sandbox. Applied from the entry
+    /// as the registry has it at each start, never compared as drift; a
+    /// workspace turns one off by name (`agentSettings: {trust: false}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<AgentSetting>,
     /// Whether the agent finds its conversations by the working directory
     /// (its store is keyed by it, or its continue takes the latest of the
     /// directory): started in another directory, it finds none of them and
@@ -155,6 +163,16 @@ impl std::fmt::Display for Strategy {
 }
 
 impl AgentSpec {
+    /// The settings jackin sets before every start, in the order written:
+    /// the retention setting (named `retention`), then `settings`.
+    pub fn start_settings(&self) -> Vec<AgentSetting> {
+        let retention = self.retention.as_ref().and_then(Retention::as_setting);
+        retention
+            .into_iter()
+            .chain(self.settings.iter().cloned())
+            .collect()
+    }
+
     /// The best strategy the entry supports.
     pub fn strategy(&self) -> Strategy {
         if !self.mint_args.is_empty() && !self.resume_args.is_empty() {
@@ -275,6 +293,7 @@ pub fn builtin() -> Vec<Agent> {
                     ],
                     login: Some("run `claude` once on the host to log in".into()),
                 }),
+                settings: builtin_settings("claude"),
             },
         ),
         // Codex chooses its own ids: continue the latest under an isolated
@@ -302,6 +321,7 @@ pub fn builtin() -> Vec<Agent> {
                 // The npm package (github.com/openai/codex, "Installing and
                 // running Codex CLI").
                 install: args(&["RUN npm install -g @openai/codex"]),
+                settings: builtin_settings("codex"),
                 ..Default::default()
             },
         ),
@@ -361,6 +381,7 @@ pub fn builtin() -> Vec<Agent> {
                     env: vec![host_env("GEMINI_API_KEY")],
                     login: Some("run `gemini` once on the host and log in with Google".into()),
                 }),
+                settings: builtin_settings("gemini"),
             },
         ),
         // Aider keeps no ids, and its history file defaults to the
@@ -415,6 +436,94 @@ pub fn builtin() -> Vec<Agent> {
         // The image's command, as given: nothing to resume.
         entry("shell", AgentSpec::default()),
     ]
+}
+
+/// The settings the built-in entry `agent` sets in its files before every
+/// start (see [`AgentSpec::settings`]), each from the vendor's own docs.
+fn builtin_settings(agent: &str) -> Vec<AgentSetting> {
+    let setting =
+        |name: &str, file: &str, format, key: &[&str], value: serde_json::Value| AgentSetting {
+            name: name.into(),
+            file: file.into(),
+            format,
+            key: key.iter().map(|k| (*k).to_owned()).collect(),
+            value: SettingValue(value),
+        };
+    match agent {
+        "claude" => {
+            // The trust question ("Quick safety check: Is this a
+            // project you created or one you trust?") comes before the
+            // prompt in every new directory, and blocks a restore
+            // nobody attached to (R1, R2). The answer is kept per
+            // directory in `.claude.json` (under CLAUDE_CONFIG_DIR),
+            // `projects[<dir>].hasTrustDialogAccepted` (Claude Code
+            // security, docs.claude.com/en/docs/claude-code/security,
+            // "Trust verification"). Claude Code runs no sandbox of
+            // its own by default: nothing to set for it.
+            vec![setting(
+                "trust",
+                ".claude.json",
+                SettingFormat::Json,
+                &[
+                    "projects",
+                    WORKING_DIR_PLACEHOLDER,
+                    "hasTrustDialogAccepted",
+                ],
+                true.into(),
+            )]
+        }
+        "codex" => {
+            // Both in $CODEX_HOME/config.toml (Codex config basics and
+            // reference, developers.openai.com/codex/config-basic):
+            // - trust: "Do you trust the contents of this directory?"
+            //   opens every new directory (R1); the answer is
+            //   `[projects."<dir>"] trust_level = "trusted"`, looked
+            //   up for the working directory first.
+            // - sandbox: codex's own sandbox needs bubblewrap and user
+            //   namespaces the container does not give, so none of its
+            //   commands could run (R9). The container is the sandbox:
+            //   `sandbox_mode = "danger-full-access"` is the documented
+            //   mode for an environment that is isolated already
+            //   (developers.openai.com/codex/agent-approvals-security).
+            //   Its approval policy stays codex's own.
+            vec![
+                setting(
+                    "trust",
+                    "config.toml",
+                    SettingFormat::Toml,
+                    &["projects", WORKING_DIR_PLACEHOLDER, "trust_level"],
+                    "trusted".into(),
+                ),
+                setting(
+                    "sandbox",
+                    "config.toml",
+                    SettingFormat::Toml,
+                    &["sandbox_mode"],
+                    "danger-full-access".into(),
+                ),
+            ]
+        }
+        "gemini" => {
+            // Folder trust is off unless the operator turns it on
+            // (`security.folderTrust.enabled`); then every new folder
+            // asks first, and the answer is kept in
+            // `.gemini/trustedFolders.json` as `{"<dir>": "TRUST_FOLDER"}`
+            // (Gemini CLI trusted folders,
+            // geminicli.com/docs/cli/trusted-folders). Its sandbox is off
+            // by default (`tools.sandbox`): nothing to set for it.
+            vec![setting(
+                "trust",
+                ".gemini/trustedFolders.json",
+                SettingFormat::Json,
+                &[WORKING_DIR_PLACEHOLDER],
+                "TRUST_FOLDER".into(),
+            )]
+        }
+        // OpenCode asks no trust question and runs no sandbox of its own
+        // (its permissions are per tool, opencode.ai/docs/permissions);
+        // aider neither: no settings.
+        _ => Vec::new(),
+    }
 }
 
 /// What a conversation id must look like to an agent.
@@ -538,6 +647,25 @@ pub struct Retention {
     /// when a kept session is older than `days`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setting: Option<RetentionSetting>,
+}
+
+/// The name a retention setting goes by among an entry's settings.
+pub const RETENTION_SETTING: &str = "retention";
+
+impl Retention {
+    /// The retention setting in the general form every setting takes: its
+    /// dotted key split at each `.`, its value the days a kept session
+    /// needs.
+    pub fn as_setting(&self) -> Option<AgentSetting> {
+        let setting = self.setting.as_ref()?;
+        Some(AgentSetting {
+            name: RETENTION_SETTING.into(),
+            file: setting.file.clone(),
+            format: SettingFormat::Json,
+            key: setting.key.split('.').map(str::to_owned).collect(),
+            value: SettingValue(setting.format.value(KEPT_RETENTION_DAYS)),
+        })
+    }
 }
 
 /// A value in one of the agent's JSON settings files.

@@ -550,6 +550,10 @@ pub struct InstanceStatus {
     /// What the credential hand-off gave the session, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<CredentialsStatus>,
+    /// The agent's settings as the last start left them: set, turned off
+    /// by the workspace, or left alone in a file jackin could not read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_settings: Vec<crate::agent_settings::AppliedSetting>,
     /// Attempts in a row that failed for a reason retrying cannot fix (or a
     /// refusal of the engine that keeps coming back): see
     /// [`Instance::gave_up`]. Cleared when the instance converges.

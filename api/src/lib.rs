@@ -4,6 +4,7 @@
 //! on these types without pulling in an engine or a filesystem.
 
 pub mod agent;
+pub mod agent_settings;
 pub mod crd;
 pub mod credentials;
 pub mod home;

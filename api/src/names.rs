@@ -217,6 +217,9 @@ pub mod reason {
     /// The installed agent is too old for some ways of starting it; they
     /// are skipped.
     pub const AGENT_RUNGS_SKIPPED: &str = "AgentRungsSkipped";
+    /// An agent setting's file could not be read as its format (or its
+    /// key's place is no table): the file was left as it is.
+    pub const AGENT_SETTING_LEFT_ALONE: &str = "AgentSettingLeftAlone";
     // The credential hand-off: what reached the session, what did not, and
     // (Ready) a destination jackin refused to write through.
     pub const CREDENTIALS_FORWARDED: &str = "CredentialsForwarded";

@@ -994,6 +994,13 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
             );
         }
     }
+    let retention = (spec.retention.as_ref()).and_then(|r| r.setting.as_ref());
+    let taken = retention.map(|_| crate::agent::RETENTION_SETTING);
+    for (field, message) in
+        crate::agent_settings::problems(&spec.settings, "spec.settings", taken.as_slice())
+    {
+        errors.push(field, message);
+    }
     errors.into_result()
 }
 

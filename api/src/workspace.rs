@@ -1,5 +1,7 @@
 //! The `Workspace` resource: a GitOps-style policy file for a workspace's instances.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -130,6 +132,19 @@ pub struct WorkspaceSpec {
     /// (capabilities, new privileges, processes, log size).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub security: Option<crate::security::SecuritySpec>,
+    /// The agents' settings jackin sets before every start (an `Agent`
+    /// entry's `settings`, and `retention`), by name: `false` turns one
+    /// off for the workspace's sessions (`{trust: false}` brings the
+    /// agent's trust question back). A name no agent has changes nothing.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub agent_settings: BTreeMap<String, bool>,
+}
+
+impl WorkspaceSpec {
+    /// Whether the workspace turned off the agent setting `name`.
+    pub fn turns_off(&self, name: &str) -> bool {
+        self.agent_settings.get(name) == Some(&false)
+    }
 }
 
 /// `spec.needsYouAfter` when omitted.

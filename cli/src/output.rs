@@ -693,6 +693,29 @@ pub fn describe_agent(
     Ok(out)
 }
 
+/// One line per agent setting of the last start: its name, what became of
+/// it, and where (or why not). The file and the reason may name what the
+/// agent wrote: shown escaped.
+fn agent_settings_lines(applied: &[jackin_api::agent_settings::AppliedSetting]) -> String {
+    let mut out = String::new();
+    for setting in applied {
+        let place = format!("{} {} = {}", setting.file, setting.key, setting.value);
+        let why = setting
+            .reason
+            .as_ref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {:<10} {:<11} {}",
+            terminal_safe(&setting.name),
+            setting.outcome.as_str(),
+            terminal_safe(&format!("{place}{why}"))
+        );
+    }
+    out
+}
+
 /// The idle hooks' timer and history: the stretch, the last run and its
 /// result (each command's outcome is an `IdleHook` event).
 pub fn idle_summary(idle: &IdleStatus, now: Timestamp) -> String {
@@ -950,6 +973,12 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
         .or_else(|| spec.working_dir.clone())
     {
         field("Working dir", dir);
+    }
+    if !status.agent_settings.is_empty() {
+        out.push_str(
+            "Agent settings:   (at the last start; a workspace's agentSettings turns one off)\n",
+        );
+        out.push_str(&agent_settings_lines(&status.agent_settings));
     }
     // The pinned sidecars (a `dind` included), else the spec's.
     let sidecars = match &status.recipe {

@@ -510,6 +510,7 @@ pub async fn act(
             session::retire_marker(ctx.layout, &container)
                 .map_err(io(&ctx.layout.unit_dir(&container)))?;
             write_start_plan(ctx.layout, &container, obj).await?;
+            apply_agent_settings(ctx, obj, &container, progress).await;
             let started = match engine
                 .start_container(id.as_deref().unwrap_or(&container))
                 .await
@@ -1288,8 +1289,27 @@ async fn write_start_plan(
         resume::write_plan(&writing, &unit, &rungs).map_err(io(&resume::plan_file(&writing, &unit)))
     })
     .await?;
-    keep_conversations(layout, container, obj).await;
     Ok(())
+}
+
+/// Sets the agent's settings in the unit, last of what writes the agent's
+/// files before it starts; a file left alone is a note (and an event).
+async fn apply_agent_settings(
+    ctx: &Context<'_>,
+    obj: &mut Instance,
+    container: &str,
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
+) {
+    let left_alone =
+        crate::agent_settings::before_start(ctx.layout, container, obj, ctx.agent, ctx.workspace)
+            .await;
+    for why in left_alone {
+        progress(Report::Note {
+            stage: None,
+            reason: reason::AGENT_SETTING_LEFT_ALONE,
+            message: &why,
+        });
+    }
 }
 
 /// Once a container has stopped, nothing writes the unit's worktree
@@ -1310,39 +1330,6 @@ async fn publish_checkouts(layout: &Layout, container: &str) {
         }
     })
     .await;
-}
-
-/// Before every start, the agent's own retention setting (claude's
-/// `cleanupPeriodDays`, gemini's session retention) is raised in the unit,
-/// so that a long-kept session comes back to its conversation. Only where
-/// the agent's state is in the unit (not where the operator pointed it);
-/// a settings file jackin cannot read is left alone, with a warning.
-async fn keep_conversations(layout: &Layout, container: &str, obj: &Instance) {
-    let Some(recipe) = obj.recipe() else {
-        return;
-    };
-    let Some(agent) = recipe.agent.as_ref() else {
-        return;
-    };
-    let (Some(state), Some(setting)) = (
-        agent.spec.state_env.clone(),
-        agent
-            .spec
-            .retention
-            .as_ref()
-            .and_then(|r| r.setting.clone()),
-    ) else {
-        return;
-    };
-    if recipe.env.iter().any(|v| v.name == state.name) {
-        return;
-    }
-    let home = layout.unit_home_dir(container);
-    let kept =
-        blocking(move || crate::retention::keep_conversations(&home, &state.path, &setting)).await;
-    if let Err(why) = kept {
-        tracing::warn!(container, "the agent's retention setting: {why}");
-    }
 }
 
 /// Makes again the unit's directories the container binds that someone

@@ -6,6 +6,7 @@
 
 pub mod act;
 pub mod addresses;
+pub mod agent_settings;
 pub mod answer;
 pub mod assess;
 pub mod attention;
@@ -36,7 +37,6 @@ pub mod probes;
 pub mod recipe;
 pub mod restricted;
 pub mod resume;
-pub mod retention;
 pub mod rollout;
 pub mod sandbox;
 pub mod secrets;

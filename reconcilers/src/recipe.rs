@@ -336,13 +336,17 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
 /// The part of a recipe's agent entry that a change of is a change of the
 /// session: its credentials are compared apart, with the mode (so that a
 /// session pinned before the hand-off existed reports no change of its
-/// entry for them), and `conversationsByDirectory` only tells a rollout
-/// what a changed directory costs, nothing the session runs.
+/// entry for them), `conversationsByDirectory` only tells a rollout what a
+/// changed directory costs, nothing the session runs, and its `settings`
+/// are applied at every start from the registry as it is then (a session
+/// pinned before a setting existed gets it at its next start, with no
+/// drift).
 pub fn compared_entry(recipe: &Recipe) -> Option<(&str, AgentSpec, Strategy)> {
     recipe.agent.as_ref().map(|a| {
         let mut spec = a.spec.clone();
         spec.credentials = None;
         spec.conversations_by_directory = false;
+        spec.settings = Vec::new();
         (a.name.as_str(), spec, a.strategy)
     })
 }
@@ -692,6 +696,42 @@ mod tests {
             ["credentials (authForward or a credential set)"]
         );
         assert_eq!(drift(&wanted, &wanted), Vec::<&str>::new());
+    }
+
+    /// An entry pinned before agents had settings (ce8d2f9's) is no
+    /// different from the built-in that has them now: settings are applied
+    /// at every start, never drift.
+    #[test]
+    fn settings_added_to_an_entry_are_no_drift() {
+        let claude = || {
+            jackin_api::agent::builtin()
+                .into_iter()
+                .find(|a| a.metadata.name == "claude")
+                .unwrap()
+                .spec
+        };
+        let pin = |spec: AgentSpec| Recipe {
+            agent: Some(PinnedAgent {
+                name: "claude".into(),
+                source: "builtin".into(),
+                spec,
+                strategy: Strategy::Id,
+                version: None,
+            }),
+            ..Default::default()
+        };
+        let wanted = pin(claude());
+        assert!(!wanted.agent.as_ref().unwrap().spec.settings.is_empty());
+        let before = pin(AgentSpec {
+            settings: Vec::new(),
+            ..claude()
+        });
+        assert_eq!(drift(&before, &wanted), Vec::<&str>::new());
+        let relaunched = pin(AgentSpec {
+            launch: vec!["claude2".into()],
+            ..claude()
+        });
+        assert_eq!(drift(&before, &relaunched), ["agent (its registry entry)"]);
     }
 
     /// A workspace that widens the container, or widens it otherwise, is

@@ -151,48 +151,6 @@ impl Home {
         self.path().join("data").join(self.container(name))
     }
 
-    /// Stores the answer to the agent's trust question in the unit of
-    /// `name` as the agent does when it is answered "Yes" (defect R1 of
-    /// shared/defects/2026-11-27.md), so its next start does not ask.
-    pub fn trust(&self, name: &str, trust: Trust) {
-        let home = self.unit(name).join("home");
-        match trust {
-            Trust::Claude { config, dir } => {
-                let file = home.join(config).join(".claude.json");
-                let mut account: serde_json::Value = std::fs::read(&file)
-                    .ok()
-                    .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-                    .unwrap_or_else(|| serde_json::json!({}));
-                account["projects"][dir]["hasTrustDialogAccepted"] = true.into();
-                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-                std::fs::write(&file, serde_json::to_vec_pretty(&account).unwrap()).unwrap();
-            }
-            Trust::Codex {
-                home: codex_home,
-                dir,
-            } => {
-                let file = home.join(codex_home).join("config.toml");
-                let mut config = std::fs::read_to_string(&file).unwrap_or_default();
-                // A TOML basic string is written as JSON writes a string.
-                let key = serde_json::to_string(dir).unwrap();
-                config.push_str(&format!("\n[projects.{key}]\ntrust_level = \"trusted\"\n"));
-                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-                std::fs::write(&file, config).unwrap();
-            }
-        }
-    }
-
-    /// [`Home::apply`] of an instance `name` whose agents already trust
-    /// their working directory: recorded, `trusts` stored in its unit
-    /// ([`Home::trust`]), then applied. Returns the apply's stdout.
-    pub fn apply_trusted(&self, file: &str, yaml: &str, name: &str, trusts: &[Trust]) -> String {
-        self.record(file, yaml);
-        for trust in trusts {
-            self.trust(name, *trust);
-        }
-        self.apply(file, yaml)
-    }
-
     /// The agent's starts, as the fake CLI logged them in the unit's home:
     /// `<agent> <how> <id>`.
     pub fn agent_starts(&self, name: &str) -> Vec<String> {
@@ -356,31 +314,6 @@ pub fn succeeded(args: &[&str], out: Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("utf-8 output")
-}
-
-/// Where an agent keeps its answer to the trust question (defect R1 of
-/// shared/defects/2026-11-27.md), and for which directory: `config` and
-/// `home` are relative to the unit's home (claude's `CLAUDE_CONFIG_DIR`,
-/// "" without one; codex's `CODEX_HOME`), `dir` is in the container.
-#[derive(Debug, Clone, Copy)]
-pub enum Trust<'a> {
-    /// `projects[dir].hasTrustDialogAccepted` in `.claude.json`.
-    Claude { config: &'a str, dir: &'a str },
-    /// `[projects."dir"] trust_level = "trusted"` in `config.toml`.
-    Codex { home: &'a str, dir: &'a str },
-}
-
-impl Trust<'static> {
-    /// The built-in claude entry's, working in the fake agents' `/work`.
-    pub const CLAUDE: Self = Self::Claude {
-        config: ".claude",
-        dir: "/work",
-    };
-    /// The built-in codex entry's, working in `/work`.
-    pub const CODEX: Self = Self::Codex {
-        home: ".codex",
-        dir: "/work",
-    };
 }
 
 /// Runs `cmd` with its output captured, killing it if it has not finished

@@ -151,11 +151,21 @@ impl Cli {
     /// Whether `screen` shows the CLI waiting at its prompt: claude's and
     /// codex's status lines, aider's prompt alone on its line (all that
     /// prompt_toolkit draws again at a size change).
-    fn at_prompt(self, screen: &str) -> bool {
+    pub fn at_prompt(self, screen: &str) -> bool {
         match self {
             Self::Claude => screen.contains("shift+tab to cycle"),
             Self::Codex => screen.contains("gpt-5.2 default"),
             Self::Aider => screen.lines().any(|line| line.trim_end() == ">"),
+        }
+    }
+
+    /// The question the CLI opens on in a directory it does not trust yet
+    /// (R1), which jackin's trust setting answers beforehand.
+    pub fn trust_question(self) -> Option<&'static str> {
+        match self {
+            Self::Claude => Some("Is this a project you created or one you trust?"),
+            Self::Codex => Some("Do you trust the contents of this directory?"),
+            Self::Aider => None,
         }
     }
 
@@ -164,25 +174,6 @@ impl Cli {
         match self {
             Self::Claude | Self::Aider => "/exit",
             Self::Codex => "/quit",
-        }
-    }
-
-    /// Answers the CLI's trust question for a new working directory, as a
-    /// person who trusts it does (R1): claude's cursor starts on "No, exit",
-    /// codex's on "1. Yes, continue".
-    fn answer_trust(self, term: &Terminal) {
-        match self {
-            Self::Claude => {
-                term.wait_long("Is this a project you created or one you trust?");
-                term.press_until("Down", "❯ Yes, I trust this folder");
-                term.keys(&["Enter"]);
-            }
-            Self::Codex => {
-                term.wait_long("Do you trust the contents of this directory?");
-                term.keys(&["Enter"]);
-            }
-            // aider asks nothing about the directory.
-            Self::Aider => {}
         }
     }
 }
@@ -225,6 +216,8 @@ pub struct Request {
     pub last: String,
     /// "text" or "tool".
     pub reply: String,
+    /// What the tools the model called printed, as the agent sent it back.
+    pub tool_outputs: Vec<String>,
 }
 
 impl Request {
@@ -401,12 +394,11 @@ impl AgentSession {
         self.wait_at_prompt(term);
     }
 
-    /// The first attach of a new session: the trust question answered, and
-    /// under `token` claude's question whether to use the key (answered
-    /// yes), up to the prompt.
+    /// The first attach of a new session, up to the prompt: no trust
+    /// question comes first (jackin's trust setting answered it, R1); under
+    /// `token`, claude's question whether to use the key is answered yes.
     pub fn first_attach(&self) -> Terminal {
         let term = self.attach();
-        self.cli.answer_trust(&term);
         if self.login == Login::Token && self.cli == Cli::Claude {
             term.wait_long("Do you want to use this API key?");
             term.press_until("Up", "❯ Yes");
@@ -476,17 +468,10 @@ impl AgentSession {
                 seq: record["seq"].as_u64().unwrap(),
                 api: record["api"].as_str().unwrap_or_default().to_owned(),
                 login: record["login"].as_str().unwrap_or_default().to_owned(),
-                texts: record["texts"]
-                    .as_array()
-                    .map(|texts| {
-                        texts
-                            .iter()
-                            .filter_map(|t| t.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                texts: strings(&record["texts"]),
                 last: record["last"].as_str().unwrap_or_default().to_owned(),
                 reply: record["reply"].as_str().unwrap_or_default().to_owned(),
+                tool_outputs: strings(&record["tool_outputs"]),
             })
             .collect()
     }
@@ -539,6 +524,18 @@ impl AgentSession {
             },
         );
     }
+}
+
+/// The strings of a JSON list (none when it is not one).
+fn strings(list: &serde_json::Value) -> Vec<String> {
+    list.as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|t| t.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Stops `container` as `docker stop` does, waiting for it.
