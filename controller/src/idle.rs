@@ -85,17 +85,18 @@ pub async fn watch(
             .collect();
         for name in due {
             let last = watched.get(&name).and_then(|w| w.last);
-            let (every, last) = match look(&reconciler, &metrics, &name, last, &changed).await {
-                Ok(Some(found)) => found,
-                Ok(None) => {
-                    watched.remove(&name);
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!(instance = name, "idle watch: {e}");
-                    (Duration::from_secs(30), None)
-                }
-            };
+            let (every, last) =
+                match Box::pin(look(&reconciler, &metrics, &name, last, &changed)).await {
+                    Ok(Some(found)) => found,
+                    Ok(None) => {
+                        watched.remove(&name);
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::warn!(instance = name, "idle watch: {e}");
+                        (Duration::from_secs(30), None)
+                    }
+                };
             if let Some(w) = watched.get_mut(&name) {
                 w.next_look = Instant::now() + every;
                 w.last = last;
