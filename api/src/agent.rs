@@ -115,6 +115,25 @@ pub struct StateEnv {
     /// variable names a directory that does not exist.
     #[serde(default, skip_serializing_if = "StateKind::is_directory")]
     pub kind: StateKind,
+    /// Where in the path the conversations are, when the path holds more
+    /// (a whole home): relative to the path, what a removal saves of it
+    /// (gemini's `.gemini` under `GEMINI_CLI_HOME`). The path itself when
+    /// omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversations: Option<String>,
+}
+
+impl StateEnv {
+    /// What of the agent's home holds its conversations, relative to the
+    /// home: the path, or the part of it `conversations` names.
+    pub fn conversations_path(&self) -> String {
+        let base = self.path.trim_end_matches('/');
+        match self.conversations.as_deref() {
+            None => base.to_owned(),
+            Some(part) if base.is_empty() || base == "." => part.to_owned(),
+            Some(part) => format!("{base}/{part}"),
+        }
+    }
 }
 
 /// What a [`StateEnv`] path names.
@@ -214,6 +233,7 @@ pub fn builtin() -> Vec<Agent> {
             name: name.into(),
             path: path.into(),
             kind: StateKind::Directory,
+            conversations: None,
         })
     };
     let entry = |name: &str, spec: AgentSpec| Agent {
@@ -332,7 +352,12 @@ pub fn builtin() -> Vec<Agent> {
                 mint_args: args(&["--session-id", "{id}"]),
                 resume_args: args(&["--resume", "{id}"]),
                 continue_args: args(&["--resume", "latest"]),
-                state_env: state("GEMINI_CLI_HOME", "."),
+                // Its chats are in `.gemini/`: only that of the home is
+                // saved when the session goes.
+                state_env: Some(StateEnv {
+                    conversations: Some(".gemini".into()),
+                    ..state("GEMINI_CLI_HOME", ".").expect("a state variable")
+                }),
                 // Chats live under .gemini/tmp/<hash of the project
                 // directory>/chats/ (geminicli.com/docs/cli/session-management):
                 // by id or latest, only the directory's own are found.
@@ -397,6 +422,7 @@ pub fn builtin() -> Vec<Agent> {
                     name: "AIDER_CHAT_HISTORY_FILE".into(),
                     path: ".aider.chat.history.md".into(),
                     kind: StateKind::File,
+                    conversations: None,
                 }),
                 // Aider has no login of its own: its model's API key.
                 credentials: Some(Credentials {

@@ -235,6 +235,8 @@ pub mod reason {
     // A discard: what of the checkouts' unfinished work was saved (an
     // event), and (Ready) a save that failed, so nothing was deleted.
     pub const DISCARD_SAVED: &str = "DiscardSaved";
+    /// A removed unit's conversation was saved first (an event).
+    pub const CONVERSATION_SAVED: &str = "ConversationSaved";
     /// What an ended session left in `state/artifacts/` was moved out of
     /// the unit (an event).
     pub const ARTIFACTS_COLLECTED: &str = "ArtifactsCollected";

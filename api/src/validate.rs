@@ -913,14 +913,23 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
     }
     if let Some(state) = &spec.state_env {
         errors.check("spec.stateEnv.name", env_name(&state.name));
-        let path = &state.path;
-        if path.starts_with('/')
-            || path.split('/').any(|part| part == "..")
-            || path.chars().any(char::is_control)
-        {
+        let inside = |path: &str| {
+            !(path.starts_with('/')
+                || path.split('/').any(|part| part == "..")
+                || path.chars().any(char::is_control))
+        };
+        if !inside(&state.path) {
             errors.push(
                 "spec.stateEnv.path",
                 "expected a path inside the agent's home, relative, without '..'",
+            );
+        }
+        if let Some(part) = &state.conversations
+            && (part.is_empty() || !inside(part))
+        {
+            errors.push(
+                "spec.stateEnv.conversations",
+                "expected a path inside the stateEnv path, relative, without '..'",
             );
         }
     }

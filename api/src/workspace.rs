@@ -138,9 +138,19 @@ pub struct WorkspaceSpec {
     /// agent's trust question back). A name no agent has changes nothing.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub agent_settings: BTreeMap<String, bool>,
+    /// Whether removing one of the workspace's sessions saves its agent's
+    /// conversation under `discarded/` first, as discarded work is saved
+    /// (on when omitted; `false` lets the conversation go with the unit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_conversations: Option<bool>,
 }
 
 impl WorkspaceSpec {
+    /// Whether a removal saves the session's conversation first.
+    pub fn saves_conversations(&self) -> bool {
+        self.save_conversations != Some(false)
+    }
+
     /// Whether the workspace turned off the agent setting `name`.
     pub fn turns_off(&self, name: &str) -> bool {
         self.agent_settings.get(name) == Some(&false)

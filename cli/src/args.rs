@@ -147,10 +147,20 @@ pub enum Command {
     /// Bring back the unfinished work jackin saved when it discarded an
     /// instance's isolated checkouts (`jackin get discarded` lists it): as
     /// branches in the host repository under `jackin/restored/NAME/`, or
-    /// with `--to DIR` as a new checkout directory.
+    /// with `--to DIR` as a new checkout directory. With `--session`, the
+    /// removed session itself: a new instance with the saved spec and the
+    /// agent's conversation, which its next start resumes.
     RestoreDiscarded {
         /// The save's name, or its instance's name when it has one save.
         name: String,
+        /// Make the session again: a new instance with the saved spec, the
+        /// agent's saved state in its home and its conversation's record.
+        #[arg(long, conflicts_with_all = ["to", "mount"])]
+        session: bool,
+        /// With --session: the new instance's name (the saved one's when
+        /// omitted, if it is free).
+        #[arg(long = "name", value_name = "NEW", requires = "session")]
+        new_name: Option<String>,
         /// Make a new checkout here (never an existing path): the files,
         /// staged state, branches, stash and HEAD as they were.
         #[arg(long, value_name = "DIR")]

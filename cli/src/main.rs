@@ -172,9 +172,15 @@ async fn run(cli: Cli) -> Result<()> {
             failed_after,
             force,
         } => cmd::prune::run(dry_run, images, failed_after, force).await,
-        Command::RestoreDiscarded { name, to, mount } => {
-            cmd::discarded::restore(&open_store()?, &name, to.as_deref(), mount.as_deref())
-        }
+        Command::RestoreDiscarded {
+            name,
+            session: true,
+            new_name,
+            ..
+        } => cmd::discarded::restore_session(&open_store()?, &name, new_name.as_deref()),
+        Command::RestoreDiscarded {
+            name, to, mount, ..
+        } => cmd::discarded::restore(&open_store()?, &name, to.as_deref(), mount.as_deref()),
         Command::Crds { out } => cmd::crds::run(out.as_deref()),
         Command::Top(args) => cmd::top::run(&args).await,
         Command::Logs(args) => cmd::logs::run(&args).await,

@@ -478,7 +478,7 @@ impl Store {
         if self.live_row(name)?.is_none() && self.ended_as(applied)?.is_some() {
             return Ok(ApplyOutcome::Ended);
         }
-        match self.create_unless_taken(applied, document)? {
+        match self.create_unless_taken(applied, document, |_, _| Ok(()))? {
             None => Ok(ApplyOutcome::Created),
             Some(container) => self.update_instance_from(name, &container, document, |stored| {
                 merge_instance(stored, applied)
@@ -491,7 +491,22 @@ impl Store {
     /// name was picked as free a moment ago: two racing launches never
     /// share one instance.
     pub fn create_new_instance(&self, obj: &Instance) -> Result<bool, StoreError> {
-        Ok(self.create_unless_taken(obj, None)?.is_none())
+        Ok(self
+            .create_unless_taken(obj, None, |_, _| Ok(()))?
+            .is_none())
+    }
+
+    /// Creates an instance only if its name is free, as
+    /// [`Store::create_new_instance`], and runs `made` on it (the object,
+    /// and its unit's container name) before the index names it: a session
+    /// made again from a save gets its conversation's record and its files
+    /// before the loop can start it. If `made` fails, nothing stays.
+    pub fn create_instance_with(
+        &self,
+        obj: &Instance,
+        made: impl FnOnce(&mut Instance, &str) -> Result<(), StoreError>,
+    ) -> Result<bool, StoreError> {
+        Ok(self.create_unless_taken(obj, None, made)?.is_none())
     }
 
     /// Creates the instance under the index lock unless its name is taken;
@@ -500,6 +515,7 @@ impl Store {
         &self,
         applied: &Instance,
         document: Option<&str>,
+        made: impl FnOnce(&mut Instance, &str) -> Result<(), StoreError>,
     ) -> Result<Option<String>, StoreError> {
         let name = &applied.metadata.name;
         // A purge of this name interrupted at its end is finished first:
@@ -510,7 +526,14 @@ impl Store {
         if let Some(row) = index.find(name) {
             return Ok(Some(row.container_name.clone()));
         }
-        let obj = self.create_instance(applied)?;
+        let mut obj = self.create_instance(applied)?;
+        let container = obj.container_name().unwrap_or_default().to_owned();
+        if let Err(e) =
+            made(&mut obj, &container).and_then(|()| write_object(&self.layout, &container, &obj))
+        {
+            self.remove_unit_files(&container)?;
+            return Err(e);
+        }
         let mut row = IndexRow::of(&obj).expect("a new instance has an identity");
         row.applied = applied_record(&self.layout, &row.container_name, document);
         index.upsert(row);

@@ -401,6 +401,21 @@ pub async fn act(
                 });
             }
         }
+        // The conversation stays recoverable, unless the workspace said no.
+        Step::SaveConversation if ctx.workspace.is_none_or(WorkspaceSpec::saves_conversations) => {
+            let (layout, snapshot) = (ctx.layout.clone(), obj.clone());
+            let told =
+                blocking(move || discard::save_session(&layout, &container, &snapshot)).await?;
+            if let Some(message) = told {
+                let reason = reason::CONVERSATION_SAVED;
+                progress(Report::Note {
+                    stage: None,
+                    reason,
+                    message: &message,
+                });
+            }
+        }
+        Step::SaveConversation => {}
         Step::RemoveCheckouts => {
             // Every discard comes here: the unfinished work is saved first,
             // and nothing is deleted unless the save succeeded.
@@ -699,8 +714,10 @@ async fn pin(
         pinned.engine = earlier.engine.clone();
         pinned.replaces = earlier.replaces.clone();
     }
-    let conversation = match (&pinned.replaces, obj.status.as_ref()) {
-        (Some(_), Some(status)) if status.conversation.is_some() => status.conversation.clone(),
+    // So does one that has started before: a session made again from its
+    // save (`restore-discarded --session`).
+    let conversation = match obj.status.as_ref().and_then(|s| s.conversation.clone()) {
+        Some(c) if pinned.replaces.is_some() || c.last_start.is_some() => Some(c),
         _ => new_conversation(obj, &pinned),
     };
     let status = obj.status.get_or_insert_default();

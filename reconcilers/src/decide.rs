@@ -135,6 +135,10 @@ fn decide_phase(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan
             // Nothing of the session survives a purge: no graceful stop.
             steps.extend(teardown(view, false));
             steps.extend(view.volumes.iter().cloned().map(Step::RemoveVolume));
+            // Once nothing runs in the unit, before anything of it goes.
+            if obj.recipe().is_some() {
+                steps.push(Step::SaveConversation);
+            }
             if !view.mounts.is_empty() {
                 steps.push(Step::RemoveCheckouts);
             }

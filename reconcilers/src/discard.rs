@@ -44,8 +44,7 @@
 //! a repository only through a confined `git index-pack --strict`.
 
 use std::io::{self, BufRead, Read, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -55,23 +54,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::assess;
 use crate::fsutil::{
-    BeneathDir, CappedCopy, EntryKind, Links, copy_capped, ensure_private_dir,
-    ensure_real_dir_below, open_regular_file, read_untrusted, remove_if_exists, write_atomic,
+    BeneathDir, Links, ensure_private_dir, ensure_real_dir_below, open_regular_file,
+    read_untrusted, remove_if_exists, write_atomic,
 };
 use crate::git::{self, GitError};
 use crate::isolation::{self, IsolationError, IsolationRecord};
 use crate::layout::{Layout, cap};
 use crate::legacy_worktree;
+use crate::saved_files::{Collector, Origin, StagingError, refused_by_git};
+pub use crate::saved_files::{
+    MAX_FILE_BYTES, MAX_LISTED, MAX_SAVED_BYTES, MAX_SAVED_FILES, SavedFiles,
+};
+use crate::saved_session::{self, SavedSession};
 
-/// The largest file a save takes: far above source files, below the build
-/// outputs and disk images a save should not fill the disk with.
-pub const MAX_FILE_BYTES: u64 = 256 << 20;
-/// The most a save of one checkout takes of its files, in all.
-pub const MAX_SAVED_BYTES: u64 = 1 << 30;
-/// The most files a save of one checkout takes.
-pub const MAX_SAVED_FILES: usize = 200_000;
-/// How many names of each kind the record lists; the rest are counted.
-pub const MAX_LISTED: usize = 20;
 /// The most jackin reads of a checkout's index file.
 const MAX_INDEX_BYTES: u64 = 512 << 20;
 /// The most refs, and stash entries, a save takes of one checkout.
@@ -111,6 +106,15 @@ pub enum DiscardError {
     Refused(String),
 }
 
+impl From<StagingError> for DiscardError {
+    fn from(e: StagingError) -> Self {
+        Self::Io {
+            path: e.path,
+            source: e.source,
+        }
+    }
+}
+
 fn io_at(path: &Path) -> impl FnOnce(io::Error) -> DiscardError + '_ {
     move |source| DiscardError::Io {
         path: path.to_owned(),
@@ -130,7 +134,12 @@ pub struct Save {
     pub unit: String,
     /// When, to the second (RFC 3339).
     pub saved_at: Timestamp,
+    #[serde(default)]
     pub checkouts: Vec<SavedCheckout>,
+    /// The session, saved when its unit was removed: its spec, its
+    /// conversation's record and files (see [`crate::saved_session`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SavedSession>,
 }
 
 /// What was saved of one checkout.
@@ -177,23 +186,6 @@ pub struct SavedCheckout {
     /// (`refs/jackin/saved/<save>/<checkout>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_pin: Option<String>,
-}
-
-/// The files of a saved checkout, counted, with the first few named.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SavedFiles {
-    /// Uncommitted, untracked and ignored files saved (links included).
-    pub saved: usize,
-    pub bytes: u64,
-    /// Tracked files the checkout had deleted.
-    pub deleted: usize,
-    /// Files and directories not saved, and why.
-    pub skipped: usize,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub listed: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub skipped_listed: Vec<String>,
 }
 
 /// A ref as saved: its name and the object it named.
@@ -318,7 +310,7 @@ fn plain_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-fn save_dir(layout: &Layout, name: &str) -> PathBuf {
+pub fn save_dir(layout: &Layout, name: &str) -> PathBuf {
     layout.discarded_dir().join(name)
 }
 
@@ -393,6 +385,35 @@ pub fn save_where(
     })
 }
 
+/// Saves the conversation of `obj`'s unit `container` before the unit is
+/// removed, into the unit's save (beside any saved work). Returns what was
+/// saved, in words for the event; none for a unit that never ran an
+/// agent. A failure means the unit must stay.
+pub fn save_session(
+    layout: &Layout,
+    container: &str,
+    obj: &jackin_api::Instance,
+) -> Result<Option<String>, DiscardError> {
+    let instance = &obj.metadata.name;
+    let name = save_name(instance, container);
+    let dir = save_dir(layout, &name);
+    let mut save = None;
+    let record = loaded(&mut save, &dir, &name, instance, container)?;
+    let Some(session) = saved_session::save(layout, container, obj, &dir)
+        .map_err(|e| DiscardError::Refused(e.to_string()))?
+    else {
+        return Ok(None);
+    };
+    let told = format!(
+        "saved the conversation before removing the unit: {}; `jackin restore-discarded {name} \
+         --session` makes the session again",
+        session.summary()
+    );
+    record.session = Some(session);
+    write_save(&dir, record)?;
+    Ok(Some(told))
+}
+
 /// The save being made, read from its directory (an earlier attempt's) or
 /// begun now.
 fn loaded<'a>(
@@ -410,6 +431,7 @@ fn loaded<'a>(
             saved_at: Timestamp::from_second(Timestamp::now().as_second())
                 .expect("now is a valid time"),
             checkouts: Vec::new(),
+            session: None,
         });
         *save = Some(begun);
     }
@@ -1244,16 +1266,6 @@ fn present_objects<'a>(
         .collect())
 }
 
-/// Where a path to save came from, in the order they are taken: changes to
-/// tracked files first, ignored files (build output) last, so that the caps
-/// cut the least valuable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Origin {
-    Tracked,
-    Untracked,
-    Ignored,
-}
-
 /// Takes out of the copied index every entry whose path git refuses (a
 /// `..`, a `.git`: see [`refused_by_git`]), listing each as not saved, so
 /// that the rest of what was staged is saved and can come back: one such
@@ -1368,236 +1380,6 @@ fn changed_paths(
     Ok(paths)
 }
 
-/// The files taken so far: copied into the staging directory, counted and
-/// capped.
-#[derive(Debug, Default)]
-struct Collector {
-    saved: Vec<String>,
-    deleted: Vec<String>,
-    bytes: u64,
-    skipped: usize,
-    skipped_listed: Vec<String>,
-}
-
-/// Whether git, or `git fsck` on the way back, would refuse `path`: a
-/// component that is empty, `.` or `..`, or names a git directory (`.git`
-/// in any case, with trailing dots or spaces, or its short name).
-fn refused_by_git(path: &str, is_link: bool) -> bool {
-    path.split('/').any(|part| {
-        part.is_empty() || part == "." || part == ".." || part.split('\\').any(names_a_git_dir)
-    }) || (is_link
-        && path.rsplit('/').next().is_some_and(|leaf| {
-            let lower = leaf.to_ascii_lowercase();
-            lower.starts_with(".gitmodules") || lower.starts_with("gitmod~")
-        }))
-}
-
-/// Whether a path component is one `fsck` reads as `.git` on some file
-/// system, which it refuses everywhere: any case, the code points HFS+
-/// ignores (zero-width joiners, bidirectional marks, U+FEFF) anywhere,
-/// trailing dots and spaces or an NTFS stream (`.git::$INDEX_ALLOCATION`),
-/// and the short name `git~1`.
-fn names_a_git_dir(part: &str) -> bool {
-    let ignorable = |c: &char| matches!(*c as u32, 0x200C..=0x200F | 0x202A..=0x202E | 0x206A..=0x206F | 0xFEFF);
-    let seen: String = part
-        .chars()
-        .filter(|c| !ignorable(c))
-        .collect::<String>()
-        .to_lowercase();
-    let stream = seen.split(':').next().unwrap_or_default();
-    stream.trim_end_matches(['.', ' ']) == ".git" || seen.starts_with("git~")
-}
-
-impl Collector {
-    fn skip(&mut self, path: &str, why: &str) {
-        self.skipped += 1;
-        if self.skipped_listed.len() < MAX_LISTED {
-            self.skipped_listed.push(format!("{path}: {why}"));
-        }
-    }
-
-    /// Copies the regular file `path` into `staging` (mode 0700 if
-    /// `executable`), within what the save may still take; what cannot be
-    /// opened or has grown past that since it was listed is skipped.
-    fn copy_file(
-        &mut self,
-        tree: &BeneathDir,
-        staging: &Path,
-        path: &str,
-        executable: bool,
-    ) -> Result<(), DiscardError> {
-        let mut file = match tree.open_regular(path) {
-            Ok(file) => file,
-            Err(e) => {
-                self.skip(path, &e.to_string());
-                return Ok(());
-            }
-        };
-        let to = staged_path(staging, path)?;
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&to)
-            .map_err(io_at(&to))?;
-        let budget = (MAX_SAVED_BYTES - self.bytes).min(MAX_FILE_BYTES);
-        let copied = match copy_capped(&mut file, &mut out, budget).map_err(io_at(&to))? {
-            CappedCopy::Copied(copied) => copied,
-            CappedCopy::TooLarge => {
-                drop(out);
-                remove_if_exists(&to).map_err(io_at(&to))?;
-                self.skip(path, "it grew past the save's limit after it was listed");
-                return Ok(());
-            }
-        };
-        let mode = if executable { 0o700 } else { 0o600 };
-        out.set_permissions(std::fs::Permissions::from_mode(mode))
-            .map_err(io_at(&to))?;
-        self.bytes += copied;
-        self.saved.push(path.to_owned());
-        Ok(())
-    }
-
-    /// Takes `path` (a directory is walked): copies what can be saved into
-    /// `staging`, notes a tracked file that is gone as deleted, and what
-    /// cannot be saved as skipped. Only writing the staging copy can fail.
-    fn take(
-        &mut self,
-        tree: &BeneathDir,
-        staging: &Path,
-        path: &str,
-        origin: Origin,
-    ) -> Result<(), DiscardError> {
-        let mut pending = vec![(path.trim_end_matches('/').to_owned(), origin)];
-        while let Some((path, origin)) = pending.pop() {
-            // git printed a name that is not UTF-8, read here as text: it
-            // names no file jackin can open, and is neither saved nor
-            // taken for deleted.
-            if path.contains(char::REPLACEMENT_CHARACTER) {
-                self.skip(&path, "a name that is not UTF-8");
-                continue;
-            }
-            let kind = if path.is_empty() {
-                Ok(EntryKind::Dir)
-            } else {
-                tree.kind(&path)
-            };
-            let kind = match kind {
-                Ok(kind) => kind,
-                Err(e) if e.kind() == io::ErrorKind::NotFound && origin == Origin::Tracked => {
-                    if !refused_by_git(&path, false) {
-                        self.deleted.push(path);
-                    }
-                    continue;
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    let why = match e.raw_os_error() {
-                        Some(libc::ELOOP | libc::EXDEV) => "a link on the way".to_owned(),
-                        _ => e.to_string(),
-                    };
-                    self.skip(&path, &why);
-                    continue;
-                }
-            };
-            if !path.is_empty() && refused_by_git(&path, kind == EntryKind::Symlink) {
-                self.skip(&path, "a name git refuses");
-                continue;
-            }
-            match kind {
-                EntryKind::Dir if origin == Origin::Tracked && !path.is_empty() => {
-                    self.skip(&path, "a submodule: its own work is in its own repository");
-                }
-                EntryKind::Dir => {
-                    let listed = if path.is_empty() { "." } else { path.as_str() };
-                    let (entries, not_utf8) = match tree.entries_counted(listed) {
-                        Ok(found) => found,
-                        Err(e) => {
-                            self.skip(&path, &e.to_string());
-                            continue;
-                        }
-                    };
-                    if not_utf8 > 0 {
-                        self.skip(&path, &format!("{not_utf8} names in it are not UTF-8"));
-                    }
-                    let mut names: Vec<String> = entries.into_iter().map(|(n, _)| n).collect();
-                    names.sort_unstable_by(|a, b| b.cmp(a));
-                    for name in names {
-                        let child = if path.is_empty() {
-                            name
-                        } else {
-                            format!("{path}/{name}")
-                        };
-                        if child.rsplit('/').next() == Some(".git") {
-                            if !path.is_empty() {
-                                self.skip(&child, "a nested repository's git directory");
-                            }
-                            continue;
-                        }
-                        pending.push((child, origin));
-                    }
-                }
-                EntryKind::Special => self.skip(&path, "a FIFO, socket or device"),
-                EntryKind::File { size, .. } if size > MAX_FILE_BYTES => {
-                    self.skip(&path, &format!("larger than {} MiB", MAX_FILE_BYTES >> 20));
-                }
-                _ if self.saved.len() >= MAX_SAVED_FILES => {
-                    self.skip(&path, &format!("past the save's {MAX_SAVED_FILES} files"));
-                }
-                EntryKind::File { size, .. } if self.bytes + size > MAX_SAVED_BYTES => {
-                    self.skip(
-                        &path,
-                        &format!("past the save's {} MiB", MAX_SAVED_BYTES >> 20),
-                    );
-                }
-                EntryKind::File { executable, .. } => {
-                    self.copy_file(tree, staging, &path, executable)?;
-                }
-                EntryKind::Symlink => {
-                    let target = match tree.read_link(&path) {
-                        Ok(target) => target,
-                        Err(e) => {
-                            self.skip(&path, &e.to_string());
-                            continue;
-                        }
-                    };
-                    let to = staged_path(staging, &path)?;
-                    std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&target), &to)
-                        .map_err(io_at(&to))?;
-                    self.saved.push(path);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn finish(self) -> SavedFiles {
-        let mut listed = self.saved.clone();
-        listed.sort();
-        listed.truncate(MAX_LISTED);
-        SavedFiles {
-            saved: self.saved.len(),
-            bytes: self.bytes,
-            deleted: self.deleted.len(),
-            skipped: self.skipped,
-            listed,
-            skipped_listed: self.skipped_listed,
-        }
-    }
-}
-
-/// Where the copy of `path` goes in the staging directory: its parents made
-/// as real directories of jackin's (never through a link).
-fn staged_path(staging: &Path, path: &str) -> Result<PathBuf, DiscardError> {
-    let relative = Path::new(path);
-    if let Some(parent) = relative.parent()
-        && !parent.as_os_str().is_empty()
-    {
-        ensure_real_dir_below(staging, parent).map_err(io_at(&staging.join(parent)))?;
-    }
-    Ok(staging.join(relative))
-}
-
 // ---------------------------------------------------------------------
 // Restoring.
 
@@ -1650,6 +1432,13 @@ pub fn restore(
             .collect::<Vec<_>>()
             .join(", ")
     };
+    if save.checkouts.is_empty() {
+        return Err(DiscardError::Refused(format!(
+            "{} saved no checkout, only the session: `jackin restore-discarded {0} --session` \
+             makes it again",
+            save.name
+        )));
+    }
     if chosen.is_empty() {
         return Err(DiscardError::Refused(format!(
             "{} saved no checkout at {}: it saved {}",
@@ -2460,28 +2249,5 @@ mod tests {
             ),
             "idea"
         );
-    }
-
-    #[test]
-    fn names_git_would_refuse_are_not_saved() {
-        assert!(refused_by_git(".git/config", false));
-        assert!(refused_by_git("a/.GIT./x", false));
-        assert!(refused_by_git("git~1/x", false));
-        assert!(refused_by_git(".gitmodules", true));
-        assert!(!refused_by_git(".gitmodules", false));
-        assert!(!refused_by_git("src/x.git/y", false));
-        assert!(refused_by_git("a//b", false));
-        // What fsck refuses on every platform (hasDotgit): HFS+'s ignorable
-        // code points, NTFS's streams and separators.
-        for hidden in [
-            ".g\u{200c}it/config",
-            "\u{feff}.git/x",
-            ".git::$INDEX_ALLOCATION/x",
-            "a\\.git\\x",
-        ] {
-            assert!(refused_by_git(hidden, false), "{hidden:?}");
-        }
-        assert!(!refused_by_git(".gitignore", false));
-        assert!(!refused_by_git("a/.github/x", false));
     }
 }

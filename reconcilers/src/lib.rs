@@ -39,6 +39,8 @@ pub mod restricted;
 pub mod resume;
 pub mod rollout;
 pub mod sandbox;
+pub mod saved_files;
+pub mod saved_session;
 pub mod secrets;
 pub mod session;
 pub mod worktree;

@@ -92,6 +92,9 @@ pub enum Step {
     RemoveVolume(String),
     /// Record `Purging` in the object and the index before anything goes.
     StampPurging,
+    /// Save the agent's conversation (its state path, the spec and the
+    /// conversation's record) under `discarded/` before the unit goes.
+    SaveConversation,
     /// Remove the isolated checkouts (worktrees through git).
     RemoveCheckouts,
     /// After a rollout, once the container that bound them is gone: retire
@@ -156,6 +159,7 @@ impl Step {
             Step::ClearExitQuestion => "clear-exit-question",
             Step::RebuildImage => "rebuild-image",
             Step::PrepareMounts => "prepare-mounts",
+            Step::SaveConversation => "save-conversation",
             Step::RemoveCheckouts => "remove-checkouts",
             Step::RetireCheckouts => "retire-checkouts",
             Step::CreateNetwork => "create-network",
@@ -186,7 +190,10 @@ impl Step {
         match self {
             Step::PinRecipe | Step::RolloutRecipe { .. } | Step::RefuseRollout { .. } => "role",
             Step::RebuildImage => "derived image",
-            Step::PrepareMounts | Step::RemoveCheckouts | Step::RetireCheckouts => "workspace",
+            Step::PrepareMounts
+            | Step::SaveConversation
+            | Step::RemoveCheckouts
+            | Step::RetireCheckouts => "workspace",
             Step::CreateNetwork | Step::RemoveNetwork { .. } | Step::RemoveExtraNetwork(_) => {
                 "network"
             }
@@ -259,6 +266,7 @@ impl Step {
             }
             Step::RebuildImage => "rebuilding the image at the pinned commit".into(),
             Step::PrepareMounts => "preparing the isolated checkouts".into(),
+            Step::SaveConversation => "saving the agent's conversation".into(),
             Step::RemoveCheckouts => {
                 "removing the isolated checkouts (their unfinished work saved first)".into()
             }

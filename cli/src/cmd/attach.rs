@@ -142,7 +142,8 @@ enum Choice {
 
 /// Screens A and B: the unfinished work, then the forced choice with
 /// "Return to agent" first and the default, since it never loses work.
-async fn ask(obj: &Instance, keyboard: &mut Keyboard) -> Result<Choice> {
+/// `saved_for`: how long a clean-up's save is kept, in words.
+async fn ask(obj: &Instance, saved_for: &str, keyboard: &mut Keyboard) -> Result<Choice> {
     let status = obj.status.clone().unwrap_or_default();
     let who = format!(
         "{} ({}) · workspace {} · {}",
@@ -198,7 +199,10 @@ async fn ask(obj: &Instance, keyboard: &mut Keyboard) -> Result<Choice> {
             ),
             (
                 "Exit and clean up".into(),
-                "discard the checkouts and delete all instance state".into(),
+                format!(
+                    "discard the checkouts and the instance; the work and the agent's \
+                     conversation are saved for {saved_for} (`jackin get discarded`)"
+                ),
             ),
         ],
         kind: Kind::Choose { filter: false },
@@ -333,6 +337,9 @@ async fn settle_the_end(
         Ok(obj) => obj,
         Err(StoreError::InstanceNotFound(_)) => {
             eprintln!("\ninstance/{name} ended cleanly and was cleaned up");
+            if let Some(kept) = crate::cmd::discarded::conversation_kept(store, name) {
+                eprintln!("{kept}");
+            }
             return Ok(Next::Done);
         }
         Err(e) => return Err(e.into()),
@@ -349,7 +356,8 @@ async fn settle_the_end(
         }
         return Ok(Next::Done);
     }
-    match ask(&obj, keyboard).await? {
+    let saved_for = crate::cmd::discarded::retention_of(store);
+    match ask(&obj, &saved_for, keyboard).await? {
         Choice::ReturnToAgent => Ok(Next::Resume),
         Choice::Keep => {
             session::keep_ended(store, name).with_context(|| format!("keeping instance/{name}"))?;

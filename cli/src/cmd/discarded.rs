@@ -5,8 +5,11 @@
 use std::path::Path;
 
 use anyhow::Result;
-use jackin_controller::Store;
+use jackin_api::instance::Conversation;
+use jackin_api::{DesiredPhase, Instance, ObjectMeta};
+use jackin_controller::{Store, StoreError};
 use jackin_reconcilers::discard::{self, Save};
+use jackin_reconcilers::saved_session;
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -71,14 +74,41 @@ pub fn get(store: &Store, name: Option<&str>, format: Format) -> Result<String> 
 
 fn discarded_table(listed: &[Listed<'_>], wide: bool, now: Timestamp) -> String {
     let mut header = vec![
-        "NAME", "INSTANCE", "CHECKOUT", "SAVED", "FILES", "BRANCHES", "STASH", "EXPIRES",
+        "NAME", "INSTANCE", "HOLDS", "SAVED", "FILES", "BRANCHES", "STASH", "SIZE", "EXPIRES",
     ];
     if wide {
-        header.extend(["DELETED", "TAGS", "SIZE", "NOT-SAVED", "REPOSITORY"]);
+        header.extend(["DELETED", "TAGS", "NOT-SAVED", "REPOSITORY"]);
     }
     let mut rows = Vec::new();
     for entry in listed {
         let save = entry.save;
+        if let Some(session) = &save.session {
+            let files = &session.files;
+            let holds = match &session.path {
+                Some(path) => format!("conversation ({path})"),
+                None => "session (no state path)".to_owned(),
+            };
+            let mut row = vec![
+                save.name.clone(),
+                save.instance.clone(),
+                holds,
+                format!("{} ago", output::age(Some(save.saved_at), now)),
+                files.saved.to_string(),
+                "-".into(),
+                "-".into(),
+                size(files.bytes),
+                in_words(entry.expires_at, now),
+            ];
+            if wide {
+                row.extend([
+                    "-".into(),
+                    "-".into(),
+                    files.skipped.to_string(),
+                    "-".into(),
+                ]);
+            }
+            rows.push(row);
+        }
         for checkout in &save.checkouts {
             let files = &checkout.files;
             let mut row = vec![
@@ -89,13 +119,13 @@ fn discarded_table(listed: &[Listed<'_>], wide: bool, now: Timestamp) -> String 
                 files.saved.to_string(),
                 checkout.branches.len().to_string(),
                 checkout.stash.len().to_string(),
+                size(files.bytes),
                 in_words(entry.expires_at, now),
             ];
             if wide {
                 row.extend([
                     files.deleted.to_string(),
                     checkout.tags.len().to_string(),
-                    size(files.bytes),
                     files.skipped.to_string(),
                     checkout.src.clone(),
                 ]);
@@ -122,6 +152,32 @@ fn size(bytes: u64) -> String {
     }
 }
 
+/// How long this home keeps a save, in words (`7 days`).
+pub fn retention_of(store: &Store) -> String {
+    let config = jackin_reconcilers::addresses::read_config(store.layout().root());
+    retention_words(
+        config.map_or(jackin_api::home::DEFAULT_DISCARD_RETENTION, |c| {
+            c.discard_retention()
+        }),
+    )
+}
+
+/// What was kept of the removed instance `name`'s conversation, for the
+/// line after its clean-up; none when nothing was saved of it.
+pub fn conversation_kept(store: &Store, name: &str) -> Option<String> {
+    let (saves, _) = discard::list(store.layout());
+    let save = saves
+        .iter()
+        .rev()
+        .find(|s| s.instance == name && s.session.is_some())?;
+    Some(format!(
+        "its conversation is saved (discarded/{}) for {}: `jackin restore-discarded {0} \
+         --session` brings the session back",
+        save.name,
+        retention_of(store)
+    ))
+}
+
 fn retention_words(retention: std::time::Duration) -> String {
     let secs = retention.as_secs();
     match secs {
@@ -135,22 +191,91 @@ fn retention_words(retention: std::time::Duration) -> String {
 /// save's name (`discarded/NAME`, as `get discarded -o name` prints it) or
 /// its instance's (`instance/NAME`).
 pub fn restore(store: &Store, arg: &str, to: Option<&Path>, mount: Option<&str>) -> Result<()> {
-    let name = match split_kind(arg)? {
-        (None | Some(Kind::Discarded | Kind::Instance), name) => name,
-        (Some(kind), _) => {
-            return Err(UsageError(format!(
-                "{arg:?} is a {}: restore-discarded takes a save's or an instance's name",
-                kind.word()
-            ))
-            .into());
-        }
-    };
+    let name = save_name_of(arg)?;
     let to = to.map(std::path::absolute).transpose()?;
     let lines = discard::restore(store.layout(), name, to.as_deref(), mount)?;
     for line in lines {
         println!("{}", output::terminal_safe(&line));
     }
     Ok(())
+}
+
+/// `jackin restore-discarded NAME --session [--name NEW]`: the removed
+/// session made again, as a new instance (named NEW, else as it was) with
+/// the saved spec, its agent's saved state in the new unit's home and its
+/// conversation's record, so that its first start resumes the
+/// conversation. Saved checkout work comes back as branches in the host
+/// repositories, as without `--session`.
+pub fn restore_session(store: &Store, arg: &str, new_name: Option<&str>) -> Result<()> {
+    let name = save_name_of(arg)?;
+    let layout = store.layout();
+    let save = discard::find(layout, name)?;
+    let Some(session) = save.session.clone() else {
+        anyhow::bail!(
+            "{} saved no session, only checkout work (saved before conversations were, or its \
+             workspace has saveConversations: false)\nhint: `jackin restore-discarded {0}` \
+             brings the work back",
+            save.name
+        );
+    };
+    let name = new_name.unwrap_or(&save.instance);
+    crate::context::check_name(name)?;
+    let mut spec = session.spec.clone();
+    spec.phase = DesiredPhase::Running;
+    let obj = Instance {
+        api_version: jackin_api::API_VERSION.into(),
+        kind: Instance::KIND.into(),
+        metadata: ObjectMeta {
+            name: name.to_owned(),
+            ..Default::default()
+        },
+        spec,
+        status: None,
+    };
+    // The record of starts goes on; what was read of the old unit's start
+    // report does not apply to the new unit's.
+    let conversation = session.conversation.clone().map(|c| Conversation {
+        report_modified: None,
+        start_settles_at: None,
+        ..c
+    });
+    let dir = discard::save_dir(layout, &save.name);
+    let mut restored = 0;
+    let created = store.create_instance_with(&obj, |obj, container| {
+        obj.status.get_or_insert_default().conversation = conversation;
+        let home = layout.unit_home_dir(container);
+        restored =
+            saved_session::restore_into(&dir, &home).map_err(|e| StoreError::io(&home, e))?;
+        Ok(())
+    })?;
+    if !created {
+        anyhow::bail!("instance/{name} exists\nhint: name the session made again with --name NEW");
+    }
+    let what = session.path.as_deref().unwrap_or("no state path");
+    println!(
+        "instance/{name} created from {}: {what} ({restored} files and links) and its \
+         conversation's record; its next start resumes the conversation (`jackin attach {name}`)",
+        save.name
+    );
+    if !save.checkouts.is_empty() {
+        for line in discard::restore(layout, &save.name, None, None)? {
+            println!("{}", output::terminal_safe(&line));
+        }
+    }
+    Ok(())
+}
+
+/// The save's (or instance's) name in `arg`: `discarded/NAME`,
+/// `instance/NAME` or `NAME`.
+fn save_name_of(arg: &str) -> Result<&str> {
+    match split_kind(arg)? {
+        (None | Some(Kind::Discarded | Kind::Instance), name) => Ok(name),
+        (Some(kind), _) => Err(UsageError(format!(
+            "{arg:?} is a {}: restore-discarded takes a save's or an instance's name",
+            kind.word()
+        ))
+        .into()),
+    }
 }
 
 /// How many saves of the instance `name` there are, for `describe`.
