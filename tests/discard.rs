@@ -159,7 +159,7 @@ fn assert_saved_and_restored(home: &Home, host: &HostRepo, name: &str, feature: 
         .find(|l| l.starts_with(&save_name) && l.contains(" /workspace/app "))
         .unwrap_or_else(|| panic!("{table}"));
     let cells: Vec<&str> = row.split_whitespace().collect();
-    // NAME INSTANCE CHECKOUT SAVED(2 words) FILES BRANCHES STASH EXPIRES
+    // NAME INSTANCE HOLDS SAVED(2 words) FILES BRANCHES STASH SIZE EXPIRES
     assert_eq!(
         &cells[..3],
         [save_name.as_str(), name, "/workspace/app"],
