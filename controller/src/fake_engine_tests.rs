@@ -1127,6 +1127,7 @@ async fn the_dry_run_of_an_ended_session_is_what_the_loop_then_does() {
                 "stamp-purging",
                 "remove-container",
                 "remove-network",
+                "save-conversation",
                 "finish-purge",
             ],
         ),

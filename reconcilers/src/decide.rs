@@ -911,7 +911,13 @@ mod tests {
         let plan = decide(&obj, &view(Some(true), true, true));
         assert_eq!(
             plan.steps,
-            [StampPurging, remove(), remove_network(), FinishPurge]
+            [
+                StampPurging,
+                remove(),
+                remove_network(),
+                SaveConversation,
+                FinishPurge
+            ]
         );
         // Interrupted after the stamp and the container: the rest remains;
         // the instance's volumes go too (a kept instance keeps them).
@@ -921,7 +927,12 @@ mod tests {
         let plan = decide(&obj, &observed);
         assert_eq!(
             plan.steps,
-            [remove_network(), RemoveVolume("certs".into()), FinishPurge]
+            [
+                remove_network(),
+                RemoveVolume("certs".into()),
+                SaveConversation,
+                FinishPurge
+            ]
         );
     }
 
@@ -1046,6 +1057,7 @@ to Purging: Purged as the spec asks: everything of the instance goes, its index 
   - marking the instance Purging
   - removing the container c0ffee
   - removing the network jk-1-a
+  - saving the agent's conversation
   - removing the unit directory, sockets and lock, then the index row
 ";
         let blocked = decide(&cases[8].0, &cases[8].1).render();

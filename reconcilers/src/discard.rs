@@ -1786,6 +1786,8 @@ fn restore_into_host(
 mod tests {
     use super::*;
     use jackin_api::instance::MountSpec;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
 
     fn git(dir: &Path, args: &[&str]) -> String {
         let prefix = crate::worktree::testing::git_argv(dir);
