@@ -397,13 +397,13 @@ pub fn save_session(
     let instance = &obj.metadata.name;
     let name = save_name(instance, container);
     let dir = save_dir(layout, &name);
-    let mut save = None;
-    let record = loaded(&mut save, &dir, &name, instance, container)?;
     let Some(session) = saved_session::save(layout, container, obj, &dir)
         .map_err(|e| DiscardError::Refused(e.to_string()))?
     else {
         return Ok(None);
     };
+    let mut save = None;
+    let record = loaded(&mut save, &dir, &name, instance, container)?;
     let told = format!(
         "saved the conversation before removing the unit: {}; `jackin restore-discarded {name} \
          --session` makes the session again",

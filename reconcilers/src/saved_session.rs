@@ -123,14 +123,20 @@ fn login_files(recipe: &Recipe) -> Vec<String> {
 /// Saves the conversation of `obj`'s unit `container` into `save_dir` (the
 /// unit's save, made if need be): its state path's files under
 /// [`CONVERSATION_DIR`], replacing what an earlier attempt saved. Returns
-/// the record's part; none for a unit with no pinned agent (it never ran).
+/// the record's part; none for a unit whose pinned agent keeps no state
+/// (or that never pinned one).
 pub fn save(
     layout: &Layout,
     container: &str,
     obj: &Instance,
     save_dir: &Path,
 ) -> Result<Option<SavedSession>, NotSaved> {
-    let Some(recipe) = obj.recipe() else {
+    // A unit that never pinned an agent keeping state (the `shell` agent)
+    // has no conversation to save.
+    let Some((recipe, path)) = obj
+        .recipe()
+        .and_then(|recipe| Some((recipe, conversation_path(recipe)?)))
+    else {
         return Ok(None);
     };
     let home = layout.unit_home_dir(container);
@@ -141,15 +147,12 @@ pub fn save(
     let mut session = SavedSession {
         spec: obj.spec.clone(),
         conversation: obj.status.as_ref().and_then(|s| s.conversation.clone()),
-        path: conversation_path(recipe),
+        path: Some(path.clone()),
         files: SavedFiles::default(),
     };
     ensure_private_dir(save_dir).map_err(|e| not_saved(format!("{}: {e}", save_dir.display())))?;
     let to = save_dir.join(CONVERSATION_DIR);
     remove_if_exists(&to).map_err(|e| not_saved(format!("{}: {e}", to.display())))?;
-    let Some(path) = session.path.clone() else {
-        return Ok(Some(session));
-    };
     let tree = match BeneathDir::open(&home) {
         Ok(tree) => tree,
         // A unit whose home never was made holds no conversation.
