@@ -240,14 +240,57 @@ fn codex_needs_you_after_a_reply_while_detached() {
 // each. Until then these fail against the real CLIs, and are ignored with
 // their defect's name (`shared/defects/2026-11-27.md`).
 
-/// Logged in by `token`, codex goes straight to its prompt.
+/// Logged in by `token`, codex goes straight to its prompt and sends the
+/// key (its login step logged it in); the key is in no file under
+/// `JACKIN_HOME` after the start, after a keep, after the next start, nor
+/// in anything jackin shows.
 #[test]
-#[ignore = "R3: with only OPENAI_API_KEY set, codex 0.147 shows its sign-in menu (issue 37)"]
 fn codex_logs_in_under_token() {
     let session = AgentSession::start(Cli::Codex, Login::Token, "token", "");
     let term = session.first_attach();
     let request = session.say(&term, "hello-by-key");
     assert_eq!(request.login, "match", "{request:?}");
+    term.detach();
+    drop(term);
+    let nowhere = |when: &str| {
+        assert_eq!(
+            session.files_holding_secret(session.home.path()),
+            Vec::<PathBuf>::new(),
+            "{when}: the key in a file under JACKIN_HOME"
+        );
+        assert_nothing_shows_the_secret(&session);
+    };
+    nowhere("after the start");
+    session.ok(&["set-phase", &session.name, "kept"]);
+    nowhere("after a keep");
+    let term = session.reattach();
+    session.say(&term, "hello-again-by-key");
+    term.detach();
+    nowhere("after the next start");
+}
+
+/// Defect R3: under `token` codex 0.147 opened on its sign-in menu, and
+/// its API-key choice put the key on the screen, in the engine's log and
+/// in `jackin logs`. Now its first screen is its prompt, and the key shows
+/// on no screen and in no log.
+#[test]
+fn r3_codex_under_token_opens_on_its_prompt_not_its_sign_in_menu_and_never_shows_the_key() {
+    let session = AgentSession::start(Cli::Codex, Login::Token, "r3", "");
+    let term = session.attach();
+    term.wait_until("codex's prompt or its sign-in menu", |screen| {
+        Cli::Codex.at_prompt(screen) || screen.contains("Sign in with ChatGPT")
+    });
+    let screen = term.screen();
+    assert!(
+        !screen.contains("Sign in with ChatGPT"),
+        "the sign-in menu first:\n{screen}"
+    );
+    session.say(&term, "no-key-on-screen");
+    assert!(!term.screen().contains(&session.secret), "the key on screen");
+    term.detach();
+    let engine_log = support::docker(&["logs", &session.container()]);
+    assert!(!engine_log.contains(&session.secret), "the key in docker logs");
+    assert_nothing_shows_the_secret(&session);
 }
 
 /// An agent nobody has attached to yet waits at its first question: it

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::agent_settings::{AgentSetting, SettingFormat, SettingValue, WORKING_DIR_PLACEHOLDER};
-use crate::credentials::{CredentialFile, Credentials, host_env, same_place};
+use crate::credentials::{CredentialFile, Credentials, LoginStep, host_env, same_place};
 use crate::meta::{API_VERSION, ObjectMeta};
 
 /// How to run one agent CLI.
@@ -312,6 +312,7 @@ pub fn builtin() -> Vec<Agent> {
                         host_env("ANTHROPIC_API_KEY"),
                     ],
                     login: Some("run `claude` once on the host to log in".into()),
+                    login_step: None,
                 }),
                 settings: builtin_settings("claude"),
             },
@@ -331,12 +332,25 @@ pub fn builtin() -> Vec<Agent> {
                 // recorder); elsewhere it starts anew.
                 conversations_by_directory: true,
                 // The login is $CODEX_HOME/auth.json (openai/codex
-                // codex-rs/login, auth storage); an OPENAI_API_KEY in the
-                // environment is an API-key login.
+                // codex-rs/login, auth storage). codex 0.147 does not log
+                // in from an OPENAI_API_KEY in its environment: it opens on
+                // its sign-in menu, whose API-key choice shows the key
+                // (R3). `codex login --with-api-key` reads the key on
+                // standard input and writes the API-key login to auth.json,
+                // through a link there (checked with 0.147), so the login
+                // is kept on the container's tmpfs. The route without a
+                // file, a provider with `env_key`, would replace the
+                // built-in `openai` provider, which codex does not let a
+                // configuration change.
                 credentials: Some(Credentials {
                     files: vec![same_place(".codex/auth.json")],
                     env: vec![host_env("OPENAI_API_KEY")],
                     login: Some("run `codex login` on the host".into()),
+                    login_step: Some(LoginStep {
+                        command: args(&["codex", "login", "--with-api-key"]),
+                        stdin: "OPENAI_API_KEY".into(),
+                        keeps: Some(".codex/auth.json".into()),
+                    }),
                 }),
                 // The npm package (github.com/openai/codex, "Installing and
                 // running Codex CLI").
@@ -405,6 +419,7 @@ pub fn builtin() -> Vec<Agent> {
                     ],
                     env: vec![host_env("GEMINI_API_KEY")],
                     login: Some("run `gemini` once on the host and log in with Google".into()),
+                    login_step: None,
                 }),
                 settings: builtin_settings("gemini"),
             },
@@ -453,6 +468,7 @@ pub fn builtin() -> Vec<Agent> {
                     files: vec![same_place(".local/share/opencode/auth.json")],
                     env: vec![host_env("ANTHROPIC_API_KEY"), host_env("OPENAI_API_KEY")],
                     login: Some("run `opencode auth login` on the host".into()),
+                    login_step: None,
                 }),
                 // The npm package (opencode.ai/docs, "Install").
                 install: args(&["RUN npm install -g opencode-ai"]),

@@ -13,6 +13,10 @@
 //!   handed to the engine, kept nowhere (files marked `secret: false`,
 //!   account metadata, are copied too);
 //! - `none`: nothing is forwarded.
+//!
+//! A CLI that will not take a token from its environment (codex 0.147 opens
+//! on its sign-in menu) names a login step: a command run in the container
+//! before the agent, under `token`, with the token on its standard input.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -67,6 +71,10 @@ pub struct Credentials {
     /// (e.g. "run `claude` once on the host to log in").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub login: Option<String>,
+    /// Under `token`, the command that logs the agent in with one of the
+    /// variables, run in the container before every start of the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login_step: Option<LoginStep>,
 }
 
 impl Credentials {
@@ -77,6 +85,7 @@ impl Credentials {
             files: self.files.clone(),
             env: self.env.clone(),
             login: self.login.clone(),
+            login_step: self.login_step.clone(),
         }
     }
 
@@ -110,6 +119,77 @@ pub struct CredentialFile {
     pub secret: bool,
 }
 
+/// A command that logs a CLI in with a token, inside the container, before
+/// the agent starts (`codex login --with-api-key`). It runs at every start
+/// of the container under `authForward: token` when its variable is set;
+/// the token goes in on its standard input, never in its argv, and what it
+/// prints is discarded. The variable is then taken out of the agent's
+/// environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LoginStep {
+    /// The argv, run as the agent, never through a shell.
+    pub command: Vec<String>,
+    /// The variable, one of the set's `env`, whose value the command reads
+    /// on its standard input.
+    pub stdin: String,
+    /// The file the command keeps the login in, relative to the agent's
+    /// home (`.codex/auth.json`): it is made a link to a file on a tmpfs of
+    /// the container, made again at every start and gone at its stop, so
+    /// that the token stays off the unit's home, which is on the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keeps: Option<String>,
+}
+
+impl LoginStep {
+    /// What is wrong with the step, each as the field (under `loginStep`)
+    /// and what is expected there. `variables` are the set's `env`.
+    pub fn problems(&self, variables: &[EnvVar]) -> Vec<(String, String)> {
+        let mut found = Vec::new();
+        match self.command.first() {
+            None => found.push((
+                "command".to_owned(),
+                "must not be empty: expected the argv of the login, such as [codex, login, \
+                 --with-api-key]"
+                    .to_owned(),
+            )),
+            Some(program) if program.trim().is_empty() => found.push((
+                "command[0]".to_owned(),
+                "expected the program that logs in".to_owned(),
+            )),
+            Some(_) => {}
+        }
+        for (i, arg) in self.command.iter().enumerate() {
+            if arg.chars().any(char::is_control) {
+                found.push((
+                    format!("command[{i}]"),
+                    "must not contain control characters".to_owned(),
+                ));
+            }
+        }
+        if !variables.iter().any(|v| v.name == self.stdin) {
+            let names: Vec<&str> = variables.iter().map(|v| v.name.as_str()).collect();
+            found.push((
+                "stdin".to_owned(),
+                format!(
+                    "{:?} is none of the set's variables: expected one of env ({})",
+                    self.stdin,
+                    match names.is_empty() {
+                        true => "none given".to_owned(),
+                        false => names.join(", "),
+                    }
+                ),
+            ));
+        }
+        if let Some(keeps) = &self.keeps
+            && let Err(why) = crate::validate::home_relative(keeps, "the agent's home")
+        {
+            found.push(("keeps".to_owned(), why));
+        }
+        found
+    }
+}
+
 fn yes() -> bool {
     true
 }
@@ -135,12 +215,17 @@ pub struct CredentialSet {
     pub env: Vec<EnvVar>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub login: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login_step: Option<LoginStep>,
 }
 
 impl CredentialSet {
     /// Whether the entry only names a built-in set.
     pub fn is_reference(&self) -> bool {
-        self.files.is_empty() && self.env.is_empty() && self.login.is_none()
+        self.files.is_empty()
+            && self.env.is_empty()
+            && self.login.is_none()
+            && self.login_step.is_none()
     }
 
     /// The set itself: the built-in one an entry names, or the entry.
@@ -209,6 +294,7 @@ pub fn builtin_sets() -> Vec<CredentialSet> {
              keyring is not in hosts.yml)"
                 .into(),
         ),
+        login_step: None,
     }]
 }
 
@@ -249,6 +335,37 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("unknown field"), "{err}");
         let err = serde_json::from_str::<Credentials>(r#"{"file": []}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown field"), "{err}");
+    }
+
+    #[test]
+    fn a_login_step_names_a_variable_of_its_set_and_keeps_its_file_in_the_home() {
+        let codex = crate::agent::builtin()
+            .into_iter()
+            .find(|a| a.metadata.name == "codex")
+            .and_then(|a| a.spec.credentials)
+            .expect("codex logs in");
+        let step = codex.login_step.clone().expect("codex has a login step");
+        assert_eq!(step.problems(&codex.env), Vec::<(String, String)>::new());
+        let bad = LoginStep {
+            command: vec!["codex".into(), "login\n--x".into()],
+            stdin: "CODEX_KEY".into(),
+            keeps: Some("../outside/auth.json".into()),
+        };
+        let fields: Vec<String> = bad.problems(&codex.env).into_iter().map(|p| p.0).collect();
+        assert_eq!(fields, ["command[1]", "stdin", "keeps"]);
+        let said = bad.problems(&codex.env)[1].1.clone();
+        assert!(said.contains("expected one of env (OPENAI_API_KEY)"), "{said}");
+        let empty = LoginStep::default().problems(&[]);
+        assert_eq!(empty[0].0, "command");
+        assert!(empty[1].1.contains("none given"), "{empty:?}");
+        let read: Credentials = serde_json::from_str(
+            r#"{"env": [], "loginStep": {"command": ["x"], "stdin": "K", "keeps": ".x/login"}}"#,
+        )
+        .unwrap();
+        assert_eq!(read.login_step.unwrap().keeps.as_deref(), Some(".x/login"));
+        let err = serde_json::from_str::<LoginStep>(r#"{"command": ["x"], "stdin": "K", "argv": 1}"#)
+            .unwrap_err();
         assert!(err.to_string().contains("unknown field"), "{err}");
     }
 

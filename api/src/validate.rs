@@ -479,7 +479,7 @@ fn env_value(name: &str, value: &str) -> Result<(), String> {
 /// (`.claude/.credentials.json`): nothing above the home, no `.` or empty
 /// part, no control characters. The home is the operator's (`src`) or the
 /// agent's (`dst`).
-fn home_relative(path: &str, home: &str) -> Result<(), String> {
+pub(crate) fn home_relative(path: &str, home: &str) -> Result<(), String> {
     let expected = format!(
         "expected a path relative to {home}, in normal form, such as \".claude/.credentials.json\""
     );
@@ -510,6 +510,7 @@ fn credentials(
     files: &[crate::credentials::CredentialFile],
     vars: &[EnvVar],
     login: Option<&String>,
+    login_step: Option<&crate::credentials::LoginStep>,
 ) {
     let mut destinations = HashSet::new();
     for (i, file) in files.iter().enumerate() {
@@ -557,6 +558,9 @@ fn credentials(
         && login.chars().any(char::is_control)
     {
         errors.push(format!("{at}.login"), "must not contain control characters");
+    }
+    for (field, why) in login_step.map(|s| s.problems(vars)).unwrap_or_default() {
+        errors.push(format!("{at}.loginStep.{field}"), why);
     }
 }
 
@@ -909,6 +913,7 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
             &creds.files,
             &creds.env,
             creds.login.as_ref(),
+            creds.login_step.as_ref(),
         );
     }
     if let Some(state) = &spec.state_env {
@@ -1084,7 +1089,14 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
                 ),
             );
         }
-        credentials(&mut errors, &at, &set.files, &set.env, set.login.as_ref());
+        credentials(
+            &mut errors,
+            &at,
+            &set.files,
+            &set.env,
+            set.login.as_ref(),
+            set.login_step.as_ref(),
+        );
     }
     if let Some(idle) = &obj.spec.idle {
         for (field, value) in [
@@ -1699,6 +1711,11 @@ mod tests {
                 host_env("CLAUDE_CODE_OAUTH_TOKEN"),
             ],
             login: Some("log in\u{1b}[2J".into()),
+            login_step: Some(crate::credentials::LoginStep {
+                command: vec!["x".into()],
+                stdin: "NOT_A_VARIABLE_OF_THE_SET".into(),
+                keeps: None,
+            }),
         });
         let errors = super::agent(&agent).unwrap_err();
         let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
@@ -1716,6 +1733,7 @@ mod tests {
                 "spec.credentials.env[2].name",
                 "spec.credentials.env[1].value",
                 "spec.credentials.login",
+                "spec.credentials.loginStep.stdin",
             ]
         );
         let message = |path: &str| {

@@ -36,7 +36,7 @@ use crate::offload::blocking;
 use crate::plan::{Leftover, Step};
 use crate::recipe::{self, RecipeError, ResolvedAgent};
 use crate::secrets::{self, SecretError};
-use crate::{ending, restricted, resume, rollout, session};
+use crate::{ending, restricted, resume, rollout, session, token_login};
 
 /// Where the agent's home is mounted inside the container.
 pub const AGENT_HOME: &str = "/home/agent";
@@ -1298,11 +1298,15 @@ async fn write_start_plan(
         resume::note_start(conversation, &rungs, now);
     }
     let (writing, unit) = (layout.clone(), container.to_owned());
+    let credentials = status.recipe.as_ref().and_then(|r| r.credentials.clone());
     blocking(move || {
         // The last start's report, taken in above, goes: a report found
         // from now on is this start's.
         resume::forget_report(&writing, &unit)
             .map_err(io(&resume::report_file(&writing, &unit)))?;
+        // The wrapper runs the token login steps before the plan's rungs.
+        token_login::write_before_start(&writing, &unit, credentials.as_ref(), AGENT_HOME)
+            .map_err(io(&token_login::login_file(&writing, &unit)))?;
         resume::write_plan(&writing, &unit, &rungs).map_err(io(&resume::plan_file(&writing, &unit)))
     })
     .await?;
@@ -1531,6 +1535,8 @@ async fn create_container(
             init: Some(true),
             network_mode: Some(recipe.network.clone()),
             mounts: Some(mounts),
+            // Where a token login step keeps its login: not in the unit.
+            tmpfs: token_login::tmpfs(recipe.credentials.as_ref()),
             ..restricted::agent(recipe)
         }),
         ..Default::default()

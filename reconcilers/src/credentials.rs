@@ -361,6 +361,13 @@ pub fn resolve_env(pinned: &PinnedCredentials, set_by_spec: &[String]) -> EnvOut
                 Err(e) => why.push(e.to_string()),
             }
         }
+        if found && let Some(step) = &set.login_step {
+            out.names.push(format!(
+                "{}: {}",
+                set.name,
+                crate::token_login::describe(step)
+            ));
+        }
         if !found {
             let sync = match set.files.is_empty() {
                 true => String::new(),
@@ -686,6 +693,7 @@ mod tests {
             env: vec![host_env("JACKIN_TEST_SURELY_UNSET_TOO")],
             files: vec![same_place(".x")],
             login: Some("run x login".into()),
+            login_step: None,
         };
         let out = resolve_env(
             &pinned(

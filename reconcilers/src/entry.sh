@@ -36,6 +36,55 @@ stopped=
 trap 'stopped=TERM' TERM
 trap 'stopped=HUP' HUP
 trap ':' INT
+# Under authForward: token, a CLI that takes no token from its environment
+# is logged in first by the login steps jackin writes before each start,
+# /jackin/bin/login (read-only to the agent; one value a line, read with
+# `read -r`, never evaluated). A step whose variable is set runs with the
+# value on its standard input, never in an argv, and what it prints is
+# discarded, so that no key reaches the terminal or the log. The file it
+# keeps the login in is made a link to the container's tmpfs
+# (/jackin/login, empty at every start, gone at the stop): the unit's home
+# is on the host, and the token must not be. The variable is then taken out
+# of the environment the agent inherits.
+logins=/jackin/bin/login
+login_step() {
+  l_want=$1 l_n=0 l_var= l_keep= l_into=
+  set --
+  while IFS= read -r l_line; do
+    case $l_line in
+      "step "*) l_n=$((l_n + 1)); [ "$l_n" -eq "$l_want" ] && l_var=${l_line#step } ;;
+      "keep "*) [ "$l_n" -eq "$l_want" ] && l_keep=${l_line#keep } ;;
+      "into "*) [ "$l_n" -eq "$l_want" ] && l_into=${l_line#into } ;;
+      "arg "*) [ "$l_n" -eq "$l_want" ] && set -- "$@" "${l_line#arg }" ;;
+    esac
+  done < "$logins"
+  # Only a variable's name is evaluated, once it is known to be one; the
+  # value goes through no program's argv (printf is the shell's own).
+  case $l_var in ''|[0-9]*|*[!A-Za-z0-9_]*) return 0 ;; esac
+  eval "l_value=\${$l_var-}"
+  if [ -n "$l_value" ] && [ $# -gt 0 ]; then
+    if [ -n "$l_keep" ]; then
+      mkdir -p "${l_keep%/*}" 2>/dev/null
+      rm -f "$l_keep" 2>/dev/null
+      ln -s "$l_into" "$l_keep" 2>/dev/null ||
+        echo "jackin: $l_keep could not be made a link to the login on the container's tmpfs" >&2
+    fi
+    printf '%s\n' "$l_value" | "$@" >/dev/null 2>&1
+    l_code=$?
+    l_value=
+    [ "$l_code" -eq 0 ] ||
+      echo "jackin: the login step \`$*\` exited $l_code; the agent starts without its login" >&2
+  fi
+  unset "$l_var"
+}
+if [ -r "$logins" ]; then
+  l_steps=$(grep -c '^step ' "$logins")
+  l_i=0
+  while [ "$l_i" -lt "$l_steps" ]; do
+    l_i=$((l_i + 1))
+    login_step "$l_i"
+  done
+fi
 code=
 if [ -r "$plan" ]; then
   grace=$(sed -n 's/^grace \([0-9][0-9]*\)$/\1/p' "$plan")

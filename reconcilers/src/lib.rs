@@ -43,6 +43,7 @@ pub mod saved_files;
 pub mod saved_session;
 pub mod secrets;
 pub mod session;
+pub mod token_login;
 pub mod worktree;
 
 pub use engine::{Engine, EngineError};
