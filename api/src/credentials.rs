@@ -355,7 +355,10 @@ mod tests {
         let fields: Vec<String> = bad.problems(&codex.env).into_iter().map(|p| p.0).collect();
         assert_eq!(fields, ["command[1]", "stdin", "keeps"]);
         let said = bad.problems(&codex.env)[1].1.clone();
-        assert!(said.contains("expected one of env (OPENAI_API_KEY)"), "{said}");
+        assert!(
+            said.contains("expected one of env (OPENAI_API_KEY)"),
+            "{said}"
+        );
         let empty = LoginStep::default().problems(&[]);
         assert_eq!(empty[0].0, "command");
         assert!(empty[1].1.contains("none given"), "{empty:?}");
@@ -364,8 +367,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(read.login_step.unwrap().keeps.as_deref(), Some(".x/login"));
-        let err = serde_json::from_str::<LoginStep>(r#"{"command": ["x"], "stdin": "K", "argv": 1}"#)
-            .unwrap_err();
+        let err =
+            serde_json::from_str::<LoginStep>(r#"{"command": ["x"], "stdin": "K", "argv": 1}"#)
+                .unwrap_err();
         assert!(err.to_string().contains("unknown field"), "{err}");
     }
 
