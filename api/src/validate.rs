@@ -479,7 +479,7 @@ fn env_value(name: &str, value: &str) -> Result<(), String> {
 /// (`.claude/.credentials.json`): nothing above the home, no `.` or empty
 /// part, no control characters. The home is the operator's (`src`) or the
 /// agent's (`dst`).
-pub(crate) fn home_relative(path: &str, home: &str) -> Result<(), String> {
+fn home_relative(path: &str, home: &str) -> Result<(), String> {
     let expected = format!(
         "expected a path relative to {home}, in normal form, such as \".claude/.credentials.json\""
     );
@@ -561,6 +561,12 @@ fn credentials(
     }
     for (field, why) in login_step.map(|s| s.problems(vars)).unwrap_or_default() {
         errors.push(format!("{at}.loginStep.{field}"), why);
+    }
+    if let Some(keeps) = login_step.and_then(|s| s.keeps.as_ref()) {
+        errors.check(
+            &format!("{at}.loginStep.keeps"),
+            home_relative(keeps, "the agent's home"),
+        );
     }
 }
 
@@ -1714,7 +1720,7 @@ mod tests {
             login_step: Some(crate::credentials::LoginStep {
                 command: vec!["x".into()],
                 stdin: "NOT_A_VARIABLE_OF_THE_SET".into(),
-                keeps: None,
+                keeps: Some("../auth.json".into()),
             }),
         });
         let errors = super::agent(&agent).unwrap_err();
@@ -1734,6 +1740,7 @@ mod tests {
                 "spec.credentials.env[1].value",
                 "spec.credentials.login",
                 "spec.credentials.loginStep.stdin",
+                "spec.credentials.loginStep.keeps",
             ]
         );
         let message = |path: &str| {
