@@ -809,10 +809,12 @@ fn with_trust_turned_off_the_question_comes_back_and_its_answer_is_kept() {
 
 /// Defect R8: claude's /exit before any message leaves a stub transcript,
 /// after which neither a resume nor a mint of that id starts: each rung
-/// fails at once (the resume with its words on standard output, R10), and
-/// the start ends at a fresh claude, the id jackin holds dead.
+/// fails at once (the resume with its words on standard output, R10). The
+/// last rung then starts a new conversation under a new id jackin minted
+/// before the start and records, newest first, never a plain claude whose
+/// id jackin does not know; the next start resumes the new id.
 #[test]
-fn an_exit_before_any_message_leaves_an_id_no_rung_can_start() {
+fn an_exit_before_any_message_starts_anew_under_a_new_recorded_id() {
     ensure_busybox();
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
@@ -839,11 +841,17 @@ fn an_exit_before_any_message_leaves_an_id_no_rung_can_start() {
 
     home.ok(&["set-phase", "stub", "running"]);
     let log = wait_for_starts(&home, "stub", 2);
-    assert!(log[1].starts_with("claude new "), "{log:?}");
+    let new_id = log[1]
+        .strip_prefix("claude minted ")
+        .unwrap_or_else(|| panic!("a new conversation under a minted id: {log:?}"))
+        .to_owned();
+    assert_ne!(new_id, id);
+    home.wait_for_the_start_to_settle("stub");
     pass(&home);
     let conv = conversation(&home, "stub");
-    assert_eq!(conv["lastStart"], "fresh", "{conv}");
-    assert_eq!(conv["id"], id.as_str(), "{conv}");
+    assert_eq!(conv["lastStart"], "minted-anew", "{conv}");
+    assert_eq!(conv["id"], new_id.as_str(), "{conv}");
+    assert_eq!(conv["ids"], serde_json::json!([new_id, id]), "{conv}");
     let described = home.ok(&["describe", "stub"]);
     for said in [
         "starting the agent resumed-by-id exited 1 at once".to_owned(),
@@ -851,9 +859,24 @@ fn an_exit_before_any_message_leaves_an_id_no_rung_can_start() {
             "starting the agent minted exited 1 at once: Error: Session ID {id} is already in use."
         ),
         "starting the agent continue-requested exited 1 at once".to_owned(),
+        format!("ConversationRenewed   the agent could neither resume conversation {id}"),
+        format!("Conversation ids: {new_id}, {id} (newest first)"),
     ] {
         assert!(described.contains(&said), "{said:?} in:\n{described}");
     }
+
+    // The next start resumes the new id.
+    docker(&["stop", "-t", "2", &home.container("stub")]);
+    pass(&home);
+    assert_eq!(
+        wait_for_starts(&home, "stub", 3)[2],
+        format!("claude resumed {new_id}")
+    );
+    home.wait_for_the_start_to_settle("stub");
+    pass(&home);
+    let conv = conversation(&home, "stub");
+    assert_eq!(conv["lastStart"], "resumed-by-id", "{conv}");
+    assert_eq!(conv["ids"], serde_json::json!([new_id, id]), "{conv}");
 }
 
 /// claude started as `name`, then its transcript removed and its container

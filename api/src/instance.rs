@@ -716,9 +716,22 @@ pub struct IdleStatus {
 pub struct Conversation {
     pub agent: String,
     pub strategy: Strategy,
-    /// The id jackin chose (strategy `id`), kept across every restore.
+    /// The id jackin chose (strategy `id`), kept across every restore
+    /// until the agent can neither resume it nor start it again: then the
+    /// last rung starts a new conversation under a new id (see `ids`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// Every id the session has had, newest first (`id` first), at most
+    /// [`Conversation::MAX_IDS`]. Empty in a status from before jackin kept
+    /// the list: [`Conversation::ids_newest_first`] reads such a one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
+    /// The id the start under way gives a new conversation if its last
+    /// rung (`minted-anew`) runs: minted by jackin before the start, so
+    /// that it is recorded whatever the agent prints, and made `id` when
+    /// the wrapper reports that rung.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_id: Option<String>,
     /// How the agent was last started, as the entry wrapper reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_start: Option<StartKind>,
@@ -804,15 +817,21 @@ pub enum StartKind {
     /// this name said `continued-latest`.)
     #[serde(rename = "continue-requested", alias = "continued-latest")]
     ContinueRequested,
-    /// A new conversation (the agent's own launch, or the command as given).
+    /// The id could neither be resumed nor minted again (claude after an
+    /// `/exit` with no message leaves a stub that refuses both): a new
+    /// conversation under a new id jackin minted and recorded.
+    MintedAnew,
+    /// A new conversation (the agent's own launch, or the command as given);
+    /// for an agent that takes ids, under one jackin does not know.
     Fresh,
 }
 
 impl StartKind {
-    pub const ALL: [StartKind; 4] = [
+    pub const ALL: [StartKind; 5] = [
         Self::Minted,
         Self::ResumedById,
         Self::ContinueRequested,
+        Self::MintedAnew,
         Self::Fresh,
     ];
 
@@ -821,6 +840,7 @@ impl StartKind {
             Self::Minted => "minted",
             Self::ResumedById => "resumed-by-id",
             Self::ContinueRequested => "continue-requested",
+            Self::MintedAnew => "minted-anew",
             Self::Fresh => "fresh",
         }
     }

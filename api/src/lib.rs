@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod agent_settings;
+pub mod conversation;
 pub mod crd;
 pub mod credentials;
 pub mod home;

@@ -212,6 +212,9 @@ pub mod reason {
     pub const UNIT_DIRECTORY_MADE: &str = "UnitDirectoryMade";
     // Events of the agent's start.
     pub const AGENT_FALLBACK: &str = "AgentFallback";
+    /// The conversation's id could neither be resumed nor started again:
+    /// the agent runs a new conversation under a new id jackin minted.
+    pub const CONVERSATION_RENEWED: &str = "ConversationRenewed";
     /// The agent was installed into a derived image (or one was found).
     pub const AGENT_INSTALL: &str = "AgentInstall";
     /// The installed agent is too old for some ways of starting it; they

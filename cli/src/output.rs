@@ -4,11 +4,10 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use anyhow::Result;
-use jackin_api::agent::Strategy;
 use jackin_api::credentials::{AuthForward, PinnedCredentials};
 use jackin_api::instance::{
-    Conversation, CredentialsStatus, IdleStatus, InstancePhase, InstanceStatus, MountStatus,
-    OutcomeSource, Recipe, SessionOutcome, SettledBy, StartKind,
+    CredentialsStatus, IdleStatus, InstancePhase, InstanceStatus, MountStatus, OutcomeSource,
+    Recipe, SessionOutcome, SettledBy,
 };
 use jackin_api::meta::{ConditionStatus, find_condition};
 use jackin_api::names::{condition, reason};
@@ -25,6 +24,8 @@ use jackin_reconcilers::assess::acknowledgement_digest;
 use jiff::Timestamp;
 use serde::Serialize;
 use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+
+mod conversation;
 
 /// A multi-document YAML stream: re-applying it changes nothing.
 pub fn yaml_stream<T: Serialize>(objects: &[T]) -> Result<String> {
@@ -734,34 +735,6 @@ pub fn idle_summary(idle: &IdleStatus, now: Timestamp) -> String {
     format!("{stretch}{runs}")
 }
 
-/// How the agent's conversation comes back, and how it last started.
-pub fn conversation_summary(conversation: &Conversation) -> String {
-    let how = match conversation.strategy {
-        Strategy::Id => format!(
-            "resumed by id {}",
-            terminal_safe(conversation.id.as_deref().unwrap_or("-"))
-        ),
-        Strategy::Latest => "continues the latest conversation".to_owned(),
-        Strategy::None => "not resumed: every start is new".to_owned(),
-    };
-    let last = match conversation.last_start {
-        // The agents that continue "the latest conversation here" start a
-        // new one, and succeed, when there is none: jackin asked, and does
-        // not know what the agent found.
-        Some(kind @ StartKind::ContinueRequested) => format!(
-            "; last started {kind} (asked to continue its latest conversation here; whether \
-             there was one is the agent's to say)"
-        ),
-        Some(kind) => format!("; last started {kind}"),
-        None => "; not started yet".to_owned(),
-    };
-    let fallbacks = match conversation.fallbacks {
-        0 => String::new(),
-        n => format!(" ({n} fallback(s) so far, see Events)"),
-    };
-    format!("{how}{last}{fallbacks}")
-}
-
 /// The evidence of isolated checkouts, for people: each mount with its
 /// uncommitted files and unsafe branches.
 pub fn mounts_evidence(mounts: &[MountStatus]) -> String {
@@ -944,7 +917,10 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
     );
     field("Agent", spec.agent.clone());
     if let Some(conversation) = &status.conversation {
-        field("Conversation", conversation_summary(conversation));
+        field("Conversation", conversation::summary(conversation));
+        if let Some(ids) = conversation::ids_line(conversation) {
+            field("Conversation ids", ids);
+        }
     }
     if let Some(warning) = obj.retention_warning(now) {
         field("Warning", warning);

@@ -1065,10 +1065,12 @@ async fn the_dry_run_of_a_rollout_is_what_the_rollout_does() {
     );
     let obj = w.obj("a");
     let status = obj.status.unwrap();
-    // The same conversation; only its new start's report is awaited anew.
+    // The same conversation; only its new start's report is awaited anew,
+    // with a new id minted for the start's last rung.
     let without_the_start = |c: Option<jackin_api::instance::Conversation>| {
         c.map(|c| jackin_api::instance::Conversation {
             start_settles_at: None,
+            next_id: None,
             ..c
         })
     };

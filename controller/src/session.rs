@@ -178,7 +178,9 @@ impl Reconciler {
         let Some(report) = report else {
             return;
         };
-        for fallback in resume::fold_report(conversation, &report, Timestamp::now()) {
+        let id_before = conversation.id.clone();
+        let fallbacks = resume::fold_report(conversation, &report, Timestamp::now());
+        for fallback in fallbacks {
             let printed = match fallback.window {
                 Some(window) => printed_in(engine, &guard.container, window).await,
                 None => String::new(),
@@ -200,6 +202,20 @@ impl Reconciler {
                 ended,
                 error: line,
             });
+        }
+        if let (Some(before), Some(now)) = (&id_before, &conversation.id)
+            && before != now
+        {
+            events::record(
+                self.layout(),
+                &guard.container,
+                reason::CONVERSATION_RENEWED,
+                &format!(
+                    "the agent could neither resume conversation {before} nor start it again: \
+                     it runs a new conversation under {now}, which jackin minted and records \
+                     (status.conversation.ids)"
+                ),
+            );
         }
     }
 }

@@ -750,9 +750,10 @@ async fn rollout_pin(
             .agent
             .as_ref()
             .is_some_and(|a| a.name == c.agent && a.strategy == c.strategy)
+            // The spec's id goes on when the session has had it (renewed
+            // since: the conversation under its newest id goes on).
             && (c.strategy != Strategy::Id
-                || obj.spec.conversation_id.is_none()
-                || obj.spec.conversation_id == c.id)
+                || obj.spec.conversation_id.as_deref().is_none_or(|id| c.has_had(id)))
     };
     let status = obj.status.get_or_insert_default();
     let kept = status
@@ -797,15 +798,19 @@ async fn rollout_pin(
 /// A first conversation for a session pinned to `pinned`: the spec's id,
 /// else a new one, for an agent that takes ids.
 fn new_conversation(obj: &Instance, pinned: &Recipe) -> Option<Conversation> {
-    pinned.agent.as_ref().map(|agent| Conversation {
+    let agent = pinned.agent.as_ref()?;
+    let id = (agent.strategy == Strategy::Id).then(|| {
+        obj.spec
+            .conversation_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+    });
+    Some(Conversation {
         agent: agent.name.clone(),
         strategy: agent.strategy,
-        id: (agent.strategy == Strategy::Id).then(|| {
-            obj.spec
-                .conversation_id
-                .clone()
-                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
-        }),
+        id: id.clone(),
+        ids: id.into_iter().collect(),
+        next_id: None,
         last_start: None,
         fallbacks: 0,
         start_stamp: None,
@@ -1286,6 +1291,9 @@ async fn write_start_plan(
         && conversation.strategy != Strategy::None
     {
         resume::fold_report(conversation, report, now);
+    }
+    if let Some(conversation) = status.conversation.as_mut() {
+        resume::mint_next_id(conversation);
     }
     let rungs = resume::ladder(
         status

@@ -15,7 +15,12 @@
 //!    again (the first conversation may have left nothing to resume);
 //! 3. `continue-requested` (launch + `continueArgs`): the agent continues
 //!    its latest conversation if it has one, and decides that itself;
-//! 4. `fresh`: the launch argv alone, or the command as given.
+//! 4. for an agent that takes ids, `minted-anew`: a new conversation under
+//!    a new id jackin minted before the start ([`mint_next_id`]) and
+//!    records when the wrapper reports this rung (claude refuses both to
+//!    resume and to mint again an id whose session ended with no message:
+//!    defect R8); for the others, `fresh`: the launch argv alone, or the
+//!    command as given.
 //!
 //! A rung the installed agent's version lacks (the entry's `version`
 //! rule, probed once per image) is left out.
@@ -135,8 +140,27 @@ pub fn ladder(
         ));
     }
     rungs.retain(|(kind, _)| !skipped.contains(kind));
-    rungs.push(fresh);
+    // The last rung of an agent that takes ids: a new conversation under a
+    // new id jackin minted (defect R8), so that the session never runs
+    // under an id jackin does not know; with the mint arguments missing
+    // from the installed version, the launch alone.
+    let renewal = conversation
+        .filter(|_| agent.strategy == Strategy::Id && !skipped.contains(&StartKind::Minted))
+        .and_then(|c| c.next_id.as_deref());
+    match renewal {
+        Some(new_id) => rungs.push((StartKind::MintedAnew, with(&agent.spec.mint_args, new_id))),
+        None => rungs.push(fresh),
+    }
     rungs
+}
+
+/// Mints the id the next start's last rung gives a new conversation
+/// (`minted-anew`), for an agent that takes ids: a new one at every start,
+/// never one an earlier start may have used unseen. Made here, before the
+/// start, so that it is recorded whatever the agent prints.
+pub fn mint_next_id(conversation: &mut Conversation) {
+    conversation.next_id = (conversation.strategy == Strategy::Id && conversation.id.is_some())
+        .then(|| uuid::Uuid::new_v4().to_string());
 }
 
 /// The rungs the pinned agent's version is too old for, each with the
@@ -399,6 +423,14 @@ pub fn fold_report(
     conversation.report_modified = report.modified.clone();
     conversation.fallbacks += new.len() as u32;
     conversation.last_start = report.started.or(conversation.last_start);
+    // The last rung ran: the conversation lives on under the id jackin
+    // minted for it before the start. The report only names the rung; the
+    // id is jackin's own, so the agent cannot choose one.
+    if report.started == Some(StartKind::MintedAnew)
+        && let Some(new_id) = conversation.next_id.take()
+    {
+        conversation.adopt_id(new_id);
+    }
     conversation.start_settles_at = match report.started {
         // The rung the wrapper runs now: settled once its second is past.
         Some(_) => report
@@ -485,6 +517,8 @@ mod tests {
             agent: "claude".into(),
             strategy: Strategy::Id,
             id: id.map(str::to_owned),
+            ids: id.map(str::to_owned).into_iter().collect(),
+            next_id: None,
             last_start: started,
             fallbacks: 0,
             start_stamp: None,
@@ -537,6 +571,88 @@ mod tests {
                 "fresh: claude",
             ]
         );
+    }
+
+    /// Defect R8: an id that can neither be resumed nor minted again ends
+    /// the ladder at a new conversation under the id jackin minted for it
+    /// before the start, never at a plain claude whose id jackin does not
+    /// know; a status without a minted id (from before) ends at `fresh`.
+    #[test]
+    fn the_last_rung_of_an_id_agent_starts_anew_under_a_minted_id() {
+        let r = recipe("claude", Strategy::Id);
+        let mut conv = conversation(Some("u1"), Some(StartKind::Minted));
+        mint_next_id(&mut conv);
+        let new_id = conv.next_id.clone().expect("minted for an id agent");
+        assert_ne!(new_id, "u1");
+        assert_eq!(
+            argvs(&ladder(&r, Some(&conv))),
+            [
+                "resumed-by-id: claude --resume u1".to_owned(),
+                "minted: claude --session-id u1".to_owned(),
+                "continue-requested: claude --continue".to_owned(),
+                format!("minted-anew: claude --session-id {new_id}"),
+            ]
+        );
+        // Each start mints its own: one an earlier start may have used
+        // unseen is never offered again.
+        mint_next_id(&mut conv);
+        assert_ne!(conv.next_id.as_deref(), Some(new_id.as_str()));
+        // An agent without ids has no id to renew.
+        let mut codex = Conversation {
+            strategy: Strategy::Latest,
+            ..conversation(None, Some(StartKind::Fresh))
+        };
+        mint_next_id(&mut codex);
+        assert_eq!(codex.next_id, None);
+    }
+
+    /// The renewal needs the mint arguments: a version without them ends
+    /// at `fresh`, as before.
+    #[test]
+    fn without_the_mint_rung_the_last_rung_is_fresh() {
+        let mut r = recipe("gemini", Strategy::Id);
+        r.agent.as_mut().unwrap().version = Some("0.40.1".into());
+        let mut conv = conversation(Some("g1"), Some(StartKind::Minted));
+        mint_next_id(&mut conv);
+        assert_eq!(
+            argvs(&ladder(&r, Some(&conv))),
+            [
+                "continue-requested: gemini --resume latest",
+                "fresh: gemini"
+            ]
+        );
+    }
+
+    /// The report names the rung, never the id: the id adopted is the one
+    /// jackin minted, once, first in the ids; a report read again changes
+    /// nothing.
+    #[test]
+    fn a_start_reported_at_the_last_rung_adopts_the_minted_id() {
+        let mut conv = conversation(Some("u1"), Some(StartKind::Minted));
+        conv.next_id = Some("u2".into());
+        let report = StartReport {
+            stamp: "1700000000-7".into(),
+            started: Some(StartKind::MintedAnew),
+            ..Default::default()
+        };
+        fold_report(&mut conv, &report, Timestamp::now());
+        assert_eq!(conv.id.as_deref(), Some("u2"));
+        assert_eq!(conv.ids, ["u2", "u1"]);
+        assert_eq!(conv.next_id, None);
+        assert_eq!(conv.last_start, Some(StartKind::MintedAnew));
+        fold_report(&mut conv, &report, Timestamp::now());
+        assert_eq!(conv.ids, ["u2", "u1"]);
+        // Another rung that won keeps the id, and the minted one waits for
+        // the next start to be replaced.
+        let mut resumed = conversation(Some("u1"), Some(StartKind::Minted));
+        resumed.next_id = Some("u9".into());
+        let report = StartReport {
+            started: Some(StartKind::ResumedById),
+            ..report
+        };
+        fold_report(&mut resumed, &report, Timestamp::now());
+        assert_eq!(resumed.id.as_deref(), Some("u1"));
+        assert_eq!(resumed.ids, ["u1"]);
     }
 
     /// Gemini before 0.41 has no `--session-id`: the id rungs are left out
