@@ -14,7 +14,7 @@
 mod support;
 
 use support::docker;
-use support::real_agent::{AgentSession, Cli, Login, stop};
+use support::real_agent::{AgentSession, Cli, Login, PATIENCE, stop};
 use support::terminal::Terminal;
 
 /// What interrupts the session between the two messages.
@@ -203,4 +203,96 @@ fn aider_keeps_its_conversation_when_its_container_is_removed() {
 #[test]
 fn aider_keeps_its_conversation_when_kept_then_resumed() {
     keeps_the_conversation(Cli::Aider, Interruption::KeptThenResumed);
+}
+
+/// Defect R8: claude's `/exit` in a session that got no message leaves a
+/// stub transcript, after which neither `--resume ID` nor `--session-id ID`
+/// starts. The next start (here: kept, then resumed) walks the failing
+/// rungs and ends at a new conversation under a new id jackin minted and
+/// records, newest first beside the old one; a message sent then reaches
+/// the model, and a restore after it resumes that new id: the model gets
+/// the message again.
+///
+/// claude 2.1.332 in the test image writes no transcript at such an exit,
+/// so the test leaves one claude refuses both ways
+/// ([`leave_a_transcript_claude_refuses`]) and checks the two refusals.
+/// Before, the ladder then asked claude to continue its latest, and claude
+/// started a new conversation under an id jackin did not know.
+#[test]
+fn r8_claude_exited_before_any_message_runs_on_under_a_new_recorded_id() {
+    let session = AgentSession::new(Cli::Claude, Login::Sync, "r8", "  workspace: keeps\n");
+    session.home.apply(
+        "keeps",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: keeps}\nspec:\n  \
+         exitPolicy: keep\n",
+    );
+    session.apply("");
+    let name = session.name.as_str();
+    let conversation = || session.home.object(name)["status"]["conversation"].clone();
+    let term = session.first_attach();
+    let first_id = conversation()["id"].as_str().unwrap().to_owned();
+    term.type_message(session.cli.exit_command());
+    support::eventually(PATIENCE, "the session is kept", || {
+        session.pass();
+        session.home.object(name)["status"]["phase"] == "Kept"
+    });
+    drop(term);
+    leave_a_transcript_claude_refuses(&session, &first_id);
+
+    let term = session.attach();
+    term.wait_long("Enter resume · Esc back");
+    term.forget_screen();
+    term.keys(&["Enter"]);
+    session.settle_at_prompt(&term);
+    let words = "after-the-id-was-renewed";
+    session.say(&term, words);
+    term.detach();
+    drop(term);
+    session.pass();
+    let renewed = conversation();
+    let new_id = renewed["id"].as_str().unwrap().to_owned();
+    assert_ne!(new_id, first_id, "{renewed}");
+    assert_eq!(renewed["lastStart"], "minted-anew", "{renewed}");
+    assert_eq!(
+        renewed["ids"],
+        serde_json::json!([new_id, first_id]),
+        "{renewed}"
+    );
+    let described = session.ok(&["describe", name]);
+    for said in [
+        format!("Conversation ids: {new_id}, {first_id} (newest first)"),
+        "starting the agent resumed-by-id exited 1 at once".to_owned(),
+        "starting the agent minted exited 1 at once".to_owned(),
+        format!("the agent could neither resume conversation {first_id}"),
+    ] {
+        assert!(described.contains(&said), "{said:?} in:\n{described}");
+    }
+
+    docker(&["rm", "-f", &session.container()]);
+    session.pass();
+    assert_eq!(session.home.object(name)["status"]["restore"]["tier"], 2);
+    let term = session.reattach();
+    let request = session.say(&term, "after-the-restore");
+    assert!(
+        request.holds(words),
+        "the restore lost the renewed conversation: the model got {:?}\n{}",
+        request.texts,
+        session.ok(&["describe", name])
+    );
+    term.detach();
+    session.pass();
+    let resumed = conversation();
+    assert_eq!(resumed["lastStart"], "resumed-by-id", "{resumed}");
+    assert_eq!(resumed["id"], new_id.as_str(), "{resumed}");
+}
+
+/// Leaves claude's transcript of `id` as one it refuses both to resume
+/// ("No conversation found") and to mint again ("already in use"), as R8
+/// found after an `/exit` before any message: claude 2.1.332 here writes no
+/// transcript at such an exit (the id is minted again), and resumes the
+/// three lines R8 recorded; an empty transcript it refuses both ways.
+fn leave_a_transcript_claude_refuses(session: &AgentSession, id: &str) {
+    let projects = session.unit_home().join(".claude/projects/-workspace-app");
+    std::fs::create_dir_all(&projects).unwrap();
+    std::fs::write(projects.join(format!("{id}.jsonl")), "").unwrap();
 }

@@ -13,14 +13,17 @@
 //!    `mintArgs`), then `resumed-by-id`;
 //! 2. later starts: `resumed-by-id` (launch + `resumeArgs`), then `minted`
 //!    again (the first conversation may have left nothing to resume);
-//! 3. `continue-requested` (launch + `continueArgs`): the agent continues
-//!    its latest conversation if it has one, and decides that itself;
-//! 4. for an agent that takes ids, `minted-anew`: a new conversation under
+//! 3. for an agent that takes ids, `minted-anew`: a new conversation under
 //!    a new id jackin minted before the start ([`mint_next_id`]) and
-//!    records when the wrapper reports this rung (claude refuses both to
-//!    resume and to mint again an id whose session ended with no message:
-//!    defect R8); for the others, `fresh`: the launch argv alone, or the
-//!    command as given.
+//!    records when the wrapper reports this rung (an id claude refuses both
+//!    to resume and to mint again: defect R8). Such an agent is never asked
+//!    to continue "its latest": that would run it under an id jackin does
+//!    not know;
+//! 4. for the others (and an id agent whose installed version lacks the
+//!    mint arguments): `continue-requested` (launch + `continueArgs`), the
+//!    agent continues its latest conversation if it has one, and decides
+//!    that itself; then `fresh`: the launch argv alone, or the command as
+//!    given.
 //!
 //! A rung the installed agent's version lacks (the entry's `version`
 //! rule, probed once per image) is left out.
@@ -132,21 +135,24 @@ pub fn ladder(
             rungs.extend([mint, resume]);
         }
     }
+    // The last rung of an agent that takes ids: a new conversation under a
+    // new id jackin minted (defect R8), so that the session never runs
+    // under an id jackin does not know. Asking such an agent to continue
+    // "its latest" would do just that (claude 2.1.332 starts a new
+    // conversation when it finds none to continue), so that rung goes.
+    // Without the mint arguments in the installed version, the ladder ends
+    // as before: the latest conversation, then the launch alone.
+    let renewal = conversation
+        .filter(|_| agent.strategy == Strategy::Id && !skipped.contains(&StartKind::Minted))
+        .and_then(|c| c.next_id.as_deref());
     let can_continue = agent.strategy != Strategy::None && !agent.spec.continue_args.is_empty();
-    if can_continue && (started_before || agent.strategy == Strategy::Id) {
+    if renewal.is_none() && can_continue && (started_before || agent.strategy == Strategy::Id) {
         rungs.push((
             StartKind::ContinueRequested,
             with(&agent.spec.continue_args, ""),
         ));
     }
     rungs.retain(|(kind, _)| !skipped.contains(kind));
-    // The last rung of an agent that takes ids: a new conversation under a
-    // new id jackin minted (defect R8), so that the session never runs
-    // under an id jackin does not know; with the mint arguments missing
-    // from the installed version, the launch alone.
-    let renewal = conversation
-        .filter(|_| agent.strategy == Strategy::Id && !skipped.contains(&StartKind::Minted))
-        .and_then(|c| c.next_id.as_deref());
     match renewal {
         Some(new_id) => rungs.push((StartKind::MintedAnew, with(&agent.spec.mint_args, new_id))),
         None => rungs.push(fresh),
@@ -589,7 +595,6 @@ mod tests {
             [
                 "resumed-by-id: claude --resume u1".to_owned(),
                 "minted: claude --session-id u1".to_owned(),
-                "continue-requested: claude --continue".to_owned(),
                 format!("minted-anew: claude --session-id {new_id}"),
             ]
         );
