@@ -41,6 +41,7 @@ pub mod rollout;
 pub mod sandbox;
 pub mod saved_files;
 pub mod saved_session;
+pub mod screen;
 pub mod secrets;
 pub mod session;
 pub mod token_login;

@@ -1,0 +1,278 @@
+//! The agent's output as a terminal shows it: parsed by a terminal emulator
+//! (`vt100`), never by a filter of our own, so that a column move is the
+//! space it leaves, a line redrawn in place is its last state, and a frame
+//! drawn over another shows as the later one. Pure: the replay on `attach`,
+//! `jackin logs` on a terminal, `top`'s LAST LINE and the live output
+//! watchers (`controller::live_output`) use it.
+//!
+//! What comes out is rebuilt from the parsed cells: text, and colours and
+//! styles as SGR sequences jackin writes itself. Nothing the agent wrote as
+//! an escape sequence passes through, so no cursor move, title, clipboard
+//! write or terminal query in its output can reach the operator's terminal.
+//! The text of a cell is never a control character (the emulator does not
+//! draw them, and [`Screen::replay`] drops any all the same); format
+//! characters (bidirectional marks, zero-width ones) stay in the text, for
+//! the caller that shows a line in a table to escape.
+
+use std::fmt::Write;
+use std::num::NonZeroU16;
+
+/// The largest screen emulated: a terminal reported larger keeps its
+/// bottom rows and left columns (its state costs about 40 bytes a cell).
+pub const MAX_COLUMNS: u16 = 1000;
+/// See [`MAX_COLUMNS`].
+pub const MAX_ROWS: u16 = 200;
+
+/// The columns a log line is drawn in by [`line_as_shown`]; longer text
+/// wraps onto more rows, up to [`LINE_ROWS`] of them.
+const LINE_COLUMNS: u16 = 512;
+/// See [`LINE_COLUMNS`]: text past this many rows of one line is cut.
+const LINE_ROWS: u16 = 64;
+
+/// The sequences after which a terminal shows only what follows: a clear
+/// of the whole screen (the form claude's and most TUIs' full redraws
+/// use), a full reset, and entering the alternate screen.
+const FULL_REDRAWS: [&[u8]; 5] = [
+    b"\x1b[2J",
+    b"\x1bc",
+    b"\x1b[?1049h",
+    b"\x1b[?1047h",
+    b"\x1b[?47h",
+];
+
+/// An emulated terminal of a fixed size, fed the agent's output.
+pub struct Screen {
+    parser: vt100::Parser,
+}
+
+impl std::fmt::Debug for Screen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (rows, columns) = self.parser.screen().size();
+        write!(f, "Screen({columns}x{rows})")
+    }
+}
+
+impl Screen {
+    /// A blank screen of `columns` × `rows` (each at least 1, at most
+    /// [`MAX_COLUMNS`] and [`MAX_ROWS`]), with no scrollback.
+    pub fn new((columns, rows): (u16, u16)) -> Self {
+        let bounded = |n: u16, max: u16| NonZeroU16::new(n.clamp(1, max)).expect("at least 1");
+        Self {
+            parser: vt100::Parser::new(
+                bounded(rows, MAX_ROWS),
+                bounded(columns, MAX_COLUMNS),
+                0,
+            ),
+        }
+    }
+
+    /// Draws `output` on the screen, as the terminal would. A sequence
+    /// split between two calls is one sequence.
+    pub fn feed(&mut self, output: &[u8]) {
+        self.parser.process(output);
+    }
+
+    /// The text of each row, a column left blank by a cursor move shown as
+    /// a space, trailing blanks trimmed.
+    pub fn rows(&self) -> Vec<String> {
+        let screen = self.parser.screen();
+        let (_, columns) = screen.size();
+        screen
+            .rows(0, columns.get())
+            .map(|row| row.trim_end().to_owned())
+            .collect()
+    }
+
+    /// The lowest row with any text on it, trimmed; empty for a blank
+    /// screen. What a person glancing at the terminal reads last.
+    pub fn last_line(&self) -> String {
+        self.rows()
+            .into_iter()
+            .rfind(|row| !row.trim().is_empty())
+            .map(|row| row.trim().to_owned())
+            .unwrap_or_default()
+    }
+
+    /// The screen as text with its colours, to be written on the operator's
+    /// terminal from where its cursor is: each row, then `\r\n`, down to the
+    /// last row with text. The only escape sequences in it are SGR ones
+    /// jackin wrote from each cell's colours and styles, and it ends with
+    /// the style reset.
+    pub fn replay(&self) -> Vec<u8> {
+        let screen = self.parser.screen();
+        let (rows, columns) = screen.size();
+        let mut lines: Vec<String> = (0..rows.get())
+            .map(|row| formatted_row(screen, row, columns.get()))
+            .collect();
+        while lines.last().is_some_and(String::is_empty) {
+            lines.pop();
+        }
+        let mut out = String::new();
+        for line in lines {
+            out.push_str(&line);
+            out.push_str("\r\n");
+        }
+        out.into_bytes()
+    }
+}
+
+/// Where in `output` the emulator starts: at the newest full redraw (a
+/// clear of the screen, a reset, entering the alternate screen), after
+/// which nothing before shows; at its start when there is none.
+pub fn newest_redraw(output: &[u8]) -> usize {
+    FULL_REDRAWS
+        .iter()
+        .filter_map(|redraw| {
+            output
+                .windows(redraw.len())
+                .rposition(|window| window == *redraw)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The screen `output` leaves on a terminal of `size` (columns, rows),
+/// parsed from its newest full redraw on ([`newest_redraw`]).
+pub fn screen_of(output: &[u8], size: (u16, u16)) -> Screen {
+    let mut screen = Screen::new(size);
+    screen.feed(&output[newest_redraw(output)..]);
+    screen
+}
+
+/// One line of a log (its newline excluded) as a terminal shows it drawn
+/// on a fresh line: column moves are spaces, a carriage return redraws it,
+/// moves off the line go nowhere. With `colours`, its colours and styles as
+/// SGR sequences jackin wrote; without, plain text, trailing blanks
+/// trimmed.
+pub fn line_as_shown(line: &[u8], colours: bool) -> String {
+    let wraps = u16::try_from(line.len() / usize::from(LINE_COLUMNS)).unwrap_or(u16::MAX);
+    let rows = wraps.saturating_add(1).min(LINE_ROWS);
+    let mut screen = Screen::new((LINE_COLUMNS, rows));
+    screen.feed(line);
+    let vt = screen.parser.screen();
+    let mut shown = String::new();
+    for row in 0..rows {
+        let text = match colours {
+            true => formatted_row(vt, row, LINE_COLUMNS),
+            false => vt
+                .rows(0, LINE_COLUMNS)
+                .nth(usize::from(row))
+                .unwrap_or_default(),
+        };
+        shown.push_str(&text);
+    }
+    match colours {
+        true => shown,
+        false => shown.trim_end().to_owned(),
+    }
+}
+
+/// A log read in chunks, cut into lines as [`line_as_shown`] draws them.
+/// An unfinished line is held until its newline, or until it is as long as
+/// one line can be drawn; [`Lines::finish`] gives what is left.
+#[derive(Debug, Default)]
+pub struct Lines {
+    pending: Vec<u8>,
+}
+
+impl Lines {
+    /// The most of an unfinished line held: a line's drawable cells, at
+    /// four bytes a character.
+    const MAX_PENDING: usize = LINE_COLUMNS as usize * LINE_ROWS as usize * 4;
+
+    /// The lines `chunk` finishes, as shown.
+    pub fn feed(&mut self, chunk: &[u8], colours: bool) -> Vec<String> {
+        let mut shown = Vec::new();
+        for mut piece in chunk.split_inclusive(|b| *b == b'\n') {
+            while !piece.is_empty() {
+                let room = Self::MAX_PENDING - self.pending.len();
+                let (taken, rest) = piece.split_at(piece.len().min(room));
+                self.pending.extend_from_slice(taken);
+                piece = rest;
+                let ended = self.pending.ends_with(b"\n");
+                if ended || self.pending.len() >= Self::MAX_PENDING {
+                    if ended {
+                        self.pending.pop();
+                    }
+                    shown.push(line_as_shown(&self.pending, colours));
+                    self.pending.clear();
+                }
+            }
+        }
+        shown
+    }
+
+    /// The unfinished line at the end, if any.
+    pub fn finish(&mut self, colours: bool) -> Option<String> {
+        let rest = std::mem::take(&mut self.pending);
+        (!rest.is_empty()).then(|| line_as_shown(&rest, colours))
+    }
+}
+
+/// Row `row` with its colours: SGR sequences written from the cells'
+/// attributes (never copied from the agent's output), a blank cell as a
+/// space, trailing blank cells left out, ending with the reset when any
+/// style was set.
+fn formatted_row(screen: &vt100::Screen, row: u16, columns: u16) -> String {
+    let cells: Vec<&vt100::Cell> = (0..columns).filter_map(|col| screen.cell(row, col)).collect();
+    let Some(last) = cells.iter().rposition(|cell| cell.has_contents()) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let mut style = String::new();
+    for cell in &cells[..=last] {
+        if cell.is_wide_continuation() {
+            continue;
+        }
+        let wanted = sgr(cell);
+        if wanted != style {
+            out.push_str(if wanted.is_empty() { "\x1b[0m" } else { &wanted });
+            style = wanted;
+        }
+        let text: String = cell.contents().chars().filter(|c| !c.is_control()).collect();
+        match text.is_empty() {
+            true => out.push(' '),
+            false => out.push_str(&text),
+        }
+    }
+    if !style.is_empty() {
+        out.push_str("\x1b[0m");
+    }
+    out
+}
+
+/// The SGR sequence that sets `cell`'s colours and styles from the default,
+/// empty for a cell in the default style.
+fn sgr(cell: &vt100::Cell) -> String {
+    let mut params = Vec::new();
+    for (on, code) in [
+        (cell.bold(), "1"),
+        (cell.dim(), "2"),
+        (cell.italic(), "3"),
+        (cell.underline(), "4"),
+        (cell.inverse(), "7"),
+    ] {
+        if on {
+            params.push(code.to_owned());
+        }
+    }
+    for (color, base) in [(cell.fgcolor(), 30), (cell.bgcolor(), 40)] {
+        match color {
+            vt100::Color::Default => {}
+            vt100::Color::Idx(n) if n < 8 => params.push((base + u16::from(n)).to_string()),
+            vt100::Color::Idx(n) if n < 16 => params.push((base + 60 + u16::from(n) - 8).to_string()),
+            vt100::Color::Idx(n) => params.push(format!("{};5;{n}", base + 8)),
+            vt100::Color::Rgb(r, g, b) => params.push(format!("{};2;{r};{g};{b}", base + 8)),
+        }
+    }
+    if params.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\x1b[0;");
+    let _ = write!(out, "{}m", params.join(";"));
+    out
+}
+
+#[cfg(test)]
+#[path = "screen_tests.rs"]
+mod tests;
