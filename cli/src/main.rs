@@ -1,6 +1,7 @@
 //! The `jackin` binary: parses the command line, dispatches to the command,
 //! and prints what went wrong with the exit status it calls for.
 
+mod agent_output;
 mod args;
 mod cmd;
 mod context;

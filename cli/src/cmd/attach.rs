@@ -18,6 +18,7 @@ use jackin_reconcilers::fsutil::FileLock;
 use jackin_reconcilers::{Engine, Layout};
 use tokio::io::AsyncWriteExt;
 
+use crate::agent_output;
 use crate::args::WaitArgs;
 use crate::cmd::launch;
 use crate::context::{connect, converge_quietly, enforce_keep_cap_quietly, open_store_to_change};
@@ -37,7 +38,7 @@ async fn attach_once(
     // The session is the operator's time, not the command's `--timeout`.
     let _turn = deadline::operators_turn();
     let tty = std::io::stdin().is_terminal();
-    show_recent_output(engine, container).await;
+    show_recent_output(engine, layout, container).await;
     let mut attached = engine.attach(container).await?;
     // The engine's attach to a stopped container waits for its next start,
     // which may never come: an agent that ended just before the attach
@@ -106,30 +107,44 @@ fn remember_size(layout: &Layout, container: &str, size: (u16, u16)) {
     }
 }
 
-/// The last screenful of what the agent printed, from the container's log,
-/// so that a reattach never starts on a blank screen. A log that cannot be
-/// read costs only that.
+/// The most of the log's end the replay reads: the screen is drawn from the
+/// newest full redraw in it, and an agent that never clears its screen has
+/// drawn its last one well within this.
+const REPLAY_BYTES: usize = 1 << 20;
+
+/// The log entries the replay asks the engine for (a TUI's entry may be a
+/// whole frame, or 16 KiB of one with no newline).
+const REPLAY_ENTRIES: u64 = 2000;
+
+/// The last screen the agent drew, from the container's log, so that a
+/// reattach never starts on a blank screen. A log that cannot be read costs
+/// only that.
 ///
-/// The replay is history, not the session: it shows text and colours only
-/// ([`output::terminal_safe_replay`]), since a query replayed from the log
-/// (a cursor position report, a clipboard read) would make the terminal type
-/// its answer into the agent's input. The live stream that follows in
-/// [`attach_once`] stays raw: there the agent drives the operator's terminal
-/// by design, as any program run in it does. The log is bounded by the
-/// terminal's rows, so it is read whole and filtered once.
-async fn show_recent_output(engine: &Engine, container: &str) {
-    let rows = crossterm::terminal::size().map_or(24, |(_, rows)| rows.max(1));
+/// The replay is history, not the session: the log's end is parsed by a
+/// terminal emulator at the size the agent drew at (the operator's last,
+/// `session::terminal_size`), from its newest full redraw, and the screen
+/// is written out as text and colours only ([`agent_output::replay`]): a
+/// query replayed from the log (a cursor position report, a clipboard read)
+/// would make the terminal type its answer into the agent's input. The live
+/// stream that follows in [`attach_once`] stays raw: there the agent drives
+/// the operator's terminal by design, as any program run in it does. At
+/// most [`REPLAY_BYTES`] of the log's end are kept, however long it is.
+async fn show_recent_output(engine: &Engine, layout: &Layout, container: &str) {
     let request = LogsRequest {
-        tail: Some(u64::from(rows)),
+        tail: Some(REPLAY_ENTRIES),
         ..Default::default()
     };
     let mut logs = engine.logs(container, request);
     let mut recent = Vec::new();
     while let Some(Ok(chunk)) = logs.next().await {
         recent.extend_from_slice(&chunk);
+        if recent.len() > 2 * REPLAY_BYTES {
+            recent.drain(..recent.len() - REPLAY_BYTES);
+        }
     }
+    let size = jackin_reconcilers::session::terminal_size(layout, container);
     let mut stdout = std::io::stdout();
-    let _ = stdout.write_all(&output::terminal_safe_replay(&recent));
+    let _ = stdout.write_all(&agent_output::replay(&recent, size));
     let _ = stdout.flush();
 }
 

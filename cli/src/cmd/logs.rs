@@ -113,12 +113,14 @@ async fn print_log(engine: &Engine, id: &str, request: LogsRequest) -> Result<()
     let mut logs = engine.logs(id, request);
     let mut stdout = std::io::stdout().lock();
     // Piped, the agent's output goes on as it wrote it, as `docker logs`
-    // prints it. On a terminal it is history, shown as text and colours
-    // only, as `attach` replays it: a query in it would make the terminal
-    // type its answer into the operator's shell. Each chunk is filtered on
-    // its own; a sequence split between two is dropped or shown as plain
-    // text, never passed on.
+    // prints it. On a terminal it is history: each line as a terminal
+    // draws it on its own (a column move is a space, a line redrawn in
+    // place its last state), rebuilt as text and colours only, as `attach`
+    // replays the screen: a query in it would make the terminal type its
+    // answer into the operator's shell. A sequence split between two
+    // chunks is one.
     let on_terminal = std::io::IsTerminal::is_terminal(&stdout);
+    let mut lines = jackin_reconcilers::screen::Lines::default();
     loop {
         // A followed log may be quiet for long: then the engine is asked
         // whether it still answers, and the container still runs.
@@ -130,11 +132,16 @@ async fn print_log(engine: &Engine, id: &str, request: LogsRequest) -> Result<()
             Err(_) => break,
         };
         if on_terminal {
-            stdout.write_all(&crate::output::terminal_safe_replay(&chunk))?;
+            for line in lines.feed(&chunk, true) {
+                writeln!(stdout, "{line}")?;
+            }
         } else {
             stdout.write_all(&chunk)?;
         }
         stdout.flush()?;
+    }
+    if let Some(rest) = lines.finish(true) {
+        writeln!(stdout, "{rest}")?;
     }
     Ok(())
 }

@@ -252,7 +252,7 @@ fn shown(obj: &Instance, picture: &Picture, now: Timestamp) -> Shown {
             .map_or("-".into(), |bytes| format!("{}M", bytes / (1 << 20))),
         output::age(obj.metadata.creation_timestamp, now),
         output::age(used, now),
-        output::last_line(&look.last_line, LAST_LINE_WIDTH),
+        crate::agent_output::last_line(&look.last_line, LAST_LINE_WIDTH),
     ]
     .map(|cell| output::terminal_safe(&cell));
     Shown {
@@ -616,7 +616,7 @@ async fn log_lines(store: &Store, name: &str) -> Result<Vec<String>> {
             LOG_WAIT.as_secs()
         ),
     }
-    let mut lines = output::plain_lines(&log);
+    let mut lines = crate::agent_output::plain_lines(&log);
     // The log ends with a line's end: no empty last line.
     while lines.last().is_some_and(|l| l.is_empty()) {
         lines.pop();
