@@ -1005,21 +1005,13 @@ fn sa4_a_crash_within_the_grace_period_is_told_as_crashed_and_the_agent_still_ru
     assert!(agent_runs(&home, "crashy"), "the agent runs");
 }
 
-/// Waits until `name`'s row of `get -o wide` ends with `attention`.
+/// Waits until `name`'s row in `jackin top`'s plain lines ends with
+/// `attention`: a long-lived look, which reads the container's output
+/// stream, so that a prompt with no newline counts (defect R4).
 fn wait_for_attention(home: &Home, name: &str, attention: &str) {
-    let mut wide = String::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        wide = home.ok(&["get", "-o", "wide"]);
-        if wide
-            .lines()
-            .any(|l| l.starts_with(&format!("{name} ")) && l.ends_with(attention))
-        {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(500));
+    if let Err(seen) = home.wait_in_top(name, attention, Duration::from_secs(60)) {
+        panic!("{name} never showed {attention:?}:\n{}", seen.join("\n"));
     }
-    panic!("{name} never showed {attention:?}:\n{wide}");
 }
 
 /// An agent that started its conversation and waits for its first message,
@@ -1042,9 +1034,9 @@ fn an_unattended_claude_waiting_for_its_first_message_needs_you() {
 
 /// Defect R4: codex draws nothing on the 0x0 terminal of a container
 /// nobody attached to, and its prompt ends with no newline, so its log
-/// stays empty and it never needs you.
+/// stays empty: the terminal is sized at every start, and a long-lived look
+/// reads the output stream, unfinished line and all.
 #[test]
-#[ignore = "R4: an unattended codex prints nothing (0x0 terminal, no newline) and never needs you (issue 37)"]
 fn an_unattended_codex_waiting_for_its_first_message_needs_you() {
     waits_for_its_first_message_and_needs_you("codex");
 }

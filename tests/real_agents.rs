@@ -205,27 +205,23 @@ fn session_in_a_quick_workspace(cli: Cli, prefix: &str) -> AgentSession {
     session
 }
 
-/// `get -o wide` says the session needs you within `needsYouAfter` and
-/// 15 s more from now; `since` says from what, in the failure.
+/// `jackin top` (a long-lived look, reading the container's output stream)
+/// says the session needs you within `needsYouAfter` and 15 s more from
+/// now; `since` says from what, in the failure. A one-shot `get -o wide`
+/// reads the log, which never holds claude's screen nor codex's prompt
+/// (they end with no newline): defect R4.
 fn assert_needs_you_soon(session: &AgentSession, since: &str) {
-    let start = Instant::now();
     let limit = NEEDS_YOU_AFTER + Duration::from_secs(15);
-    let mut row = String::new();
-    while start.elapsed() < limit {
-        row = session.ok(&["get", &session.name, "-o", "wide"]);
-        if row.contains("needs you") {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(500));
+    if let Err(seen) = session.home.wait_in_top(&session.name, "needs you", limit) {
+        panic!(
+            "{} did not need you within {limit:?} {since}:\n{}",
+            session.cli.name(),
+            seen.join("\n")
+        );
     }
-    panic!(
-        "{} did not need you within {limit:?} {since}:\n{row}",
-        session.cli.name()
-    );
 }
 
 #[test]
-#[ignore = "R4 for claude: with no trust question first, nothing claude draws ends with a newline, so the engine's log stays empty (0 bytes, even after a reply) and attention never sees output; reading the live stream is part 4 of issue 37"]
 fn claude_needs_you_after_a_reply_while_detached() {
     needs_you_after_a_reply(Cli::Claude);
 }
@@ -321,20 +317,17 @@ fn needs_you_at_its_first_question(cli: Cli) {
 }
 
 #[test]
-#[ignore = "R4 for claude: with no trust question first, nothing claude draws ends with a newline, so the engine's log stays empty (0 bytes, even after a reply) and attention never sees output; reading the live stream is part 4 of issue 37"]
 fn claude_needs_you_at_its_first_question_before_anyone_attached() {
     needs_you_at_its_first_question(Cli::Claude);
 }
 
 #[test]
-#[ignore = "R4: codex draws nothing on a 0×0 terminal, and its prompt ends with no newline (issue 37)"]
 fn codex_needs_you_at_its_first_question_before_anyone_attached() {
     needs_you_at_its_first_question(Cli::Codex);
 }
 
 /// A re-attach replays what claude drew, words and spaces as they were.
 #[test]
-#[ignore = "R5: the replay drops claude's cursor moves (CSI n G), and with them its spaces (issue 37)"]
 fn a_reattach_replays_claudes_words_with_their_spaces() {
     let session = AgentSession::start(Cli::Claude, Login::Sync, "replay", "");
     let term = session.first_attach();

@@ -357,3 +357,32 @@ fn notify_ends_at_its_timeout_with_what_it_started_in_a_session_of_its_own() {
         "{said}"
     );
 }
+
+/// Defect R4: a question with no newline after it (a prompt) never reaches
+/// the engine's log, so a look at the log saw an agent that never printed.
+/// `jackin top` reads the output stream: the prompt counts, and the agent
+/// that waits at it needs you. A one-shot `get -o wide` still reads the log
+/// (the README says so): there it never printed.
+#[test]
+fn r4_a_prompt_with_no_newline_needs_you_in_top() {
+    ensure_busybox();
+    let home = Home::new();
+    workspace(&home);
+    // Asked again when the terminal's size changes, as a TUI redraws.
+    agent(
+        &home,
+        "prompt",
+        "trap 'printf \"\\rShall I go on? \"' WINCH; printf 'Shall I go on? '; \
+         until read answer; do :; done; sleep 3600",
+    );
+    if let Err(seen) = home.wait_in_top("prompt", "needs you", Duration::from_secs(90)) {
+        panic!("the prompt never needed you in top:\n{}", seen.join("\n"));
+    }
+    let wide = home.ok(&["get", "prompt", "-o", "wide"]);
+    assert!(
+        wide.lines()
+            .nth(1)
+            .is_some_and(|row| row.ends_with(" idle")),
+        "{wide}"
+    );
+}

@@ -63,7 +63,14 @@ mod tests {
         );
         assert_eq!(last_line(b"abcdef", 3), "abc");
         assert_eq!(last_line(b"", 3), "");
-        for hidden in ['\u{202e}', '\u{00ad}', '\u{200b}', '\u{2066}', '\u{feff}', '\u{e0041}'] {
+        for hidden in [
+            '\u{202e}',
+            '\u{00ad}',
+            '\u{200b}',
+            '\u{2066}',
+            '\u{feff}',
+            '\u{e0041}',
+        ] {
             let line = last_line(format!("a{hidden}b").as_bytes(), 80);
             assert_eq!(line, format!("a{}b", hidden.escape_default()), "{hidden:?}");
         }

@@ -5,10 +5,16 @@
 //! `idle::moved`).
 //!
 //! The cost of a look: one container listing per engine ([`listing`]), then, for each
-//! running instance only, one log call (the last entry, with its time) and,
-//! when counters are asked for, one stats call; at most [`CONCURRENCY`]
-//! calls are in flight at once. Instances that are not running are decided
-//! from their phase with no call at all.
+//! running instance only, its output and, when counters are asked for, one
+//! stats call; at most [`CONCURRENCY`] calls are in flight at once.
+//! Instances that are not running are decided from their phase with no call
+//! at all. A long-lived look (`jackin top`, `get -w`, the controller) passes
+//! its [`LiveOutputs`]: each running container's output stream, opened at
+//! its first look and kept, so that output with no newline counts and a
+//! look makes no log call. A one-shot look (`get -o wide`) reads the log's
+//! last entry, one call each, which the engine writes only at a newline: an
+//! agent quiet at an unfinished line (a prompt) looks as if it never
+//! printed it.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -24,6 +30,7 @@ use jiff::Timestamp;
 
 use crate::Reconciler;
 use crate::listing::{self, Listing, Seen};
+use crate::live_output::LiveOutputs;
 
 /// How often a live view (`jackin top`, its plain lines) looks again with
 /// `running` instances running: every 2 s, or with many, 10 ms for each, so
@@ -73,12 +80,14 @@ impl Look {
 /// read too and compared with its sample in `previous` (the last look's),
 /// so that CPU or writes make it `working`; without, the last samples and
 /// what moved between them are carried over from `previous`, and only new
-/// output adds to them.
+/// output adds to them. With `live`, the output comes from its streams,
+/// else from each container's log.
 pub async fn look(
     reconciler: &Reconciler,
     objects: &[Instance],
     stats: bool,
     previous: &HashMap<String, Look>,
+    live: Option<&LiveOutputs>,
 ) -> HashMap<String, Look> {
     let workspaces = workspaces(reconciler);
     let running: Vec<&Instance> = objects
@@ -86,7 +95,7 @@ pub async fn look(
         .filter(|obj| obj.phase() == Some(InstancePhase::Running))
         .collect();
     let listing = listing::list(reconciler, &running, &workspaces).await;
-    look_listed(reconciler, objects, stats, previous, &listing).await
+    look_listed(reconciler, objects, stats, previous, &listing, live).await
 }
 
 /// The workspaces by name, for each instance's engine and thresholds.
@@ -108,6 +117,7 @@ pub async fn look_listed(
     stats: bool,
     previous: &HashMap<String, Look>,
     listing: &Listing,
+    live: Option<&LiveOutputs>,
 ) -> HashMap<String, Look> {
     let store = &reconciler.store;
     let workspaces = workspaces(reconciler);
@@ -153,6 +163,13 @@ pub async fn look_listed(
             Some(Seen::Missing | Seen::Stopped) => work.push((obj.clone(), None, threshold)),
         }
     }
+    if let Some(live) = live {
+        let running = work
+            .iter()
+            .filter_map(|(_, running, _)| running.as_ref().map(|(_, id)| id.clone()))
+            .collect();
+        live.retain(&running);
+    }
     let layout = store.layout();
     let found: Vec<(String, Look)> = futures::stream::iter(work)
         .map(|(obj, running, threshold)| async move {
@@ -163,17 +180,22 @@ pub async fn look_listed(
                 .unwrap_or_default();
             let name = obj.metadata.name.clone();
             let before = previous.get(&name);
+            let attached = !unit.is_empty() && jackin_reconcilers::session::attached(layout, &unit);
+            let output = Output {
+                live,
+                size: jackin_reconcilers::session::terminal_size(layout, &unit),
+                attached,
+            };
             let look = match running {
                 Some((engine, id)) => {
-                    tokio::time::timeout(ENGINE_WAIT, one(&engine, &id, stats, before))
+                    tokio::time::timeout(ENGINE_WAIT, one(&engine, &id, stats, before, output))
                         .await
                         .map_err(|_| ())
                         .and_then(|found| found.map_err(drop))
                         .map(|mut look| {
                             let observed = Observed {
                                 phase: obj.phase(),
-                                attached: !unit.is_empty()
-                                    && jackin_reconcilers::session::attached(layout, &unit),
+                                attached,
                                 last_output: look.last_output,
                                 moved: look.moved,
                             };
@@ -196,6 +218,37 @@ pub async fn look_listed(
     looks
 }
 
+/// Where a look reads a container's output from.
+#[derive(Clone, Copy)]
+struct Output<'a> {
+    /// The watcher's streams; `None`, the log.
+    live: Option<&'a LiveOutputs>,
+    /// The size the agent draws at.
+    size: (u16, u16),
+    /// An operator is attached.
+    attached: bool,
+}
+
+impl Output<'_> {
+    /// When container `id` last wrote output, and its last line: from its
+    /// stream, or from its log when there is no watcher or the engine
+    /// offers no stream (then this look reads the log).
+    async fn last(
+        self,
+        engine: &Engine,
+        id: &str,
+    ) -> Result<(Option<Timestamp>, Vec<u8>), EngineError> {
+        if let Some(live) = self.live {
+            match live.observe(engine, id, self.size, self.attached).await {
+                Ok(found) => return Ok(found),
+                Err(e) => tracing::debug!("no output stream of {id}, reading its log: {e}"),
+            }
+        }
+        let last = engine.last_output(id).await?;
+        Ok(last.map_or((None, Vec::new()), |(at, line)| (Some(at), line)))
+    }
+}
+
 /// One running container: its last output and, with `stats`, its counters
 /// and whether they moved since `before`'s sample.
 async fn one(
@@ -203,9 +256,9 @@ async fn one(
     id: &str,
     stats: bool,
     before: Option<&Look>,
+    output: Output<'_>,
 ) -> Result<Look, EngineError> {
-    let last = engine.last_output(id).await?;
-    let (last_output, last_line) = last.map_or((None, Vec::new()), |(at, line)| (Some(at), line));
+    let (last_output, last_line) = output.last(engine, id).await?;
     let carried = Look {
         last_output,
         last_line,

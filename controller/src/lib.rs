@@ -19,6 +19,7 @@ mod fault;
 pub mod idle;
 pub mod keep_cap;
 pub mod listing;
+pub mod live_output;
 pub mod metrics;
 pub mod new_session;
 pub mod notify;

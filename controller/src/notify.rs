@@ -3,8 +3,8 @@
 //! ends, fails or is discarded. Part of the continuous controller.
 //!
 //! Only instances of workspaces that set `notify` are looked at, with
-//! `attention::look` (one log call per running one, counters every few
-//! looks), often enough to see a quiet agent within a third of its
+//! `attention::look` (each running one's output stream, opened once and
+//! kept, counters every few looks), often enough to see a quiet agent within a third of its
 //! workspace's threshold; with no such workspace the watch makes no engine
 //! call at all. Transitions are what changed between two looks; at the
 //! first look after the controller starts, an agent that already needs
@@ -170,6 +170,7 @@ pub async fn watch(reconciler: Reconciler) {
     // instance is new to it (see below).
     let mut seen: HashMap<String, Seen> = HashMap::new();
     let mut looks: HashMap<String, Look> = HashMap::new();
+    let live = crate::live_output::LiveOutputs::default();
     let mut last_run: HashMap<(String, Event), Instant> = HashMap::new();
     // Runs not finished yet, by (instance, event): another of the same
     // waits for the next transition instead of piling up.
@@ -221,12 +222,13 @@ pub async fn watch(reconciler: Reconciler) {
         if policies.is_empty() {
             seen.clear();
             looks.clear();
+            live.retain(&HashSet::new());
             tokio::time::sleep(RESCAN).await;
             continue;
         }
         let stats = round.is_multiple_of(STATS_EVERY_LOOKS);
         round = round.wrapping_add(1);
-        looks = attention::look(&reconciler, &objects, stats, &looks).await;
+        looks = attention::look(&reconciler, &objects, stats, &looks, Some(&live)).await;
         let mut now: HashMap<String, Seen> = objects
             .iter()
             .map(|obj| {

@@ -615,13 +615,15 @@ async fn tick(shared: Arc<Shared>) {
 }
 
 /// The instances by attention, for the metrics: a look at every instance
-/// (`attention::look`: one log call and one stats call per running one, the
-/// rest decided from their phase) every `every`, or less often with many
+/// (`attention::look`: each running one's output stream, opened once and
+/// kept, and one stats call per running one, the rest decided from their
+/// phase) every `every`, or less often with many
 /// running, so that the engine answers at most about 100 calls a second
 /// for it. The counters compare with the previous look's, so CPU or
 /// writes since then make an agent `working`.
 async fn attention_gauges(shared: Arc<Shared>, every: Duration) {
     let mut looks = HashMap::new();
+    let live = crate::live_output::LiveOutputs::default();
     loop {
         let store = shared.reconciler.store.clone();
         let objects = jackin_reconcilers::blocking(move || {
@@ -631,7 +633,8 @@ async fn attention_gauges(shared: Arc<Shared>, every: Duration) {
                 .unwrap_or_default()
         })
         .await;
-        looks = crate::attention::look(&shared.reconciler, &objects, true, &looks).await;
+        looks =
+            crate::attention::look(&shared.reconciler, &objects, true, &looks, Some(&live)).await;
         shared
             .metrics
             .set_attention(&crate::metrics::attention_counts(looks.values()));

@@ -182,9 +182,12 @@ pub trait EngineCalls: Send + Sync {
         &self,
         labels: &[(&str, &str)],
     ) -> BoxStream<'static, Result<EventMessage, EngineError>>;
+    /// With `input`, the operator's keys go to the container; without, its
+    /// output is only read.
     fn attach<'a>(
         &'a self,
         id: &'a str,
+        input: bool,
     ) -> BoxFuture<'a, Result<bollard::container::AttachContainerResults, EngineError>>;
     fn resize<'a>(
         &'a self,
@@ -619,7 +622,22 @@ impl Engine {
         self.ask(
             &format!("attach to {id}"),
             Wait::Answer,
-            self.count().attach(id),
+            self.count().attach(id, true),
+        )
+        .await
+    }
+
+    /// The container's output as it writes it, from now on: an attach that
+    /// only reads, so that output with no newline counts too (the log holds
+    /// an unfinished line back). Nothing goes to its input.
+    pub async fn watch_output(
+        &self,
+        id: &str,
+    ) -> Result<bollard::container::AttachContainerResults, EngineError> {
+        self.ask(
+            &format!("watch the output of {id}"),
+            Wait::Answer,
+            self.count().attach(id, false),
         )
         .await
     }
@@ -1150,10 +1168,11 @@ impl EngineCalls for DockerCalls {
     fn attach<'a>(
         &'a self,
         id: &'a str,
+        input: bool,
     ) -> BoxFuture<'a, Result<bollard::container::AttachContainerResults, EngineError>> {
         Box::pin(async move {
             let options = AttachContainerOptionsBuilder::default()
-                .stdin(true)
+                .stdin(input)
                 .stdout(true)
                 .stderr(true)
                 .stream(true)

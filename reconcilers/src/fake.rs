@@ -572,6 +572,7 @@ impl EngineCalls for FakeEngine {
     fn attach<'a>(
         &'a self,
         id: &'a str,
+        _input: bool,
     ) -> BoxFuture<'a, Result<bollard::container::AttachContainerResults, EngineError>> {
         ready(Err(EngineError::Failed {
             action: format!("attach to {id}"),

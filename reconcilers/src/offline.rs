@@ -111,6 +111,7 @@ impl EngineCalls for Offline {
     fn attach<'a>(
         &'a self,
         _: &'a str,
+        _: bool,
     ) -> BoxFuture<'a, Result<bollard::container::AttachContainerResults, EngineError>> {
         self.fail()
     }

@@ -58,11 +58,7 @@ impl Screen {
     pub fn new((columns, rows): (u16, u16)) -> Self {
         let bounded = |n: u16, max: u16| NonZeroU16::new(n.clamp(1, max)).expect("at least 1");
         Self {
-            parser: vt100::Parser::new(
-                bounded(rows, MAX_ROWS),
-                bounded(columns, MAX_COLUMNS),
-                0,
-            ),
+            parser: vt100::Parser::new(bounded(rows, MAX_ROWS), bounded(columns, MAX_COLUMNS), 0),
         }
     }
 
@@ -214,7 +210,9 @@ impl Lines {
 /// space, trailing blank cells left out, ending with the reset when any
 /// style was set.
 fn formatted_row(screen: &vt100::Screen, row: u16, columns: u16) -> String {
-    let cells: Vec<&vt100::Cell> = (0..columns).filter_map(|col| screen.cell(row, col)).collect();
+    let cells: Vec<&vt100::Cell> = (0..columns)
+        .filter_map(|col| screen.cell(row, col))
+        .collect();
     let Some(last) = cells.iter().rposition(|cell| cell.has_contents()) else {
         return String::new();
     };
@@ -226,10 +224,18 @@ fn formatted_row(screen: &vt100::Screen, row: u16, columns: u16) -> String {
         }
         let wanted = sgr(cell);
         if wanted != style {
-            out.push_str(if wanted.is_empty() { "\x1b[0m" } else { &wanted });
+            out.push_str(if wanted.is_empty() {
+                "\x1b[0m"
+            } else {
+                &wanted
+            });
             style = wanted;
         }
-        let text: String = cell.contents().chars().filter(|c| !c.is_control()).collect();
+        let text: String = cell
+            .contents()
+            .chars()
+            .filter(|c| !c.is_control())
+            .collect();
         match text.is_empty() {
             true => out.push(' '),
             false => out.push_str(&text),
@@ -257,13 +263,15 @@ fn sgr(cell: &vt100::Cell) -> String {
         }
     }
     for (color, base) in [(cell.fgcolor(), 30), (cell.bgcolor(), 40)] {
-        match color {
-            vt100::Color::Default => {}
-            vt100::Color::Idx(n) if n < 8 => params.push((base + u16::from(n)).to_string()),
-            vt100::Color::Idx(n) if n < 16 => params.push((base + 60 + u16::from(n) - 8).to_string()),
-            vt100::Color::Idx(n) => params.push(format!("{};5;{n}", base + 8)),
-            vt100::Color::Rgb(r, g, b) => params.push(format!("{};2;{r};{g};{b}", base + 8)),
-        }
+        let param = match color {
+            vt100::Color::Default => continue,
+            vt100::Color::Idx(n) if n < 8 => (base + u16::from(n)).to_string(),
+            // The bright eight: 90-97 and 100-107.
+            vt100::Color::Idx(n) if n < 16 => (base + 52 + u16::from(n)).to_string(),
+            vt100::Color::Idx(n) => format!("{};5;{n}", base + 8),
+            vt100::Color::Rgb(r, g, b) => format!("{};2;{r};{g};{b}", base + 8),
+        };
+        params.push(param);
     }
     if params.is_empty() {
         return String::new();

@@ -33,10 +33,13 @@ fn replayed(output: &str) -> String {
 }
 
 #[test]
-fn a_column_move_is_a_space() {
+fn r5_claudes_column_moves_are_spaces() {
     // Claude places words with CSI n G (defect R5).
     let drawn = "\u{25cf}\u{1b}[3GAPI\u{1b}[7GError:\u{1b}[14GCan't";
-    assert_eq!(screen_of(drawn.as_bytes(), (80, 24)).last_line(), "● API Error: Can't");
+    assert_eq!(
+        screen_of(drawn.as_bytes(), (80, 24)).last_line(),
+        "● API Error: Can't"
+    );
     assert_eq!(line_as_shown(drawn.as_bytes(), false), "● API Error: Can't");
     assert_eq!(replayed(drawn), "● API Error: Can't\r\n");
 }
@@ -100,7 +103,10 @@ fn a_replay_asks_sets_and_moves_nothing_on_the_operators_terminal() {
         let replay = screen_of(output.as_bytes(), (80, 24)).replay();
         assert!(only_text_and_colours(&replay), "{sequence:?}: {replay:?}");
         let shown = String::from_utf8(replay).unwrap();
-        assert!(!shown.contains("pwned") && !shown.contains("cGF5"), "{sequence:?}: {shown:?}");
+        assert!(
+            !shown.contains("pwned") && !shown.contains("cGF5"),
+            "{sequence:?}: {shown:?}"
+        );
     }
     // The replay never reaches past the rows it replays: as many line ends
     // as rows with text, at most the screen's.
@@ -121,7 +127,10 @@ fn a_replay_keeps_text_and_colours() {
     assert_eq!(replayed("日本 ok"), "日本 ok\r\n");
     // Invalid UTF-8 is no text: it shows as nothing, or as U+FFFD.
     let mended = screen_of(b"ok \xff\xfe end", (80, 24)).last_line();
-    assert!(mended.starts_with("ok ") && mended.ends_with(" end"), "{mended:?}");
+    assert!(
+        mended.starts_with("ok ") && mended.ends_with(" end"),
+        "{mended:?}"
+    );
 }
 
 #[test]
@@ -133,13 +142,22 @@ fn no_control_character_is_ever_in_the_text() {
     assert!(line.starts_with("abcd"), "{line:?}");
     // Format characters stay, for the caller to escape where it shows a
     // line (a table, a name).
-    assert_eq!(screen_of("a\u{202e}b".as_bytes(), (80, 24)).last_line(), "a\u{202e}b");
+    assert_eq!(
+        screen_of("a\u{202e}b".as_bytes(), (80, 24)).last_line(),
+        "a\u{202e}b"
+    );
 }
 
 #[test]
 fn a_sequence_split_between_chunks_is_one() {
     let mut screen = Screen::new((80, 24));
-    for chunk in [&b"one \x1b"[..], b"[6", b"n two \x1b]52;c", b";?\x07three caf\xc3", b"\xa9"] {
+    for chunk in [
+        &b"one \x1b"[..],
+        b"[6",
+        b"n two \x1b]52;c",
+        b";?\x07three caf\xc3",
+        b"\xa9",
+    ] {
         screen.feed(chunk);
     }
     assert_eq!(screen.last_line(), "one  two three café");

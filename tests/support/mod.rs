@@ -238,6 +238,50 @@ impl Home {
         run_within(self.command(args), limit)
     }
 
+    /// Watches `jackin top`'s plain lines (a long-lived look, which reads
+    /// each running container's output stream) until `name`'s row ends
+    /// with `attention`, for at most `limit`; the lines it printed, in the
+    /// error when it did not.
+    pub fn wait_in_top(
+        &self,
+        name: &str,
+        attention: &str,
+        limit: std::time::Duration,
+    ) -> Result<(), Vec<String>> {
+        use std::io::BufRead;
+        let mut child = self
+            .command(&["top"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("jackin top runs");
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                if line.map(|line| tx.send(line)).is_err() {
+                    return;
+                }
+            }
+        });
+        let deadline = std::time::Instant::now() + limit;
+        let mut seen = Vec::new();
+        let mut found = false;
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            let Ok(line) = lines.recv_timeout(left) else {
+                break;
+            };
+            found = line.starts_with(&format!("{name} ")) && line.ends_with(attention);
+            seen.push(line);
+            if found {
+                break;
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        if found { Ok(()) } else { Err(seen) }
+    }
+
     /// Runs `jackin` and insists on success; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         succeeded(args, self.jackin(args))

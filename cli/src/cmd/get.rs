@@ -114,6 +114,7 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
                         false,
                         &Default::default(),
                         &listing,
+                        None,
                     )
                     .await;
                     output::instance_table(&objects, true, now, Some(&looks))
@@ -317,6 +318,9 @@ pub async fn watch(
         jackin_controller::engines::Engines::new(None),
     );
     let mut looks = std::collections::HashMap::new();
+    // A watch lives on: each running container's output is read from its
+    // stream, so that an unfinished line counts.
+    let live = jackin_controller::live_output::LiveOutputs::default();
     let mut round = 0u32;
     loop {
         let now = Timestamp::now();
@@ -333,7 +337,14 @@ pub async fn watch(
             .count();
         if attention {
             let stats = round.is_multiple_of(STATS_EVERY_LOOKS);
-            looks = jackin_controller::attention::look(&reconciler, &objects, stats, &looks).await;
+            looks = jackin_controller::attention::look(
+                &reconciler,
+                &objects,
+                stats,
+                &looks,
+                Some(&live),
+            )
+            .await;
             round = round.wrapping_add(1);
         }
         let mut current = BTreeMap::new();

@@ -102,6 +102,7 @@ async fn keep_picture(store: Store, tx: watch::Sender<Arc<Picture>>, nudge: Arc<
         Err(_) => futures::stream::pending().boxed(),
     };
     let mut looks = HashMap::new();
+    let live = jackin_controller::live_output::LiveOutputs::default();
     let mut work = HashMap::new();
     let mut round = 0u32;
     loop {
@@ -112,7 +113,7 @@ async fn keep_picture(store: Store, tx: watch::Sender<Arc<Picture>>, nudge: Arc<
         };
         let objects = listed.map(|l| l.instances).unwrap_or_default();
         let stats = round.is_multiple_of(STATS_EVERY_LOOKS);
-        looks = attention::look(&reconciler, &objects, stats, &looks).await;
+        looks = attention::look(&reconciler, &objects, stats, &looks, Some(&live)).await;
         if stats {
             work = assess(&store, &objects).await;
         }

@@ -1,0 +1,175 @@
+//! The live output watchers: what a long-lived look (`jackin top`, `get
+//! -w`, the controller's notifications and attention gauges) knows of each
+//! running container's output, read from the container's own output stream
+//! rather than its log, so that output with no newline counts. The engine's
+//! log holds an unfinished line back (a TUI agent's prompt, claude's whole
+//! screen), and a look at the log alone saw nothing (defect R4).
+//!
+//! Each watcher keeps one stream per running container: an attach that only
+//! reads (no input), opened at the container's first look and kept until
+//! its output ends (the container stopped) or it is no longer running at a
+//! look (`retain`), or the watcher is dropped. Everything the container
+//! writes is drawn on an emulated screen (`jackin_reconcilers::screen`) of
+//! the size the agent draws at (`session::terminal_size`), whose last line
+//! is what the look reports; a look makes no engine call for a container
+//! already watched. Opening costs three calls: the log's last entry (the
+//! output and its time from before the stream), the attach, and, with
+//! nobody attached, a size nudge (one row less, then back) that makes a
+//! full-screen agent draw its screen again, so that the watcher sees what
+//! it shows now; that redraw counts as output.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use jackin_reconcilers::screen::Screen;
+use jackin_reconcilers::{Engine, EngineError};
+use jiff::Timestamp;
+
+/// What a stream has seen of its container.
+struct Seen {
+    /// When the container last wrote output (the log's last entry's time
+    /// until the stream brings any).
+    last_output: Option<Timestamp>,
+    /// The log's last entry, shown until the stream draws anything.
+    log_line: Vec<u8>,
+    screen: Screen,
+    drawn: bool,
+    /// The stream ended: the container stopped, or the engine let go.
+    ended: bool,
+}
+
+struct Stream {
+    seen: Arc<Mutex<Seen>>,
+    task: tokio::task::AbortHandle,
+}
+
+/// One watcher's streams, by container id.
+#[derive(Default)]
+pub struct LiveOutputs {
+    streams: Mutex<HashMap<String, Stream>>,
+}
+
+impl LiveOutputs {
+    /// When container `id` last wrote output, and its last line as drawn
+    /// (untrusted, to be made safe before it is shown). The first look at a
+    /// container opens its stream; a stream that ended is opened again.
+    /// `size` is the size the agent draws at; `attached` whether an operator
+    /// is (then no nudge: their terminal sets the size).
+    pub async fn observe(
+        &self,
+        engine: &Engine,
+        id: &str,
+        size: (u16, u16),
+        attached: bool,
+    ) -> Result<(Option<Timestamp>, Vec<u8>), EngineError> {
+        if let Some(seen) = self.open_stream(id) {
+            return Ok(snapshot(&seen));
+        }
+        let baseline = engine.last_output(id).await?;
+        let mut output = engine.watch_output(id).await?.output;
+        let (last_output, log_line) =
+            baseline.map_or((None, Vec::new()), |(at, line)| (Some(at), line));
+        let seen = Arc::new(Mutex::new(Seen {
+            last_output,
+            log_line,
+            screen: Screen::new(size),
+            drawn: false,
+            ended: false,
+        }));
+        let fed = seen.clone();
+        let task = tokio::spawn(async move {
+            while let Some(Ok(chunk)) = output.next().await {
+                let mut seen = fed.lock().expect("a watcher's lock is never poisoned");
+                seen.screen.feed(&chunk.into_bytes());
+                seen.last_output = Some(Timestamp::now());
+                seen.drawn = true;
+            }
+            fed.lock()
+                .expect("a watcher's lock is never poisoned")
+                .ended = true;
+        })
+        .abort_handle();
+        self.streams
+            .lock()
+            .expect("a watcher's lock is never poisoned")
+            .insert(
+                id.to_owned(),
+                Stream {
+                    seen: seen.clone(),
+                    task,
+                },
+            );
+        if !attached {
+            // A failure costs only the redraw: the stream still sees what
+            // the agent draws next.
+            let (columns, rows) = size;
+            let _ = engine
+                .resize(id, columns, rows.saturating_sub(1).max(1))
+                .await;
+            let _ = engine.resize(id, columns, rows).await;
+        }
+        Ok(snapshot(&seen))
+    }
+
+    /// Closes the streams of containers not in `running`.
+    pub fn retain(&self, running: &HashSet<String>) {
+        let mut streams = self
+            .streams
+            .lock()
+            .expect("a watcher's lock is never poisoned");
+        streams.retain(|id, stream| {
+            let keep = running.contains(id);
+            if !keep {
+                stream.task.abort();
+            }
+            keep
+        });
+    }
+
+    /// How many streams are open.
+    pub fn open(&self) -> usize {
+        self.streams
+            .lock()
+            .expect("a watcher's lock is never poisoned")
+            .len()
+    }
+
+    /// The open stream of `id`; one that ended is closed and forgotten.
+    fn open_stream(&self, id: &str) -> Option<Arc<Mutex<Seen>>> {
+        let mut streams = self
+            .streams
+            .lock()
+            .expect("a watcher's lock is never poisoned");
+        let stream = streams.get(id)?;
+        if stream
+            .seen
+            .lock()
+            .expect("a watcher's lock is never poisoned")
+            .ended
+        {
+            streams.remove(id);
+            return None;
+        }
+        Some(stream.seen.clone())
+    }
+}
+
+impl Drop for LiveOutputs {
+    fn drop(&mut self) {
+        if let Ok(streams) = self.streams.get_mut() {
+            for stream in streams.values() {
+                stream.task.abort();
+            }
+        }
+    }
+}
+
+fn snapshot(seen: &Mutex<Seen>) -> (Option<Timestamp>, Vec<u8>) {
+    let seen = seen.lock().expect("a watcher's lock is never poisoned");
+    let line = match seen.drawn {
+        true => seen.screen.last_line().into_bytes(),
+        false => seen.log_line.clone(),
+    };
+    (seen.last_output, line)
+}
