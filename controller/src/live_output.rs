@@ -11,8 +11,10 @@
 //! look (`retain`), or the watcher is dropped. Everything the container
 //! writes is drawn on an emulated screen (`jackin_reconcilers::screen`) of
 //! the size the agent draws at (`session::terminal_size`), whose last line
-//! is what the look reports; a look makes no engine call for a container
-//! already watched. Opening costs three calls: the log's last entry (the
+//! is what the look reports, and its last output is the last time the text
+//! the screen shows changed (output that redraws the same text, or only
+//! moves or shows the cursor, is no sign of work); a look makes no engine
+//! call for a container already watched. Opening costs three calls: the log's last entry (the
 //! output and its time from before the stream), the attach, and, with
 //! nobody attached, a size nudge (one row less, then back) that makes a
 //! full-screen agent draw its screen again, so that the watcher sees what
@@ -34,6 +36,9 @@ struct Seen {
     /// The log's last entry, shown until the stream draws anything.
     log_line: Vec<u8>,
     screen: Screen,
+    /// A digest of the text the screen shows, to tell output that changed
+    /// it from output that did not.
+    shown: u64,
     drawn: bool,
     /// The stream ended: the container stopped, or the engine let go.
     ended: bool,
@@ -74,6 +79,7 @@ impl LiveOutputs {
             last_output,
             log_line,
             screen: Screen::new(size),
+            shown: 0,
             drawn: false,
             ended: false,
         }));
@@ -82,8 +88,16 @@ impl LiveOutputs {
             while let Some(Ok(chunk)) = output.next().await {
                 let mut seen = fed.lock().expect("a watcher's lock is never poisoned");
                 seen.screen.feed(&chunk.into_bytes());
-                seen.last_output = Some(Timestamp::now());
-                seen.drawn = true;
+                // Output that leaves the screen as it was (a frame drawn
+                // again the same, the cursor shown and hidden) is no sign
+                // of work: claude redraws its first screen so while it
+                // waits.
+                let shown = seen.screen.digest();
+                if shown != seen.shown {
+                    seen.shown = shown;
+                    seen.last_output = Some(Timestamp::now());
+                    seen.drawn = true;
+                }
             }
             fed.lock()
                 .expect("a watcher's lock is never poisoned")

@@ -79,6 +79,15 @@ impl Screen {
             .collect()
     }
 
+    /// A digest of the text the screen shows (not its colours nor its
+    /// cursor): equal digests, the same text, but for a collision.
+    pub fn digest(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.parser.screen().contents().hash(&mut hasher);
+        hasher.finish()
+    }
+
     /// The lowest row with any text on it, trimmed; empty for a blank
     /// screen. What a person glancing at the terminal reads last.
     pub fn last_line(&self) -> String {

@@ -149,6 +149,20 @@ fn no_control_character_is_ever_in_the_text() {
 }
 
 #[test]
+fn the_digest_changes_with_the_text_only() {
+    let mut screen = Screen::new((80, 24));
+    screen.feed(b"\x1b[2J\x1b[HAsk me");
+    let asked = screen.digest();
+    // The same frame again, the cursor hidden and shown: no change.
+    screen.feed(b"\x1b[?25l\x1b[2J\x1b[HAsk me\x1b[?25h\x1b[1;1H");
+    assert_eq!(screen.digest(), asked);
+    screen.feed(b"\x1b[1;1H\x1b[1;31mAsk me");
+    assert_eq!(screen.digest(), asked);
+    screen.feed(b" now");
+    assert_ne!(screen.digest(), asked);
+}
+
+#[test]
 fn a_sequence_split_between_chunks_is_one() {
     let mut screen = Screen::new((80, 24));
     for chunk in [
