@@ -54,10 +54,12 @@ pub struct Look {
     /// `None` while jackin brings it up or down, or when its engine did
     /// not answer.
     pub attention: Option<Attention>,
-    /// When its container last wrote output.
+    /// When its container last wrote output (from a stream: last changed
+    /// what its screen shows).
     pub last_output: Option<Timestamp>,
-    /// That last entry of its log, as the agent wrote it: untrusted, to be
-    /// made safe before it is shown anywhere.
+    /// Its last line: the lowest row with text on the screen its stream
+    /// drew, or the last entry of its log as the agent wrote it. Untrusted,
+    /// to be made safe before it is shown anywhere.
     pub last_line: Vec<u8>,
     /// Its counters now, when they were asked for; the next look compares
     /// with them.

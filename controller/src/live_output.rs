@@ -75,11 +75,12 @@ impl LiveOutputs {
         let mut output = engine.watch_output(id).await?.output;
         let (last_output, log_line) =
             baseline.map_or((None, Vec::new()), |(at, line)| (Some(at), line));
+        let screen = Screen::new(size);
         let seen = Arc::new(Mutex::new(Seen {
             last_output,
             log_line,
-            screen: Screen::new(size),
-            shown: 0,
+            shown: screen.digest(),
+            screen,
             drawn: false,
             ended: false,
         }));

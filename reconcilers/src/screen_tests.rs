@@ -123,6 +123,10 @@ fn a_replay_keeps_text_and_colours() {
         "\u{1b}[0;1;31mred\u{1b}[0m plain \u{1b}[0;38;5;208mé✓\u{1b}[0m \
          \u{1b}[0;38;2;1;2;3mrgb\u{1b}[0m\r\n"
     );
+    assert_eq!(
+        replayed("\u{1b}[91;104mbright"),
+        "\u{1b}[0;91;104mbright\u{1b}[0m\r\n"
+    );
     // Wide characters take their two columns once.
     assert_eq!(replayed("日本 ok"), "日本 ok\r\n");
     // Invalid UTF-8 is no text: it shows as nothing, or as U+FFFD.
@@ -214,4 +218,21 @@ fn a_log_line_is_drawn_on_its_own() {
     // An endless line is cut, not held whole.
     let endless = vec![b'y'; 10 * Lines::MAX_PENDING];
     assert_eq!(lines.feed(&endless, false).len(), 10);
+}
+
+#[test]
+fn a_malformed_or_endless_sequence_reaches_nothing() {
+    for output in [
+        "a\u{1b}[6\nn",
+        "a\u{1b}[1é",
+        "a\u{1b}\u{1b}[6nb",
+        "a\u{1b}(\nb",
+        "a\u{1b}]0;t\u{1b}[6nb\u{1b}[1mc",
+    ] {
+        let replay = screen_of(output.as_bytes(), (80, 24)).replay();
+        assert!(only_text_and_colours(&replay), "{output:?}: {replay:?}");
+    }
+    // Many unfinished strings in a row are read without recursion.
+    let replay = screen_of("\u{1b}]".repeat(100_000).as_bytes(), (80, 24)).replay();
+    assert!(only_text_and_colours(&replay), "{replay:?}");
 }
