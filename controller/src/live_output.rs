@@ -16,7 +16,7 @@
 //! moves or shows the cursor, is no sign of work); a look makes no engine
 //! call for a container already watched. Opening costs three calls: the log's last entry (the
 //! output and its time from before the stream), the attach, and, with
-//! nobody attached, a size nudge (one row less, then back) that makes a
+//! nobody attached, a size nudge (one column less, then back) that makes a
 //! full-screen agent draw its screen again, so that the watcher sees what
 //! it shows now; that redraw counts as output.
 
@@ -116,13 +116,7 @@ impl LiveOutputs {
                 },
             );
         if !attached {
-            // A failure costs only the redraw: the stream still sees what
-            // the agent draws next.
-            let (columns, rows) = size;
-            let _ = engine
-                .resize(id, columns, rows.saturating_sub(1).max(1))
-                .await;
-            let _ = engine.resize(id, columns, rows).await;
+            tokio::spawn(nudge(engine.clone(), id.to_owned(), size));
         }
         Ok(snapshot(&seen))
     }
@@ -178,6 +172,24 @@ impl Drop for LiveOutputs {
             }
         }
     }
+}
+
+/// How long the terminal stays a column narrower: long enough for the
+/// agent to see it (two size changes at once are one signal, and the size
+/// it then reads is the one it had).
+const NUDGE_GAP: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Makes a full-screen agent draw its whole screen again, as a person
+/// dragging the window's edge does: a column narrower, then back. A
+/// change of rows alone makes claude draw only what changed, which is
+/// nothing. A failure costs only the redraw: the stream still sees what the
+/// agent draws next.
+async fn nudge(engine: Engine, id: String, (columns, rows): (u16, u16)) {
+    let _ = engine
+        .resize(&id, columns.saturating_sub(1).max(1), rows)
+        .await;
+    tokio::time::sleep(NUDGE_GAP).await;
+    let _ = engine.resize(&id, columns, rows).await;
 }
 
 fn snapshot(seen: &Mutex<Seen>) -> (Option<Timestamp>, Vec<u8>) {
