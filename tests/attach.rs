@@ -703,6 +703,29 @@ fn a_reattach_replays_no_query_that_makes_the_terminal_answer() {
     assert_eq!(text, "done\n", "the terminal answered the replay: {text:?}");
 }
 
+/// Defect R5: claude places its words with column moves (`CSI n G`), and
+/// the replay used to drop them, and the spaces with them
+/// (`markcolumnskept`). The replay is the screen as it was drawn: a move
+/// is the blank it leaves. The agent here prints once and never redraws,
+/// so what the attach shows can only be the replay.
+#[test]
+fn r5_a_reattach_replays_column_moves_as_the_spaces_they_leave() {
+    ensure_busybox();
+    let home = Home::new();
+    let agent = "printf 'mark\\033[10Gcolumns\\033[20Gkept\\n'; exec sleep 3600";
+    let spec = format!(
+        "  command: [sh, -c, {}]\n",
+        serde_json::to_string(agent).unwrap()
+    );
+    home.apply("mover", &instance_yaml_with("mover", &spec));
+    eventually(Duration::from_secs(20), "the agent's line", || {
+        home.ok(&["logs", "mover"]).contains("kept")
+    });
+    let terminal = Terminal::start(&home, "attach mover");
+    terminal.wait_for("attached to instance/mover", 1);
+    terminal.wait_for("mark     columns   kept", 1);
+}
+
 /// `jackin logs` on a terminal shows the log as text and colours only, as
 /// the replay does: a query in it would make the terminal type its answer
 /// into the operator's shell. Piped, the bytes go on as the agent wrote them.

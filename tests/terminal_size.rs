@@ -20,9 +20,10 @@ fn the_terminal_has_a_size_before_anyone_attaches_and_keeps_the_operators() {
     ensure_busybox();
     let home = Home::new();
     // Says its terminal's size once it has one, then at each change of it
-    // (SIGWINCH) and each line typed.
+    // (SIGWINCH) and each line typed. (busybox's `stty size` on a 0×0
+    // terminal prints an error, not `0 0`: the wait is for two numbers.)
     let agent = "trap 'echo \"winch $(stty size)\"' WINCH; \
-                 until [ \"$(stty size)\" != '0 0' ]; do sleep 0.1; done; \
+                 until stty size 2>/dev/null | grep -q '^[1-9][0-9]* [1-9]'; do sleep 0.1; done; \
                  echo \"size $(stty size)\"; \
                  while true; do read line && echo \"size $(stty size)\"; done";
     let spec = format!(

@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use jackin_reconcilers::screen::Screen;
+use jackin_reconcilers::session;
 use jackin_reconcilers::{Engine, EngineError};
 use jiff::Timestamp;
 
@@ -174,21 +175,15 @@ impl Drop for LiveOutputs {
     }
 }
 
-/// How long the terminal stays a column narrower: long enough for the
-/// agent to see it (two size changes at once are one signal, and the size
-/// it then reads is the one it had).
-const NUDGE_GAP: std::time::Duration = std::time::Duration::from_millis(300);
-
 /// Makes a full-screen agent draw its whole screen again, as a person
 /// dragging the window's edge does: a column narrower, then back. A
 /// change of rows alone makes claude draw only what changed, which is
 /// nothing. A failure costs only the redraw: the stream still sees what the
 /// agent draws next.
 async fn nudge(engine: Engine, id: String, (columns, rows): (u16, u16)) {
-    let _ = engine
-        .resize(&id, columns.saturating_sub(1).max(1), rows)
-        .await;
-    tokio::time::sleep(NUDGE_GAP).await;
+    let (narrower, rows) = session::redraw_nudge((columns, rows));
+    let _ = engine.resize(&id, narrower, rows).await;
+    tokio::time::sleep(session::REDRAW_NUDGE_GAP).await;
     let _ = engine.resize(&id, columns, rows).await;
 }
 

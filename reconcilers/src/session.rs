@@ -194,6 +194,20 @@ pub fn remember_terminal_size(
     write_atomic(&path, format!("{columns}x{rows}\n").as_bytes())
 }
 
+/// How long a redraw nudge holds the narrower size before the true one
+/// comes back: long enough for a full-screen agent to take the first
+/// change on its own (claude folds two changes that come together into
+/// one, and then draws only what changed, which is nothing).
+pub const REDRAW_NUDGE_GAP: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// The size a redraw nudge narrows the terminal to: one column less, as a
+/// person dragging the window's edge does. A change of rows alone makes
+/// claude draw only what changed; a change of width makes it lay its
+/// whole screen out again.
+pub fn redraw_nudge((columns, rows): (u16, u16)) -> (u16, u16) {
+    (columns.saturating_sub(1).max(1), rows)
+}
+
 /// `COLSxROWS`, each from 1 to 1000 (larger is no terminal).
 fn parse_size(text: &str) -> Option<(u16, u16)> {
     let (columns, rows) = text.trim().split_once('x')?;

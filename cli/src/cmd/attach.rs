@@ -47,17 +47,21 @@ async fn attach_once(
         return Ok(());
     }
     let _raw = if tty { RawMode::enable() } else { None };
-    if tty && let Ok((width, height)) = crossterm::terminal::size() {
-        // The agent lays its screen out for this terminal, and redraws
-        // only on a change of size: one row less first, so that an attach
-        // at the size it already has still makes it draw its screen anew.
-        // A failure only costs looks.
-        let _ = engine
-            .resize(container, width, height.saturating_sub(1).max(1))
-            .await;
-        let _ = engine.resize(container, width, height).await;
-        remember_size(layout, container, (width, height));
+    // The agent lays its screen out for this terminal, and redraws only on
+    // a change of size: a column less first, and the true size a moment
+    // later, so that an attach at the size it already has still makes it
+    // draw its screen anew. A failure only costs looks.
+    let mut size = None;
+    if tty && let Ok(now) = crossterm::terminal::size() {
+        let (narrower, rows) = jackin_reconcilers::session::redraw_nudge(now);
+        let _ = engine.resize(container, narrower, rows).await;
+        remember_size(layout, container, now);
+        size = Some(now);
     }
+    // Runs out once: then the true size is given back.
+    let nudged = tokio::time::sleep(jackin_reconcilers::session::REDRAW_NUDGE_GAP);
+    tokio::pin!(nudged);
+    let mut nudge_pending = size.is_some();
     let mut resizes = Resizes::watch(tty);
     let mut stdout = std::io::stdout();
     // Reset by each output: a quiet stream makes jackin ask the engine.
@@ -79,8 +83,17 @@ async fn attach_once(
                 }
                 quiet.as_mut().reset(tokio::time::Instant::now() + deadline::QUIET_CHECK);
             }
-            // A full-screen agent redraws at the size it is told.
+            () = &mut nudged, if nudge_pending => {
+                nudge_pending = false;
+                if let Some((width, height)) = size {
+                    let _ = engine.resize(container, width, height).await;
+                }
+            }
+            // A full-screen agent redraws at the size it is told (which
+            // also ends a nudge still pending: this size is the true one).
             (width, height) = resizes.next() => {
+                nudge_pending = false;
+                size = Some((width, height));
                 let _ = engine.resize(container, width, height).await;
                 remember_size(layout, container, (width, height));
             }
