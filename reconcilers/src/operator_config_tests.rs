@@ -114,13 +114,13 @@ fn a_toml_config_merges_over_the_sessions_own() {
     fs::create_dir_all(h.host.join(".codex")).unwrap();
     fs::write(
         h.host.join(".codex/config.toml"),
-        "profile = \"mine\"\n[profiles.mine]\nmodel = \"o-model\"\n",
+        "model_provider = \"mine\"\n[model_providers.mine]\nname = \"o-model\"\n",
     )
     .unwrap();
     fs::create_dir_all(h.unit.join(".codex")).unwrap();
     fs::write(
         h.unit.join(".codex/config.toml"),
-        "# the session's\nsandbox_mode = \"danger-full-access\"\nprofile = \"old\"\n",
+        "# the session's\nsandbox_mode = \"danger-full-access\"\nmodel_provider = \"old\"\n",
     )
     .unwrap();
     let entries = jackin_api::operator_config::builtin("codex");
@@ -131,8 +131,11 @@ fn a_toml_config_merges_over_the_sessions_own() {
     );
     let text = fs::read_to_string(h.unit.join(".codex/config.toml")).unwrap();
     let doc: toml_edit::DocumentMut = text.parse().unwrap();
-    assert_eq!(doc["profile"].as_str(), Some("mine"));
-    assert_eq!(doc["profiles"]["mine"]["model"].as_str(), Some("o-model"));
+    assert_eq!(doc["model_provider"].as_str(), Some("mine"));
+    assert_eq!(
+        doc["model_providers"]["mine"]["name"].as_str(),
+        Some("o-model")
+    );
     assert_eq!(doc["sandbox_mode"].as_str(), Some("danger-full-access"));
     assert!(text.contains("# the session's"), "{text}");
     // A host file that is not TOML is refused by position, never quoted.
