@@ -418,7 +418,7 @@ pub fn notes(status: &jackin_api::instance::CredentialsStatus) -> Vec<Note> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use jackin_api::credentials::{Credentials, host_env, same_place};
     use std::fs;
@@ -439,23 +439,21 @@ mod tests {
             .unwrap()
     }
 
-    struct Homes {
-        _dir: tempfile::TempDir,
-        host: PathBuf,
-        unit: PathBuf,
+    /// An operator's home with `.claude/` in it, and a unit's home, in one
+    /// temporary directory (`dir`).
+    pub(crate) struct Homes {
+        pub(crate) dir: tempfile::TempDir,
+        pub(crate) host: PathBuf,
+        pub(crate) unit: PathBuf,
     }
 
-    fn homes() -> Homes {
+    pub(crate) fn homes() -> Homes {
         let dir = tempfile::tempdir().unwrap();
         let host = dir.path().join("host");
         let unit = dir.path().join("unit");
         fs::create_dir_all(host.join(".claude")).unwrap();
         fs::create_dir_all(&unit).unwrap();
-        Homes {
-            host,
-            unit,
-            _dir: dir,
-        }
+        Homes { host, unit, dir }
     }
 
     fn pinned(mode: AuthForward, sets: Vec<CredentialSet>) -> PinnedCredentials {

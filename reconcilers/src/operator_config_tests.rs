@@ -1,21 +1,13 @@
 use super::*;
+use credentials::tests::Homes;
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
-use std::path::PathBuf;
 
-struct Homes {
-    dir: tempfile::TempDir,
-    host: PathBuf,
-    unit: PathBuf,
-}
-
+/// The credentials' homes, with a commands directory on the host.
 fn homes() -> Homes {
-    let dir = tempfile::tempdir().unwrap();
-    let host = dir.path().join("host");
-    let unit = dir.path().join("unit");
-    fs::create_dir_all(host.join(".claude/commands")).unwrap();
-    fs::create_dir_all(&unit).unwrap();
-    Homes { dir, host, unit }
+    let homes = credentials::tests::homes();
+    fs::create_dir_all(homes.host.join(".claude/commands")).unwrap();
+    homes
 }
 
 fn claude() -> Vec<ConfigEntry> {
