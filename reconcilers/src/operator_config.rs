@@ -62,6 +62,10 @@ pub async fn before_start(
         return Vec::new();
     };
     if recipe.operator_config != Some(OperatorConfigMode::Sync) {
+        // A session rolled out to `none` shows no copy of an earlier start.
+        if let Some(status) = obj.status.as_mut() {
+            status.operator_config = None;
+        }
         return Vec::new();
     }
     let entries = registry

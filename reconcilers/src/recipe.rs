@@ -745,6 +745,20 @@ mod tests {
         assert_eq!(drift(&before, &relaunched), ["agent (its registry entry)"]);
     }
 
+    /// The workspace's `operatorConfig` is pinned: turning it on or off is
+    /// drift; a recipe pinned before it (none) and `none` are the same.
+    #[test]
+    fn a_changed_operator_config_is_drift() {
+        let none = Recipe::default();
+        let sync = Recipe {
+            operator_config: Some(OperatorConfigMode::Sync),
+            ..Default::default()
+        };
+        assert_eq!(drift(&none, &none), Vec::<&str>::new());
+        assert_eq!(drift(&none, &sync), ["operatorConfig (the workspace's)"]);
+        assert_eq!(drift(&sync, &none), ["operatorConfig (the workspace's)"]);
+    }
+
     /// A workspace that widens the container, or widens it otherwise, is
     /// drift; the role's widening, pinned with its commit, is not compared.
     #[test]
