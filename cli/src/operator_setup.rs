@@ -7,10 +7,9 @@ use std::fmt::Write as _;
 use jackin_api::instance::{OperatorConfigStatus, Recipe};
 use jackin_api::operator_config::OperatorConfigMode;
 
-use crate::output::terminal_safe;
-
-/// The `Operator config` field of `describe`; none for a session pinned
-/// without it (`none`, the default).
+/// The `Operator config` field of `describe`, one line a place; none for a
+/// session pinned without it (`none`, the default). The lines name files
+/// the agent may have named: the caller makes them terminal-safe.
 pub fn summary(recipe: &Recipe, record: Option<&OperatorConfigStatus>) -> Option<String> {
     if recipe.operator_config != Some(OperatorConfigMode::Sync) {
         return None;
@@ -24,10 +23,10 @@ pub fn summary(recipe: &Recipe, record: Option<&OperatorConfigStatus>) -> Option
         }
         Some(record) => {
             for line in &record.copied {
-                let _ = write!(out, "\n  {}", terminal_safe(line));
+                let _ = write!(out, "\n  {line}");
             }
             for line in &record.refused {
-                let _ = write!(out, "\n  refused: {}", terminal_safe(line));
+                let _ = write!(out, "\n  refused: {line}");
             }
         }
     }

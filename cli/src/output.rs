@@ -760,7 +760,7 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
     if let Some(setup) =
         recipe.and_then(|r| crate::operator_setup::summary(r, status.operator_config.as_ref()))
     {
-        field("Operator config", setup);
+        field("Operator config", terminal_safe_lines(&setup));
     }
     if let Some(image) = &spec.image {
         field("Image", image.clone());
