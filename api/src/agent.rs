@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::agent_settings::{AgentSetting, SettingFormat, SettingValue, WORKING_DIR_PLACEHOLDER};
 use crate::credentials::{CredentialFile, Credentials, LoginStep, host_env, same_place};
 use crate::meta::{API_VERSION, ObjectMeta};
+use crate::operator_config::{self, ConfigEntry};
 
 /// How to run one agent CLI.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -82,6 +83,12 @@ pub struct AgentSpec {
     /// workspace turns one off by name (`agentSettings: {trust: false}`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub settings: Vec<AgentSetting>,
+    /// The operator's own setup of the agent (its memory file, commands,
+    /// settings, MCP servers): host files and directories copied into the
+    /// unit's home before every start when the workspace says
+    /// `operatorConfig: sync`, before the credentials and jackin's settings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operator_config: Vec<ConfigEntry>,
     /// Whether the agent finds its conversations by the working directory
     /// (its store is keyed by it, or its continue takes the latest of the
     /// directory): started in another directory, it finds none of them and
@@ -315,6 +322,7 @@ pub fn builtin() -> Vec<Agent> {
                     login_step: None,
                 }),
                 settings: builtin_settings("claude"),
+                operator_config: operator_config::builtin("claude"),
             },
         ),
         // Codex chooses its own ids: continue the latest under an isolated
@@ -356,6 +364,7 @@ pub fn builtin() -> Vec<Agent> {
                 // running Codex CLI").
                 install: args(&["RUN npm install -g @openai/codex"]),
                 settings: builtin_settings("codex"),
+                operator_config: operator_config::builtin("codex"),
                 ..Default::default()
             },
         ),
@@ -422,6 +431,7 @@ pub fn builtin() -> Vec<Agent> {
                     login_step: None,
                 }),
                 settings: builtin_settings("gemini"),
+                operator_config: operator_config::builtin("gemini"),
             },
         ),
         // Aider keeps no ids, and its history file defaults to the
@@ -472,6 +482,7 @@ pub fn builtin() -> Vec<Agent> {
                 }),
                 // The npm package (opencode.ai/docs, "Install").
                 install: args(&["RUN npm install -g opencode-ai"]),
+                operator_config: operator_config::builtin("opencode"),
                 ..Default::default()
             },
         ),

@@ -554,6 +554,10 @@ pub struct InstanceStatus {
     /// by the workspace, or left alone in a file jackin could not read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_settings: Vec<crate::agent_settings::AppliedSetting>,
+    /// What the last start copied of the operator's own agent setup
+    /// (`operatorConfig: sync`), by name, never by content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_config: Option<OperatorConfigStatus>,
     /// Attempts in a row that failed for a reason retrying cannot fix (or a
     /// refusal of the engine that keeps coming back): see
     /// [`Instance::gave_up`]. Cleared when the instance converges.
@@ -687,6 +691,21 @@ pub struct CredentialsStatus {
     /// The files the last start could not forward, with what to do.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files_missing: Vec<String>,
+}
+
+/// What a start copied of the operator's own agent setup: places, never
+/// contents.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OperatorConfigStatus {
+    /// Each entry copied, `~/SRC → ~/DST` and how (merged keys, the number
+    /// of files of a directory).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copied: Vec<String>,
+    /// What was refused or could not be read, with why: nothing of it was
+    /// written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
 }
 
 /// The idle hooks' timer, kept in the status so that a restarted
@@ -962,6 +981,11 @@ pub struct Recipe {
     /// host paths, never a value). Absent in recipes pinned before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<PinnedCredentials>,
+    /// `sync` when the operator's own agent setup is copied into the
+    /// session before every start (the workspace's `operatorConfig`);
+    /// absent under `none`, the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_config: Option<crate::operator_config::OperatorConfigMode>,
     /// What the role and the workspace widen of the container's
     /// restrictions; absent when neither does (jackin's defaults apply,
     /// to recipes pinned before this field too).

@@ -14,6 +14,7 @@ pub mod instance;
 pub mod manifest;
 pub mod meta;
 pub mod names;
+pub mod operator_config;
 pub mod redact;
 pub mod role;
 pub mod security;

@@ -228,6 +228,10 @@ pub mod reason {
     pub const CREDENTIALS_FORWARDED: &str = "CredentialsForwarded";
     pub const CREDENTIALS_MISSING: &str = "CredentialsMissing";
     pub const CREDENTIALS_REFUSED: &str = "CredentialsRefused";
+    // The operator's own agent setup (`operatorConfig: sync`): what a start
+    // copied, and what it refused or could not read (nothing of it written).
+    pub const OPERATOR_CONFIG_COPIED: &str = "OperatorConfigCopied";
+    pub const OPERATOR_CONFIG_REFUSED: &str = "OperatorConfigRefused";
     // Idle hooks: one command's outcome, what followed the commands, and
     // the IdleRestart condition's reason.
     pub const IDLE_HOOK: &str = "IdleHook";

@@ -1014,6 +1014,13 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
             );
         }
     }
+    for (field, message) in crate::operator_config::problems(
+        &spec.operator_config,
+        "spec.operatorConfig",
+        home_relative,
+    ) {
+        errors.push(field, message);
+    }
     let retention = (spec.retention.as_ref()).and_then(|r| r.setting.as_ref());
     let taken = retention.map(|_| crate::agent::RETENTION_SETTING);
     for (field, message) in

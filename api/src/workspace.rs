@@ -111,6 +111,11 @@ pub struct WorkspaceSpec {
     /// how the operator's logins reach them (`sync` when omitted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_forward: Option<AuthForward>,
+    /// Whether the operator's own agent setup (the files each `Agent`
+    /// entry lists in `operatorConfig`) is copied into the workspace's
+    /// sessions before every start: `sync`, or `none` (when omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_config: Option<crate::operator_config::OperatorConfigMode>,
     /// The default of `spec.updatePolicy` for the workspace's instances
     /// (`Manual` when omitted).
     #[serde(default, skip_serializing_if = "Option::is_none")]

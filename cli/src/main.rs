@@ -7,6 +7,7 @@ mod cmd;
 mod context;
 mod deadline;
 mod hints;
+mod operator_setup;
 mod output;
 mod progress;
 mod run_log;

@@ -756,6 +756,12 @@ pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
             credentials_summary(pinned, status.credentials.as_ref()),
         );
     }
+    let recipe = status.recipe.as_ref();
+    if let Some(setup) =
+        recipe.and_then(|r| crate::operator_setup::summary(r, status.operator_config.as_ref()))
+    {
+        field("Operator config", terminal_safe_lines(&setup));
+    }
     if let Some(image) = &spec.image {
         field("Image", image.clone());
     }

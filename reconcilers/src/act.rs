@@ -36,7 +36,7 @@ use crate::offload::blocking;
 use crate::plan::{Leftover, Step};
 use crate::recipe::{self, RecipeError, ResolvedAgent};
 use crate::secrets::{self, SecretError};
-use crate::{ending, restricted, resume, rollout, session, token_login};
+use crate::{ending, operator_config, restricted, resume, rollout, session, token_login};
 
 /// Where the agent's home is mounted inside the container.
 pub const AGENT_HOME: &str = "/home/agent";
@@ -517,6 +517,18 @@ pub async fn act(
         Step::CreateContainer => {
             restore_unit_dirs(ctx.layout, &container, progress)?;
             create_and_record(ctx, obj, &container).await?;
+        }
+        Step::CopyOperatorConfig => {
+            let host = ctx.credentials_home.clone();
+            let notes =
+                operator_config::before_start(ctx.layout, host, &container, obj, ctx.agent).await;
+            for note in notes {
+                progress(Report::Note {
+                    stage: None,
+                    reason: note.reason,
+                    message: &note.message,
+                });
+            }
         }
         Step::ForwardCredentials => forward_credentials(ctx, obj, &container, progress).await?,
         Step::StartContainer { id } => {

@@ -270,18 +270,31 @@ fn merge_keys(
             set.login.as_deref().unwrap_or("log in on the host")
         )));
     }
+    let keys: Vec<String> = found.iter().map(|(k, _)| k.clone()).collect();
+    set_json_keys(target, found)?;
+    Ok(Ok(keys))
+}
+
+/// Sets `found` (top-level keys and values) in the JSON object at
+/// `target`, a file in the unit's home, which is the agent's: it is read
+/// without following a link, anything there that is not a JSON object is
+/// replaced, and the file is replaced by a rename (mode 0600), never
+/// written through.
+pub(crate) fn set_json_keys(
+    target: &Path,
+    found: impl IntoIterator<Item = (String, serde_json::Value)>,
+) -> io::Result<()> {
     let mut own: serde_json::Map<String, serde_json::Value> =
         read_untrusted(target, MAX_FILE_BYTES)
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default();
-    let keys: Vec<String> = found.iter().map(|(k, _)| k.clone()).collect();
     own.extend(found);
     let text = serde_json::to_vec_pretty(&own).expect("a JSON object serializes");
     let dir = target.parent().expect("a file has a directory");
     let name = target.file_name().expect("a file has a name");
     fsutil::replace_below(dir, Path::new(name), &text)?;
-    Ok(Ok(keys))
+    Ok(())
 }
 
 /// The variables of `token` mode, resolved now, for the engine only.
@@ -405,7 +418,7 @@ pub fn notes(status: &jackin_api::instance::CredentialsStatus) -> Vec<Note> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use jackin_api::credentials::{Credentials, host_env, same_place};
     use std::fs;
@@ -426,23 +439,21 @@ mod tests {
             .unwrap()
     }
 
-    struct Homes {
-        _dir: tempfile::TempDir,
-        host: PathBuf,
-        unit: PathBuf,
+    /// An operator's home with `.claude/` in it, and a unit's home, in one
+    /// temporary directory (`dir`).
+    pub(crate) struct Homes {
+        pub(crate) dir: tempfile::TempDir,
+        pub(crate) host: PathBuf,
+        pub(crate) unit: PathBuf,
     }
 
-    fn homes() -> Homes {
+    pub(crate) fn homes() -> Homes {
         let dir = tempfile::tempdir().unwrap();
         let host = dir.path().join("host");
         let unit = dir.path().join("unit");
         fs::create_dir_all(host.join(".claude")).unwrap();
         fs::create_dir_all(&unit).unwrap();
-        Homes {
-            host,
-            unit,
-            _dir: dir,
-        }
+        Homes { host, unit, dir }
     }
 
     fn pinned(mode: AuthForward, sets: Vec<CredentialSet>) -> PinnedCredentials {

@@ -283,18 +283,17 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
         steps.push(Step::PrepareMounts);
     }
     steps.extend(support(obj, recipe, view));
-    // Logins go in before every start: the host's may have been renewed.
-    let credentials = forwards_credentials(recipe).then_some(Step::ForwardCredentials);
     match (tier, &view.container) {
         (Some(Tier::Running), _) => {}
         (Some(Tier::Started), Some(c)) => {
-            steps.extend(credentials.into_iter().chain([Step::StartContainer {
+            steps.extend(home_writers(recipe));
+            steps.push(Step::StartContainer {
                 id: Some(c.id.clone()),
-            }]));
+            });
         }
         _ => {
             steps.push(Step::CreateContainer);
-            steps.extend(credentials);
+            steps.extend(home_writers(recipe));
             steps.push(Step::StartContainer { id: None });
         }
     }
@@ -392,6 +391,38 @@ fn has_isolated_mounts(recipe: Option<&Recipe>) -> bool {
 /// is pinned), so a launch always does: with nothing to forward that step
 /// does nothing. A recipe pinned before the hand-off existed forwards
 /// nothing.
+/// What writes the agent's files in the unit's home before a start, in
+/// the one writing order (docs/ARCHITECTURE.md), each writer changing only
+/// its own keys in what the one before left:
+///
+/// 1. the agent's own file, as the agent last wrote it: the base, which
+///    nothing here writes;
+/// 2. the operator's config (`CopyOperatorConfig`, under `operatorConfig:
+///    sync`);
+/// 3. the credential keys (`ForwardCredentials`);
+/// 4. jackin's settings, by the start itself (`StartContainer`), last.
+///
+/// Both run before every start: the host's setup may have changed, its
+/// logins been renewed.
+fn home_writers(recipe: Option<&Recipe>) -> Vec<Step> {
+    let operator_config = copies_operator_config(recipe).then_some(Step::CopyOperatorConfig);
+    let credentials = forwards_credentials(recipe).then_some(Step::ForwardCredentials);
+    operator_config.into_iter().chain(credentials).collect()
+}
+
+/// Whether the recipe copies the operator's setup: `sync`, and an agent
+/// entry that lists some. Before a first pin, the step is planned and
+/// looks at the recipe the pin made (as the credentials' is).
+fn copies_operator_config(recipe: Option<&Recipe>) -> bool {
+    recipe.is_none_or(|recipe| {
+        recipe.operator_config == Some(jackin_api::operator_config::OperatorConfigMode::Sync)
+            && recipe
+                .agent
+                .as_ref()
+                .is_some_and(|a| !a.spec.operator_config.is_empty())
+    })
+}
+
 fn forwards_credentials(recipe: Option<&Recipe>) -> bool {
     recipe.is_none_or(|recipe| {
         recipe
@@ -786,6 +817,7 @@ mod tests {
                 PrepareMounts,
                 CreateNetwork,
                 CreateContainer,
+                CopyOperatorConfig,
                 ForwardCredentials,
                 start_new()
             ]
@@ -836,6 +868,59 @@ mod tests {
             assert_eq!(
                 ladder(&obj, &view(Some(false), true, true)).steps,
                 [start_observed()]
+            );
+        }
+    }
+
+    /// Under `operatorConfig: sync`, the operator's setup goes in before
+    /// the logins and the start, in the one writing order; under `none`, or
+    /// for an agent that lists none, it is not planned.
+    #[test]
+    fn the_operators_setup_goes_in_before_the_logins_in_the_writing_order() {
+        use jackin_api::credentials::{AuthForward, PinnedCredentials, builtin_sets};
+        use jackin_api::operator_config::OperatorConfigMode;
+        let with = |mode: Option<OperatorConfigMode>, agent: &str| {
+            let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
+            let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
+            recipe.credentials = Some(PinnedCredentials {
+                mode: AuthForward::Sync,
+                sets: builtin_sets(),
+            });
+            recipe.operator_config = mode;
+            recipe.agent = Some(jackin_api::instance::PinnedAgent {
+                name: agent.into(),
+                source: "builtin".into(),
+                spec: jackin_api::agent::builtin()
+                    .into_iter()
+                    .find(|a| a.metadata.name == agent)
+                    .unwrap()
+                    .spec,
+                strategy: jackin_api::agent::Strategy::None,
+                version: None,
+            });
+            obj
+        };
+        let synced = with(Some(OperatorConfigMode::Sync), "claude");
+        assert_eq!(
+            ladder(&synced, &view(Some(false), true, true)).steps,
+            [CopyOperatorConfig, ForwardCredentials, start_observed()]
+        );
+        assert_eq!(
+            ladder(&synced, &view(None, true, true)).steps,
+            [
+                CreateContainer,
+                CopyOperatorConfig,
+                ForwardCredentials,
+                start_new()
+            ]
+        );
+        for obj in [
+            with(None, "claude"),
+            with(Some(OperatorConfigMode::Sync), "shell"),
+        ] {
+            assert_eq!(
+                ladder(&obj, &view(Some(false), true, true)).steps,
+                [ForwardCredentials, start_observed()]
             );
         }
     }
@@ -1031,6 +1116,7 @@ to Running: Running as the spec asks; a first launch: the recipe is pinned
   - preparing the isolated checkouts
   - creating the network
   - creating the container
+  - copying the operator's agent setup to the session
   - handing the operator's logins to the session
   - starting the container
 to Running: Running as the spec asks; the container runs

@@ -31,6 +31,7 @@ pub mod legacy_worktree;
 pub mod observe;
 pub mod offline;
 pub mod offload;
+pub mod operator_config;
 pub mod plan;
 pub mod policy;
 pub mod probes;

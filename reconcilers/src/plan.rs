@@ -66,6 +66,10 @@ pub enum Step {
     },
     /// Create the main container from the pinned recipe, secrets resolved now.
     CreateContainer,
+    /// Copy the operator's own agent setup into the unit's home before it
+    /// starts (`operatorConfig: sync`), and say what went and what was
+    /// refused, by name.
+    CopyOperatorConfig,
     /// Hand the operator's logins to the session before it starts: copy the
     /// credential files into the unit's home (`authForward: sync`), and say
     /// what reached it and what did not.
@@ -167,6 +171,7 @@ impl Step {
             Step::CreateSidecar(_) => "create-sidecar",
             Step::StartSidecar { .. } => "start-sidecar",
             Step::CreateContainer => "create-container",
+            Step::CopyOperatorConfig => "copy-operator-config",
             Step::ForwardCredentials => "forward-credentials",
             Step::StartContainer { .. } => "start-container",
             Step::StopContainer { .. } => "stop-container",
@@ -184,7 +189,7 @@ impl Step {
     /// `role` (resolving and building the role's image), `derived image`
     /// (rebuilding it at the pinned commit), `workspace` (the checkouts),
     /// `network`, `sidecar` (sidecars and their volumes), `credentials`
-    /// (the operator's logins), `container` (the agent's own), `cleanup`
+    /// (the operator's logins and agent setup), `container` (the agent's own), `cleanup`
     /// (what a purge removes last).
     pub fn stage(&self) -> &'static str {
         match self {
@@ -206,7 +211,7 @@ impl Step {
             | Step::StartContainer { .. }
             | Step::StopContainer { .. }
             | Step::RemoveContainer { .. } => "container",
-            Step::ForwardCredentials => "credentials",
+            Step::CopyOperatorConfig | Step::ForwardCredentials => "credentials",
             Step::StampPurging | Step::FinishPurge => "cleanup",
             Step::RecordSession(_)
             | Step::NoteMalformedMarker(_)
@@ -281,6 +286,7 @@ impl Step {
                 format!("starting sidecar {name} ({})", short_id(id))
             }
             Step::CreateContainer => "creating the container".into(),
+            Step::CopyOperatorConfig => "copying the operator's agent setup to the session".into(),
             Step::ForwardCredentials => "handing the operator's logins to the session".into(),
             Step::StartContainer { id: None } => "starting the container".into(),
             Step::StartContainer { id: Some(id) } => {

@@ -13,6 +13,7 @@ use jackin_api::instance::{
     Instance, InstanceSpec, MountSpec, PinnedAgent, PinnedDind, Recipe, RoleSource, Sidecar,
 };
 use jackin_api::names::label;
+use jackin_api::operator_config::OperatorConfigMode;
 use jackin_api::role::{self, ROLE_CONFIG_FILE, RoleConfig};
 use jackin_api::security::{PinnedSecurity, SecuritySpec};
 use jackin_api::workspace::WorkspaceSpec;
@@ -195,6 +196,11 @@ pub fn wanted(
         generation: obj.metadata.generation,
         agent,
         credentials: Some(credentials),
+        // The operator's own agent setup goes only where the workspace asks
+        // for it.
+        operator_config: workspace
+            .and_then(|w| w.operator_config)
+            .filter(|mode| *mode == OperatorConfigMode::Sync),
         // The role's widening is read with its commit, when the recipe is
         // pinned; the workspace's is the spec's now.
         security: wanted_security(workspace),
@@ -326,6 +332,9 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     if pinned.credentials.is_some() && wanted.credentials != pinned.credentials {
         fields.push("credentials (authForward or a credential set)");
     }
+    if wanted.operator_config != pinned.operator_config {
+        fields.push("operatorConfig (the workspace's)");
+    }
     // Recipes pinned before agents were data have no entry to compare.
     if pinned.agent.is_some() && compared_entry(wanted) != compared_entry(pinned) {
         fields.push("agent (its registry entry)");
@@ -340,13 +349,15 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
 /// changed directory costs, nothing the session runs, and its `settings`
 /// are applied at every start from the registry as it is then (a session
 /// pinned before a setting existed gets it at its next start, with no
-/// drift).
+/// drift), as are the places of its `operatorConfig` (whether they are
+/// copied at all is the recipe's `operatorConfig`, compared apart).
 pub fn compared_entry(recipe: &Recipe) -> Option<(&str, AgentSpec, Strategy)> {
     recipe.agent.as_ref().map(|a| {
         let mut spec = a.spec.clone();
         spec.credentials = None;
         spec.conversations_by_directory = false;
         spec.settings = Vec::new();
+        spec.operator_config = Vec::new();
         (a.name.as_str(), spec, a.strategy)
     })
 }
@@ -732,6 +743,20 @@ mod tests {
             ..claude()
         });
         assert_eq!(drift(&before, &relaunched), ["agent (its registry entry)"]);
+    }
+
+    /// The workspace's `operatorConfig` is pinned: turning it on or off is
+    /// drift; a recipe pinned before it (none) and `none` are the same.
+    #[test]
+    fn a_changed_operator_config_is_drift() {
+        let none = Recipe::default();
+        let sync = Recipe {
+            operator_config: Some(OperatorConfigMode::Sync),
+            ..Default::default()
+        };
+        assert_eq!(drift(&none, &none), Vec::<&str>::new());
+        assert_eq!(drift(&none, &sync), ["operatorConfig (the workspace's)"]);
+        assert_eq!(drift(&sync, &none), ["operatorConfig (the workspace's)"]);
     }
 
     /// A workspace that widens the container, or widens it otherwise, is

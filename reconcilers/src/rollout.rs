@@ -324,6 +324,12 @@ pub fn diff(pinned: &Recipe, wanted: &Recipe) -> Vec<String> {
             show(&wanted.credentials),
         );
     }
+    let operator_config = |r: &Recipe| r.operator_config.unwrap_or_default().as_str().to_owned();
+    field(
+        "operatorConfig",
+        operator_config(pinned),
+        operator_config(wanted),
+    );
     let entry = |r: &Recipe| recipe::compared_entry(r).map(|entry| show(&entry));
     if entry(pinned) != entry(wanted) {
         field(

@@ -99,7 +99,9 @@ pub fn conversation_path(recipe: &Recipe) -> Option<String> {
 
 /// The files that hold a login, relative to the agent's home: every
 /// credential file of the pinned sets and of the agent's own entry, which a
-/// login inside the session writes too.
+/// login inside the session writes too; and every place of the operator's
+/// own setup (`operatorConfig`), which is treated as a login: it may hold
+/// secrets, and it is copied again at the next start.
 fn login_files(recipe: &Recipe) -> Vec<String> {
     let pinned = recipe
         .credentials
@@ -111,9 +113,16 @@ fn login_files(recipe: &Recipe) -> Vec<String> {
         .iter()
         .filter_map(|a| a.spec.credentials.as_ref())
         .flat_map(|c| c.files.iter());
+    let operator_config = recipe
+        .agent
+        .iter()
+        .flat_map(|a| a.spec.operator_config.iter())
+        .map(|entry| entry.dst.as_str());
     let mut paths: Vec<String> = pinned
         .chain(own)
-        .map(|file| file.dst.trim_start_matches("./").to_owned())
+        .map(|file| file.dst.as_str())
+        .chain(operator_config)
+        .map(|dst| dst.trim_start_matches("./").to_owned())
         .collect();
     paths.sort();
     paths.dedup();

@@ -208,6 +208,8 @@ fn sha256_hex(text: &str) -> String {
 pub struct Request {
     pub seq: u64,
     pub api: String,
+    /// The path it was posted to (a provider's base URL and the API's).
+    pub path: String,
     /// "match" when it carried the session's login, "other" or "none".
     pub login: String,
     /// Every user and assistant text of the conversation so far.
@@ -467,6 +469,7 @@ impl AgentSession {
             .map(|record| Request {
                 seq: record["seq"].as_u64().unwrap(),
                 api: record["api"].as_str().unwrap_or_default().to_owned(),
+                path: record["path"].as_str().unwrap_or_default().to_owned(),
                 login: record["login"].as_str().unwrap_or_default().to_owned(),
                 texts: strings(&record["texts"]),
                 last: record["last"].as_str().unwrap_or_default().to_owned(),
