@@ -4,6 +4,7 @@
 //! $JACKIN_HOME (default ~/.jackin)
 //!   config.yaml                    the operator's settings (optional; may be a link)
 //!   home-id                        this home's id, labelled on its engine objects
+//!   controller.lock                held by the running `jackin controller`; holds its pid
 //!   data/instances.json            index, one row per instance; rebuildable
 //!   data/instances.json.lock       the index lock (also guards ended.json)
 //!   data/instances.json.corrupt-<timestamp>   an unreadable index, kept aside
@@ -176,6 +177,13 @@ impl Layout {
 
     pub fn index_file(&self) -> PathBuf {
         self.data_dir().join("instances.json")
+    }
+
+    /// Held by `jackin controller` for its whole life, so that one home has
+    /// one controller; the file holds the holder's pid, for the message of
+    /// the one refused.
+    pub fn controller_lock_file(&self) -> PathBuf {
+        self.root.join("controller.lock")
     }
 
     pub fn index_lock_file(&self) -> PathBuf {
