@@ -184,8 +184,21 @@ pub enum Command {
     Logs(LogsArgs),
     /// Run a command in an instance's container, as the agent's user.
     Exec(ExecArgs),
-    /// Print a shell completion script.
-    Completions { shell: clap_complete::Shell },
+    /// Print a shell completion script: the commands and flags, and the
+    /// names of instances, workspaces, agents and saved discards as they
+    /// are when a word is completed.
+    Completions {
+        /// The shell the script is for.
+        shell: clap_complete::Shell,
+    },
+    /// What the completion scripts call: the names the next word may be,
+    /// after the words typed so far.
+    #[command(name = "__complete-names", hide = true)]
+    CompleteNames {
+        /// The command line after `jackin`, up to the word being completed.
+        #[arg(last = true, value_name = "WORDS")]
+        words: Vec<String>,
+    },
 }
 
 /// Instances chosen by their labels or by manifest files.

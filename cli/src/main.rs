@@ -4,6 +4,7 @@
 mod agent_output;
 mod args;
 mod cmd;
+mod completion;
 mod context;
 mod deadline;
 mod hints;
@@ -16,7 +17,7 @@ mod terminal;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 
 use crate::args::UsageError;
 use crate::args::{Cli, Command};
@@ -186,10 +187,8 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Top(args) => cmd::top::run(&args).await,
         Command::Logs(args) => cmd::logs::run(&args).await,
         Command::Exec(args) => cmd::exec::run(&args).await,
-        Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "jackin", &mut std::io::stdout());
-            Ok(())
-        }
+        Command::Completions { shell } => completion::print_script(shell),
+        Command::CompleteNames { words } => completion::print_names(&words),
     }
 }
 
