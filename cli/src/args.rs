@@ -321,11 +321,18 @@ pub struct WaitArgs {
 
 #[derive(Debug, Args)]
 pub struct LaunchArgs {
-    #[arg(long, short = 'w')]
+    /// The workspace the session belongs to: a Workspace applied before
+    /// (`jackin get workspaces` lists them), whose policy it runs under.
+    #[arg(long, short = 'w', value_name = "WORKSPACE")]
     pub workspace: String,
-    #[arg(long, short = 'r')]
+    /// The role: the name a workspace's `spec.roles` entry or an
+    /// instance's `spec.role.name` gives it (`tester`, `architect`).
+    #[arg(long, short = 'r', value_name = "ROLE")]
     pub role: String,
-    #[arg(long, short = 'a')]
+    /// The agent that runs in the session: a built-in (claude, codex,
+    /// aider, gemini, opencode, shell) or an Agent applied before
+    /// (`jackin get agents` lists them).
+    #[arg(long, short = 'a', value_name = "AGENT")]
     pub agent: String,
     /// An Instance manifest a new session starts from, named as the file
     /// names it unless --name is given (default: the workspace's
@@ -474,6 +481,27 @@ impl From<PhaseArg> for DesiredPhase {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every flag and argument of every command says what it is for in
+    /// `--help`: an undescribed one is a question the operator has to
+    /// answer by reading the source.
+    #[test]
+    fn every_flag_has_help_text() {
+        use clap::CommandFactory;
+        fn undescribed(command: &clap::Command, path: &str, found: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    found.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in command.get_subcommands() {
+                undescribed(sub, &format!("{path} {}", sub.get_name()), found);
+            }
+        }
+        let mut found = Vec::new();
+        undescribed(&Cli::command(), "jackin", &mut found);
+        assert!(found.is_empty(), "without help text: {found:?}");
+    }
 
     #[test]
     fn ages_take_days_and_durations() {
