@@ -406,38 +406,3 @@ pub async fn watch(
         .await;
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::output;
-
-    /// Where each column of `line` starts (after a run of 3 spaces).
-    fn starts(line: &str) -> Vec<usize> {
-        let mut at = vec![0];
-        let bytes = line.as_bytes();
-        for i in 3..bytes.len() {
-            if bytes[i] != b' ' && bytes[i - 3..i] == *b"   " {
-                at.push(i);
-            }
-        }
-        at
-    }
-
-    /// `get -w` prints the header once, then rows as they change: a later
-    /// row lines up under the header, whatever its own cells' widths.
-    #[test]
-    fn watched_rows_line_up_with_the_header_printed_first() {
-        let header = ["NAME", "DESIRED", "PHASE"];
-        let row = |cells: [&str; 3]| cells.map(str::to_owned).to_vec();
-        let mut widths = Vec::new();
-        let first = output::table_in(
-            &mut widths,
-            &header,
-            &[row(["a-rather-long-name", "Running", "Pending"])],
-        );
-        let later = output::table_in(&mut widths, &header, &[row(["b", "Kept", "Kept"])]);
-        let header_line = first.lines().next().unwrap();
-        let later_row = later.lines().nth(1).unwrap();
-        assert_eq!(starts(later_row), starts(header_line), "{first}{later}");
-    }
-}
