@@ -716,3 +716,39 @@ fn logs_follow_ends_when_the_session_ends_and_says_why() {
         },
     );
 }
+
+#[test]
+fn describe_workspace_shows_everything_it_sets() {
+    let home = Home::new();
+    home.record(
+        "desk",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: desk}\nspec:\n  \
+         needsYouAfter: 2m\n  updatePolicy: OnDrift\n  notify: {command: [notify-send, jackin]}\n  \
+         roles:\n  - {name: tester, image: \"busybox:1\"}\n  - {name: architect, source: {git: \
+         /srv/roles.git, ref: main}}\n  agentSettings: {trust: false}\n",
+    );
+    let described = home.ok(&["describe", "workspace", "desk"]);
+    for expected in [
+        "Update policy:    OnDrift\n",
+        "Needs you after:  2m\n",
+        "Notify:           notify-send jackin (at most 10s each run, once per 60s per instance \
+         and event)\n",
+        "Settings off:     trust\n",
+        "Roles:\n  tester: image busybox:1\n  architect: built from /srv/roles.git at main\n",
+    ] {
+        assert!(described.contains(expected), "{expected:?} in:\n{described}");
+    }
+    // What a workspace leaves out says its default.
+    home.record(
+        "bare",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: bare}\nspec: {}\n",
+    );
+    let bare = home.ok(&["describe", "workspace", "bare"]);
+    for expected in [
+        "Update policy:    Manual (the default)\n",
+        "Needs you after:  30s (the default)\n",
+        "Notify:           off\n",
+    ] {
+        assert!(bare.contains(expected), "{expected:?} in:\n{bare}");
+    }
+}

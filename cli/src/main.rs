@@ -13,6 +13,7 @@ mod progress;
 mod run_log;
 mod screens;
 mod terminal;
+mod workspace_policy;
 
 use std::process::ExitCode;
 

@@ -456,6 +456,10 @@ pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) 
     if !widened.is_empty() {
         field("Security", format!("widens {}", widened.join("; ")));
     }
+    for (key, value) in crate::workspace_policy::fields(&ws.spec) {
+        field(key, value);
+    }
+    out.push_str(&crate::workspace_policy::roles(&ws.spec.roles));
     if !ws.spec.mounts.is_empty() {
         out.push_str("Mounts:\n");
         out.push_str(&mount_lines(&ws.spec.mounts));
