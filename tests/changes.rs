@@ -9,7 +9,9 @@ mod support;
 use support::{Home, busybox_image, ensure_busybox};
 
 fn workspace(name: &str, spec: &str) -> String {
-    format!("apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec: {spec}\n")
+    format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec: {spec}\n"
+    )
 }
 
 /// A shell session of `workspace` that sleeps, with `MODE` set to `mode`.

@@ -98,10 +98,7 @@ fn bash_completes_instance_workspace_and_agent_names() {
         ["fleet"]
     );
     // Flags are still clap's.
-    assert_eq!(
-        bash_completes(&home, &["attach", "--no-w"]),
-        ["--no-wait"]
-    );
+    assert_eq!(bash_completes(&home, &["attach", "--no-w"]), ["--no-wait"]);
 }
 
 #[test]

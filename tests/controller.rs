@@ -233,7 +233,11 @@ fn a_second_controller_on_the_same_home_refuses_and_names_the_first() {
         assert_eq!(out.status.code(), Some(1), "jackin {args:?}: {stderr}");
         assert!(stderr.contains(&holder), "jackin {args:?}: {stderr}");
     }
-    assert_eq!(first.stop(), Some(0), "the first runs on, and stops cleanly");
+    assert_eq!(
+        first.stop(),
+        Some(0),
+        "the first runs on, and stops cleanly"
+    );
     let pass = home.ok(&["controller", "--once"]);
     assert!(pass.starts_with("pass complete"), "{pass}");
 }

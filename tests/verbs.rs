@@ -736,7 +736,10 @@ fn describe_workspace_shows_everything_it_sets() {
         "Settings off:     trust\n",
         "Roles:\n  tester: image busybox:1\n  architect: built from /srv/roles.git at main\n",
     ] {
-        assert!(described.contains(expected), "{expected:?} in:\n{described}");
+        assert!(
+            described.contains(expected),
+            "{expected:?} in:\n{described}"
+        );
     }
     // What a workspace leaves out says its default.
     home.record(

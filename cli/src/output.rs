@@ -457,9 +457,11 @@ pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) 
         field("Security", format!("widens {}", widened.join("; ")));
     }
     for (key, value) in crate::workspace_policy::fields(&ws.spec) {
-        field(key, value);
+        field(key, terminal_safe(&value));
     }
-    out.push_str(&crate::workspace_policy::roles(&ws.spec.roles));
+    out.push_str(&terminal_safe_lines(&crate::workspace_policy::roles(
+        &ws.spec.roles,
+    )));
     if !ws.spec.mounts.is_empty() {
         out.push_str("Mounts:\n");
         out.push_str(&mount_lines(&ws.spec.mounts));

@@ -2,11 +2,10 @@
 //! its exit and keep policies: its roles, how a changed spec reaches its
 //! sessions, when a quiet agent needs you, whom it notifies, and the
 //! defaults it gives its instances. A setting left out says its default.
+//! The text is the operator's, as applied; the caller shows it escaped.
 
 use jackin_api::instance::UpdatePolicy;
 use jackin_api::workspace::{DEFAULT_NEEDS_YOU_AFTER, WorkspaceRole, WorkspaceSpec};
-
-use crate::output::terminal_safe;
 
 /// Each (field, value) pair, in the order shown.
 pub fn fields(spec: &WorkspaceSpec) -> Vec<(&'static str, String)> {
@@ -28,12 +27,12 @@ pub fn fields(spec: &WorkspaceSpec) -> Vec<(&'static str, String)> {
         (
             "Notify",
             match &spec.notify {
-                Some(notify) => terminal_safe(&format!(
+                Some(notify) => format!(
                     "{} (at most {} each run, once per {} per instance and event)",
                     notify.command.join(" "),
                     notify.timeout,
                     notify.min_interval
-                )),
+                ),
                 None => "off".to_owned(),
             },
         ),
@@ -56,7 +55,7 @@ pub fn fields(spec: &WorkspaceSpec) -> Vec<(&'static str, String)> {
     fields.extend(
         defaults
             .into_iter()
-            .filter_map(|(key, value)| Some((key, terminal_safe(&value?)))),
+            .filter_map(|(key, value)| Some((key, value?))),
     );
     let off: Vec<&str> = spec
         .agent_settings
@@ -65,7 +64,7 @@ pub fn fields(spec: &WorkspaceSpec) -> Vec<(&'static str, String)> {
         .map(|(name, _)| name.as_str())
         .collect();
     if !off.is_empty() {
-        fields.push(("Settings off", terminal_safe(&off.join(", "))));
+        fields.push(("Settings off", off.join(", ")));
     }
     fields
 }
@@ -86,8 +85,7 @@ pub fn roles(roles: &[WorkspaceRole]) -> String {
             ),
             (None, None) => "-".to_owned(),
         };
-        out.push_str(&terminal_safe(&format!("  {}: {from}", role.name)));
-        out.push('\n');
+        out.push_str(&format!("  {}: {from}\n", role.name));
     }
     out
 }

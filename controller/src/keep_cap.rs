@@ -51,11 +51,21 @@ impl Capped {
     /// The line a command prints; `dry_run` words it as a proposal.
     pub fn describe(&self, dry_run: bool) -> String {
         match (self, dry_run) {
-            (Capped::Purge { name, workspace, .. }, dry_run) => format!(
+            (
+                Capped::Purge {
+                    name, workspace, ..
+                },
+                dry_run,
+            ) => format!(
                 "{} instance/{name}: workspace {workspace} keeps fewer kept sessions (keep.max)",
                 if dry_run { "would purge" } else { "purging" }
             ),
-            (Capped::Spared { name, workspace, .. }, dry_run) => format!(
+            (
+                Capped::Spared {
+                    name, workspace, ..
+                },
+                dry_run,
+            ) => format!(
                 "{} instance/{name} over workspace {workspace}'s keep.max: it has unfinished work",
                 if dry_run { "would keep" } else { "kept" }
             ),
@@ -340,8 +350,10 @@ mod tests {
         let purges = decide(&caps, &acknowledged);
         assert_eq!(
             summary(&purges, false),
-            ["workspace ws keeps at most 1 kept session(s) per role and agent (keep.max: 1): \
-              purging 2 kept session(s) over it, the least recently running"]
+            [
+                "workspace ws keeps at most 1 kept session(s) per role and agent (keep.max: 1): \
+              purging 2 kept session(s) over it, the least recently running"
+            ]
         );
         // Sessions spared for their unfinished work are not counted.
         assert!(summary(&decided, true).is_empty(), "{decided:?}");

@@ -39,9 +39,9 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::attention::Look;
-use jackin_reconcilers::attention::Attention;
 use crate::index::IndexRow;
 use crate::reconcile::{Outcome, ReconcileError};
+use jackin_reconcilers::attention::Attention;
 
 /// Every phase, so that each has a sample (0 included) from the start.
 const PHASES: [InstancePhase; 8] = [

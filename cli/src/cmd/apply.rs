@@ -248,7 +248,10 @@ fn report_ended(names: &[&str]) {
 /// Why the ended sessions of `names` are not started again, and how to.
 fn note_ended(names: &[&str]) {
     let (whose, forget) = match names {
-        [name] => (format!("instance/{name}'s session"), format!("`jackin delete {name}`")),
+        [name] => (
+            format!("instance/{name}'s session"),
+            format!("`jackin delete {name}`"),
+        ),
         _ => (
             "their sessions".to_owned(),
             "`jackin delete NAME`".to_owned(),

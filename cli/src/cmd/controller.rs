@@ -16,8 +16,7 @@ use crate::context::open_store_to_change;
 
 pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
     let store = open_store_to_change()?;
-    // Held until this function returns: the whole life of the loop (or
-    // of the one pass).
+    // Held until this returns: the life of the loop (or of the one pass).
     let _only_controller = ControllerLock::take(store.layout())?;
     // Engines connect when their instances first need them, so one that
     // is down holds up only its own instances.

@@ -60,9 +60,7 @@ pub async fn run(
     let purges: Vec<String> = findings
         .into_iter()
         .filter_map(|f| match f {
-            sweep::Finding::KeepCap(keep_cap::Capped::Purge {
-                name, ..
-            }) => Some(name),
+            sweep::Finding::KeepCap(keep_cap::Capped::Purge { name, .. }) => Some(name),
             _ => None,
         })
         .collect();
