@@ -1,12 +1,14 @@
 //! One controller per home: two loops over the same store would race each
 //! other's reconciles and sweeps, and the operator would not know which one
 //! printed what. The controller holds `controller.lock` under the home for
-//! its whole life; the file says whose it is.
+//! its whole life. Nothing is written into it (a no-op `--once` pass writes
+//! nothing): the kernel's table of locks (`/proc/locks`) says whose it is.
 
-use std::path::PathBuf;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
 use jackin_reconcilers::Layout;
-use jackin_reconcilers::fsutil::{self, FileLock};
+use jackin_reconcilers::fsutil::FileLock;
 
 /// The lock of the one controller of a home, released when dropped (or
 /// when the process ends, however it ends).
@@ -30,44 +32,43 @@ pub enum NotTheOnly {
     },
 }
 
-/// The most of the lock file read to name its holder: a pid and a word.
-const HOLDER_CAP: u64 = 4 << 10;
-
 impl ControllerLock {
     /// Takes the home's controller lock, or says which process holds it.
     pub fn take(layout: &Layout) -> Result<Self, NotTheOnly> {
         let path = layout.controller_lock_file();
-        let io = |source| NotTheOnly::Io {
-            path: path.clone(),
-            source,
-        };
-        match FileLock::try_acquire(&path).map_err(io)? {
-            Some(lock) => {
-                lock.record_holder(&format!("pid {}\n", std::process::id()))
-                    .map_err(io)?;
-                Ok(Self { _lock: lock })
-            }
-            None => Err(NotTheOnly::Running {
-                holder: holder(&path),
+        match FileLock::try_acquire(&path) {
+            Ok(Some(lock)) => Ok(Self { _lock: lock }),
+            Ok(None) => Err(NotTheOnly::Running {
+                holder: holder(&path).map_or("pid unknown".to_owned(), |pid| format!("pid {pid}")),
                 home: layout.root().to_owned(),
             }),
+            Err(source) => Err(NotTheOnly::Io { path, source }),
         }
     }
 }
 
-/// Who the lock file says holds it (`pid 1234`), shown escaped of anything
-/// but the digits and the word; a file that says nothing useful (the
-/// holder is between taking the lock and writing its pid) is "pid unknown".
-fn holder(path: &std::path::Path) -> String {
-    let text = fsutil::read_untrusted(path, HOLDER_CAP)
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-        .unwrap_or_default();
-    match text.trim().strip_prefix("pid ") {
-        Some(pid) if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => {
-            format!("pid {pid}")
+/// The process that holds the lock on `path`, from `/proc/locks`, whose
+/// lines name each lock's holder and file (`1: FLOCK ADVISORY WRITE PID
+/// MAJOR:MINOR:INODE 0 EOF`, the device numbers in hex).
+fn holder(path: &Path) -> Option<u32> {
+    let meta = std::fs::metadata(path).ok()?;
+    let file = file_id(meta.dev(), meta.ino());
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            [_, "FLOCK", _, _, pid, id, ..] if *id == file => pid.parse().ok(),
+            _ => None,
         }
-        _ => "pid unknown".to_owned(),
-    }
+    })
+}
+
+/// A file as `/proc/locks` names it: `MAJOR:MINOR:INODE`, the device's
+/// numbers in two-digit hex (Linux's encoding of `st_dev`).
+fn file_id(dev: u64, inode: u64) -> String {
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    format!("{major:02x}:{minor:02x}:{inode}")
 }
 
 #[cfg(test)]

@@ -438,7 +438,7 @@ pub fn remove_if_exists(path: &Path) -> io::Result<()> {
 /// An exclusive advisory lock on a file, released when dropped.
 #[derive(Debug)]
 pub struct FileLock {
-    file: File,
+    _file: File,
 }
 
 fn not_a_lock() -> io::Error {
@@ -482,26 +482,17 @@ impl FileLock {
     pub fn acquire(path: &Path) -> io::Result<Self> {
         let file = Self::open(path)?;
         file.lock()?;
-        Ok(Self { file })
+        Ok(Self { _file: file })
     }
 
     /// Takes the lock only if nobody holds it.
     pub fn try_acquire(path: &Path) -> io::Result<Option<Self>> {
         let file = Self::open(path)?;
         match file.try_lock() {
-            Ok(()) => Ok(Some(Self { file })),
+            Ok(()) => Ok(Some(Self { _file: file })),
             Err(fs::TryLockError::WouldBlock) => Ok(None),
             Err(fs::TryLockError::Error(e)) => Err(e),
         }
-    }
-
-    /// Replaces the lock file's contents with `note` (who holds it), for
-    /// whoever finds the lock taken; the lock itself is the file's, not
-    /// its contents'.
-    pub fn record_holder(&self, note: &str) -> io::Result<()> {
-        use std::os::unix::fs::FileExt;
-        self.file.set_len(0)?;
-        self.file.write_all_at(note.as_bytes(), 0)
     }
 }
 
