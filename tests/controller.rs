@@ -217,3 +217,27 @@ fn an_unset_host_env_secret_names_the_process_that_looked_for_it() {
             .is_some_and(|message| message.contains(&looked))
     });
 }
+
+#[test]
+fn a_second_controller_on_the_same_home_refuses_and_names_the_first() {
+    let home = Home::new();
+    let mut first = Controller::start(&home, &[]);
+    first.eventually("the first controller started", || {
+        first.log().contains("controller started")
+    });
+    let holder = format!("another jackin controller (pid {})", first.pid());
+    // Bounded: a second loop that failed to refuse would run forever.
+    for args in [&["controller"][..], &["controller", "--once"]] {
+        let out = home.within(Duration::from_secs(60), args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "jackin {args:?}: {stderr}");
+        assert!(stderr.contains(&holder), "jackin {args:?}: {stderr}");
+    }
+    assert_eq!(
+        first.stop(),
+        Some(0),
+        "the first runs on, and stops cleanly"
+    );
+    let pass = home.ok(&["controller", "--once"]);
+    assert!(pass.starts_with("pass complete"), "{pass}");
+}

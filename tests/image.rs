@@ -291,7 +291,7 @@ fn dind_is_wired_kept_across_tiers_and_purged_with_the_instance() {
 }
 
 /// The user the ownership test runs jackin as: this one when it is not
-/// root, else `jackin-tester` (made by `scripts/ensure-env`, in the docker
+/// root, else `jackin-tester` (made by `scripts/ensure-env --tests`, in the docker
 /// group).
 fn operator() -> (Option<&'static str>, u32) {
     let me = std::fs::metadata("/proc/self")
@@ -306,7 +306,7 @@ fn operator() -> (Option<&'static str>, u32) {
         .unwrap();
     assert!(
         out.status.success(),
-        "no user jackin-tester: scripts/ensure-env makes it"
+        "no user jackin-tester: `scripts/ensure-env --tests` (which scripts/test runs) makes it"
     );
     let uid = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     (Some("jackin-tester"), uid)

@@ -422,3 +422,66 @@ fn codex_runs_a_shell_command_from_the_model_in_its_container() {
         "the command's output did not come back to the model: {ran:?}"
     );
 }
+
+/// The README's "A real agent in five minutes", its offline twin: the
+/// files its block writes (with `$JACKIN_AGENT_IMAGE` as the shell would
+/// expand it), applied and launched by its own `launch` line in a real
+/// terminal, up to codex's prompt.
+#[test]
+fn the_readmes_offline_twin_launches_codex_to_its_prompt() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    )
+    .unwrap();
+    let block = readme
+        .split_once("<!-- offline-twin:")
+        .and_then(|(_, rest)| rest.split_once("```sh\n"))
+        .and_then(|(_, rest)| rest.split_once("\n```"))
+        .map(|(block, _)| block)
+        .expect("the README's offline twin block");
+    let image = support::real_agent::agent_image();
+    let home = support::Home::new();
+    // Each `cat > FILE <<EOF … EOF`, written as the shell would.
+    let mut lines = block.lines();
+    while let Some(line) = lines.next() {
+        let Some(file) = line
+            .strip_prefix("cat > ")
+            .and_then(|rest| rest.strip_suffix(" <<EOF"))
+        else {
+            continue;
+        };
+        let body: String = lines
+            .by_ref()
+            .take_while(|l| *l != "EOF")
+            .map(|l| format!("{}\n", l.replace("$JACKIN_AGENT_IMAGE", &image)))
+            .collect();
+        home.write_input(file, &body);
+    }
+    let inputs = home.path().join("input");
+    let apply = block
+        .lines()
+        .find_map(|l| l.strip_prefix("jackin apply -f "))
+        .expect("the block applies the workspace");
+    home.ok(&["apply", inputs.join(apply).to_str().unwrap()]);
+    let launch = block
+        .lines()
+        .find(|l| l.contains("jackin launch"))
+        .expect("the block launches");
+    let (env, args) = launch.split_once("jackin ").unwrap();
+    let args = args.replace(
+        "--from offline-codex.yaml",
+        &format!("--from {}", inputs.join("offline-codex.yaml").display()),
+    );
+    let term = Terminal::start_with_env(&home, &args, &format!("TERM=xterm-256color {env}"));
+    let deadline = Instant::now() + PATIENCE;
+    while !Cli::Codex.at_prompt(&term.screen()) {
+        assert!(
+            Instant::now() < deadline,
+            "codex's prompt never showed:\n{}",
+            term.screen()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    drop(term);
+    home.ok(&["delete", "codex-offline", "--force"]);
+}

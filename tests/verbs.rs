@@ -160,6 +160,14 @@ fn selectors_names_and_files_choose_what_set_phase_delete_and_get_act_on() {
     );
 }
 
+/// Where each column of a table's line starts (after three spaces).
+fn column_starts(line: &str) -> Vec<usize> {
+    let bytes = line.as_bytes();
+    let mut starts = vec![0];
+    starts.extend((3..bytes.len()).filter(|&i| bytes[i] != b' ' && bytes[i - 3..i] == *b"   "));
+    starts
+}
+
 #[test]
 fn get_w_prints_a_line_when_a_phase_changes() {
     ensure_busybox();
@@ -184,6 +192,10 @@ fn get_w_prints_a_line_when_a_phase_changes() {
     });
     home.ok(&["set-phase", "w", "kept"]);
     eventually(Duration::from_secs(20), "a line for Kept", || has("Kept"));
+    // A shell agent forwards no logins: its starts report none missing.
+    home.ok(&["set-phase", "w", "running"]);
+    let described = home.ok(&["describe", "w"]);
+    assert!(!described.contains("CredentialsMissing"), "{described}");
     home.ok(&["delete", "w"]);
     eventually(Duration::from_secs(20), "a line for the deletion", || {
         lines
@@ -195,6 +207,18 @@ fn get_w_prints_a_line_when_a_phase_changes() {
     let _ = watch.kill();
     let _ = watch.wait();
     let printed = lines.lock().unwrap().clone();
+    // Each row's columns start where the header's do, though `Kept` is
+    // narrower than the `Running` the header was measured with.
+    let header = printed.iter().find(|l| l.starts_with("NAME")).unwrap();
+    let kept = printed
+        .iter()
+        .find(|l| l.starts_with("w ") && l.contains("Kept"))
+        .unwrap();
+    assert_eq!(
+        column_starts(kept),
+        column_starts(header),
+        "{header}\n{kept}"
+    );
     assert_eq!(
         printed.iter().filter(|l| l.starts_with("NAME")).count(),
         1,
@@ -691,4 +715,43 @@ fn logs_follow_ends_when_the_session_ends_and_says_why() {
                     .any(|l| l.ends_with("no more output to follow"))
         },
     );
+}
+
+#[test]
+fn describe_workspace_shows_everything_it_sets() {
+    let home = Home::new();
+    home.record(
+        "desk",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: desk}\nspec:\n  \
+         needsYouAfter: 2m\n  updatePolicy: OnDrift\n  notify: {command: [notify-send, jackin]}\n  \
+         roles:\n  - {name: tester, image: \"busybox:1\"}\n  - {name: architect, source: {git: \
+         /srv/roles.git, ref: main}}\n  agentSettings: {trust: false}\n",
+    );
+    let described = home.ok(&["describe", "workspace", "desk"]);
+    for expected in [
+        "Update policy:    OnDrift\n",
+        "Needs you after:  2m\n",
+        "Notify:           notify-send jackin (at most 10s each run, once per 60s per instance \
+         and event)\n",
+        "Settings off:     trust\n",
+        "Roles:\n  tester: image busybox:1\n  architect: built from /srv/roles.git at main\n",
+    ] {
+        assert!(
+            described.contains(expected),
+            "{expected:?} in:\n{described}"
+        );
+    }
+    // What a workspace leaves out says its default.
+    home.record(
+        "bare",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: bare}\nspec: {}\n",
+    );
+    let bare = home.ok(&["describe", "workspace", "bare"]);
+    for expected in [
+        "Update policy:    Manual (the default)\n",
+        "Needs you after:  30s (the default)\n",
+        "Notify:           off\n",
+    ] {
+        assert!(bare.contains(expected), "{expected:?} in:\n{bare}");
+    }
 }

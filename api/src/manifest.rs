@@ -707,7 +707,7 @@ fn remove_at(value: &mut serde_json::Value, path: &str) -> bool {
 /// own in front).
 fn without_location(err: &serde_saphyr::Error) -> String {
     let message = err.without_snippet().to_string();
-    match err.location() {
+    let message = match err.location() {
         Some(l) => {
             let suffix = format!(" at line {}, column {}", l.line(), l.column());
             message
@@ -715,7 +715,26 @@ fn without_location(err: &serde_saphyr::Error) -> String {
                 .map_or(message.clone(), str::to_owned)
         }
         None => message,
+    };
+    // The parser names the Rust type a scalar did not fit (`invalid u32`):
+    // said here as what the field expects.
+    match message.strip_prefix("invalid ").and_then(expected_scalar) {
+        Some(expected) => expected.to_owned(),
+        None => message,
     }
+}
+
+/// What a field of Rust type `ty` expects, in the operator's words; `None`
+/// for what is not a scalar type's name.
+fn expected_scalar(ty: &str) -> Option<&'static str> {
+    Some(match ty {
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => "expected a whole number (0 or more)",
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "expected a whole number",
+        "f32" | "f64" => "expected a number",
+        "bool" => "expected true or false",
+        "char" => "expected a single character",
+        _ => return None,
+    })
 }
 
 /// Deserializes into `T`, tracking the field path for the error.
@@ -961,6 +980,19 @@ spec:
         let mut errors = parse("f.yaml", text).expect_err("accepted bad input");
         assert_eq!(errors.len(), 1, "{errors:?}");
         errors.remove(0)
+    }
+
+    /// A word where a number belongs says what the field expects, at its
+    /// place, not the Rust type it did not fit.
+    #[test]
+    fn a_word_for_a_number_says_a_whole_number_is_expected() {
+        let text = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: w}\n\
+                    spec:\n  keep:\n    max: three\n";
+        let err = one_error(text);
+        assert_eq!(
+            err.to_string(),
+            "f.yaml:6:10: field `spec.keep.max`: expected a whole number (0 or more)"
+        );
     }
 
     #[test]

@@ -184,8 +184,21 @@ pub enum Command {
     Logs(LogsArgs),
     /// Run a command in an instance's container, as the agent's user.
     Exec(ExecArgs),
-    /// Print a shell completion script.
-    Completions { shell: clap_complete::Shell },
+    /// Print a shell completion script: the commands and flags, and the
+    /// names of instances, workspaces, agents and saved discards as they
+    /// are when a word is completed.
+    Completions {
+        /// The shell the script is for.
+        shell: clap_complete::Shell,
+    },
+    /// What the completion scripts call: the names the next word may be,
+    /// after the words typed so far.
+    #[command(name = "__complete-names", hide = true)]
+    CompleteNames {
+        /// The command line after `jackin`, up to the word being completed.
+        #[arg(last = true, value_name = "WORDS")]
+        words: Vec<String>,
+    },
 }
 
 /// Instances chosen by their labels or by manifest files.
@@ -308,11 +321,18 @@ pub struct WaitArgs {
 
 #[derive(Debug, Args)]
 pub struct LaunchArgs {
-    #[arg(long, short = 'w')]
+    /// The workspace the session belongs to: a Workspace applied before
+    /// (`jackin get workspaces` lists them), whose policy it runs under.
+    #[arg(long, short = 'w', value_name = "WORKSPACE")]
     pub workspace: String,
-    #[arg(long, short = 'r')]
+    /// The role: the name a workspace's `spec.roles` entry or an
+    /// instance's `spec.role.name` gives it (`tester`, `architect`).
+    #[arg(long, short = 'r', value_name = "ROLE")]
     pub role: String,
-    #[arg(long, short = 'a')]
+    /// The agent that runs in the session: a built-in (claude, codex,
+    /// aider, gemini, opencode, shell) or an Agent applied before
+    /// (`jackin get agents` lists them).
+    #[arg(long, short = 'a', value_name = "AGENT")]
     pub agent: String,
     /// An Instance manifest a new session starts from, named as the file
     /// names it unless --name is given (default: the workspace's
@@ -461,6 +481,27 @@ impl From<PhaseArg> for DesiredPhase {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every flag and argument of every command says what it is for in
+    /// `--help`: an undescribed one is a question the operator has to
+    /// answer by reading the source.
+    #[test]
+    fn every_flag_has_help_text() {
+        use clap::CommandFactory;
+        fn undescribed(command: &clap::Command, path: &str, found: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    found.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in command.get_subcommands() {
+                undescribed(sub, &format!("{path} {}", sub.get_name()), found);
+            }
+        }
+        let mut found = Vec::new();
+        undescribed(&Cli::command(), "jackin", &mut found);
+        assert!(found.is_empty(), "without help text: {found:?}");
+    }
 
     #[test]
     fn ages_take_days_and_durations() {

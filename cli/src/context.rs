@@ -268,8 +268,8 @@ pub async fn converge_and_report(
     }
     // A newly kept session may push its workspace over `keep.max`.
     let enforced = keep_cap::enforce(&reconciler.store).await?;
-    for capped in &enforced.capped {
-        println!("{}", capped.describe(false));
+    for line in keep_cap_lines(&enforced.capped) {
+        println!("{line}");
     }
     if !enforced.purged.is_empty() {
         Box::pin(converge_and_report(
@@ -293,14 +293,23 @@ pub async fn enforce_keep_cap_quietly(
     wait: &WaitArgs,
 ) -> Result<()> {
     let enforced = keep_cap::enforce(store).await?;
-    for capped in &enforced.capped {
-        eprintln!("{}", capped.describe(false));
+    for line in keep_cap_lines(&enforced.capped) {
+        eprintln!("{line}");
     }
     for name in &enforced.purged {
         converge_quietly(store, engines, name, wait).await?;
         eprintln!("instance/{name} purged");
     }
     Ok(())
+}
+
+/// What the keep cap did, as a command says it: once per workspace it
+/// trims, the count and its `keep.max`; then each session it purges or
+/// spares.
+fn keep_cap_lines(capped: &[keep_cap::Capped]) -> impl Iterator<Item = String> {
+    keep_cap::summary(capped, false)
+        .into_iter()
+        .chain(capped.iter().map(|c| c.describe(false)))
 }
 
 /// What the keep cap would then do, when a dry run leaves `obj` kept.

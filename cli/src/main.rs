@@ -4,6 +4,7 @@
 mod agent_output;
 mod args;
 mod cmd;
+mod completion;
 mod context;
 mod deadline;
 mod hints;
@@ -13,11 +14,12 @@ mod progress;
 mod run_log;
 mod screens;
 mod terminal;
+mod workspace_policy;
 
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 
 use crate::args::UsageError;
 use crate::args::{Cli, Command};
@@ -187,10 +189,8 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Top(args) => cmd::top::run(&args).await,
         Command::Logs(args) => cmd::logs::run(&args).await,
         Command::Exec(args) => cmd::exec::run(&args).await,
-        Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "jackin", &mut std::io::stdout());
-            Ok(())
-        }
+        Command::Completions { shell } => completion::print_script(shell),
+        Command::CompleteNames { words } => completion::print_names(&words),
     }
 }
 

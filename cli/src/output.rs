@@ -119,21 +119,33 @@ pub fn terminal_safe_lines(text: &str) -> String {
 
 /// Left-aligned columns separated by three spaces.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    table_in(&mut Vec::new(), header, rows)
+}
+
+/// As [`table`], in `widths`: empty, they are measured from this table
+/// and kept; measured before, they are kept as they are, so that the rows
+/// of a later table line up under the header of the first (a watch prints
+/// the header once, then rows as they change). Only a cell wider than its
+/// column then pushes the rest of its own row right.
+pub fn table_in(widths: &mut Vec<usize>, header: &[&str], rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|row| row.iter().map(|cell| terminal_safe(cell)).collect())
         .collect();
     let rows = &rows;
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
+    if widths.is_empty() {
+        widths.extend(header.iter().map(|h| h.len()));
+        for row in rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
         }
     }
+    let widths: &[usize] = widths;
     let mut out = String::new();
     let mut line = |cells: Vec<&str>| {
         let mut text = String::new();
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
             if i + 1 == cells.len() {
                 text.push_str(cell);
             } else {
@@ -157,6 +169,18 @@ fn or_dash(value: Option<impl ToString>) -> String {
 /// The instances, a row each. With `attention` (what a look found, by
 /// name), a wide table ends with each one's attention.
 pub fn instance_table(
+    objects: &[Instance],
+    wide: bool,
+    now: Timestamp,
+    attention: Option<&HashMap<String, Look>>,
+) -> String {
+    instance_table_in(&mut Vec::new(), objects, wide, now, attention)
+}
+
+/// As [`instance_table`], in the column widths of an earlier one (see
+/// [`table_in`]).
+pub fn instance_table_in(
+    widths: &mut Vec<usize>,
     objects: &[Instance],
     wide: bool,
     now: Timestamp,
@@ -223,7 +247,7 @@ pub fn instance_table(
             row
         })
         .collect();
-    table(&header, &rows)
+    table_in(widths, &header, &rows)
 }
 
 /// The PHASE cell: the phase, but for a `Running` one whose container is
@@ -432,6 +456,12 @@ pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) 
     if !widened.is_empty() {
         field("Security", format!("widens {}", widened.join("; ")));
     }
+    for (key, value) in crate::workspace_policy::fields(&ws.spec) {
+        field(key, terminal_safe(&value));
+    }
+    out.push_str(&terminal_safe_lines(&crate::workspace_policy::roles(
+        &ws.spec.roles,
+    )));
     if !ws.spec.mounts.is_empty() {
         out.push_str("Mounts:\n");
         out.push_str(&mount_lines(&ws.spec.mounts));

@@ -26,10 +26,18 @@ use crate::store::{Store, StoreError};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Capped {
     /// Over its workspace's `keep.max`: settled as `Purged`.
-    Purge { name: String, workspace: String },
+    Purge {
+        name: String,
+        workspace: String,
+        max: u32,
+    },
     /// Over the cap, but with unfinished work in a mount that nobody
     /// acknowledged: never purged automatically, only reported.
-    Spared { name: String, workspace: String },
+    Spared {
+        name: String,
+        workspace: String,
+        max: u32,
+    },
 }
 
 impl Capped {
@@ -43,16 +51,50 @@ impl Capped {
     /// The line a command prints; `dry_run` words it as a proposal.
     pub fn describe(&self, dry_run: bool) -> String {
         match (self, dry_run) {
-            (Capped::Purge { name, workspace }, dry_run) => format!(
+            (
+                Capped::Purge {
+                    name, workspace, ..
+                },
+                dry_run,
+            ) => format!(
                 "{} instance/{name}: workspace {workspace} keeps fewer kept sessions (keep.max)",
                 if dry_run { "would purge" } else { "purging" }
             ),
-            (Capped::Spared { name, workspace }, dry_run) => format!(
+            (
+                Capped::Spared {
+                    name, workspace, ..
+                },
+                dry_run,
+            ) => format!(
                 "{} instance/{name} over workspace {workspace}'s keep.max: it has unfinished work",
                 if dry_run { "would keep" } else { "kept" }
             ),
         }
     }
+}
+
+/// The line said once before the cap purges anything, per workspace it
+/// trims: how many sessions go and the `keep.max` that sends them, so that
+/// a long run of purges starts with its reason. `dry_run` words it as a
+/// proposal. Spared sessions are said each on their own line.
+pub fn summary(capped: &[Capped], dry_run: bool) -> Vec<String> {
+    let mut purged: BTreeMap<(&str, u32), usize> = BTreeMap::new();
+    for decision in capped {
+        if let Capped::Purge { workspace, max, .. } = decision {
+            *purged.entry((workspace, *max)).or_default() += 1;
+        }
+    }
+    purged
+        .into_iter()
+        .map(|((workspace, max), count)| {
+            format!(
+                "workspace {workspace} keeps at most {max} kept session(s) per role and agent \
+                 (keep.max: {max}): {} {count} kept session(s) over it, the least recently \
+                 running",
+                if dry_run { "would purge" } else { "purging" }
+            )
+        })
+        .collect()
 }
 
 /// What enforcing the cap did.
@@ -148,7 +190,8 @@ pub fn decide(caps: &BTreeMap<String, u32>, instances: &[Instance]) -> Vec<Cappe
     }
     let mut decided = Vec::new();
     for ((workspace, _, _), mut kept) in groups {
-        let max = caps[workspace] as usize;
+        let cap = caps[workspace];
+        let max = cap as usize;
         if kept.len() <= max {
             continue;
         }
@@ -158,8 +201,16 @@ pub fn decide(caps: &BTreeMap<String, u32>, instances: &[Instance]) -> Vec<Cappe
             let name = obj.metadata.name.clone();
             let workspace = workspace.to_owned();
             decided.push(match unacknowledged_work(obj) {
-                true => Capped::Spared { name, workspace },
-                false => Capped::Purge { name, workspace },
+                true => Capped::Spared {
+                    name,
+                    workspace,
+                    max: cap,
+                },
+                false => Capped::Purge {
+                    name,
+                    workspace,
+                    max: cap,
+                },
             });
         }
     }
@@ -274,5 +325,37 @@ mod tests {
             matches!(purged.as_slice(), [Capped::Purge { name, .. }] if name == "old"),
             "{purged:?}"
         );
+    }
+
+    #[test]
+    fn the_summary_counts_the_purges_of_each_workspace_with_its_keep_max() {
+        let caps = BTreeMap::from([("ws".to_owned(), 1)]);
+        let decided = decide(
+            &caps,
+            &[
+                kept("a", 1, Some("none")),
+                kept("b", 2, Some("none")),
+                kept("c", 3, Some("none")),
+            ],
+        );
+        let digest = {
+            let obj = kept("x", 1, None);
+            acknowledgement_digest(&obj.status.unwrap().mounts).unwrap()
+        };
+        let acknowledged: Vec<Instance> = ["a", "b", "c"]
+            .iter()
+            .zip(1..)
+            .map(|(name, second)| kept(name, second, Some(&digest)))
+            .collect();
+        let purges = decide(&caps, &acknowledged);
+        assert_eq!(
+            summary(&purges, false),
+            [
+                "workspace ws keeps at most 1 kept session(s) per role and agent (keep.max: 1): \
+              purging 2 kept session(s) over it, the least recently running"
+            ]
+        );
+        // Sessions spared for their unfinished work are not counted.
+        assert!(summary(&decided, true).is_empty(), "{decided:?}");
     }
 }

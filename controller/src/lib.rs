@@ -31,6 +31,7 @@ mod repair;
 pub mod run;
 pub mod run_logs;
 pub mod session;
+pub mod single;
 pub mod source;
 pub mod sweep;
 mod unit_object;

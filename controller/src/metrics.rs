@@ -41,6 +41,7 @@ use prometheus_client::registry::Registry;
 use crate::attention::Look;
 use crate::index::IndexRow;
 use crate::reconcile::{Outcome, ReconcileError};
+use jackin_reconcilers::attention::Attention;
 
 /// Every phase, so that each has a sample (0 included) from the start.
 const PHASES: [InstancePhase; 8] = [
@@ -463,12 +464,39 @@ impl Metrics {
 /// one look at them (`crate::attention::look`), labelled as notifications
 /// name it (`needs-you`). An instance jackin is bringing up or down has no
 /// attention and is not counted.
+/// Every attention has a sample, 0 included, as every phase has: a
+/// dashboard or alert on `needs-you` sees 0, not a missing series.
 pub fn attention_counts<'a>(looks: impl IntoIterator<Item = &'a Look>) -> BTreeMap<String, i64> {
-    let mut counts = BTreeMap::new();
+    let mut counts: BTreeMap<String, i64> = every_attention()
+        .iter()
+        .map(|attention| (attention.event().to_owned(), 0))
+        .collect();
     for attention in looks.into_iter().filter_map(|look| look.attention) {
         *counts.entry(attention.event().to_owned()).or_default() += 1;
     }
     counts
+}
+
+/// Each attention an instance can have.
+fn every_attention() -> [Attention; 6] {
+    // A new attention does not compile here until it is listed below too.
+    let listed = |attention: Attention| match attention {
+        Attention::NeedsYou
+        | Attention::Working
+        | Attention::Idle
+        | Attention::Failed
+        | Attention::Ended
+        | Attention::Kept => attention,
+    };
+    [
+        Attention::NeedsYou,
+        Attention::Working,
+        Attention::Idle,
+        Attention::Failed,
+        Attention::Ended,
+        Attention::Kept,
+    ]
+    .map(listed)
 }
 
 /// The reason a failed reconcile's condition gives, as the errors counter
@@ -609,6 +637,23 @@ fn answer(metrics: &Metrics, stale: Duration, path: &str) -> Response<Full<Bytes
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_attention_is_counted_at_zero_too() {
+        let counts = attention_counts(&[]);
+        assert_eq!(
+            counts.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["ended", "failed", "idle", "kept", "needs-you", "working"]
+        );
+        assert!(counts.values().all(|n| *n == 0), "{counts:?}");
+        let metrics = Metrics::new();
+        metrics.set_attention(&counts);
+        let text = metrics.encode();
+        assert!(
+            text.contains("jackin_instances_by_attention{attention=\"needs-you\"} 0"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn readiness_waits_for_the_first_pass_and_every_engine() {

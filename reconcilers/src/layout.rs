@@ -4,6 +4,7 @@
 //! $JACKIN_HOME (default ~/.jackin)
 //!   config.yaml                    the operator's settings (optional; may be a link)
 //!   home-id                        this home's id, labelled on its engine objects
+//!   controller.lock                held by the running `jackin controller` (its pid: /proc/locks)
 //!   data/instances.json            index, one row per instance; rebuildable
 //!   data/instances.json.lock       the index lock (also guards ended.json)
 //!   data/instances.json.corrupt-<timestamp>   an unreadable index, kept aside
@@ -176,6 +177,12 @@ impl Layout {
 
     pub fn index_file(&self) -> PathBuf {
         self.data_dir().join("instances.json")
+    }
+
+    /// Held by `jackin controller` for its whole life, so that one home has
+    /// one controller.
+    pub fn controller_lock_file(&self) -> PathBuf {
+        self.root.join("controller.lock")
     }
 
     pub fn index_lock_file(&self) -> PathBuf {

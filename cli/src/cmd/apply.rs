@@ -12,6 +12,7 @@ use jackin_controller::source::{self, Applied, Input, Invalid, Source, SourceErr
 use jackin_controller::{ApplyOutcome, Reconciler, Store};
 
 use crate::args::{ApplyArgs, DiffArgs};
+use crate::cmd::spec_change;
 use crate::context::keep_cap_preview;
 use jackin_controller::new_session::closest;
 
@@ -104,11 +105,13 @@ pub async fn run(
         .filter_map(|u| Some((u.name.as_str(), u.workspace.as_deref()?)))
         .collect();
     warn_of_missing_workspaces(&store, &objects, &unchanged_in)?;
-    let Some(engine) = engine else {
-        return Ok(());
-    };
-    let names = applied.instances_to_converge();
-    crate::context::converge_and_report(store, engine, &names, &args.wait, verbose).await
+    let drifted = spec_change::drifted(&store, &applied)?;
+    if let Some(engine) = engine {
+        let names = applied.instances_to_converge();
+        crate::context::converge_and_report(store.clone(), engine, &names, &args.wait, verbose)
+            .await?;
+    }
+    spec_change::report(&store, &drifted)
 }
 
 /// The objects as read, for an apply from `source`; for a plain apply,
@@ -197,9 +200,14 @@ fn record_source(store: &Store, source: Option<&Source>, result: Result<&Applied
 /// The line for each applied object, a note when an apply ends nothing, and
 /// what was pruned.
 fn report(applied: &Applied) {
+    let mut ended = Vec::new();
     for (obj, outcome) in &applied.outcomes {
-        print_outcome(obj, *outcome, "");
+        match (obj, outcome) {
+            (Object::Instance(_), ApplyOutcome::Ended) => ended.push(obj.name()),
+            _ => print_outcome(obj, *outcome, ""),
+        }
     }
+    report_ended(&ended);
     for name in &applied.unchanged {
         println!("instance/{name} {}", ApplyOutcome::Unchanged.as_str());
     }
@@ -215,6 +223,46 @@ fn report(applied: &Applied) {
     }
 }
 
+/// The instances whose ended sessions the same manifests would start
+/// again, said once: a re-apply of a directory of many such records is one
+/// line, not one each.
+fn report_ended(names: &[&str]) {
+    /// The most names the line lists; the count says how many more.
+    const LISTED: usize = 5;
+    let ended = ApplyOutcome::Ended.as_str();
+    match names {
+        [] => return,
+        [name] => println!("instance/{name} {ended}"),
+        many => {
+            let listed = many[..many.len().min(LISTED)].join(", ");
+            let more = match many.len().saturating_sub(LISTED) {
+                0 => String::new(),
+                rest => format!(" and {rest} more"),
+            };
+            println!("{} instances {ended}: {listed}{more}", many.len());
+        }
+    }
+    note_ended(names);
+}
+
+/// Why the ended sessions of `names` are not started again, and how to.
+fn note_ended(names: &[&str]) {
+    let (whose, forget) = match names {
+        [name] => (
+            format!("instance/{name}'s session"),
+            format!("`jackin delete {name}`"),
+        ),
+        _ => (
+            "their sessions".to_owned(),
+            "`jackin delete NAME`".to_owned(),
+        ),
+    };
+    eprintln!(
+        "note: jackin ended {whose} and cleaned up; the same manifest does not start one \
+         again\nhint: change the manifest, or {forget} to forget the ended session, then apply"
+    );
+}
+
 fn print_outcome(obj: &Object, outcome: ApplyOutcome, suffix: &str) {
     println!(
         "{}/{} {}{suffix}",
@@ -223,12 +271,7 @@ fn print_outcome(obj: &Object, outcome: ApplyOutcome, suffix: &str) {
         outcome.as_str()
     );
     if let (Object::Instance(_), ApplyOutcome::Ended) = (obj, outcome) {
-        eprintln!(
-            "note: jackin ended instance/{name}'s session and cleaned it up; the same manifest \
-             does not start it again\nhint: change the manifest, or `jackin delete {name}` to \
-             forget the ended session, then apply",
-            name = obj.name()
-        );
+        note_ended(&[obj.name()]);
     }
 }
 

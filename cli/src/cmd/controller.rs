@@ -5,6 +5,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use jackin_controller::metrics::{self, Metrics};
 use jackin_controller::run_logs;
+use jackin_controller::single::ControllerLock;
 use jackin_controller::source::Source;
 use jackin_controller::{Outcome, Progress, Reconciler, run};
 
@@ -15,6 +16,8 @@ use crate::context::open_store_to_change;
 
 pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
     let store = open_store_to_change()?;
+    // Held until this returns: the life of the loop (or of the one pass).
+    let _only_controller = ControllerLock::take(store.layout())?;
     // Engines connect when their instances first need them, so one that
     // is down holds up only its own instances.
     let mut reconciler = Reconciler::new(store, Engines::new(None));

@@ -322,6 +322,9 @@ pub async fn watch(
     // stream, so that an unfinished line counts.
     let live = jackin_controller::live_output::LiveOutputs::default();
     let mut round = 0u32;
+    // The first table's column widths, kept: each later row lines up
+    // under the header printed once.
+    let mut widths = Vec::new();
     loop {
         let now = Timestamp::now();
         let objects: Vec<Instance> = store
@@ -372,7 +375,13 @@ pub async fn watch(
         if format == Format::Name {
             text = names("instance", changed.iter().map(|o| &o.metadata.name));
         } else if first || !changed.is_empty() {
-            let table = output::instance_table(&changed, wide, now, attention.then_some(&looks));
+            let table = output::instance_table_in(
+                &mut widths,
+                &changed,
+                wide,
+                now,
+                attention.then_some(&looks),
+            );
             // The header once; each change is a row of the same columns.
             let rows = if first {
                 table.as_str()

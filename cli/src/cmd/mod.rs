@@ -15,6 +15,7 @@ pub mod prune;
 pub mod rollout;
 pub mod select;
 pub mod set_phase;
+pub mod spec_change;
 pub mod top;
 
 use anyhow::{Result, bail};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use jackin_api::{DesiredPhase, Instance};
-use jackin_controller::{failed_sessions, sweep};
+use jackin_controller::{failed_sessions, keep_cap, sweep};
 use jiff::Timestamp;
 
 use crate::args::WaitArgs;
@@ -31,6 +31,16 @@ pub async fn run(
     if findings.is_empty() && failed.is_empty() {
         println!("nothing to prune");
     }
+    let capped: Vec<keep_cap::Capped> = findings
+        .iter()
+        .filter_map(|f| match f {
+            sweep::Finding::KeepCap(capped) => Some(capped.clone()),
+            _ => None,
+        })
+        .collect();
+    for line in keep_cap::summary(&capped, dry_run) {
+        println!("{line}");
+    }
     for finding in &findings {
         println!("{}", finding.describe(dry_run));
     }
@@ -50,9 +60,7 @@ pub async fn run(
     let purges: Vec<String> = findings
         .into_iter()
         .filter_map(|f| match f {
-            sweep::Finding::KeepCap(jackin_controller::keep_cap::Capped::Purge {
-                name, ..
-            }) => Some(name),
+            sweep::Finding::KeepCap(keep_cap::Capped::Purge { name, .. }) => Some(name),
             _ => None,
         })
         .collect();
