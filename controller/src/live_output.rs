@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use jackin_reconcilers::screen::Screen;
+use jackin_reconcilers::screen::{Run, Screen};
 use jackin_reconcilers::{Engine, EngineError};
 use jiff::Timestamp;
 
@@ -134,6 +134,22 @@ impl LiveOutputs {
             }
             keep
         });
+    }
+
+    /// The screen container `id`'s stream has drawn, as rows of styled
+    /// runs (`jackin top`'s preview); `None` when no stream of it is open.
+    /// Untrusted text: no control character, but format characters are
+    /// left for the caller to escape.
+    pub fn styled_rows(&self, id: &str) -> Option<Vec<Vec<Run>>> {
+        let seen = self
+            .streams
+            .lock()
+            .expect("a watcher's lock is never poisoned")
+            .get(id)?
+            .seen
+            .clone();
+        let seen = seen.lock().expect("a watcher's lock is never poisoned");
+        Some(seen.screen.styled_rows())
     }
 
     /// How many streams are open.
