@@ -53,9 +53,30 @@ struct Stream {
 #[derive(Default)]
 pub struct LiveOutputs {
     streams: Mutex<HashMap<String, Stream>>,
+    /// Each new stream's screen starts as the log's end draws it
+    /// ([`LiveOutputs::seeded`]).
+    seeded: bool,
 }
 
+/// The log entries a seeded screen is drawn from (a TUI's entry may be a
+/// whole frame), and the most of their bytes kept: as the attach replay.
+const SEED_ENTRIES: u64 = 2000;
+/// See [`SEED_ENTRIES`].
+const SEED_BYTES: usize = 1 << 20;
+
 impl LiveOutputs {
+    /// A watcher whose screens start as the container's log draws them
+    /// (from its newest full redraw, as the attach replay does), for a
+    /// caller that shows the screen (`jackin top`'s preview): a program
+    /// that printed before the stream opened and then waits is not a
+    /// blank screen. Costs one more engine call per stream opened.
+    pub fn seeded() -> Self {
+        Self {
+            streams: Mutex::default(),
+            seeded: true,
+        }
+    }
+
     /// When container `id` last wrote output, and its last line as drawn
     /// (untrusted, to be made safe before it is shown). The first look at a
     /// container opens its stream; a stream that ended is opened again.
@@ -75,7 +96,11 @@ impl LiveOutputs {
         let mut output = engine.watch_output(id).await?.output;
         let (last_output, log_line) =
             baseline.map_or((None, Vec::new()), |(at, line)| (Some(at), line));
-        let screen = Screen::new(size);
+        let mut screen = Screen::new(size);
+        if self.seeded {
+            let log = log_end(engine, id).await;
+            screen.feed(&log[jackin_reconcilers::screen::newest_redraw(&log)..]);
+        }
         let seen = Arc::new(Mutex::new(Seen {
             last_output,
             log_line,
@@ -206,6 +231,25 @@ async fn nudge(engine: Engine, id: String, (columns, rows): (u16, u16)) {
         .await;
     tokio::time::sleep(NUDGE_GAP).await;
     let _ = engine.resize(&id, columns, rows).await;
+}
+
+/// The end of container `id`'s log, at most [`SEED_BYTES`] of it; what
+/// could be read of it when the engine fails (the screen only starts
+/// emptier).
+async fn log_end(engine: &Engine, id: &str) -> Vec<u8> {
+    let request = jackin_reconcilers::engine::LogsRequest {
+        tail: Some(SEED_ENTRIES),
+        ..Default::default()
+    };
+    let mut logs = engine.logs(id, request);
+    let mut recent = Vec::new();
+    while let Some(Ok(chunk)) = logs.next().await {
+        recent.extend_from_slice(&chunk);
+        if recent.len() > 2 * SEED_BYTES {
+            recent.drain(..recent.len() - SEED_BYTES);
+        }
+    }
+    recent
 }
 
 fn snapshot(seen: &Mutex<Seen>) -> (Option<Timestamp>, Vec<u8>) {

@@ -63,7 +63,7 @@ pub async fn run(args: &TopArgs) -> Result<()> {
     }
     let (tx, pictures) = watch::channel(Arc::new(Picture::default()));
     let nudge = Arc::new(Notify::new());
-    let live = Arc::new(LiveOutputs::default());
+    let live = Arc::new(LiveOutputs::seeded());
     let keeper = tokio::spawn(picture::keep_picture(
         store.clone(),
         tx,
