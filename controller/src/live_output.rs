@@ -58,11 +58,15 @@ pub struct LiveOutputs {
     seeded: bool,
 }
 
-/// The log entries a seeded screen is drawn from (a TUI's entry may be a
-/// whole frame), and the most of their bytes kept: as the attach replay.
-const SEED_ENTRIES: u64 = 2000;
-/// See [`SEED_ENTRIES`].
-const SEED_BYTES: usize = 1 << 20;
+/// The log entries a screen is drawn from, by the attach replay and a
+/// seeded watcher (a TUI's entry may be a whole frame, or 16 KiB of one
+/// with no newline).
+pub const REPLAY_ENTRIES: u64 = 2000;
+
+/// The most of the log's end read for a screen: it is drawn from the
+/// newest full redraw in it, and an agent that never clears its screen has
+/// drawn its last one well within this.
+pub const REPLAY_BYTES: usize = 1 << 20;
 
 impl LiveOutputs {
     /// A watcher whose screens start as the container's log draws them
@@ -233,20 +237,20 @@ async fn nudge(engine: Engine, id: String, (columns, rows): (u16, u16)) {
     let _ = engine.resize(&id, columns, rows).await;
 }
 
-/// The end of container `id`'s log, at most [`SEED_BYTES`] of it; what
-/// could be read of it when the engine fails (the screen only starts
-/// emptier).
-async fn log_end(engine: &Engine, id: &str) -> Vec<u8> {
+/// The end of container `id`'s log (its last [`REPLAY_ENTRIES`], at most
+/// [`REPLAY_BYTES`] of them); what could be read of it when the engine
+/// fails (the screen only starts emptier).
+pub async fn log_end(engine: &Engine, id: &str) -> Vec<u8> {
     let request = jackin_reconcilers::engine::LogsRequest {
-        tail: Some(SEED_ENTRIES),
+        tail: Some(REPLAY_ENTRIES),
         ..Default::default()
     };
     let mut logs = engine.logs(id, request);
     let mut recent = Vec::new();
     while let Some(Ok(chunk)) = logs.next().await {
         recent.extend_from_slice(&chunk);
-        if recent.len() > 2 * SEED_BYTES {
-            recent.drain(..recent.len() - SEED_BYTES);
+        if recent.len() > 2 * REPLAY_BYTES {
+            recent.drain(..recent.len() - REPLAY_BYTES);
         }
     }
     recent

@@ -184,22 +184,27 @@ async fn instance_key(
             return Ok(None);
         }
         Key::Char('D') => {
-            let lines = super::diff::diff_lines(store, &name)
-                .await
-                .unwrap_or_else(|e| vec![output::terminal_safe(&format!("error: {e:#}"))]);
-            state.view = pager(format!("diff of {name}'s checkouts"), lines, false);
+            let lines = super::diff::diff_lines(store, &name).await;
+            state.view = pager(
+                format!("diff of {name}'s checkouts"),
+                or_error(lines),
+                false,
+            );
             return Ok(None);
         }
         Key::Char('l') => {
-            let lines = super::actions::log_lines(store, &name)
-                .await
-                .unwrap_or_else(|e| vec![output::terminal_safe(&format!("error: {e:#}"))]);
-            state.view = pager(format!("log of {name}"), lines, true);
+            let lines = super::actions::log_lines(store, &name).await;
+            state.view = pager(format!("log of {name}"), or_error(lines), true);
             return Ok(None);
         }
         _ => return Ok(None),
     };
     Ok(Some(Step::Act(action)))
+}
+
+/// The lines to page through, or the error that stood in their way.
+fn or_error(lines: Result<Vec<String>>) -> Vec<String> {
+    lines.unwrap_or_else(|e| vec![output::terminal_safe(&format!("error: {e:#}"))])
 }
 
 /// The pager over `lines`, from the top or (`at_end`) showing the end.
