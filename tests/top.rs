@@ -386,3 +386,181 @@ fn r4_a_prompt_with_no_newline_needs_you_in_top() {
         "{wide}"
     );
 }
+
+/// Whether `styled` (a `capture-pane -e`) sets any colour: an SGR
+/// parameter for a foreground or background colour.
+fn has_colour(styled: &str) -> bool {
+    styled.split("\u{1b}[").skip(1).any(|sequence| {
+        let Some(end) = sequence.find('m') else {
+            return false;
+        };
+        sequence[..end].split(';').any(|param| {
+            matches!(
+                param.parse::<u16>(),
+                Ok(30..=37 | 40..=47 | 90..=97 | 100..=107 | 38 | 48)
+            )
+        })
+    })
+}
+
+/// An instance of the workspace running `script`, with `mounts` (YAML
+/// flow list) as its mounts.
+fn agent_with_mounts(home: &Home, name: &str, script: &str, mounts: &str) {
+    home.apply(
+        name,
+        &format!(
+            "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: {name}}}\nspec:\n  \
+             workspace: desk\n  role: {{name: tester}}\n  agent: shell\n  image: {}\n  \
+             command: [sh, -c, {}]\n  mounts: {mounts}\n",
+            busybox_image(),
+            serde_json::to_string(script).unwrap()
+        ),
+    );
+}
+
+/// The preview pane (`Tab`) shows the agent's screen with its colours;
+/// the diff view (`D`) its tracked and untracked changes, the agent's text
+/// escaped; `p` with unfinished work asks the purge's question after what
+/// goes, and a "no" is a cancel: the footer says so and nothing changes.
+#[test]
+fn the_preview_shows_the_agents_screen_and_the_diff_its_unfinished_work() {
+    ensure_busybox();
+    let home = Home::new();
+    workspace(&home);
+    let repos = tempfile::tempdir().unwrap();
+    let host = support::host_repo(repos.path());
+    agent_with_mounts(
+        &home,
+        "worker",
+        "printf '\\033[32mpreview first line\\033[0m\\nSecond line asks? '; read a; sleep 3600",
+        &format!(
+            "[{{src: {}, dst: /workspace/app, isolation: worktree}}]",
+            host.display()
+        ),
+    );
+    let checkout = home.checkout("worker");
+    std::fs::write(checkout.join("README"), "changed by the agent\n").unwrap();
+    std::fs::write(
+        checkout.join("notes\u{1b}[2J.md"),
+        "a new idea \u{1b}]0;owned\u{7}\n",
+    )
+    .unwrap();
+    let term = Terminal::start_as(&home, "top", "xterm");
+    term.resize(200, 50);
+    term.wait_for("ATTENTION", 1);
+    wait_row(&term, "worker", "Running");
+    assert!(
+        term.screen().contains("· top · 1 instance ·"),
+        "{}",
+        term.screen()
+    );
+    // Colours: the phase, at least.
+    assert!(
+        has_colour(&term.screen_with_styles()),
+        "{:?}",
+        term.screen_with_styles()
+    );
+    // Tab: the agent's screen below the table, its first line in green
+    // (tmux writes the palette's green as `38;5;2`).
+    term.keys(&["Tab"]);
+    term.wait_for("preview of worker: its screen, live", 1);
+    eventually(Duration::from_secs(30), "the agent's screen", || {
+        term.screen()
+            .lines()
+            .any(|l| l.trim() == "preview first line")
+    });
+    let styled = term.screen_with_styles();
+    let line = styled
+        .lines()
+        .find(|l| l.contains("preview first line") && !l.contains("worker"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("\u{1b}[32m") || line.contains("\u{1b}[38;5;2m"),
+        "{line:?}"
+    );
+    term.keys(&["Tab"]);
+    // D: the tracked change against the base and the untracked file, the
+    // agent's escapes shown as text.
+    term.keys(&["D"]);
+    term.wait_for("tracked changes against the base:", 1);
+    let screen = term.screen();
+    for wanted in [
+        "-host",
+        "+changed by the agent",
+        "untracked files: 1",
+        "+++ notes\\u{1b}[2J.md (untracked, 1 lines)",
+        "+a new idea \\u{1b}]0;owned\\u{7}",
+    ] {
+        assert!(screen.contains(wanted), "{wanted:?} not shown:\n{screen}");
+    }
+    term.keys(&["q"]);
+    term.wait_for("ATTENTION", 1);
+    // p: what goes, the unfinished work and the purge's question; no.
+    term.keys(&["p"]);
+    term.wait_for("Discard this work and purge? [y/N]", 1);
+    let screen = term.screen();
+    assert!(screen.contains("What goes:"), "{screen}");
+    assert!(screen.contains("discarded/"), "{screen}");
+    term.type_line("n");
+    term.wait_for("purge of worker cancelled: nothing changed", 1);
+    assert!(!term.screen().contains("error"), "{}", term.screen());
+    let obj = home.object("worker");
+    assert_eq!(obj["status"]["phase"], "Running", "{obj}");
+    assert_ne!(obj["spec"]["desiredPhase"], "Purged", "{obj}");
+    assert!(checkout.join("README").exists());
+}
+
+/// Under `NO_COLOR` no colour is drawn; the header counts in words that
+/// agree with the count; `x` opens a shell in the container and comes back;
+/// `p` on clean checkouts asks once, `n` and Esc cancel (no error, nothing
+/// purged), `y` purges.
+#[test]
+fn no_color_a_shell_and_the_question_before_a_purge() {
+    ensure_busybox();
+    let home = Home::new();
+    workspace(&home);
+    agent(&home, "solo", "echo hello; sleep 3600");
+    agent(&home, "other", "echo hello; sleep 3600");
+    let term = Terminal::start_with_env(&home, "top", "TERM=xterm NO_COLOR=1");
+    term.resize(200, 50);
+    term.wait_for("ATTENTION", 1);
+    wait_row(&term, "solo", "Running");
+    wait_row(&term, "other", "Running");
+    assert!(
+        term.screen().contains("· top · 2 instances ·"),
+        "{}",
+        term.screen()
+    );
+    let styled = term.screen_with_styles();
+    assert!(!has_colour(&styled), "a colour under NO_COLOR: {styled:?}");
+    filter_to(&term, "solo", "other");
+    assert!(
+        term.screen().contains("· top · 1 instance ·"),
+        "{}",
+        term.screen()
+    );
+    // x: a shell in the container, then back.
+    term.keys(&["x"]);
+    term.wait_for("exit the shell to come back", 1);
+    term.type_until("echo shell-$((40+2))", "shell-42");
+    term.type_line("exit");
+    term.wait_for("the shell in solo ended", 1);
+    // p: what goes; n cancels, then Esc does.
+    for cancel in ["n", "Escape"] {
+        term.keys(&["p"]);
+        term.wait_for("Purge instance/solo?", 1);
+        let screen = term.screen();
+        assert!(screen.contains("discarded/ for"), "{screen}");
+        assert!(screen.contains("no isolated checkouts"), "{screen}");
+        term.keys(&[cancel]);
+        term.wait_for("purge of solo cancelled: nothing changed", 1);
+        assert_eq!(home.object("solo")["status"]["phase"], "Running");
+    }
+    term.keys(&["p"]);
+    term.wait_for("Purge instance/solo?", 1);
+    term.keys(&["y"]);
+    term.wait_for("instance/solo purged", 1);
+    eventually(Duration::from_secs(60), "solo gone", || {
+        !home.jackin(&["get", "solo"]).status.success()
+    });
+}

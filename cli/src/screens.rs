@@ -168,6 +168,7 @@ pub enum Key {
     Escape,
     Abort,
     Backspace,
+    Tab,
     Char(char),
 }
 
@@ -191,6 +192,7 @@ pub fn keys(bytes: &[u8]) -> Vec<Key> {
             b'\r' | b'\n' => out.push(Key::Enter),
             0x03 | 0x04 => out.push(Key::Abort),
             0x7f | 0x08 => out.push(Key::Backspace),
+            b'\t' => out.push(Key::Tab),
             b if b.is_ascii_graphic() || b == b' ' => out.push(Key::Char(b as char)),
             _ => {}
         }
@@ -289,7 +291,7 @@ async fn rich(screen: &Screen, keyboard: &mut Keyboard) -> Result<Answer> {
                     filter.push(c);
                     selected = 0;
                 }
-                Key::Backspace | Key::Char(_) => {}
+                Key::Backspace | Key::Tab | Key::Char(_) => {}
             }
         }
     }
@@ -302,13 +304,14 @@ mod tests {
     #[test]
     fn raw_input_decodes_into_keys() {
         assert_eq!(
-            keys(b"\x1b[B\x1bOA\rk\x7f\x03\x1b"),
+            keys(b"\x1b[B\x1bOA\rk\x7f\t\x03\x1b"),
             [
                 Key::Down,
                 Key::Up,
                 Key::Enter,
                 Key::Char('k'),
                 Key::Backspace,
+                Key::Tab,
                 Key::Abort,
                 Key::Escape
             ]

@@ -66,6 +66,9 @@ pub struct Look {
     pub sample: Option<Sample>,
     /// The share of one core it used between the last two samples.
     pub cpu_share: Option<f64>,
+    /// The id of its running container, as the look found it: what a
+    /// live watcher (`LiveOutputs`) knows its screen by.
+    pub container: Option<String>,
     /// Whether its CPU, writes or traffic moved between the last two
     /// samples.
     pub moved: bool,
@@ -264,6 +267,7 @@ async fn one(
     let carried = Look {
         last_output,
         last_line,
+        container: Some(id.to_owned()),
         ..before.cloned().unwrap_or_default()
     };
     if !stats {

@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use jackin_reconcilers::screen::Screen;
+use jackin_reconcilers::screen::{Run, Screen};
 use jackin_reconcilers::session;
 use jackin_reconcilers::{Engine, EngineError};
 use jiff::Timestamp;
@@ -54,9 +54,34 @@ struct Stream {
 #[derive(Default)]
 pub struct LiveOutputs {
     streams: Mutex<HashMap<String, Stream>>,
+    /// Each new stream's screen starts as the log's end draws it
+    /// ([`LiveOutputs::seeded`]).
+    seeded: bool,
 }
 
+/// The log entries a screen is drawn from, by the attach replay and a
+/// seeded watcher (a TUI's entry may be a whole frame, or 16 KiB of one
+/// with no newline).
+pub const REPLAY_ENTRIES: u64 = 2000;
+
+/// The most of the log's end read for a screen: it is drawn from the
+/// newest full redraw in it, and an agent that never clears its screen has
+/// drawn its last one well within this.
+pub const REPLAY_BYTES: usize = 1 << 20;
+
 impl LiveOutputs {
+    /// A watcher whose screens start as the container's log draws them
+    /// (from its newest full redraw, as the attach replay does), for a
+    /// caller that shows the screen (`jackin top`'s preview): a program
+    /// that printed before the stream opened and then waits is not a
+    /// blank screen. Costs one more engine call per stream opened.
+    pub fn seeded() -> Self {
+        Self {
+            streams: Mutex::default(),
+            seeded: true,
+        }
+    }
+
     /// When container `id` last wrote output, and its last line as drawn
     /// (untrusted, to be made safe before it is shown). The first look at a
     /// container opens its stream; a stream that ended is opened again.
@@ -76,7 +101,11 @@ impl LiveOutputs {
         let mut output = engine.watch_output(id).await?.output;
         let (last_output, log_line) =
             baseline.map_or((None, Vec::new()), |(at, line)| (Some(at), line));
-        let screen = Screen::new(size);
+        let mut screen = Screen::new(size);
+        if self.seeded {
+            let log = log_end(engine, id).await;
+            screen.feed(&log[jackin_reconcilers::screen::newest_redraw(&log)..]);
+        }
         let seen = Arc::new(Mutex::new(Seen {
             last_output,
             log_line,
@@ -137,6 +166,22 @@ impl LiveOutputs {
         });
     }
 
+    /// The screen container `id`'s stream has drawn, as rows of styled
+    /// runs (`jackin top`'s preview); `None` when no stream of it is open.
+    /// Untrusted text: no control character, but format characters are
+    /// left for the caller to escape.
+    pub fn styled_rows(&self, id: &str) -> Option<Vec<Vec<Run>>> {
+        let seen = self
+            .streams
+            .lock()
+            .expect("a watcher's lock is never poisoned")
+            .get(id)?
+            .seen
+            .clone();
+        let seen = seen.lock().expect("a watcher's lock is never poisoned");
+        Some(seen.screen.styled_rows())
+    }
+
     /// How many streams are open.
     pub fn open(&self) -> usize {
         self.streams
@@ -185,6 +230,25 @@ async fn nudge(engine: Engine, id: String, (columns, rows): (u16, u16)) {
     let _ = engine.resize(&id, narrower, rows).await;
     tokio::time::sleep(session::REDRAW_NUDGE_GAP).await;
     let _ = engine.resize(&id, columns, rows).await;
+}
+
+/// The end of container `id`'s log (its last [`REPLAY_ENTRIES`], at most
+/// [`REPLAY_BYTES`] of them); what could be read of it when the engine
+/// fails (the screen only starts emptier).
+pub async fn log_end(engine: &Engine, id: &str) -> Vec<u8> {
+    let request = jackin_reconcilers::engine::LogsRequest {
+        tail: Some(REPLAY_ENTRIES),
+        ..Default::default()
+    };
+    let mut logs = engine.logs(id, request);
+    let mut recent = Vec::new();
+    while let Some(Ok(chunk)) = logs.next().await {
+        recent.extend_from_slice(&chunk);
+        if recent.len() > 2 * REPLAY_BYTES {
+            recent.drain(..recent.len() - REPLAY_BYTES);
+        }
+    }
+    recent
 }
 
 fn snapshot(seen: &Mutex<Seen>) -> (Option<Timestamp>, Vec<u8>) {

@@ -71,7 +71,7 @@ impl Assessment {
 /// checkout itself (a clone's `core.worktree` could point status at a clean
 /// tree elsewhere), and the place its repository (see
 /// [`IsolationRecord::git_place`]).
-struct InRepo {
+pub(crate) struct InRepo {
     place: String,
     work_tree: String,
     /// What git may read besides the two: see [`isolation::repository_reads`].
@@ -101,7 +101,7 @@ impl InRepo {
 /// no program the tree names runs, at any submodule depth, and nothing
 /// beyond what [`InRepo`] names is read (see [`git::run_untrusted`]), over
 /// the work tree [`InRepo`] names.
-fn git_in(at: &InRepo, args: &[&str]) -> Result<String, String> {
+pub(crate) fn git_in(at: &InRepo, args: &[&str]) -> Result<String, String> {
     let work_tree = format!("--work-tree={}", at.work_tree);
     // A repository beside its work tree is named, never found: a `.git`
     // the agent made inside it would be found first.
@@ -160,15 +160,22 @@ fn assess_missing(record: &IsolationRecord) -> Result<Assessment, String> {
     Ok(assessment)
 }
 
-fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
-    let legacy = record.is_legacy_worktree();
-    if legacy {
+/// The checkout's repository, once what links it to its work tree is
+/// checked to be jackin's (a legacy worktree's link, a worktree's
+/// repository beside it).
+pub(crate) fn checked_checkout(record: &IsolationRecord) -> Result<InRepo, String> {
+    if record.is_legacy_worktree() {
         legacy_worktree::check_link(record).map_err(|e| e.to_string())?;
     } else if record.scratch_branch.is_some() {
         worktree::check_repository(record).map_err(|e| e.to_string())?;
     }
+    InRepo::checkout(record)
+}
+
+fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
+    let legacy = record.is_legacy_worktree();
     let dir = record.path.as_str();
-    let at = InRepo::checkout(record)?;
+    let at = checked_checkout(record)?;
     let mut assessment = Assessment::default();
     let status = git_in(
         &at,

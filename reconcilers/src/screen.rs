@@ -214,24 +214,95 @@ impl Lines {
     }
 }
 
+/// A colour a cell was drawn in, as the agent set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Colour {
+    /// The terminal's own.
+    #[default]
+    Default,
+    /// One of the 256 of the palette (0-7 the basic eight, 8-15 their
+    /// bright twins).
+    Indexed(u8),
+    Rgb(u8, u8, u8),
+}
+
+/// The colours and styles of a cell: all a cell carries besides its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CellStyle {
+    pub foreground: Colour,
+    pub background: Colour,
+    pub bold: bool,
+    pub dim: bool,
+    pub italic: bool,
+    pub underline: bool,
+    pub inverse: bool,
+}
+
+/// Cells side by side in one style: their text (never a control
+/// character; a blank cell is a space) and that style.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    pub text: String,
+    pub style: CellStyle,
+}
+
+impl Screen {
+    /// Each row as runs of one style, trailing blank cells left out, down
+    /// to the last row with text: for a caller that draws the screen with
+    /// styles of its own making (`jackin top`'s preview).
+    pub fn styled_rows(&self) -> Vec<Vec<Run>> {
+        let screen = self.parser.screen();
+        let (rows, columns) = screen.size();
+        let mut styled: Vec<Vec<Run>> = (0..rows.get())
+            .map(|row| runs(screen, row, columns.get()))
+            .collect();
+        while styled.last().is_some_and(Vec::is_empty) {
+            styled.pop();
+        }
+        styled
+    }
+}
+
+/// Row `row` as runs of one style: a blank cell as a space, control
+/// characters dropped, trailing blank cells left out.
+fn runs(screen: &vt100::Screen, row: u16, columns: u16) -> Vec<Run> {
+    let cells: Vec<&vt100::Cell> = (0..columns)
+        .filter_map(|col| screen.cell(row, col))
+        .collect();
+    let Some(last) = cells.iter().rposition(|cell| cell.has_contents()) else {
+        return Vec::new();
+    };
+    let mut runs: Vec<Run> = Vec::new();
+    for cell in &cells[..=last] {
+        if cell.is_wide_continuation() {
+            continue;
+        }
+        let style = style_of(cell);
+        let mut text: String = cell
+            .contents()
+            .chars()
+            .filter(|c| !c.is_control())
+            .collect();
+        if text.is_empty() {
+            text.push(' ');
+        }
+        match runs.last_mut() {
+            Some(run) if run.style == style => run.text.push_str(&text),
+            _ => runs.push(Run { text, style }),
+        }
+    }
+    runs
+}
+
 /// Row `row` with its colours: SGR sequences written from the cells'
 /// attributes (never copied from the agent's output), a blank cell as a
 /// space, trailing blank cells left out, ending with the reset when any
 /// style was set.
 fn formatted_row(screen: &vt100::Screen, row: u16, columns: u16) -> String {
-    let cells: Vec<&vt100::Cell> = (0..columns)
-        .filter_map(|col| screen.cell(row, col))
-        .collect();
-    let Some(last) = cells.iter().rposition(|cell| cell.has_contents()) else {
-        return String::new();
-    };
     let mut out = String::new();
     let mut style = String::new();
-    for cell in &cells[..=last] {
-        if cell.is_wide_continuation() {
-            continue;
-        }
-        let wanted = sgr(cell);
+    for run in runs(screen, row, columns) {
+        let wanted = sgr(&run.style);
         if wanted != style {
             out.push_str(if wanted.is_empty() {
                 "\x1b[0m"
@@ -240,15 +311,7 @@ fn formatted_row(screen: &vt100::Screen, row: u16, columns: u16) -> String {
             });
             style = wanted;
         }
-        let text: String = cell
-            .contents()
-            .chars()
-            .filter(|c| !c.is_control())
-            .collect();
-        match text.is_empty() {
-            true => out.push(' '),
-            false => out.push_str(&text),
-        }
+        out.push_str(&run.text);
     }
     if !style.is_empty() {
         out.push_str("\x1b[0m");
@@ -256,29 +319,49 @@ fn formatted_row(screen: &vt100::Screen, row: u16, columns: u16) -> String {
     out
 }
 
-/// The SGR sequence that sets `cell`'s colours and styles from the default,
-/// empty for a cell in the default style.
-fn sgr(cell: &vt100::Cell) -> String {
+fn colour_of(colour: vt100::Color) -> Colour {
+    match colour {
+        vt100::Color::Default => Colour::Default,
+        vt100::Color::Idx(n) => Colour::Indexed(n),
+        vt100::Color::Rgb(r, g, b) => Colour::Rgb(r, g, b),
+    }
+}
+
+fn style_of(cell: &vt100::Cell) -> CellStyle {
+    CellStyle {
+        foreground: colour_of(cell.fgcolor()),
+        background: colour_of(cell.bgcolor()),
+        bold: cell.bold(),
+        dim: cell.dim(),
+        italic: cell.italic(),
+        underline: cell.underline(),
+        inverse: cell.inverse(),
+    }
+}
+
+/// The SGR sequence that sets `style` from the default, empty for the
+/// default style.
+fn sgr(style: &CellStyle) -> String {
     let mut params = Vec::new();
     for (on, code) in [
-        (cell.bold(), "1"),
-        (cell.dim(), "2"),
-        (cell.italic(), "3"),
-        (cell.underline(), "4"),
-        (cell.inverse(), "7"),
+        (style.bold, "1"),
+        (style.dim, "2"),
+        (style.italic, "3"),
+        (style.underline, "4"),
+        (style.inverse, "7"),
     ] {
         if on {
             params.push(code.to_owned());
         }
     }
-    for (color, base) in [(cell.fgcolor(), 30), (cell.bgcolor(), 40)] {
-        let param = match color {
-            vt100::Color::Default => continue,
-            vt100::Color::Idx(n) if n < 8 => (base + u16::from(n)).to_string(),
+    for (colour, base) in [(style.foreground, 30), (style.background, 40)] {
+        let param = match colour {
+            Colour::Default => continue,
+            Colour::Indexed(n) if n < 8 => (base + u16::from(n)).to_string(),
             // The bright eight: 90-97 and 100-107.
-            vt100::Color::Idx(n) if n < 16 => (base + 52 + u16::from(n)).to_string(),
-            vt100::Color::Idx(n) => format!("{};5;{n}", base + 8),
-            vt100::Color::Rgb(r, g, b) => format!("{};2;{r};{g};{b}", base + 8),
+            Colour::Indexed(n) if n < 16 => (base + 52 + u16::from(n)).to_string(),
+            Colour::Indexed(n) => format!("{};5;{n}", base + 8),
+            Colour::Rgb(r, g, b) => format!("{};2;{r};{g};{b}", base + 8),
         };
         params.push(param);
     }

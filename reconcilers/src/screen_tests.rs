@@ -236,3 +236,38 @@ fn a_malformed_or_endless_sequence_reaches_nothing() {
     let replay = screen_of("\u{1b}]".repeat(100_000).as_bytes(), (80, 24)).replay();
     assert!(only_text_and_colours(&replay), "{replay:?}");
 }
+
+#[test]
+fn styled_rows_are_the_cells_colours_in_runs_and_no_control_character() {
+    let output = b"\x1b[1;31mred\x1b[0m plain\x1b]0;title\x07\r\n\x1b[38;5;200mpink\x1b[48;2;1;2;3mbg\x1b[0m\r\n\r\n";
+    let rows = screen_of(output, (40, 5)).styled_rows();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let red = CellStyle {
+        foreground: Colour::Indexed(1),
+        bold: true,
+        ..CellStyle::default()
+    };
+    assert_eq!(
+        rows[0],
+        [
+            Run {
+                text: "red".into(),
+                style: red
+            },
+            Run {
+                text: " plain".into(),
+                style: CellStyle::default()
+            },
+        ]
+    );
+    let pink = CellStyle {
+        foreground: Colour::Indexed(200),
+        ..CellStyle::default()
+    };
+    assert_eq!(rows[1][0].text, "pink");
+    assert_eq!(rows[1][0].style, pink);
+    assert_eq!(rows[1][1].style.background, Colour::Rgb(1, 2, 3));
+    for run in rows.iter().flatten() {
+        assert!(!run.text.chars().any(char::is_control), "{run:?}");
+    }
+}

@@ -88,6 +88,16 @@ impl Terminal {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The screen with its colours and styles, as tmux keeps them (SGR
+    /// sequences of its own making).
+    pub fn screen_with_styles(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-e", "-t", &self.window()])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// Waits until `text` appears `count` times on the screen.
     pub fn wait_for(&self, text: &str, count: usize) {
         let deadline = Instant::now() + Duration::from_secs(60);

@@ -11,9 +11,8 @@ use jackin_api::meta::find_condition;
 use jackin_api::names::{condition, reason};
 use jackin_api::{DesiredPhase, Instance};
 use jackin_controller::engines::Engines;
-use jackin_controller::{Reconciler, Store, StoreError, session};
+use jackin_controller::{Reconciler, Store, StoreError, live_output, session};
 use jackin_reconcilers::assess::acknowledgement_digest;
-use jackin_reconcilers::engine::LogsRequest;
 use jackin_reconcilers::fsutil::FileLock;
 use jackin_reconcilers::{Engine, Layout};
 use tokio::io::AsyncWriteExt;
@@ -120,15 +119,6 @@ fn remember_size(layout: &Layout, container: &str, size: (u16, u16)) {
     }
 }
 
-/// The most of the log's end the replay reads: the screen is drawn from the
-/// newest full redraw in it, and an agent that never clears its screen has
-/// drawn its last one well within this.
-const REPLAY_BYTES: usize = 1 << 20;
-
-/// The log entries the replay asks the engine for (a TUI's entry may be a
-/// whole frame, or 16 KiB of one with no newline).
-const REPLAY_ENTRIES: u64 = 2000;
-
 /// The last screen the agent drew, from the container's log, so that a
 /// reattach never starts on a blank screen. A log that cannot be read costs
 /// only that.
@@ -141,20 +131,10 @@ const REPLAY_ENTRIES: u64 = 2000;
 /// would make the terminal type its answer into the agent's input. The live
 /// stream that follows in [`attach_once`] stays raw: there the agent drives
 /// the operator's terminal by design, as any program run in it does. At
-/// most [`REPLAY_BYTES`] of the log's end are kept, however long it is.
+/// most [`live_output::REPLAY_BYTES`] of the log's end are kept, however
+/// long it is.
 async fn show_recent_output(engine: &Engine, layout: &Layout, container: &str) {
-    let request = LogsRequest {
-        tail: Some(REPLAY_ENTRIES),
-        ..Default::default()
-    };
-    let mut logs = engine.logs(container, request);
-    let mut recent = Vec::new();
-    while let Some(Ok(chunk)) = logs.next().await {
-        recent.extend_from_slice(&chunk);
-        if recent.len() > 2 * REPLAY_BYTES {
-            recent.drain(..recent.len() - REPLAY_BYTES);
-        }
-    }
+    let recent = live_output::log_end(engine, container).await;
     let size = jackin_reconcilers::session::terminal_size(layout, container);
     let mut stdout = std::io::stdout();
     let _ = stdout.write_all(&agent_output::replay(&recent, size));

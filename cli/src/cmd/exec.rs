@@ -16,6 +16,14 @@ use crate::context::{CommandExited, open_store};
 use crate::terminal::{Keyboard, RawMode, Resizes};
 
 pub async fn run(args: &ExecArgs) -> Result<()> {
+    let mut keyboard = args.interactive.then(Keyboard::start);
+    run_with(args, keyboard.as_mut()).await
+}
+
+/// As [`run`], reading standard input (with `-i`) from `keyboard`: the
+/// command's own, or the caller's (`jackin top`'s shell key), so that one
+/// reader has the terminal.
+pub async fn run_with(args: &ExecArgs, keyboard: Option<&mut Keyboard>) -> Result<()> {
     let name = instance_name(&args.name)?;
     if args.tty && !std::io::stdin().is_terminal() {
         bail!("-t needs a terminal here, and standard input is not one\nhint: drop -t");
@@ -60,7 +68,7 @@ pub async fn run(args: &ExecArgs) -> Result<()> {
         let _ = engine.resize_exec(&exec.exec_id, width, height).await;
     }
     let mut resizes = Resizes::watch(args.tty);
-    let mut keyboard = args.interactive.then(Keyboard::start);
+    let mut keyboard = keyboard.filter(|_| args.interactive);
     let (mut stdout, mut stderr) = (std::io::stdout(), std::io::stderr());
     loop {
         tokio::select! {
@@ -107,7 +115,7 @@ pub async fn run(args: &ExecArgs) -> Result<()> {
 }
 
 /// The next chunk typed, or never when standard input is not attached.
-async fn next_input(keyboard: &mut Option<Keyboard>) -> Option<Vec<u8>> {
+async fn next_input(keyboard: &mut Option<&mut Keyboard>) -> Option<Vec<u8>> {
     match keyboard {
         Some(keyboard) => keyboard.chunk().await,
         None => std::future::pending().await,

@@ -143,6 +143,20 @@ async fn engines_for_purge(current: &[Instance]) -> Result<Engines> {
     }
 }
 
+/// The operator declined a purge that would discard unfinished work:
+/// nothing changed. An answer, not a failure: `jackin top` says it was
+/// cancelled.
+#[derive(Debug)]
+pub struct NotPurged(pub String);
+
+impl std::fmt::Display for NotPurged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "not purged: instance/{} is unchanged", self.0)
+    }
+}
+
+impl std::error::Error for NotPurged {}
+
 /// Shows the unfinished work a purge would discard and, when the operator
 /// agrees (`--force`, or yes at the prompt on a terminal), acknowledges it by
 /// its digest. Without agreement the purge stays blocked.
@@ -174,7 +188,7 @@ async fn acknowledge_discard(
     let answer = keyboard.line().await.unwrap_or_default();
     if !matches!(answer.trim(), "y" | "Y" | "yes") {
         // The operator said no: nothing changes, not even the desired phase.
-        bail!("not purged: instance/{name} is unchanged");
+        return Err(NotPurged(name.clone()).into());
     }
     store.set_annotation(name, annotation::ACKNOWLEDGE_DISCARD, Some(&digest))?;
     eprintln!("acknowledged (digest {digest})");
