@@ -219,6 +219,10 @@ fn stderr_of(out: &std::process::Output) -> String {
 /// restored as a checkout and as branches of the host repository, and the
 /// sweep removes it once the retention has passed.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a test scenario told in the order an operator meets it"
+)]
 fn a_clean_exit_saves_the_discarded_work_and_restores_it() {
     ensure_busybox();
     let home = Home::new();

@@ -36,6 +36,10 @@ fn session_lines(host: &Path, mode: &str, extra: &str) -> String {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a test scenario told in the order an operator meets it"
+)]
 fn a_rollout_moves_a_running_session_onto_the_new_spec_and_keeps_it() {
     ensure_busybox();
     let home = Home::new();

@@ -162,6 +162,7 @@ enum LookError {
 /// Looks at one agent, and runs its hooks when they are due. Returns when
 /// to look again and the sample to compare the next look with; `None`
 /// when the agent is no longer one to watch.
+#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 async fn look(
     reconciler: &Reconciler,
     metrics: &Metrics,

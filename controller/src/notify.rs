@@ -165,6 +165,7 @@ pub fn events(before: &Seen, after: Option<&Seen>) -> Vec<Event> {
 }
 
 /// Runs until the task is dropped.
+#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 pub async fn watch(reconciler: Reconciler) {
     // What the last look saw. The first look compares with nothing: every
     // instance is new to it (see below).

@@ -290,6 +290,7 @@ pub async fn remove_leftover(engine: &Engine, leftover: &Leftover) -> Result<boo
 /// Steps on existing engine objects act on the ids they carry (observed by
 /// label, never looked up by name); only an object this plan creates is
 /// addressed by the name it was given.
+#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 pub async fn act(
     ctx: &Context<'_>,
     step: &Step,
@@ -1413,6 +1414,7 @@ async fn create_and_record(
 
 /// Creates the agent's container. Returns what the credential variables
 /// gave it (`token`): the names set, and why a set got none.
+#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 async fn create_container(
     ctx: &Context<'_>,
     obj: &Instance,

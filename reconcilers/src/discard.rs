@@ -904,6 +904,7 @@ impl Scratch {
 }
 
 /// Saves one checkout into `save_dir`.
+#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 fn save_checkout(
     record: &IsolationRecord,
     save_dir: &Path,
@@ -1530,6 +1531,7 @@ fn land_objects(
 /// A new checkout at `to` that is the discarded one again: a clone of its
 /// host repository with the saved commits, its branches, tags and stash,
 /// `HEAD` where it was, the files as they were and the index as staged.
+#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 fn restore_into_dir(
     save_dir: &Path,
     checkout: &SavedCheckout,
@@ -1656,6 +1658,7 @@ fn restore_into_dir(
 /// save holds several): its branches, `stash-N`, `uncommitted` (the files
 /// on top of `HEAD`) and `HEAD` when it was detached. Refuses when any of
 /// them exists.
+#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 fn restore_into_host(
     save_dir: &Path,
     save: &str,
@@ -1945,6 +1948,7 @@ mod tests {
     }
 
     #[test]
+    #[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
     fn a_clones_work_is_saved_and_comes_back_whole() {
         let f = Fixture::new(Isolation::Clone);
         let c = f.checkout();

@@ -14,6 +14,7 @@ use jackin_controller::engines::{Engines, display_name};
 
 use crate::context::open_store_to_change;
 
+#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
     let store = open_store_to_change()?;
     // Held until this returns: the life of the loop (or of the one pass).
