@@ -185,7 +185,6 @@ impl Collector {
     /// Takes `path` (a directory is walked): copies what can be saved into
     /// `staging`, notes a tracked file that is gone as deleted, and what
     /// cannot be saved as skipped. Only writing the staging copy can fail.
-    #[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
     pub(crate) fn take(
         &mut self,
         tree: &BeneathDir,
@@ -195,77 +194,14 @@ impl Collector {
     ) -> Result<(), StagingError> {
         let mut pending = vec![(path.trim_end_matches('/').to_owned(), origin)];
         while let Some((path, origin)) = pending.pop() {
-            // git printed a name that is not UTF-8, read here as text: it
-            // names no file jackin can open, and is neither saved nor
-            // taken for deleted.
-            if path.contains(char::REPLACEMENT_CHARACTER) {
-                self.skip(&path, "a name that is not UTF-8");
+            let Some(kind) = self.kind_to_take(tree, &path, origin) else {
                 continue;
-            }
-            if self.is_left_out(&path) {
-                self.skip(&path, "it holds a login, which a save never keeps");
-                continue;
-            }
-            let kind = if path.is_empty() {
-                Ok(EntryKind::Dir)
-            } else {
-                tree.kind(&path)
             };
-            let kind = match kind {
-                Ok(kind) => kind,
-                Err(e) if e.kind() == io::ErrorKind::NotFound && origin == Origin::Tracked => {
-                    if !refused_by_git(&path, false) {
-                        self.deleted.push(path);
-                    }
-                    continue;
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    let why = match e.raw_os_error() {
-                        Some(libc::ELOOP | libc::EXDEV) => "a link on the way".to_owned(),
-                        _ => e.to_string(),
-                    };
-                    self.skip(&path, &why);
-                    continue;
-                }
-            };
-            if !path.is_empty() && refused_by_git(&path, kind == EntryKind::Symlink) {
-                self.skip(&path, "a name git refuses");
-                continue;
-            }
             match kind {
                 EntryKind::Dir if origin == Origin::Tracked && !path.is_empty() => {
                     self.skip(&path, "a submodule: its own work is in its own repository");
                 }
-                EntryKind::Dir => {
-                    let listed = if path.is_empty() { "." } else { path.as_str() };
-                    let (entries, not_utf8) = match tree.entries_counted(listed) {
-                        Ok(found) => found,
-                        Err(e) => {
-                            self.skip(&path, &e.to_string());
-                            continue;
-                        }
-                    };
-                    if not_utf8 > 0 {
-                        self.skip(&path, &format!("{not_utf8} names in it are not UTF-8"));
-                    }
-                    let mut names: Vec<String> = entries.into_iter().map(|(n, _)| n).collect();
-                    names.sort_unstable_by(|a, b| b.cmp(a));
-                    for name in names {
-                        let child = if path.is_empty() {
-                            name
-                        } else {
-                            format!("{path}/{name}")
-                        };
-                        if child.rsplit('/').next() == Some(".git") {
-                            if !path.is_empty() {
-                                self.skip(&child, "a nested repository's git directory");
-                            }
-                            continue;
-                        }
-                        pending.push((child, origin));
-                    }
-                }
+                EntryKind::Dir => self.walk_dir(tree, &path, origin, &mut pending),
                 EntryKind::Special => self.skip(&path, "a FIFO, socket or device"),
                 EntryKind::File { size, .. } if size > MAX_FILE_BYTES => {
                     self.skip(&path, &format!("larger than {} MiB", MAX_FILE_BYTES >> 20));
@@ -282,21 +218,116 @@ impl Collector {
                 EntryKind::File { executable, .. } => {
                     self.copy_file(tree, staging, &path, executable)?;
                 }
-                EntryKind::Symlink => {
-                    let target = match tree.read_link(&path) {
-                        Ok(target) => target,
-                        Err(e) => {
-                            self.skip(&path, &e.to_string());
-                            continue;
-                        }
-                    };
-                    let to = staged_path(staging, &path)?;
-                    std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&target), &to)
-                        .map_err(staging_at(&to))?;
-                    self.saved.push(path);
-                }
+                EntryKind::Symlink => self.copy_link(tree, staging, path)?,
             }
         }
+        Ok(())
+    }
+
+    /// What `path` is, when it is to be taken at all: a name that is not
+    /// UTF-8, a login's file, one that cannot be looked at or that git
+    /// refuses is skipped (and listed), a tracked file that is gone is
+    /// noted as deleted, and each gives none.
+    fn kind_to_take(&mut self, tree: &BeneathDir, path: &str, origin: Origin) -> Option<EntryKind> {
+        // git printed a name that is not UTF-8, read here as text: it
+        // names no file jackin can open, and is neither saved nor
+        // taken for deleted.
+        if path.contains(char::REPLACEMENT_CHARACTER) {
+            self.skip(path, "a name that is not UTF-8");
+            return None;
+        }
+        if self.is_left_out(path) {
+            self.skip(path, "it holds a login, which a save never keeps");
+            return None;
+        }
+        let kind = if path.is_empty() {
+            Ok(EntryKind::Dir)
+        } else {
+            tree.kind(path)
+        };
+        let kind = match kind {
+            Ok(kind) => kind,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && origin == Origin::Tracked => {
+                if !refused_by_git(path, false) {
+                    self.deleted.push(path.to_owned());
+                }
+                return None;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                let why = match e.raw_os_error() {
+                    Some(libc::ELOOP | libc::EXDEV) => "a link on the way".to_owned(),
+                    _ => e.to_string(),
+                };
+                self.skip(path, &why);
+                return None;
+            }
+        };
+        if !path.is_empty() && refused_by_git(path, kind == EntryKind::Symlink) {
+            self.skip(path, "a name git refuses");
+            return None;
+        }
+        Some(kind)
+    }
+
+    /// Puts the entries of the directory `path` on `pending`, each as
+    /// `origin` (a nested repository's git directory left out), so that
+    /// they are taken in name order.
+    fn walk_dir(
+        &mut self,
+        tree: &BeneathDir,
+        path: &str,
+        origin: Origin,
+        pending: &mut Vec<(String, Origin)>,
+    ) {
+        let listed = if path.is_empty() { "." } else { path };
+        let (entries, not_utf8) = match tree.entries_counted(listed) {
+            Ok(found) => found,
+            Err(e) => {
+                self.skip(path, &e.to_string());
+                return;
+            }
+        };
+        if not_utf8 > 0 {
+            self.skip(path, &format!("{not_utf8} names in it are not UTF-8"));
+        }
+        let mut names: Vec<String> = entries.into_iter().map(|(n, _)| n).collect();
+        names.sort_unstable_by(|a, b| b.cmp(a));
+        for name in names {
+            let child = if path.is_empty() {
+                name
+            } else {
+                format!("{path}/{name}")
+            };
+            if child.rsplit('/').next() == Some(".git") {
+                if !path.is_empty() {
+                    self.skip(&child, "a nested repository's git directory");
+                }
+                continue;
+            }
+            pending.push((child, origin));
+        }
+    }
+
+    /// Saves the symbolic link `path` as a link: what it says, never what
+    /// it points at.
+    fn copy_link(
+        &mut self,
+        tree: &BeneathDir,
+        staging: &Path,
+        path: String,
+    ) -> Result<(), StagingError> {
+        let target = match tree.read_link(&path) {
+            Ok(target) => target,
+            Err(e) => {
+                self.skip(&path, &e.to_string());
+                return Ok(());
+            }
+        };
+        let to = staged_path(staging, &path)?;
+        std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&target), &to)
+            .map_err(staging_at(&to))?;
+        self.saved.push(path);
         Ok(())
     }
 
