@@ -1,0 +1,43 @@
+//! The Docker engine adapter: the only code that talks to the engine.
+//!
+//! Every call maps the engine's answer into three cases a reconciler can act
+//! on safely: the object exists, the engine says it does not (404), or the
+//! engine could not be asked. The last is never read as "missing", so an
+//! engine that does not answer can never trigger a destructive step.
+//!
+//! The parts, each with one job:
+//! - `calls`: the seam, [`EngineCalls`] (one method per engine call) and
+//!   the requests and answers it speaks in;
+//! - `connection`: [`Engine`], the one way to the engine: it picks the
+//!   engine, counts every call and gives each its deadline;
+//! - `docker`: the real engine behind the seam, through bollard, whose
+//!   errors it sorts into the three cases;
+//! - `error`: [`EngineError`], and which errors are permanent, mean the
+//!   engine is gone, or refused a start.
+
+use std::collections::HashMap;
+
+pub use bollard::container::LogOutput;
+pub use bollard::models;
+use jackin_api::names::label;
+
+mod calls;
+mod connection;
+mod docker;
+mod error;
+
+pub use calls::{
+    AttachedExec, EXEC_OUTPUT_BYTES, EngineCalls, ExecOutcome, ExecRequest, LogsRequest, Usage,
+};
+pub use connection::{Engine, ImageDefaults, LAST_OUTPUT_BYTES};
+pub use error::EngineError;
+
+/// The labels that mark an engine object as owned by one instance of one home.
+pub fn owner_labels(instance: &str, uid: &str, home_id: &str) -> HashMap<String, String> {
+    HashMap::from([
+        (label::MANAGED.to_owned(), "true".to_owned()),
+        (label::HOME.to_owned(), home_id.to_owned()),
+        (label::INSTANCE.to_owned(), instance.to_owned()),
+        (label::UID.to_owned(), uid.to_owned()),
+    ])
+}
