@@ -159,17 +159,21 @@ enum LookError {
     Policy(String),
 }
 
-/// Looks at one agent, and runs its hooks when they are due. Returns when
-/// to look again and the sample to compare the next look with; `None`
-/// when the agent is no longer one to watch.
-#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
-async fn look(
-    reconciler: &Reconciler,
-    metrics: &Metrics,
-    name: &str,
-    last: Option<Sample>,
-    changed: &(impl Fn(&str) + Send + Sync),
-) -> Result<Option<(Duration, Option<Sample>)>, LookError> {
+/// One running agent whose workspace's idle policy is on, as a look finds
+/// it: what it needs to sample the container and run the hooks.
+struct Looked {
+    policy: IdlePolicy,
+    timing: Timing,
+    engine: Engine,
+    status: jackin_api::InstanceStatus,
+    /// The unit's container name, and the container's id.
+    unit: String,
+    id: String,
+}
+
+/// The agent `name`, when it is one to watch: its workspace's idle policy
+/// is on, and its container (this instance's, by its uid) is running.
+async fn looked_at(reconciler: &Reconciler, name: &str) -> Result<Option<Looked>, LookError> {
     let store = &reconciler.store;
     let obj = match store.get_instance(name) {
         Ok(obj) => obj,
@@ -184,7 +188,7 @@ async fn look(
         return Ok(None);
     };
     let timing = Timing::of(&policy).map_err(LookError::Policy)?;
-    let engine = &reconciler.engine_of(&obj).await?.engine;
+    let engine = reconciler.engine_of(&obj).await?.engine;
     let status = obj.status.clone().unwrap_or_default();
     let (Some(unit), Some(uid)) = (status.container_name.clone(), obj.metadata.uid.clone()) else {
         return Ok(None);
@@ -198,19 +202,43 @@ async fn look(
     let Some(id) = container.and_then(|c| c.id) else {
         return Ok(None);
     };
+    Ok(Some(Looked {
+        policy,
+        timing,
+        engine,
+        status,
+        unit,
+        id,
+    }))
+}
+
+/// Looks at one agent, and runs its hooks when they are due. Returns when
+/// to look again and the sample to compare the next look with; `None`
+/// when the agent is no longer one to watch.
+async fn look(
+    reconciler: &Reconciler,
+    metrics: &Metrics,
+    name: &str,
+    last: Option<Sample>,
+    changed: &(impl Fn(&str) + Send + Sync),
+) -> Result<Option<(Duration, Option<Sample>)>, LookError> {
+    let Some(looked) = looked_at(reconciler, name).await? else {
+        return Ok(None);
+    };
+    let (timing, engine, id) = (looked.timing, &looked.engine, looked.id.as_str());
     let now = Timestamp::now();
     let since_look = last.map_or_else(
         || now.as_second() - timing.check_every().as_secs() as i64,
         |before| before.at.as_second(),
     );
-    let sample = take_sample(engine, &id).await?;
+    let sample = take_sample(engine, id).await?;
     let moved = last.map(|before| idle::moved(&before, &sample, Window::Looks));
     let seen = Seen {
-        attached: jackin_reconcilers::session::attached(store.layout(), &unit),
-        output: engine.output_since(&id, since_look).await?,
+        attached: jackin_reconcilers::session::attached(reconciler.store.layout(), &looked.unit),
+        output: engine.output_since(id, since_look).await?,
         ..moved.unwrap_or_default()
     };
-    let next = idle::next(timing, status.idle.as_ref(), seen, now);
+    let next = idle::next(timing, looked.status.idle.as_ref(), seen, now);
     blocking(reconciler, name, move |store, name| {
         record_stretch(store, name, next)
     })
@@ -230,19 +258,43 @@ async fn look(
             Some(sample),
         )));
     }
+    hooks_due(reconciler, metrics, name, &looked, since, sample, changed).await
+}
+
+/// Runs the hooks that are due (idle since `since`), then the policy's
+/// action, unless the agent moved while they ran (`sample` is the look's);
+/// returns what [`look`] does.
+async fn hooks_due(
+    reconciler: &Reconciler,
+    metrics: &Metrics,
+    name: &str,
+    looked: &Looked,
+    since: Timestamp,
+    sample: Sample,
+    changed: &(impl Fn(&str) + Send + Sync),
+) -> Result<Option<(Duration, Option<Sample>)>, LookError> {
+    let store = &reconciler.store;
+    let Looked {
+        policy,
+        timing,
+        engine,
+        status,
+        unit,
+        id,
+    } = looked;
     let started = Timestamp::now();
-    let (ok, result) = run_hooks(reconciler, engine, &unit, &id, &policy, &status, timing).await;
+    let (ok, result) = run_hooks(reconciler, engine, unit, id, policy, status, *timing).await;
     metrics.idle_hooks_ran(ok);
     let finished = Timestamp::now();
     // The hooks' own work is not the agent's: the next look compares with
     // a sample taken after them.
-    let after = take_sample(engine, &id).await?;
+    let after = take_sample(engine, id).await?;
     // Right before the action: did the agent move while the hooks ran?
     let during = match policy.then {
         IdleThen::None => Seen::default(),
         IdleThen::Keep | IdleThen::Restart => Seen {
-            attached: jackin_reconcilers::session::attached(store.layout(), &unit),
-            output: engine.output_since(&id, started.as_second()).await?,
+            attached: jackin_reconcilers::session::attached(store.layout(), unit),
+            output: engine.output_since(id, started.as_second()).await?,
             ..idle::moved(&sample, &after, Window::Hooks)
         },
     };
@@ -259,7 +311,7 @@ async fn look(
         };
         events::record(
             store.layout(),
-            &unit,
+            unit,
             reason::IDLE_HOOKS,
             &format!(
                 "the agent was active while the idle hooks ran ({}): the {action} was skipped, \
@@ -279,7 +331,7 @@ async fn look(
             .await?;
             events::record(
                 store.layout(),
-                &unit,
+                unit,
                 reason::IDLE_HOOKS,
                 "the idle hooks ran; the instance is kept (`jackin set-phase NAME running` resumes it)",
             );
@@ -287,7 +339,7 @@ async fn look(
             return Ok(None);
         }
         IdleThen::Restart => {
-            restart(reconciler, name, &unit, &id).await?;
+            restart(reconciler, name, unit, id).await?;
             return Ok(Some((timing.check_every(), None)));
         }
     }
