@@ -164,55 +164,28 @@ pub fn events(before: &Seen, after: Option<&Seen>) -> Vec<Event> {
     found
 }
 
+/// The workspaces that set `notify` (each with its policy and its
+/// attention threshold), the instances of those, and whether the listing
+/// was partial (a unit that did not read).
+type Watched = (
+    HashMap<String, (NotifyPolicy, Duration)>,
+    Vec<Instance>,
+    bool,
+);
+
 /// Runs until the task is dropped.
-#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 pub async fn watch(reconciler: Reconciler) {
     // What the last look saw. The first look compares with nothing: every
     // instance is new to it (see below).
     let mut seen: HashMap<String, Seen> = HashMap::new();
     let mut looks: HashMap<String, Look> = HashMap::new();
     let live = crate::live_output::LiveOutputs::default();
-    let mut last_run: HashMap<(String, Event), Instant> = HashMap::new();
-    // Runs not finished yet, by (instance, event): another of the same
-    // waits for the next transition instead of piling up.
-    let in_flight: Arc<Mutex<HashSet<(String, Event)>>> = Arc::default();
-    let slots = Arc::new(Semaphore::new(RUNNING_AT_ONCE));
+    let mut runs = Runs::default();
     let mut round = 0u32;
     loop {
-        let store = reconciler.store.clone();
-        let read = jackin_reconcilers::blocking(move || {
-            let policies: HashMap<String, (NotifyPolicy, Duration)> = store
-                .list_workspaces()?
-                .into_iter()
-                .filter_map(|ws| {
-                    let threshold = decide::needs_you_after(Some(&ws.spec));
-                    Some((ws.metadata.name, (ws.spec.notify?, threshold)))
-                })
-                .collect();
-            let (objects, partial) = match policies.is_empty() {
-                true => (Vec::new(), false),
-                false => {
-                    let listing = store.list_instances()?;
-                    let partial = !listing.unreadable.is_empty();
-                    let objects: Vec<Instance> = listing
-                        .instances
-                        .into_iter()
-                        .filter(|o| {
-                            o.spec
-                                .workspace
-                                .as_deref()
-                                .is_some_and(|ws| policies.contains_key(ws))
-                        })
-                        .collect();
-                    (objects, partial)
-                }
-            };
-            Ok::<_, crate::StoreError>((policies, objects, partial))
-        })
-        .await;
         // A store that cannot be read now says nothing about the instances:
         // nothing is told, and what was seen stands until it can be.
-        let (policies, objects, partial) = match read {
+        let (policies, objects, partial) = match read_watched(&reconciler).await {
             Ok(read) => read,
             Err(e) => {
                 tracing::warn!("notify: cannot read the store: {e}");
@@ -246,67 +219,17 @@ pub async fn watch(reconciler: Reconciler) {
                 now.entry(name.clone()).or_insert_with(|| was.clone());
             }
         }
-        // What happened since the last look.
-        let mut told: Vec<(&String, &Seen, Event)> = Vec::new();
-        for (name, was) in &seen {
-            told.extend(
-                events(was, now.get(name))
-                    .into_iter()
-                    .map(|e| (name, was, e)),
-            );
-        }
-        // A new instance (each one, at the first look) is compared with
-        // itself needing nothing: one that already needs you is told at
-        // once; how earlier sessions ended is not told again.
-        for (name, is) in now.iter().filter(|(name, _)| !seen.contains_key(*name)) {
-            let blank = Seen {
-                attention: None,
-                ..is.clone()
-            };
-            told.extend(events(&blank, Some(is)).into_iter().map(|e| (name, is, e)));
-        }
-        for (name, seen_as, event) in told {
+        for (name, seen_as, event) in transitions(&seen, &now) {
             let Some((policy, _)) = policies.get(&seen_as.workspace) else {
                 continue;
             };
-            let interval = validate::duration(&policy.min_interval).unwrap_or_default();
-            let key = (name.clone(), event);
-            if last_run.get(&key).is_some_and(|at| at.elapsed() < interval) {
-                tracing::debug!(
-                    instance = name,
-                    event = event.as_str(),
-                    "notify: rate-limited"
-                );
-                continue;
-            }
-            if !in_flight.lock().expect("notify runs").insert(key.clone()) {
-                tracing::debug!(
-                    instance = name,
-                    event = event.as_str(),
-                    "notify: the last run for this event has not ended"
-                );
-                continue;
-            }
-            last_run.insert(key.clone(), Instant::now());
             let unit = objects
                 .iter()
                 .find(|o| &o.metadata.name == name)
                 .and_then(|o| o.container_name().map(str::to_owned));
-            let (reconciler, policy, workspace) = (
-                reconciler.clone(),
-                policy.clone(),
-                seen_as.workspace.clone(),
-            );
-            let (in_flight, slots) = (in_flight.clone(), slots.clone());
-            tokio::spawn(async move {
-                // Closed never: the semaphore lives as long as the watch.
-                if let Ok(_slot) = slots.acquire().await {
-                    run(reconciler, policy, key.0.clone(), workspace, event, unit).await;
-                }
-                in_flight.lock().expect("notify runs").remove(&key);
-            });
+            runs.start(&reconciler, policy, name, &seen_as.workspace, event, unit);
         }
-        last_run.retain(|(name, _), _| now.contains_key(name));
+        runs.last_run.retain(|(name, _), _| now.contains_key(name));
         seen = now;
         // Often enough to see a quiet agent within a third of the shortest
         // threshold.
@@ -317,6 +240,140 @@ pub async fn watch(reconciler: Reconciler) {
             .unwrap_or(RESCAN)
             .clamp(Duration::from_secs(1), Duration::from_secs(10));
         tokio::time::sleep(every).await;
+    }
+}
+
+/// Reads the workspaces that set `notify`, and when there are any, the
+/// instances of those (off the async runtime).
+async fn read_watched(reconciler: &Reconciler) -> Result<Watched, crate::StoreError> {
+    let store = reconciler.store.clone();
+    jackin_reconcilers::blocking(move || {
+        let policies: HashMap<String, (NotifyPolicy, Duration)> = store
+            .list_workspaces()?
+            .into_iter()
+            .filter_map(|ws| {
+                let threshold = decide::needs_you_after(Some(&ws.spec));
+                Some((ws.metadata.name, (ws.spec.notify?, threshold)))
+            })
+            .collect();
+        if policies.is_empty() {
+            return Ok((policies, Vec::new(), false));
+        }
+        let listing = store.list_instances()?;
+        let partial = !listing.unreadable.is_empty();
+        let objects: Vec<Instance> = listing
+            .instances
+            .into_iter()
+            .filter(|o| {
+                o.spec
+                    .workspace
+                    .as_deref()
+                    .is_some_and(|ws| policies.contains_key(ws))
+            })
+            .collect();
+        Ok((policies, objects, partial))
+    })
+    .await
+}
+
+/// What happened between the last look (`seen`) and this one (`now`):
+/// each instance's events, with what it was seen as.
+fn transitions<'a>(
+    seen: &'a HashMap<String, Seen>,
+    now: &'a HashMap<String, Seen>,
+) -> Vec<(&'a String, &'a Seen, Event)> {
+    let mut told: Vec<(&String, &Seen, Event)> = Vec::new();
+    for (name, was) in seen {
+        told.extend(
+            events(was, now.get(name))
+                .into_iter()
+                .map(|e| (name, was, e)),
+        );
+    }
+    // A new instance (each one, at the first look) is compared with
+    // itself needing nothing: one that already needs you is told at
+    // once; how earlier sessions ended is not told again.
+    for (name, is) in now.iter().filter(|(name, _)| !seen.contains_key(*name)) {
+        let blank = Seen {
+            attention: None,
+            ..is.clone()
+        };
+        told.extend(events(&blank, Some(is)).into_iter().map(|e| (name, is, e)));
+    }
+    told
+}
+
+/// The command's runs: when each (instance, event) last ran, the runs not
+/// finished yet, and the slots that bound how many run at once.
+struct Runs {
+    last_run: HashMap<(String, Event), Instant>,
+    // Runs not finished yet, by (instance, event): another of the same
+    // waits for the next transition instead of piling up.
+    in_flight: Arc<Mutex<HashSet<(String, Event)>>>,
+    slots: Arc<Semaphore>,
+}
+
+impl Default for Runs {
+    fn default() -> Self {
+        Self {
+            last_run: HashMap::new(),
+            in_flight: Arc::default(),
+            slots: Arc::new(Semaphore::new(RUNNING_AT_ONCE)),
+        }
+    }
+}
+
+impl Runs {
+    /// Starts the command for `event` of the instance `name` (of
+    /// `workspace`, its unit `unit`), unless it ran within the policy's
+    /// `minInterval` or its last run for this event goes on.
+    fn start(
+        &mut self,
+        reconciler: &Reconciler,
+        policy: &NotifyPolicy,
+        name: &str,
+        workspace: &str,
+        event: Event,
+        unit: Option<String>,
+    ) {
+        let interval = validate::duration(&policy.min_interval).unwrap_or_default();
+        let key = (name.to_owned(), event);
+        if self
+            .last_run
+            .get(&key)
+            .is_some_and(|at| at.elapsed() < interval)
+        {
+            tracing::debug!(
+                instance = name,
+                event = event.as_str(),
+                "notify: rate-limited"
+            );
+            return;
+        }
+        if !self
+            .in_flight
+            .lock()
+            .expect("notify runs")
+            .insert(key.clone())
+        {
+            tracing::debug!(
+                instance = name,
+                event = event.as_str(),
+                "notify: the last run for this event has not ended"
+            );
+            return;
+        }
+        self.last_run.insert(key.clone(), Instant::now());
+        let (reconciler, policy, workspace) =
+            (reconciler.clone(), policy.clone(), workspace.to_owned());
+        let (in_flight, slots) = (self.in_flight.clone(), self.slots.clone());
+        tokio::spawn(async move {
+            // Closed never: the semaphore lives as long as the watch.
+            if let Ok(_slot) = slots.acquire().await {
+                run(reconciler, policy, key.0.clone(), workspace, event, unit).await;
+            }
+            in_flight.lock().expect("notify runs").remove(&key);
+        });
     }
 }
 
