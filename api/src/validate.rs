@@ -8,9 +8,9 @@
 use std::collections::HashSet;
 
 use crate::agent::{Agent, ID_PLACEHOLDER};
-use crate::instance::{EnvVar, Instance, Isolation, MAX_VALUE_BYTES, MountSpec};
+use crate::env::{EnvVar, MAX_VALUE_BYTES};
+use crate::instance::{Instance, Isolation, MountSpec};
 use crate::meta::{API_VERSION, ObjectMeta};
-use crate::role::RoleConfig;
 use crate::workspace::{IdleThen, RoleCommands, Workspace};
 
 /// One rule an object breaks.
@@ -28,24 +28,25 @@ impl std::fmt::Display for FieldError {
     }
 }
 
+/// The rules an object breaks, gathered as it is checked.
 #[derive(Default)]
-struct Errors(Vec<FieldError>);
+pub(crate) struct Errors(Vec<FieldError>);
 
 impl Errors {
-    fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+    pub(crate) fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.0.push(FieldError {
             path: path.into(),
             message: message.into(),
         });
     }
 
-    fn check(&mut self, path: &str, result: Result<(), String>) {
+    pub(crate) fn check(&mut self, path: &str, result: Result<(), String>) {
         if let Err(message) = result {
             self.push(path, message);
         }
     }
 
-    fn into_result(self) -> Result<(), Vec<FieldError>> {
+    pub(crate) fn into_result(self) -> Result<(), Vec<FieldError>> {
         if self.0.is_empty() {
             Ok(())
         } else {
@@ -131,18 +132,13 @@ fn metadata(errors: &mut Errors, meta: &ObjectMeta) {
 }
 
 /// What an operator applies, checked beyond what a stored object must be
-/// ([`instance`] and the others): the names it may not set
-/// ([`operator_names`]), and an engine address that no engine can have
-/// ([`engine_address`]).
-pub fn operator_input(obj: &crate::Object) -> Result<(), Vec<FieldError>> {
-    let mut errors = match operator_names(obj.metadata()) {
+/// ([`instance`] and the others): the names in its metadata it may not set
+/// ([`operator_names`]), and the engine it names (`spec.engine`), an address
+/// that no engine can have ([`engine_address`]).
+pub fn operator_input(meta: &ObjectMeta, engine: Option<&str>) -> Result<(), Vec<FieldError>> {
+    let mut errors = match operator_names(meta) {
         Ok(()) => Errors::default(),
         Err(found) => Errors(found),
-    };
-    let engine = match obj {
-        crate::Object::Instance(i) => i.spec.engine.as_deref(),
-        crate::Object::Workspace(w) => w.spec.engine.as_deref(),
-        crate::Object::Agent(_) => None,
     };
     if let Some(engine) = engine.filter(|e| e.contains("://") && engine_ref(e).is_ok()) {
         errors.check("spec.engine", engine_address(engine));
@@ -828,24 +824,20 @@ pub fn duration(text: &str) -> Result<std::time::Duration, String> {
     Ok(duration)
 }
 
-/// Validates a role's `jackin.role.yaml`.
-pub fn role_config(config: &RoleConfig) -> Result<(), Vec<FieldError>> {
-    let mut errors = Errors::default();
-    idle_commands(&mut errors, "idle.commands", &config.idle.commands);
-    security(&mut errors, "security", config.security.as_ref());
-    errors.into_result()
-}
-
 /// A widening of the container's restrictions: real capabilities, limits
 /// the session still works within.
-fn security(errors: &mut Errors, at: &str, spec: Option<&crate::security::SecuritySpec>) {
+pub(crate) fn security(
+    errors: &mut Errors,
+    at: &str,
+    spec: Option<&crate::security::SecuritySpec>,
+) {
     for (field, message) in spec.map(crate::security::problems).unwrap_or_default() {
         errors.push(format!("{at}.{field}"), message);
     }
 }
 
 /// Idle commands: argv lists whose program is named.
-fn idle_commands(errors: &mut Errors, at: &str, commands: &[Vec<String>]) {
+pub(crate) fn idle_commands(errors: &mut Errors, at: &str, commands: &[Vec<String>]) {
     for (i, argv) in commands.iter().enumerate() {
         if argv.first().is_none_or(|p| p.is_empty()) {
             errors.push(
@@ -1168,7 +1160,8 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance::{EnvSource, InstanceSpec, RoleRef};
+    use crate::env::EnvSource;
+    use crate::instance::{InstanceSpec, RoleRef};
 
     /// Every built-in entry is valid, and an install block, version rule
     /// or retention setting that could not work is refused at its field.
@@ -1400,7 +1393,7 @@ mod tests {
             Vec::<String>::new(),
             "a stored object stays readable"
         );
-        let errors = operator_input(&crate::Object::Instance(Box::new(obj))).unwrap_err();
+        let errors = operator_input(&obj.metadata, obj.spec.engine.as_deref()).unwrap_err();
         assert_eq!(errors[0].path, "spec.engine");
     }
 
