@@ -21,7 +21,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::instance::{EnvSource, EnvVar};
+use crate::env::{EnvSource, EnvVar};
 
 /// How an operator's login reaches a session.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]

@@ -67,6 +67,15 @@ impl Object {
             Object::Agent(a) => &mut a.metadata,
         }
     }
+
+    /// The engine the object names, for the kinds that name one.
+    fn engine(&self) -> Option<&str> {
+        match self {
+            Object::Instance(i) => i.spec.engine.as_deref(),
+            Object::Workspace(w) => w.spec.engine.as_deref(),
+            Object::Agent(_) => None,
+        }
+    }
 }
 
 /// Who wrote the text: what an operator applies may not set jackin's
@@ -364,7 +373,7 @@ fn read_once(text: &str, author: Author) -> Option<OnePass> {
         Object::Agent(a) => validate::agent(a),
     };
     let names = match author {
-        Author::Operator => validate::operator_input(&obj),
+        Author::Operator => validate::operator_input(obj.metadata(), obj.engine()),
         Author::Jackin => Ok(()),
     };
     (checked.is_ok() && names.is_ok()).then(|| OnePass::Object(Box::new(obj)))
@@ -520,7 +529,7 @@ fn parse_document(
         return Err(errors);
     };
     let names = match author {
-        Author::Operator => validate::operator_input(&object),
+        Author::Operator => validate::operator_input(object.metadata(), object.engine()),
         Author::Jackin => Ok(()),
     };
     // A rule broken by what the reading removed (a default standing in for

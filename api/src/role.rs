@@ -17,6 +17,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::validate::{self, Errors, FieldError};
+
 /// The file's name, at the repository's root.
 pub const ROLE_CONFIG_FILE: &str = "jackin.role.yaml";
 
@@ -28,6 +30,18 @@ pub struct RoleConfig {
     /// Widens the container's restrictions for every session of the role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub security: Option<crate::security::SecuritySpec>,
+}
+
+impl RoleConfig {
+    /// Checks what the file's shape cannot: idle commands that name their
+    /// program, and a widening of the restrictions the session still works
+    /// within.
+    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
+        let mut errors = Errors::default();
+        validate::idle_commands(&mut errors, "idle.commands", &self.idle.commands);
+        validate::security(&mut errors, "security", self.security.as_ref());
+        errors.into_result()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -44,7 +58,7 @@ pub fn parse(source: &str, text: &str) -> Result<RoleConfig, String> {
     let config: Option<RoleConfig> =
         serde_saphyr::from_str(text).map_err(|e| format!("{source}: {}", e.without_snippet()))?;
     let config = config.unwrap_or_default();
-    crate::validate::role_config(&config).map_err(|errors| {
+    config.validate().map_err(|errors| {
         errors
             .iter()
             .map(|e| format!("{source}: {e}"))

@@ -8,9 +8,9 @@
 use std::collections::HashSet;
 
 use crate::agent::{Agent, ID_PLACEHOLDER};
-use crate::instance::{EnvVar, Instance, Isolation, MAX_VALUE_BYTES, MountSpec};
+use crate::env::{EnvVar, MAX_VALUE_BYTES};
+use crate::instance::{Instance, Isolation, MountSpec};
 use crate::meta::{API_VERSION, ObjectMeta};
-use crate::role::RoleConfig;
 use crate::workspace::{IdleThen, RoleCommands, Workspace};
 
 /// One rule an object breaks.
@@ -28,24 +28,25 @@ impl std::fmt::Display for FieldError {
     }
 }
 
+/// The rules an object breaks, gathered as it is checked.
 #[derive(Default)]
-struct Errors(Vec<FieldError>);
+pub(crate) struct Errors(Vec<FieldError>);
 
 impl Errors {
-    fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+    pub(crate) fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.0.push(FieldError {
             path: path.into(),
             message: message.into(),
         });
     }
 
-    fn check(&mut self, path: &str, result: Result<(), String>) {
+    pub(crate) fn check(&mut self, path: &str, result: Result<(), String>) {
         if let Err(message) = result {
             self.push(path, message);
         }
     }
 
-    fn into_result(self) -> Result<(), Vec<FieldError>> {
+    pub(crate) fn into_result(self) -> Result<(), Vec<FieldError>> {
         if self.0.is_empty() {
             Ok(())
         } else {
@@ -131,18 +132,13 @@ fn metadata(errors: &mut Errors, meta: &ObjectMeta) {
 }
 
 /// What an operator applies, checked beyond what a stored object must be
-/// ([`instance`] and the others): the names it may not set
-/// ([`operator_names`]), and an engine address that no engine can have
-/// ([`engine_address`]).
-pub fn operator_input(obj: &crate::Object) -> Result<(), Vec<FieldError>> {
-    let mut errors = match operator_names(obj.metadata()) {
+/// ([`instance`] and the others): the names in its metadata it may not set
+/// ([`operator_names`]), and the engine it names (`spec.engine`), an address
+/// that no engine can have ([`engine_address`]).
+pub fn operator_input(meta: &ObjectMeta, engine: Option<&str>) -> Result<(), Vec<FieldError>> {
+    let mut errors = match operator_names(meta) {
         Ok(()) => Errors::default(),
         Err(found) => Errors(found),
-    };
-    let engine = match obj {
-        crate::Object::Instance(i) => i.spec.engine.as_deref(),
-        crate::Object::Workspace(w) => w.spec.engine.as_deref(),
-        crate::Object::Agent(_) => None,
     };
     if let Some(engine) = engine.filter(|e| e.contains("://") && engine_ref(e).is_ok()) {
         errors.check("spec.engine", engine_address(engine));
@@ -828,24 +824,20 @@ pub fn duration(text: &str) -> Result<std::time::Duration, String> {
     Ok(duration)
 }
 
-/// Validates a role's `jackin.role.yaml`.
-pub fn role_config(config: &RoleConfig) -> Result<(), Vec<FieldError>> {
-    let mut errors = Errors::default();
-    idle_commands(&mut errors, "idle.commands", &config.idle.commands);
-    security(&mut errors, "security", config.security.as_ref());
-    errors.into_result()
-}
-
 /// A widening of the container's restrictions: real capabilities, limits
 /// the session still works within.
-fn security(errors: &mut Errors, at: &str, spec: Option<&crate::security::SecuritySpec>) {
+pub(crate) fn security(
+    errors: &mut Errors,
+    at: &str,
+    spec: Option<&crate::security::SecuritySpec>,
+) {
     for (field, message) in spec.map(crate::security::problems).unwrap_or_default() {
         errors.push(format!("{at}.{field}"), message);
     }
 }
 
 /// Idle commands: argv lists whose program is named.
-fn idle_commands(errors: &mut Errors, at: &str, commands: &[Vec<String>]) {
+pub(crate) fn idle_commands(errors: &mut Errors, at: &str, commands: &[Vec<String>]) {
     for (i, argv) in commands.iter().enumerate() {
         if argv.first().is_none_or(|p| p.is_empty()) {
             errors.push(
@@ -874,12 +866,53 @@ fn plan_args(errors: &mut Errors, at: &str, args: &[String]) {
 }
 
 /// Validates an Agent; returns every broken rule.
-#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
     let mut errors = Errors::default();
     api_version(&mut errors, &obj.api_version);
     metadata(&mut errors, &obj.metadata);
     let spec = &obj.spec;
+    launch_templates(&mut errors, spec);
+    if let Some(creds) = &spec.credentials {
+        credentials(
+            &mut errors,
+            "spec.credentials",
+            &creds.files,
+            &creds.env,
+            creds.login.as_ref(),
+            creds.login_step.as_ref(),
+        );
+    }
+    if let Some(state) = &spec.state_env {
+        state_env(&mut errors, state);
+    }
+    install(&mut errors, &spec.install);
+    if let Some(version) = &spec.version {
+        version_probe(&mut errors, version);
+    }
+    if let Some(setting) = spec.retention.as_ref().and_then(|r| r.setting.as_ref()) {
+        retention_setting(&mut errors, spec, setting);
+    }
+    for (field, message) in crate::operator_config::problems(
+        &spec.operator_config,
+        "spec.operatorConfig",
+        home_relative,
+    ) {
+        errors.push(field, message);
+    }
+    let retention = (spec.retention.as_ref()).and_then(|r| r.setting.as_ref());
+    let taken = retention.map(|_| crate::agent::RETENTION_SETTING);
+    for (field, message) in
+        crate::agent_settings::problems(&spec.settings, "spec.settings", taken.as_slice())
+    {
+        errors.push(field, message);
+    }
+    errors.into_result()
+}
+
+/// The argv templates: the launch argv, and the arguments for a minted id,
+/// a resume by id and a continue, each with the id placeholder where it
+/// belongs, and appending to a launch argv that is there.
+fn launch_templates(errors: &mut Errors, spec: &crate::agent::AgentSpec) {
     if spec.launch.first().is_some_and(String::is_empty) {
         errors.push("spec.launch[0]", "expected the program to run");
     }
@@ -890,7 +923,7 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
         ("spec.continueArgs", &spec.continue_args, false),
     ];
     for (at, args, takes_id) in templates {
-        plan_args(&mut errors, at, args);
+        plan_args(errors, at, args);
         let ids = args
             .iter()
             .map(|a| a.matches(ID_PLACEHOLDER).count())
@@ -913,40 +946,36 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
             "mintArgs and resumeArgs go together: an id jackin mints must be resumable",
         );
     }
-    if let Some(creds) = &spec.credentials {
-        credentials(
-            &mut errors,
-            "spec.credentials",
-            &creds.files,
-            &creds.env,
-            creds.login.as_ref(),
-            creds.login_step.as_ref(),
+}
+
+/// Where the agent keeps its state, inside its home.
+fn state_env(errors: &mut Errors, state: &crate::agent::StateEnv) {
+    errors.check("spec.stateEnv.name", env_name(&state.name));
+    let inside = |path: &str| {
+        !(path.starts_with('/')
+            || path.split('/').any(|part| part == "..")
+            || path.chars().any(char::is_control))
+    };
+    if !inside(&state.path) {
+        errors.push(
+            "spec.stateEnv.path",
+            "expected a path inside the agent's home, relative, without '..'",
         );
     }
-    if let Some(state) = &spec.state_env {
-        errors.check("spec.stateEnv.name", env_name(&state.name));
-        let inside = |path: &str| {
-            !(path.starts_with('/')
-                || path.split('/').any(|part| part == "..")
-                || path.chars().any(char::is_control))
-        };
-        if !inside(&state.path) {
-            errors.push(
-                "spec.stateEnv.path",
-                "expected a path inside the agent's home, relative, without '..'",
-            );
-        }
-        if let Some(part) = &state.conversations
-            && (part.is_empty() || !inside(part))
-        {
-            errors.push(
-                "spec.stateEnv.conversations",
-                "expected a path inside the stateEnv path, relative, without '..'",
-            );
-        }
+    if let Some(part) = &state.conversations
+        && (part.is_empty() || !inside(part))
+    {
+        errors.push(
+            "spec.stateEnv.conversations",
+            "expected a path inside the stateEnv path, relative, without '..'",
+        );
     }
-    plan_args(&mut errors, "spec.install", &spec.install);
-    for (i, line) in spec.install.iter().enumerate() {
+}
+
+/// The install lines: Dockerfile instructions that install.
+fn install(errors: &mut Errors, install: &[String]) {
+    plan_args(errors, "spec.install", install);
+    for (i, line) in install.iter().enumerate() {
         let instruction = line.split_whitespace().next().unwrap_or_default();
         if !crate::agent::INSTALL_INSTRUCTIONS
             .iter()
@@ -961,75 +990,70 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
             );
         }
     }
-    if let Some(version) = &spec.version {
-        if version.probe.first().is_none_or(String::is_empty) {
-            errors.push(
-                "spec.version.probe",
-                "expected the argv that prints the version, e.g. [gemini, --version]",
-            );
-        }
-        plan_args(&mut errors, "spec.version.probe", &version.probe);
-        let minimum = &version.minimum;
-        for (at, value) in [
-            ("mint", &minimum.mint),
-            ("resume", &minimum.resume),
-            ("continue", &minimum.r#continue),
-        ] {
-            if let Some(value) = value
-                && crate::agent::parse_version(value).is_none()
-            {
-                errors.push(
-                    format!("spec.version.minimum.{at}"),
-                    format!("expected a version such as 0.41.0, not {value:?}"),
-                );
-            }
-        }
+}
+
+/// The version probe and the least versions each way of starting needs.
+fn version_probe(errors: &mut Errors, version: &crate::agent::VersionRule) {
+    if version.probe.first().is_none_or(String::is_empty) {
+        errors.push(
+            "spec.version.probe",
+            "expected the argv that prints the version, e.g. [gemini, --version]",
+        );
     }
-    if let Some(setting) = spec.retention.as_ref().and_then(|r| r.setting.as_ref()) {
-        if spec
-            .state_env
-            .as_ref()
-            .is_none_or(|state| state.kind != crate::agent::StateKind::Directory)
+    plan_args(errors, "spec.version.probe", &version.probe);
+    let minimum = &version.minimum;
+    for (at, value) in [
+        ("mint", &minimum.mint),
+        ("resume", &minimum.resume),
+        ("continue", &minimum.r#continue),
+    ] {
+        if let Some(value) = value
+            && crate::agent::parse_version(value).is_none()
         {
             errors.push(
-                "spec.retention.setting",
-                "names a file under the agent's state directory: set spec.stateEnv to a \
-                 directory",
-            );
-        }
-        let file = &setting.file;
-        if file.is_empty()
-            || file.starts_with('/')
-            || file.split('/').any(|part| part == ".." || part.is_empty())
-            || file.chars().any(char::is_control)
-        {
-            errors.push(
-                "spec.retention.setting.file",
-                "expected a file path relative to the stateEnv path, without '..'",
-            );
-        }
-        if setting.key.split('.').any(str::is_empty) || setting.key.chars().any(char::is_control) {
-            errors.push(
-                "spec.retention.setting.key",
-                "expected a key such as general.sessionRetention.maxAge",
+                format!("spec.version.minimum.{at}"),
+                format!("expected a version such as 0.41.0, not {value:?}"),
             );
         }
     }
-    for (field, message) in crate::operator_config::problems(
-        &spec.operator_config,
-        "spec.operatorConfig",
-        home_relative,
-    ) {
-        errors.push(field, message);
-    }
-    let retention = (spec.retention.as_ref()).and_then(|r| r.setting.as_ref());
-    let taken = retention.map(|_| crate::agent::RETENTION_SETTING);
-    for (field, message) in
-        crate::agent_settings::problems(&spec.settings, "spec.settings", taken.as_slice())
+}
+
+/// The agent's own setting for how long it keeps conversations
+/// (`spec.retention.setting`): a file under its state directory, and a key
+/// in that file.
+fn retention_setting(
+    errors: &mut Errors,
+    spec: &crate::agent::AgentSpec,
+    setting: &crate::agent::RetentionSetting,
+) {
+    if spec
+        .state_env
+        .as_ref()
+        .is_none_or(|state| state.kind != crate::agent::StateKind::Directory)
     {
-        errors.push(field, message);
+        errors.push(
+            "spec.retention.setting",
+            "names a file under the agent's state directory: set spec.stateEnv to a \
+             directory",
+        );
     }
-    errors.into_result()
+    let file = &setting.file;
+    if file.is_empty()
+        || file.starts_with('/')
+        || file.split('/').any(|part| part == ".." || part.is_empty())
+        || file.chars().any(char::is_control)
+    {
+        errors.push(
+            "spec.retention.setting.file",
+            "expected a file path relative to the stateEnv path, without '..'",
+        );
+    }
+    if setting.key.split('.').any(str::is_empty) || setting.key.chars().any(char::is_control) {
+        errors.push(
+            "spec.retention.setting.key",
+            "expected a key such as general.sessionRetention.maxAge",
+        );
+    }
 }
 
 /// `{at}.name` is a DNS label no earlier entry of the list (`seen`) has.
@@ -1047,16 +1071,39 @@ fn unique_name<'a>(
 }
 
 /// Validates a Workspace; returns every broken rule.
-#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     let mut errors = Errors::default();
     api_version(&mut errors, &obj.api_version);
     metadata(&mut errors, &obj.metadata);
     mounts(&mut errors, "spec.mounts", &obj.spec.mounts);
+    roles(&mut errors, &obj.spec.roles);
+    if let Some(engine) = &obj.spec.engine {
+        errors.check("spec.engine", engine_ref(engine));
+    }
+    if let Some(dir) = &obj.spec.working_dir {
+        errors.check("spec.workingDir", working_dir(dir));
+    }
+    credential_sets(&mut errors, &obj.spec.credentials);
+    if let Some(idle) = &obj.spec.idle {
+        idle_hooks(&mut errors, idle);
+    }
+    if let Some(after) = &obj.spec.needs_you_after {
+        errors.check("spec.needsYouAfter", duration(after).map(drop));
+    }
+    security(&mut errors, "spec.security", obj.spec.security.as_ref());
+    if let Some(notify) = &obj.spec.notify {
+        notify_command(&mut errors, notify);
+    }
+    errors.into_result()
+}
+
+/// A workspace's roles: unique names, each built from a source or run
+/// from an image.
+fn roles(errors: &mut Errors, roles: &[crate::workspace::WorkspaceRole]) {
     let mut role_names = HashSet::new();
-    for (i, role) in obj.spec.roles.iter().enumerate() {
+    for (i, role) in roles.iter().enumerate() {
         let at = format!("spec.roles[{i}]");
-        unique_name(&mut errors, &mut role_names, &at, &role.name, "role");
+        unique_name(errors, &mut role_names, &at, &role.name, "role");
         match (&role.source, &role.image) {
             (Some(source), None) => {
                 errors.check(&format!("{at}.source.git"), git_source(&source.git));
@@ -1073,22 +1120,15 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
             ),
         }
     }
-    if let Some(engine) = &obj.spec.engine {
-        errors.check("spec.engine", engine_ref(engine));
-    }
-    if let Some(dir) = &obj.spec.working_dir {
-        errors.check("spec.workingDir", working_dir(dir));
-    }
+}
+
+/// A workspace's credential sets: unique names, a reference only to a
+/// built-in set, and their files and env.
+fn credential_sets(errors: &mut Errors, sets: &[crate::credentials::CredentialSet]) {
     let mut set_names = HashSet::new();
-    for (i, set) in obj.spec.credentials.iter().enumerate() {
+    for (i, set) in sets.iter().enumerate() {
         let at = format!("spec.credentials[{i}]");
-        unique_name(
-            &mut errors,
-            &mut set_names,
-            &at,
-            &set.name,
-            "credential set",
-        );
+        unique_name(errors, &mut set_names, &at, &set.name, "credential set");
         if set.is_reference() && set.resolved().is_none() {
             let known: Vec<String> = crate::credentials::builtin_sets()
                 .into_iter()
@@ -1105,7 +1145,7 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
             );
         }
         credentials(
-            &mut errors,
+            errors,
             &at,
             &set.files,
             &set.env,
@@ -1113,62 +1153,63 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
             set.login_step.as_ref(),
         );
     }
-    if let Some(idle) = &obj.spec.idle {
-        for (field, value) in [
-            ("after", Some(&idle.after)),
-            ("every", idle.every.as_ref()),
-            ("timeout", Some(&idle.timeout)),
-        ] {
-            if let Some(value) = value {
-                errors.check(&format!("spec.idle.{field}"), duration(value).map(drop));
-            }
-        }
-        idle_commands(&mut errors, "spec.idle.commands", &idle.commands);
-        if idle.enabled
-            && idle.commands.is_empty()
-            && idle.role_commands == RoleCommands::Skip
-            && idle.then == IdleThen::None
-        {
-            errors.push(
-                "spec.idle",
-                "enabled with nothing to do: give commands, keep the role's, or set then",
-            );
+}
+
+/// The idle hooks: their durations, their commands, and something to do.
+fn idle_hooks(errors: &mut Errors, idle: &crate::workspace::IdlePolicy) {
+    for (field, value) in [
+        ("after", Some(&idle.after)),
+        ("every", idle.every.as_ref()),
+        ("timeout", Some(&idle.timeout)),
+    ] {
+        if let Some(value) = value {
+            errors.check(&format!("spec.idle.{field}"), duration(value).map(drop));
         }
     }
-    if let Some(after) = &obj.spec.needs_you_after {
-        errors.check("spec.needsYouAfter", duration(after).map(drop));
+    idle_commands(errors, "spec.idle.commands", &idle.commands);
+    if idle.enabled
+        && idle.commands.is_empty()
+        && idle.role_commands == RoleCommands::Skip
+        && idle.then == IdleThen::None
+    {
+        errors.push(
+            "spec.idle",
+            "enabled with nothing to do: give commands, keep the role's, or set then",
+        );
     }
-    security(&mut errors, "spec.security", obj.spec.security.as_ref());
-    if let Some(notify) = &obj.spec.notify {
-        // Run on the host as it is: a program, never a shell string.
-        match notify.command.first().map(String::as_str) {
-            None | Some("") => errors.push(
-                "spec.notify.command",
-                "expected an argv whose first element names the program",
-            ),
-            // A relative path would be looked up from wherever the
-            // controller runs, which may be a directory an agent writes.
-            Some(program) if program.contains('/') && !program.starts_with('/') => errors.push(
-                "spec.notify.command[0]",
-                "expected an absolute path (/usr/local/bin/notify) or a program name found on                  PATH (notify-send), not a relative path",
-            ),
-            Some(_) => {}
-        }
-        plan_args(&mut errors, "spec.notify.command", &notify.command);
-        for (field, value) in [
-            ("timeout", &notify.timeout),
-            ("minInterval", &notify.min_interval),
-        ] {
-            errors.check(&format!("spec.notify.{field}"), duration(value).map(drop));
-        }
+}
+
+/// The notify command (an absolute path or a name found on PATH) and its
+/// durations.
+fn notify_command(errors: &mut Errors, notify: &crate::workspace::NotifyPolicy) {
+    // Run on the host as it is: a program, never a shell string.
+    match notify.command.first().map(String::as_str) {
+        None | Some("") => errors.push(
+            "spec.notify.command",
+            "expected an argv whose first element names the program",
+        ),
+        // A relative path would be looked up from wherever the
+        // controller runs, which may be a directory an agent writes.
+        Some(program) if program.contains('/') && !program.starts_with('/') => errors.push(
+            "spec.notify.command[0]",
+            "expected an absolute path (/usr/local/bin/notify) or a program name found on                  PATH (notify-send), not a relative path",
+        ),
+        Some(_) => {}
     }
-    errors.into_result()
+    plan_args(errors, "spec.notify.command", &notify.command);
+    for (field, value) in [
+        ("timeout", &notify.timeout),
+        ("minInterval", &notify.min_interval),
+    ] {
+        errors.check(&format!("spec.notify.{field}"), duration(value).map(drop));
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance::{EnvSource, InstanceSpec, RoleRef};
+    use crate::env::EnvSource;
+    use crate::instance::{InstanceSpec, RoleRef};
 
     /// Every built-in entry is valid, and an install block, version rule
     /// or retention setting that could not work is refused at its field.
@@ -1400,7 +1441,7 @@ mod tests {
             Vec::<String>::new(),
             "a stored object stays readable"
         );
-        let errors = operator_input(&crate::Object::Instance(Box::new(obj))).unwrap_err();
+        let errors = operator_input(&obj.metadata, obj.spec.engine.as_deref()).unwrap_err();
         assert_eq!(errors[0].path, "spec.engine");
     }
 

@@ -1,13 +1,14 @@
 //! Rendering objects for people (tables, describe) and scripts (YAML, JSON).
+//! An instance's description is `describe`'s; what is made of text jackin
+//! did not write before it reaches a terminal, `terminal_filter`'s.
 
 use std::collections::HashMap;
 use std::fmt::Write;
 
 use anyhow::Result;
-use jackin_api::credentials::{AuthForward, PinnedCredentials};
+use jackin_api::credentials::AuthForward;
 use jackin_api::instance::{
-    CredentialsStatus, IdleStatus, InstancePhase, InstanceStatus, MountStatus, OutcomeSource,
-    Recipe, SessionOutcome, SettledBy,
+    IdleStatus, InstancePhase, InstanceStatus, MountStatus, OutcomeSource, SessionOutcome,
 };
 use jackin_api::meta::{ConditionStatus, find_condition};
 use jackin_api::names::{condition, reason};
@@ -15,17 +16,18 @@ use jackin_api::security::PinnedSecurity;
 use jackin_api::{Agent, DesiredPhase, Instance, Workspace};
 use jackin_controller::DryRun;
 use jackin_controller::attention::Look;
-use jackin_controller::events::Event;
 use jackin_controller::keep_cap::Capped;
 use jackin_controller::objects::AgentSource;
 use jackin_controller::session::REASON_OOM;
 use jackin_controller::source::SourceRecord;
-use jackin_reconcilers::assess::acknowledgement_digest;
 use jiff::Timestamp;
 use serde::Serialize;
-use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
 mod conversation;
+pub mod describe;
+mod terminal_filter;
+
+pub use terminal_filter::{terminal_safe, terminal_safe_lines};
 
 /// A multi-document YAML stream: re-applying it changes nothing.
 pub fn yaml_stream<T: Serialize>(objects: &[T]) -> Result<String> {
@@ -64,57 +66,6 @@ pub fn age(since: Option<Timestamp>, now: Timestamp) -> String {
         s if s < 2 * 86400 => format!("{}h", s / 3600),
         s => format!("{}d", s / 86400),
     }
-}
-
-/// `text` made safe to print on a terminal: control characters (a carriage
-/// return, an escape sequence, a newline inside a value) and the invisible
-/// characters that hide or reorder text (every format character: soft
-/// hyphens, bidirectional overrides, zero-width marks, tags) are shown
-/// escaped, as `\r` or `\u{1b}`. Much of what jackin prints comes from the
-/// agent's side (file and branch names in a checkout, messages): it must
-/// never move the cursor or hide the lines around it.
-pub fn terminal_safe(text: &str) -> String {
-    // By general category, from the Unicode tables: a list of our own
-    // would miss some (it did: U+00AD, U+FFF9). Besides controls (Cc) and
-    // format characters (Cf), the line and paragraph separators (a viewer
-    // may break the line there) and unassigned code points (what a newer
-    // Unicode makes of them is not known here: the tag block's holes
-    // among them).
-    let hidden = |c: char| {
-        matches!(
-            c.general_category(),
-            GeneralCategory::Control
-                | GeneralCategory::Format
-                | GeneralCategory::LineSeparator
-                | GeneralCategory::ParagraphSeparator
-                | GeneralCategory::Unassigned
-        )
-    };
-    if !text.chars().any(hidden) {
-        return text.to_owned();
-    }
-    text.chars()
-        .map(|c| {
-            if hidden(c) {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
-/// [`terminal_safe`] for each line of a text made of several lines.
-pub fn terminal_safe_lines(text: &str) -> String {
-    let mut out: String = text
-        .split('\n')
-        .map(terminal_safe)
-        .collect::<Vec<_>>()
-        .join("\n");
-    if text.is_empty() {
-        out.clear();
-    }
-    out
 }
 
 /// Left-aligned columns separated by three spaces.
@@ -701,287 +652,6 @@ pub fn dry_run(
     out
 }
 
-/// The human view of one instance: identity, what is asked, what is seen.
-#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
-pub fn describe(obj: &Instance, events: &[Event], now: Timestamp) -> String {
-    let status = obj.status_or_default();
-    let spec = &obj.spec;
-    let mut out = String::new();
-    let mut field = |key: &str, value: String| {
-        let _ = writeln!(out, "{:<18}{value}", format!("{key}:"));
-    };
-    field("Name", obj.metadata.name.clone());
-    field("UID", or_dash(obj.metadata.uid.as_ref()));
-    field("Container", or_dash(status.container_name.as_ref()));
-    field("Created", created(&obj.metadata, now));
-    field(
-        "Generation",
-        format!(
-            "{} (observed {})",
-            or_dash(obj.metadata.generation),
-            or_dash(status.observed_generation)
-        ),
-    );
-    let pairs = |map: &std::collections::BTreeMap<String, String>| match map.is_empty() {
-        true => "-".to_owned(),
-        false => terminal_safe(
-            &map.iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-        ),
-    };
-    field("Labels", pairs(&obj.metadata.labels));
-    field("Annotations", pairs(&obj.metadata.annotations));
-    field("Engine", engine_shown(obj));
-    field("Desired phase", spec.phase.to_string());
-    if let Some(settled) = obj.settlement() {
-        field(
-            "Settled",
-            format!(
-                "{} by {} {} ago (stands until the spec changes or `jackin set-phase {} running`)",
-                settled.phase,
-                match settled.by {
-                    SettledBy::ExitPolicy => "the exit policy",
-                    SettledBy::Operator => "the operator",
-                    SettledBy::KeepCap => "the keep cap",
-                    SettledBy::IdleHooks => "the idle hooks",
-                },
-                age(Some(settled.at), now),
-                obj.metadata.name
-            ),
-        );
-    }
-    field("Phase", or_dash(status.phase));
-    field("Workspace", or_dash(spec.workspace.as_ref()));
-    let role_source = spec
-        .role
-        .source
-        .as_ref()
-        .map(|s| format!("{} @ {}", s.git, s.git_ref.as_deref().unwrap_or("HEAD")));
-    field(
-        "Role",
-        format!(
-            "{}{}",
-            spec.role.name,
-            role_source.map(|s| format!(" ({s})")).unwrap_or_default()
-        ),
-    );
-    field("Agent", spec.agent.clone());
-    if let Some(conversation) = &status.conversation {
-        field("Conversation", conversation::summary(conversation));
-        if let Some(ids) = conversation::ids_line(conversation) {
-            field("Conversation ids", ids);
-        }
-    }
-    if let Some(warning) = obj.retention_warning(now) {
-        field("Warning", warning);
-    }
-    if let Some(idle) = &status.idle {
-        field("Idle", idle_summary(idle, now));
-    }
-    let pinned_credentials = status.recipe.as_ref().and_then(|r| r.credentials.as_ref());
-    if let Some(pinned) = pinned_credentials {
-        field(
-            "Credentials",
-            credentials_summary(pinned, status.credentials.as_ref()),
-        );
-    }
-    let recipe = status.recipe.as_ref();
-    if let Some(setup) =
-        recipe.and_then(|r| crate::operator_setup::summary(r, status.operator_config.as_ref()))
-    {
-        field("Operator config", terminal_safe_lines(&setup));
-    }
-    if let Some(image) = &spec.image {
-        field("Image", image.clone());
-    }
-    if let Some(command) = &spec.command {
-        field("Command", command.join(" "));
-    }
-    // Where the agent starts, as pinned (else as asked).
-    if let Some(dir) = status
-        .recipe
-        .as_ref()
-        .and_then(|r| r.working_dir.clone())
-        .or_else(|| spec.working_dir.clone())
-    {
-        field("Working dir", dir);
-    }
-    if !status.agent_settings.is_empty() {
-        out.push_str(
-            "Agent settings:   (at the last start; a workspace's agentSettings turns one off)\n",
-        );
-        out.push_str(&agent_settings_lines(&status.agent_settings));
-    }
-    // The pinned sidecars (a `dind` included), else the spec's.
-    let sidecars = match &status.recipe {
-        Some(recipe) => &recipe.sidecars,
-        None => &spec.sidecars,
-    };
-    if !sidecars.is_empty() {
-        out.push_str("Sidecars:\n");
-        for sidecar in sidecars {
-            let privileged = if sidecar.privileged {
-                ", privileged"
-            } else {
-                ""
-            };
-            let container = status
-                .container_name
-                .as_deref()
-                .map(|c| jackin_reconcilers::act::sidecar_name(c, &sidecar.name))
-                .unwrap_or_else(|| "-".into());
-            let _ = writeln!(
-                out,
-                "  {} ({}{privileged}) container {container}",
-                sidecar.name, sidecar.image
-            );
-        }
-    }
-    if !spec.mounts.is_empty() {
-        out.push_str("Mounts:\n");
-        out.push_str(&mount_lines(&spec.mounts));
-    }
-    if !spec.env.is_empty() {
-        out.push_str("Env:\n");
-        for var in &spec.env {
-            let source = match (&var.value, &var.value_from) {
-                (Some(v), _) => format!("= {v}"),
-                (None, Some(from)) => {
-                    if let Some(name) = &from.host_env {
-                        format!("from host env {name}")
-                    } else if let Some(path) = &from.file {
-                        format!("from file {path}")
-                    } else {
-                        format!(
-                            "from 1Password {}",
-                            from.one_password.as_deref().unwrap_or("")
-                        )
-                    }
-                }
-                (None, None) => String::new(),
-            };
-            let _ = writeln!(out, "  {} {source}", var.name);
-        }
-    }
-    if !status.mounts.is_empty() {
-        out.push_str("Isolated checkouts:\n");
-        out.push_str(&mounts_evidence(&status.mounts));
-        if let Some(digest) = acknowledgement_digest(&status.mounts) {
-            let _ = writeln!(
-                out,
-                "  unfinished work: a purge needs the acknowledgement {digest} \
-                 (`jackin set-phase {} purged --force`)",
-                obj.metadata.name
-            );
-        }
-    }
-    if let Some(recipe) = &status.recipe {
-        out.push_str("Pinned recipe:\n");
-        let _ = writeln!(out, "  image:       {} ({})", recipe.image, recipe.image_id);
-        if let Some(commit) = &recipe.role_commit {
-            let _ = writeln!(out, "  role commit: {commit}");
-        }
-        if let Some(base) = &recipe.base_image {
-            let _ = writeln!(out, "  base image:  {base}");
-        }
-        out.push_str(&restrictions(recipe));
-    }
-    if let Some(restore) = &status.restore {
-        let _ = writeln!(
-            out,
-            "{:<18}tier {} at {}",
-            "Last restore:", restore.tier, restore.at
-        );
-    }
-    if let Some(session) = &status.session {
-        let _ = writeln!(
-            out,
-            "{:<18}{}",
-            "Last session:",
-            session_summary(session, status.phase)
-        );
-        if let Some(at) = session.finished_at {
-            let _ = writeln!(out, "{:<18}{at} ({} ago)", "  ended:", age(Some(at), now));
-        }
-        if let Some(reason) = &session.reason {
-            let _ = writeln!(out, "{:<18}{reason}", "  reason:");
-        }
-    }
-    if !status.conditions.is_empty() {
-        let rows: Vec<Vec<String>> = status
-            .conditions
-            .iter()
-            .map(|c| {
-                vec![
-                    c.type_.clone(),
-                    c.status.to_string(),
-                    c.reason.clone(),
-                    age(Some(c.last_transition_time), now),
-                    c.message.clone(),
-                ]
-            })
-            .collect();
-        out.push_str("Conditions:\n");
-        for line in table(&["TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"], &rows).lines() {
-            let _ = writeln!(out, "  {line}");
-        }
-    }
-    if !events.is_empty() {
-        const SHOWN: usize = 15;
-        let rows: Vec<Vec<String>> = events[events.len().saturating_sub(SHOWN)..]
-            .iter()
-            .map(|e| vec![age(Some(e.at), now), e.reason.clone(), e.message.clone()])
-            .collect();
-        out.push_str("Events:\n");
-        for line in table(&["AGE", "REASON", "MESSAGE"], &rows).lines() {
-            let _ = writeln!(out, "  {line}");
-        }
-    }
-    // Values were escaped where they were written; this catches any other.
-    terminal_safe_lines(&out)
-}
-
-/// What the agent's container runs with, then what the role and the
-/// workspace widened of jackin's defaults.
-fn restrictions(recipe: &Recipe) -> String {
-    let profile = jackin_reconcilers::restricted::profile(recipe);
-    let mut out = format!("  container:   {}\n", profile.summary());
-    let widened = jackin_api::security::widenings(recipe.security.as_ref());
-    if !widened.is_empty() {
-        let _ = writeln!(out, "  widened:     {}", widened.join("; "));
-    }
-    out
-}
-
-/// The credential hand-off: the mode and the sets, then what the session
-/// got and what it did not, a line each (names, never values).
-pub fn credentials_summary(
-    pinned: &PinnedCredentials,
-    record: Option<&CredentialsStatus>,
-) -> String {
-    let sets: Vec<&str> = pinned.sets.iter().map(|s| s.name.as_str()).collect();
-    let mut out = match (pinned.mode, sets.is_empty()) {
-        (AuthForward::None, _) => "authForward none: nothing is forwarded".to_owned(),
-        (_, true) => format!("authForward {}: no credential set", pinned.mode),
-        (mode, false) => format!("authForward {mode} of {}", sets.join(", ")),
-    };
-    match record {
-        None if pinned.forwards_anything() => out.push_str("; nothing forwarded yet"),
-        None => {}
-        Some(record) => {
-            for line in record.env.iter().chain(&record.files) {
-                let _ = write!(out, "\n  {}", terminal_safe(line));
-            }
-            for line in record.env_missing.iter().chain(&record.files_missing) {
-                let _ = write!(out, "\n  missing: {}", terminal_safe(line));
-            }
-        }
-    }
-    out
-}
-
 /// `exit 3 (marker)`, `stopped by jackin to keep (SIGTERM, exit 1)`,
 /// `unknown`, … How the last session ended, in a few words, with the
 /// agent's exit code whenever one was recorded. A session jackin stopped (a
@@ -1117,37 +787,6 @@ mod tests {
         assert_eq!(age(ago(3 * 3600), now), "3h");
         assert_eq!(age(ago(5 * 86400), now), "5d");
         assert_eq!(age(None, now), "-");
-    }
-
-    #[test]
-    fn agent_text_cannot_move_the_cursor() {
-        let name = "notes\r\u{1b}[2K\u{1b}[1Aclean\u{202e}txt";
-        let safe = terminal_safe(name);
-        assert!(!safe.chars().any(|c| c.is_control()), "{safe:?}");
-        assert_eq!(safe, "notes\\r\\u{1b}[2K\\u{1b}[1Aclean\\u{202e}txt");
-        assert_eq!(terminal_safe("plain/path.rs"), "plain/path.rs");
-        // Visible text of every script stays as it is.
-        let visible = "naïve café – 日本語 ✓ 🙂 עברית";
-        assert_eq!(terminal_safe(visible), visible);
-        assert_eq!(terminal_safe_lines("a\rb\nc\n"), "a\\rb\nc\n");
-        // Every invisible or reordering format character is shown: L6,
-        // the soft hyphen and the interlinear annotation marks among them.
-        for hidden in [
-            '\u{00ad}',
-            '\u{061c}',
-            '\u{180e}',
-            '\u{2060}',
-            '\u{2064}',
-            '\u{fff9}',
-            '\u{fffb}',
-            '\u{feff}',
-            '\u{e0041}',
-            '\u{e0002}',
-            '\u{2028}',
-        ] {
-            let safe = terminal_safe(&format!("a{hidden}b"));
-            assert_eq!(safe, format!("a{}b", hidden.escape_default()), "{hidden:?}");
-        }
     }
 
     #[test]

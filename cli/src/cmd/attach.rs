@@ -19,7 +19,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::agent_output;
 use crate::args::WaitArgs;
-use crate::cmd::launch;
+use crate::cmd::preserved;
 use crate::context::{connect, converge_quietly, enforce_keep_cap_quietly, open_store_to_change};
 use crate::deadline;
 use crate::output;
@@ -265,7 +265,7 @@ pub async fn run(
 ) -> Result<()> {
     let current = store.get_instance(name)?;
     if !verified && resumes(&current) {
-        match launch::verify_preserved_state(&store, &current, keyboard).await? {
+        match preserved::verify_preserved_state(&store, &current, keyboard).await? {
             Answer::Chose(_) => {}
             Answer::Back => {
                 eprintln!("instance/{name} not resumed: it is unchanged");

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use jackin_controller::metrics::{self, Metrics};
+use jackin_controller::reconcile::ProgressSink;
 use jackin_controller::run_logs;
 use jackin_controller::single::ControllerLock;
 use jackin_controller::source::Source;
@@ -14,7 +15,6 @@ use jackin_controller::engines::{Engines, display_name};
 
 use crate::context::open_store_to_change;
 
-#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
     let store = open_store_to_change()?;
     // Held until this returns: the life of the loop (or of the one pass).
@@ -23,10 +23,18 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
     // is down holds up only its own instances.
     let mut reconciler = Reconciler::new(store, Engines::new(None));
     let metrics = Metrics::new();
-    let timer = metrics.clone();
-    // Without -v the controller still says what it does: a line per
-    // action, on stderr. With -v the log says it, in the log's format.
-    reconciler.progress = Arc::new(move |name: &str, event: Progress<'_>| {
+    reconciler.progress = progress_lines(metrics.clone(), verbose);
+    if args.once {
+        return one_pass(&reconciler, args, &metrics).await;
+    }
+    continuously(reconciler, args, metrics, verbose).await
+}
+
+/// What the controller says as it goes. Without -v it still says what it
+/// does: a line per action, on stderr. With -v the log says it, in the
+/// log's format.
+fn progress_lines(timer: Metrics, verbose: bool) -> ProgressSink {
+    Arc::new(move |name: &str, event: Progress<'_>| {
         if let Progress::Step(step) = &event {
             timer.step_started(name, step.kind());
             run_logs::step(name, step);
@@ -52,63 +60,76 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
             ),
             Progress::Build(line) => tracing::debug!(instance = name, "build: {line}"),
         }
-    });
-    if args.once {
-        // The synced directories first, as the continuous loop starts.
-        for dir in &args.sync {
-            let source = Source::of(std::slice::from_ref(dir))?;
-            match reconciler.store.sync_source(&source, &mut None) {
-                Some(Ok(applied)) => println!(
-                    "synced {}: {} object(s), {} pruned",
-                    dir.display(),
-                    applied.outcomes.len(),
-                    applied.pruned.len()
-                ),
-                Some(Err(e)) => eprintln!(
-                    "warning: {} applied nothing: {}",
-                    dir.display(),
-                    crate::output::terminal_safe_lines(&e.to_string())
-                ),
-                None => {}
-            }
+    })
+}
+
+/// `--once`: the synced directories, then one pass over every instance,
+/// and what it came to; an error when any did not converge.
+async fn one_pass(reconciler: &Reconciler, args: &ControllerArgs, metrics: &Metrics) -> Result<()> {
+    // The synced directories first, as the continuous loop starts.
+    for dir in &args.sync {
+        let source = Source::of(std::slice::from_ref(dir))?;
+        match reconciler.store.sync_source(&source, &mut None) {
+            Some(Ok(applied)) => println!(
+                "synced {}: {} object(s), {} pruned",
+                dir.display(),
+                applied.outcomes.len(),
+                applied.pruned.len()
+            ),
+            Some(Err(e)) => eprintln!(
+                "warning: {} applied nothing: {}",
+                dir.display(),
+                crate::output::terminal_safe_lines(&e.to_string())
+            ),
+            None => {}
         }
-        let rows = reconciler.store.rows()?;
-        let before = reconciler.engines.calls();
-        let results = reconciler
-            .pass(&rows, args.concurrency, |_| true, |_| {})
-            .await;
-        let calls = reconciler.engines.calls() - before;
-        for (name, result) in &results {
-            let stepped = metrics.reconciled(name, result);
-            run_logs::reconciled(name, result, stepped);
-        }
-        // A blocked purge has not converged: it waits for the operator.
-        let failed: Vec<String> = results
-            .iter()
-            .filter_map(|(name, r)| match r {
-                Err(e) => Some(format!("instance/{name}: {e}")),
-                Ok(Outcome::Blocked { digest }) => Some(format!(
-                    "instance/{name}: the purge is blocked: its isolated checkouts hold \
-                     unfinished work (digest {digest})\nhint: `jackin describe {name}` shows \
-                     it; `jackin set-phase {name} purged --force` discards it"
-                )),
-                Ok(_) => None,
-            })
-            .collect();
-        let blocked = results
-            .iter()
-            .filter(|(_, r)| matches!(r, Ok(Outcome::Blocked { .. })))
-            .count();
-        println!(
-            "pass complete: {} instance(s), {} converged, {blocked} blocked, {calls} engine call(s)",
-            results.len(),
-            results.len() - failed.len()
-        );
-        if !failed.is_empty() {
-            bail!("{}", failed.join("\n"));
-        }
-        return Ok(());
     }
+    let rows = reconciler.store.rows()?;
+    let before = reconciler.engines.calls();
+    let results = reconciler
+        .pass(&rows, args.concurrency, |_| true, |_| {})
+        .await;
+    let calls = reconciler.engines.calls() - before;
+    for (name, result) in &results {
+        let stepped = metrics.reconciled(name, result);
+        run_logs::reconciled(name, result, stepped);
+    }
+    // A blocked purge has not converged: it waits for the operator.
+    let failed: Vec<String> = results
+        .iter()
+        .filter_map(|(name, r)| match r {
+            Err(e) => Some(format!("instance/{name}: {e}")),
+            Ok(Outcome::Blocked { digest }) => Some(format!(
+                "instance/{name}: the purge is blocked: its isolated checkouts hold \
+                 unfinished work (digest {digest})\nhint: `jackin describe {name}` shows \
+                 it; `jackin set-phase {name} purged --force` discards it"
+            )),
+            Ok(_) => None,
+        })
+        .collect();
+    let blocked = results
+        .iter()
+        .filter(|(_, r)| matches!(r, Ok(Outcome::Blocked { .. })))
+        .count();
+    println!(
+        "pass complete: {} instance(s), {} converged, {blocked} blocked, {calls} engine call(s)",
+        results.len(),
+        results.len() - failed.len()
+    );
+    if !failed.is_empty() {
+        bail!("{}", failed.join("\n"));
+    }
+    Ok(())
+}
+
+/// The continuous loop, with its metrics server when asked for one, until
+/// SIGINT or SIGTERM.
+async fn continuously(
+    reconciler: Reconciler,
+    args: &ControllerArgs,
+    metrics: Metrics,
+    verbose: bool,
+) -> Result<()> {
     let options = run::Options {
         concurrency: args.concurrency,
         resync: args.resync,

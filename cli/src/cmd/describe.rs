@@ -75,7 +75,7 @@ pub async fn instance_text(store: &jackin_controller::Store, name: &str) -> Resu
     let events = container
         .map(|c| jackin_controller::events::read(store.layout(), &c))
         .unwrap_or_default();
-    let mut text = output::describe(&obj, &events, Timestamp::now());
+    let mut text = output::describe::instance(&obj, &events, Timestamp::now());
     // Earlier instances of this name whose discarded work is still saved.
     let saves = discarded::count_of(store, name);
     if saves > 0 {

@@ -11,6 +11,7 @@ pub mod exec;
 pub mod get;
 pub mod launch;
 pub mod logs;
+pub mod preserved;
 pub mod prune;
 pub mod rollout;
 pub mod select;

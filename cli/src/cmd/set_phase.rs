@@ -13,7 +13,7 @@ use jackin_reconcilers::assess::acknowledgement_digest;
 
 use crate::args::WaitArgs;
 use crate::cmd::attach;
-use crate::cmd::launch;
+use crate::cmd::preserved;
 use crate::cmd::select::Targets;
 use crate::context::{
     connect, converge_and_report, keep_cap_preview, open_store_to_change, sweep_files_quietly,
@@ -98,7 +98,7 @@ pub async fn set_phases(
             && phase == DesiredPhase::Running
             && attach::resumes(obj)
         {
-            match launch::verify_preserved_state(&store, obj, keyboard).await? {
+            match preserved::verify_preserved_state(&store, obj, keyboard).await? {
                 Answer::Chose(_) => {}
                 Answer::Back => {
                     eprintln!("instance/{name} not resumed: it is unchanged");

@@ -4,7 +4,7 @@
 use jackin_api::agent::Strategy;
 use jackin_api::instance::{Conversation, StartKind};
 
-use super::terminal_safe;
+use super::terminal_filter::terminal_safe;
 
 /// How the agent's conversation comes back, and how it last started.
 pub fn summary(conversation: &Conversation) -> String {

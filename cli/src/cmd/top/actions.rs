@@ -10,7 +10,6 @@ use jackin_api::DesiredPhase;
 use jackin_controller::Store;
 use jackin_reconcilers::engine::LogsRequest;
 
-use super::Action;
 use super::purge;
 use crate::args::{ExecArgs, LaunchArgs, WaitArgs};
 use crate::cmd::set_phase::{self, NotPurged};
@@ -19,6 +18,20 @@ use crate::context::{CommandExited, connect};
 use crate::output;
 use crate::screens::{self, Answer, Kind, Screen};
 use crate::terminal::Keyboard;
+
+/// An action a key asks for, run outside the overview's screen.
+pub enum Action {
+    Attach(String),
+    Phase(String, DesiredPhase),
+    /// A purge the operator confirmed (its checkouts were clean).
+    Purge(String),
+    /// A purge of unfinished work: these lines say what goes, then the
+    /// work is shown and the purge's own question asked.
+    PurgeUnfinished(String, Vec<String>),
+    /// `jackin exec -it NAME -- sh`.
+    Shell(String),
+    Launch,
+}
 
 /// The log lines `l` pages through: the end of the log.
 const LOG_LINES: u64 = 2000;

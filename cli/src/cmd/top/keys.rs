@@ -5,7 +5,7 @@ use anyhow::Result;
 use jackin_api::DesiredPhase;
 use jackin_controller::Store;
 
-use super::Action;
+use super::actions::{self, Action};
 use super::purge::{self, PurgeQuestion};
 use super::state::{Overview, View};
 use crate::cmd::describe;
@@ -193,7 +193,7 @@ async fn instance_key(
             return Ok(None);
         }
         Key::Char('l') => {
-            let lines = super::actions::log_lines(store, &name).await;
+            let lines = actions::log_lines(store, &name).await;
             state.view = pager(format!("log of {name}"), or_error(lines), true);
             return Ok(None);
         }

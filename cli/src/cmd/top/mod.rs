@@ -35,7 +35,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use jackin_api::DesiredPhase;
 use jackin_controller::Store;
 use jackin_controller::live_output::LiveOutputs;
 use ratatui::Terminal;
@@ -73,20 +72,6 @@ pub async fn run(args: &TopArgs) -> Result<()> {
     let result = overview(store, pictures, nudge, &live, args).await;
     keeper.abort();
     result
-}
-
-/// An action a key asks for, run outside the overview's screen.
-pub enum Action {
-    Attach(String),
-    Phase(String, DesiredPhase),
-    /// A purge the operator confirmed (its checkouts were clean).
-    Purge(String),
-    /// A purge of unfinished work: these lines say what goes, then the
-    /// work is shown and the purge's own question asked.
-    PurgeUnfinished(String, Vec<String>),
-    /// `jackin exec -it NAME -- sh`.
-    Shell(String),
-    Launch,
 }
 
 async fn overview(

@@ -1,0 +1,1 @@
+pub struct B(pub crate::a::A);

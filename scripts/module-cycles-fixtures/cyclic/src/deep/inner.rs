@@ -1,0 +1,7 @@
+mod leaf;
+
+pub fn run() {
+    leaf::go();
+}
+
+fn helper() {}

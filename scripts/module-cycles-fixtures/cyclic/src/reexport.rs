@@ -1,0 +1,7 @@
+use crate::Stock;
+
+pub struct Order;
+
+pub fn stocked() -> Stock {
+    Stock
+}

@@ -1,0 +1,2 @@
+pub mod stock;
+pub mod till;

@@ -1,0 +1,3 @@
+pub mod inner;
+
+pub use inner::Deep;
