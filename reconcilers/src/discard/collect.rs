@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use jackin_api::instance::Isolation;
 
-use super::DiscardError;
+use super::error::DiscardError;
 use super::scratch::Scratch;
 use crate::fsutil::read_untrusted;
 use crate::git::{self, GitError};

@@ -11,10 +11,11 @@ use jackin_api::instance::Isolation;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use super::error::{DiscardError, io_at};
 use super::pins::release_pin;
-use super::{DiscardError, SavedFiles, io_at};
 use crate::fsutil::{read_untrusted, remove_if_exists, write_atomic};
 use crate::layout::{Layout, cap};
+use crate::saved_files::SavedFiles;
 use crate::saved_session::SavedSession;
 
 /// The record in a save's directory.

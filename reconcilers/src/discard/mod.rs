@@ -60,17 +60,12 @@
 //! the flag that picks one checkout), so the operator can act on the same
 //! text in a status condition, an event or a terminal.
 
-use std::io;
-use std::path::{Path, PathBuf};
-
-use crate::git::GitError;
-use crate::isolation::IsolationError;
-use crate::saved_files::StagingError;
 pub use crate::saved_files::{
     MAX_FILE_BYTES, MAX_LISTED, MAX_SAVED_BYTES, MAX_SAVED_FILES, SavedFiles,
 };
 
 mod collect;
+mod error;
 mod index;
 mod pins;
 mod restore;
@@ -79,67 +74,9 @@ mod scratch;
 #[cfg(test)]
 mod tests;
 
+pub use error::DiscardError;
 pub use index::{
     Save, SavedCheckout, SavedRef, expired, expires_at, find, list, remove, save_dir, save_name,
 };
 pub use restore::restore;
 pub use save::{Saved, save_before_discard, save_session, save_where};
-
-/// jackin's own attributes in the repositories it builds and restores
-/// with: every file's bytes as they are, no filter, conversion or driver
-/// named by the agent's `.gitattributes`.
-const NEUTRAL_ATTRIBUTES: &str =
-    "* -text -eol -crlf -filter -ident -working-tree-encoding -diff -merge\n";
-
-#[derive(Debug, thiserror::Error)]
-pub enum DiscardError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error(transparent)]
-    Git(#[from] GitError),
-    #[error(transparent)]
-    Isolation(#[from] IsolationError),
-    /// A save could not be made: nothing of the checkout was deleted.
-    #[error(
-        "mount {dst}: the unfinished work in {path} could not be saved before its discard \
-         ({cause}), so nothing was deleted: fix that and purge again, or remove {path} \
-         yourself to discard the work unsaved"
-    )]
-    NotSaved {
-        dst: String,
-        path: String,
-        cause: String,
-    },
-    #[error("{0}")]
-    Refused(String),
-}
-
-impl From<StagingError> for DiscardError {
-    fn from(e: StagingError) -> Self {
-        Self::Io {
-            path: e.path,
-            source: e.source,
-        }
-    }
-}
-
-fn io_at(path: &Path) -> impl FnOnce(io::Error) -> DiscardError + '_ {
-    move |source| DiscardError::Io {
-        path: path.to_owned(),
-        source,
-    }
-}
-
-/// The first line of git's complaint, cut short, for an error.
-fn first_line(text: &str) -> String {
-    text.lines()
-        .next()
-        .unwrap_or_default()
-        .chars()
-        .take(200)
-        .collect()
-}

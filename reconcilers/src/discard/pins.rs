@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::DiscardError;
+use super::error::DiscardError;
 use crate::git;
 use crate::isolation::{self, IsolationRecord};
 

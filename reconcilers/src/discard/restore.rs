@@ -9,8 +9,8 @@ use std::io::{self, BufRead, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use super::error::{DiscardError, NEUTRAL_ATTRIBUTES, first_line, io_at};
 use super::index::{SavedCheckout, find, listed, save_dir};
-use super::{DiscardError, NEUTRAL_ATTRIBUTES, first_line, io_at};
 use crate::fsutil::{
     Links, ensure_real_dir_below, open_regular_file, remove_if_exists, write_atomic,
 };

@@ -12,10 +12,10 @@ use jackin_api::instance::Isolation;
 use super::collect::{
     GitState, MAX_REFS, changed_paths, drop_refused_entries, host_refs, read_state,
 };
+use super::error::{DiscardError, first_line, io_at};
 use super::index::{Save, SavedCheckout, SavedRef, loaded, save_dir, save_name, write_save};
 use super::pins::pin_base_for_save;
 use super::scratch::Scratch;
-use super::{DiscardError, first_line, io_at};
 use crate::assess;
 use crate::fsutil::{
     BeneathDir, ensure_private_dir, read_untrusted, remove_if_exists, write_atomic,

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{DiscardError, NEUTRAL_ATTRIBUTES, io_at};
+use super::error::{DiscardError, NEUTRAL_ATTRIBUTES, io_at};
 use crate::fsutil::{ensure_private_dir, write_atomic};
 use crate::git::{self, GitError};
 
