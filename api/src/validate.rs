@@ -611,6 +611,9 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
     }
     errors.check("spec.role.name", dns_label(&spec.role.name));
     errors.check("spec.agent", dns_label(&spec.agent));
+    if let Some(provider) = &spec.provider {
+        errors.check("spec.provider", dns_label(provider));
+    }
     if let Some(source) = &spec.role.source {
         errors.check("spec.role.source.git", git_source(&source.git));
         if let Some(git_ref) = &source.git_ref {
@@ -945,6 +948,9 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
             );
         }
     }
+    for (at, message) in crate::provider::list_problems(&spec.providers) {
+        errors.push(at, message);
+    }
     plan_args(&mut errors, "spec.install", &spec.install);
     for (i, line) in spec.install.iter().enumerate() {
         let instruction = line.split_whitespace().next().unwrap_or_default();
@@ -1075,6 +1081,9 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     }
     if let Some(engine) = &obj.spec.engine {
         errors.check("spec.engine", engine_ref(engine));
+    }
+    if let Some(provider) = &obj.spec.provider {
+        errors.check("spec.provider", dns_label(provider));
     }
     if let Some(dir) = &obj.spec.working_dir {
         errors.check("spec.workingDir", working_dir(dir));

@@ -26,6 +26,7 @@ pub enum Names {
     Instances,
     Workspaces,
     Agents,
+    Providers,
     Discarded,
 }
 
@@ -88,6 +89,7 @@ fn list(store: &Store, names: Names) -> Result<Vec<String>> {
             .into_iter()
             .map(|(agent, _)| agent.metadata.name)
             .collect(),
+        Names::Providers => crate::provider_output::names(store)?,
         Names::Discarded => jackin_reconcilers::discard::list(store.layout())
             .0
             .into_iter()
@@ -176,6 +178,7 @@ fn positional_names(verb: &str, before: &[&str]) -> Option<Names> {
         "instance" | "instances" => Some(Names::Instances),
         "workspace" | "workspaces" => Some(Names::Workspaces),
         "agent" | "agents" => Some(Names::Agents),
+        "provider" | "providers" => Some(Names::Providers),
         "discarded" => Some(Names::Discarded),
         _ => None,
     };

@@ -11,6 +11,7 @@ mod hints;
 mod operator_setup;
 mod output;
 mod progress;
+mod provider_output;
 mod run_log;
 mod screens;
 mod terminal;
