@@ -209,7 +209,10 @@ fn for_claude(
 
 /// A provider that opencode reaches by its own provider id: `-m
 /// provider/model` (opencode.ai/docs/models), the key in the variable
-/// opencode's provider reads (opencode.ai/docs/providers).
+/// opencode's provider reads (opencode.ai/docs/providers; provider ids and
+/// variables as models.dev lists them). opencode is not installable here,
+/// so these entries are not run by the suite: check them against the
+/// opencode you install.
 fn for_opencode(name: &str, model: &str, variable: &str, host_key: &str) -> AgentProvider {
     AgentProvider {
         name: name.to_owned(),
@@ -398,6 +401,38 @@ mod tests {
         let err =
             serde_json::from_str::<AgentProvider>(r#"{"name": "p", "url": "x"}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field"), "{err}");
+    }
+
+    /// An applied entry's providers, and a pick, are checked where they are
+    /// written: each error at its field.
+    #[test]
+    fn manifests_are_checked_at_each_providers_field() {
+        let agent = "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: claude}\n\
+                     spec:\n  launch: [claude]\n  providers:\n  - name: zai\n    \
+                     key: {name: ANTHROPIC_AUTH_TOKEN, value: sk-plain}\n  - name: zai\n    \
+                     env: [{name: ANTHROPIC_BASE_URL, value: 'https://x'}]\n";
+        let errors = crate::manifest::parse("agent.yaml", agent).unwrap_err();
+        let fields: Vec<&str> = errors.iter().filter_map(|e| e.field.as_deref()).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.providers[0].key",
+                "spec.providers[1].key",
+                "spec.providers[1].name"
+            ],
+            "{errors:?}"
+        );
+        let instance = "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {name: a}\n\
+                        spec: {agent: claude, image: x, role: {name: r}, provider: Not_One}\n";
+        let errors = crate::manifest::parse("i.yaml", instance).unwrap_err();
+        assert_eq!(
+            errors[0].field.as_deref(),
+            Some("spec.provider"),
+            "{errors:?}"
+        );
+        let workspace = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: w}\n\
+                         spec: {provider: zai}\n";
+        assert!(crate::manifest::parse("w.yaml", workspace).is_ok());
     }
 
     #[test]

@@ -822,6 +822,135 @@ mod tests {
         assert_eq!(drift(&before, &relaunched), ["agent (its registry entry)"]);
     }
 
+    /// An instance with the built-in claude, picking `provider`, in a
+    /// workspace that picks `workspace_pick`: what `wanted` pins.
+    fn pinned_with(provider: Option<&str>, workspace_pick: Option<&str>) -> Recipe {
+        let claude = jackin_api::agent::builtin()
+            .into_iter()
+            .find(|a| a.metadata.name == "claude")
+            .unwrap();
+        let entry = ResolvedAgent {
+            name: "claude".into(),
+            source: "builtin",
+            spec: claude.spec,
+        };
+        let obj = Instance {
+            api_version: jackin_api::API_VERSION.into(),
+            kind: "Instance".into(),
+            metadata: Default::default(),
+            spec: InstanceSpec {
+                agent: "claude".into(),
+                image: Some("jackin/test:1".into()),
+                provider: provider.map(Into::into),
+                ..Default::default()
+            },
+            status: None,
+        };
+        let workspace = WorkspaceSpec {
+            provider: workspace_pick.map(Into::into),
+            ..Default::default()
+        };
+        wanted(&obj, Some(&workspace), Some(&entry), "jk-x", None, "h")
+    }
+
+    /// The pick (the instance's, else its workspace's) is pinned as the
+    /// entry defines it; with a key, claude's own login stays home (its
+    /// account metadata, no secret, still goes); another pick is drift.
+    #[test]
+    fn a_provider_is_pinned_without_the_agents_login_and_a_change_is_drift() {
+        let plain = pinned_with(None, None);
+        assert_eq!(plain.provider, None);
+        let own = &plain.credentials.as_ref().unwrap().sets[0];
+        assert!(own.files.iter().any(|f| f.secret) && !own.env.is_empty());
+
+        let zai = pinned_with(None, Some("zai"));
+        let provider = zai.provider.as_ref().expect("the workspace's pick");
+        assert_eq!(provider.name, "zai");
+        assert_eq!(
+            provider.key_reference().as_deref(),
+            Some("hostEnv ZAI_API_KEY")
+        );
+        let sets = &zai.credentials.as_ref().unwrap().sets;
+        assert_eq!(sets.len(), 1);
+        assert!(sets[0].files.iter().all(|f| !f.secret), "{sets:?}");
+        assert!(sets[0].env.is_empty(), "no login variable either");
+        assert_eq!(
+            pinned_with(Some("zai"), Some("kimi")).provider,
+            zai.provider
+        );
+
+        // The vendor's own provider keeps claude's login.
+        let anthropic = pinned_with(Some("anthropic"), None);
+        assert_eq!(anthropic.credentials, plain.credentials);
+
+        assert_eq!(drift(&zai, &zai), Vec::<&str>::new());
+        let kimi = pinned_with(Some("kimi"), None);
+        assert_eq!(drift(&zai, &kimi), ["provider"]);
+        // Picked or dropped, the login's hand-off changes with it.
+        let picked = ["credentials (authForward or a credential set)", "provider"];
+        assert_eq!(drift(&plain, &zai), picked);
+        assert_eq!(drift(&zai, &plain), picked);
+        // A recipe pinned before providers existed, with none picked: none.
+        let before = Recipe {
+            provider: None,
+            ..plain.clone()
+        };
+        assert_eq!(drift(&before, &plain), Vec::<&str>::new());
+    }
+
+    /// A pick the entry lacks pins none (drift shows it) and is refused at
+    /// launch with what the entry has.
+    #[test]
+    fn an_unknown_provider_is_refused_with_the_entrys_names() {
+        assert_eq!(pinned_with(Some("nope"), None).provider, None);
+        let claude = jackin_api::agent::builtin()
+            .into_iter()
+            .find(|a| a.metadata.name == "claude")
+            .unwrap();
+        let entry = ResolvedAgent {
+            name: "claude".into(),
+            source: "builtin",
+            spec: claude.spec,
+        };
+        let mut obj: Instance = serde_json::from_value(serde_json::json!({
+            "apiVersion": jackin_api::API_VERSION, "kind": "Instance",
+            "metadata": {"name": "a"},
+            "spec": {"agent": "claude", "image": "x", "role": {"name": "r"}, "provider": "nope"}
+        }))
+        .unwrap();
+        let err = wanted_provider(&obj, None, Some(&entry)).unwrap_err();
+        assert!(err.is_permanent());
+        assert_eq!(
+            err.to_string(),
+            "agent \"claude\" has no provider \"nope\": its entry has anthropic, zai, minimax, \
+             kimi; `jackin get providers` lists them, and an applied Agent entry adds one"
+        );
+        obj.spec.provider = None;
+        assert_eq!(wanted_provider(&obj, None, Some(&entry)).unwrap(), None);
+    }
+
+    /// A provider's arguments follow the agent's program, not another one.
+    #[test]
+    fn a_providers_arguments_go_to_the_agents_program_only() {
+        let entry = ResolvedAgent {
+            name: "opencode".into(),
+            source: "builtin",
+            spec: AgentSpec {
+                launch: vec!["opencode".into()],
+                ..Default::default()
+            },
+        };
+        let zai = provider::builtin_for("opencode").remove(1);
+        let spec = InstanceSpec::default();
+        let (command, _) = pin_agent(&spec, Some(&entry), Some(&zai));
+        assert_eq!(command, ["opencode", "-m", "zai-coding-plan/glm-4.6"]);
+        let other = InstanceSpec {
+            command: Some(vec!["sh".into()]),
+            ..Default::default()
+        };
+        assert_eq!(pin_agent(&other, Some(&entry), Some(&zai)).0, ["sh"]);
+    }
+
     /// The workspace's `operatorConfig` is pinned: turning it on or off is
     /// drift; a recipe pinned before it (none) and `none` are the same.
     #[test]
