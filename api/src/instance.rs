@@ -990,7 +990,8 @@ pub struct Recipe {
     /// The provider picked, its entry as resolved when pinned: references,
     /// never the key's value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<crate::provider::AgentProvider>,
+    /// Boxed: a recipe is carried in many futures.
+    pub provider: Option<Box<crate::provider::AgentProvider>>,
     /// `sync` when the operator's own agent setup is copied into the
     /// session before every start (the workspace's `operatorConfig`);
     /// absent under `none`, the default.

@@ -1484,7 +1484,7 @@ async fn create_container(
     // The provider's variables and key, likewise.
     let picked = recipe.provider.clone();
     let spec_names: Vec<String> = recipe.env.iter().map(|v| v.name.clone()).collect();
-    env.extend(blocking(move || provider::container_env(picked.as_ref(), &spec_names)).await?);
+    env.extend(blocking(move || provider::container_env(picked.as_deref(), &spec_names)).await?);
     // The logins' variables (`token`), likewise resolved here and kept
     // nowhere; one the spec sets is the operator's.
     let (mut credential_names, mut credential_missing) = (Vec::new(), Vec::new());

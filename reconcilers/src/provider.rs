@@ -115,7 +115,7 @@ mod tests {
         let key = dir.path().join("key");
         std::fs::write(&key, "canary-provider-key").unwrap();
         let recipe = Recipe {
-            provider: Some(provider(&key)),
+            provider: Some(Box::new(provider(&key))),
             ..Default::default()
         };
         let note = stage_note(&recipe).unwrap();

@@ -170,6 +170,7 @@ pub fn wanted(
     let provider = wanted_provider(obj, workspace, agent).ok().flatten();
     let credentials = wanted_credentials(obj, workspace, agent, provider.as_ref());
     let (command, agent) = pin_agent(spec, agent, provider.as_ref());
+    let provider = provider.map(Box::new);
     // A Docker daemon of the agent's own: the sidecar `dind`, and a volume
     // for the client certificates it shares with the agent.
     let mut sidecars = spec.sidecars.clone();
