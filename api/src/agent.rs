@@ -260,7 +260,7 @@ pub fn builtin() -> Vec<Agent> {
         },
         spec,
     };
-    crate::provider::with_builtin_providers(vec![
+    let mut agents = vec![
         // Claude Code refuses a --session-id whose transcript exists, and
         // resumes only from the directory it was started in (transcripts
         // live under projects/<cwd>/). With CLAUDE_CONFIG_DIR set, the login
@@ -331,7 +331,7 @@ pub fn builtin() -> Vec<Agent> {
                 }),
                 settings: builtin_settings("claude"),
                 operator_config: operator_config::builtin("claude"),
-                // Built in from `crate::provider` (`with_builtin_providers`).
+                // Built in from `crate::provider` (`builtin_for`), below.
                 providers: Vec::new(),
             },
         ),
@@ -442,7 +442,7 @@ pub fn builtin() -> Vec<Agent> {
                 }),
                 settings: builtin_settings("gemini"),
                 operator_config: operator_config::builtin("gemini"),
-                // Built in from `crate::provider` (`with_builtin_providers`).
+                // Built in from `crate::provider` (`builtin_for`), below.
                 providers: Vec::new(),
             },
         ),
@@ -500,7 +500,11 @@ pub fn builtin() -> Vec<Agent> {
         ),
         // The image's command, as given: nothing to resume.
         entry("shell", AgentSpec::default()),
-    ])
+    ];
+    for agent in &mut agents {
+        agent.spec.providers = crate::provider::builtin_for(&agent.metadata.name);
+    }
+    agents
 }
 
 /// The settings the built-in entry `agent` sets in its files before every

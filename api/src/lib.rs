@@ -8,6 +8,7 @@ pub mod agent_settings;
 pub mod conversation;
 pub mod crd;
 pub mod credentials;
+pub mod env;
 pub mod home;
 pub mod identity;
 pub mod instance;

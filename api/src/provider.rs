@@ -28,8 +28,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::instance::{EnvSource, EnvVar};
-use crate::validate::{dns_label, env_name};
+use crate::env::{EnvSource, EnvVar};
 
 /// One provider an agent can be sent to (`Agent.spec.providers[]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -77,61 +76,45 @@ impl AgentProvider {
         })
     }
 
-    /// What is wrong with the entry, each as the field (under the entry)
-    /// and what is expected there.
+    /// What is wrong with the entry beyond its names and references (which
+    /// `validate` checks as everywhere): each as the field (under the
+    /// entry) and what is expected there.
     pub fn problems(&self) -> Vec<(String, String)> {
         let mut found = Vec::new();
-        let mut push = |field: String, message: String| found.push((field, message));
-        if let Err(e) = dns_label(&self.name) {
-            push("name".into(), e);
-        }
+        let mut push = |field: String, message: &str| found.push((field, message.to_owned()));
         match &self.key {
-            Some(key) => {
-                if let Err(e) = env_name(&key.name) {
-                    push("key.name".into(), e);
-                }
-                if key.value.is_some() || key.value_from.is_none() {
-                    push(
-                        "key".into(),
-                        "expected valueFrom (hostEnv, file or onePassword): a key is a secret, \
-                         never a plain value"
-                            .into(),
-                    );
-                }
-            }
+            Some(key) if key.value.is_some() || key.value_from.is_none() => push(
+                "key".into(),
+                "expected valueFrom (hostEnv, file or onePassword): a key is a secret, never a \
+                 plain value",
+            ),
+            Some(_) => {}
             None if !self.env.is_empty() || !self.args.is_empty() => push(
                 "key".into(),
-                "expected a key: a provider that redirects the agent (env or args) must give \
-                 its own key, or the agent's login would go to the provider's endpoint"
-                    .into(),
+                "expected a key: a provider that redirects the agent (env or args) must give its \
+                 own key, or the agent's login would go to the provider's endpoint",
             ),
             None => {}
         }
         for (list, vars) in [("env", &self.env), ("models", &self.models)] {
             for (i, var) in vars.iter().enumerate() {
-                if let Err(e) = env_name(&var.name) {
-                    push(format!("{list}[{i}].name"), e);
-                }
-                if var.value.is_none() || var.value_from.is_some() {
+                if var.value_from.is_some() {
                     push(
                         format!("{list}[{i}]"),
-                        "expected a plain value: the provider's key is its only secret".into(),
+                        "expected a plain value: the provider's key is its only secret",
                     );
                 }
                 if self.key.as_ref().is_some_and(|k| k.name == var.name) {
                     push(
                         format!("{list}[{i}].name"),
-                        format!("{:?} is the key's variable", var.name),
+                        "names the key's variable: the key sets it",
                     );
                 }
             }
         }
         for (i, arg) in self.args.iter().enumerate() {
             if arg.chars().any(char::is_control) {
-                push(
-                    format!("args[{i}]"),
-                    "must not contain control characters".into(),
-                );
+                push(format!("args[{i}]"), "must not contain control characters");
             }
         }
         found
@@ -301,15 +284,6 @@ pub fn builtin_for(agent: &str) -> Vec<AgentProvider> {
     }
 }
 
-/// Every entry of `agents` with the built-in providers of its name: what
-/// [`crate::agent::builtin`] ships.
-pub fn with_builtin_providers(mut agents: Vec<crate::Agent>) -> Vec<crate::Agent> {
-    for agent in &mut agents {
-        agent.spec.providers = builtin_for(&agent.metadata.name);
-    }
-    agents
-}
-
 /// The provider an instance picks: its own `provider`, else its
 /// workspace's; `None` for none.
 pub fn picked<'a>(instance: Option<&'a str>, workspace: Option<&'a str>) -> Option<&'a str> {
@@ -374,10 +348,8 @@ mod tests {
             ],
             ..Default::default()
         };
-        assert_eq!(
-            fields(&secret_model),
-            ["name", "models[0]", "models[1].name"]
-        );
+        // Its name is `validate`'s to check, as every name.
+        assert_eq!(fields(&secret_model), ["models[0]", "models[1].name"]);
     }
 
     #[test]
@@ -420,6 +392,16 @@ mod tests {
                 "spec.providers[1].key",
                 "spec.providers[1].name"
             ],
+            "{errors:?}"
+        );
+        let empty_reference = agent.replace(
+            "key: {name: ANTHROPIC_AUTH_TOKEN, value: sk-plain}",
+            "key: {name: ANTHROPIC_AUTH_TOKEN, valueFrom: {file: ''}}",
+        );
+        let errors = crate::manifest::parse("agent.yaml", &empty_reference).unwrap_err();
+        assert_eq!(
+            errors[0].field.as_deref(),
+            Some("spec.providers[0].key.valueFrom.file"),
             "{errors:?}"
         );
         let instance = "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {name: a}\n\

@@ -948,9 +948,7 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
             );
         }
     }
-    for (at, message) in crate::provider::list_problems(&spec.providers) {
-        errors.push(at, message);
-    }
+    providers(&mut errors, &spec.providers);
     plan_args(&mut errors, "spec.install", &spec.install);
     for (i, line) in spec.install.iter().enumerate() {
         let instruction = line.split_whitespace().next().unwrap_or_default();
@@ -1039,6 +1037,28 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
 }
 
 /// `{at}.name` is a DNS label no earlier entry of the list (`seen`) has.
+/// An entry's providers: names and variables as everywhere, the key a
+/// reference as `spec.env` takes one, then what [`crate::provider`] asks.
+fn providers(errors: &mut Errors, providers: &[crate::provider::AgentProvider]) {
+    for (i, provider) in providers.iter().enumerate() {
+        let at = format!("spec.providers[{i}]");
+        errors.check(&format!("{at}.name"), dns_label(&provider.name));
+        env(errors, &format!("{at}.env"), &provider.env);
+        env(errors, &format!("{at}.models"), &provider.models);
+        let mut key = Errors::default();
+        env(&mut key, "key", provider.key.as_slice());
+        for e in key.0 {
+            errors.push(
+                e.path.replacen("key[0]", &format!("{at}.key"), 1),
+                e.message,
+            );
+        }
+    }
+    for (at, message) in crate::provider::list_problems(providers) {
+        errors.push(at, message);
+    }
+}
+
 fn unique_name<'a>(
     errors: &mut Errors,
     seen: &mut HashSet<&'a str>,
