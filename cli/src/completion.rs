@@ -219,6 +219,8 @@ mod tests {
         assert_eq!(after("launch -r"), None);
         assert_eq!(after("describe workspace"), Some(Names::Workspaces));
         assert_eq!(after("describe agent"), Some(Names::Agents));
+        assert_eq!(after("describe provider"), Some(Names::Providers));
+        assert_eq!(after("get providers"), Some(Names::Providers));
         assert_eq!(after("get discarded"), Some(Names::Discarded));
         assert_eq!(after("restore-discarded"), Some(Names::Discarded));
         assert_eq!(after("delete workspace"), Some(Names::Workspaces));
