@@ -12,7 +12,7 @@ mod support;
 use std::path::PathBuf;
 
 use support::real_agent::{AgentSession, Cli, Login, sha256_hex};
-use support::{assert_never_shown, files_holding, unique};
+use support::{assert_never_shown, condition, files_holding, unique};
 
 /// The provider's entry, added to the built-in claude entry as an operator
 /// does (`jackin get agent claude -o json`, edited, applied): its endpoint
@@ -125,5 +125,22 @@ fn claude_is_sent_to_a_provider_with_its_key_and_never_the_operators_login() {
             key_file.display()
         )) && described.contains(&session.name),
         "{described}"
+    );
+
+    // Another pick is drift, until a rollout: the session keeps its
+    // provider meanwhile.
+    let other = yaml.replace("  provider: sidecar\n", "  provider: anthropic\n");
+    assert_ne!(other, yaml);
+    let file = session.home.write_input("instance.yaml", &other);
+    session.ok(&["apply", file.to_str().unwrap()]);
+    let obj = session.home.object(&session.name);
+    let drift = condition(&obj, "SpecDrift").expect("a SpecDrift condition");
+    assert!(
+        drift["message"].as_str().unwrap().contains("provider"),
+        "{drift}"
+    );
+    assert_eq!(
+        obj["status"]["recipe"]["provider"]["name"], "sidecar",
+        "{obj}"
     );
 }
