@@ -103,6 +103,10 @@ pub struct AgentSpec {
     /// per role image and block.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub install: Vec<String>,
+    /// Other model endpoints the agent can be sent to, each with its key
+    /// (see [`crate::provider`]); an instance or workspace picks one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub providers: Vec<crate::provider::AgentProvider>,
 }
 
 /// The Dockerfile instructions an install block may use: what installs a
@@ -256,7 +260,7 @@ pub fn builtin() -> Vec<Agent> {
         },
         spec,
     };
-    vec![
+    let mut agents = vec![
         // Claude Code refuses a --session-id whose transcript exists, and
         // resumes only from the directory it was started in (transcripts
         // live under projects/<cwd>/). With CLAUDE_CONFIG_DIR set, the login
@@ -327,6 +331,8 @@ pub fn builtin() -> Vec<Agent> {
                 }),
                 settings: builtin_settings("claude"),
                 operator_config: operator_config::builtin("claude"),
+                // Built in from `crate::provider` (`builtin_for`), below.
+                providers: Vec::new(),
             },
         ),
         // Codex chooses its own ids: continue the latest under an isolated
@@ -436,6 +442,8 @@ pub fn builtin() -> Vec<Agent> {
                 }),
                 settings: builtin_settings("gemini"),
                 operator_config: operator_config::builtin("gemini"),
+                // Built in from `crate::provider` (`builtin_for`), below.
+                providers: Vec::new(),
             },
         ),
         // Aider keeps no ids, and its history file defaults to the
@@ -492,7 +500,11 @@ pub fn builtin() -> Vec<Agent> {
         ),
         // The image's command, as given: nothing to resume.
         entry("shell", AgentSpec::default()),
-    ]
+    ];
+    for agent in &mut agents {
+        agent.spec.providers = crate::provider::builtin_for(&agent.metadata.name);
+    }
+    agents
 }
 
 /// The settings the built-in entry `agent` sets in its files before every

@@ -1,6 +1,7 @@
-//! An environment variable as a resource states it: a plain value, or a
-//! reference to a secret resolved only when a container is created. Below
-//! `instance` and `credentials`, which both carry variables.
+//! Environment variables as specs write them: a plain value, or a secret
+//! reference resolved only when a container is created. Below every kind
+//! that uses them (`Instance`'s `env`, credential sets, providers' keys),
+//! so that none of those needs another's module for them.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -284,6 +284,11 @@ pub struct InstanceSpec {
     /// when omitted, else `sync`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_forward: Option<AuthForward>,
+    /// The provider, one of the agent entry's `providers`, that the agent
+    /// is sent to with that provider's key instead of the operator's login
+    /// (`zai`); the workspace's when omitted, else none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     /// How a changed spec reaches the running session: `Manual` (only
     /// `jackin rollout`) or `OnDrift` (the loop rolls it out by itself
     /// when nobody is attached and the agent is idle, or at the next
@@ -314,6 +319,7 @@ impl Default for InstanceSpec {
             engine: None,
             working_dir: None,
             auth_forward: None,
+            provider: None,
             update_policy: None,
             mounts: Vec::new(),
             env: Vec::new(),
@@ -949,6 +955,11 @@ pub struct Recipe {
     /// host paths, never a value). Absent in recipes pinned before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<PinnedCredentials>,
+    /// The provider picked, its entry as resolved when pinned: references,
+    /// never the key's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Boxed: a recipe is carried in many futures.
+    pub provider: Option<Box<crate::provider::AgentProvider>>,
     /// `sync` when the operator's own agent setup is copied into the
     /// session before every start (the workspace's `operatorConfig`);
     /// absent under `none`, the default.

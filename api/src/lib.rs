@@ -16,6 +16,7 @@ pub mod manifest;
 pub mod meta;
 pub mod names;
 pub mod operator_config;
+pub mod provider;
 pub mod redact;
 pub mod role;
 pub mod security;

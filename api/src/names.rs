@@ -180,6 +180,8 @@ pub mod reason {
     pub const CHECKOUT_FAILED: &str = "CheckoutFailed";
     pub const NO_COMMAND: &str = "NoCommand";
     pub const UNKNOWN_AGENT: &str = "UnknownAgent";
+    /// The picked provider is none of the agent entry's.
+    pub const UNKNOWN_PROVIDER: &str = "UnknownProvider";
     pub const AGENT_MISSING: &str = "AgentMissing";
     /// The agent's install block failed to build on the role image.
     pub const AGENT_INSTALL_FAILED: &str = "AgentInstallFailed";
@@ -217,6 +219,8 @@ pub mod reason {
     pub const CONVERSATION_RENEWED: &str = "ConversationRenewed";
     /// The agent was installed into a derived image (or one was found).
     pub const AGENT_INSTALL: &str = "AgentInstall";
+    /// The provider a session was sent to, and its key's reference.
+    pub const PROVIDER: &str = "Provider";
     /// The installed agent is too old for some ways of starting it; they
     /// are skipped.
     pub const AGENT_RUNGS_SKIPPED: &str = "AgentRungsSkipped";

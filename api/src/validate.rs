@@ -607,6 +607,9 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
     }
     errors.check("spec.role.name", dns_label(&spec.role.name));
     errors.check("spec.agent", dns_label(&spec.agent));
+    if let Some(provider) = &spec.provider {
+        errors.check("spec.provider", dns_label(provider));
+    }
     if let Some(source) = &spec.role.source {
         errors.check("spec.role.source.git", git_source(&source.git));
         if let Some(git_ref) = &source.git_ref {
@@ -885,6 +888,7 @@ pub fn agent(obj: &Agent) -> Result<(), Vec<FieldError>> {
     if let Some(state) = &spec.state_env {
         state_env(&mut errors, state);
     }
+    providers(&mut errors, &spec.providers);
     install(&mut errors, &spec.install);
     if let Some(version) = &spec.version {
         version_probe(&mut errors, version);
@@ -1057,6 +1061,28 @@ fn retention_setting(
 }
 
 /// `{at}.name` is a DNS label no earlier entry of the list (`seen`) has.
+/// An entry's providers: names and variables as everywhere, the key a
+/// reference as `spec.env` takes one, then what [`crate::provider`] asks.
+fn providers(errors: &mut Errors, providers: &[crate::provider::AgentProvider]) {
+    for (i, provider) in providers.iter().enumerate() {
+        let at = format!("spec.providers[{i}]");
+        errors.check(&format!("{at}.name"), dns_label(&provider.name));
+        env(errors, &format!("{at}.env"), &provider.env);
+        env(errors, &format!("{at}.models"), &provider.models);
+        let mut key = Errors::default();
+        env(&mut key, "key", provider.key.as_slice());
+        for e in key.0 {
+            errors.push(
+                e.path.replacen("key[0]", &format!("{at}.key"), 1),
+                e.message,
+            );
+        }
+    }
+    for (at, message) in crate::provider::list_problems(providers) {
+        errors.push(at, message);
+    }
+}
+
 fn unique_name<'a>(
     errors: &mut Errors,
     seen: &mut HashSet<&'a str>,
@@ -1079,6 +1105,9 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     roles(&mut errors, &obj.spec.roles);
     if let Some(engine) = &obj.spec.engine {
         errors.check("spec.engine", engine_ref(engine));
+    }
+    if let Some(provider) = &obj.spec.provider {
+        errors.check("spec.provider", dns_label(provider));
     }
     if let Some(dir) = &obj.spec.working_dir {
         errors.check("spec.workingDir", working_dir(dir));

@@ -111,6 +111,9 @@ pub struct WorkspaceSpec {
     /// how the operator's logins reach them (`sync` when omitted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_forward: Option<AuthForward>,
+    /// The default of `spec.provider` for the workspace's instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     /// Whether the operator's own agent setup (the files each `Agent`
     /// entry lists in `operatorConfig`) is copied into the workspace's
     /// sessions before every start: `sync`, or `none` (when omitted).

@@ -35,8 +35,9 @@ pub enum Command {
     Diff(DiffArgs),
     /// List objects, or print one.
     Get(GetArgs),
-    /// Show an instance, a workspace or an agent in detail: `describe NAME`,
-    /// `describe instance|workspace|agent NAME` or `describe KIND/NAME`.
+    /// Show an instance, a workspace, an agent or a provider in detail:
+    /// `describe NAME`, `describe instance|workspace|agent|provider NAME` or
+    /// `describe KIND/NAME`.
     Describe {
         /// An instance's name, `KIND/NAME`, or a kind: instance, workspace or
         /// agent.
@@ -414,8 +415,8 @@ pub fn parse_concurrency(text: &str) -> Result<usize, String> {
 
 #[derive(Debug, Args)]
 pub struct GetArgs {
-    /// `instances` (default), `workspaces`, `agents`, `sources` or
-    /// `discarded` (saved work of discarded checkouts), or an instance name.
+    /// `instances` (default), `workspaces`, `agents`, `providers`, `sources`
+    /// or `discarded` (saved work of discarded checkouts), or an instance name.
     #[arg(value_name = "KIND|NAME")]
     pub first: Option<String>,
     /// A name, after a kind.

@@ -26,6 +26,7 @@ pub enum Names {
     Instances,
     Workspaces,
     Agents,
+    Providers,
     Discarded,
 }
 
@@ -88,6 +89,7 @@ fn list(store: &Store, names: Names) -> Result<Vec<String>> {
             .into_iter()
             .map(|(agent, _)| agent.metadata.name)
             .collect(),
+        Names::Providers => crate::provider_output::names(store)?,
         Names::Discarded => jackin_reconcilers::discard::list(store.layout())
             .0
             .into_iter()
@@ -176,6 +178,7 @@ fn positional_names(verb: &str, before: &[&str]) -> Option<Names> {
         "instance" | "instances" => Some(Names::Instances),
         "workspace" | "workspaces" => Some(Names::Workspaces),
         "agent" | "agents" => Some(Names::Agents),
+        "provider" | "providers" => Some(Names::Providers),
         "discarded" => Some(Names::Discarded),
         _ => None,
     };
@@ -216,6 +219,8 @@ mod tests {
         assert_eq!(after("launch -r"), None);
         assert_eq!(after("describe workspace"), Some(Names::Workspaces));
         assert_eq!(after("describe agent"), Some(Names::Agents));
+        assert_eq!(after("describe provider"), Some(Names::Providers));
+        assert_eq!(after("get providers"), Some(Names::Providers));
         assert_eq!(after("get discarded"), Some(Names::Discarded));
         assert_eq!(after("restore-discarded"), Some(Names::Discarded));
         assert_eq!(after("delete workspace"), Some(Names::Workspaces));

@@ -240,6 +240,11 @@ fn recipe(e: &RecipeError) -> Option<String> {
              source.ref"
                 .into(),
         ),
+        RecipeError::UnknownProvider { .. } => Some(
+            "pick one the agent's entry has (spec.provider, or the workspace's), or apply an \
+             Agent entry that defines it"
+                .into(),
+        ),
         // The message says what is missing or wrong in the role.
         RecipeError::NothingToRebuild
         | RecipeError::RoleConfig(_)

@@ -11,6 +11,7 @@ mod hints;
 mod operator_setup;
 mod output;
 mod progress;
+mod provider_output;
 mod run_log;
 mod screens;
 mod terminal;
@@ -186,7 +187,7 @@ async fn run(cli: Cli) -> Result<()> {
             name, to, mount, ..
         } => cmd::discarded::restore(&open_store()?, &name, to.as_deref(), mount.as_deref()),
         Command::Crds { out } => cmd::crds::run(out.as_deref()),
-        Command::Top(args) => cmd::top::run(&args).await,
+        Command::Top(args) => Box::pin(cmd::top::run(&args)).await,
         Command::Logs(args) => cmd::logs::run(&args).await,
         Command::Exec(args) => cmd::exec::run(&args).await,
         Command::Completions { shell } => completion::print_script(shell),

@@ -34,6 +34,7 @@ use crate::isolation::{self, IsolationError};
 use crate::layout::Layout;
 use crate::offload::blocking;
 use crate::plan::{Leftover, Step};
+use crate::provider;
 use crate::recipe::{self, RecipeError, ResolvedAgent};
 use crate::secrets::{self, SecretError};
 use crate::{ending, operator_config, restricted, resume, rollout, session, token_login};
@@ -189,6 +190,7 @@ fn recipe_reason(e: &RecipeError) -> &'static str {
             reason::RECIPE_UNAVAILABLE
         }
         RecipeError::ImageNotFound(_) => reason::IMAGE_NOT_FOUND,
+        RecipeError::UnknownProvider { .. } => reason::UNKNOWN_PROVIDER,
         _ => reason::BUILD_FAILED,
     }
 }
@@ -863,6 +865,16 @@ async fn resolve_recipe(
         ctx.home.as_deref(),
         &ctx.home_id,
     );
+    // The provider: one the agent's entry lacks is refused; the one picked
+    // is named, with its key's reference.
+    recipe::wanted_provider(obj, ctx.workspace, ctx.agent)?;
+    if let Some(note) = provider::stage_note(&pinned) {
+        progress(Report::Note {
+            stage: Some("provider"),
+            reason: reason::PROVIDER,
+            message: &note,
+        });
+    }
     let defaults = match (&obj.spec.image, &obj.spec.role.source) {
         (Some(image), _) => {
             let found = ctx
@@ -1469,6 +1481,10 @@ async fn create_container(
     // running `op` block: off the runtime.
     let vars = recipe.env.clone();
     let mut env = blocking(move || secrets::resolve(&vars)).await?;
+    // The provider's variables and key, likewise.
+    let picked = recipe.provider.clone();
+    let spec_names: Vec<String> = recipe.env.iter().map(|v| v.name.clone()).collect();
+    env.extend(blocking(move || provider::container_env(picked.as_deref(), &spec_names)).await?);
     // The logins' variables (`token`), likewise resolved here and kept
     // nowhere; one the spec sets is the operator's.
     let (mut credential_names, mut credential_missing) = (Vec::new(), Vec::new());

@@ -35,6 +35,7 @@ pub mod operator_config;
 pub mod plan;
 pub mod policy;
 pub mod probes;
+pub mod provider;
 pub mod recipe;
 pub mod restricted;
 pub mod resume;

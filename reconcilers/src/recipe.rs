@@ -14,6 +14,7 @@ use jackin_api::instance::{
 };
 use jackin_api::names::label;
 use jackin_api::operator_config::OperatorConfigMode;
+use jackin_api::provider::{self, AgentProvider};
 use jackin_api::role::{self, ROLE_CONFIG_FILE, RoleConfig};
 use jackin_api::security::{PinnedSecurity, SecuritySpec};
 use jackin_api::workspace::WorkspaceSpec;
@@ -37,6 +38,15 @@ pub enum RecipeError {
     CommitUnavailable { source_repo: String, commit: String },
     #[error("the pinned image is gone and the recipe has no role commit to rebuild it from")]
     NothingToRebuild,
+    #[error(
+        "agent {agent:?} has no provider {provider:?}: its entry has {known}; `jackin get \
+         providers` lists them, and an applied Agent entry adds one"
+    )]
+    UnknownProvider {
+        agent: String,
+        provider: String,
+        known: String,
+    },
     #[error("the role's settings are not valid: {0}")]
     RoleConfig(String),
     #[error("{source_repo} has no Dockerfile at {commit}")]
@@ -57,6 +67,7 @@ impl RecipeError {
             | Self::RefNotFound { .. }
             | Self::CommitUnavailable { .. }
             | Self::NothingToRebuild
+            | Self::UnknownProvider { .. }
             | Self::RoleConfig(_)
             | Self::NoDockerfile { .. } => true,
             Self::Git(e) => e.is_permanent(),
@@ -93,6 +104,7 @@ pub struct ResolvedAgent {
 fn pin_agent(
     spec: &InstanceSpec,
     entry: Option<&ResolvedAgent>,
+    provider: Option<&AgentProvider>,
 ) -> (Vec<String>, Option<PinnedAgent>) {
     let Some(entry) = entry else {
         return (spec.command.clone().unwrap_or_default(), None);
@@ -102,13 +114,18 @@ fn pin_agent(
         argv.first()
             .map(|p| Path::new(p).file_name().map(ToOwned::to_owned))
     };
-    let (command, resumable) = match &spec.command {
+    let (mut command, resumable) = match &spec.command {
         Some(command) => (
             command.clone(),
             !launch.is_empty() && program(command) == program(launch),
         ),
         None => (launch.clone(), !launch.is_empty()),
     };
+    // The provider's arguments are the agent's program's, as its resume
+    // arguments are.
+    if resumable && let Some(provider) = provider {
+        command.extend(provider.args.iter().cloned());
+    }
     let strategy = match spec.resume && resumable {
         true => entry.spec.strategy(),
         false => Strategy::None,
@@ -148,8 +165,12 @@ pub fn wanted(
         }
     }
     let uid = obj.metadata.uid.as_deref().unwrap_or_default();
-    let credentials = wanted_credentials(obj, workspace, agent);
-    let (command, agent) = pin_agent(spec, agent);
+    // An unknown pick pins none: it shows as drift, and a launch refuses
+    // it (`wanted_provider`).
+    let provider = wanted_provider(obj, workspace, agent).ok().flatten();
+    let credentials = wanted_credentials(obj, workspace, agent, provider.as_ref());
+    let (command, agent) = pin_agent(spec, agent, provider.as_ref());
+    let provider = provider.map(Box::new);
     // A Docker daemon of the agent's own: the sidecar `dind`, and a volume
     // for the client certificates it shares with the agent.
     let mut sidecars = spec.sidecars.clone();
@@ -196,6 +217,7 @@ pub fn wanted(
         generation: obj.metadata.generation,
         agent,
         credentials: Some(credentials),
+        provider,
         // The operator's own agent setup goes only where the workspace asks
         // for it.
         operator_config: workspace
@@ -216,6 +238,7 @@ fn wanted_credentials(
     obj: &Instance,
     workspace: Option<&WorkspaceSpec>,
     agent: Option<&ResolvedAgent>,
+    provider: Option<&AgentProvider>,
 ) -> PinnedCredentials {
     let mode = obj
         .spec
@@ -229,6 +252,13 @@ fn wanted_credentials(
             .filter(|c| !c.is_empty())
             .map(|c| c.named(&a.name))
     });
+    // With a provider's key, the agent's own login stays on the host: the
+    // provider's endpoint must never get it. Its account metadata (no
+    // secret) still goes, so that the agent knows it has been set up.
+    let own = match provider.is_some_and(AgentProvider::replaces_login) {
+        true => own.map(without_login).filter(|set| !set.files.is_empty()),
+        false => own,
+    };
     let shared = workspace
         .map(|w| w.credentials.as_slice())
         .unwrap_or_default()
@@ -238,6 +268,49 @@ fn wanted_credentials(
     PinnedCredentials {
         mode,
         sets: own.into_iter().chain(shared).collect(),
+    }
+}
+
+/// `set` without what logs in: its secret files, its variables and its
+/// login step.
+fn without_login(mut set: CredentialSet) -> CredentialSet {
+    set.files.retain(|file| !file.secret);
+    set.env.clear();
+    set.login_step = None;
+    set
+}
+
+/// The provider the instance picks (its `provider`, else its
+/// workspace's), as the agent's entry defines it; `None` when none is
+/// picked, an error naming what the entry has when it has no such one.
+pub fn wanted_provider(
+    obj: &Instance,
+    workspace: Option<&WorkspaceSpec>,
+    agent: Option<&ResolvedAgent>,
+) -> Result<Option<AgentProvider>, RecipeError> {
+    let Some(name) = provider::picked(
+        obj.spec.provider.as_deref(),
+        workspace.and_then(|w| w.provider.as_deref()),
+    ) else {
+        return Ok(None);
+    };
+    let providers = agent
+        .map(|a| a.spec.providers.as_slice())
+        .unwrap_or_default();
+    match providers.iter().find(|p| p.name == name) {
+        Some(found) => Ok(Some(found.clone())),
+        None => Err(RecipeError::UnknownProvider {
+            agent: obj.spec.agent.clone(),
+            provider: name.to_owned(),
+            known: match providers.is_empty() {
+                true => "none".to_owned(),
+                false => providers
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            },
+        }),
     }
 }
 
@@ -332,6 +405,9 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     if pinned.credentials.is_some() && wanted.credentials != pinned.credentials {
         fields.push("credentials (authForward or a credential set)");
     }
+    if wanted.provider != pinned.provider {
+        fields.push("provider");
+    }
     if wanted.operator_config != pinned.operator_config {
         fields.push("operatorConfig (the workspace's)");
     }
@@ -358,6 +434,8 @@ pub fn compared_entry(recipe: &Recipe) -> Option<(&str, AgentSpec, Strategy)> {
         spec.conversations_by_directory = false;
         spec.settings = Vec::new();
         spec.operator_config = Vec::new();
+        // The picked one is compared apart; the others are not the session's.
+        spec.providers = Vec::new();
         (a.name.as_str(), spec, a.strategy)
     })
 }
@@ -743,6 +821,135 @@ mod tests {
             ..claude()
         });
         assert_eq!(drift(&before, &relaunched), ["agent (its registry entry)"]);
+    }
+
+    /// An instance with the built-in claude, picking `provider`, in a
+    /// workspace that picks `workspace_pick`: what `wanted` pins.
+    fn pinned_with(provider: Option<&str>, workspace_pick: Option<&str>) -> Recipe {
+        let claude = jackin_api::agent::builtin()
+            .into_iter()
+            .find(|a| a.metadata.name == "claude")
+            .unwrap();
+        let entry = ResolvedAgent {
+            name: "claude".into(),
+            source: "builtin",
+            spec: claude.spec,
+        };
+        let obj = Instance {
+            api_version: jackin_api::API_VERSION.into(),
+            kind: "Instance".into(),
+            metadata: Default::default(),
+            spec: InstanceSpec {
+                agent: "claude".into(),
+                image: Some("jackin/test:1".into()),
+                provider: provider.map(Into::into),
+                ..Default::default()
+            },
+            status: None,
+        };
+        let workspace = WorkspaceSpec {
+            provider: workspace_pick.map(Into::into),
+            ..Default::default()
+        };
+        wanted(&obj, Some(&workspace), Some(&entry), "jk-x", None, "h")
+    }
+
+    /// The pick (the instance's, else its workspace's) is pinned as the
+    /// entry defines it; with a key, claude's own login stays home (its
+    /// account metadata, no secret, still goes); another pick is drift.
+    #[test]
+    fn a_provider_is_pinned_without_the_agents_login_and_a_change_is_drift() {
+        let plain = pinned_with(None, None);
+        assert_eq!(plain.provider, None);
+        let own = &plain.credentials.as_ref().unwrap().sets[0];
+        assert!(own.files.iter().any(|f| f.secret) && !own.env.is_empty());
+
+        let zai = pinned_with(None, Some("zai"));
+        let provider = zai.provider.as_ref().expect("the workspace's pick");
+        assert_eq!(provider.name, "zai");
+        assert_eq!(
+            provider.key_reference().as_deref(),
+            Some("hostEnv ZAI_API_KEY")
+        );
+        let sets = &zai.credentials.as_ref().unwrap().sets;
+        assert_eq!(sets.len(), 1);
+        assert!(sets[0].files.iter().all(|f| !f.secret), "{sets:?}");
+        assert!(sets[0].env.is_empty(), "no login variable either");
+        assert_eq!(
+            pinned_with(Some("zai"), Some("kimi")).provider,
+            zai.provider
+        );
+
+        // The vendor's own provider keeps claude's login.
+        let anthropic = pinned_with(Some("anthropic"), None);
+        assert_eq!(anthropic.credentials, plain.credentials);
+
+        assert_eq!(drift(&zai, &zai), Vec::<&str>::new());
+        let kimi = pinned_with(Some("kimi"), None);
+        assert_eq!(drift(&zai, &kimi), ["provider"]);
+        // Picked or dropped, the login's hand-off changes with it.
+        let picked = ["credentials (authForward or a credential set)", "provider"];
+        assert_eq!(drift(&plain, &zai), picked);
+        assert_eq!(drift(&zai, &plain), picked);
+        // A recipe pinned before providers existed, with none picked: none.
+        let before = Recipe {
+            provider: None,
+            ..plain.clone()
+        };
+        assert_eq!(drift(&before, &plain), Vec::<&str>::new());
+    }
+
+    /// A pick the entry lacks pins none (drift shows it) and is refused at
+    /// launch with what the entry has.
+    #[test]
+    fn an_unknown_provider_is_refused_with_the_entrys_names() {
+        assert_eq!(pinned_with(Some("nope"), None).provider, None);
+        let claude = jackin_api::agent::builtin()
+            .into_iter()
+            .find(|a| a.metadata.name == "claude")
+            .unwrap();
+        let entry = ResolvedAgent {
+            name: "claude".into(),
+            source: "builtin",
+            spec: claude.spec,
+        };
+        let mut obj: Instance = serde_json::from_value(serde_json::json!({
+            "apiVersion": jackin_api::API_VERSION, "kind": "Instance",
+            "metadata": {"name": "a"},
+            "spec": {"agent": "claude", "image": "x", "role": {"name": "r"}, "provider": "nope"}
+        }))
+        .unwrap();
+        let err = wanted_provider(&obj, None, Some(&entry)).unwrap_err();
+        assert!(err.is_permanent());
+        assert_eq!(
+            err.to_string(),
+            "agent \"claude\" has no provider \"nope\": its entry has anthropic, zai, minimax, \
+             kimi; `jackin get providers` lists them, and an applied Agent entry adds one"
+        );
+        obj.spec.provider = None;
+        assert_eq!(wanted_provider(&obj, None, Some(&entry)).unwrap(), None);
+    }
+
+    /// A provider's arguments follow the agent's program, not another one.
+    #[test]
+    fn a_providers_arguments_go_to_the_agents_program_only() {
+        let entry = ResolvedAgent {
+            name: "opencode".into(),
+            source: "builtin",
+            spec: AgentSpec {
+                launch: vec!["opencode".into()],
+                ..Default::default()
+            },
+        };
+        let zai = provider::builtin_for("opencode").remove(1);
+        let spec = InstanceSpec::default();
+        let (command, _) = pin_agent(&spec, Some(&entry), Some(&zai));
+        assert_eq!(command, ["opencode", "-m", "zai-coding-plan/glm-4.6"]);
+        let other = InstanceSpec {
+            command: Some(vec!["sh".into()]),
+            ..Default::default()
+        };
+        assert_eq!(pin_agent(&other, Some(&entry), Some(&zai)).0, ["sh"]);
     }
 
     /// The workspace's `operatorConfig` is pinned: turning it on or off is

@@ -186,7 +186,7 @@ fn claude_account() -> String {
 
 /// The SHA-256 of `text`, in hex, as the model server compares logins
 /// (so that the login itself is never in the instance's spec).
-fn sha256_hex(text: &str) -> String {
+pub fn sha256_hex(text: &str) -> String {
     use std::io::Write;
     let mut child = Command::new("sha256sum")
         .stdin(Stdio::piped())

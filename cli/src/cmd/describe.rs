@@ -1,7 +1,8 @@
 //! `jackin describe NAME` (`instance NAME`, `instance/NAME`): an instance
 //! in detail, with its recent events; `jackin describe workspace NAME`: a
 //! workspace policy and its instances; `jackin describe agent NAME`: an
-//! agent entry and the instances that name it.
+//! agent entry and the instances that name it; `jackin describe provider
+//! NAME`: a provider, each agent's entry for it, and who picks it.
 
 use anyhow::{Result, anyhow};
 use jackin_controller::reconcile::assess_checkouts;
@@ -21,8 +22,8 @@ pub async fn run(first: &str, second: Option<&str>) -> Result<()> {
             Some(kind) => (kind, name),
             None => {
                 return Err(UsageError(format!(
-                    "cannot describe a {word:?}: expected NAME, or instance, workspace or agent \
-                     NAME"
+                    "cannot describe a {word:?}: expected NAME, or instance, workspace, agent or \
+                     provider NAME"
                 ))
                 .into());
             }
@@ -40,8 +41,12 @@ pub async fn run(first: &str, second: Option<&str>) -> Result<()> {
         Kind::Instance => instance(name).await,
         Kind::Workspace => workspace(name),
         Kind::Agent => agent(name),
+        Kind::Provider => {
+            print!("{}", crate::provider_output::describe(&open_store()?, name)?);
+            Ok(())
+        }
         Kind::Source | Kind::Discarded => Err(UsageError(format!(
-            "describe shows instances, workspaces and agents; for a {0}: `jackin get {0} {name}`",
+            "describe shows instances, workspaces, agents and providers; for a {0}: `jackin get {0} {name}`",
             kind.word()
         ))
         .into()),

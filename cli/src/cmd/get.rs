@@ -33,8 +33,8 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
             (None, None) => (Kind::Instance, Some(first)),
             (None, Some(_)) => {
                 return Err(anyhow!(
-                    "unknown kind {first:?}: expected instances, workspaces, agents, sources or \
-                     discarded"
+                    "unknown kind {first:?}: expected instances, workspaces, agents, providers, \
+                     sources or discarded"
                 ));
             }
         },
@@ -169,6 +169,7 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 Format::Name => names("agent", objects.iter().map(|o| &o.metadata.name)),
             }
         }
+        Kind::Provider => crate::provider_output::text(store, name, args.output)?,
         Kind::Discarded => crate::cmd::discarded::get(store, name, args.output)?,
         Kind::Source => {
             let mut records = owning_sources(store)?;

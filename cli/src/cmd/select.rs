@@ -52,6 +52,7 @@ pub enum Kind {
     Instance,
     Workspace,
     Agent,
+    Provider,
     Source,
     Discarded,
 }
@@ -64,6 +65,7 @@ impl Kind {
             "instances" | "instance" | "inst" => Self::Instance,
             "workspaces" | "workspace" | "ws" => Self::Workspace,
             "agents" | "agent" | "ag" => Self::Agent,
+            "providers" | "provider" => Self::Provider,
             "sources" | "source" => Self::Source,
             "discarded" => Self::Discarded,
             _ => return None,
@@ -76,6 +78,7 @@ impl Kind {
             Self::Instance => "instance",
             Self::Workspace => "workspace",
             Self::Agent => "agent",
+            Self::Provider => "provider",
             Self::Source => "source",
             Self::Discarded => "discarded",
         }
@@ -94,7 +97,7 @@ pub fn split_kind(arg: &str) -> Result<(Option<Kind>, &str)> {
         // A name that is not one, as check_name reports it.
         None => Err(anyhow!(
             "invalid name {arg:?}: {word:?} is not a kind: expected NAME or KIND/NAME, with KIND \
-             instance, workspace, agent, source or discarded"
+             instance, workspace, agent, provider, source or discarded"
         )),
     }
 }

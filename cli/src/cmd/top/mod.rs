@@ -69,7 +69,7 @@ pub async fn run(args: &TopArgs) -> Result<()> {
         nudge.clone(),
         live.clone(),
     ));
-    let result = overview(store, pictures, nudge, &live, args).await;
+    let result = Box::pin(overview(store, pictures, nudge, &live, args)).await;
     keeper.abort();
     result
 }
