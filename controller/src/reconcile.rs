@@ -18,9 +18,11 @@ use jackin_api::names::{annotation, condition, reason};
 use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
 use jackin_reconcilers::act::{self, ActError, Context};
 use jackin_reconcilers::decide::decide;
-use jackin_reconcilers::observe::{InstanceView, Observation};
+use jackin_reconcilers::observe::Observation;
 use jackin_reconcilers::plan::{Plan, Step, Tier};
 use jackin_reconcilers::recipe::ResolvedAgent;
+use jackin_reconcilers::view::InstanceView;
+use jackin_reconcilers::view::Rollout;
 use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe, resume, rollout};
 use jiff::Timestamp;
 
@@ -341,12 +343,8 @@ impl Reconciler {
             self.observe_conversation(engine, &mut guard).await;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
             view.rollout = self.rollout_now(&ctx, &guard, &view).await?;
-            let plan = decide(&guard.obj, &view);
-            note_drift(
-                &mut guard.obj,
-                &ctx,
-                view.rollout == Some(rollout::Rollout::Wait),
-            );
+            let plan = decide(&guard.obj, &view, Timestamp::now());
+            note_drift(&mut guard.obj, &ctx, view.rollout == Some(Rollout::Wait));
             note_missing_workspace(&mut guard.obj, workspace.is_some());
             if let Some(digest) = &plan.blocked {
                 return block(&mut guard, name, digest);
@@ -603,13 +601,13 @@ impl Reconciler {
             home_id: self.layout().home_id().ok().flatten().unwrap_or_default(),
         };
         view.rollout = pending_rollout(&obj, &view, &parts, false);
-        let mut plan = decide(&obj, &view);
+        let mut plan = decide(&obj, &view, Timestamp::now());
         let blocked = plan.blocked.clone();
         if let Some(digest) = &blocked {
             obj.metadata
                 .annotations
                 .insert(annotation::ACKNOWLEDGE_DISCARD.to_owned(), digest.clone());
-            plan = decide(&obj, &view);
+            plan = decide(&obj, &view, Timestamp::now());
         }
         Ok(DryRun {
             container,
@@ -679,7 +677,7 @@ impl Reconciler {
             view.mounts = assess_checkouts(self.layout(), &first.container).await?;
         }
         for _ in 0..2 {
-            let plan = decide(&after, &view);
+            let plan = decide(&after, &view, Timestamp::now());
             let stopped = plan
                 .steps
                 .iter()
@@ -747,7 +745,7 @@ fn pending_rollout(
     view: &InstanceView,
     parts: &Parts<'_>,
     quiet: bool,
-) -> Option<rollout::Rollout> {
+) -> Option<Rollout> {
     let status = obj.status.as_ref()?;
     let (pinned, container) = (status.recipe.as_ref()?, status.container_name.as_ref()?);
     let wanted = recipe::wanted(
@@ -782,14 +780,14 @@ impl Reconciler {
         ctx: &Context<'_>,
         guard: &InstanceGuard,
         view: &InstanceView,
-    ) -> Result<Option<rollout::Rollout>, ReconcileError> {
+    ) -> Result<Option<Rollout>, ReconcileError> {
         let parts = Parts {
             workspace: ctx.workspace,
             agent: ctx.agent,
             home_id: ctx.home_id.clone(),
         };
         let pending = pending_rollout(&guard.obj, view, &parts, false);
-        let (Some(rollout::Rollout::Wait), Some(container)) = (&pending, &view.container) else {
+        let (Some(Rollout::Wait), Some(container)) = (&pending, &view.container) else {
             return Ok(pending);
         };
         if jackin_reconcilers::session::attached(self.layout(), &guard.container) {
@@ -904,7 +902,7 @@ impl Reconciler {
             ..Default::default()
         };
         guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
-        let plan = decide(&guard.obj, &view);
+        let plan = decide(&guard.obj, &view, Timestamp::now());
         if let Some(digest) = &plan.blocked {
             return block(guard, &name, digest);
         }

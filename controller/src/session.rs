@@ -11,11 +11,13 @@ use jackin_api::agent::Strategy;
 use jackin_api::instance::{FallbackEnding, FallbackRecord, Instance, InstancePhase, SettledBy};
 use jackin_api::names::reason;
 use jackin_reconcilers::Engine;
-use jackin_reconcilers::ending::{self, EngineExit, SessionSeen};
-use jackin_reconcilers::observe::{InstanceView, Observation};
+use jackin_reconcilers::ending;
+use jackin_reconcilers::observe::Observation;
 use jackin_reconcilers::plan::{Plan, Step};
 use jackin_reconcilers::resume;
 use jackin_reconcilers::session;
+use jackin_reconcilers::view::InstanceView;
+use jackin_reconcilers::view::{EngineExit, SessionSeen};
 use jiff::Timestamp;
 
 use crate::events;

@@ -33,9 +33,11 @@ use jackin_api::instance::MountStatus;
 use sha2::{Digest, Sha256};
 
 use crate::digest::hex;
+// The digest helpers the cli reads the status with live with the view.
 use crate::fsutil::{Links, open_regular_file};
 use crate::git;
 use crate::isolation::{self, IsolationRecord};
+pub use crate::view::{acknowledgement_digest, has_unfinished_work};
 use crate::{legacy_worktree, worktree};
 
 /// The largest file whose bytes the digest reads; a larger one is known
@@ -533,25 +535,6 @@ pub fn mount_status(record: &IsolationRecord, assessment: &Assessment) -> MountS
         digest,
         left_entry: record.left_entry.clone(),
     }
-}
-
-/// Whether a mount status shows unfinished work.
-pub fn has_unfinished_work(status: &MountStatus) -> bool {
-    !status.dirty_files.is_empty() || !status.unpushed_branches.is_empty()
-}
-
-/// The digest an acknowledgement must quote: of every mount's evidence.
-/// `None` when no mount has unfinished work (nothing to acknowledge).
-pub fn acknowledgement_digest(mounts: &[MountStatus]) -> Option<String> {
-    if !mounts.iter().any(has_unfinished_work) {
-        return None;
-    }
-    let mut hasher = Sha256::new();
-    for mount in mounts {
-        hasher.update(mount.digest.as_bytes());
-        hasher.update([0]);
-    }
-    Some(hex(&hasher.finalize()[..8]))
 }
 
 #[cfg(test)]

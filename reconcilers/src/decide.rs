@@ -28,12 +28,12 @@
 use jackin_api::DesiredPhase;
 use jackin_api::instance::{Instance, InstancePhase, Isolation, Recipe, SettledBy};
 use jackin_api::names::annotation;
+use jiff::Timestamp;
 
-use crate::assess::acknowledgement_digest;
 use crate::ending;
-use crate::observe::InstanceView;
 use crate::plan::{Plan, Step, Tier};
-use crate::rollout::{self, Rollout};
+use crate::rollout;
+use crate::view::{InstanceView, Rollout, acknowledgement_digest};
 
 /// Why the instance is wanted in `phase`: the spec, or a settlement.
 fn asked(obj: &Instance, phase: DesiredPhase) -> String {
@@ -69,8 +69,9 @@ fn acknowledged(obj: &Instance, digest: &str) -> bool {
 
 /// The next steps for `obj`, given what the engine holds of it. The phase
 /// is the effective one ([`Instance::desired_phase`]): the spec, carried on
-/// by a settlement of the last session where there is one.
-pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
+/// by a settlement of the last session where there is one; `now`, the time
+/// a settlement the session edge makes is stamped with.
+pub fn decide(obj: &Instance, view: &InstanceView, now: Timestamp) -> Plan {
     let running = view.container.as_ref().is_some_and(|c| c.running);
     let ending = ending::steps(
         obj,
@@ -86,7 +87,6 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
     // The rest of the plan is decided from the status as the session
     // edge's steps leave it (a settlement changes the phase wanted).
     let mut after = obj.clone();
-    let now = jiff::Timestamp::now();
     for step in &ending.steps {
         ending::apply(&mut after, step, &view.mounts, now);
     }
@@ -510,7 +510,7 @@ fn extra_networks(view: &InstanceView) -> Vec<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::ContainerView;
+    use crate::view::ContainerView;
     use Step::*;
     use jackin_api::instance::{InstanceStatus, OutcomeSource, Recipe, SessionOutcome, Sidecar};
     use jackin_api::workspace::ExitPolicy;
@@ -543,6 +543,9 @@ mod tests {
     }
 
     const ID: &str = "c0ffee";
+
+    /// The clock as the tests' plans read it.
+    const NOW: Timestamp = Timestamp::UNIX_EPOCH;
 
     /// The plan past the session edge: the ladder and the teardowns as the
     /// status stands (the edge's own steps are tested apart).
@@ -659,7 +662,7 @@ mod tests {
                 let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
                 let mut observed = view(state, true, true);
                 recorded_ending(&mut obj, &mut observed, code);
-                let plan = decide(&obj, &observed);
+                let plan = decide(&obj, &observed, NOW);
                 assert_eq!(plan.steps, [], "{state:?}");
                 assert_eq!(plan.target, phase);
             }
@@ -668,7 +671,7 @@ mod tests {
         let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
         let mut observed = view(Some(true), true, true);
         recorded_ending(&mut obj, &mut observed, 0);
-        assert_eq!(decide(&obj, &observed).target, InstancePhase::Running);
+        assert_eq!(decide(&obj, &observed, NOW).target, InstancePhase::Running);
     }
 
     /// The session edge comes first in the plan, and the rest is decided
@@ -681,7 +684,7 @@ mod tests {
         let mut scratch = obj.clone();
         recorded_ending(&mut scratch, &mut observed, 0);
         observed.exit_policy = ExitPolicy::Keep;
-        let plan = decide(&obj, &observed);
+        let plan = decide(&obj, &observed, NOW);
         let kinds: Vec<&str> = plan.steps.iter().map(Step::kind).collect();
         assert_eq!(
             kinds,
@@ -696,7 +699,7 @@ mod tests {
         assert_eq!(plan.target, InstancePhase::Kept);
         // A container removed behind jackin's back, no marker: the session
         // is recorded as lost, and tier 2 brings it back.
-        let lost = decide(&obj, &view(None, true, true));
+        let lost = decide(&obj, &view(None, true, true), NOW);
         assert_eq!(lost.steps[0].kind(), "record-session");
         assert_eq!(lost.tier, Some(Tier::Recreated));
     }
@@ -716,7 +719,7 @@ mod tests {
         let mut observed = view(Some(true), true, true);
         observed.rollout = Some(go);
         assert_eq!(
-            decide(&obj, &observed).steps,
+            decide(&obj, &observed, NOW).steps,
             [RolloutRecipe {
                 requested: "t1".into(),
                 moving: false,
@@ -730,10 +733,10 @@ mod tests {
         running
             .sidecars
             .insert("cache".into(), container(true).unwrap());
-        assert_eq!(decide(&obj, &running).steps, [stop()]);
+        assert_eq!(decide(&obj, &running, NOW).steps, [stop()]);
         let mut stopped = running.clone();
         stopped.container = container(false);
-        let plan = decide(&obj, &stopped);
+        let plan = decide(&obj, &stopped, NOW);
         assert_eq!(
             plan.steps,
             [
@@ -751,10 +754,10 @@ mod tests {
         // recipe is the session's like any other.
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
         recipe.replaces = Some(recipe.image_id.clone());
-        assert_eq!(decide(&obj, &stopped).tier, Some(Tier::Recreated));
+        assert_eq!(decide(&obj, &stopped, NOW).tier, Some(Tier::Recreated));
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
         recipe.first_run_at = Some(jiff::Timestamp::UNIX_EPOCH);
-        assert_eq!(decide(&obj, &view(Some(true), true, true)).steps, []);
+        assert_eq!(decide(&obj, &view(Some(true), true, true), NOW).steps, []);
     }
 
     #[test]
@@ -766,14 +769,14 @@ mod tests {
             why: "no".into(),
         });
         assert_eq!(
-            decide(&obj, &observed).steps,
+            decide(&obj, &observed, NOW).steps,
             [RefuseRollout {
                 requested: "t1".into(),
                 why: "no".into()
             }]
         );
         observed.rollout = Some(Rollout::Wait);
-        assert_eq!(decide(&obj, &observed).steps, []);
+        assert_eq!(decide(&obj, &observed, NOW).steps, []);
     }
 
     /// A move takes the session's objects off the engine it leaves before
@@ -789,11 +792,11 @@ mod tests {
         let mut running = view(Some(true), true, true);
         running.rollout = go.clone();
         running.volumes = vec!["jk-1-a-dind-certs".into()];
-        assert_eq!(decide(&obj, &running).steps, [stop()]);
+        assert_eq!(decide(&obj, &running, NOW).steps, [stop()]);
         let mut stopped = running.clone();
         stopped.container = container(false);
         assert_eq!(
-            decide(&obj, &stopped).steps,
+            decide(&obj, &stopped, NOW).steps,
             [
                 remove(),
                 remove_network(),
@@ -810,7 +813,7 @@ mod tests {
     #[test]
     fn a_first_launch_pins_then_creates() {
         let obj = instance(DesiredPhase::Running, false, InstancePhase::Pending);
-        let plan = decide(&obj, &view(None, false, false));
+        let plan = decide(&obj, &view(None, false, false), NOW);
         assert_eq!(
             plan.steps,
             [
@@ -949,7 +952,7 @@ mod tests {
         observed
             .sidecars
             .insert("stale".into(), container(true).unwrap());
-        let plan = decide(&obj, &observed);
+        let plan = decide(&obj, &observed, NOW);
         assert_eq!(
             plan.steps,
             [
@@ -994,7 +997,7 @@ mod tests {
     #[test]
     fn purged_stamps_first_and_drops_the_row_last() {
         let obj = instance(DesiredPhase::Purged, true, InstancePhase::Running);
-        let plan = decide(&obj, &view(Some(true), true, true));
+        let plan = decide(&obj, &view(Some(true), true, true), NOW);
         assert_eq!(
             plan.steps,
             [
@@ -1010,7 +1013,7 @@ mod tests {
         let obj = instance(DesiredPhase::Purged, true, InstancePhase::Purging);
         let mut observed = view(None, true, true);
         observed.volumes = vec!["certs".into()];
-        let plan = decide(&obj, &observed);
+        let plan = decide(&obj, &observed, NOW);
         assert_eq!(
             plan.steps,
             [
@@ -1031,14 +1034,14 @@ mod tests {
         obj.metadata.generation = Some(2);
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
         recipe.generation = Some(1);
-        let plan = decide(&obj, &view(None, true, true));
+        let plan = decide(&obj, &view(None, true, true), NOW);
         assert_eq!(plan.steps[0], PinRecipe, "{:?}", plan.steps);
-        let plan = decide(&obj, &view(Some(false), true, true));
+        let plan = decide(&obj, &view(Some(false), true, true), NOW);
         assert_eq!(plan.steps[..2], [remove(), PinRecipe]);
 
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
         recipe.first_run_at = Some(jiff::Timestamp::UNIX_EPOCH);
-        let plan = decide(&obj, &view(Some(false), true, true));
+        let plan = decide(&obj, &view(Some(false), true, true), NOW);
         assert_eq!(plan.steps, [start_observed()], "a recipe that ran is kept");
     }
 
@@ -1050,7 +1053,7 @@ mod tests {
             let obj = instance(desired, true, InstancePhase::Running);
             let mut observed = view(Some(true), true, true);
             observed.extra_networks = vec!["n2".into()];
-            let plan = decide(&obj, &observed);
+            let plan = decide(&obj, &observed, NOW);
             assert!(
                 plan.steps.contains(&RemoveExtraNetwork("n2".into())),
                 "{desired:?}: {:?}",
@@ -1109,7 +1112,7 @@ mod tests {
         ];
         let rendered: String = cases
             .iter()
-            .map(|(obj, observed)| decide(obj, observed).render())
+            .map(|(obj, observed)| decide(obj, observed, NOW).render())
             .collect();
         let expected = "\
 to Running: Running as the spec asks; a first launch: the recipe is pinned
@@ -1147,7 +1150,7 @@ to Purging: Purged as the spec asks: everything of the instance goes, its index 
   - saving the agent's conversation
   - removing the unit directory, sockets and lock, then the index row
 ";
-        let blocked = decide(&cases[8].0, &cases[8].1).render();
+        let blocked = decide(&cases[8].0, &cases[8].1, NOW).render();
         assert_eq!(
             rendered.strip_suffix(&blocked).unwrap_or(&rendered),
             expected
@@ -1175,7 +1178,7 @@ to Purging: Purged as the spec asks: everything of the instance goes, its index 
                     for network in [false, true] {
                         for image in [false, true] {
                             let obj = instance(desired, pinned, InstancePhase::Running);
-                            let plan = decide(&obj, &view(state, network, image));
+                            let plan = decide(&obj, &view(state, network, image), NOW);
                             let creates = plan.steps.contains(&CreateContainer);
                             let removes = plan
                                 .steps

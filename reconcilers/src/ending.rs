@@ -16,49 +16,14 @@ use jackin_api::workspace::ExitPolicy;
 use jackin_api::{ConditionStatus, DesiredPhase};
 use jiff::Timestamp;
 
-use crate::assess::acknowledgement_digest;
 use crate::plan::Step;
 use crate::policy::{self, ExitAction};
 use crate::session::MarkerState;
+use crate::view::SessionSeen;
+use crate::view::acknowledgement_digest;
 
 /// `status.session.reason` of a session the kernel's OOM killer ended.
 pub const REASON_OOM: &str = "oom";
-
-/// What was seen of the last session's end, read by the caller: only when
-/// the container does not run (a running session has not ended).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionSeen {
-    /// The unit's completion marker, as the wrapper (or the agent) left it.
-    pub marker: MarkerState,
-    /// The stopped container's state as the engine reports it, asked only
-    /// when the marker cannot say it all (no new marker: its exit code;
-    /// a new one: whether the OOM killer ended it). `None`: not asked, or
-    /// the container went meanwhile.
-    pub engine: Option<EngineExit>,
-    /// Whether an operator is attached (who answers the exit policy's
-    /// question).
-    pub attached: bool,
-}
-
-impl Default for SessionSeen {
-    fn default() -> Self {
-        Self {
-            marker: MarkerState::Absent,
-            engine: None,
-            attached: false,
-        }
-    }
-}
-
-/// A stopped container's end, as the engine reports it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct EngineExit {
-    pub exit_code: i64,
-    /// When it started; `None` for a container created and never started.
-    pub started: Option<Timestamp>,
-    pub finished: Option<Timestamp>,
-    pub oom_killed: bool,
-}
 
 /// Whether the engine must be asked about the stopped container: not when
 /// a marker already recorded says it all.
@@ -359,6 +324,7 @@ fn apply_exit_action(
 mod tests {
     use super::*;
     use crate::session::Marker;
+    use crate::view::EngineExit;
 
     fn ended_at(second: i64, reason: &str, code: i64) -> SessionSeen {
         SessionSeen {

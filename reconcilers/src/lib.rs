@@ -46,6 +46,7 @@ pub mod screen;
 pub mod secrets;
 pub mod session;
 pub mod token_login;
+pub mod view;
 pub mod work_diff;
 pub mod worktree;
 

@@ -91,7 +91,7 @@ pub enum Step {
         id: String,
     },
     /// Remove a further network of the instance, by id (see
-    /// [`crate::observe::InstanceView::extra_networks`]).
+    /// [`crate::view::InstanceView::extra_networks`]).
     RemoveExtraNetwork(String),
     RemoveVolume(String),
     /// Record `Purging` in the object and the index before anything goes.
