@@ -15,7 +15,7 @@ use jackin_api::instance::{
 };
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{annotation, condition, reason};
-use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
+use jackin_api::workspace::WorkspaceSpec;
 use jackin_reconcilers::act::{self, ActError, Context};
 use jackin_reconcilers::decide::decide;
 use jackin_reconcilers::observe::Observation;
@@ -201,9 +201,9 @@ impl Reconciler {
 
     /// The engine `obj` runs on, connected.
     pub async fn engine_of(&self, obj: &Instance) -> Result<Connected, ReconcileError> {
-        let workspace = match (&obj.spec.workspace, engine_pinned(obj)) {
-            (Some(ws), false) => self.store.get_workspace(ws)?.map(|w| w.spec),
-            _ => None,
+        let workspace = match engine_pinned(obj) {
+            false => self.workspace_of(obj)?,
+            true => None,
         };
         let name = engine_name(obj, workspace.as_ref());
         Ok(self.engines.get(name.as_deref()).await?)
@@ -333,16 +333,10 @@ impl Reconciler {
             }
         };
         for _ in 0..MAX_ROUNDS {
-            let recipe = guard.obj.recipe();
-            let mut view = observation.view(&uid, recipe);
-            view.mounts = assess_checkouts(self.layout(), &guard.container).await?;
-            view.exit_policy = exit_policy(&guard.obj, workspace.as_ref());
-            view.session = self
-                .observe_session(engine, &guard.obj, &guard.container, &view)
-                .await?;
             self.observe_conversation(engine, &mut guard).await;
+            let observed = Some((engine, observation));
+            let view = self.look(&guard.obj, observed, &parts, true).await?;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
-            view.rollout = self.rollout_now(&ctx, &guard, &view).await?;
             let plan = decide(&guard.obj, &view, Timestamp::now());
             note_drift(&mut guard.obj, &ctx, view.rollout == Some(Rollout::Wait));
             note_missing_workspace(&mut guard.obj, workspace.is_some());
@@ -568,39 +562,13 @@ impl Reconciler {
     /// cap would then do to an instance kept is [`crate::keep_cap::once_kept`].
     pub async fn preview(&self, mut obj: Instance) -> Result<DryRun, ReconcileError> {
         let container = obj.container_name().map(str::to_owned).unwrap_or_default();
-        let workspace = match &obj.spec.workspace {
-            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
-            None => None,
-        };
-        let mut view = match &obj.metadata.uid {
-            Some(uid) => {
-                let engine = self.engine_of(&obj).await?.engine;
-                let observation =
-                    Observation::of_instance(&engine, uid, pinned_image(&obj)).await?;
-                let recipe = obj.recipe();
-                let mut view = observation.view(uid, recipe);
-                if !container.is_empty() {
-                    view.mounts = assess_checkouts(self.layout(), &container).await?;
-                    // The session edge, observed as a reconcile observes it
-                    // (read only), so the plan shown is the one run.
-                    view.session = self
-                        .observe_session(&engine, &obj, &container, &view)
-                        .await?;
-                }
-                view
-            }
-            None => InstanceView::default(),
-        };
-        view.exit_policy = exit_policy(&obj, workspace.as_ref());
-        // A dry run never interrupts to look: a session an `OnDrift`
-        // rollout waits for is shown waiting.
-        let agent = self.store.resolve_agent(&obj.spec.agent)?;
+        let (workspace, agent, home_id) = self.resolved_unlocked(&obj)?;
         let parts = Parts {
             workspace: workspace.as_ref(),
             agent: agent.as_ref(),
-            home_id: self.layout().home_id().ok().flatten().unwrap_or_default(),
+            home_id,
         };
-        view.rollout = pending_rollout(&obj, &view, &parts, false);
+        let view = self.look_unlocked(&obj, &parts, pinned_image(&obj)).await?;
         let mut plan = decide(&obj, &view, Timestamp::now());
         let blocked = plan.blocked.clone();
         if let Some(digest) = &blocked {
@@ -622,10 +590,7 @@ impl Reconciler {
         let Some(container) = obj.container_name() else {
             return Ok(None);
         };
-        let workspace = match &obj.spec.workspace {
-            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
-            None => None,
-        };
+        let workspace = self.workspace_of(obj)?;
         let agent = self.store.resolve_agent(&obj.spec.agent)?;
         Ok(Some(recipe::wanted(
             obj,
@@ -651,11 +616,6 @@ impl Reconciler {
         let (Some(requested), Some(wanted)) = (pinning, self.wanted_recipe(&obj)?) else {
             return Ok(plans);
         };
-        let Some(uid) = obj.metadata.uid.clone() else {
-            return Ok(plans);
-        };
-        let engine = self.engine_of(&obj).await?.engine;
-        let observation = Observation::of_instance(&engine, &uid, None).await?;
         let mut after = obj;
         let record = RolloutRecord::handled(&after, &requested, Timestamp::now(), None);
         let status = after.status.get_or_insert_default();
@@ -671,11 +631,15 @@ impl Reconciler {
             first_run_at: None,
             ..wanted
         });
-        let mut view = observation.view(&uid, None);
+        let (workspace, agent, home_id) = self.resolved_unlocked(&after)?;
+        let parts = Parts {
+            workspace: workspace.as_ref(),
+            agent: agent.as_ref(),
+            home_id,
+        };
+        let mut view = self.look_unlocked(&after, &parts, None).await?;
+        // The image the pin builds is there once it is built.
         view.image_present = true;
-        if !first.container.is_empty() {
-            view.mounts = assess_checkouts(self.layout(), &first.container).await?;
-        }
         for _ in 0..2 {
             let plan = decide(&after, &view, Timestamp::now());
             let stopped = plan
@@ -733,106 +697,31 @@ impl Reconciler {
     }
 }
 
-/// How long an agent must have printed nothing, with nobody attached, for
-/// an `OnDrift` rollout to interrupt it.
-const ROLLOUT_QUIET: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// The rollout to handle for `obj` now ([`rollout::pending`]), from the
-/// recipe its spec asks for today; `quiet`, whether the session may be
-/// interrupted. `None` before a recipe is pinned: a launch pins the spec.
-fn pending_rollout(
-    obj: &Instance,
-    view: &InstanceView,
-    parts: &Parts<'_>,
-    quiet: bool,
-) -> Option<Rollout> {
-    let status = obj.status.as_ref()?;
-    let (pinned, container) = (status.recipe.as_ref()?, status.container_name.as_ref()?);
-    let wanted = recipe::wanted(
-        obj,
-        parts.workspace,
-        parts.agent,
-        container,
-        std::env::home_dir().as_deref(),
-        &parts.home_id,
-    );
-    rollout::pending(
-        obj,
-        rollout::Inputs {
-            pinned,
-            wanted: &wanted,
-            policy: rollout::policy(obj, parts.workspace),
-            running: view.container.as_ref().is_some_and(|c| c.running),
-            quiet,
-            mounts: &view.mounts,
-        },
-    )
-}
-
-impl Reconciler {
-    /// The rollout to handle now. Under `OnDrift` a running session whose
-    /// spec drifted is looked at first (one attached-lock check, a log
-    /// query, two stats calls a second apart): it is interrupted only when
-    /// nobody is attached, it printed nothing for [`ROLLOUT_QUIET`], and
-    /// its CPU use is an idle one's.
-    async fn rollout_now(
-        &self,
-        ctx: &Context<'_>,
-        guard: &InstanceGuard,
-        view: &InstanceView,
-    ) -> Result<Option<Rollout>, ReconcileError> {
-        let parts = Parts {
-            workspace: ctx.workspace,
-            agent: ctx.agent,
-            home_id: ctx.home_id.clone(),
-        };
-        let pending = pending_rollout(&guard.obj, view, &parts, false);
-        let (Some(Rollout::Wait), Some(container)) = (&pending, &view.container) else {
-            return Ok(pending);
-        };
-        if jackin_reconcilers::session::attached(self.layout(), &guard.container) {
-            return Ok(pending);
-        }
-        let since = Timestamp::now().as_second() - ROLLOUT_QUIET.as_secs() as i64;
-        if ctx.engine.output_since(&container.id, since).await? {
-            return Ok(pending);
-        }
-        let Some(before) = ctx.engine.usage(&container.id).await? else {
-            return Ok(pending);
-        };
-        let started = Timestamp::now();
-        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-        let Some(after) = ctx.engine.usage(&container.id).await? else {
-            return Ok(pending);
-        };
-        let busy = jackin_reconcilers::idle::busy(
-            (before.cpu_nanos, started),
-            (after.cpu_nanos, Timestamp::now()),
-        );
-        Ok(match busy {
-            true => pending,
-            false => pending_rollout(&guard.obj, view, &parts, true),
-        })
-    }
-}
-
 impl Reconciler {
     /// What `obj`'s steps are resolved against: its workspace's spec (when
     /// it names one that exists), its agent's registry entry, and this
     /// home's id (created on first use).
-    fn resolved(
+    pub(crate) fn resolved(
         &self,
         obj: &Instance,
     ) -> Result<(Option<WorkspaceSpec>, Option<ResolvedAgent>, String), ReconcileError> {
-        let workspace = match &obj.spec.workspace {
-            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
-            None => None,
-        };
+        let workspace = self.workspace_of(obj)?;
         let agent = self.store.resolve_agent(&obj.spec.agent)?;
         let home_id = self
             .layout()
             .home_id_or_create(&uuid::Uuid::new_v4().simple().to_string())
             .map_err(|e| StoreError::io(&self.layout().home_id_file(), e))?;
+        Ok((workspace, agent, home_id))
+    }
+
+    /// The same, as a dry run reads them: this home's id is not created.
+    fn resolved_unlocked(
+        &self,
+        obj: &Instance,
+    ) -> Result<(Option<WorkspaceSpec>, Option<ResolvedAgent>, String), ReconcileError> {
+        let workspace = self.workspace_of(obj)?;
+        let agent = self.store.resolve_agent(&obj.spec.agent)?;
+        let home_id = self.layout().home_id().ok().flatten().unwrap_or_default();
         Ok((workspace, agent, home_id))
     }
 
@@ -860,10 +749,10 @@ impl Reconciler {
 
 /// What a reconcile's steps need besides the engine.
 #[derive(Clone)]
-struct Parts<'a> {
-    workspace: Option<&'a WorkspaceSpec>,
-    agent: Option<&'a ResolvedAgent>,
-    home_id: String,
+pub(crate) struct Parts<'a> {
+    pub(crate) workspace: Option<&'a WorkspaceSpec>,
+    pub(crate) agent: Option<&'a ResolvedAgent>,
+    pub(crate) home_id: String,
 }
 
 impl Reconciler {
@@ -1014,19 +903,6 @@ pub async fn assess_checkouts(
             .collect())
     })
     .await
-}
-
-/// The exit policy in force: the instance's override, else its
-/// workspace's, else `ask`.
-pub(crate) fn exit_policy(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> ExitPolicy {
-    let overridden = obj
-        .metadata
-        .annotations
-        .get(annotation::EXIT_POLICY)
-        .and_then(|word| word.parse::<ExitPolicy>().ok());
-    overridden
-        .or(workspace.map(|w| w.exit_policy))
-        .unwrap_or_default()
 }
 
 /// The status of a converged instance: its phase, the generation it
