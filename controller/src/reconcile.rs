@@ -388,27 +388,13 @@ impl Reconciler {
         plan: &Plan,
         name: &str,
     ) -> Result<bool, ReconcileError> {
-        let status = guard.obj.status.get_or_insert_default();
-        // A rollout's pin (or refusal), or a note about the last session,
-        // alone leaves the session as it is: it runs on as pinned.
-        let bookkeeping = plan.steps.iter().all(|step| {
-            matches!(
-                step,
-                Step::RolloutRecipe { moving: false, .. }
-                    | Step::RefuseRollout { .. }
-                    | Step::ClearExitQuestion
-                    | Step::NoteMalformedMarker(_)
-            )
-        });
-        if plan.target == InstancePhase::Running
-            && !bookkeeping
-            && status.phase != Some(InstancePhase::Launching)
-        {
-            status.phase = Some(InstancePhase::Launching);
-            guard.save()?;
-        }
         for step in &plan.steps {
-            (self.progress)(name, Progress::Step(step));
+            if let Step::LookAgain(_) = step {
+                break;
+            }
+            if step.announced() {
+                (self.progress)(name, Progress::Step(step));
+            }
             let sink = self.progress.clone();
             let (layout, container) = (self.layout(), guard.container.clone());
             let mut report = |report: act::Report<'_>| match report {
@@ -426,16 +412,6 @@ impl Reconciler {
                     sink(name, Progress::Note { stage, message });
                 }
             };
-            if matches!(step, Step::RemoveContainer { .. }) && plan.target != InstancePhase::Running
-            {
-                // The container goes by jackin's own hand, its session
-                // recorded by the look that found it stopped: the phase no
-                // longer says it runs, so that no later look reads its
-                // absence as a session lost. Written before the removal, so
-                // that a crash between the two cannot leave that doubt.
-                guard.obj.status.get_or_insert_default().phase = Some(plan.target);
-                guard.save()?;
-            }
             // The first start from a recipe a rollout pinned carries the
             // rollout out: said so in the restore record.
             let rollout_start = match (step, guard.obj.status.as_ref()) {
@@ -518,20 +494,6 @@ impl Reconciler {
             }
             guard.save()?;
             crate::fault::crash_point(step.kind());
-            if let Step::RolloutRecipe { moving: true, .. } = step {
-                // The recipe is pinned for another engine: this reconcile,
-                // connected to the one left, ends here (see `reconcile`).
-                break;
-            }
-            if matches!(
-                step,
-                Step::StopContainer { .. } | Step::RolloutRecipe { .. }
-            ) {
-                // How the session ended is read from the stopped container
-                // (its marker, else the engine's exit state) before anything
-                // removes it: the rest of the plan waits for the next look.
-                break;
-            }
         }
         Ok(false)
     }

@@ -11,9 +11,9 @@ use jackin_api::agent::Strategy;
 use jackin_api::instance::{FallbackEnding, FallbackRecord, InstancePhase, SettledBy};
 use jackin_api::names::reason;
 use jackin_reconcilers::Engine;
-use jackin_reconcilers::ending;
+use jackin_reconcilers::decide;
 use jackin_reconcilers::observe::Observation;
-use jackin_reconcilers::plan::{Plan, Step};
+use jackin_reconcilers::plan::Step;
 use jackin_reconcilers::resume;
 use jackin_reconcilers::session;
 use jiff::Timestamp;
@@ -41,72 +41,40 @@ impl Reconciler {
         if guard.obj.desired_phase() != DesiredPhase::Running {
             return Ok(false);
         }
-        let engine = self.engine_of(&guard.obj).await?.engine;
-        let uid = guard.obj.metadata.uid.clone().unwrap_or_default();
-        let image = crate::reconcile::pinned_image(&guard.obj);
-        let observed = Observation::of_instance(&engine, &uid, image).await?;
-        let runs = observed
-            .view(&uid, None)
-            .container
-            .is_some_and(|c| c.id == id && c.running);
-        if !runs {
-            return Ok(false);
-        }
-        // Every change goes through `act`, as a reconcile's: the graceful
-        // stop (a plan of its own: how the session ended is read from the
-        // stopped container), then the session edge, then the removal.
-        let stop = Plan {
-            steps: vec![Step::StopContainer { id: id.to_owned() }],
-            tier: None,
-            target: InstancePhase::Running,
-            blocked: None,
-            cause: "the idle hooks recycle the container: it stops gracefully first".into(),
-        };
-        self.run_plan(&mut guard, &stop).await?;
-        // The stopped container, looked at as a reconcile does: its marker,
-        // else the engine's exit state, is recorded before it goes.
-        let image = crate::reconcile::pinned_image(&guard.obj);
-        let observed = Observation::of_instance(&engine, &uid, image).await?;
         let (workspace, agent, home_id) = self.resolved(&guard.obj)?;
         let parts = Parts {
             workspace: workspace.as_ref(),
             agent: agent.as_ref(),
             home_id,
         };
-        let observed = Some((&engine, &observed));
-        let view = self.look(&guard.obj, observed, &parts, false).await?;
-        let running = view.container.as_ref().is_some_and(|c| c.running);
-        let edge = ending::steps(
-            &guard.obj,
-            running,
-            view.container.is_some(),
-            &view.session,
-            view.exit_policy,
-            &view.mounts,
-        );
-        let mut after = guard.obj.clone();
-        for step in &edge.steps {
-            ending::apply(&mut after, step, &view.mounts, Timestamp::now());
+        let engine = self.engine_of(&guard.obj).await?.engine;
+        let uid = guard.obj.metadata.uid.clone().unwrap_or_default();
+        // Every change goes through `act`, as a reconcile's, planned by
+        // `decide::recycle`: the graceful stop, then (looked at again, as a
+        // reconcile does: how the session ended is read from the stopped
+        // container) the session edge and the removal.
+        let mut restart = false;
+        for first in [true, false] {
+            let image = crate::reconcile::pinned_image(&guard.obj);
+            let observed = Observation::of_instance(&engine, &uid, image).await?;
+            let observed = Some((&engine, &observed));
+            let view = self.look(&guard.obj, observed, &parts, false).await?;
+            let runs = view
+                .container
+                .as_ref()
+                .is_some_and(|c| c.id == id && c.running);
+            if first && !runs {
+                return Ok(false);
+            }
+            let plan = decide::recycle(&guard.obj, &view, id, Timestamp::now());
+            self.run_plan(&mut guard, &plan).await?;
+            // Not when the agent ended its session meanwhile: an ending
+            // the loop settles, never a restart.
+            restart = plan
+                .steps
+                .iter()
+                .any(|step| matches!(step, Step::RemoveContainer { .. }));
         }
-        // The agent ended its session meanwhile: an ending the loop
-        // settles, never a restart.
-        let restart = edge.ended.is_none() && after.desired_phase() == DesiredPhase::Running;
-        let mut steps = edge.steps;
-        if restart {
-            steps.push(Step::RemoveContainer { id: id.to_owned() });
-        }
-        let plan = Plan {
-            steps,
-            tier: None,
-            // As a keep does: the phase stops saying it runs before jackin
-            // removes the container, so its absence is never read as a
-            // session lost.
-            target: InstancePhase::Launching,
-            blocked: None,
-            cause: "the idle hooks recycle the container: the session is recorded, then it goes"
-                .into(),
-        };
-        self.run_plan(&mut guard, &plan).await?;
         Ok(restart)
     }
 

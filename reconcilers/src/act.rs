@@ -652,6 +652,9 @@ pub async fn act(
             .await?;
         }
         Step::ClearExitQuestion => ending::apply(obj, step, &[], jiff::Timestamp::now()),
+        Step::SetPhase(phase) => obj.status.get_or_insert_default().phase = Some(*phase),
+        // The caller stops running the plan here: nothing to change.
+        Step::LookAgain(_) => {}
     }
     Ok(())
 }

@@ -31,7 +31,7 @@ use jackin_api::names::annotation;
 use jiff::Timestamp;
 
 use crate::ending;
-use crate::plan::{Plan, Step, Tier};
+use crate::plan::{Again, Plan, Step, Tier};
 use crate::rollout;
 use crate::view::{InstanceView, Rollout, acknowledgement_digest};
 
@@ -72,8 +72,60 @@ fn acknowledged(obj: &Instance, digest: &str) -> bool {
 /// by a settlement of the last session where there is one; `now`, the time
 /// a settlement the session edge makes is stamped with.
 pub fn decide(obj: &Instance, view: &InstanceView, now: Timestamp) -> Plan {
+    let (edge, after) = session_edge(obj, view, now);
+    // The rest of the plan is decided from the status as the session
+    // edge's steps leave it (a settlement changes the phase wanted).
+    let mut plan = decide_phase(&after, view, edge.ended);
+    plan.steps.splice(0..0, edge.steps);
+    bookkept(obj, plan)
+}
+
+/// The idle hooks' restart of the container `id`, the way a keep ends a
+/// session: while it runs, a graceful stop (the agent may save its state,
+/// and the wrapper writes its marker), then a look again; once stopped,
+/// the session edge is recorded and the container goes, the unit kept, for
+/// the ladder to make it anew (tier 2). An agent that ended its session
+/// itself meanwhile is an ending the loop settles, never a restart: the
+/// container stays.
+pub fn recycle(obj: &Instance, view: &InstanceView, id: &str, now: Timestamp) -> Plan {
+    let cause = "the idle hooks recycle the container";
+    if view
+        .container
+        .as_ref()
+        .is_some_and(|c| c.id == id && c.running)
+    {
+        let plan = Plan {
+            steps: vec![Step::StopContainer { id: id.to_owned() }],
+            tier: None,
+            target: InstancePhase::Running,
+            blocked: None,
+            cause: format!("{cause}: it stops gracefully first"),
+        };
+        return bookkept(obj, plan);
+    }
+    let (edge, after) = session_edge(obj, view, now);
+    let mut steps = edge.steps;
+    if edge.ended.is_none() && after.desired_phase() == DesiredPhase::Running {
+        steps.push(Step::RemoveContainer { id: id.to_owned() });
+    }
+    let plan = Plan {
+        steps,
+        tier: None,
+        // As a keep does: the phase stops saying it runs before jackin
+        // removes the container, so its absence is never read as a
+        // session lost.
+        target: InstancePhase::Launching,
+        blocked: None,
+        cause: format!("{cause}: the session is recorded, then it goes"),
+    };
+    bookkept(obj, plan)
+}
+
+/// The session edge's steps ([`ending::steps`]) and the instance as they
+/// leave it.
+fn session_edge(obj: &Instance, view: &InstanceView, now: Timestamp) -> (ending::Ending, Instance) {
     let running = view.container.as_ref().is_some_and(|c| c.running);
-    let ending = ending::steps(
+    let edge = ending::steps(
         obj,
         running,
         view.container.is_some(),
@@ -81,18 +133,54 @@ pub fn decide(obj: &Instance, view: &InstanceView, now: Timestamp) -> Plan {
         view.exit_policy,
         &view.mounts,
     );
-    if ending.steps.is_empty() {
-        return decide_phase(obj, view, ending.ended);
-    }
-    // The rest of the plan is decided from the status as the session
-    // edge's steps leave it (a settlement changes the phase wanted).
     let mut after = obj.clone();
-    for step in &ending.steps {
+    for step in &edge.steps {
         ending::apply(&mut after, step, &view.mounts, now);
     }
-    let mut plan = decide_phase(&after, view, ending.ended);
-    plan.steps.splice(0..0, ending.steps);
-    plan
+    (edge, after)
+}
+
+/// The plan with its bookkeeping in place: the phase writes and the looks
+/// again its steps need.
+///
+/// - A plan that makes the session (anew) says `Launching` first, unless
+///   it only records a rollout's pin or refusal or a note about the last
+///   session (the session then runs on as pinned).
+/// - Before jackin removes the container toward any phase but `Running`
+///   (or `Purging`, stamped first), the phase it leads to is written.
+/// - A stop, and a rollout's pin, end what runs of the plan: the rest is
+///   decided from a look again.
+fn bookkept(obj: &Instance, plan: Plan) -> Plan {
+    let bookkeeping = plan.steps.iter().all(|step| {
+        matches!(
+            step,
+            Step::RolloutRecipe { moving: false, .. }
+                | Step::RefuseRollout { .. }
+                | Step::ClearExitQuestion
+                | Step::NoteMalformedMarker(_)
+        )
+    });
+    let mut steps = Vec::with_capacity(plan.steps.len() + 2);
+    if plan.target == InstancePhase::Running
+        && !bookkeeping
+        && obj.phase() != Some(InstancePhase::Launching)
+    {
+        steps.push(Step::SetPhase(InstancePhase::Launching));
+    }
+    let removal_phase = !matches!(plan.target, InstancePhase::Running | InstancePhase::Purging);
+    for step in plan.steps {
+        let again = match &step {
+            Step::StopContainer { .. } => Some(Again::SessionStopped),
+            Step::RolloutRecipe { .. } => Some(Again::RecipePinned),
+            _ => None,
+        };
+        if removal_phase && matches!(step, Step::RemoveContainer { .. }) {
+            steps.push(Step::SetPhase(plan.target));
+        }
+        steps.push(step);
+        steps.extend(again.map(Step::LookAgain));
+    }
+    Plan { steps, ..plan }
 }
 
 /// The plan for the phase wanted, once the session edge is decided:
@@ -544,6 +632,14 @@ mod tests {
 
     const ID: &str = "c0ffee";
 
+    /// The plan without its bookkeeping (phase writes, looks again: see
+    /// [`bookkept`], tested on its own), as most tests read it.
+    fn decided(obj: &Instance, observed: &InstanceView, now: Timestamp) -> Plan {
+        let plan = decide(obj, observed, now);
+        let steps = plan.steps.into_iter().filter(Step::announced).collect();
+        Plan { steps, ..plan }
+    }
+
     /// The clock as the tests' plans read it.
     const NOW: Timestamp = Timestamp::UNIX_EPOCH;
 
@@ -662,7 +758,7 @@ mod tests {
                 let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
                 let mut observed = view(state, true, true);
                 recorded_ending(&mut obj, &mut observed, code);
-                let plan = decide(&obj, &observed, NOW);
+                let plan = decided(&obj, &observed, NOW);
                 assert_eq!(plan.steps, [], "{state:?}");
                 assert_eq!(plan.target, phase);
             }
@@ -671,7 +767,7 @@ mod tests {
         let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
         let mut observed = view(Some(true), true, true);
         recorded_ending(&mut obj, &mut observed, 0);
-        assert_eq!(decide(&obj, &observed, NOW).target, InstancePhase::Running);
+        assert_eq!(decided(&obj, &observed, NOW).target, InstancePhase::Running);
     }
 
     /// The session edge comes first in the plan, and the rest is decided
@@ -684,7 +780,7 @@ mod tests {
         let mut scratch = obj.clone();
         recorded_ending(&mut scratch, &mut observed, 0);
         observed.exit_policy = ExitPolicy::Keep;
-        let plan = decide(&obj, &observed, NOW);
+        let plan = decided(&obj, &observed, NOW);
         let kinds: Vec<&str> = plan.steps.iter().map(Step::kind).collect();
         assert_eq!(
             kinds,
@@ -699,7 +795,7 @@ mod tests {
         assert_eq!(plan.target, InstancePhase::Kept);
         // A container removed behind jackin's back, no marker: the session
         // is recorded as lost, and tier 2 brings it back.
-        let lost = decide(&obj, &view(None, true, true), NOW);
+        let lost = decided(&obj, &view(None, true, true), NOW);
         assert_eq!(lost.steps[0].kind(), "record-session");
         assert_eq!(lost.tier, Some(Tier::Recreated));
     }
@@ -719,7 +815,7 @@ mod tests {
         let mut observed = view(Some(true), true, true);
         observed.rollout = Some(go);
         assert_eq!(
-            decide(&obj, &observed, NOW).steps,
+            decided(&obj, &observed, NOW).steps,
             [RolloutRecipe {
                 requested: "t1".into(),
                 moving: false,
@@ -733,10 +829,10 @@ mod tests {
         running
             .sidecars
             .insert("cache".into(), container(true).unwrap());
-        assert_eq!(decide(&obj, &running, NOW).steps, [stop()]);
+        assert_eq!(decided(&obj, &running, NOW).steps, [stop()]);
         let mut stopped = running.clone();
         stopped.container = container(false);
-        let plan = decide(&obj, &stopped, NOW);
+        let plan = decided(&obj, &stopped, NOW);
         assert_eq!(
             plan.steps,
             [
@@ -754,10 +850,10 @@ mod tests {
         // recipe is the session's like any other.
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
         recipe.replaces = Some(recipe.image_id.clone());
-        assert_eq!(decide(&obj, &stopped, NOW).tier, Some(Tier::Recreated));
+        assert_eq!(decided(&obj, &stopped, NOW).tier, Some(Tier::Recreated));
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
         recipe.first_run_at = Some(jiff::Timestamp::UNIX_EPOCH);
-        assert_eq!(decide(&obj, &view(Some(true), true, true), NOW).steps, []);
+        assert_eq!(decided(&obj, &view(Some(true), true, true), NOW).steps, []);
     }
 
     #[test]
@@ -769,14 +865,14 @@ mod tests {
             why: "no".into(),
         });
         assert_eq!(
-            decide(&obj, &observed, NOW).steps,
+            decided(&obj, &observed, NOW).steps,
             [RefuseRollout {
                 requested: "t1".into(),
                 why: "no".into()
             }]
         );
         observed.rollout = Some(Rollout::Wait);
-        assert_eq!(decide(&obj, &observed, NOW).steps, []);
+        assert_eq!(decided(&obj, &observed, NOW).steps, []);
     }
 
     /// A move takes the session's objects off the engine it leaves before
@@ -792,11 +888,11 @@ mod tests {
         let mut running = view(Some(true), true, true);
         running.rollout = go.clone();
         running.volumes = vec!["jk-1-a-dind-certs".into()];
-        assert_eq!(decide(&obj, &running, NOW).steps, [stop()]);
+        assert_eq!(decided(&obj, &running, NOW).steps, [stop()]);
         let mut stopped = running.clone();
         stopped.container = container(false);
         assert_eq!(
-            decide(&obj, &stopped, NOW).steps,
+            decided(&obj, &stopped, NOW).steps,
             [
                 remove(),
                 remove_network(),
@@ -813,7 +909,7 @@ mod tests {
     #[test]
     fn a_first_launch_pins_then_creates() {
         let obj = instance(DesiredPhase::Running, false, InstancePhase::Pending);
-        let plan = decide(&obj, &view(None, false, false), NOW);
+        let plan = decided(&obj, &view(None, false, false), NOW);
         assert_eq!(
             plan.steps,
             [
@@ -952,7 +1048,7 @@ mod tests {
         observed
             .sidecars
             .insert("stale".into(), container(true).unwrap());
-        let plan = decide(&obj, &observed, NOW);
+        let plan = decided(&obj, &observed, NOW);
         assert_eq!(
             plan.steps,
             [
@@ -997,7 +1093,7 @@ mod tests {
     #[test]
     fn purged_stamps_first_and_drops_the_row_last() {
         let obj = instance(DesiredPhase::Purged, true, InstancePhase::Running);
-        let plan = decide(&obj, &view(Some(true), true, true), NOW);
+        let plan = decided(&obj, &view(Some(true), true, true), NOW);
         assert_eq!(
             plan.steps,
             [
@@ -1013,7 +1109,7 @@ mod tests {
         let obj = instance(DesiredPhase::Purged, true, InstancePhase::Purging);
         let mut observed = view(None, true, true);
         observed.volumes = vec!["certs".into()];
-        let plan = decide(&obj, &observed, NOW);
+        let plan = decided(&obj, &observed, NOW);
         assert_eq!(
             plan.steps,
             [
@@ -1034,14 +1130,14 @@ mod tests {
         obj.metadata.generation = Some(2);
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
         recipe.generation = Some(1);
-        let plan = decide(&obj, &view(None, true, true), NOW);
+        let plan = decided(&obj, &view(None, true, true), NOW);
         assert_eq!(plan.steps[0], PinRecipe, "{:?}", plan.steps);
-        let plan = decide(&obj, &view(Some(false), true, true), NOW);
+        let plan = decided(&obj, &view(Some(false), true, true), NOW);
         assert_eq!(plan.steps[..2], [remove(), PinRecipe]);
 
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
         recipe.first_run_at = Some(jiff::Timestamp::UNIX_EPOCH);
-        let plan = decide(&obj, &view(Some(false), true, true), NOW);
+        let plan = decided(&obj, &view(Some(false), true, true), NOW);
         assert_eq!(plan.steps, [start_observed()], "a recipe that ran is kept");
     }
 
@@ -1053,7 +1149,7 @@ mod tests {
             let obj = instance(desired, true, InstancePhase::Running);
             let mut observed = view(Some(true), true, true);
             observed.extra_networks = vec!["n2".into()];
-            let plan = decide(&obj, &observed, NOW);
+            let plan = decided(&obj, &observed, NOW);
             assert!(
                 plan.steps.contains(&RemoveExtraNetwork("n2".into())),
                 "{desired:?}: {:?}",
@@ -1116,6 +1212,7 @@ mod tests {
             .collect();
         let expected = "\
 to Running: Running as the spec asks; a first launch: the recipe is pinned
+  - setting the phase to Launching
   - pinning the launch recipe
   - preparing the isolated checkouts
   - creating the network
@@ -1126,12 +1223,15 @@ to Running: Running as the spec asks; a first launch: the recipe is pinned
 to Running: Running as the spec asks; the container runs
   - nothing
 to Running: Running as the spec asks; the container exists, stopped: tier 1 starts it, its writable layer intact
+  - setting the phase to Launching
   - starting the container c0ffee
 to Running: Running as the spec asks; no container, the pinned image is there: tier 2 creates it from the recipe
+  - setting the phase to Launching
   - recording that the session ended, how not known (no marker)
   - creating the container
   - starting the container
 to Running: Running as the spec asks; no container and no image: tier 3 rebuilds at the pinned commit, then creates it
+  - setting the phase to Launching
   - recording that the session ended, how not known (no marker)
   - rebuilding the image at the pinned commit
   - creating the container
@@ -1141,6 +1241,7 @@ to Crashed: the agent ended its session (exit 3): nothing restarts it until the 
 to Kept: Kept as settled by the exit policy: the engine's objects go, the unit stays
   - stopping the container c0ffee
   - recording how the session ended, from the stopped container
+  - setting the phase to Kept
   - removing the container c0ffee
   - removing the network jk-1-a
 to Purging: Purged as the spec asks: everything of the instance goes, its index row last
@@ -1168,6 +1269,83 @@ to Purging: Purged as the spec asks: everything of the instance goes, its index 
         );
     }
 
+    /// The bookkeeping a plan carries: `Launching` written before a plan
+    /// that makes the session (not before one that only records a
+    /// rollout's pin, nor when it already says so), the phase led to
+    /// written before a removal toward it, and a look again after a stop
+    /// and after a rollout's pin.
+    #[test]
+    fn plans_carry_their_phase_writes_and_looks_again() {
+        let launching = instance(DesiredPhase::Running, true, InstancePhase::Launching);
+        assert_eq!(
+            decide(&launching, &view(Some(false), true, true), NOW).steps,
+            [start_observed()]
+        );
+        let running = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        assert_eq!(
+            decide(&running, &view(Some(false), true, true), NOW).steps,
+            [SetPhase(InstancePhase::Launching), start_observed()]
+        );
+        let mut pinning = view(Some(true), true, true);
+        pinning.rollout = Some(Rollout::Go {
+            requested: "t1".into(),
+            moving: false,
+            new_conversation: false,
+        });
+        assert_eq!(
+            decide(&running, &pinning, NOW).steps,
+            [
+                RolloutRecipe {
+                    requested: "t1".into(),
+                    moving: false,
+                    new_conversation: false
+                },
+                LookAgain(Again::RecipePinned)
+            ]
+        );
+        let kept = instance(DesiredPhase::Kept, true, InstancePhase::Running);
+        assert_eq!(
+            decide(&kept, &view(Some(true), true, true), NOW).steps,
+            [
+                stop(),
+                LookAgain(Again::SessionStopped),
+                SetPhase(InstancePhase::Kept),
+                remove(),
+                remove_network()
+            ]
+        );
+    }
+
+    /// The idle hooks' restart: a graceful stop and a look again while the
+    /// container runs; then the session edge and the removal, the phase
+    /// saying `Launching` first; none when the agent ended it meanwhile.
+    #[test]
+    fn the_idle_restart_stops_then_records_then_removes() {
+        let obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        let plan = recycle(&obj, &view(Some(true), true, true), ID, NOW);
+        assert_eq!(
+            plan.steps,
+            [
+                SetPhase(InstancePhase::Launching),
+                stop(),
+                LookAgain(Again::SessionStopped)
+            ]
+        );
+        let mut launching = obj.clone();
+        launching.status.as_mut().unwrap().phase = Some(InstancePhase::Launching);
+        let plan = recycle(&launching, &view(Some(false), true, true), ID, NOW);
+        assert_eq!(plan.steps.last(), Some(&remove()), "{:?}", plan.steps);
+        assert_eq!(
+            plan.steps[plan.steps.len() - 2],
+            SetPhase(InstancePhase::Launching)
+        );
+        let mut stopped = view(Some(false), true, true);
+        let mut ended = launching.clone();
+        recorded_ending(&mut ended, &mut stopped, 0);
+        let plan = recycle(&ended, &stopped, ID, NOW);
+        assert!(!plan.steps.contains(&remove()), "{:?}", plan.steps);
+    }
+
     /// Every desired phase over every observed state yields a plan whose
     /// steps never both create and remove the same object.
     #[test]
@@ -1178,7 +1356,7 @@ to Purging: Purged as the spec asks: everything of the instance goes, its index 
                     for network in [false, true] {
                         for image in [false, true] {
                             let obj = instance(desired, pinned, InstancePhase::Running);
-                            let plan = decide(&obj, &view(state, network, image), NOW);
+                            let plan = decided(&obj, &view(state, network, image), NOW);
                             let creates = plan.steps.contains(&CreateContainer);
                             let removes = plan
                                 .steps

@@ -106,11 +106,33 @@ pub enum Step {
     /// source or isolation mode, or no such mount), their unfinished work
     /// saved first; the ladder's `PrepareMounts` makes the new ones.
     RetireCheckouts,
+    /// Write the phase the instance is in now: `Launching` before a plan
+    /// that makes the session (anew), or, before jackin removes the
+    /// container, the phase the plan leads to, so that no later look reads
+    /// the container's absence as a session lost (a crash between the two
+    /// cannot leave that doubt).
+    SetPhase(InstancePhase),
+    /// Stop running this plan and look again: what follows depends on what
+    /// the step before changed. The steps after it are what the next look
+    /// is expected to plan; a dry run shows them, nothing runs them from
+    /// this plan.
+    LookAgain(Again),
     /// The purge tail, one step because it is one change of state: the
     /// unit directory, the sockets directory and the unit lock go, then the
     /// index row, last, so that a crash anywhere before leaves a row that
     /// says `Purging` and the next pass finishes the job.
     FinishPurge,
+}
+
+/// Why a plan stops to look again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Again {
+    /// How the session ended is read from the stopped container (its
+    /// marker, else the engine's exit state) before anything removes it.
+    SessionStopped,
+    /// A rollout pinned the recipe again, perhaps for another engine: the
+    /// rest is planned from the new recipe, on its engine.
+    RecipePinned,
 }
 
 /// An engine object that no instance owns any longer (its instance was
@@ -182,6 +204,8 @@ impl Step {
             Step::RemoveVolume(_) => "remove-volume",
             Step::StampPurging => "stamp-purging",
             Step::FinishPurge => "finish-purge",
+            Step::SetPhase(_) => "set-phase",
+            Step::LookAgain(_) => "look-again",
         }
     }
 
@@ -217,7 +241,9 @@ impl Step {
             | Step::NoteMalformedMarker(_)
             | Step::Settle { .. }
             | Step::RetireMarker
-            | Step::ClearExitQuestion => "session",
+            | Step::ClearExitQuestion
+            | Step::SetPhase(_)
+            | Step::LookAgain(_) => "session",
         }
     }
 
@@ -306,7 +332,21 @@ impl Step {
             Step::FinishPurge => {
                 "removing the unit directory, sockets and lock, then the index row".into()
             }
+            Step::SetPhase(phase) => format!("setting the phase to {phase}"),
+            Step::LookAgain(Again::SessionStopped) => {
+                "recording how the session ended, from the stopped container".into()
+            }
+            Step::LookAgain(Again::RecipePinned) => {
+                "looking again, to plan from the recipe pinned".into()
+            }
         }
+    }
+
+    /// Whether a run of the step is announced as progress: not the
+    /// bookkeeping of a plan (its phase writes, its looks again), which a
+    /// dry run shows and the operator need not follow.
+    pub fn announced(&self) -> bool {
+        !matches!(self, Step::SetPhase(_) | Step::LookAgain(_))
     }
 }
 
@@ -378,11 +418,6 @@ impl Plan {
         }
         for step in &self.steps {
             out.push_str(&format!("  - {}\n", step.describe()));
-            if let Step::StopContainer { .. } = step {
-                // What the stopped session says is only known once it
-                // has stopped: the reconcile records it next.
-                out.push_str("  - recording how the session ended, from the stopped container\n");
-            }
         }
         out
     }
