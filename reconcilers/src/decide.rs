@@ -121,6 +121,17 @@ pub fn recycle(obj: &Instance, view: &InstanceView, id: &str, now: Timestamp) ->
     bookkept(obj, plan)
 }
 
+/// The phase to correct an instance's record to when it says `Running`
+/// and the engine runs no container of it (a crash, a power-off, `docker
+/// rm`), as a sweep finds between reconciles: `Exited`, the unit intact,
+/// for the next reconcile to restore. `None`: the record stands.
+pub fn corrected_phase(
+    recorded: Option<InstancePhase>,
+    container_runs: bool,
+) -> Option<InstancePhase> {
+    (recorded == Some(InstancePhase::Running) && !container_runs).then_some(InstancePhase::Exited)
+}
+
 /// The session edge's steps ([`ending::steps`]) and the instance as they
 /// leave it.
 fn session_edge(obj: &Instance, view: &InstanceView, now: Timestamp) -> (ending::Ending, Instance) {
@@ -1344,6 +1355,18 @@ to Purging: Purged as the spec asks: everything of the instance goes, its index 
         recorded_ending(&mut ended, &mut stopped, 0);
         let plan = recycle(&ended, &stopped, ID, NOW);
         assert!(!plan.steps.contains(&remove()), "{:?}", plan.steps);
+    }
+
+    /// Only a record that says `Running` of a container that does not run
+    /// is corrected, to `Exited`.
+    #[test]
+    fn a_record_of_a_container_gone_is_corrected_to_exited() {
+        use InstancePhase::*;
+        assert_eq!(corrected_phase(Some(Running), false), Some(Exited));
+        assert_eq!(corrected_phase(Some(Running), true), None);
+        for recorded in [None, Some(Kept), Some(Launching), Some(Failed)] {
+            assert_eq!(corrected_phase(recorded, false), None, "{recorded:?}");
+        }
     }
 
     /// Every desired phase over every observed state yields a plan whose
