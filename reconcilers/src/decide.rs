@@ -863,7 +863,7 @@ mod tests {
         recipe.replaces = Some(recipe.image_id.clone());
         assert_eq!(decided(&obj, &stopped, NOW).tier, Some(Tier::Recreated));
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
-        recipe.first_run_at = Some(jiff::Timestamp::UNIX_EPOCH);
+        recipe.first_run_at = Some(Timestamp::UNIX_EPOCH);
         assert_eq!(decided(&obj, &view(Some(true), true, true), NOW).steps, []);
     }
 
@@ -1147,7 +1147,7 @@ mod tests {
         assert_eq!(plan.steps[..2], [remove(), PinRecipe]);
 
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
-        recipe.first_run_at = Some(jiff::Timestamp::UNIX_EPOCH);
+        recipe.first_run_at = Some(Timestamp::UNIX_EPOCH);
         let plan = decided(&obj, &view(Some(false), true, true), NOW);
         assert_eq!(plan.steps, [start_observed()], "a recipe that ran is kept");
     }
@@ -1169,17 +1169,17 @@ mod tests {
         }
     }
 
-    /// The plans of the main situations, as text: a change in what is
-    /// decided, or in how it reads, shows here as a diff.
-    #[test]
-    fn plans_read_as_expected() {
+    /// The main situations a plan is decided in: a first launch, the
+    /// ladder's rungs, an ended session, a keep a settlement asked for, a
+    /// purge, and a purge of unfinished work.
+    fn main_situations() -> Vec<(Instance, InstanceView)> {
         use jackin_api::instance::{SettledBy, Settlement};
         let running = instance(DesiredPhase::Running, true, InstancePhase::Running);
         let mut kept_by_policy = running.clone();
         kept_by_policy.status.as_mut().unwrap().settled = Some(Settlement {
             phase: DesiredPhase::Kept,
             by: SettledBy::ExitPolicy,
-            at: jiff::Timestamp::UNIX_EPOCH,
+            at: Timestamp::UNIX_EPOCH,
             generation: None,
             acknowledged: None,
         });
@@ -1197,7 +1197,7 @@ mod tests {
             digest: "d1".into(),
             left_entry: None,
         }];
-        let cases = [
+        vec![
             (
                 instance(DesiredPhase::Running, false, InstancePhase::Pending),
                 view(None, false, false),
@@ -1216,7 +1216,14 @@ mod tests {
                 instance(DesiredPhase::Purged, true, InstancePhase::Running),
                 unfinished,
             ),
-        ];
+        ]
+    }
+
+    /// The plans of the main situations, as text: a change in what is
+    /// decided, or in how it reads, shows here as a diff.
+    #[test]
+    fn plans_read_as_expected() {
+        let cases = main_situations();
         let rendered: String = cases
             .iter()
             .map(|(obj, observed)| decide(obj, observed, NOW).render())

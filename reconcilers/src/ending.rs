@@ -324,7 +324,6 @@ fn apply_exit_action(
 mod tests {
     use super::*;
     use crate::session::Marker;
-    use crate::view::EngineExit;
 
     fn ended_at(second: i64, reason: &str, code: i64) -> SessionSeen {
         SessionSeen {
