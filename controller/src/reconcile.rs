@@ -2,6 +2,7 @@
 //! (persisting the status after each), and observe again until the plan is
 //! empty. Used alike by the one-shot commands and the controller.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use futures::stream::FuturesUnordered;
 use jackin_api::ConditionStatus;
 use jackin_api::DesiredPhase;
 use jackin_api::instance::{
-    Instance, InstancePhase, MAX_FAILED_ATTEMPTS, MountStatus, Recipe, RestoreRecord, RolloutRecord,
+    Instance, InstancePhase, MAX_FAILED_ATTEMPTS, MountStatus, Recipe, RolloutRecord,
 };
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{annotation, condition, reason};
@@ -23,7 +24,7 @@ use jackin_reconcilers::plan::{Plan, Step, Tier};
 use jackin_reconcilers::recipe::ResolvedAgent;
 use jackin_reconcilers::view::InstanceView;
 use jackin_reconcilers::view::Rollout;
-use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe, resume, rollout};
+use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe, resume};
 use jiff::Timestamp;
 
 use crate::engines::{Connected, EngineName, Engines, display_name};
@@ -255,27 +256,14 @@ impl Reconciler {
     /// Reconciles `name`. `snapshot` is an observation of the whole engine
     /// taken for a pass over many instances; without it (or after acting)
     /// the instance is observed on its own.
-    #[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
     pub async fn reconcile(
         &self,
         name: &str,
         snapshot: Option<Snapshot<'_>>,
     ) -> Result<Outcome, ReconcileError> {
-        let store = self.store.clone();
-        let owned_name = name.to_owned();
-        // The unit lock may be held by another process: wait off the runtime.
-        let locked = jackin_reconcilers::blocking(move || store.lock_instance(&owned_name)).await?;
-        let Some(mut guard) = locked else {
-            let store = self.store.clone();
-            let owned_name = name.to_owned();
-            let finished =
-                jackin_reconcilers::blocking(move || store.finish_interrupted_purge(&owned_name))
-                    .await?;
-            return Ok(if finished {
-                Outcome::Gone
-            } else {
-                Outcome::Absent
-            });
+        let mut guard = match self.lock(name).await? {
+            Ok(guard) => guard,
+            Err(outcome) => return Ok(outcome),
         };
         // Given up on: nothing is tried (nor the engine asked) until the
         // operator changes the spec or asks to resume.
@@ -287,54 +275,43 @@ impl Reconciler {
             });
         }
         let (workspace, agent, home_id) = self.resolved(&guard.obj)?;
-        let engine_name = engine_name(&guard.obj, workspace.as_ref());
-        let connected = match self.engines.get(engine_name.as_deref()).await {
-            Err(error) if purgeable_without_engine(&guard.obj, &error) => {
-                let parts = Parts {
-                    workspace: workspace.as_ref(),
-                    agent: agent.as_ref(),
-                    home_id,
-                };
-                return self
-                    .purge_without_engine(&mut guard, engine_name.as_deref(), &error, parts)
-                    .await;
-            }
-            connected => note_engine(&mut guard, engine_name.as_deref(), connected)?,
-        };
         let parts = Parts {
             workspace: workspace.as_ref(),
             agent: agent.as_ref(),
             home_id,
         };
+        let engine_name = engine_name(&guard.obj, workspace.as_ref());
+        let shown = engine_name.as_deref();
+        let connected = match self.engines.get(shown).await {
+            Err(error) if purgeable_without_engine(&guard.obj, &error) => {
+                return self
+                    .purge_without_engine(&mut guard, shown, &error, parts)
+                    .await;
+            }
+            connected => note_engine(&mut guard, shown, connected)?,
+        };
         let ctx = self.context(&connected, parts.clone());
         let engine = &connected.engine;
         let uid = guard.obj.metadata.uid.clone().unwrap_or_default();
         let mut tier = None;
-        let mut fresh;
         // A snapshot of another engine says nothing of this instance, and
         // a partial one is never decided on.
-        let snapshot = snapshot
-            .filter(|s| s.engine == engine_name.as_deref() && s.observation.partial().is_none());
-        let (mut observation, mut shared) = match snapshot {
-            Some(snapshot) => (snapshot.observation, true),
-            None => {
-                let observed =
-                    Observation::of_instance(engine, &uid, pinned_image(&guard.obj)).await;
-                fresh = match observed {
-                    // An engine connected before that no longer answers.
-                    Err(error) if purgeable_without_engine(&guard.obj, &error) => {
-                        return self
-                            .purge_without_engine(&mut guard, engine_name.as_deref(), &error, parts)
-                            .await;
-                    }
-                    observed => note_engine(&mut guard, engine_name.as_deref(), observed)?,
-                };
-                (&fresh, false)
-            }
+        let snapshot = snapshot.filter(|s| s.engine == shown && s.observation.partial().is_none());
+        let mut observation = match snapshot {
+            Some(snapshot) => Cow::Borrowed(snapshot.observation),
+            None => match Observation::of_instance(engine, &uid, pinned_image(&guard.obj)).await {
+                // An engine connected before that no longer answers.
+                Err(error) if purgeable_without_engine(&guard.obj, &error) => {
+                    return self
+                        .purge_without_engine(&mut guard, shown, &error, parts)
+                        .await;
+                }
+                observed => Cow::Owned(note_engine(&mut guard, shown, observed)?),
+            },
         };
         for _ in 0..MAX_ROUNDS {
             self.observe_conversation(engine, &mut guard).await;
-            let observed = Some((engine, observation));
+            let observed = Some((engine, observation.as_ref()));
             let view = self.look(&guard.obj, observed, &parts, true).await?;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
             let plan = decide(&guard.obj, &view, Timestamp::now());
@@ -349,17 +326,13 @@ impl Reconciler {
                 settle(&mut guard.obj, &plan);
                 guard.save()?;
                 guard.refresh_row()?;
-                return Ok(Outcome::Converged {
-                    phase: plan.target,
-                    tier,
-                });
+                let phase = plan.target;
+                return Ok(Outcome::Converged { phase, tier });
             }
             // A shared snapshot may predate this instance's lock: never act
             // on it, look again first.
-            if !shared {
-                if plan.tier.is_some() {
-                    tier = plan.tier;
-                }
+            if let Cow::Owned(_) = observation {
+                tier = plan.tier.or(tier);
                 if self.execute(&ctx, &mut guard, &plan, name).await? {
                     return Ok(Outcome::Gone);
                 }
@@ -371,16 +344,39 @@ impl Reconciler {
                 }
             }
             let observed = Observation::of_instance(engine, &uid, pinned_image(&guard.obj)).await;
-            fresh = note_engine(&mut guard, engine_name.as_deref(), observed)?;
-            observation = &fresh;
-            shared = false;
+            observation = Cow::Owned(note_engine(&mut guard, shown, observed)?);
         }
         Err(ReconcileError::NotConverging)
     }
 
-    /// Runs a plan's steps, saving the status after each. Returns whether
-    /// the instance is gone (a purge completed).
-    #[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
+    /// The unit lock of `name`, taken (it may be held by another process:
+    /// waited for off the runtime); else what a reconcile of an instance
+    /// that is not there comes to: `Gone` when a purge interrupted after
+    /// its object went was finished now, `Absent` otherwise.
+    async fn lock(
+        &self,
+        name: &str,
+    ) -> Result<Result<Box<InstanceGuard>, Outcome>, ReconcileError> {
+        let store = self.store.clone();
+        let owned_name = name.to_owned();
+        let locked = jackin_reconcilers::blocking(move || store.lock_instance(&owned_name)).await?;
+        if let Some(guard) = locked {
+            return Ok(Ok(guard));
+        }
+        let store = self.store.clone();
+        let owned_name = name.to_owned();
+        let finished =
+            jackin_reconcilers::blocking(move || store.finish_interrupted_purge(&owned_name))
+                .await?;
+        Ok(Err(match finished {
+            true => Outcome::Gone,
+            false => Outcome::Absent,
+        }))
+    }
+
+    /// Runs a plan's steps through `act` up to a look again, saving the
+    /// status after each. Returns whether the instance is gone (a purge
+    /// completed).
     async fn execute(
         &self,
         ctx: &Context<'_>,
@@ -395,107 +391,106 @@ impl Reconciler {
             if step.announced() {
                 (self.progress)(name, Progress::Step(step));
             }
-            let sink = self.progress.clone();
-            let (layout, container) = (self.layout(), guard.container.clone());
-            let mut report = |report: act::Report<'_>| match report {
-                act::Report::Build(line) => sink(name, Progress::Build(line)),
-                act::Report::Event { reason, message } => {
-                    events::record(layout, &container, reason, message);
-                }
-                act::Report::Note {
-                    stage,
-                    reason,
-                    message,
-                } => {
-                    events::record(layout, &container, reason, message);
-                    let stage = stage.unwrap_or(step.stage());
-                    sink(name, Progress::Note { stage, message });
-                }
-            };
-            // The first start from a recipe a rollout pinned carries the
-            // rollout out: said so in the restore record.
-            let rollout_start = match (step, guard.obj.status.as_ref()) {
-                (Step::StartContainer { .. }, Some(status)) => status
-                    .recipe
-                    .as_ref()
-                    .filter(|r| rollout::replacing(r))
-                    .and(status.rollout.as_ref())
-                    .map(|r| r.requested.clone()),
-                _ => None,
-            };
-            let acted = match step {
-                // A move pins (builds, probes) on the engine it moves to.
+            // A move pins (builds, probes) on the engine it moves to.
+            let moving_to = match step {
                 Step::RolloutRecipe { moving: true, .. } => {
                     let target = recipe::wanted_engine(&guard.obj, ctx.workspace);
-                    let target = self.engines.get(target.as_deref()).await?;
-                    let moved = Context {
-                        engine: &target.engine,
-                        addresses: &target.addresses,
-                        home: ctx.home.clone(),
-                        credentials_home: ctx.credentials_home.clone(),
-                        home_id: ctx.home_id.clone(),
-                        ..*ctx
-                    };
-                    act::act(&moved, step, &mut guard.obj, &mut report).await
+                    Some(self.engines.get(target.as_deref()).await?)
                 }
-                _ => act::act(ctx, step, &mut guard.obj, &mut report).await,
+                _ => None,
             };
-            if let Err(error) = acted {
-                if let Step::RolloutRecipe { requested, .. } = step {
-                    // The session runs on as pinned: nothing was stopped
-                    // yet. Not a failure of the session: none is counted.
-                    rollout_failed(&mut guard.obj, requested, &error.to_string());
-                    guard.save()?;
-                    return Err(ReconcileError::Step {
-                        step: step.describe(),
-                        error,
-                    });
-                }
-                // A purge tail that failed part-way may have taken the
-                // object's directory: the failure is then not written back.
-                if self.layout().object_file(&guard.container).exists() {
-                    let cause = format!("{}: {error}", step.describe());
-                    let counted = error.is_permanent() || error.is_refused_start();
-                    let gave_up = record_failure(
-                        &mut guard.obj,
-                        error.reason(),
-                        &cause,
-                        error.is_permanent(),
-                        counted,
-                    );
-                    guard.save()?;
-                    if let Some(attempts) = gave_up {
-                        return Err(ReconcileError::GaveUp {
-                            attempts,
-                            cause,
-                            now: true,
-                        });
-                    }
-                }
-                return Err(ReconcileError::Step {
-                    step: step.describe(),
-                    error,
-                });
+            if let Err(error) = self.act(ctx, moving_to.as_ref(), guard, step, name).await {
+                return Err(self.failed(guard, step, error)?);
             }
             // The instance is gone: saving would write the object back.
             if *step == Step::FinishPurge {
                 crate::fault::crash_point(step.kind());
                 return Ok(true);
             }
-            if *step == Step::PinRecipe {
-                skipped_rungs_event(self.layout(), &guard.container, &guard.obj);
-            }
-            if let (Step::StartContainer { .. }, Some(tier)) = (step, plan.tier) {
-                guard.obj.status.get_or_insert_default().restore = Some(RestoreRecord {
-                    tier: tier.number(),
-                    at: Timestamp::now(),
-                    rollout: rollout_start,
-                });
-            }
             guard.save()?;
             crate::fault::crash_point(step.kind());
         }
         Ok(false)
+    }
+
+    /// Runs one step through `act`, its reports made events and progress;
+    /// on `moving_to`, the engine a move goes to, when it is one.
+    async fn act(
+        &self,
+        ctx: &Context<'_>,
+        moving_to: Option<&Connected>,
+        guard: &mut InstanceGuard,
+        step: &Step,
+        name: &str,
+    ) -> Result<(), ActError> {
+        let sink = self.progress.clone();
+        let (layout, container) = (self.layout(), guard.container.clone());
+        let mut report = |report: act::Report<'_>| match report {
+            act::Report::Build(line) => sink(name, Progress::Build(line)),
+            act::Report::Event { reason, message } => {
+                events::record(layout, &container, reason, message);
+            }
+            act::Report::Note {
+                stage,
+                reason,
+                message,
+            } => {
+                events::record(layout, &container, reason, message);
+                let stage = stage.unwrap_or(step.stage());
+                sink(name, Progress::Note { stage, message });
+            }
+        };
+        let Some(target) = moving_to else {
+            return act::act(ctx, step, &mut guard.obj, &mut report).await;
+        };
+        let moved = Context {
+            engine: &target.engine,
+            addresses: &target.addresses,
+            home: ctx.home.clone(),
+            credentials_home: ctx.credentials_home.clone(),
+            home_id: ctx.home_id.clone(),
+            ..*ctx
+        };
+        act::act(&moved, step, &mut guard.obj, &mut report).await
+    }
+
+    /// The failure of `step`, accounted for on the instance and saved: a
+    /// rollout's pin that failed is handled (the session runs on as
+    /// pinned, no failure counted); any other is recorded toward giving
+    /// up, unless a purge tail that failed part-way took the object's
+    /// directory. Returns the error the reconcile ends with.
+    fn failed(
+        &self,
+        guard: &mut InstanceGuard,
+        step: &Step,
+        error: ActError,
+    ) -> Result<ReconcileError, ReconcileError> {
+        if let Step::RolloutRecipe { requested, .. } = step {
+            rollout_failed(&mut guard.obj, requested, &error.to_string());
+            guard.save()?;
+        } else if self.layout().object_file(&guard.container).exists() {
+            let cause = format!("{}: {error}", step.describe());
+            let counted = error.is_permanent() || error.is_refused_start();
+            let gave_up = record_failure(
+                &mut guard.obj,
+                error.reason(),
+                &cause,
+                error.is_permanent(),
+                counted,
+            );
+            guard.save()?;
+            if let Some(attempts) = gave_up {
+                return Ok(ReconcileError::GaveUp {
+                    attempts,
+                    cause,
+                    now: true,
+                });
+            }
+        }
+        Ok(ReconcileError::Step {
+            step: step.describe(),
+            error,
+        })
     }
 
     /// What a reconcile toward `phase` would do now, as `set-phase` would
@@ -1178,33 +1173,6 @@ pub fn already_converged(
         phase: row.phase?,
         tier: None,
     })
-}
-
-/// Says, when a recipe is pinned, which ways of starting the agent its
-/// installed version lacks (they are left out of every start).
-fn skipped_rungs_event(layout: &Layout, container: &str, obj: &Instance) {
-    let Some(agent) = obj.recipe().and_then(|r| r.agent.as_ref()) else {
-        return;
-    };
-    let skipped = resume::skipped_rungs(agent);
-    if skipped.is_empty() {
-        return;
-    }
-    let rungs: Vec<String> = skipped
-        .iter()
-        .map(|(rung, needs)| format!("{rung} (needs {needs})"))
-        .collect();
-    events::record(
-        layout,
-        container,
-        reason::AGENT_RUNGS_SKIPPED,
-        &format!(
-            "{} {} in the image is older than some ways of starting it need; skipped: {}",
-            agent.name,
-            agent.version.as_deref().unwrap_or_default(),
-            rungs.join(", ")
-        ),
-    );
 }
 
 /// The id of the image `obj`'s pinned recipe runs, if it has one.

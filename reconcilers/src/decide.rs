@@ -159,6 +159,9 @@ fn session_edge(obj: &Instance, view: &InstanceView, now: Timestamp) -> (ending:
 ///   session (the session then runs on as pinned).
 /// - Before jackin removes the container toward any phase but `Running`
 ///   (or `Purging`, stamped first), the phase it leads to is written.
+/// - A start that restores the session (the plan's tier) is recorded as
+///   such, with the rollout it carries out when the recipe is a rollout's
+///   that no container ran from yet.
 /// - A stop, and a rollout's pin, end what runs of the plan: the rest is
 ///   decided from a look again.
 fn bookkept(obj: &Instance, plan: Plan) -> Plan {
@@ -179,17 +182,22 @@ fn bookkept(obj: &Instance, plan: Plan) -> Plan {
         steps.push(Step::SetPhase(InstancePhase::Launching));
     }
     let removal_phase = !matches!(plan.target, InstancePhase::Running | InstancePhase::Purging);
+    let restore = plan.tier.map(|tier| Step::RecordRestore {
+        tier,
+        rollout: rollout_carried_out(obj),
+    });
     for step in plan.steps {
-        let again = match &step {
-            Step::StopContainer { .. } => Some(Again::SessionStopped),
-            Step::RolloutRecipe { .. } => Some(Again::RecipePinned),
+        let after = match &step {
+            Step::StopContainer { .. } => Some(Step::LookAgain(Again::SessionStopped)),
+            Step::RolloutRecipe { .. } => Some(Step::LookAgain(Again::RecipePinned)),
+            Step::StartContainer { .. } => restore.clone(),
             _ => None,
         };
         if removal_phase && matches!(step, Step::RemoveContainer { .. }) {
             steps.push(Step::SetPhase(plan.target));
         }
         steps.push(step);
-        steps.extend(again.map(Step::LookAgain));
+        steps.extend(after);
     }
     Plan { steps, ..plan }
 }
@@ -254,6 +262,19 @@ fn decide_phase(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan
             }
         }
     }
+}
+
+/// The rollout request a start from `obj`'s recipe carries out: the one
+/// handled last, when a rollout pinned the recipe and no container ran from
+/// it yet.
+fn rollout_carried_out(obj: &Instance) -> Option<String> {
+    let status = obj.status.as_ref()?;
+    status
+        .recipe
+        .as_ref()
+        .filter(|r| rollout::replacing(r))
+        .and(status.rollout.as_ref())
+        .map(|r| r.requested.clone())
 }
 
 /// The recipe the instance runs from, and whether a pinned one was
@@ -857,6 +878,16 @@ mod tests {
             ]
         );
         assert_eq!(plan.tier, Some(Tier::Rebuilt));
+        // The start that replaces it is recorded as the rollout's.
+        let mut rolled = obj.clone();
+        let record = jackin_api::instance::RolloutRecord::handled(&rolled, "t1", NOW, None);
+        rolled.status.as_mut().unwrap().rollout = Some(record);
+        let steps = decide(&rolled, &stopped, NOW).steps;
+        let restored = RecordRestore {
+            tier: Tier::Rebuilt,
+            rollout: Some("t1".into()),
+        };
+        assert!(steps.contains(&restored), "{steps:?}");
         // The same image: tier 2. Once a container ran from it, the
         // recipe is the session's like any other.
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
@@ -1243,17 +1274,20 @@ to Running: Running as the spec asks; the container runs
 to Running: Running as the spec asks; the container exists, stopped: tier 1 starts it, its writable layer intact
   - setting the phase to Launching
   - starting the container c0ffee
+  - recording the restore (tier 1)
 to Running: Running as the spec asks; no container, the pinned image is there: tier 2 creates it from the recipe
   - setting the phase to Launching
   - recording that the session ended, how not known (no marker)
   - creating the container
   - starting the container
+  - recording the restore (tier 2)
 to Running: Running as the spec asks; no container and no image: tier 3 rebuilds at the pinned commit, then creates it
   - setting the phase to Launching
   - recording that the session ended, how not known (no marker)
   - rebuilding the image at the pinned commit
   - creating the container
   - starting the container
+  - recording the restore (tier 3)
 to Crashed: the agent ended its session (exit 3): nothing restarts it until the operator resumes it
   - nothing
 to Kept: Kept as settled by the exit policy: the engine's objects go, the unit stays
@@ -1289,20 +1323,29 @@ to Purging: Purged as the spec asks: everything of the instance goes, its index 
 
     /// The bookkeeping a plan carries: `Launching` written before a plan
     /// that makes the session (not before one that only records a
-    /// rollout's pin, nor when it already says so), the phase led to
-    /// written before a removal toward it, and a look again after a stop
-    /// and after a rollout's pin.
+    /// rollout's pin, nor when it already says so), a restore recorded
+    /// after the start that performs it, the phase led to written before a
+    /// removal toward it, and a look again after a stop and after a
+    /// rollout's pin.
     #[test]
     fn plans_carry_their_phase_writes_and_looks_again() {
         let launching = instance(DesiredPhase::Running, true, InstancePhase::Launching);
+        let restored = RecordRestore {
+            tier: Tier::Started,
+            rollout: None,
+        };
         assert_eq!(
             decide(&launching, &view(Some(false), true, true), NOW).steps,
-            [start_observed()]
+            [start_observed(), restored.clone()]
         );
         let running = instance(DesiredPhase::Running, true, InstancePhase::Running);
         assert_eq!(
             decide(&running, &view(Some(false), true, true), NOW).steps,
-            [SetPhase(InstancePhase::Launching), start_observed()]
+            [
+                SetPhase(InstancePhase::Launching),
+                start_observed(),
+                restored
+            ]
         );
         let mut pinning = view(Some(true), true, true);
         pinning.rollout = Some(Rollout::Go {

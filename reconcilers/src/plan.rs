@@ -112,6 +112,13 @@ pub enum Step {
     /// the container's absence as a session lost (a crash between the two
     /// cannot leave that doubt).
     SetPhase(InstancePhase),
+    /// Record in the status the restore the start before carried out: its
+    /// tier, and the rollout request it carried out when a rollout (not a
+    /// loss) made the container anew.
+    RecordRestore {
+        tier: Tier,
+        rollout: Option<String>,
+    },
     /// Stop running this plan and look again: what follows depends on what
     /// the step before changed. The steps after it are what the next look
     /// is expected to plan; a dry run shows them, nothing runs them from
@@ -205,6 +212,7 @@ impl Step {
             Step::StampPurging => "stamp-purging",
             Step::FinishPurge => "finish-purge",
             Step::SetPhase(_) => "set-phase",
+            Step::RecordRestore { .. } => "record-restore",
             Step::LookAgain(_) => "look-again",
         }
     }
@@ -243,6 +251,7 @@ impl Step {
             | Step::RetireMarker
             | Step::ClearExitQuestion
             | Step::SetPhase(_)
+            | Step::RecordRestore { .. }
             | Step::LookAgain(_) => "session",
         }
     }
@@ -333,6 +342,7 @@ impl Step {
                 "removing the unit directory, sockets and lock, then the index row".into()
             }
             Step::SetPhase(phase) => format!("setting the phase to {phase}"),
+            Step::RecordRestore { tier, .. } => format!("recording the restore (tier {tier})"),
             Step::LookAgain(Again::SessionStopped) => {
                 "recording how the session ended, from the stopped container".into()
             }
@@ -343,10 +353,14 @@ impl Step {
     }
 
     /// Whether a run of the step is announced as progress: not the
-    /// bookkeeping of a plan (its phase writes, its looks again), which a
+    /// bookkeeping of a plan (its phase writes, its restore record, its
+    /// looks again), which a
     /// dry run shows and the operator need not follow.
     pub fn announced(&self) -> bool {
-        !matches!(self, Step::SetPhase(_) | Step::LookAgain(_))
+        !matches!(
+            self,
+            Step::SetPhase(_) | Step::RecordRestore { .. } | Step::LookAgain(_)
+        )
     }
 }
 

@@ -3,14 +3,14 @@
 //! place that rules on it), the unit's marker, and what the agent left in
 //! `state/artifacts/`.
 
-use jackin_api::instance::{Instance, InstancePhase, OutcomeSource, SessionOutcome};
+use jackin_api::instance::{Instance, InstancePhase, OutcomeSource, RestoreRecord, SessionOutcome};
 use jackin_api::names::{condition, reason};
 use jackin_api::workspace::ExitPolicy;
 
 use super::{ActError, Context, Report};
 use crate::ending;
 use crate::offload::blocking;
-use crate::plan::Step;
+use crate::plan::{Step, Tier};
 use crate::policy::ExitAction;
 use crate::session;
 
@@ -21,6 +21,15 @@ pub(super) fn set_phase(obj: &mut Instance, step: &Step) {
         _ => InstancePhase::Purging,
     };
     obj.status.get_or_insert_default().phase = Some(phase);
+}
+
+/// Records the restore the start before carried out.
+pub(super) fn record_restore(obj: &mut Instance, tier: Tier, rollout: Option<String>) {
+    obj.status.get_or_insert_default().restore = Some(RestoreRecord {
+        tier: tier.number(),
+        at: jiff::Timestamp::now(),
+        rollout,
+    });
 }
 
 /// Records how the last session ended, and collects what the agent left

@@ -342,6 +342,10 @@ pub async fn act(
             container::remove_network(ctx, id).await
         }
         Step::RemoveVolume(name) => container::remove_volume(ctx, name).await,
+        Step::RecordRestore { tier, rollout } => {
+            edge::record_restore(obj, *tier, rollout.clone());
+            Ok(())
+        }
         Step::StampPurging | Step::SetPhase(_) => {
             edge::set_phase(obj, step);
             Ok(())

@@ -13,7 +13,7 @@ use super::{AGENT_HOME, ActError, Context, Report, io, recipe_of};
 use crate::build_log::BuildLog;
 use crate::fsutil::ensure_private_dir;
 use crate::recipe::{self, RecipeError};
-use crate::{rollout, session};
+use crate::{resume, rollout, session};
 
 /// Records a rollout request as refused, and why; nothing else changes.
 pub(super) fn refuse_rollout(
@@ -66,7 +66,33 @@ pub(super) async fn pin(
     let status = obj.status.get_or_insert_default();
     status.conversation = conversation;
     status.recipe = Some(pinned);
+    skipped_rungs(obj, progress);
     Ok(())
+}
+
+/// Says, once a recipe is pinned, which ways of starting the agent its
+/// installed version lacks (they are left out of every start).
+fn skipped_rungs(obj: &Instance, progress: &mut (dyn FnMut(Report<'_>) + Send)) {
+    let Some(agent) = obj.recipe().and_then(|r| r.agent.as_ref()) else {
+        return;
+    };
+    let skipped = resume::skipped_rungs(agent);
+    if skipped.is_empty() {
+        return;
+    }
+    let rungs: Vec<String> = skipped
+        .iter()
+        .map(|(rung, needs)| format!("{rung} (needs {needs})"))
+        .collect();
+    progress(Report::Event {
+        reason: reason::AGENT_RUNGS_SKIPPED,
+        message: &format!(
+            "{} {} in the image is older than some ways of starting it need; skipped: {}",
+            agent.name,
+            agent.version.as_deref().unwrap_or_default(),
+            rungs.join(", ")
+        ),
+    });
 }
 
 /// A rollout's pin: the recipe from the current spec, and the unit as it
