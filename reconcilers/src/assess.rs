@@ -174,14 +174,28 @@ pub(crate) fn checked_checkout(record: &IsolationRecord) -> Result<InRepo, Strin
     InRepo::checkout(record)
 }
 
-#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
-    let legacy = record.is_legacy_worktree();
-    let dir = record.path.as_str();
     let at = checked_checkout(record)?;
     let mut assessment = Assessment::default();
+    assess_files(record, &at, &mut assessment)?;
+    assess_branches(record, &at, &mut assessment)?;
+    if !record.is_legacy_worktree() {
+        other_refs_of_a_repository(record, &mut assessment)?;
+    }
+    assess_detached_head(record, &at, &mut assessment)?;
+    Ok(assessment)
+}
+
+/// The checkout's files that a discard would take: uncommitted, untracked
+/// and ignored ones, and those the index hides from status.
+fn assess_files(
+    record: &IsolationRecord,
+    at: &InRepo,
+    assessment: &mut Assessment,
+) -> Result<(), String> {
+    let dir = record.path.as_str();
     let status = git_in(
-        &at,
+        at,
         &[
             "status",
             "--porcelain=v1",
@@ -195,7 +209,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
     // Ignored files go with the checkout too. Listed by directory, so a
     // large ignored tree (a build's output) is one entry.
     let ignored = git_in(
-        &at,
+        at,
         &[
             "status",
             "--porcelain=v1",
@@ -213,7 +227,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
     // The index can tell status not to look at a file (assume-unchanged,
     // skip-worktree): the agent writes the index, so such a file counts as
     // unfinished work, whatever is in it.
-    let tagged = git_in(&at, &["ls-files", "-v", "-z"])?;
+    let tagged = git_in(at, &["ls-files", "-v", "-z"])?;
     for entry in tagged.split('\0') {
         let Some((tag, file)) = entry.split_once(' ') else {
             continue;
@@ -250,9 +264,19 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
             .push(format!("{entry}\0{}", content_hash(&file)));
         assessment.dirty_files.push(entry);
     }
+    Ok(())
+}
 
+/// The checkout's local branches that are not safe (see the module's
+/// doc); of an earlier jackin's worktree, only its own.
+fn assess_branches(
+    record: &IsolationRecord,
+    at: &InRepo,
+    assessment: &mut Assessment,
+) -> Result<(), String> {
+    let legacy = record.is_legacy_worktree();
     let refs = git_in(
-        &at,
+        at,
         &[
             "for-each-ref",
             "--format=%(refname:short)%00%(objectname)%00%(upstream:short)%00%(upstream:track)",
@@ -262,7 +286,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
     // A repository's branches are all its own; the worktree of an earlier
     // jackin shared the host's.
     let ours = match &record.scratch_branch {
-        Some(scratch) if legacy => Some(worktree_branches(&at, scratch)?),
+        Some(scratch) if legacy => Some(worktree_branches(at, scratch)?),
         _ => None,
     };
     for line in refs.lines() {
@@ -280,27 +304,31 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
             continue;
         }
         if upstream.is_empty() {
-            let ahead = count(&at, &format!("{}..{name}", record.base_commit))?;
+            let ahead = count(at, &format!("{}..{name}", record.base_commit))?;
             assessment.unsafe_branches.push(format!(
                 "{name} ({ahead} commits since the base, no upstream)"
             ));
             continue;
         }
-        let ahead = count(&at, &format!("{upstream}..{name}"))?;
+        let ahead = count(at, &format!("{upstream}..{name}"))?;
         if ahead > 0 {
             assessment
                 .unsafe_branches
                 .push(format!("{name} ({ahead} commits ahead of {upstream})"));
         }
     }
-    if !legacy {
-        other_refs_of_a_repository(record, &mut assessment)?;
-    }
+    Ok(())
+}
 
-    // Commits on a detached HEAD that no branch or remote holds.
-    if git_in(&at, &["symbolic-ref", "-q", "HEAD"]).is_err() {
+/// Commits on a detached `HEAD` that no branch or remote holds.
+fn assess_detached_head(
+    record: &IsolationRecord,
+    at: &InRepo,
+    assessment: &mut Assessment,
+) -> Result<(), String> {
+    if git_in(at, &["symbolic-ref", "-q", "HEAD"]).is_err() {
         let loose = git_in(
-            &at,
+            at,
             &[
                 "rev-list",
                 "--count",
@@ -311,7 +339,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
             ],
         )?;
         let loose: u64 = loose.trim().parse().map_err(|e| format!("rev-list: {e}"))?;
-        let head = git_in(&at, &["rev-parse", "HEAD"])?;
+        let head = git_in(at, &["rev-parse", "HEAD"])?;
         assessment
             .fingerprint
             .push(format!("HEAD\0{}", head.trim()));
@@ -321,7 +349,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
                 .push(format!("HEAD (detached, {loose} commits on no branch)"));
         }
     }
-    Ok(assessment)
+    Ok(())
 }
 
 /// The branches of the host repository that are a worktree's own: its

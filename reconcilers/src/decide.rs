@@ -33,7 +33,7 @@ use jiff::Timestamp;
 use crate::ending;
 use crate::plan::{Again, Plan, Step, Tier};
 use crate::rollout;
-use crate::view::{InstanceView, Rollout, acknowledgement_digest};
+use crate::view::{ContainerView, InstanceView, Rollout, acknowledgement_digest};
 
 /// Why the instance is wanted in `phase`: the spec, or a settlement.
 fn asked(obj: &Instance, phase: DesiredPhase) -> String {
@@ -290,7 +290,6 @@ fn pinned_recipe<'a>(obj: &'a Instance, view: &InstanceView) -> (Option<&'a Reci
 }
 
 /// The restore ladder.
-#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
     let (recipe, superseded) = pinned_recipe(obj, view);
     let pinned = recipe.is_some();
@@ -331,54 +330,12 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
             }
             Some(Rollout::Wait) | None => {}
         }
-        // A rollout pinned the recipe: the container is the one it
-        // replaces. It stops gracefully (the rest of the plan waits for the
-        // next look, which records how its session ended), then goes with
-        // its sidecars, and the ladder makes the new one from the recipe.
         if rollout::replacing(recipe)
             && let Some(c) = &view.container
         {
-            if c.running {
-                return Plan {
-                    steps: vec![Step::StopContainer { id: c.id.clone() }],
-                    tier: None,
-                    target: InstancePhase::Running,
-                    blocked: None,
-                    cause: format!(
-                        "{}; a rollout pinned a new recipe: the container it replaces stops first",
-                        asked(obj, DesiredPhase::Running)
-                    ),
-                };
-            }
-            steps.push(Step::RemoveContainer { id: c.id.clone() });
-            steps.extend(view.sidecars.iter().map(|(name, c)| Step::RemoveSidecar {
-                name: name.clone(),
-                id: c.id.clone(),
-            }));
-            if rollout::retires_checkouts(recipe, &view.mounts) {
-                steps.push(Step::RetireCheckouts);
-            }
-            let replaced = InstanceView {
-                container: None,
-                sidecars: Default::default(),
-                ..view.clone()
-            };
-            let mut plan = running(obj, &replaced, ended);
-            steps.append(&mut plan.steps);
-            plan.steps = steps;
-            // A new image is a rebuild: tier 3; the same image, tier 2.
-            plan.tier = Some(if recipe.replaces.as_deref() == Some(&recipe.image_id) {
-                Tier::Recreated
-            } else {
-                Tier::Rebuilt
-            });
-            plan.cause = format!(
-                "{}; a rollout pinned a new recipe: the container is made anew from it, the \
-                 unit kept (tier {})",
-                asked(obj, DesiredPhase::Running),
-                plan.tier.map_or(0, Tier::number)
-            );
-            return plan;
+            // A rollout pinned the recipe: the container is the one it
+            // replaces.
+            return replacement(obj, view, recipe, c, steps, ended);
         }
     }
     let tier = if !pinned {
@@ -418,7 +375,20 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
             steps.push(Step::StartContainer { id: None });
         }
     }
-    let cause = match tier {
+    let cause = ladder_cause(tier, superseded);
+    Plan {
+        steps,
+        // Tier 0 needs nothing; a launch is not a restore.
+        tier: tier.filter(|t| *t != Tier::Running),
+        target: InstancePhase::Running,
+        blocked: None,
+        cause: format!("{}; {cause}", asked(obj, DesiredPhase::Running)),
+    }
+}
+
+/// Why the ladder takes the rung `tier` (`None`: a pin), in words.
+fn ladder_cause(tier: Option<Tier>, superseded: bool) -> &'static str {
+    match tier {
         None if superseded => {
             "the spec changed before any container ran from the recipe: it is pinned again"
         }
@@ -433,15 +403,63 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
         Some(Tier::Rebuilt) => {
             "no container and no image: tier 3 rebuilds at the pinned commit, then creates it"
         }
-    };
-    Plan {
-        steps,
-        // Tier 0 needs nothing; a launch is not a restore.
-        tier: tier.filter(|t| *t != Tier::Running),
-        target: InstancePhase::Running,
-        blocked: None,
-        cause: format!("{}; {cause}", asked(obj, DesiredPhase::Running)),
     }
+}
+
+/// The container a rollout's recipe replaces (see [`rollout::replacing`]):
+/// it stops gracefully (the rest of the plan waits for the next look, which
+/// records how its session ended), then goes with its sidecars, and the
+/// ladder makes the new one from the recipe. `steps`, what the plan does
+/// first.
+fn replacement(
+    obj: &Instance,
+    view: &InstanceView,
+    recipe: &Recipe,
+    c: &ContainerView,
+    mut steps: Vec<Step>,
+    ended: Option<i64>,
+) -> Plan {
+    if c.running {
+        return Plan {
+            steps: vec![Step::StopContainer { id: c.id.clone() }],
+            tier: None,
+            target: InstancePhase::Running,
+            blocked: None,
+            cause: format!(
+                "{}; a rollout pinned a new recipe: the container it replaces stops first",
+                asked(obj, DesiredPhase::Running)
+            ),
+        };
+    }
+    steps.push(Step::RemoveContainer { id: c.id.clone() });
+    steps.extend(view.sidecars.iter().map(|(name, c)| Step::RemoveSidecar {
+        name: name.clone(),
+        id: c.id.clone(),
+    }));
+    if rollout::retires_checkouts(recipe, &view.mounts) {
+        steps.push(Step::RetireCheckouts);
+    }
+    let replaced = InstanceView {
+        container: None,
+        sidecars: Default::default(),
+        ..view.clone()
+    };
+    let mut plan = running(obj, &replaced, ended);
+    steps.append(&mut plan.steps);
+    plan.steps = steps;
+    // A new image is a rebuild: tier 3; the same image, tier 2.
+    plan.tier = Some(if recipe.replaces.as_deref() == Some(&recipe.image_id) {
+        Tier::Recreated
+    } else {
+        Tier::Rebuilt
+    });
+    plan.cause = format!(
+        "{}; a rollout pinned a new recipe: the container is made anew from it, the \
+         unit kept (tier {})",
+        asked(obj, DesiredPhase::Running),
+        plan.tier.map_or(0, Tier::number)
+    );
+    plan
 }
 
 /// A rollout: the recipe pinned again from the current spec. On the same

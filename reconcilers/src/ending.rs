@@ -18,7 +18,7 @@ use jiff::Timestamp;
 
 use crate::plan::Step;
 use crate::policy::{self, ExitAction};
-use crate::session::MarkerState;
+use crate::session::{Marker, MarkerState};
 use crate::view::SessionSeen;
 use crate::view::acknowledgement_digest;
 
@@ -57,7 +57,6 @@ pub struct Ending {
 /// The session edge's steps for `obj`: `running`, whether its container
 /// runs; `seen`, what was seen of the last session's end; `policy`, the
 /// exit policy in force; `mounts`, the checkouts' evidence.
-#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 pub fn steps(
     obj: &Instance,
     running: bool,
@@ -77,71 +76,7 @@ pub fn steps(
     }
     match &seen.marker {
         MarkerState::Present(marker) => {
-            let finished = marker.finished();
-            let new = finished.is_some() && finished != recorded(obj);
-            // The kernel's OOM killer is not the agent ending its session,
-            // whatever the wrapper saw; only the engine knows.
-            let oom = match new {
-                true => seen.engine.is_some_and(|e| e.oom_killed),
-                false => {
-                    status.session.as_ref().and_then(|s| s.reason.as_deref()) == Some(REASON_OOM)
-                }
-            };
-            // jackin's own stop (a keep, a rollout, a restart) ended it,
-            // whatever the agent answered SIGTERM with (codex exits 1:
-            // defect R14), and whatever the wrapper saw.
-            let by_jackin = match new {
-                true => stopped_by_jackin(&status, finished),
-                false => status.session.as_ref().is_some_and(|s| s.stopped_by_jackin),
-            };
-            if new {
-                steps.push(Step::RecordSession(SessionOutcome {
-                    exit_code: Some(marker.exit_code),
-                    finished_at: finished,
-                    source: OutcomeSource::Marker,
-                    reason: Some(if oom { REASON_OOM } else { marker.reason() }.to_owned()),
-                    stopped_by_jackin: by_jackin,
-                }));
-            }
-            if oom {
-                // Preserved as it is; a restart would meet the same limit.
-                return Ending {
-                    steps,
-                    ended: Some(marker.exit_code),
-                };
-            }
-            // Only a session the agent ended itself, while it was meant to
-            // run, goes to the exit policy. A stop that jackin (a `Kept`
-            // teardown), the operator or the engine caused is not an
-            // ending: `Kept` and `Purged` say what to do, and `Running`
-            // restores it.
-            let agent_ended = marker.ended_by_itself()
-                && !by_jackin
-                && obj.desired_phase() == DesiredPhase::Running;
-            // The policy decides a new ending, and again one that waits for
-            // an operator who is no longer attached to answer.
-            let waiting = !new
-                && status
-                    .conditions
-                    .iter()
-                    .any(|c| c.reason == reason::ASK_OPERATOR);
-            if agent_ended && (new || (waiting && !seen.attached)) {
-                let action = policy::on_exit(policy, marker.exit_code, mounts, seen.attached);
-                steps.push(Step::Settle { action, policy });
-                if matches!(action, ExitAction::Purge { .. } | ExitAction::Keep { .. }) {
-                    // Handled: a later resume must not find it and take
-                    // the session for ended again.
-                    steps.push(Step::RetireMarker);
-                    return Ending { steps, ended: None };
-                }
-            }
-            // A kept instance was settled after its session ended; the
-            // marker no longer speaks for what to do with it.
-            let kept = status.phase == Some(InstancePhase::Kept);
-            return Ending {
-                steps,
-                ended: (agent_ended && !kept).then_some(marker.exit_code),
-            };
+            return from_marker(obj, &status, marker, seen, policy, mounts);
         }
         MarkerState::Malformed(why) => {
             let message = malformed_message(why);
@@ -198,6 +133,83 @@ pub fn steps(
         }));
     }
     Ending { steps, ended: None }
+}
+
+/// The session edge when the unit's completion marker is there: a new
+/// ending recorded (the OOM killer's and jackin's own stops told apart),
+/// and one the agent ended itself, while it was meant to run, handed to
+/// the exit policy.
+fn from_marker(
+    obj: &Instance,
+    status: &InstanceStatus,
+    marker: &Marker,
+    seen: &SessionSeen,
+    policy: ExitPolicy,
+    mounts: &[MountStatus],
+) -> Ending {
+    let mut steps = Vec::new();
+    let finished = marker.finished();
+    let new = finished.is_some() && finished != recorded(obj);
+    // The kernel's OOM killer is not the agent ending its session,
+    // whatever the wrapper saw; only the engine knows.
+    let oom = match new {
+        true => seen.engine.is_some_and(|e| e.oom_killed),
+        false => status.session.as_ref().and_then(|s| s.reason.as_deref()) == Some(REASON_OOM),
+    };
+    // jackin's own stop (a keep, a rollout, a restart) ended it,
+    // whatever the agent answered SIGTERM with (codex exits 1:
+    // defect R14), and whatever the wrapper saw.
+    let by_jackin = match new {
+        true => stopped_by_jackin(status, finished),
+        false => status.session.as_ref().is_some_and(|s| s.stopped_by_jackin),
+    };
+    if new {
+        steps.push(Step::RecordSession(SessionOutcome {
+            exit_code: Some(marker.exit_code),
+            finished_at: finished,
+            source: OutcomeSource::Marker,
+            reason: Some(if oom { REASON_OOM } else { marker.reason() }.to_owned()),
+            stopped_by_jackin: by_jackin,
+        }));
+    }
+    if oom {
+        // Preserved as it is; a restart would meet the same limit.
+        return Ending {
+            steps,
+            ended: Some(marker.exit_code),
+        };
+    }
+    // Only a session the agent ended itself, while it was meant to
+    // run, goes to the exit policy. A stop that jackin (a `Kept`
+    // teardown), the operator or the engine caused is not an
+    // ending: `Kept` and `Purged` say what to do, and `Running`
+    // restores it.
+    let agent_ended =
+        marker.ended_by_itself() && !by_jackin && obj.desired_phase() == DesiredPhase::Running;
+    // The policy decides a new ending, and again one that waits for
+    // an operator who is no longer attached to answer.
+    let waiting = !new
+        && status
+            .conditions
+            .iter()
+            .any(|c| c.reason == reason::ASK_OPERATOR);
+    if agent_ended && (new || (waiting && !seen.attached)) {
+        let action = policy::on_exit(policy, marker.exit_code, mounts, seen.attached);
+        steps.push(Step::Settle { action, policy });
+        if matches!(action, ExitAction::Purge { .. } | ExitAction::Keep { .. }) {
+            // Handled: a later resume must not find it and take
+            // the session for ended again.
+            steps.push(Step::RetireMarker);
+            return Ending { steps, ended: None };
+        }
+    }
+    // A kept instance was settled after its session ended; the
+    // marker no longer speaks for what to do with it.
+    let kept = status.phase == Some(InstancePhase::Kept);
+    Ending {
+        steps,
+        ended: (agent_ended && !kept).then_some(marker.exit_code),
+    }
 }
 
 /// Whether the session that ended at `finished` ended after jackin asked
