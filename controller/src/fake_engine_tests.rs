@@ -10,8 +10,10 @@ use std::time::Duration;
 use jackin_api::instance::{InstancePhase, SettledBy, StartKind};
 use jackin_api::meta::{find_condition, is_condition_true};
 use jackin_api::names::{annotation, condition, label, reason};
+use jackin_api::workspace::ExitPolicy;
 use jackin_api::{DesiredPhase, Instance, Object, manifest};
 use jackin_reconcilers::Layout;
+use jackin_reconcilers::decide::decide;
 use jackin_reconcilers::fake::FakeEngine;
 use jackin_reconcilers::plan::{Step, Tier};
 
@@ -1162,6 +1164,35 @@ async fn the_dry_run_of_an_ended_session_is_what_the_loop_then_does() {
             assert_eq!(w.status_phase(name), Some(InstancePhase::Crashed));
         }
     }
+}
+
+/// A dry run and a reconcile take the one look at one world: the view
+/// the preview planned from is, field for field, the one the reconcile's
+/// first round planned from (the engine's objects, the checkouts, the
+/// session's end, the exit policy, the rollout), each built by one call of
+/// `look`.
+#[tokio::test]
+async fn the_dry_run_and_the_reconcile_plan_from_the_same_look() {
+    let w = World::new();
+    w.workspace("keeps", "{exitPolicy: keep}");
+    w.launch("a", "  workspace: keeps\n").await;
+    w.agent_exits("a", 0);
+    w.reconciler.looked.lock().unwrap().clear();
+    let before = w.obj("a");
+    let planned = w.reconciler.preview(before.clone()).await.unwrap();
+    let previewed = w.reconciler.looked.lock().unwrap().clone();
+    assert_eq!(previewed.len(), 1, "the preview looks once");
+    w.reconcile("a").await;
+    let looked = w.reconciler.looked.lock().unwrap().clone();
+    let reconciled = &looked[1];
+    assert_eq!(&previewed[0], reconciled);
+    // The world seen had something to decide on: an ending the policy
+    // keeps, planned alike.
+    assert!(reconciled.container.as_ref().is_some_and(|c| !c.running));
+    assert_eq!(reconciled.exit_policy, ExitPolicy::Keep);
+    let decided = decide(&before, reconciled, jiff::Timestamp::now());
+    assert_eq!(planned.plan.steps, decided.steps);
+    assert!(decided.steps.iter().any(|s| s.kind() == "settle"));
 }
 
 #[tokio::test]

@@ -45,6 +45,8 @@ impl Reconciler {
             (true, Some((engine, _))) => self.rollout_now(obj, engine, parts, &view).await?,
             _ => pending_rollout(obj, &view, parts, false),
         };
+        #[cfg(test)]
+        self.looked.lock().expect("not poisoned").push(view.clone());
         Ok(view)
     }
 

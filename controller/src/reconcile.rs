@@ -187,6 +187,10 @@ pub struct Reconciler {
     ///
     /// [`credentials::host_home`]: jackin_reconcilers::credentials::host_home
     pub credentials_home: Result<std::path::PathBuf, String>,
+    /// Every view a look built, in order: what the tests read to show that
+    /// a dry run and a reconcile plan from the one look.
+    #[cfg(test)]
+    pub(crate) looked: Arc<std::sync::Mutex<Vec<InstanceView>>>,
 }
 
 impl Reconciler {
@@ -197,6 +201,8 @@ impl Reconciler {
             progress: Arc::new(|_, _| {}),
             found: Arc::default(),
             credentials_home: jackin_reconcilers::credentials::host_home(),
+            #[cfg(test)]
+            looked: Arc::default(),
         }
     }
 
