@@ -997,4 +997,36 @@ mod tests {
         assert_eq!(status.dirty_files.len(), MAX_LISTED_FILES + 1);
         assert_eq!(status.dirty_files.last().unwrap(), "… and 5 more");
     }
+
+    /// A `.git` the agent makes inside its repository is not where jackin's
+    /// git looks: the repository is named, never found.
+    #[test]
+    fn a_git_directory_planted_inside_the_units_repository_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = isolation::tests::host_repository(dir.path());
+        let layout = Layout::new(dir.path().join("home"));
+        isolation::prepare(
+            &layout,
+            "jk-1-t",
+            &[isolation::tests::worktree_mount(&host)],
+        )
+        .unwrap();
+        let record = isolation::read_records(&layout, "jk-1-t")
+            .unwrap()
+            .remove(0);
+        let repo = record.git_place();
+        let planted = format!("{repo}/.git");
+        git::run(&["init", "--quiet", "--bare", &planted]).unwrap();
+        let base = isolation::tests::tip_of(&host, "HEAD");
+        let decoy = isolation::tests::agent_commit(&host, &planted, &base, "decoy");
+        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        git::run(&["--git-dir", &planted, "update-ref", &full, &decoy]).unwrap();
+        isolation::publish(&record).unwrap();
+        assert_eq!(
+            isolation::tests::tip_of(&host, &full),
+            base,
+            "the planted repository was read"
+        );
+        assert!(assess(&record).is_safe(), "{:?}", assess(&record));
+    }
 }
