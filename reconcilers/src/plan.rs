@@ -9,9 +9,10 @@ use jackin_api::workspace::ExitPolicy;
 
 use crate::policy::ExitAction;
 
-/// One step of a plan: one idempotent change, mostly one engine call or one
-/// filesystem operation (`CreateContainer` and `StartContainer` prepare
-/// the unit's files before their engine call). A step
+/// One step of a plan: one idempotent change, of an engine object (one
+/// engine call; `CreateContainer` and `StartContainer` prepare the unit's
+/// files first), a part of the unit, or the status; a pin resolves, builds
+/// and probes. A step
 /// on an engine object that was observed names it by the id the engine gave
 /// it, never by a name someone else may have taken since; an object this
 /// plan creates is addressed by the name it is given (`id: None`).
