@@ -10,8 +10,10 @@ use std::time::Duration;
 use jackin_api::instance::{InstancePhase, SettledBy, StartKind};
 use jackin_api::meta::{find_condition, is_condition_true};
 use jackin_api::names::{annotation, condition, label, reason};
+use jackin_api::workspace::ExitPolicy;
 use jackin_api::{DesiredPhase, Instance, Object, manifest};
 use jackin_reconcilers::Layout;
+use jackin_reconcilers::decide::decide;
 use jackin_reconcilers::fake::FakeEngine;
 use jackin_reconcilers::plan::{Step, Tier};
 
@@ -959,6 +961,12 @@ async fn reconcile_recording_steps(w: &World, name: &str) -> Vec<Step> {
     reconcile_with_steps(w, name).await.1
 }
 
+/// The steps of a plan that a reconcile announces as it runs them (not
+/// its phase writes and looks again, which only a dry run shows).
+fn announced(steps: &[Step]) -> Vec<Step> {
+    steps.iter().filter(|s| s.announced()).cloned().collect()
+}
+
 /// `steps` as a dry run can know them: how a session that a step of the
 /// same reconcile stops ends is read from the stopped container, so the
 /// record that follows a stop is left out (a dry run cannot say what the
@@ -999,7 +1007,10 @@ async fn the_dry_run_of_an_apply_is_what_the_apply_then_does() {
     let planned = w.reconciler.preview(would_be.unwrap()).await.unwrap();
     assert!(w.store.rows().unwrap().is_empty(), "the preview wrote");
     w.apply("a", "");
-    assert_eq!(planned.plan.steps, reconcile_recording_steps(&w, "a").await);
+    assert_eq!(
+        announced(&planned.plan.steps),
+        reconcile_recording_steps(&w, "a").await
+    );
     // A changed spec on a running instance: it is to be kept.
     let changed = World::manifest("a", "  phase: Kept\n");
     let (outcome, would_be) = w.store.preview_instance(&changed).unwrap();
@@ -1007,7 +1018,7 @@ async fn the_dry_run_of_an_apply_is_what_the_apply_then_does() {
     let planned = w.reconciler.preview(would_be.unwrap()).await.unwrap();
     w.store.apply_instance(&changed).unwrap();
     let taken = foreseeable(reconcile_recording_steps(&w, "a").await);
-    assert_eq!(planned.plan.steps, taken);
+    assert_eq!(announced(&planned.plan.steps), taken);
     assert!(
         taken
             .iter()
@@ -1036,7 +1047,7 @@ async fn the_dry_run_of_a_rollout_is_what_the_rollout_does() {
         .await
         .unwrap()
         .into_iter()
-        .flat_map(|plan| plan.steps)
+        .flat_map(|plan| announced(&plan.steps))
         .collect();
     w.store
         .set_annotation("a", annotation::ROLLOUT, Some("t1"))
@@ -1139,13 +1150,10 @@ async fn the_dry_run_of_an_ended_session_is_what_the_loop_then_does() {
         w.agent_exits(name, code);
         let planned = w.reconciler.preview(w.obj(name)).await.unwrap();
         assert_eq!(planned.plan.target, target, "{name}");
-        let shown: Vec<&str> = planned.plan.steps.iter().map(Step::kind).collect();
+        let steps = announced(&planned.plan.steps);
+        let shown: Vec<&str> = steps.iter().map(Step::kind).collect();
         assert_eq!(shown, kinds, "{name}");
-        assert_eq!(
-            planned.plan.steps,
-            reconcile_recording_steps(&w, name).await,
-            "{name}"
-        );
+        assert_eq!(steps, reconcile_recording_steps(&w, name).await, "{name}");
         if target == InstancePhase::Crashed {
             // Recorded: from now on the dry run and the loop do nothing,
             // where a dry run once said "tier 1 starts it".
@@ -1158,6 +1166,35 @@ async fn the_dry_run_of_an_ended_session_is_what_the_loop_then_does() {
     }
 }
 
+/// A dry run and a reconcile take the one look at one world: the view
+/// the preview planned from is, field for field, the one the reconcile's
+/// first round planned from (the engine's objects, the checkouts, the
+/// session's end, the exit policy, the rollout), each built by one call of
+/// `look`.
+#[tokio::test]
+async fn the_dry_run_and_the_reconcile_plan_from_the_same_look() {
+    let w = World::new();
+    w.workspace("keeps", "{exitPolicy: keep}");
+    w.launch("a", "  workspace: keeps\n").await;
+    w.agent_exits("a", 0);
+    w.reconciler.looked.lock().unwrap().clear();
+    let before = w.obj("a");
+    let planned = w.reconciler.preview(before.clone()).await.unwrap();
+    let previewed = w.reconciler.looked.lock().unwrap().clone();
+    assert_eq!(previewed.len(), 1, "the preview looks once");
+    w.reconcile("a").await;
+    let looked = w.reconciler.looked.lock().unwrap().clone();
+    let reconciled = &looked[1];
+    assert_eq!(&previewed[0], reconciled);
+    // The world seen had something to decide on: an ending the policy
+    // keeps, planned alike.
+    assert!(reconciled.container.as_ref().is_some_and(|c| !c.running));
+    assert_eq!(reconciled.exit_policy, ExitPolicy::Keep);
+    let decided = decide(&before, reconciled, jiff::Timestamp::now());
+    assert_eq!(planned.plan.steps, decided.steps);
+    assert!(decided.steps.iter().any(|s| s.kind() == "settle"));
+}
+
 #[tokio::test]
 async fn the_dry_run_of_keeping_is_what_keeping_does() {
     let w = World::new();
@@ -1165,7 +1202,7 @@ async fn the_dry_run_of_keeping_is_what_keeping_does() {
         .await;
     let planned = w.reconciler.dry_run("a", DesiredPhase::Kept).await.unwrap();
     let taken = foreseeable(steps_taken(&w, "a", DesiredPhase::Kept).await);
-    assert_eq!(planned.plan.steps, taken);
+    assert_eq!(announced(&planned.plan.steps), taken);
     assert!(planned.blocked.is_none());
 }
 
@@ -1179,7 +1216,7 @@ async fn the_dry_run_of_a_purge_is_what_the_purge_does() {
         .await
         .unwrap();
     let taken = steps_taken(&w, "a", DesiredPhase::Purged).await;
-    assert_eq!(planned.plan.steps, taken);
+    assert_eq!(announced(&planned.plan.steps), taken);
     assert_eq!(taken.last(), Some(&Step::FinishPurge));
 }
 
@@ -1195,7 +1232,7 @@ async fn the_dry_run_of_a_resume_is_what_the_resume_does() {
         .await
         .unwrap();
     let taken = steps_taken(&w, "a", DesiredPhase::Running).await;
-    assert_eq!(planned.plan.steps, taken);
+    assert_eq!(announced(&planned.plan.steps), taken);
     assert!(taken.contains(&Step::CreateContainer));
 }
 

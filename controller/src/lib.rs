@@ -20,6 +20,7 @@ pub mod idle;
 pub mod keep_cap;
 pub mod listing;
 pub mod live_output;
+mod look;
 pub mod metrics;
 pub mod new_session;
 pub mod notify;

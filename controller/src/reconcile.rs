@@ -2,6 +2,7 @@
 //! (persisting the status after each), and observe again until the plan is
 //! empty. Used alike by the one-shot commands and the controller.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -11,17 +12,19 @@ use futures::stream::FuturesUnordered;
 use jackin_api::ConditionStatus;
 use jackin_api::DesiredPhase;
 use jackin_api::instance::{
-    Instance, InstancePhase, MAX_FAILED_ATTEMPTS, MountStatus, Recipe, RestoreRecord, RolloutRecord,
+    Instance, InstancePhase, MAX_FAILED_ATTEMPTS, MountStatus, Recipe, RolloutRecord,
 };
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{annotation, condition, reason};
-use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
+use jackin_api::workspace::WorkspaceSpec;
 use jackin_reconcilers::act::{self, ActError, Context};
 use jackin_reconcilers::decide::decide;
-use jackin_reconcilers::observe::{InstanceView, Observation};
+use jackin_reconcilers::observe::Observation;
 use jackin_reconcilers::plan::{Plan, Step, Tier};
 use jackin_reconcilers::recipe::ResolvedAgent;
-use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe, resume, rollout};
+use jackin_reconcilers::view::InstanceView;
+use jackin_reconcilers::view::Rollout;
+use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe, resume};
 use jiff::Timestamp;
 
 use crate::engines::{Connected, EngineName, Engines, display_name};
@@ -184,6 +187,10 @@ pub struct Reconciler {
     ///
     /// [`credentials::host_home`]: jackin_reconcilers::credentials::host_home
     pub credentials_home: Result<std::path::PathBuf, String>,
+    /// Every view a look built, in order: what the tests read to show that
+    /// a dry run and a reconcile plan from the one look.
+    #[cfg(test)]
+    pub(crate) looked: Arc<std::sync::Mutex<Vec<InstanceView>>>,
 }
 
 impl Reconciler {
@@ -194,14 +201,16 @@ impl Reconciler {
             progress: Arc::new(|_, _| {}),
             found: Arc::default(),
             credentials_home: jackin_reconcilers::credentials::host_home(),
+            #[cfg(test)]
+            looked: Arc::default(),
         }
     }
 
     /// The engine `obj` runs on, connected.
     pub async fn engine_of(&self, obj: &Instance) -> Result<Connected, ReconcileError> {
-        let workspace = match (&obj.spec.workspace, engine_pinned(obj)) {
-            (Some(ws), false) => self.store.get_workspace(ws)?.map(|w| w.spec),
-            _ => None,
+        let workspace = match engine_pinned(obj) {
+            false => self.workspace_of(obj)?,
+            true => None,
         };
         let name = engine_name(obj, workspace.as_ref());
         Ok(self.engines.get(name.as_deref()).await?)
@@ -253,27 +262,14 @@ impl Reconciler {
     /// Reconciles `name`. `snapshot` is an observation of the whole engine
     /// taken for a pass over many instances; without it (or after acting)
     /// the instance is observed on its own.
-    #[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
     pub async fn reconcile(
         &self,
         name: &str,
         snapshot: Option<Snapshot<'_>>,
     ) -> Result<Outcome, ReconcileError> {
-        let store = self.store.clone();
-        let owned_name = name.to_owned();
-        // The unit lock may be held by another process: wait off the runtime.
-        let locked = jackin_reconcilers::blocking(move || store.lock_instance(&owned_name)).await?;
-        let Some(mut guard) = locked else {
-            let store = self.store.clone();
-            let owned_name = name.to_owned();
-            let finished =
-                jackin_reconcilers::blocking(move || store.finish_interrupted_purge(&owned_name))
-                    .await?;
-            return Ok(if finished {
-                Outcome::Gone
-            } else {
-                Outcome::Absent
-            });
+        let mut guard = match self.lock(name).await? {
+            Ok(guard) => guard,
+            Err(outcome) => return Ok(outcome),
         };
         // Given up on: nothing is tried (nor the engine asked) until the
         // operator changes the spec or asks to resume.
@@ -285,68 +281,47 @@ impl Reconciler {
             });
         }
         let (workspace, agent, home_id) = self.resolved(&guard.obj)?;
-        let engine_name = engine_name(&guard.obj, workspace.as_ref());
-        let connected = match self.engines.get(engine_name.as_deref()).await {
-            Err(error) if purgeable_without_engine(&guard.obj, &error) => {
-                let parts = Parts {
-                    workspace: workspace.as_ref(),
-                    agent: agent.as_ref(),
-                    home_id,
-                };
-                return self
-                    .purge_without_engine(&mut guard, engine_name.as_deref(), &error, parts)
-                    .await;
-            }
-            connected => note_engine(&mut guard, engine_name.as_deref(), connected)?,
-        };
         let parts = Parts {
             workspace: workspace.as_ref(),
             agent: agent.as_ref(),
             home_id,
         };
+        let engine_name = engine_name(&guard.obj, workspace.as_ref());
+        let shown = engine_name.as_deref();
+        let connected = match self.engines.get(shown).await {
+            Err(error) if purgeable_without_engine(&guard.obj, &error) => {
+                return self
+                    .purge_without_engine(&mut guard, shown, &error, parts)
+                    .await;
+            }
+            connected => note_engine(&mut guard, shown, connected)?,
+        };
         let ctx = self.context(&connected, parts.clone());
         let engine = &connected.engine;
         let uid = guard.obj.metadata.uid.clone().unwrap_or_default();
         let mut tier = None;
-        let mut fresh;
         // A snapshot of another engine says nothing of this instance, and
         // a partial one is never decided on.
-        let snapshot = snapshot
-            .filter(|s| s.engine == engine_name.as_deref() && s.observation.partial().is_none());
-        let (mut observation, mut shared) = match snapshot {
-            Some(snapshot) => (snapshot.observation, true),
-            None => {
-                let observed =
-                    Observation::of_instance(engine, &uid, pinned_image(&guard.obj)).await;
-                fresh = match observed {
-                    // An engine connected before that no longer answers.
-                    Err(error) if purgeable_without_engine(&guard.obj, &error) => {
-                        return self
-                            .purge_without_engine(&mut guard, engine_name.as_deref(), &error, parts)
-                            .await;
-                    }
-                    observed => note_engine(&mut guard, engine_name.as_deref(), observed)?,
-                };
-                (&fresh, false)
-            }
+        let snapshot = snapshot.filter(|s| s.engine == shown && s.observation.partial().is_none());
+        let mut observation = match snapshot {
+            Some(snapshot) => Cow::Borrowed(snapshot.observation),
+            None => match Observation::of_instance(engine, &uid, pinned_image(&guard.obj)).await {
+                // An engine connected before that no longer answers.
+                Err(error) if purgeable_without_engine(&guard.obj, &error) => {
+                    return self
+                        .purge_without_engine(&mut guard, shown, &error, parts)
+                        .await;
+                }
+                observed => Cow::Owned(note_engine(&mut guard, shown, observed)?),
+            },
         };
         for _ in 0..MAX_ROUNDS {
-            let recipe = guard.obj.recipe();
-            let mut view = observation.view(&uid, recipe);
-            view.mounts = assess_checkouts(self.layout(), &guard.container).await?;
-            view.exit_policy = exit_policy(&guard.obj, workspace.as_ref());
-            view.session = self
-                .observe_session(engine, &guard.obj, &guard.container, &view)
-                .await?;
             self.observe_conversation(engine, &mut guard).await;
+            let observed = Some((engine, observation.as_ref()));
+            let view = self.look(&guard.obj, observed, &parts, true).await?;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
-            view.rollout = self.rollout_now(&ctx, &guard, &view).await?;
-            let plan = decide(&guard.obj, &view);
-            note_drift(
-                &mut guard.obj,
-                &ctx,
-                view.rollout == Some(rollout::Rollout::Wait),
-            );
+            let plan = decide(&guard.obj, &view, Timestamp::now());
+            note_drift(&mut guard.obj, &ctx, view.rollout == Some(Rollout::Wait));
             note_missing_workspace(&mut guard.obj, workspace.is_some());
             if let Some(digest) = &plan.blocked {
                 return block(&mut guard, name, digest);
@@ -357,17 +332,13 @@ impl Reconciler {
                 settle(&mut guard.obj, &plan);
                 guard.save()?;
                 guard.refresh_row()?;
-                return Ok(Outcome::Converged {
-                    phase: plan.target,
-                    tier,
-                });
+                let phase = plan.target;
+                return Ok(Outcome::Converged { phase, tier });
             }
             // A shared snapshot may predate this instance's lock: never act
             // on it, look again first.
-            if !shared {
-                if plan.tier.is_some() {
-                    tier = plan.tier;
-                }
+            if let Cow::Owned(_) = observation {
+                tier = plan.tier.or(tier);
                 if self.execute(&ctx, &mut guard, &plan, name).await? {
                     return Ok(Outcome::Gone);
                 }
@@ -379,16 +350,39 @@ impl Reconciler {
                 }
             }
             let observed = Observation::of_instance(engine, &uid, pinned_image(&guard.obj)).await;
-            fresh = note_engine(&mut guard, engine_name.as_deref(), observed)?;
-            observation = &fresh;
-            shared = false;
+            observation = Cow::Owned(note_engine(&mut guard, shown, observed)?);
         }
         Err(ReconcileError::NotConverging)
     }
 
-    /// Runs a plan's steps, saving the status after each. Returns whether
-    /// the instance is gone (a purge completed).
-    #[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
+    /// The unit lock of `name`, taken (it may be held by another process:
+    /// waited for off the runtime); else what a reconcile of an instance
+    /// that is not there comes to: `Gone` when a purge interrupted after
+    /// its object went was finished now, `Absent` otherwise.
+    async fn lock(
+        &self,
+        name: &str,
+    ) -> Result<Result<Box<InstanceGuard>, Outcome>, ReconcileError> {
+        let store = self.store.clone();
+        let owned_name = name.to_owned();
+        let locked = jackin_reconcilers::blocking(move || store.lock_instance(&owned_name)).await?;
+        if let Some(guard) = locked {
+            return Ok(Ok(guard));
+        }
+        let store = self.store.clone();
+        let owned_name = name.to_owned();
+        let finished =
+            jackin_reconcilers::blocking(move || store.finish_interrupted_purge(&owned_name))
+                .await?;
+        Ok(Err(match finished {
+            true => Outcome::Gone,
+            false => Outcome::Absent,
+        }))
+    }
+
+    /// Runs a plan's steps through `act` up to a look again, saving the
+    /// status after each. Returns whether the instance is gone (a purge
+    /// completed).
     async fn execute(
         &self,
         ctx: &Context<'_>,
@@ -396,152 +390,113 @@ impl Reconciler {
         plan: &Plan,
         name: &str,
     ) -> Result<bool, ReconcileError> {
-        let status = guard.obj.status.get_or_insert_default();
-        // A rollout's pin (or refusal), or a note about the last session,
-        // alone leaves the session as it is: it runs on as pinned.
-        let bookkeeping = plan.steps.iter().all(|step| {
-            matches!(
-                step,
-                Step::RolloutRecipe { moving: false, .. }
-                    | Step::RefuseRollout { .. }
-                    | Step::ClearExitQuestion
-                    | Step::NoteMalformedMarker(_)
-            )
-        });
-        if plan.target == InstancePhase::Running
-            && !bookkeeping
-            && status.phase != Some(InstancePhase::Launching)
-        {
-            status.phase = Some(InstancePhase::Launching);
-            guard.save()?;
-        }
         for step in &plan.steps {
-            (self.progress)(name, Progress::Step(step));
-            let sink = self.progress.clone();
-            let (layout, container) = (self.layout(), guard.container.clone());
-            let mut report = |report: act::Report<'_>| match report {
-                act::Report::Build(line) => sink(name, Progress::Build(line)),
-                act::Report::Event { reason, message } => {
-                    events::record(layout, &container, reason, message);
-                }
-                act::Report::Note {
-                    stage,
-                    reason,
-                    message,
-                } => {
-                    events::record(layout, &container, reason, message);
-                    let stage = stage.unwrap_or(step.stage());
-                    sink(name, Progress::Note { stage, message });
-                }
-            };
-            if matches!(step, Step::RemoveContainer { .. }) && plan.target != InstancePhase::Running
-            {
-                // The container goes by jackin's own hand, its session
-                // recorded by the look that found it stopped: the phase no
-                // longer says it runs, so that no later look reads its
-                // absence as a session lost. Written before the removal, so
-                // that a crash between the two cannot leave that doubt.
-                guard.obj.status.get_or_insert_default().phase = Some(plan.target);
-                guard.save()?;
+            if let Step::LookAgain(_) = step {
+                break;
             }
-            // The first start from a recipe a rollout pinned carries the
-            // rollout out: said so in the restore record.
-            let rollout_start = match (step, guard.obj.status.as_ref()) {
-                (Step::StartContainer { .. }, Some(status)) => status
-                    .recipe
-                    .as_ref()
-                    .filter(|r| rollout::replacing(r))
-                    .and(status.rollout.as_ref())
-                    .map(|r| r.requested.clone()),
-                _ => None,
-            };
-            let acted = match step {
-                // A move pins (builds, probes) on the engine it moves to.
+            if step.announced() {
+                (self.progress)(name, Progress::Step(step));
+            }
+            // A move pins (builds, probes) on the engine it moves to.
+            let moving_to = match step {
                 Step::RolloutRecipe { moving: true, .. } => {
                     let target = recipe::wanted_engine(&guard.obj, ctx.workspace);
-                    let target = self.engines.get(target.as_deref()).await?;
-                    let moved = Context {
-                        engine: &target.engine,
-                        addresses: &target.addresses,
-                        home: ctx.home.clone(),
-                        credentials_home: ctx.credentials_home.clone(),
-                        home_id: ctx.home_id.clone(),
-                        ..*ctx
-                    };
-                    act::act(&moved, step, &mut guard.obj, &mut report).await
+                    Some(self.engines.get(target.as_deref()).await?)
                 }
-                _ => act::act(ctx, step, &mut guard.obj, &mut report).await,
+                _ => None,
             };
-            if let Err(error) = acted {
-                if let Step::RolloutRecipe { requested, .. } = step {
-                    // The session runs on as pinned: nothing was stopped
-                    // yet. Not a failure of the session: none is counted.
-                    rollout_failed(&mut guard.obj, requested, &error.to_string());
-                    guard.save()?;
-                    return Err(ReconcileError::Step {
-                        step: step.describe(),
-                        error,
-                    });
-                }
-                // A purge tail that failed part-way may have taken the
-                // object's directory: the failure is then not written back.
-                if self.layout().object_file(&guard.container).exists() {
-                    let cause = format!("{}: {error}", step.describe());
-                    let counted = error.is_permanent() || error.is_refused_start();
-                    let gave_up = record_failure(
-                        &mut guard.obj,
-                        error.reason(),
-                        &cause,
-                        error.is_permanent(),
-                        counted,
-                    );
-                    guard.save()?;
-                    if let Some(attempts) = gave_up {
-                        return Err(ReconcileError::GaveUp {
-                            attempts,
-                            cause,
-                            now: true,
-                        });
-                    }
-                }
-                return Err(ReconcileError::Step {
-                    step: step.describe(),
-                    error,
-                });
+            if let Err(error) = self.act(ctx, moving_to.as_ref(), guard, step, name).await {
+                return Err(self.failed(guard, step, error)?);
             }
             // The instance is gone: saving would write the object back.
             if *step == Step::FinishPurge {
                 crate::fault::crash_point(step.kind());
                 return Ok(true);
             }
-            if *step == Step::PinRecipe {
-                skipped_rungs_event(self.layout(), &guard.container, &guard.obj);
-            }
-            if let (Step::StartContainer { .. }, Some(tier)) = (step, plan.tier) {
-                guard.obj.status.get_or_insert_default().restore = Some(RestoreRecord {
-                    tier: tier.number(),
-                    at: Timestamp::now(),
-                    rollout: rollout_start,
-                });
-            }
             guard.save()?;
             crate::fault::crash_point(step.kind());
-            if let Step::RolloutRecipe { moving: true, .. } = step {
-                // The recipe is pinned for another engine: this reconcile,
-                // connected to the one left, ends here (see `reconcile`).
-                break;
-            }
-            if matches!(
-                step,
-                Step::StopContainer { .. } | Step::RolloutRecipe { .. }
-            ) {
-                // How the session ended is read from the stopped container
-                // (its marker, else the engine's exit state) before anything
-                // removes it: the rest of the plan waits for the next look.
-                break;
-            }
         }
         Ok(false)
+    }
+
+    /// Runs one step through `act`, its reports made events and progress;
+    /// on `moving_to`, the engine a move goes to, when it is one.
+    async fn act(
+        &self,
+        ctx: &Context<'_>,
+        moving_to: Option<&Connected>,
+        guard: &mut InstanceGuard,
+        step: &Step,
+        name: &str,
+    ) -> Result<(), ActError> {
+        let sink = self.progress.clone();
+        let (layout, container) = (self.layout(), guard.container.clone());
+        let mut report = |report: act::Report<'_>| match report {
+            act::Report::Build(line) => sink(name, Progress::Build(line)),
+            act::Report::Event { reason, message } => {
+                events::record(layout, &container, reason, message);
+            }
+            act::Report::Note {
+                stage,
+                reason,
+                message,
+            } => {
+                events::record(layout, &container, reason, message);
+                let stage = stage.unwrap_or(step.stage());
+                sink(name, Progress::Note { stage, message });
+            }
+        };
+        let Some(target) = moving_to else {
+            return act::act(ctx, step, &mut guard.obj, &mut report).await;
+        };
+        let moved = Context {
+            engine: &target.engine,
+            addresses: &target.addresses,
+            home: ctx.home.clone(),
+            credentials_home: ctx.credentials_home.clone(),
+            home_id: ctx.home_id.clone(),
+            ..*ctx
+        };
+        act::act(&moved, step, &mut guard.obj, &mut report).await
+    }
+
+    /// The failure of `step`, accounted for on the instance and saved: a
+    /// rollout's pin that failed is handled (the session runs on as
+    /// pinned, no failure counted); any other is recorded toward giving
+    /// up, unless a purge tail that failed part-way took the object's
+    /// directory. Returns the error the reconcile ends with.
+    fn failed(
+        &self,
+        guard: &mut InstanceGuard,
+        step: &Step,
+        error: ActError,
+    ) -> Result<ReconcileError, ReconcileError> {
+        if let Step::RolloutRecipe { requested, .. } = step {
+            rollout_failed(&mut guard.obj, requested, &error.to_string());
+            guard.save()?;
+        } else if self.layout().object_file(&guard.container).exists() {
+            let cause = format!("{}: {error}", step.describe());
+            let counted = error.is_permanent() || error.is_refused_start();
+            let gave_up = record_failure(
+                &mut guard.obj,
+                error.reason(),
+                &cause,
+                error.is_permanent(),
+                counted,
+            );
+            guard.save()?;
+            if let Some(attempts) = gave_up {
+                return Ok(ReconcileError::GaveUp {
+                    attempts,
+                    cause,
+                    now: true,
+                });
+            }
+        }
+        Ok(ReconcileError::Step {
+            step: step.describe(),
+            error,
+        })
     }
 
     /// What a reconcile toward `phase` would do now, as `set-phase` would
@@ -570,46 +525,20 @@ impl Reconciler {
     /// cap would then do to an instance kept is [`crate::keep_cap::once_kept`].
     pub async fn preview(&self, mut obj: Instance) -> Result<DryRun, ReconcileError> {
         let container = obj.container_name().map(str::to_owned).unwrap_or_default();
-        let workspace = match &obj.spec.workspace {
-            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
-            None => None,
-        };
-        let mut view = match &obj.metadata.uid {
-            Some(uid) => {
-                let engine = self.engine_of(&obj).await?.engine;
-                let observation =
-                    Observation::of_instance(&engine, uid, pinned_image(&obj)).await?;
-                let recipe = obj.recipe();
-                let mut view = observation.view(uid, recipe);
-                if !container.is_empty() {
-                    view.mounts = assess_checkouts(self.layout(), &container).await?;
-                    // The session edge, observed as a reconcile observes it
-                    // (read only), so the plan shown is the one run.
-                    view.session = self
-                        .observe_session(&engine, &obj, &container, &view)
-                        .await?;
-                }
-                view
-            }
-            None => InstanceView::default(),
-        };
-        view.exit_policy = exit_policy(&obj, workspace.as_ref());
-        // A dry run never interrupts to look: a session an `OnDrift`
-        // rollout waits for is shown waiting.
-        let agent = self.store.resolve_agent(&obj.spec.agent)?;
+        let (workspace, agent, home_id) = self.resolved_unlocked(&obj)?;
         let parts = Parts {
             workspace: workspace.as_ref(),
             agent: agent.as_ref(),
-            home_id: self.layout().home_id().ok().flatten().unwrap_or_default(),
+            home_id,
         };
-        view.rollout = pending_rollout(&obj, &view, &parts, false);
-        let mut plan = decide(&obj, &view);
+        let view = self.look_unlocked(&obj, &parts, pinned_image(&obj)).await?;
+        let mut plan = decide(&obj, &view, Timestamp::now());
         let blocked = plan.blocked.clone();
         if let Some(digest) = &blocked {
             obj.metadata
                 .annotations
                 .insert(annotation::ACKNOWLEDGE_DISCARD.to_owned(), digest.clone());
-            plan = decide(&obj, &view);
+            plan = decide(&obj, &view, Timestamp::now());
         }
         Ok(DryRun {
             container,
@@ -624,10 +553,7 @@ impl Reconciler {
         let Some(container) = obj.container_name() else {
             return Ok(None);
         };
-        let workspace = match &obj.spec.workspace {
-            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
-            None => None,
-        };
+        let workspace = self.workspace_of(obj)?;
         let agent = self.store.resolve_agent(&obj.spec.agent)?;
         Ok(Some(recipe::wanted(
             obj,
@@ -653,11 +579,6 @@ impl Reconciler {
         let (Some(requested), Some(wanted)) = (pinning, self.wanted_recipe(&obj)?) else {
             return Ok(plans);
         };
-        let Some(uid) = obj.metadata.uid.clone() else {
-            return Ok(plans);
-        };
-        let engine = self.engine_of(&obj).await?.engine;
-        let observation = Observation::of_instance(&engine, &uid, None).await?;
         let mut after = obj;
         let record = RolloutRecord::handled(&after, &requested, Timestamp::now(), None);
         let status = after.status.get_or_insert_default();
@@ -673,13 +594,17 @@ impl Reconciler {
             first_run_at: None,
             ..wanted
         });
-        let mut view = observation.view(&uid, None);
+        let (workspace, agent, home_id) = self.resolved_unlocked(&after)?;
+        let parts = Parts {
+            workspace: workspace.as_ref(),
+            agent: agent.as_ref(),
+            home_id,
+        };
+        let mut view = self.look_unlocked(&after, &parts, None).await?;
+        // The image the pin builds is there once it is built.
         view.image_present = true;
-        if !first.container.is_empty() {
-            view.mounts = assess_checkouts(self.layout(), &first.container).await?;
-        }
         for _ in 0..2 {
-            let plan = decide(&after, &view);
+            let plan = decide(&after, &view, Timestamp::now());
             let stopped = plan
                 .steps
                 .iter()
@@ -735,106 +660,31 @@ impl Reconciler {
     }
 }
 
-/// How long an agent must have printed nothing, with nobody attached, for
-/// an `OnDrift` rollout to interrupt it.
-const ROLLOUT_QUIET: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// The rollout to handle for `obj` now ([`rollout::pending`]), from the
-/// recipe its spec asks for today; `quiet`, whether the session may be
-/// interrupted. `None` before a recipe is pinned: a launch pins the spec.
-fn pending_rollout(
-    obj: &Instance,
-    view: &InstanceView,
-    parts: &Parts<'_>,
-    quiet: bool,
-) -> Option<rollout::Rollout> {
-    let status = obj.status.as_ref()?;
-    let (pinned, container) = (status.recipe.as_ref()?, status.container_name.as_ref()?);
-    let wanted = recipe::wanted(
-        obj,
-        parts.workspace,
-        parts.agent,
-        container,
-        std::env::home_dir().as_deref(),
-        &parts.home_id,
-    );
-    rollout::pending(
-        obj,
-        rollout::Inputs {
-            pinned,
-            wanted: &wanted,
-            policy: rollout::policy(obj, parts.workspace),
-            running: view.container.as_ref().is_some_and(|c| c.running),
-            quiet,
-            mounts: &view.mounts,
-        },
-    )
-}
-
-impl Reconciler {
-    /// The rollout to handle now. Under `OnDrift` a running session whose
-    /// spec drifted is looked at first (one attached-lock check, a log
-    /// query, two stats calls a second apart): it is interrupted only when
-    /// nobody is attached, it printed nothing for [`ROLLOUT_QUIET`], and
-    /// its CPU use is an idle one's.
-    async fn rollout_now(
-        &self,
-        ctx: &Context<'_>,
-        guard: &InstanceGuard,
-        view: &InstanceView,
-    ) -> Result<Option<rollout::Rollout>, ReconcileError> {
-        let parts = Parts {
-            workspace: ctx.workspace,
-            agent: ctx.agent,
-            home_id: ctx.home_id.clone(),
-        };
-        let pending = pending_rollout(&guard.obj, view, &parts, false);
-        let (Some(rollout::Rollout::Wait), Some(container)) = (&pending, &view.container) else {
-            return Ok(pending);
-        };
-        if jackin_reconcilers::session::attached(self.layout(), &guard.container) {
-            return Ok(pending);
-        }
-        let since = Timestamp::now().as_second() - ROLLOUT_QUIET.as_secs() as i64;
-        if ctx.engine.output_since(&container.id, since).await? {
-            return Ok(pending);
-        }
-        let Some(before) = ctx.engine.usage(&container.id).await? else {
-            return Ok(pending);
-        };
-        let started = Timestamp::now();
-        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-        let Some(after) = ctx.engine.usage(&container.id).await? else {
-            return Ok(pending);
-        };
-        let busy = jackin_reconcilers::idle::busy(
-            (before.cpu_nanos, started),
-            (after.cpu_nanos, Timestamp::now()),
-        );
-        Ok(match busy {
-            true => pending,
-            false => pending_rollout(&guard.obj, view, &parts, true),
-        })
-    }
-}
-
 impl Reconciler {
     /// What `obj`'s steps are resolved against: its workspace's spec (when
     /// it names one that exists), its agent's registry entry, and this
     /// home's id (created on first use).
-    fn resolved(
+    pub(crate) fn resolved(
         &self,
         obj: &Instance,
     ) -> Result<(Option<WorkspaceSpec>, Option<ResolvedAgent>, String), ReconcileError> {
-        let workspace = match &obj.spec.workspace {
-            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
-            None => None,
-        };
+        let workspace = self.workspace_of(obj)?;
         let agent = self.store.resolve_agent(&obj.spec.agent)?;
         let home_id = self
             .layout()
             .home_id_or_create(&uuid::Uuid::new_v4().simple().to_string())
             .map_err(|e| StoreError::io(&self.layout().home_id_file(), e))?;
+        Ok((workspace, agent, home_id))
+    }
+
+    /// The same, as a dry run reads them: this home's id is not created.
+    fn resolved_unlocked(
+        &self,
+        obj: &Instance,
+    ) -> Result<(Option<WorkspaceSpec>, Option<ResolvedAgent>, String), ReconcileError> {
+        let workspace = self.workspace_of(obj)?;
+        let agent = self.store.resolve_agent(&obj.spec.agent)?;
+        let home_id = self.layout().home_id().ok().flatten().unwrap_or_default();
         Ok((workspace, agent, home_id))
     }
 
@@ -862,10 +712,10 @@ impl Reconciler {
 
 /// What a reconcile's steps need besides the engine.
 #[derive(Clone)]
-struct Parts<'a> {
-    workspace: Option<&'a WorkspaceSpec>,
-    agent: Option<&'a ResolvedAgent>,
-    home_id: String,
+pub(crate) struct Parts<'a> {
+    pub(crate) workspace: Option<&'a WorkspaceSpec>,
+    pub(crate) agent: Option<&'a ResolvedAgent>,
+    pub(crate) home_id: String,
 }
 
 impl Reconciler {
@@ -904,7 +754,7 @@ impl Reconciler {
             ..Default::default()
         };
         guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
-        let plan = decide(&guard.obj, &view);
+        let plan = decide(&guard.obj, &view, Timestamp::now());
         if let Some(digest) = &plan.blocked {
             return block(guard, &name, digest);
         }
@@ -1016,19 +866,6 @@ pub async fn assess_checkouts(
             .collect())
     })
     .await
-}
-
-/// The exit policy in force: the instance's override, else its
-/// workspace's, else `ask`.
-pub(crate) fn exit_policy(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> ExitPolicy {
-    let overridden = obj
-        .metadata
-        .annotations
-        .get(annotation::EXIT_POLICY)
-        .and_then(|word| word.parse::<ExitPolicy>().ok());
-    overridden
-        .or(workspace.map(|w| w.exit_policy))
-        .unwrap_or_default()
 }
 
 /// The status of a converged instance: its phase, the generation it
@@ -1342,33 +1179,6 @@ pub fn already_converged(
         phase: row.phase?,
         tier: None,
     })
-}
-
-/// Says, when a recipe is pinned, which ways of starting the agent its
-/// installed version lacks (they are left out of every start).
-fn skipped_rungs_event(layout: &Layout, container: &str, obj: &Instance) {
-    let Some(agent) = obj.recipe().and_then(|r| r.agent.as_ref()) else {
-        return;
-    };
-    let skipped = resume::skipped_rungs(agent);
-    if skipped.is_empty() {
-        return;
-    }
-    let rungs: Vec<String> = skipped
-        .iter()
-        .map(|(rung, needs)| format!("{rung} (needs {needs})"))
-        .collect();
-    events::record(
-        layout,
-        container,
-        reason::AGENT_RUNGS_SKIPPED,
-        &format!(
-            "{} {} in the image is older than some ways of starting it need; skipped: {}",
-            agent.name,
-            agent.version.as_deref().unwrap_or_default(),
-            rungs.join(", ")
-        ),
-    );
 }
 
 /// The id of the image `obj`'s pinned recipe runs, if it has one.

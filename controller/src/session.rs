@@ -8,60 +8,19 @@
 
 use jackin_api::DesiredPhase;
 use jackin_api::agent::Strategy;
-use jackin_api::instance::{FallbackEnding, FallbackRecord, Instance, InstancePhase, SettledBy};
+use jackin_api::instance::{FallbackEnding, FallbackRecord, InstancePhase, SettledBy};
 use jackin_api::names::reason;
 use jackin_reconcilers::Engine;
-use jackin_reconcilers::ending::{self, EngineExit, SessionSeen};
-use jackin_reconcilers::observe::{InstanceView, Observation};
-use jackin_reconcilers::plan::{Plan, Step};
+use jackin_reconcilers::decide;
+use jackin_reconcilers::observe::Observation;
+use jackin_reconcilers::plan::Step;
 use jackin_reconcilers::resume;
 use jackin_reconcilers::session;
 use jiff::Timestamp;
 
 use crate::events;
-use crate::reconcile::{ReconcileError, Reconciler};
+use crate::reconcile::{Parts, ReconcileError, Reconciler};
 use crate::store::{ApplyOutcome, InstanceGuard, Store, StoreError};
-
-impl Reconciler {
-    /// What is seen of the last session's end, read only: the unit's
-    /// completion marker, whether an operator is attached, and (when the
-    /// marker cannot say it all) the stopped container's state as the
-    /// engine reports it. Nothing when the container runs. What follows
-    /// from it is decided with the rest of the plan (`ending::steps`, called
-    /// by `decide`) and carried out by `act`.
-    pub(crate) async fn observe_session(
-        &self,
-        engine: &Engine,
-        obj: &Instance,
-        container: &str,
-        view: &InstanceView,
-    ) -> Result<SessionSeen, ReconcileError> {
-        if view.container.as_ref().is_some_and(|c| c.running) {
-            return Ok(SessionSeen::default());
-        }
-        let layout = self.layout().clone();
-        let unit = container.to_owned();
-        let marker =
-            jackin_reconcilers::blocking(move || session::read_marker(&layout, &unit)).await;
-        let engine_exit = match view.container.is_some() && ending::engine_needed(obj, &marker) {
-            true => engine.inspect_container(container).await?.map(|inspected| {
-                let state = inspected.state.unwrap_or_default();
-                EngineExit {
-                    exit_code: state.exit_code.unwrap_or_default(),
-                    started: engine_time(state.started_at.as_deref()),
-                    finished: engine_time(state.finished_at.as_deref()),
-                    oom_killed: state.oom_killed.unwrap_or(false),
-                }
-            }),
-            false => None,
-        };
-        Ok(SessionSeen {
-            marker,
-            engine: engine_exit,
-            attached: session::attached(self.layout(), container),
-        })
-    }
-}
 
 impl Reconciler {
     /// Ends the session running in the container `id` the way a keep does
@@ -82,75 +41,40 @@ impl Reconciler {
         if guard.obj.desired_phase() != DesiredPhase::Running {
             return Ok(false);
         }
+        let (workspace, agent, home_id) = self.resolved(&guard.obj)?;
+        let parts = Parts {
+            workspace: workspace.as_ref(),
+            agent: agent.as_ref(),
+            home_id,
+        };
         let engine = self.engine_of(&guard.obj).await?.engine;
         let uid = guard.obj.metadata.uid.clone().unwrap_or_default();
-        let image = crate::reconcile::pinned_image(&guard.obj);
-        let observed = Observation::of_instance(&engine, &uid, image).await?;
-        let runs = observed
-            .view(&uid, None)
-            .container
-            .is_some_and(|c| c.id == id && c.running);
-        if !runs {
-            return Ok(false);
+        // Every change goes through `act`, as a reconcile's, planned by
+        // `decide::recycle`: the graceful stop, then (looked at again, as a
+        // reconcile does: how the session ended is read from the stopped
+        // container) the session edge and the removal.
+        let mut restart = false;
+        for first in [true, false] {
+            let image = crate::reconcile::pinned_image(&guard.obj);
+            let observed = Observation::of_instance(&engine, &uid, image).await?;
+            let observed = Some((&engine, &observed));
+            let view = self.look(&guard.obj, observed, &parts, false).await?;
+            let runs = view
+                .container
+                .as_ref()
+                .is_some_and(|c| c.id == id && c.running);
+            if first && !runs {
+                return Ok(false);
+            }
+            let plan = decide::recycle(&guard.obj, &view, id, Timestamp::now());
+            self.run_plan(&mut guard, &plan).await?;
+            // Not when the agent ended its session meanwhile: an ending
+            // the loop settles, never a restart.
+            restart = plan
+                .steps
+                .iter()
+                .any(|step| matches!(step, Step::RemoveContainer { .. }));
         }
-        // Every change goes through `act`, as a reconcile's: the graceful
-        // stop (a plan of its own: how the session ended is read from the
-        // stopped container), then the session edge, then the removal.
-        let stop = Plan {
-            steps: vec![Step::StopContainer { id: id.to_owned() }],
-            tier: None,
-            target: InstancePhase::Running,
-            blocked: None,
-            cause: "the idle hooks recycle the container: it stops gracefully first".into(),
-        };
-        self.run_plan(&mut guard, &stop).await?;
-        // The stopped container, looked at as a reconcile does: its marker,
-        // else the engine's exit state, is recorded before it goes.
-        let image = crate::reconcile::pinned_image(&guard.obj);
-        let observed = Observation::of_instance(&engine, &uid, image).await?;
-        let recipe = guard.obj.status.as_ref().and_then(|s| s.recipe.as_ref());
-        let mut view = observed.view(&uid, recipe);
-        view.mounts = crate::reconcile::assess_checkouts(self.layout(), &guard.container).await?;
-        view.session = self
-            .observe_session(&engine, &guard.obj, &guard.container, &view)
-            .await?;
-        let workspace = match &guard.obj.spec.workspace {
-            Some(ws) => self.store.get_workspace(ws)?.map(|w| w.spec),
-            None => None,
-        };
-        view.exit_policy = crate::reconcile::exit_policy(&guard.obj, workspace.as_ref());
-        let running = view.container.as_ref().is_some_and(|c| c.running);
-        let edge = ending::steps(
-            &guard.obj,
-            running,
-            view.container.is_some(),
-            &view.session,
-            view.exit_policy,
-            &view.mounts,
-        );
-        let mut after = guard.obj.clone();
-        for step in &edge.steps {
-            ending::apply(&mut after, step, &view.mounts, Timestamp::now());
-        }
-        // The agent ended its session meanwhile: an ending the loop
-        // settles, never a restart.
-        let restart = edge.ended.is_none() && after.desired_phase() == DesiredPhase::Running;
-        let mut steps = edge.steps;
-        if restart {
-            steps.push(Step::RemoveContainer { id: id.to_owned() });
-        }
-        let plan = Plan {
-            steps,
-            tier: None,
-            // As a keep does: the phase stops saying it runs before jackin
-            // removes the container, so its absence is never read as a
-            // session lost.
-            target: InstancePhase::Launching,
-            blocked: None,
-            cause: "the idle hooks recycle the container: the session is recorded, then it goes"
-                .into(),
-        };
-        self.run_plan(&mut guard, &plan).await?;
         Ok(restart)
     }
 
@@ -269,13 +193,6 @@ async fn printed_in(engine: &Engine, container: &str, (from, to): (i64, i64)) ->
         Ok(()) => resume::last_line(&output),
         Err(_) => String::new(),
     }
-}
-
-/// A time the engine reports; it says "never" with the zero time
-/// (`0001-01-01T00:00:00Z`), which is no time at all.
-fn engine_time(text: Option<&str>) -> Option<Timestamp> {
-    text.and_then(|t| t.parse::<Timestamp>().ok())
-        .filter(|t| t.as_second() > 0)
 }
 
 /// `status.session.reason` of a session the kernel's OOM killer ended.

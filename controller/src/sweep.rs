@@ -3,10 +3,12 @@
 //! reconcile: [`plan`] reads the state directory and the engine and returns
 //! findings, each naming by id what it acts on and why; [`execute`] carries
 //! them out, checking under the right lock that each still holds; a dry run
-//! prints the plan and stops. The sweep changes nothing itself: the state
-//! directory changes through [`Store`] methods (`repair.rs`), engine objects
-//! go through `act` ([`jackin_reconcilers::act::remove_leftover`]), and the
-//! keep cap settles through [`keep_cap`]. Ownership is decided by label and uid, never by
+//! prints the plan and stops. The sweep writes nothing by its own hand: the
+//! state directory changes through [`Store`] methods (`repair.rs`) and the
+//! instance guards they hand out (a row correction, which `decide` rules on:
+//! [`decide::corrected_phase`]), engine objects go through `act`
+//! ([`jackin_reconcilers::act::remove_leftover`]), and the keep cap settles
+//! through [`keep_cap`]. Ownership is decided by label and uid, never by
 //! name, and nothing that may hold a conversation is ever deleted; engine
 //! objects are swept only when they carry this home's id, since homes may
 //! share an engine.
@@ -32,11 +34,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use jackin_api::ConditionStatus;
-use jackin_api::instance::InstancePhase;
 use jackin_api::meta::{find_condition, set_condition};
 use jackin_api::names::{condition, label, reason};
 use jackin_api::validate;
 use jackin_reconcilers::act::{self, ActError};
+use jackin_reconcilers::decide;
 use jackin_reconcilers::discard;
 use jackin_reconcilers::engine::models::ContainerSummaryStateEnum;
 use jackin_reconcilers::fsutil::{self, FileLock};
@@ -425,10 +427,11 @@ fn execute_on_disk(store: &Store, finding: &Finding) -> Result<bool, StoreError>
                 return Ok(false);
             };
             let status = guard.obj.status.get_or_insert_default();
-            if status.phase != Some(InstancePhase::Running) {
+            // As planned: no container of it ran then.
+            let Some(corrected) = decide::corrected_phase(status.phase, false) else {
                 return Ok(false);
-            }
-            status.phase = Some(InstancePhase::Exited);
+            };
+            status.phase = Some(corrected);
             set_condition(
                 &mut status.conditions,
                 condition::READY,
@@ -598,7 +601,7 @@ async fn plan_engine(
         .collect();
     // Only rows of this engine: another engine's instances are not here.
     for row in rows.iter().filter(|r| &r.engine == engine_name) {
-        if row.phase == Some(InstancePhase::Running) && !running.contains(&row.uid) {
+        if decide::corrected_phase(row.phase, running.contains(&row.uid)).is_some() {
             findings.push(Finding::RowCorrected {
                 name: row.name.clone(),
                 reason: why_missing(store, &row.name)?,

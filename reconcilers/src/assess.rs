@@ -33,9 +33,11 @@ use jackin_api::instance::MountStatus;
 use sha2::{Digest, Sha256};
 
 use crate::digest::hex;
+// The digest helpers the cli reads the status with live with the view.
 use crate::fsutil::{Links, open_regular_file};
 use crate::git;
 use crate::isolation::{self, IsolationRecord};
+pub use crate::view::{acknowledgement_digest, has_unfinished_work};
 use crate::{legacy_worktree, worktree};
 
 /// The largest file whose bytes the digest reads; a larger one is known
@@ -172,14 +174,28 @@ pub(crate) fn checked_checkout(record: &IsolationRecord) -> Result<InRepo, Strin
     InRepo::checkout(record)
 }
 
-#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
-    let legacy = record.is_legacy_worktree();
-    let dir = record.path.as_str();
     let at = checked_checkout(record)?;
     let mut assessment = Assessment::default();
+    assess_files(record, &at, &mut assessment)?;
+    assess_branches(record, &at, &mut assessment)?;
+    if !record.is_legacy_worktree() {
+        other_refs_of_a_repository(record, &mut assessment)?;
+    }
+    assess_detached_head(record, &at, &mut assessment)?;
+    Ok(assessment)
+}
+
+/// The checkout's files that a discard would take: uncommitted, untracked
+/// and ignored ones, and those the index hides from status.
+fn assess_files(
+    record: &IsolationRecord,
+    at: &InRepo,
+    assessment: &mut Assessment,
+) -> Result<(), String> {
+    let dir = record.path.as_str();
     let status = git_in(
-        &at,
+        at,
         &[
             "status",
             "--porcelain=v1",
@@ -193,7 +209,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
     // Ignored files go with the checkout too. Listed by directory, so a
     // large ignored tree (a build's output) is one entry.
     let ignored = git_in(
-        &at,
+        at,
         &[
             "status",
             "--porcelain=v1",
@@ -211,7 +227,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
     // The index can tell status not to look at a file (assume-unchanged,
     // skip-worktree): the agent writes the index, so such a file counts as
     // unfinished work, whatever is in it.
-    let tagged = git_in(&at, &["ls-files", "-v", "-z"])?;
+    let tagged = git_in(at, &["ls-files", "-v", "-z"])?;
     for entry in tagged.split('\0') {
         let Some((tag, file)) = entry.split_once(' ') else {
             continue;
@@ -248,9 +264,19 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
             .push(format!("{entry}\0{}", content_hash(&file)));
         assessment.dirty_files.push(entry);
     }
+    Ok(())
+}
 
+/// The checkout's local branches that are not safe (see the module's
+/// doc); of an earlier jackin's worktree, only its own.
+fn assess_branches(
+    record: &IsolationRecord,
+    at: &InRepo,
+    assessment: &mut Assessment,
+) -> Result<(), String> {
+    let legacy = record.is_legacy_worktree();
     let refs = git_in(
-        &at,
+        at,
         &[
             "for-each-ref",
             "--format=%(refname:short)%00%(objectname)%00%(upstream:short)%00%(upstream:track)",
@@ -260,7 +286,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
     // A repository's branches are all its own; the worktree of an earlier
     // jackin shared the host's.
     let ours = match &record.scratch_branch {
-        Some(scratch) if legacy => Some(worktree_branches(&at, scratch)?),
+        Some(scratch) if legacy => Some(worktree_branches(at, scratch)?),
         _ => None,
     };
     for line in refs.lines() {
@@ -278,27 +304,31 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
             continue;
         }
         if upstream.is_empty() {
-            let ahead = count(&at, &format!("{}..{name}", record.base_commit))?;
+            let ahead = count(at, &format!("{}..{name}", record.base_commit))?;
             assessment.unsafe_branches.push(format!(
                 "{name} ({ahead} commits since the base, no upstream)"
             ));
             continue;
         }
-        let ahead = count(&at, &format!("{upstream}..{name}"))?;
+        let ahead = count(at, &format!("{upstream}..{name}"))?;
         if ahead > 0 {
             assessment
                 .unsafe_branches
                 .push(format!("{name} ({ahead} commits ahead of {upstream})"));
         }
     }
-    if !legacy {
-        other_refs_of_a_repository(record, &mut assessment)?;
-    }
+    Ok(())
+}
 
-    // Commits on a detached HEAD that no branch or remote holds.
-    if git_in(&at, &["symbolic-ref", "-q", "HEAD"]).is_err() {
+/// Commits on a detached `HEAD` that no branch or remote holds.
+fn assess_detached_head(
+    record: &IsolationRecord,
+    at: &InRepo,
+    assessment: &mut Assessment,
+) -> Result<(), String> {
+    if git_in(at, &["symbolic-ref", "-q", "HEAD"]).is_err() {
         let loose = git_in(
-            &at,
+            at,
             &[
                 "rev-list",
                 "--count",
@@ -309,7 +339,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
             ],
         )?;
         let loose: u64 = loose.trim().parse().map_err(|e| format!("rev-list: {e}"))?;
-        let head = git_in(&at, &["rev-parse", "HEAD"])?;
+        let head = git_in(at, &["rev-parse", "HEAD"])?;
         assessment
             .fingerprint
             .push(format!("HEAD\0{}", head.trim()));
@@ -319,7 +349,7 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
                 .push(format!("HEAD (detached, {loose} commits on no branch)"));
         }
     }
-    Ok(assessment)
+    Ok(())
 }
 
 /// The branches of the host repository that are a worktree's own: its
@@ -533,25 +563,6 @@ pub fn mount_status(record: &IsolationRecord, assessment: &Assessment) -> MountS
         digest,
         left_entry: record.left_entry.clone(),
     }
-}
-
-/// Whether a mount status shows unfinished work.
-pub fn has_unfinished_work(status: &MountStatus) -> bool {
-    !status.dirty_files.is_empty() || !status.unpushed_branches.is_empty()
-}
-
-/// The digest an acknowledgement must quote: of every mount's evidence.
-/// `None` when no mount has unfinished work (nothing to acknowledge).
-pub fn acknowledgement_digest(mounts: &[MountStatus]) -> Option<String> {
-    if !mounts.iter().any(has_unfinished_work) {
-        return None;
-    }
-    let mut hasher = Sha256::new();
-    for mount in mounts {
-        hasher.update(mount.digest.as_bytes());
-        hasher.update([0]);
-    }
-    Some(hex(&hasher.finalize()[..8]))
 }
 
 #[cfg(test)]
@@ -985,5 +996,37 @@ mod tests {
         let status = mount_status(&f.record, &f.assess());
         assert_eq!(status.dirty_files.len(), MAX_LISTED_FILES + 1);
         assert_eq!(status.dirty_files.last().unwrap(), "… and 5 more");
+    }
+
+    /// A `.git` the agent makes inside its repository is not where jackin's
+    /// git looks: the repository is named, never found.
+    #[test]
+    fn a_git_directory_planted_inside_the_units_repository_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = isolation::tests::host_repository(dir.path());
+        let layout = Layout::new(dir.path().join("home"));
+        isolation::prepare(
+            &layout,
+            "jk-1-t",
+            &[isolation::tests::worktree_mount(&host)],
+        )
+        .unwrap();
+        let record = isolation::read_records(&layout, "jk-1-t")
+            .unwrap()
+            .remove(0);
+        let repo = record.git_place();
+        let planted = format!("{repo}/.git");
+        git::run(&["init", "--quiet", "--bare", &planted]).unwrap();
+        let base = isolation::tests::tip_of(&host, "HEAD");
+        let decoy = isolation::tests::agent_commit(&host, &planted, &base, "decoy");
+        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        git::run(&["--git-dir", &planted, "update-ref", &full, &decoy]).unwrap();
+        isolation::publish(&record).unwrap();
+        assert_eq!(
+            isolation::tests::tip_of(&host, &full),
+            base,
+            "the planted repository was read"
+        );
+        assert!(assess(&record).is_safe(), "{:?}", assess(&record));
     }
 }

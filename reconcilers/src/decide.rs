@@ -28,12 +28,12 @@
 use jackin_api::DesiredPhase;
 use jackin_api::instance::{Instance, InstancePhase, Isolation, Recipe, SettledBy};
 use jackin_api::names::annotation;
+use jiff::Timestamp;
 
-use crate::assess::acknowledgement_digest;
 use crate::ending;
-use crate::observe::InstanceView;
-use crate::plan::{Plan, Step, Tier};
-use crate::rollout::{self, Rollout};
+use crate::plan::{Again, Plan, Step, Tier};
+use crate::rollout;
+use crate::view::{ContainerView, InstanceView, Rollout, acknowledgement_digest};
 
 /// Why the instance is wanted in `phase`: the spec, or a settlement.
 fn asked(obj: &Instance, phase: DesiredPhase) -> String {
@@ -69,10 +69,74 @@ fn acknowledged(obj: &Instance, digest: &str) -> bool {
 
 /// The next steps for `obj`, given what the engine holds of it. The phase
 /// is the effective one ([`Instance::desired_phase`]): the spec, carried on
-/// by a settlement of the last session where there is one.
-pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
+/// by a settlement of the last session where there is one; `now`, the time
+/// a settlement the session edge makes is stamped with.
+pub fn decide(obj: &Instance, view: &InstanceView, now: Timestamp) -> Plan {
+    let (edge, after) = session_edge(obj, view, now);
+    // The rest of the plan is decided from the status as the session
+    // edge's steps leave it (a settlement changes the phase wanted).
+    let mut plan = decide_phase(&after, view, edge.ended);
+    plan.steps.splice(0..0, edge.steps);
+    bookkept(obj, plan)
+}
+
+/// The idle hooks' restart of the container `id`, the way a keep ends a
+/// session: while it runs, a graceful stop (the agent may save its state,
+/// and the wrapper writes its marker), then a look again; once stopped,
+/// the session edge is recorded and the container goes, the unit kept, for
+/// the ladder to make it anew (tier 2). An agent that ended its session
+/// itself meanwhile is an ending the loop settles, never a restart: the
+/// container stays.
+pub fn recycle(obj: &Instance, view: &InstanceView, id: &str, now: Timestamp) -> Plan {
+    let cause = "the idle hooks recycle the container";
+    if view
+        .container
+        .as_ref()
+        .is_some_and(|c| c.id == id && c.running)
+    {
+        let plan = Plan {
+            steps: vec![Step::StopContainer { id: id.to_owned() }],
+            tier: None,
+            target: InstancePhase::Running,
+            blocked: None,
+            cause: format!("{cause}: it stops gracefully first"),
+        };
+        return bookkept(obj, plan);
+    }
+    let (edge, after) = session_edge(obj, view, now);
+    let mut steps = edge.steps;
+    if edge.ended.is_none() && after.desired_phase() == DesiredPhase::Running {
+        steps.push(Step::RemoveContainer { id: id.to_owned() });
+    }
+    let plan = Plan {
+        steps,
+        tier: None,
+        // As a keep does: the phase stops saying it runs before jackin
+        // removes the container, so its absence is never read as a
+        // session lost.
+        target: InstancePhase::Launching,
+        blocked: None,
+        cause: format!("{cause}: the session is recorded, then it goes"),
+    };
+    bookkept(obj, plan)
+}
+
+/// The phase to correct an instance's record to when it says `Running`
+/// and the engine runs no container of it (a crash, a power-off, `docker
+/// rm`), as a sweep finds between reconciles: `Exited`, the unit intact,
+/// for the next reconcile to restore. `None`: the record stands.
+pub fn corrected_phase(
+    recorded: Option<InstancePhase>,
+    container_runs: bool,
+) -> Option<InstancePhase> {
+    (recorded == Some(InstancePhase::Running) && !container_runs).then_some(InstancePhase::Exited)
+}
+
+/// The session edge's steps ([`ending::steps`]) and the instance as they
+/// leave it.
+fn session_edge(obj: &Instance, view: &InstanceView, now: Timestamp) -> (ending::Ending, Instance) {
     let running = view.container.as_ref().is_some_and(|c| c.running);
-    let ending = ending::steps(
+    let edge = ending::steps(
         obj,
         running,
         view.container.is_some(),
@@ -80,19 +144,62 @@ pub fn decide(obj: &Instance, view: &InstanceView) -> Plan {
         view.exit_policy,
         &view.mounts,
     );
-    if ending.steps.is_empty() {
-        return decide_phase(obj, view, ending.ended);
-    }
-    // The rest of the plan is decided from the status as the session
-    // edge's steps leave it (a settlement changes the phase wanted).
     let mut after = obj.clone();
-    let now = jiff::Timestamp::now();
-    for step in &ending.steps {
+    for step in &edge.steps {
         ending::apply(&mut after, step, &view.mounts, now);
     }
-    let mut plan = decide_phase(&after, view, ending.ended);
-    plan.steps.splice(0..0, ending.steps);
-    plan
+    (edge, after)
+}
+
+/// The plan with its bookkeeping in place: the phase writes and the looks
+/// again its steps need.
+///
+/// - A plan that makes the session (anew) says `Launching` first, unless
+///   it only records a rollout's pin or refusal or a note about the last
+///   session (the session then runs on as pinned).
+/// - Before jackin removes the container toward any phase but `Running`
+///   (or `Purging`, stamped first), the phase it leads to is written.
+/// - A start that restores the session (the plan's tier) is recorded as
+///   such, with the rollout it carries out when the recipe is a rollout's
+///   that no container ran from yet.
+/// - A stop, and a rollout's pin, end what runs of the plan: the rest is
+///   decided from a look again.
+fn bookkept(obj: &Instance, plan: Plan) -> Plan {
+    let bookkeeping = plan.steps.iter().all(|step| {
+        matches!(
+            step,
+            Step::RolloutRecipe { moving: false, .. }
+                | Step::RefuseRollout { .. }
+                | Step::ClearExitQuestion
+                | Step::NoteMalformedMarker(_)
+        )
+    });
+    let mut steps = Vec::with_capacity(plan.steps.len() + 2);
+    if plan.target == InstancePhase::Running
+        && !bookkeeping
+        && obj.phase() != Some(InstancePhase::Launching)
+    {
+        steps.push(Step::SetPhase(InstancePhase::Launching));
+    }
+    let removal_phase = !matches!(plan.target, InstancePhase::Running | InstancePhase::Purging);
+    let restore = plan.tier.map(|tier| Step::RecordRestore {
+        tier,
+        rollout: rollout_carried_out(obj),
+    });
+    for step in plan.steps {
+        let after = match &step {
+            Step::StopContainer { .. } => Some(Step::LookAgain(Again::SessionStopped)),
+            Step::RolloutRecipe { .. } => Some(Step::LookAgain(Again::RecipePinned)),
+            Step::StartContainer { .. } => restore.clone(),
+            _ => None,
+        };
+        if removal_phase && matches!(step, Step::RemoveContainer { .. }) {
+            steps.push(Step::SetPhase(plan.target));
+        }
+        steps.push(step);
+        steps.extend(after);
+    }
+    Plan { steps, ..plan }
 }
 
 /// The plan for the phase wanted, once the session edge is decided:
@@ -157,6 +264,19 @@ fn decide_phase(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan
     }
 }
 
+/// The rollout request a start from `obj`'s recipe carries out: the one
+/// handled last, when a rollout pinned the recipe and no container ran from
+/// it yet.
+fn rollout_carried_out(obj: &Instance) -> Option<String> {
+    let status = obj.status.as_ref()?;
+    status
+        .recipe
+        .as_ref()
+        .filter(|r| rollout::replacing(r))
+        .and(status.rollout.as_ref())
+        .map(|r| r.requested.clone())
+}
+
 /// The recipe the instance runs from, and whether a pinned one was
 /// superseded: no container ever ran from it, and the spec moved on since.
 /// A running container has run, so its recipe stands whatever it says.
@@ -170,7 +290,6 @@ fn pinned_recipe<'a>(obj: &'a Instance, view: &InstanceView) -> (Option<&'a Reci
 }
 
 /// The restore ladder.
-#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
     let (recipe, superseded) = pinned_recipe(obj, view);
     let pinned = recipe.is_some();
@@ -211,54 +330,12 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
             }
             Some(Rollout::Wait) | None => {}
         }
-        // A rollout pinned the recipe: the container is the one it
-        // replaces. It stops gracefully (the rest of the plan waits for the
-        // next look, which records how its session ended), then goes with
-        // its sidecars, and the ladder makes the new one from the recipe.
         if rollout::replacing(recipe)
             && let Some(c) = &view.container
         {
-            if c.running {
-                return Plan {
-                    steps: vec![Step::StopContainer { id: c.id.clone() }],
-                    tier: None,
-                    target: InstancePhase::Running,
-                    blocked: None,
-                    cause: format!(
-                        "{}; a rollout pinned a new recipe: the container it replaces stops first",
-                        asked(obj, DesiredPhase::Running)
-                    ),
-                };
-            }
-            steps.push(Step::RemoveContainer { id: c.id.clone() });
-            steps.extend(view.sidecars.iter().map(|(name, c)| Step::RemoveSidecar {
-                name: name.clone(),
-                id: c.id.clone(),
-            }));
-            if rollout::retires_checkouts(recipe, &view.mounts) {
-                steps.push(Step::RetireCheckouts);
-            }
-            let replaced = InstanceView {
-                container: None,
-                sidecars: Default::default(),
-                ..view.clone()
-            };
-            let mut plan = running(obj, &replaced, ended);
-            steps.append(&mut plan.steps);
-            plan.steps = steps;
-            // A new image is a rebuild: tier 3; the same image, tier 2.
-            plan.tier = Some(if recipe.replaces.as_deref() == Some(&recipe.image_id) {
-                Tier::Recreated
-            } else {
-                Tier::Rebuilt
-            });
-            plan.cause = format!(
-                "{}; a rollout pinned a new recipe: the container is made anew from it, the \
-                 unit kept (tier {})",
-                asked(obj, DesiredPhase::Running),
-                plan.tier.map_or(0, Tier::number)
-            );
-            return plan;
+            // A rollout pinned the recipe: the container is the one it
+            // replaces.
+            return replacement(obj, view, recipe, c, steps, ended);
         }
     }
     let tier = if !pinned {
@@ -298,7 +375,20 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
             steps.push(Step::StartContainer { id: None });
         }
     }
-    let cause = match tier {
+    let cause = ladder_cause(tier, superseded);
+    Plan {
+        steps,
+        // Tier 0 needs nothing; a launch is not a restore.
+        tier: tier.filter(|t| *t != Tier::Running),
+        target: InstancePhase::Running,
+        blocked: None,
+        cause: format!("{}; {cause}", asked(obj, DesiredPhase::Running)),
+    }
+}
+
+/// Why the ladder takes the rung `tier` (`None`: a pin), in words.
+fn ladder_cause(tier: Option<Tier>, superseded: bool) -> &'static str {
+    match tier {
         None if superseded => {
             "the spec changed before any container ran from the recipe: it is pinned again"
         }
@@ -313,15 +403,63 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
         Some(Tier::Rebuilt) => {
             "no container and no image: tier 3 rebuilds at the pinned commit, then creates it"
         }
-    };
-    Plan {
-        steps,
-        // Tier 0 needs nothing; a launch is not a restore.
-        tier: tier.filter(|t| *t != Tier::Running),
-        target: InstancePhase::Running,
-        blocked: None,
-        cause: format!("{}; {cause}", asked(obj, DesiredPhase::Running)),
     }
+}
+
+/// The container a rollout's recipe replaces (see [`rollout::replacing`]):
+/// it stops gracefully (the rest of the plan waits for the next look, which
+/// records how its session ended), then goes with its sidecars, and the
+/// ladder makes the new one from the recipe. `steps`, what the plan does
+/// first.
+fn replacement(
+    obj: &Instance,
+    view: &InstanceView,
+    recipe: &Recipe,
+    c: &ContainerView,
+    mut steps: Vec<Step>,
+    ended: Option<i64>,
+) -> Plan {
+    if c.running {
+        return Plan {
+            steps: vec![Step::StopContainer { id: c.id.clone() }],
+            tier: None,
+            target: InstancePhase::Running,
+            blocked: None,
+            cause: format!(
+                "{}; a rollout pinned a new recipe: the container it replaces stops first",
+                asked(obj, DesiredPhase::Running)
+            ),
+        };
+    }
+    steps.push(Step::RemoveContainer { id: c.id.clone() });
+    steps.extend(view.sidecars.iter().map(|(name, c)| Step::RemoveSidecar {
+        name: name.clone(),
+        id: c.id.clone(),
+    }));
+    if rollout::retires_checkouts(recipe, &view.mounts) {
+        steps.push(Step::RetireCheckouts);
+    }
+    let replaced = InstanceView {
+        container: None,
+        sidecars: Default::default(),
+        ..view.clone()
+    };
+    let mut plan = running(obj, &replaced, ended);
+    steps.append(&mut plan.steps);
+    plan.steps = steps;
+    // A new image is a rebuild: tier 3; the same image, tier 2.
+    plan.tier = Some(if recipe.replaces.as_deref() == Some(&recipe.image_id) {
+        Tier::Recreated
+    } else {
+        Tier::Rebuilt
+    });
+    plan.cause = format!(
+        "{}; a rollout pinned a new recipe: the container is made anew from it, the \
+         unit kept (tier {})",
+        asked(obj, DesiredPhase::Running),
+        plan.tier.map_or(0, Tier::number)
+    );
+    plan
 }
 
 /// A rollout: the recipe pinned again from the current spec. On the same
@@ -510,7 +648,7 @@ fn extra_networks(view: &InstanceView) -> Vec<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::ContainerView;
+    use crate::view::ContainerView;
     use Step::*;
     use jackin_api::instance::{InstanceStatus, OutcomeSource, Recipe, SessionOutcome, Sidecar};
     use jackin_api::workspace::ExitPolicy;
@@ -543,6 +681,17 @@ mod tests {
     }
 
     const ID: &str = "c0ffee";
+
+    /// The plan without its bookkeeping (phase writes, looks again: see
+    /// [`bookkept`], tested on its own), as most tests read it.
+    fn decided(obj: &Instance, observed: &InstanceView, now: Timestamp) -> Plan {
+        let plan = decide(obj, observed, now);
+        let steps = plan.steps.into_iter().filter(Step::announced).collect();
+        Plan { steps, ..plan }
+    }
+
+    /// The clock as the tests' plans read it.
+    const NOW: Timestamp = Timestamp::UNIX_EPOCH;
 
     /// The plan past the session edge: the ladder and the teardowns as the
     /// status stands (the edge's own steps are tested apart).
@@ -659,7 +808,7 @@ mod tests {
                 let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
                 let mut observed = view(state, true, true);
                 recorded_ending(&mut obj, &mut observed, code);
-                let plan = decide(&obj, &observed);
+                let plan = decided(&obj, &observed, NOW);
                 assert_eq!(plan.steps, [], "{state:?}");
                 assert_eq!(plan.target, phase);
             }
@@ -668,7 +817,7 @@ mod tests {
         let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
         let mut observed = view(Some(true), true, true);
         recorded_ending(&mut obj, &mut observed, 0);
-        assert_eq!(decide(&obj, &observed).target, InstancePhase::Running);
+        assert_eq!(decided(&obj, &observed, NOW).target, InstancePhase::Running);
     }
 
     /// The session edge comes first in the plan, and the rest is decided
@@ -681,7 +830,7 @@ mod tests {
         let mut scratch = obj.clone();
         recorded_ending(&mut scratch, &mut observed, 0);
         observed.exit_policy = ExitPolicy::Keep;
-        let plan = decide(&obj, &observed);
+        let plan = decided(&obj, &observed, NOW);
         let kinds: Vec<&str> = plan.steps.iter().map(Step::kind).collect();
         assert_eq!(
             kinds,
@@ -696,7 +845,7 @@ mod tests {
         assert_eq!(plan.target, InstancePhase::Kept);
         // A container removed behind jackin's back, no marker: the session
         // is recorded as lost, and tier 2 brings it back.
-        let lost = decide(&obj, &view(None, true, true));
+        let lost = decided(&obj, &view(None, true, true), NOW);
         assert_eq!(lost.steps[0].kind(), "record-session");
         assert_eq!(lost.tier, Some(Tier::Recreated));
     }
@@ -716,7 +865,7 @@ mod tests {
         let mut observed = view(Some(true), true, true);
         observed.rollout = Some(go);
         assert_eq!(
-            decide(&obj, &observed).steps,
+            decided(&obj, &observed, NOW).steps,
             [RolloutRecipe {
                 requested: "t1".into(),
                 moving: false,
@@ -730,10 +879,10 @@ mod tests {
         running
             .sidecars
             .insert("cache".into(), container(true).unwrap());
-        assert_eq!(decide(&obj, &running).steps, [stop()]);
+        assert_eq!(decided(&obj, &running, NOW).steps, [stop()]);
         let mut stopped = running.clone();
         stopped.container = container(false);
-        let plan = decide(&obj, &stopped);
+        let plan = decided(&obj, &stopped, NOW);
         assert_eq!(
             plan.steps,
             [
@@ -747,14 +896,24 @@ mod tests {
             ]
         );
         assert_eq!(plan.tier, Some(Tier::Rebuilt));
+        // The start that replaces it is recorded as the rollout's.
+        let mut rolled = obj.clone();
+        let record = jackin_api::instance::RolloutRecord::handled(&rolled, "t1", NOW, None);
+        rolled.status.as_mut().unwrap().rollout = Some(record);
+        let steps = decide(&rolled, &stopped, NOW).steps;
+        let restored = RecordRestore {
+            tier: Tier::Rebuilt,
+            rollout: Some("t1".into()),
+        };
+        assert!(steps.contains(&restored), "{steps:?}");
         // The same image: tier 2. Once a container ran from it, the
         // recipe is the session's like any other.
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
         recipe.replaces = Some(recipe.image_id.clone());
-        assert_eq!(decide(&obj, &stopped).tier, Some(Tier::Recreated));
+        assert_eq!(decided(&obj, &stopped, NOW).tier, Some(Tier::Recreated));
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
-        recipe.first_run_at = Some(jiff::Timestamp::UNIX_EPOCH);
-        assert_eq!(decide(&obj, &view(Some(true), true, true)).steps, []);
+        recipe.first_run_at = Some(Timestamp::UNIX_EPOCH);
+        assert_eq!(decided(&obj, &view(Some(true), true, true), NOW).steps, []);
     }
 
     #[test]
@@ -766,14 +925,14 @@ mod tests {
             why: "no".into(),
         });
         assert_eq!(
-            decide(&obj, &observed).steps,
+            decided(&obj, &observed, NOW).steps,
             [RefuseRollout {
                 requested: "t1".into(),
                 why: "no".into()
             }]
         );
         observed.rollout = Some(Rollout::Wait);
-        assert_eq!(decide(&obj, &observed).steps, []);
+        assert_eq!(decided(&obj, &observed, NOW).steps, []);
     }
 
     /// A move takes the session's objects off the engine it leaves before
@@ -789,11 +948,11 @@ mod tests {
         let mut running = view(Some(true), true, true);
         running.rollout = go.clone();
         running.volumes = vec!["jk-1-a-dind-certs".into()];
-        assert_eq!(decide(&obj, &running).steps, [stop()]);
+        assert_eq!(decided(&obj, &running, NOW).steps, [stop()]);
         let mut stopped = running.clone();
         stopped.container = container(false);
         assert_eq!(
-            decide(&obj, &stopped).steps,
+            decided(&obj, &stopped, NOW).steps,
             [
                 remove(),
                 remove_network(),
@@ -810,7 +969,7 @@ mod tests {
     #[test]
     fn a_first_launch_pins_then_creates() {
         let obj = instance(DesiredPhase::Running, false, InstancePhase::Pending);
-        let plan = decide(&obj, &view(None, false, false));
+        let plan = decided(&obj, &view(None, false, false), NOW);
         assert_eq!(
             plan.steps,
             [
@@ -949,7 +1108,7 @@ mod tests {
         observed
             .sidecars
             .insert("stale".into(), container(true).unwrap());
-        let plan = decide(&obj, &observed);
+        let plan = decided(&obj, &observed, NOW);
         assert_eq!(
             plan.steps,
             [
@@ -994,7 +1153,7 @@ mod tests {
     #[test]
     fn purged_stamps_first_and_drops_the_row_last() {
         let obj = instance(DesiredPhase::Purged, true, InstancePhase::Running);
-        let plan = decide(&obj, &view(Some(true), true, true));
+        let plan = decided(&obj, &view(Some(true), true, true), NOW);
         assert_eq!(
             plan.steps,
             [
@@ -1010,7 +1169,7 @@ mod tests {
         let obj = instance(DesiredPhase::Purged, true, InstancePhase::Purging);
         let mut observed = view(None, true, true);
         observed.volumes = vec!["certs".into()];
-        let plan = decide(&obj, &observed);
+        let plan = decided(&obj, &observed, NOW);
         assert_eq!(
             plan.steps,
             [
@@ -1031,14 +1190,14 @@ mod tests {
         obj.metadata.generation = Some(2);
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
         recipe.generation = Some(1);
-        let plan = decide(&obj, &view(None, true, true));
+        let plan = decided(&obj, &view(None, true, true), NOW);
         assert_eq!(plan.steps[0], PinRecipe, "{:?}", plan.steps);
-        let plan = decide(&obj, &view(Some(false), true, true));
+        let plan = decided(&obj, &view(Some(false), true, true), NOW);
         assert_eq!(plan.steps[..2], [remove(), PinRecipe]);
 
         let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
-        recipe.first_run_at = Some(jiff::Timestamp::UNIX_EPOCH);
-        let plan = decide(&obj, &view(Some(false), true, true));
+        recipe.first_run_at = Some(Timestamp::UNIX_EPOCH);
+        let plan = decided(&obj, &view(Some(false), true, true), NOW);
         assert_eq!(plan.steps, [start_observed()], "a recipe that ran is kept");
     }
 
@@ -1050,7 +1209,7 @@ mod tests {
             let obj = instance(desired, true, InstancePhase::Running);
             let mut observed = view(Some(true), true, true);
             observed.extra_networks = vec!["n2".into()];
-            let plan = decide(&obj, &observed);
+            let plan = decided(&obj, &observed, NOW);
             assert!(
                 plan.steps.contains(&RemoveExtraNetwork("n2".into())),
                 "{desired:?}: {:?}",
@@ -1059,17 +1218,17 @@ mod tests {
         }
     }
 
-    /// The plans of the main situations, as text: a change in what is
-    /// decided, or in how it reads, shows here as a diff.
-    #[test]
-    fn plans_read_as_expected() {
+    /// The main situations a plan is decided in: a first launch, the
+    /// ladder's rungs, an ended session, a keep a settlement asked for, a
+    /// purge, and a purge of unfinished work.
+    fn main_situations() -> Vec<(Instance, InstanceView)> {
         use jackin_api::instance::{SettledBy, Settlement};
         let running = instance(DesiredPhase::Running, true, InstancePhase::Running);
         let mut kept_by_policy = running.clone();
         kept_by_policy.status.as_mut().unwrap().settled = Some(Settlement {
             phase: DesiredPhase::Kept,
             by: SettledBy::ExitPolicy,
-            at: jiff::Timestamp::UNIX_EPOCH,
+            at: Timestamp::UNIX_EPOCH,
             generation: None,
             acknowledged: None,
         });
@@ -1087,7 +1246,7 @@ mod tests {
             digest: "d1".into(),
             left_entry: None,
         }];
-        let cases = [
+        vec![
             (
                 instance(DesiredPhase::Running, false, InstancePhase::Pending),
                 view(None, false, false),
@@ -1106,13 +1265,21 @@ mod tests {
                 instance(DesiredPhase::Purged, true, InstancePhase::Running),
                 unfinished,
             ),
-        ];
+        ]
+    }
+
+    /// The plans of the main situations, as text: a change in what is
+    /// decided, or in how it reads, shows here as a diff.
+    #[test]
+    fn plans_read_as_expected() {
+        let cases = main_situations();
         let rendered: String = cases
             .iter()
-            .map(|(obj, observed)| decide(obj, observed).render())
+            .map(|(obj, observed)| decide(obj, observed, NOW).render())
             .collect();
         let expected = "\
 to Running: Running as the spec asks; a first launch: the recipe is pinned
+  - setting the phase to Launching
   - pinning the launch recipe
   - preparing the isolated checkouts
   - creating the network
@@ -1123,21 +1290,28 @@ to Running: Running as the spec asks; a first launch: the recipe is pinned
 to Running: Running as the spec asks; the container runs
   - nothing
 to Running: Running as the spec asks; the container exists, stopped: tier 1 starts it, its writable layer intact
+  - setting the phase to Launching
   - starting the container c0ffee
+  - recording the restore (tier 1)
 to Running: Running as the spec asks; no container, the pinned image is there: tier 2 creates it from the recipe
+  - setting the phase to Launching
   - recording that the session ended, how not known (no marker)
   - creating the container
   - starting the container
+  - recording the restore (tier 2)
 to Running: Running as the spec asks; no container and no image: tier 3 rebuilds at the pinned commit, then creates it
+  - setting the phase to Launching
   - recording that the session ended, how not known (no marker)
   - rebuilding the image at the pinned commit
   - creating the container
   - starting the container
+  - recording the restore (tier 3)
 to Crashed: the agent ended its session (exit 3): nothing restarts it until the operator resumes it
   - nothing
 to Kept: Kept as settled by the exit policy: the engine's objects go, the unit stays
   - stopping the container c0ffee
   - recording how the session ended, from the stopped container
+  - setting the phase to Kept
   - removing the container c0ffee
   - removing the network jk-1-a
 to Purging: Purged as the spec asks: everything of the instance goes, its index row last
@@ -1147,7 +1321,7 @@ to Purging: Purged as the spec asks: everything of the instance goes, its index 
   - saving the agent's conversation
   - removing the unit directory, sockets and lock, then the index row
 ";
-        let blocked = decide(&cases[8].0, &cases[8].1).render();
+        let blocked = decide(&cases[8].0, &cases[8].1, NOW).render();
         assert_eq!(
             rendered.strip_suffix(&blocked).unwrap_or(&rendered),
             expected
@@ -1165,6 +1339,104 @@ to Purging: Purged as the spec asks: everything of the instance goes, its index 
         );
     }
 
+    /// The bookkeeping a plan carries: `Launching` written before a plan
+    /// that makes the session (not before one that only records a
+    /// rollout's pin, nor when it already says so), a restore recorded
+    /// after the start that performs it, the phase led to written before a
+    /// removal toward it, and a look again after a stop and after a
+    /// rollout's pin.
+    #[test]
+    fn plans_carry_their_phase_writes_and_looks_again() {
+        let launching = instance(DesiredPhase::Running, true, InstancePhase::Launching);
+        let restored = RecordRestore {
+            tier: Tier::Started,
+            rollout: None,
+        };
+        assert_eq!(
+            decide(&launching, &view(Some(false), true, true), NOW).steps,
+            [start_observed(), restored.clone()]
+        );
+        let running = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        assert_eq!(
+            decide(&running, &view(Some(false), true, true), NOW).steps,
+            [
+                SetPhase(InstancePhase::Launching),
+                start_observed(),
+                restored
+            ]
+        );
+        let mut pinning = view(Some(true), true, true);
+        pinning.rollout = Some(Rollout::Go {
+            requested: "t1".into(),
+            moving: false,
+            new_conversation: false,
+        });
+        assert_eq!(
+            decide(&running, &pinning, NOW).steps,
+            [
+                RolloutRecipe {
+                    requested: "t1".into(),
+                    moving: false,
+                    new_conversation: false
+                },
+                LookAgain(Again::RecipePinned)
+            ]
+        );
+        let kept = instance(DesiredPhase::Kept, true, InstancePhase::Running);
+        assert_eq!(
+            decide(&kept, &view(Some(true), true, true), NOW).steps,
+            [
+                stop(),
+                LookAgain(Again::SessionStopped),
+                SetPhase(InstancePhase::Kept),
+                remove(),
+                remove_network()
+            ]
+        );
+    }
+
+    /// The idle hooks' restart: a graceful stop and a look again while the
+    /// container runs; then the session edge and the removal, the phase
+    /// saying `Launching` first; none when the agent ended it meanwhile.
+    #[test]
+    fn the_idle_restart_stops_then_records_then_removes() {
+        let obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        let plan = recycle(&obj, &view(Some(true), true, true), ID, NOW);
+        assert_eq!(
+            plan.steps,
+            [
+                SetPhase(InstancePhase::Launching),
+                stop(),
+                LookAgain(Again::SessionStopped)
+            ]
+        );
+        let mut launching = obj.clone();
+        launching.status.as_mut().unwrap().phase = Some(InstancePhase::Launching);
+        let plan = recycle(&launching, &view(Some(false), true, true), ID, NOW);
+        assert_eq!(plan.steps.last(), Some(&remove()), "{:?}", plan.steps);
+        assert_eq!(
+            plan.steps[plan.steps.len() - 2],
+            SetPhase(InstancePhase::Launching)
+        );
+        let mut stopped = view(Some(false), true, true);
+        let mut ended = launching.clone();
+        recorded_ending(&mut ended, &mut stopped, 0);
+        let plan = recycle(&ended, &stopped, ID, NOW);
+        assert!(!plan.steps.contains(&remove()), "{:?}", plan.steps);
+    }
+
+    /// Only a record that says `Running` of a container that does not run
+    /// is corrected, to `Exited`.
+    #[test]
+    fn a_record_of_a_container_gone_is_corrected_to_exited() {
+        use InstancePhase::*;
+        assert_eq!(corrected_phase(Some(Running), false), Some(Exited));
+        assert_eq!(corrected_phase(Some(Running), true), None);
+        for recorded in [None, Some(Kept), Some(Launching), Some(Failed)] {
+            assert_eq!(corrected_phase(recorded, false), None, "{recorded:?}");
+        }
+    }
+
     /// Every desired phase over every observed state yields a plan whose
     /// steps never both create and remove the same object.
     #[test]
@@ -1175,7 +1447,7 @@ to Purging: Purged as the spec asks: everything of the instance goes, its index 
                     for network in [false, true] {
                         for image in [false, true] {
                             let obj = instance(desired, pinned, InstancePhase::Running);
-                            let plan = decide(&obj, &view(state, network, image));
+                            let plan = decided(&obj, &view(state, network, image), NOW);
                             let creates = plan.steps.contains(&CreateContainer);
                             let removes = plan
                                 .steps

@@ -16,49 +16,14 @@ use jackin_api::workspace::ExitPolicy;
 use jackin_api::{ConditionStatus, DesiredPhase};
 use jiff::Timestamp;
 
-use crate::assess::acknowledgement_digest;
 use crate::plan::Step;
 use crate::policy::{self, ExitAction};
-use crate::session::MarkerState;
+use crate::session::{Marker, MarkerState};
+use crate::view::SessionSeen;
+use crate::view::acknowledgement_digest;
 
 /// `status.session.reason` of a session the kernel's OOM killer ended.
 pub const REASON_OOM: &str = "oom";
-
-/// What was seen of the last session's end, read by the caller: only when
-/// the container does not run (a running session has not ended).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionSeen {
-    /// The unit's completion marker, as the wrapper (or the agent) left it.
-    pub marker: MarkerState,
-    /// The stopped container's state as the engine reports it, asked only
-    /// when the marker cannot say it all (no new marker: its exit code;
-    /// a new one: whether the OOM killer ended it). `None`: not asked, or
-    /// the container went meanwhile.
-    pub engine: Option<EngineExit>,
-    /// Whether an operator is attached (who answers the exit policy's
-    /// question).
-    pub attached: bool,
-}
-
-impl Default for SessionSeen {
-    fn default() -> Self {
-        Self {
-            marker: MarkerState::Absent,
-            engine: None,
-            attached: false,
-        }
-    }
-}
-
-/// A stopped container's end, as the engine reports it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct EngineExit {
-    pub exit_code: i64,
-    /// When it started; `None` for a container created and never started.
-    pub started: Option<Timestamp>,
-    pub finished: Option<Timestamp>,
-    pub oom_killed: bool,
-}
 
 /// Whether the engine must be asked about the stopped container: not when
 /// a marker already recorded says it all.
@@ -92,7 +57,6 @@ pub struct Ending {
 /// The session edge's steps for `obj`: `running`, whether its container
 /// runs; `seen`, what was seen of the last session's end; `policy`, the
 /// exit policy in force; `mounts`, the checkouts' evidence.
-#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 pub fn steps(
     obj: &Instance,
     running: bool,
@@ -112,71 +76,7 @@ pub fn steps(
     }
     match &seen.marker {
         MarkerState::Present(marker) => {
-            let finished = marker.finished();
-            let new = finished.is_some() && finished != recorded(obj);
-            // The kernel's OOM killer is not the agent ending its session,
-            // whatever the wrapper saw; only the engine knows.
-            let oom = match new {
-                true => seen.engine.is_some_and(|e| e.oom_killed),
-                false => {
-                    status.session.as_ref().and_then(|s| s.reason.as_deref()) == Some(REASON_OOM)
-                }
-            };
-            // jackin's own stop (a keep, a rollout, a restart) ended it,
-            // whatever the agent answered SIGTERM with (codex exits 1:
-            // defect R14), and whatever the wrapper saw.
-            let by_jackin = match new {
-                true => stopped_by_jackin(&status, finished),
-                false => status.session.as_ref().is_some_and(|s| s.stopped_by_jackin),
-            };
-            if new {
-                steps.push(Step::RecordSession(SessionOutcome {
-                    exit_code: Some(marker.exit_code),
-                    finished_at: finished,
-                    source: OutcomeSource::Marker,
-                    reason: Some(if oom { REASON_OOM } else { marker.reason() }.to_owned()),
-                    stopped_by_jackin: by_jackin,
-                }));
-            }
-            if oom {
-                // Preserved as it is; a restart would meet the same limit.
-                return Ending {
-                    steps,
-                    ended: Some(marker.exit_code),
-                };
-            }
-            // Only a session the agent ended itself, while it was meant to
-            // run, goes to the exit policy. A stop that jackin (a `Kept`
-            // teardown), the operator or the engine caused is not an
-            // ending: `Kept` and `Purged` say what to do, and `Running`
-            // restores it.
-            let agent_ended = marker.ended_by_itself()
-                && !by_jackin
-                && obj.desired_phase() == DesiredPhase::Running;
-            // The policy decides a new ending, and again one that waits for
-            // an operator who is no longer attached to answer.
-            let waiting = !new
-                && status
-                    .conditions
-                    .iter()
-                    .any(|c| c.reason == reason::ASK_OPERATOR);
-            if agent_ended && (new || (waiting && !seen.attached)) {
-                let action = policy::on_exit(policy, marker.exit_code, mounts, seen.attached);
-                steps.push(Step::Settle { action, policy });
-                if matches!(action, ExitAction::Purge { .. } | ExitAction::Keep { .. }) {
-                    // Handled: a later resume must not find it and take
-                    // the session for ended again.
-                    steps.push(Step::RetireMarker);
-                    return Ending { steps, ended: None };
-                }
-            }
-            // A kept instance was settled after its session ended; the
-            // marker no longer speaks for what to do with it.
-            let kept = status.phase == Some(InstancePhase::Kept);
-            return Ending {
-                steps,
-                ended: (agent_ended && !kept).then_some(marker.exit_code),
-            };
+            return from_marker(obj, &status, marker, seen, policy, mounts);
         }
         MarkerState::Malformed(why) => {
             let message = malformed_message(why);
@@ -233,6 +133,83 @@ pub fn steps(
         }));
     }
     Ending { steps, ended: None }
+}
+
+/// The session edge when the unit's completion marker is there: a new
+/// ending recorded (the OOM killer's and jackin's own stops told apart),
+/// and one the agent ended itself, while it was meant to run, handed to
+/// the exit policy.
+fn from_marker(
+    obj: &Instance,
+    status: &InstanceStatus,
+    marker: &Marker,
+    seen: &SessionSeen,
+    policy: ExitPolicy,
+    mounts: &[MountStatus],
+) -> Ending {
+    let mut steps = Vec::new();
+    let finished = marker.finished();
+    let new = finished.is_some() && finished != recorded(obj);
+    // The kernel's OOM killer is not the agent ending its session,
+    // whatever the wrapper saw; only the engine knows.
+    let oom = match new {
+        true => seen.engine.is_some_and(|e| e.oom_killed),
+        false => status.session.as_ref().and_then(|s| s.reason.as_deref()) == Some(REASON_OOM),
+    };
+    // jackin's own stop (a keep, a rollout, a restart) ended it,
+    // whatever the agent answered SIGTERM with (codex exits 1:
+    // defect R14), and whatever the wrapper saw.
+    let by_jackin = match new {
+        true => stopped_by_jackin(status, finished),
+        false => status.session.as_ref().is_some_and(|s| s.stopped_by_jackin),
+    };
+    if new {
+        steps.push(Step::RecordSession(SessionOutcome {
+            exit_code: Some(marker.exit_code),
+            finished_at: finished,
+            source: OutcomeSource::Marker,
+            reason: Some(if oom { REASON_OOM } else { marker.reason() }.to_owned()),
+            stopped_by_jackin: by_jackin,
+        }));
+    }
+    if oom {
+        // Preserved as it is; a restart would meet the same limit.
+        return Ending {
+            steps,
+            ended: Some(marker.exit_code),
+        };
+    }
+    // Only a session the agent ended itself, while it was meant to
+    // run, goes to the exit policy. A stop that jackin (a `Kept`
+    // teardown), the operator or the engine caused is not an
+    // ending: `Kept` and `Purged` say what to do, and `Running`
+    // restores it.
+    let agent_ended =
+        marker.ended_by_itself() && !by_jackin && obj.desired_phase() == DesiredPhase::Running;
+    // The policy decides a new ending, and again one that waits for
+    // an operator who is no longer attached to answer.
+    let waiting = !new
+        && status
+            .conditions
+            .iter()
+            .any(|c| c.reason == reason::ASK_OPERATOR);
+    if agent_ended && (new || (waiting && !seen.attached)) {
+        let action = policy::on_exit(policy, marker.exit_code, mounts, seen.attached);
+        steps.push(Step::Settle { action, policy });
+        if matches!(action, ExitAction::Purge { .. } | ExitAction::Keep { .. }) {
+            // Handled: a later resume must not find it and take
+            // the session for ended again.
+            steps.push(Step::RetireMarker);
+            return Ending { steps, ended: None };
+        }
+    }
+    // A kept instance was settled after its session ended; the
+    // marker no longer speaks for what to do with it.
+    let kept = status.phase == Some(InstancePhase::Kept);
+    Ending {
+        steps,
+        ended: (agent_ended && !kept).then_some(marker.exit_code),
+    }
 }
 
 /// Whether the session that ended at `finished` ended after jackin asked

@@ -361,7 +361,6 @@ pub fn remove_where(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::assess;
 
     pub(crate) fn host_repository(dir: &Path) -> String {
         let host = dir.join("host");
@@ -424,7 +423,7 @@ pub(crate) mod tests {
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
     }
 
-    fn tip_of(repo: &str, full: &str) -> String {
+    pub(crate) fn tip_of(repo: &str, full: &str) -> String {
         String::from_utf8(git::run(&["-C", repo, "rev-parse", full]).unwrap())
             .unwrap()
             .trim()
@@ -685,35 +684,6 @@ pub(crate) mod tests {
             .step_by(2)
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
             .collect()
-    }
-
-    /// A `.git` the agent makes inside its repository is not where jackin's
-    /// git looks: the repository is named, never found.
-    #[test]
-    fn a_git_directory_planted_inside_the_units_repository_is_not_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let host = host_repository(dir.path());
-        let layout = Layout::new(dir.path().join("home"));
-        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
-        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
-        let repo = record.git_place();
-        let planted = format!("{repo}/.git");
-        git::run(&["init", "--quiet", "--bare", &planted]).unwrap();
-        let base = tip_of(&host, "HEAD");
-        let decoy = agent_commit(&host, &planted, &base, "decoy");
-        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
-        git::run(&["--git-dir", &planted, "update-ref", &full, &decoy]).unwrap();
-        publish(&record).unwrap();
-        assert_eq!(
-            tip_of(&host, &full),
-            base,
-            "the planted repository was read"
-        );
-        assert!(
-            assess::assess(&record).is_safe(),
-            "{:?}",
-            assess::assess(&record)
-        );
     }
 
     /// One repository, however its path is spelled or linked, is isolated

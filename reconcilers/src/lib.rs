@@ -1,7 +1,8 @@
 //! Observing and changing the world. Each pass of the convergence loop is
-//! `observe` (one snapshot of the engine), `decide` (a pure plan; the restore
-//! ladder lives there), then `act` (one idempotent change per step, mostly
-//! one engine call or one filesystem operation). Around them: the launch recipe, secret resolution, git, the
+//! `observe` (one snapshot of the engine), `decide` (a pure plan from a
+//! [`view::InstanceView`]; the restore ladder lives there), then `act` (one
+//! idempotent change per step: an engine object, a part of the unit, or the
+//! status). Around them: the launch recipe, secret resolution, git, the
 //! on-disk layout, durable file operations and the Docker engine adapter.
 
 pub mod act;
@@ -47,6 +48,7 @@ pub mod screen;
 pub mod secrets;
 pub mod session;
 pub mod token_login;
+pub mod view;
 pub mod work_diff;
 pub mod worktree;
 

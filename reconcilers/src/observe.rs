@@ -4,7 +4,7 @@
 //! number of instances, and every instance's view is cut from that one
 //! snapshot by its uid label. Ownership is decided by label, never by name.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use jackin_api::instance::Recipe;
@@ -12,45 +12,7 @@ use jackin_api::names::label;
 
 use crate::engine::models::{ContainerSummary, ContainerSummaryStateEnum, Network, Volume};
 use crate::engine::{Engine, EngineError};
-
-/// One container as a reconciler needs to see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContainerView {
-    /// The engine's id: steps act on it, never on a name someone else may
-    /// have taken since.
-    pub id: String,
-    pub name: String,
-    pub running: bool,
-}
-
-/// Everything of one instance the engine holds.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct InstanceView {
-    pub container: Option<ContainerView>,
-    pub sidecars: BTreeMap<String, ContainerView>,
-    /// The id of the instance's network (the oldest, if there are several).
-    pub network: Option<String>,
-    /// The ids of further networks of the instance: a network create that a
-    /// killed process left in flight can land after another process made
-    /// one. They make the name ambiguous, so they go.
-    pub extra_networks: Vec<String>,
-    /// Volumes labelled as the instance's, by name.
-    pub volumes: Vec<String>,
-    /// Whether the pinned image (by id) is present.
-    pub image_present: bool,
-    /// The assessment of each isolated checkout (a filesystem observation,
-    /// filled in by the caller from the unit's records).
-    pub mounts: Vec<jackin_api::instance::MountStatus>,
-    /// What was seen of the last session's end (filled in by the caller:
-    /// the marker, the engine's state of the stopped container).
-    pub session: crate::ending::SessionSeen,
-    /// The exit policy in force (filled in by the caller from the
-    /// instance's override and its workspace).
-    pub exit_policy: jackin_api::workspace::ExitPolicy,
-    /// A rollout to handle, decided by the caller from the spec as it
-    /// resolves now ([`crate::rollout::pending`]).
-    pub rollout: Option<crate::rollout::Rollout>,
-}
+use crate::view::{ContainerView, InstanceView};
 
 /// A listed container's name, without the engine's leading `/`.
 pub fn container_name(c: &ContainerSummary) -> String {

@@ -9,9 +9,10 @@ use jackin_api::workspace::ExitPolicy;
 
 use crate::policy::ExitAction;
 
-/// One step of a plan: one idempotent change, mostly one engine call or one
-/// filesystem operation (`CreateContainer` and `StartContainer` prepare
-/// the unit's files before their engine call). A step
+/// One step of a plan: one idempotent change, of an engine object (one
+/// engine call; `CreateContainer` and `StartContainer` prepare the unit's
+/// files first), a part of the unit, or the status; a pin resolves, builds
+/// and probes. A step
 /// on an engine object that was observed names it by the id the engine gave
 /// it, never by a name someone else may have taken since; an object this
 /// plan creates is addressed by the name it is given (`id: None`).
@@ -91,7 +92,7 @@ pub enum Step {
         id: String,
     },
     /// Remove a further network of the instance, by id (see
-    /// [`crate::observe::InstanceView::extra_networks`]).
+    /// [`crate::view::InstanceView::extra_networks`]).
     RemoveExtraNetwork(String),
     RemoveVolume(String),
     /// Record `Purging` in the object and the index before anything goes.
@@ -106,11 +107,40 @@ pub enum Step {
     /// source or isolation mode, or no such mount), their unfinished work
     /// saved first; the ladder's `PrepareMounts` makes the new ones.
     RetireCheckouts,
+    /// Write the phase the instance is in now: `Launching` before a plan
+    /// that makes the session (anew), or, before jackin removes the
+    /// container, the phase the plan leads to, so that no later look reads
+    /// the container's absence as a session lost (a crash between the two
+    /// cannot leave that doubt).
+    SetPhase(InstancePhase),
+    /// Record in the status the restore the start before carried out: its
+    /// tier, and the rollout request it carried out when a rollout (not a
+    /// loss) made the container anew.
+    RecordRestore {
+        tier: Tier,
+        rollout: Option<String>,
+    },
+    /// Stop running this plan and look again: what follows depends on what
+    /// the step before changed. The steps after it are what the next look
+    /// is expected to plan; a dry run shows them, nothing runs them from
+    /// this plan.
+    LookAgain(Again),
     /// The purge tail, one step because it is one change of state: the
     /// unit directory, the sockets directory and the unit lock go, then the
     /// index row, last, so that a crash anywhere before leaves a row that
     /// says `Purging` and the next pass finishes the job.
     FinishPurge,
+}
+
+/// Why a plan stops to look again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Again {
+    /// How the session ended is read from the stopped container (its
+    /// marker, else the engine's exit state) before anything removes it.
+    SessionStopped,
+    /// A rollout pinned the recipe again, perhaps for another engine: the
+    /// rest is planned from the new recipe, on its engine.
+    RecipePinned,
 }
 
 /// An engine object that no instance owns any longer (its instance was
@@ -182,6 +212,9 @@ impl Step {
             Step::RemoveVolume(_) => "remove-volume",
             Step::StampPurging => "stamp-purging",
             Step::FinishPurge => "finish-purge",
+            Step::SetPhase(_) => "set-phase",
+            Step::RecordRestore { .. } => "record-restore",
+            Step::LookAgain(_) => "look-again",
         }
     }
 
@@ -217,7 +250,10 @@ impl Step {
             | Step::NoteMalformedMarker(_)
             | Step::Settle { .. }
             | Step::RetireMarker
-            | Step::ClearExitQuestion => "session",
+            | Step::ClearExitQuestion
+            | Step::SetPhase(_)
+            | Step::RecordRestore { .. }
+            | Step::LookAgain(_) => "session",
         }
     }
 
@@ -306,7 +342,26 @@ impl Step {
             Step::FinishPurge => {
                 "removing the unit directory, sockets and lock, then the index row".into()
             }
+            Step::SetPhase(phase) => format!("setting the phase to {phase}"),
+            Step::RecordRestore { tier, .. } => format!("recording the restore (tier {tier})"),
+            Step::LookAgain(Again::SessionStopped) => {
+                "recording how the session ended, from the stopped container".into()
+            }
+            Step::LookAgain(Again::RecipePinned) => {
+                "looking again, to plan from the recipe pinned".into()
+            }
         }
+    }
+
+    /// Whether a run of the step is announced as progress: not the
+    /// bookkeeping of a plan (its phase writes, its restore record, its
+    /// looks again), which a
+    /// dry run shows and the operator need not follow.
+    pub fn announced(&self) -> bool {
+        !matches!(
+            self,
+            Step::SetPhase(_) | Step::RecordRestore { .. } | Step::LookAgain(_)
+        )
     }
 }
 
@@ -378,11 +433,6 @@ impl Plan {
         }
         for step in &self.steps {
             out.push_str(&format!("  - {}\n", step.describe()));
-            if let Step::StopContainer { .. } = step {
-                // What the stopped session says is only known once it
-                // has stopped: the reconcile records it next.
-                out.push_str("  - recording how the session ended, from the stopped container\n");
-            }
         }
         out
     }

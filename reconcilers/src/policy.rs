@@ -19,7 +19,7 @@
 use jackin_api::instance::MountStatus;
 use jackin_api::workspace::ExitPolicy;
 
-use crate::assess::has_unfinished_work;
+use crate::view::has_unfinished_work;
 
 /// What to do with an instance whose agent ended its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

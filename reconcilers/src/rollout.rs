@@ -30,27 +30,9 @@ use jackin_api::agent::Strategy;
 use jackin_api::instance::{Instance, Isolation, MountStatus, Recipe, UpdatePolicy};
 use jackin_api::names::annotation;
 
-use crate::assess::has_unfinished_work;
 use crate::digest::sha256_hex;
 use crate::recipe;
-
-/// A rollout the loop is to handle now, or one that waits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rollout {
-    /// Pin the recipe again from the current spec and replace the
-    /// container. `moving`: the engine may change. `new_conversation`: the
-    /// agent's conversation starts anew.
-    Go {
-        requested: String,
-        moving: bool,
-        new_conversation: bool,
-    },
-    /// Record the request as refused, and why: nothing else changes.
-    Refuse { requested: String, why: String },
-    /// `OnDrift`: the spec changed, and the rollout waits until nobody is
-    /// attached and the agent is idle (or the container stops).
-    Wait,
-}
+use crate::view::{Rollout, has_unfinished_work};
 
 /// What a rollout is decided from.
 #[derive(Debug, Clone, Copy)]
