@@ -57,6 +57,10 @@ fn pass(home: &Home) {
     assert!(out.starts_with("pass complete"), "{out}");
 }
 
+/// What breaks a session: its name, the `docker` commands that do it, and
+/// the restore tier that repairs it (`None`: kept, then resumed).
+type Breakage<'a> = (&'a str, &'a [&'a [&'a str]], Option<u64>);
+
 fn conversation(home: &Home, name: &str) -> serde_json::Value {
     home.object(name)["status"]["conversation"].clone()
 }
@@ -88,7 +92,7 @@ fn amp_continues_its_thread_at_every_tier_of_the_restore_ladder() {
         .as_str()
         .unwrap()
         .to_owned();
-    let breakages: [(&str, &[&[&str]], Option<u64>); 4] = [
+    let breakages: [Breakage; 4] = [
         ("docker stop", &[&["stop", "-t", "2", &container]], Some(1)),
         ("docker rm -f", &[&["rm", "-f", &container]], Some(2)),
         (

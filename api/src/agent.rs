@@ -526,21 +526,24 @@ pub fn builtin() -> Vec<Agent> {
         // (`~/.kimi-code`): config, credentials, sessions in
         // `sessions/<workDirKey>/<sessionId>/` (configuration/data-locations).
         // `--continue` takes the most recent session of the working
-        // directory; `--session ID` opens a session by an id kimi chose
-        // (reference/kimi-command). Its docs do not say that an unknown id
-        // starts a session under it, so jackin does not mint ids for it.
+        // directory from its session listing, and starts a fresh one when
+        // there is none; `--session ID` resumes a session kimi made and
+        // refuses any other id ("Session … not found": reference/kimi-command,
+        // apps/kimi-code/src/tui/kimi-tui.ts). So jackin mints no id for it
+        // and continues its latest.
         //
         // Where the legacy Python `kimi-cli` (PyPI, which the tests run)
         // differs, this entry follows the current CLI:
         // - its home is `~/.kimi`, relocated by KIMI_SHARE_DIR, not
-        //   KIMI_CODE_HOME (kimi_cli/share.py): an instance running it sets
-        //   KIMI_SHARE_DIR to `/home/agent/.kimi-code` itself;
-        // - its `--session ID` starts a new session under an unknown id
-        //   (kimi_cli/cli, `Session.create(work_dir, session_id)`), which
-        //   would allow `mintArgs`; the current CLI's docs promise no such
-        //   thing;
-        // - its `--continue` is the same flag, and fails ("No previous
-        //   session found for the working directory") when there is none.
+        //   KIMI_CODE_HOME (kimi_cli/share.py);
+        // - its `--continue` takes the session it recorded as the
+        //   directory's last when it exited by itself (kimi_cli/cli,
+        //   `_post_run`): after a stopped or removed container there is
+        //   none, and it fails ("No previous session found for the working
+        //   directory"), so the ladder starts it afresh;
+        // - its `--session ID` starts a session under an id it does not
+        //   have (`Session.create(work_dir, session_id)`): an entry of its
+        //   own can mint and resume by id (tests/kimi.rs applies one).
         entry(
             "kimi",
             AgentSpec {
