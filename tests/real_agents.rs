@@ -94,7 +94,7 @@ fn a_tool_call_writes_into_the_checkout(cli: Cli) {
     let path = match cli {
         Cli::Claude => "/workspace/app/notes.txt",
         Cli::Codex => "notes.txt",
-        Cli::Aider => panic!("aider's edits are not tool calls: this test is claude's and codex's"),
+        Cli::Aider | Cli::Kimi => panic!("this test is claude's and codex's"),
     };
     let ask = format!("jackin-write {path} written-by-the-model");
     term.type_message(&ask);
@@ -157,7 +157,7 @@ fn assert_permission_defaults_untouched(session: &AgentSession) {
             &["permissions", "defaultMode", "bypassPermissions"],
         ),
         Cli::Codex => (".codex/config.toml", &["approval_policy"]),
-        Cli::Aider => panic!("aider has no permission settings"),
+        Cli::Aider | Cli::Kimi => panic!("this test is claude's and codex's"),
     };
     let text = std::fs::read_to_string(session.unit_home().join(file)).unwrap_or_default();
     for word in words {

@@ -500,6 +500,100 @@ pub fn builtin() -> Vec<Agent> {
         ),
         // The image's command, as given: nothing to resume.
         entry("shell", AgentSpec::default()),
+        // Amp (ampcode.com/manual) chooses its own thread ids (`T-…`) and
+        // keeps its threads on ampcode.com, with the account, not on disk:
+        // `amp threads continue` continues the most recent thread
+        // (`amp threads continue [threadId]`; the SDK's `continue: true`,
+        // ampcode.com/manual/sdk). Nothing there is keyed by the working
+        // directory, and no variable relocates its local data: the unit's
+        // home is the agent's HOME, so `~/.local/share/amp` (the login,
+        // the last thread's id) is the unit's already.
+        entry(
+            "amp",
+            AgentSpec {
+                launch: args(&["amp"]),
+                continue_args: args(&["threads", "continue"]),
+                // `amp login` keeps the login in
+                // ~/.local/share/amp/secrets.json; an API key from
+                // ampcode.com/settings goes in AMP_API_KEY instead
+                // (ampcode.com/manual, "Authentication").
+                credentials: Some(Credentials {
+                    files: vec![same_place(".local/share/amp/secrets.json")],
+                    env: vec![host_env("AMP_API_KEY")],
+                    login: Some("run `amp login` on the host".into()),
+                    login_step: None,
+                }),
+                // The npm package (ampcode.com/manual, "You can also
+                // install via npm"); the role image needs Node.js.
+                install: args(&["RUN npm install -g @sourcegraph/amp"]),
+                ..Default::default()
+            },
+        ),
+        // The Kimi Code CLI (moonshotai.github.io/kimi-code, github
+        // MoonshotAI/kimi-code). It keeps everything under KIMI_CODE_HOME
+        // (`~/.kimi-code`): config, credentials, sessions in
+        // `sessions/<workDirKey>/<sessionId>/` (configuration/data-locations).
+        // `--continue` takes the most recent session of the working
+        // directory from its session listing, and starts a fresh one when
+        // there is none; `--session ID` resumes a session kimi made and
+        // refuses any other id ("Session … not found": reference/kimi-command,
+        // apps/kimi-code/src/tui/kimi-tui.ts). So jackin mints no id for it
+        // and continues its latest.
+        //
+        // Where the legacy Python `kimi-cli` (PyPI, which the tests run)
+        // differs, this entry follows the current CLI:
+        // - its home is `~/.kimi`, relocated by KIMI_SHARE_DIR, not
+        //   KIMI_CODE_HOME (kimi_cli/share.py);
+        // - its `--continue` takes the session it recorded as the
+        //   directory's last when it exited by itself (kimi_cli/cli,
+        //   `_post_run`): after a stopped or removed container there is
+        //   none, and it fails ("No previous session found for the working
+        //   directory"), so the ladder starts it afresh;
+        // - its `--session ID` starts a session under an id it does not
+        //   have (`Session.create(work_dir, session_id)`): an entry of its
+        //   own can mint and resume by id (tests/kimi.rs applies one).
+        entry(
+            "kimi",
+            AgentSpec {
+                launch: args(&["kimi"]),
+                continue_args: args(&["--continue"]),
+                state_env: state("KIMI_CODE_HOME", ".kimi-code"),
+                conversations_by_directory: true,
+                credentials: Some(Credentials {
+                    // The seed's three: config.toml holds each provider's
+                    // `api_key` (configuration/config-files); `kimi login`
+                    // keeps its OAuth token in credentials/<name>.json, the
+                    // managed provider's being `kimi-code.json`
+                    // (configuration/data-locations; the legacy CLI's key
+                    // `oauth/kimi-code`); device_id is the identity the
+                    // token is used with (`X-Msh-Device-Id`, kimi_cli
+                    // auth/oauth.py), which the current layout no longer
+                    // lists but the legacy CLI still reads.
+                    files: vec![
+                        same_place(".kimi-code/config.toml"),
+                        same_place(".kimi-code/credentials/kimi-code.json"),
+                        CredentialFile {
+                            secret: false,
+                            ..same_place(".kimi-code/device_id")
+                        },
+                    ],
+                    // The current CLI reads no key from its environment
+                    // (configuration/env-vars: "Credential variables such
+                    // as KIMI_API_KEY … are not read automatically"): the
+                    // key is in config.toml, so nothing goes under token.
+                    env: Vec::new(),
+                    login: Some("run `kimi login` on the host".into()),
+                    login_step: None,
+                }),
+                // The npm package (guides/getting-started, "npm
+                // installation"): the install script would put `kimi` in
+                // the home of the user who builds the image, which the
+                // agent does not run as. The role image needs Node.js
+                // 24.15 or later.
+                install: args(&["RUN npm install -g @moonshot-ai/kimi-code"]),
+                ..Default::default()
+            },
+        ),
     ];
     for agent in &mut agents {
         agent.spec.providers = crate::provider::builtin_for(&agent.metadata.name);

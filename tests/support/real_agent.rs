@@ -37,6 +37,10 @@ pub enum Cli {
     /// aider, from its own image (`scripts/aider-image`); it has no login
     /// of its own, only its model's key (`token`).
     Aider,
+    /// The legacy Python kimi-cli, from its own image
+    /// (`scripts/kimi-image`); its login is its `config.toml`, the
+    /// model's endpoint and key (`sync`).
+    Kimi,
 }
 
 /// aider's environment for a test, each variable for a reason:
@@ -80,6 +84,7 @@ impl Cli {
             Self::Claude => "claude",
             Self::Codex => "codex",
             Self::Aider => "aider",
+            Self::Kimi => "kimi",
         }
     }
 
@@ -88,6 +93,11 @@ impl Cli {
         match self {
             Self::Claude | Self::Codex => agent_image(),
             Self::Aider => super::real_agent_image(),
+            Self::Kimi => super::script_image(
+                "JACKIN_KIMI_IMAGE",
+                "scripts/kimi-image",
+                "the real kimi-cli image",
+            ),
         }
     }
 
@@ -112,6 +122,16 @@ impl Cli {
             Self::Codex => "    - {name: RUST_LOG, value: warn}\n",
             // Chat Completions at the sidecar (model-server.md).
             Self::Aider => "    - {name: OPENAI_API_BASE, value: 'http://model:8080/v1'}\n",
+            // The legacy CLI's home is KIMI_SHARE_DIR, not the current
+            // CLI's KIMI_CODE_HOME, which the built-in entry sets: the
+            // same directory, so that the login lands where it reads it.
+            // Nothing else goes online: no update check
+            // (KIMI_CLI_NO_AUTO_UPDATE), no telemetry.
+            Self::Kimi => {
+                "    - {name: KIMI_SHARE_DIR, value: /home/agent/.kimi-code}\n    \
+                 - {name: KIMI_CLI_NO_AUTO_UPDATE, value: '1'}\n    \
+                 - {name: KIMI_DISABLE_TELEMETRY, value: '1'}\n"
+            }
         }
     }
 
@@ -137,6 +157,18 @@ impl Cli {
                 format!(r#"{{"auth_mode": "apikey", "OPENAI_API_KEY": "{secret}"}}"#),
             )],
             Self::Aider => panic!("aider has no login files: it takes its model's key (token)"),
+            // A provider of type `kimi` (Chat Completions) at the sidecar,
+            // with the login as its key, sent as `Authorization: Bearer`.
+            Self::Kimi => vec![(
+                ".kimi-code/config.toml",
+                format!(
+                    "default_model = \"scripted\"\ntelemetry = false\n\n\
+                     [providers.sidecar]\ntype = \"kimi\"\nbase_url = \"http://model:8080/v1\"\n\
+                     api_key = \"{secret}\"\n\n\
+                     [models.scripted]\nprovider = \"sidecar\"\nmodel = \"scripted\"\n\
+                     max_context_size = 131072\n"
+                ),
+            )],
         }
     }
 
@@ -145,17 +177,20 @@ impl Cli {
         match self {
             Self::Claude => "ANTHROPIC_API_KEY",
             Self::Codex | Self::Aider => "OPENAI_API_KEY",
+            Self::Kimi => panic!("kimi takes no key from its environment: its config.toml (sync)"),
         }
     }
 
     /// Whether `screen` shows the CLI waiting at its prompt: claude's and
     /// codex's status lines, aider's prompt alone on its line (all that
-    /// prompt_toolkit draws again at a size change).
+    /// prompt_toolkit draws again at a size change), kimi's input box.
     pub fn at_prompt(self, screen: &str) -> bool {
         match self {
             Self::Claude => screen.contains("shift+tab to cycle"),
             Self::Codex => screen.contains("gpt-5.2 default"),
             Self::Aider => screen.lines().any(|line| line.trim_end() == ">"),
+            // Its input box's title and the status line's context gauge.
+            Self::Kimi => screen.contains("── input ─") && screen.contains("context: "),
         }
     }
 
@@ -165,14 +200,14 @@ impl Cli {
         match self {
             Self::Claude => Some("Is this a project you created or one you trust?"),
             Self::Codex => Some("Do you trust the contents of this directory?"),
-            Self::Aider => None,
+            Self::Aider | Self::Kimi => None,
         }
     }
 
     /// The command typed at the prompt to end the session.
     pub fn exit_command(self) -> &'static str {
         match self {
-            Self::Claude | Self::Aider => "/exit",
+            Self::Claude | Self::Aider | Self::Kimi => "/exit",
             Self::Codex => "/quit",
         }
     }
