@@ -69,9 +69,9 @@ pub struct Options {
     pub sweep: Duration,
     /// Directories kept applied, with prune.
     pub sync: Vec<std::path::PathBuf>,
-    /// How often every instance's attention is looked at for the metrics
-    /// (`jackin_instances_by_attention`); `None` when nobody serves them,
-    /// and then no look is made.
+    /// How often the controller's looks sample every running container's
+    /// counters for the metrics (`jackin_instances_by_attention`); `None`
+    /// when nobody serves them, and then the looks read output only.
     pub attention_every: Option<Duration>,
 }
 
@@ -309,9 +309,7 @@ pub async fn run(
     for dir in shared.options.sync.clone() {
         watches.push(tokio::spawn(sync(shared.clone(), dir)));
     }
-    if let Some(every) = shared.options.attention_every {
-        watches.push(tokio::spawn(attention_gauges(shared.clone(), every)));
-    }
+    watches.push(tokio::spawn(looks(shared.clone())));
     let idle_shared = shared.clone();
     watches.push(tokio::spawn(crate::idle::watch(
         shared.reconciler.clone(),
@@ -614,15 +612,20 @@ async fn tick(shared: Arc<Shared>) {
     }
 }
 
-/// The instances by attention, for the metrics: a look at every instance
-/// (`attention::look`: each running one's output stream, opened once and
-/// kept, and one stats call per running one, the rest decided from their
-/// phase) every `every`, or less often with many
-/// running, so that the engine answers at most about 100 calls a second
-/// for it. The counters compare with the previous look's, so CPU or
-/// writes since then make an agent `working`.
-async fn attention_gauges(shared: Arc<Shared>, every: Duration) {
+/// The controller's looks at every instance (`attention::look`): each
+/// running one's output stream, opened once and kept, so that a look makes
+/// one listing call per engine and none per container. Each look is
+/// published for one-shot readers (`published_looks`: `get -o wide` then
+/// reads it instead of one log call per running instance) and, when the
+/// metrics are served (`metrics_every`), counted for them, with one stats
+/// call per running instance at most every `metrics_every` (the counters
+/// compare with the previous sample's, so CPU or writes since then make an
+/// agent `working`). A look comes every 2 s, or less often with many
+/// running (`attention::look_every`).
+async fn looks(shared: Arc<Shared>) {
+    let metrics_every = shared.options.attention_every;
     let mut looks = HashMap::new();
+    let mut sampled: Option<Instant> = None;
     let live = crate::live_output::LiveOutputs::default();
     loop {
         let store = shared.reconciler.store.clone();
@@ -633,16 +636,32 @@ async fn attention_gauges(shared: Arc<Shared>, every: Duration) {
                 .unwrap_or_default()
         })
         .await;
+        let stats = metrics_every.is_some_and(|every| sampled.is_none_or(|at| at.elapsed() >= every));
         looks =
-            crate::attention::look(&shared.reconciler, &objects, true, &looks, Some(&live)).await;
-        shared
-            .metrics
-            .set_attention(&crate::metrics::attention_counts(looks.values()));
+            crate::attention::look(&shared.reconciler, &objects, stats, &looks, Some(&live)).await;
+        if stats {
+            sampled = Some(Instant::now());
+        }
+        if metrics_every.is_some() {
+            shared
+                .metrics
+                .set_attention(&crate::metrics::attention_counts(looks.values()));
+        }
         let running = objects
             .iter()
             .filter(|o| o.phase() == Some(InstancePhase::Running))
             .count();
-        tokio::time::sleep(every.max(crate::attention::look_every(running))).await;
+        let every = crate::attention::look_every(running);
+        let published = crate::published_looks::from_looks(&looks, every, jiff::Timestamp::now());
+        let layout = shared.reconciler.store.layout().clone();
+        let written = jackin_reconcilers::blocking(move || {
+            crate::published_looks::publish(&layout, &published)
+        })
+        .await;
+        if let Err(e) = written {
+            tracing::warn!("cannot publish the controller's look for `get -o wide`: {e}");
+        }
+        tokio::time::sleep(every).await;
     }
 }
 
