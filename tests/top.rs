@@ -362,8 +362,9 @@ fn notify_ends_at_its_timeout_with_what_it_started_in_a_session_of_its_own() {
 /// the engine's log, so a look at the log saw an agent that never printed.
 /// `jackin top` reads the output stream: the prompt counts, and the agent
 /// that waits at it needs you. A one-shot `get -o wide` reads the log (the
-/// README says so): there it never printed, until a controller runs, whose
-/// watchers read the stream and publish what they saw for `get -o wide`.
+/// README says so): there it never printed, until a controller runs with
+/// `--watch-output`, whose watchers read the stream and publish what they
+/// saw for `get -o wide`.
 #[test]
 fn r4_a_prompt_with_no_newline_needs_you_in_top_and_in_wide_under_a_controller() {
     ensure_busybox();
@@ -386,7 +387,7 @@ fn r4_a_prompt_with_no_newline_needs_you_in_top_and_in_wide_under_a_controller()
             .is_some_and(|row| row.ends_with(" idle")),
         "{wide}"
     );
-    let controller = Controller::start(&home, &[]);
+    let controller = Controller::start(&home, &["--watch-output"]);
     let served = |wide: &str| {
         wide.lines()
             .nth(1)

@@ -73,6 +73,10 @@ pub struct Options {
     /// counters for the metrics (`jackin_instances_by_attention`); `None`
     /// when nobody serves them, and then the looks read output only.
     pub attention_every: Option<Duration>,
+    /// Look at every running container's output through live watchers and
+    /// publish each look for `get -o wide` (`published_looks`), whether or
+    /// not the metrics are served (with them, the looks run anyway).
+    pub watch_output: bool,
 }
 
 impl Default for Options {
@@ -85,6 +89,7 @@ impl Default for Options {
             sweep: Duration::from_secs(600),
             sync: Vec::new(),
             attention_every: None,
+            watch_output: false,
         }
     }
 }
@@ -309,7 +314,9 @@ pub async fn run(
     for dir in shared.options.sync.clone() {
         watches.push(tokio::spawn(sync(shared.clone(), dir)));
     }
-    watches.push(tokio::spawn(looks(shared.clone())));
+    if shared.options.attention_every.is_some() || shared.options.watch_output {
+        watches.push(tokio::spawn(looks(shared.clone())));
+    }
     let idle_shared = shared.clone();
     watches.push(tokio::spawn(crate::idle::watch(
         shared.reconciler.clone(),

@@ -119,6 +119,7 @@ pub async fn run(args: &ControllerArgs, verbose: bool) -> Result<()> {
             .metrics_addr
             .as_ref()
             .map(|_| std::time::Duration::from_secs(15)),
+        watch_output: args.watch_output,
         ..Default::default()
     };
     let engines = engines_in_use(&reconciler)?;
