@@ -393,14 +393,14 @@ fn r4_a_prompt_with_no_newline_needs_you_in_top_and_in_wide_under_a_controller()
             .nth(1)
             .is_some_and(|row| row.ends_with(" needs you"))
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    let deadline = Instant::now() + Duration::from_secs(90);
     let seen = loop {
         let wide = home.ok(&["get", "prompt", "-o", "wide"]);
         if served(&wide) {
             break wide;
         }
         assert!(
-            std::time::Instant::now() < deadline,
+            Instant::now() < deadline,
             "get -o wide never showed the prompt from the controller's look:\n{wide}\n\
              controller log:\n{}",
             controller.log()

@@ -170,7 +170,11 @@ pub fn looks_of(
             last_output: seen.last_output,
             moved: seen.moved,
         };
-        let workspace = obj.spec.workspace.as_deref().and_then(|w| workspaces.get(w));
+        let workspace = obj
+            .spec
+            .workspace
+            .as_deref()
+            .and_then(|w| workspaces.get(w));
         let look = Look {
             attention: attention::decide(&observed, now, attention::needs_you_after(workspace)),
             last_output: seen.last_output,
@@ -217,7 +221,11 @@ mod tests {
         publish(&layout, &published).unwrap();
 
         let soon = at + Duration::from_secs(3);
-        assert_eq!(current(&layout, soon), None, "no controller runs on the home");
+        assert_eq!(
+            current(&layout, soon),
+            None,
+            "no controller runs on the home"
+        );
         let _controller = ControllerLock::take(&layout).unwrap();
         assert_eq!(current(&layout, soon), Some(published));
         let late = at + Duration::from_secs(11);
@@ -235,6 +243,10 @@ mod tests {
         assert_eq!(current(&layout, Timestamp::now()), None);
         std::fs::remove_file(path(&layout)).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", path(&layout)).unwrap();
-        assert_eq!(current(&layout, Timestamp::now()), None, "a link is not followed");
+        assert_eq!(
+            current(&layout, Timestamp::now()),
+            None,
+            "a link is not followed"
+        );
     }
 }

@@ -643,7 +643,8 @@ async fn looks(shared: Arc<Shared>) {
                 .unwrap_or_default()
         })
         .await;
-        let stats = metrics_every.is_some_and(|every| sampled.is_none_or(|at| at.elapsed() >= every));
+        let stats =
+            metrics_every.is_some_and(|every| sampled.is_none_or(|at| at.elapsed() >= every));
         looks =
             crate::attention::look(&shared.reconciler, &objects, stats, &looks, Some(&live)).await;
         if stats {

@@ -207,9 +207,7 @@ async fn instances(
             output::instance_table(&objects, true, now, Some(&looks))
         }
         Format::Yaml => output::yaml_stream(&printable(objects, |o| &mut o.metadata))?,
-        Format::Json => {
-            output::json(&printable(objects, |o| &mut o.metadata), name.is_some())?
-        }
+        Format::Json => output::json(&printable(objects, |o| &mut o.metadata), name.is_some())?,
         Format::Name => names("instance", objects.iter().map(|o| &o.metadata.name)),
     };
     Ok(Some(text))
@@ -345,6 +343,41 @@ const WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// How often, in looks, a watch with attention reads the counters too.
 const STATS_EVERY_LOOKS: u32 = 5;
 
+/// What a watch shows of an instance: its phase, its readiness
+/// (`status/reason`) and its attention; a row is printed when it changes.
+type Shown = (String, String, String);
+
+/// What each of `objects` shows now, and those whose showing differs from
+/// `seen` (new ones included).
+fn changes(
+    seen: &BTreeMap<String, Shown>,
+    objects: Vec<Instance>,
+    looks: &HashMap<String, Look>,
+) -> (BTreeMap<String, Shown>, Vec<Instance>) {
+    let mut current = BTreeMap::new();
+    let mut changed = Vec::new();
+    for obj in objects {
+        let status = obj.status_or_default();
+        let ready = find_condition(&status.conditions, condition::READY)
+            .map(|c| format!("{}/{}", c.status, c.reason))
+            .unwrap_or_default();
+        let state = (
+            status.phase.map(|p| p.to_string()).unwrap_or_default(),
+            ready,
+            looks
+                .get(&obj.metadata.name)
+                .and_then(|l| l.attention)
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
+        );
+        if seen.get(&obj.metadata.name) != Some(&state) {
+            changed.push(obj.clone());
+        }
+        current.insert(obj.metadata.name.clone(), state);
+    }
+    (current, changed)
+}
+
 /// `get -w`: the listing, then a line each time an instance appears, goes,
 /// or changes its phase or readiness, until interrupted; with `only`, that
 /// instance alone. With `attention` (`jackin top` on no terminal), a wide
@@ -357,7 +390,7 @@ pub async fn watch(
     attention: bool,
 ) -> Result<()> {
     let wide = format == Format::Wide;
-    let mut seen: BTreeMap<String, (String, String, String)> = BTreeMap::new();
+    let mut seen: BTreeMap<String, Shown> = BTreeMap::new();
     let mut first = true;
     let mut stdout = std::io::stdout();
     let reconciler = Reconciler::new(
@@ -387,37 +420,10 @@ pub async fn watch(
             .count();
         if attention {
             let stats = round.is_multiple_of(STATS_EVERY_LOOKS);
-            looks = attention::look(
-                &reconciler,
-                &objects,
-                stats,
-                &looks,
-                Some(&live),
-            )
-            .await;
+            looks = attention::look(&reconciler, &objects, stats, &looks, Some(&live)).await;
             round = round.wrapping_add(1);
         }
-        let mut current = BTreeMap::new();
-        let mut changed = Vec::new();
-        for obj in objects {
-            let status = obj.status_or_default();
-            let ready = find_condition(&status.conditions, condition::READY)
-                .map(|c| format!("{}/{}", c.status, c.reason))
-                .unwrap_or_default();
-            let state = (
-                status.phase.map(|p| p.to_string()).unwrap_or_default(),
-                ready,
-                looks
-                    .get(&obj.metadata.name)
-                    .and_then(|l: &Look| l.attention)
-                    .map(|a| a.to_string())
-                    .unwrap_or_default(),
-            );
-            if seen.get(&obj.metadata.name) != Some(&state) {
-                changed.push(obj.clone());
-            }
-            current.insert(obj.metadata.name.clone(), state);
-        }
+        let (current, changed) = changes(&seen, objects, &looks);
         let mut text = String::new();
         if format == Format::Name {
             text = names("instance", changed.iter().map(|o| &o.metadata.name));
