@@ -147,6 +147,22 @@ const AFTER_THE_GRACE_PERIOD: Duration = Duration::from_secs(1);
 /// When a container's ending is looked at again, after the event.
 const LOOK_AGAIN: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(4)];
 
+
+/// Container events that change nothing a reconcile looks at (beside
+/// `exec_*`): the engine's names for attaching, resizing, listing
+/// processes and copying files.
+const UNCHANGING: [&str; 9] = [
+    "attach",
+    "detach",
+    "resize",
+    "top",
+    "copy",
+    "archive-path",
+    "extract-to-dir",
+    "export",
+    "commit",
+];
+
 impl Shared {
     /// An engine event: the instance it concerns is looked at now, and a
     /// container's ending again a moment later (the engine may still list
@@ -158,9 +174,12 @@ impl Shared {
         };
         let action = event.action.unwrap_or_default();
         // A command run in the container (`exec_create: sh -c …`: the idle
-        // watch's probe at each look, the idle hooks, `jackin exec`)
-        // changes nothing a reconcile looks at.
-        if action.starts_with("exec_") {
+        // watch's probe at each look, the idle hooks, `jackin exec`), a
+        // terminal attached, detached or resized (a person, or a watcher's
+        // stream and its redraw nudge: two resizes per container it opens),
+        // and a look at its processes or files change nothing a reconcile
+        // looks at.
+        if action.starts_with("exec_") || UNCHANGING.contains(&action.as_str()) {
             return;
         }
         tracing::debug!(instance = %name, action, "engine event");
