@@ -361,10 +361,12 @@ fn notify_ends_at_its_timeout_with_what_it_started_in_a_session_of_its_own() {
 /// Defect R4: a question with no newline after it (a prompt) never reaches
 /// the engine's log, so a look at the log saw an agent that never printed.
 /// `jackin top` reads the output stream: the prompt counts, and the agent
-/// that waits at it needs you. A one-shot `get -o wide` still reads the log
-/// (the README says so): there it never printed.
+/// that waits at it needs you. A one-shot `get -o wide` reads the log (the
+/// README says so): there it never printed, until a controller runs with
+/// `--watch-output`, whose watchers read the stream and publish what they
+/// saw for `get -o wide`.
 #[test]
-fn r4_a_prompt_with_no_newline_needs_you_in_top() {
+fn r4_a_prompt_with_no_newline_needs_you_in_top_and_in_wide_under_a_controller() {
     ensure_busybox();
     let home = Home::new();
     workspace(&home);
@@ -384,6 +386,40 @@ fn r4_a_prompt_with_no_newline_needs_you_in_top() {
             .nth(1)
             .is_some_and(|row| row.ends_with(" idle")),
         "{wide}"
+    );
+    let controller = Controller::start(&home, &["--watch-output"]);
+    let served = |wide: &str| {
+        wide.lines()
+            .nth(1)
+            .is_some_and(|row| row.ends_with(" needs you"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let seen = loop {
+        let wide = home.ok(&["get", "prompt", "-o", "wide"]);
+        if served(&wide) {
+            break wide;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "get -o wide never showed the prompt from the controller's look:\n{wide}\n\
+             controller log:\n{}",
+            controller.log()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(
+        home.path().join("looks.json").is_file(),
+        "the look is published under the home"
+    );
+    drop(controller);
+    // With no controller on the home, its last look is not taken: the log
+    // again, where the prompt was never printed.
+    let wide = home.ok(&["get", "prompt", "-o", "wide"]);
+    assert!(
+        wide.lines()
+            .nth(1)
+            .is_some_and(|row| row.ends_with(" idle")),
+        "{wide}\n(with the controller: {seen})"
     );
 }
 

@@ -377,6 +377,13 @@ pub struct ControllerArgs {
     /// address (HOST:PORT, or a port alone for 127.0.0.1); off unless given.
     #[arg(long, value_name = "ADDR", conflicts_with = "once")]
     pub metrics_addr: Option<String>,
+    /// Keep a read-only stream of every running container's output and look
+    /// at them every few seconds, publishing each look under the home, so
+    /// that `jackin get -o wide` reads it instead of one log call per
+    /// running instance (and sees prompts with no newline). Costs memory per
+    /// running container (README, Speed); on with --metrics-addr too.
+    #[arg(long, conflicts_with = "once")]
+    pub watch_output: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -125,49 +125,7 @@ pub async fn look_listed(
     live: Option<&LiveOutputs>,
 ) -> HashMap<String, Look> {
     let store = &reconciler.store;
-    let workspaces = workspaces(reconciler);
-    let workspace_of = |obj: &Instance| {
-        obj.spec
-            .workspace
-            .as_deref()
-            .and_then(|ws| workspaces.get(ws))
-    };
-    let now = Timestamp::now();
-    let mut looks = HashMap::new();
-    let mut work = Vec::new();
-    for obj in objects {
-        let phase = obj.phase();
-        if phase != Some(InstancePhase::Running) {
-            let observed = Observed {
-                phase,
-                ..Observed::default()
-            };
-            let attention = attention::decide(&observed, now, Default::default());
-            looks.insert(
-                obj.metadata.name.clone(),
-                Look {
-                    attention,
-                    ..Look::default()
-                },
-            );
-            continue;
-        }
-        let threshold = attention::needs_you_after(workspace_of(obj));
-        // Owned: a stream of borrowed items cannot run in a spawned task.
-        match listing.seen(obj) {
-            Some(Seen::Running { engine, id }) => {
-                work.push((
-                    obj.clone(),
-                    Some((engine.clone(), id.to_owned())),
-                    threshold,
-                ));
-            }
-            // An engine that does not answer costs its instances their
-            // attention, and the look no more than the listing's wait.
-            Some(Seen::EngineUnreachable) | None => {}
-            Some(Seen::Missing | Seen::Stopped) => work.push((obj.clone(), None, threshold)),
-        }
-    }
+    let (mut looks, work) = sort_out(&workspaces(reconciler), objects, listing);
     if let Some(live) = live {
         let running = work
             .iter()
@@ -221,6 +179,62 @@ pub async fn look_listed(
         .await;
     looks.extend(found);
     looks
+}
+
+/// A running instance to look at: the instance, its running container
+/// (engine and id; `None` when the engine holds no running one), and its
+/// workspace's `needs you` threshold.
+type ToLook = (Instance, Option<(Engine, String)>, Duration);
+
+/// The looks of `objects` decided from their phase alone (no call), and the
+/// running instances left to look at, by what `listing` shows of them.
+fn sort_out(
+    workspaces: &HashMap<String, WorkspaceSpec>,
+    objects: &[Instance],
+    listing: &Listing,
+) -> (HashMap<String, Look>, Vec<ToLook>) {
+    let now = Timestamp::now();
+    let mut looks = HashMap::new();
+    let mut work = Vec::new();
+    for obj in objects {
+        let phase = obj.phase();
+        if phase != Some(InstancePhase::Running) {
+            let observed = Observed {
+                phase,
+                ..Observed::default()
+            };
+            let attention = attention::decide(&observed, now, Default::default());
+            looks.insert(
+                obj.metadata.name.clone(),
+                Look {
+                    attention,
+                    ..Look::default()
+                },
+            );
+            continue;
+        }
+        let workspace = obj
+            .spec
+            .workspace
+            .as_deref()
+            .and_then(|ws| workspaces.get(ws));
+        let threshold = attention::needs_you_after(workspace);
+        // Owned: a stream of borrowed items cannot run in a spawned task.
+        match listing.seen(obj) {
+            Some(Seen::Running { engine, id }) => {
+                work.push((
+                    obj.clone(),
+                    Some((engine.clone(), id.to_owned())),
+                    threshold,
+                ));
+            }
+            // An engine that does not answer costs its instances their
+            // attention, and the look no more than the listing's wait.
+            Some(Seen::EngineUnreachable) | None => {}
+            Some(Seen::Missing | Seen::Stopped) => work.push((obj.clone(), None, threshold)),
+        }
+    }
+    (looks, work)
 }
 
 /// Where a look reads a container's output from.

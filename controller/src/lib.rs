@@ -26,6 +26,7 @@ pub mod new_session;
 pub mod notify;
 pub mod notify_reaper;
 pub mod objects;
+pub mod published_looks;
 pub mod queue;
 pub mod reconcile;
 mod repair;

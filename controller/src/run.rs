@@ -69,10 +69,14 @@ pub struct Options {
     pub sweep: Duration,
     /// Directories kept applied, with prune.
     pub sync: Vec<std::path::PathBuf>,
-    /// How often every instance's attention is looked at for the metrics
-    /// (`jackin_instances_by_attention`); `None` when nobody serves them,
-    /// and then no look is made.
+    /// How often the controller's looks sample every running container's
+    /// counters for the metrics (`jackin_instances_by_attention`); `None`
+    /// when nobody serves them, and then the looks read output only.
     pub attention_every: Option<Duration>,
+    /// Look at every running container's output through live watchers and
+    /// publish each look for `get -o wide` (`published_looks`), whether or
+    /// not the metrics are served (with them, the looks run anyway).
+    pub watch_output: bool,
 }
 
 impl Default for Options {
@@ -85,6 +89,7 @@ impl Default for Options {
             sweep: Duration::from_secs(600),
             sync: Vec::new(),
             attention_every: None,
+            watch_output: false,
         }
     }
 }
@@ -142,6 +147,22 @@ const AFTER_THE_GRACE_PERIOD: Duration = Duration::from_secs(1);
 /// When a container's ending is looked at again, after the event.
 const LOOK_AGAIN: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(4)];
 
+
+/// Container events that change nothing a reconcile looks at (beside
+/// `exec_*`): the engine's names for attaching, resizing, listing
+/// processes and copying files.
+const UNCHANGING: [&str; 9] = [
+    "attach",
+    "detach",
+    "resize",
+    "top",
+    "copy",
+    "archive-path",
+    "extract-to-dir",
+    "export",
+    "commit",
+];
+
 impl Shared {
     /// An engine event: the instance it concerns is looked at now, and a
     /// container's ending again a moment later (the engine may still list
@@ -153,9 +174,12 @@ impl Shared {
         };
         let action = event.action.unwrap_or_default();
         // A command run in the container (`exec_create: sh -c …`: the idle
-        // watch's probe at each look, the idle hooks, `jackin exec`)
-        // changes nothing a reconcile looks at.
-        if action.starts_with("exec_") {
+        // watch's probe at each look, the idle hooks, `jackin exec`), a
+        // terminal attached, detached or resized (a person, or a watcher's
+        // stream and its redraw nudge: two resizes per container it opens),
+        // and a look at its processes or files change nothing a reconcile
+        // looks at.
+        if action.starts_with("exec_") || UNCHANGING.contains(&action.as_str()) {
             return;
         }
         tracing::debug!(instance = %name, action, "engine event");
@@ -309,8 +333,8 @@ pub async fn run(
     for dir in shared.options.sync.clone() {
         watches.push(tokio::spawn(sync(shared.clone(), dir)));
     }
-    if let Some(every) = shared.options.attention_every {
-        watches.push(tokio::spawn(attention_gauges(shared.clone(), every)));
+    if shared.options.attention_every.is_some() || shared.options.watch_output {
+        watches.push(tokio::spawn(looks(shared.clone())));
     }
     let idle_shared = shared.clone();
     watches.push(tokio::spawn(crate::idle::watch(
@@ -614,15 +638,20 @@ async fn tick(shared: Arc<Shared>) {
     }
 }
 
-/// The instances by attention, for the metrics: a look at every instance
-/// (`attention::look`: each running one's output stream, opened once and
-/// kept, and one stats call per running one, the rest decided from their
-/// phase) every `every`, or less often with many
-/// running, so that the engine answers at most about 100 calls a second
-/// for it. The counters compare with the previous look's, so CPU or
-/// writes since then make an agent `working`.
-async fn attention_gauges(shared: Arc<Shared>, every: Duration) {
+/// The controller's looks at every instance (`attention::look`): each
+/// running one's output stream, opened once and kept, so that a look makes
+/// one listing call per engine and none per container. Each look is
+/// published for one-shot readers (`published_looks`: `get -o wide` then
+/// reads it instead of one log call per running instance) and, when the
+/// metrics are served (`metrics_every`), counted for them, with one stats
+/// call per running instance at most every `metrics_every` (the counters
+/// compare with the previous sample's, so CPU or writes since then make an
+/// agent `working`). A look comes every 2 s, or less often with many
+/// running (`attention::look_every`).
+async fn looks(shared: Arc<Shared>) {
+    let metrics_every = shared.options.attention_every;
     let mut looks = HashMap::new();
+    let mut sampled: Option<Instant> = None;
     let live = crate::live_output::LiveOutputs::default();
     loop {
         let store = shared.reconciler.store.clone();
@@ -633,16 +662,33 @@ async fn attention_gauges(shared: Arc<Shared>, every: Duration) {
                 .unwrap_or_default()
         })
         .await;
+        let stats =
+            metrics_every.is_some_and(|every| sampled.is_none_or(|at| at.elapsed() >= every));
         looks =
-            crate::attention::look(&shared.reconciler, &objects, true, &looks, Some(&live)).await;
-        shared
-            .metrics
-            .set_attention(&crate::metrics::attention_counts(looks.values()));
+            crate::attention::look(&shared.reconciler, &objects, stats, &looks, Some(&live)).await;
+        if stats {
+            sampled = Some(Instant::now());
+        }
+        if metrics_every.is_some() {
+            shared
+                .metrics
+                .set_attention(&crate::metrics::attention_counts(looks.values()));
+        }
         let running = objects
             .iter()
             .filter(|o| o.phase() == Some(InstancePhase::Running))
             .count();
-        tokio::time::sleep(every.max(crate::attention::look_every(running))).await;
+        let every = crate::attention::look_every(running);
+        let published = crate::published_looks::from_looks(&looks, every, jiff::Timestamp::now());
+        let layout = shared.reconciler.store.layout().clone();
+        let written = jackin_reconcilers::blocking(move || {
+            crate::published_looks::publish(&layout, &published)
+        })
+        .await;
+        if let Err(e) = written {
+            tracing::warn!("cannot publish the controller's look for `get -o wide`: {e}");
+        }
+        tokio::time::sleep(every).await;
     }
 }
 

@@ -140,6 +140,7 @@ async fn continuously(
             .metrics_addr
             .as_ref()
             .map(|_| std::time::Duration::from_secs(15)),
+        watch_output: args.watch_output,
         ..Default::default()
     };
     let engines = engines_in_use(&reconciler)?;

@@ -1,6 +1,6 @@
 //! `jackin get`: listings and single objects, as tables, YAML or JSON.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::Write;
 
@@ -16,49 +16,13 @@ use crate::args::{Format, GetArgs};
 use crate::cmd::select::{self, Kind};
 use crate::context::check_name;
 use crate::output;
+use jackin_controller::attention::{self, Look};
 use jackin_controller::listing::{self, Listing};
+use jackin_controller::published_looks;
 use jackin_controller::{Reconciler, Store};
 
-#[expect(clippy::too_many_lines, reason = "issue 42: to be split")]
 pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
-    let (kind, name) = match (args.first.as_deref(), args.name.as_deref()) {
-        (None, _) => (Kind::Instance, None),
-        // `instance/NAME`, as `-o name` prints it.
-        (Some(first), None) if first.contains('/') => {
-            let (kind, name) = select::split_kind(first)?;
-            (kind.unwrap_or(Kind::Instance), Some(name))
-        }
-        (Some(first), name) => match (Kind::from_word(first), name) {
-            (Some(kind), name) => (kind, name),
-            (None, None) => (Kind::Instance, Some(first)),
-            (None, Some(_)) => {
-                return Err(anyhow!(
-                    "unknown kind {first:?}: expected instances, workspaces, agents, providers, \
-                     sources or discarded"
-                ));
-            }
-        },
-    };
-    if let Some(name) = name
-        && kind != Kind::Discarded
-    {
-        check_name(name)?;
-    }
-    if args.watch || args.selector.is_some() {
-        match (kind, name) {
-            (Kind::Instance, None) => {}
-            // One instance watched: `get -w NAME`.
-            (Kind::Instance, Some(_)) if args.selector.is_none() => {}
-            _ => {
-                return Err(UsageError(
-                    "-l and -w select and watch instances: `jackin get [instances] -l …`, \
-                     `jackin get -w [NAME]`"
-                        .into(),
-                )
-                .into());
-            }
-        }
-    }
+    let (kind, name) = target(args)?;
     let selector = args.selector.as_deref().map(select::selector).transpose()?;
     if args.watch {
         if let Some(name) = name {
@@ -70,63 +34,10 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
     let now = Timestamp::now();
     let table = matches!(args.output, Format::Table | Format::Wide);
     let text = match kind {
-        Kind::Instance => {
-            let objects = match name {
-                Some(name) => vec![store.get_instance(name)?],
-                None => {
-                    let listing = store.list_instances()?;
-                    for unreadable in &listing.unreadable {
-                        eprintln!(
-                            "warning: {}\nhint: `jackin prune` sets the unit aside",
-                            output::terminal_safe_lines(&unreadable.to_string())
-                        );
-                    }
-                    listing.instances
-                }
-            };
-            let objects: Vec<_> = match &selector {
-                Some(selector) => objects
-                    .into_iter()
-                    .filter(|o| selector.matches(&o.metadata.labels))
-                    .collect(),
-                None => objects,
-            };
-            if objects.is_empty() && table {
-                eprintln!("No instances found.");
-                return Ok(());
-            }
-            let reconciler = Reconciler::new(
-                store.clone(),
-                jackin_controller::engines::Engines::new(None),
-            );
-            let (objects, listing) = match args.output {
-                // Names only: nothing the engine holds changes them.
-                Format::Name => (objects, Listing::default()),
-                // A table shows what the engines list; YAML and JSON are
-                // the record, which the loop keeps.
-                format => as_listed(&reconciler, objects, table && format != Format::Name).await,
-            };
-            match args.output {
-                Format::Table => output::instance_table(&objects, false, now, None),
-                Format::Wide => {
-                    let looks = jackin_controller::attention::look_listed(
-                        &reconciler,
-                        &objects,
-                        false,
-                        &Default::default(),
-                        &listing,
-                        None,
-                    )
-                    .await;
-                    output::instance_table(&objects, true, now, Some(&looks))
-                }
-                Format::Yaml => output::yaml_stream(&printable(objects, |o| &mut o.metadata))?,
-                Format::Json => {
-                    output::json(&printable(objects, |o| &mut o.metadata), name.is_some())?
-                }
-                Format::Name => names("instance", objects.iter().map(|o| &o.metadata.name)),
-            }
-        }
+        Kind::Instance => match instances(store, name, selector.as_ref(), args.output).await? {
+            Some(text) => text,
+            None => return Ok(()),
+        },
         Kind::Workspace => {
             let objects = match name {
                 Some(name) => vec![
@@ -200,6 +111,139 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
     Ok(())
 }
 
+/// What `get` lists: the kind and the name asked for, checked, and `-l`
+/// and `-w` only where they apply (instances).
+fn target(args: &GetArgs) -> Result<(Kind, Option<&str>)> {
+    let (kind, name) = match (args.first.as_deref(), args.name.as_deref()) {
+        (None, _) => (Kind::Instance, None),
+        // `instance/NAME`, as `-o name` prints it.
+        (Some(first), None) if first.contains('/') => {
+            let (kind, name) = select::split_kind(first)?;
+            (kind.unwrap_or(Kind::Instance), Some(name))
+        }
+        (Some(first), name) => match (Kind::from_word(first), name) {
+            (Some(kind), name) => (kind, name),
+            (None, None) => (Kind::Instance, Some(first)),
+            (None, Some(_)) => {
+                return Err(anyhow!(
+                    "unknown kind {first:?}: expected instances, workspaces, agents, providers, \
+                     sources or discarded"
+                ));
+            }
+        },
+    };
+    if let Some(name) = name
+        && kind != Kind::Discarded
+    {
+        check_name(name)?;
+    }
+    if args.watch || args.selector.is_some() {
+        match (kind, name) {
+            (Kind::Instance, None) => {}
+            // One instance watched: `get -w NAME`.
+            (Kind::Instance, Some(_)) if args.selector.is_none() => {}
+            _ => {
+                return Err(UsageError(
+                    "-l and -w select and watch instances: `jackin get [instances] -l …`, \
+                     `jackin get -w [NAME]`"
+                        .into(),
+                )
+                .into());
+            }
+        }
+    }
+    Ok((kind, name))
+}
+
+/// `get [instances]`: the table, YAML, JSON or names of the instances
+/// named or selected; `None` when a table has none to show (said on
+/// standard error).
+async fn instances(
+    store: &Store,
+    name: Option<&str>,
+    selector: Option<&Selector>,
+    format: Format,
+) -> Result<Option<String>> {
+    let now = Timestamp::now();
+    let table = matches!(format, Format::Table | Format::Wide);
+    let objects = match name {
+        Some(name) => vec![store.get_instance(name)?],
+        None => {
+            let listing = store.list_instances()?;
+            for unreadable in &listing.unreadable {
+                eprintln!(
+                    "warning: {}\nhint: `jackin prune` sets the unit aside",
+                    output::terminal_safe_lines(&unreadable.to_string())
+                );
+            }
+            listing.instances
+        }
+    };
+    let objects: Vec<_> = match selector {
+        Some(selector) => objects
+            .into_iter()
+            .filter(|o| selector.matches(&o.metadata.labels))
+            .collect(),
+        None => objects,
+    };
+    if objects.is_empty() && table {
+        eprintln!("No instances found.");
+        return Ok(None);
+    }
+    let reconciler = Reconciler::new(
+        store.clone(),
+        jackin_controller::engines::Engines::new(None),
+    );
+    let (objects, listing) = match format {
+        // Names only: nothing the engine holds changes them.
+        Format::Name => (objects, Listing::default()),
+        // A table shows what the engines list; YAML and JSON are
+        // the record, which the loop keeps.
+        _ => as_listed(&reconciler, objects, table).await,
+    };
+    let text = match format {
+        Format::Table => output::instance_table(&objects, false, now, None),
+        Format::Wide => {
+            let looks = wide_looks(&reconciler, &objects, &listing).await;
+            output::instance_table(&objects, true, now, Some(&looks))
+        }
+        Format::Yaml => output::yaml_stream(&printable(objects, |o| &mut o.metadata))?,
+        Format::Json => output::json(&printable(objects, |o| &mut o.metadata), name.is_some())?,
+        Format::Name => names("instance", objects.iter().map(|o| &o.metadata.name)),
+    };
+    Ok(Some(text))
+}
+
+/// Each instance's look for `-o wide`: from the running controller's latest
+/// look (`published_looks`) for each instance it covers in the container
+/// the engine lists now, with no engine call; the rest one log call each.
+async fn wide_looks(
+    reconciler: &Reconciler,
+    objects: &[Instance],
+    listing: &Listing,
+) -> HashMap<String, Look> {
+    let layout = reconciler.store.layout().clone();
+    let now = Timestamp::now();
+    let published = jackin_reconcilers::blocking({
+        let layout = layout.clone();
+        move || published_looks::current(&layout, now)
+    })
+    .await;
+    let mut looks = published.map_or_else(HashMap::new, |published| {
+        let workspaces = attention::workspaces(reconciler);
+        published_looks::looks_of(&published, objects, listing, &layout, &workspaces, now)
+    });
+    let rest: Vec<Instance> = objects
+        .iter()
+        .filter(|o| !looks.contains_key(&o.metadata.name))
+        .cloned()
+        .collect();
+    looks.extend(
+        attention::look_listed(reconciler, &rest, false, &HashMap::new(), listing, None).await,
+    );
+    looks
+}
+
 /// `objects` as their engines list them now, and the listing: where an
 /// engine shows something other than the record (the container removed or
 /// stopped behind jackin's back, the engine not answering), the printed
@@ -212,7 +256,7 @@ async fn as_listed(
     objects: Vec<Instance>,
     mark: bool,
 ) -> (Vec<Instance>, Listing) {
-    let workspaces = jackin_controller::attention::workspaces(reconciler);
+    let workspaces = attention::workspaces(reconciler);
     let listing = listing::list(reconciler, &objects.iter().collect::<Vec<_>>(), &workspaces).await;
     let now = Timestamp::now();
     let objects = objects
@@ -300,6 +344,41 @@ const WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// How often, in looks, a watch with attention reads the counters too.
 const STATS_EVERY_LOOKS: u32 = 5;
 
+/// What a watch shows of an instance: its phase, its readiness
+/// (`status/reason`) and its attention; a row is printed when it changes.
+type Shown = (String, String, String);
+
+/// What each of `objects` shows now, and those whose showing differs from
+/// `seen` (new ones included).
+fn changes(
+    seen: &BTreeMap<String, Shown>,
+    objects: Vec<Instance>,
+    looks: &HashMap<String, Look>,
+) -> (BTreeMap<String, Shown>, Vec<Instance>) {
+    let mut current = BTreeMap::new();
+    let mut changed = Vec::new();
+    for obj in objects {
+        let status = obj.status_or_default();
+        let ready = find_condition(&status.conditions, condition::READY)
+            .map(|c| format!("{}/{}", c.status, c.reason))
+            .unwrap_or_default();
+        let state = (
+            status.phase.map(|p| p.to_string()).unwrap_or_default(),
+            ready,
+            looks
+                .get(&obj.metadata.name)
+                .and_then(|l| l.attention)
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
+        );
+        if seen.get(&obj.metadata.name) != Some(&state) {
+            changed.push(obj.clone());
+        }
+        current.insert(obj.metadata.name.clone(), state);
+    }
+    (current, changed)
+}
+
 /// `get -w`: the listing, then a line each time an instance appears, goes,
 /// or changes its phase or readiness, until interrupted; with `only`, that
 /// instance alone. With `attention` (`jackin top` on no terminal), a wide
@@ -312,14 +391,14 @@ pub async fn watch(
     attention: bool,
 ) -> Result<()> {
     let wide = format == Format::Wide;
-    let mut seen: BTreeMap<String, (String, String, String)> = BTreeMap::new();
+    let mut seen: BTreeMap<String, Shown> = BTreeMap::new();
     let mut first = true;
     let mut stdout = std::io::stdout();
     let reconciler = Reconciler::new(
         store.clone(),
         jackin_controller::engines::Engines::new(None),
     );
-    let mut looks = std::collections::HashMap::new();
+    let mut looks = HashMap::new();
     // A watch lives on: each running container's output is read from its
     // stream, so that an unfinished line counts.
     let live = jackin_controller::live_output::LiveOutputs::default();
@@ -342,37 +421,10 @@ pub async fn watch(
             .count();
         if attention {
             let stats = round.is_multiple_of(STATS_EVERY_LOOKS);
-            looks = jackin_controller::attention::look(
-                &reconciler,
-                &objects,
-                stats,
-                &looks,
-                Some(&live),
-            )
-            .await;
+            looks = attention::look(&reconciler, &objects, stats, &looks, Some(&live)).await;
             round = round.wrapping_add(1);
         }
-        let mut current = BTreeMap::new();
-        let mut changed = Vec::new();
-        for obj in objects {
-            let status = obj.status_or_default();
-            let ready = find_condition(&status.conditions, condition::READY)
-                .map(|c| format!("{}/{}", c.status, c.reason))
-                .unwrap_or_default();
-            let state = (
-                status.phase.map(|p| p.to_string()).unwrap_or_default(),
-                ready,
-                looks
-                    .get(&obj.metadata.name)
-                    .and_then(|l: &jackin_controller::attention::Look| l.attention)
-                    .map(|a| a.to_string())
-                    .unwrap_or_default(),
-            );
-            if seen.get(&obj.metadata.name) != Some(&state) {
-                changed.push(obj.clone());
-            }
-            current.insert(obj.metadata.name.clone(), state);
-        }
+        let (current, changed) = changes(&seen, objects, &looks);
         let mut text = String::new();
         if format == Format::Name {
             text = names("instance", changed.iter().map(|o| &o.metadata.name));
@@ -402,7 +454,7 @@ pub async fn watch(
         // With attention, each look calls the engine for every running
         // instance: as often as a live view may.
         tokio::time::sleep(match attention {
-            true => jackin_controller::attention::look_every(running),
+            true => attention::look_every(running),
             false => WATCH_EVERY,
         })
         .await;
