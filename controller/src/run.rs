@@ -147,7 +147,6 @@ const AFTER_THE_GRACE_PERIOD: Duration = Duration::from_secs(1);
 /// When a container's ending is looked at again, after the event.
 const LOOK_AGAIN: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(4)];
 
-
 /// Container events that change nothing a reconcile looks at (beside
 /// `exec_*`): the engine's names for attaching, resizing, listing
 /// processes and copying files.

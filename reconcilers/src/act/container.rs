@@ -20,9 +20,7 @@ use crate::fsutil;
 use crate::isolation;
 use crate::layout::Layout;
 use crate::offload::blocking;
-use crate::{
-    credentials, provider, recipe, restricted, resume, secrets, session, token_login,
-};
+use crate::{credentials, provider, recipe, restricted, resume, secrets, session, token_login};
 
 /// Creates the instance's network, on a subnet of its own.
 pub(super) async fn create_network(ctx: &Context<'_>, obj: &Instance) -> Result<(), ActError> {
