@@ -8,10 +8,12 @@ use jackin_api::agent::{StateKind, Strategy};
 use jackin_api::instance::Instance;
 use jackin_api::names::{label, reason};
 
-use super::{
-    AGENT_HOME, ActError, Context, DIND_CLIENT_CERTS, Report, STATE_DIR, STOP_GRACE_SECS, home, io,
-    recipe_of, sidecar_name,
+use super::context::{
+    AGENT_HOME, Context, DIND_CLIENT_CERTS, Report, STATE_DIR, STOP_GRACE_SECS, recipe_of,
+    sidecar_name,
 };
+use super::error::{ActError, io};
+use super::home;
 use crate::engine::EngineError;
 use crate::engine::models::{
     ContainerCreateBody, EndpointSettings, HostConfig, Mount, MountType, NetworkingConfig,
@@ -20,9 +22,7 @@ use crate::fsutil;
 use crate::isolation;
 use crate::layout::Layout;
 use crate::offload::blocking;
-use crate::{
-    credentials, provider, recipe, restricted, resume, secrets, session, token_login,
-};
+use crate::{credentials, provider, recipe, restricted, resume, secrets, session, token_login};
 
 /// Creates the instance's network, on a subnet of its own.
 pub(super) async fn create_network(ctx: &Context<'_>, obj: &Instance) -> Result<(), ActError> {

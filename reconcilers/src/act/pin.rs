@@ -9,7 +9,8 @@ use jackin_api::instance::{Conversation, Instance, Recipe, RoleSource, RolloutRe
 use jackin_api::meta::set_condition;
 use jackin_api::names::{condition, label, reason};
 
-use super::{AGENT_HOME, ActError, Context, Report, io, recipe_of};
+use super::context::{AGENT_HOME, Context, Report, recipe_of};
+use super::error::{ActError, io};
 use crate::build_log::BuildLog;
 use crate::fsutil::ensure_private_dir;
 use crate::recipe::{self, RecipeError};
@@ -311,47 +312,6 @@ async fn resolve_recipe(
         pinned.user = Some(format!("{}:{}", meta.uid(), meta.gid()));
     }
     Ok(pinned)
-}
-
-/// What probes found in images, by image id: an image is immutable, so a
-/// program found once is there for good (and its version stays what it
-/// was), and launching many instances of one image probes it once:
-/// instances launched together wait for the one probe under way rather
-/// than each starting its own.
-#[derive(Debug, Default)]
-pub struct ProgramsFound {
-    /// By (image id, program): whether it is there.
-    programs: Answers<String, ()>,
-    /// By (image id, version probe): the version it printed.
-    versions: Answers<Vec<String>, Option<String>>,
-}
-
-/// Set once found; probed by the first who asks.
-type Answer<T> = std::sync::Arc<tokio::sync::OnceCell<T>>;
-
-/// The answers of one kind of probe, by image id and what was asked.
-type Answers<Q, T> = std::sync::Mutex<std::collections::HashMap<(String, Q), Answer<T>>>;
-
-impl ProgramsFound {
-    /// The answer for `program` in `image_id`, shared by every caller.
-    fn program(&self, image_id: &str, program: &str) -> Answer<()> {
-        self.programs
-            .lock()
-            .expect("the map is never poisoned")
-            .entry((image_id.to_owned(), program.to_owned()))
-            .or_default()
-            .clone()
-    }
-
-    /// The answer of the version probe `argv` in `image_id`.
-    fn version(&self, image_id: &str, argv: &[String]) -> Answer<Option<String>> {
-        self.versions
-            .lock()
-            .expect("the map is never poisoned")
-            .entry((image_id.to_owned(), argv.to_vec()))
-            .or_default()
-            .clone()
-    }
 }
 
 /// Looks for `program` in the image, as the image's shell finds commands,
