@@ -6,7 +6,9 @@ use jackin_api::instance::Instance;
 use jackin_api::names::reason;
 use jackin_api::workspace::WorkspaceSpec;
 
-use super::{ActError, Context, Report, container, recipe_of};
+use super::container;
+use super::context::{Context, Report, recipe_of};
+use super::error::ActError;
 use crate::discard;
 use crate::isolation;
 use crate::offload::blocking;

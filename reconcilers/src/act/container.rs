@@ -8,10 +8,12 @@ use jackin_api::agent::{StateKind, Strategy};
 use jackin_api::instance::Instance;
 use jackin_api::names::{label, reason};
 
-use super::{
-    AGENT_HOME, ActError, Context, DIND_CLIENT_CERTS, Report, STATE_DIR, STOP_GRACE_SECS, home, io,
-    recipe_of, sidecar_name,
+use super::context::{
+    AGENT_HOME, Context, DIND_CLIENT_CERTS, Report, STATE_DIR, STOP_GRACE_SECS, recipe_of,
+    sidecar_name,
 };
+use super::error::{ActError, io};
+use super::home;
 use crate::engine::EngineError;
 use crate::engine::models::{
     ContainerCreateBody, EndpointSettings, HostConfig, Mount, MountType, NetworkingConfig,

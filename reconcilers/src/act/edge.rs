@@ -7,7 +7,8 @@ use jackin_api::instance::{Instance, InstancePhase, OutcomeSource, RestoreRecord
 use jackin_api::names::{condition, reason};
 use jackin_api::workspace::ExitPolicy;
 
-use super::{ActError, Context, Report};
+use super::context::{Context, Report};
+use super::error::ActError;
 use crate::ending;
 use crate::offload::blocking;
 use crate::plan::{Step, Tier};

@@ -4,7 +4,8 @@
 use jackin_api::credentials::AuthForward;
 use jackin_api::instance::{CredentialsStatus, Instance};
 
-use super::{ActError, Context, Report, recipe_of};
+use super::context::{Context, Report, recipe_of};
+use super::error::ActError;
 use crate::credentials;
 use crate::offload::blocking;
 use crate::operator_config;

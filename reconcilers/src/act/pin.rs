@@ -9,8 +9,10 @@ use jackin_api::instance::{Conversation, Instance, Recipe, RoleSource, RolloutRe
 use jackin_api::meta::set_condition;
 use jackin_api::names::{condition, label, reason};
 
-use super::{AGENT_HOME, ActError, Context, Report, io, recipe_of};
+use super::context::{AGENT_HOME, Context, Report, recipe_of};
+use super::error::{ActError, io};
 use crate::build_log::BuildLog;
+use crate::engine::ImageDefaults;
 use crate::fsutil::ensure_private_dir;
 use crate::recipe::{self, RecipeError};
 use crate::{provider, resume, rollout, session};
@@ -199,15 +201,7 @@ async fn resolve_recipe(
     container: &str,
     progress: &mut (dyn FnMut(Report<'_>) + Send),
 ) -> Result<Recipe, ActError> {
-    for dir in [
-        ctx.layout.unit_home_dir(container),
-        ctx.layout.unit_state_dir(container),
-    ] {
-        ensure_private_dir(&dir).map_err(io(&dir))?;
-    }
-    // The unit is whole from here on: a directory of it missing at a start
-    // was deleted, and is reported when it is made again.
-    session::install_entry(ctx.layout, container).map_err(io(&ctx.layout.unit_dir(container)))?;
+    prepare_unit(ctx, container)?;
     if ctx.agent.is_none() {
         return Err(ActError::UnknownAgent(obj.spec.agent.clone()));
     }
@@ -219,17 +213,58 @@ async fn resolve_recipe(
         ctx.home.as_deref(),
         &ctx.home_id,
     );
-    // The provider: one the agent's entry lacks is refused; the one picked
-    // is named, with its key's reference.
+    note_provider(ctx, obj, &pinned, progress)?;
+    let defaults = pin_image(ctx, obj, container, &mut pinned, progress).await?;
+    ensure_agent(ctx, obj, container, &mut pinned, &defaults, progress).await?;
+    fill_launch(ctx, obj, container, &mut pinned, defaults)?;
+    Ok(pinned)
+}
+
+/// Makes the unit's home and state directories and installs its session
+/// entry: the unit is whole from here on.
+fn prepare_unit(ctx: &Context<'_>, container: &str) -> Result<(), ActError> {
+    for dir in [
+        ctx.layout.unit_home_dir(container),
+        ctx.layout.unit_state_dir(container),
+    ] {
+        ensure_private_dir(&dir).map_err(io(&dir))?;
+    }
+    // The unit is whole from here on: a directory of it missing at a start
+    // was deleted, and is reported when it is made again.
+    session::install_entry(ctx.layout, container).map_err(io(&ctx.layout.unit_dir(container)))?;
+    Ok(())
+}
+
+/// The provider: one the agent's entry lacks is refused; the one picked
+/// is named, with its key's reference.
+fn note_provider(
+    ctx: &Context<'_>,
+    obj: &Instance,
+    pinned: &Recipe,
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
+) -> Result<(), ActError> {
     recipe::wanted_provider(obj, ctx.workspace, ctx.agent)?;
-    if let Some(note) = provider::stage_note(&pinned) {
+    if let Some(note) = provider::stage_note(pinned) {
         progress(Report::Note {
             stage: Some("provider"),
             reason: reason::PROVIDER,
             message: &note,
         });
     }
-    let defaults = match (&obj.spec.image, &obj.spec.role.source) {
+    Ok(())
+}
+
+/// Pins the image: the spec's image looked up, or the role built (its
+/// commit, base image and config pinned too). Returns what the image runs
+/// by default.
+async fn pin_image(
+    ctx: &Context<'_>,
+    obj: &Instance,
+    container: &str,
+    pinned: &mut Recipe,
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
+) -> Result<ImageDefaults, ActError> {
+    Ok(match (&obj.spec.image, &obj.spec.role.source) {
         (Some(image), _) => {
             let found = ctx
                 .engine
@@ -246,21 +281,28 @@ async fn resolve_recipe(
             pinned.image_id = built.id;
             pinned.role_commit = Some(built.commit);
             pinned.base_image = built.base;
-            recipe::pin_role_config(&mut pinned, built.config);
+            recipe::pin_role_config(pinned, built.config);
             ctx.engine
                 .image_defaults(&pinned.image_id)
                 .await?
                 .ok_or_else(|| RecipeError::ImageNotFound(pinned.image_id.clone()))?
         }
         (None, None) => unreachable!("validation requires an image or a role source"),
-    };
-    // The wrapper runs the argv itself, so the image's default is pinned
-    // too; so is its working directory, which agents that continue "the
-    // latest conversation here" key their conversations by.
-    // The agent's program (the registry's launch argv, or spec.command)
-    // must be in the image: without it every start would fail.
-    // An agent the image lacks is installed into a derived image, when its
-    // entry says how.
+    })
+}
+
+/// The agent's program (the registry's launch argv, or spec.command) must
+/// be in the image: without it every start would fail. An agent the image
+/// lacks is installed into a derived image, when its entry says how. Then
+/// the installed agent's version is probed: the rungs it knows depend on it.
+async fn ensure_agent(
+    ctx: &Context<'_>,
+    obj: &Instance,
+    container: &str,
+    pinned: &mut Recipe,
+    defaults: &ImageDefaults,
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
+) -> Result<(), ActError> {
     if let Some(program) = pinned.command.first().cloned() {
         match check_program(ctx, &pinned.image, &pinned.image_id, &program).await {
             Err(ActError::AgentMissing { .. })
@@ -274,7 +316,7 @@ async fn resolve_recipe(
                     ctx,
                     container,
                     &obj.spec.role.name,
-                    &mut pinned,
+                    pinned,
                     &role_image,
                     defaults.user.as_deref(),
                     progress,
@@ -285,12 +327,25 @@ async fn resolve_recipe(
             checked => checked?,
         }
     }
-    // The rungs the installed agent knows depend on its version.
     if let Some(agent) = pinned.agent.as_mut()
         && let Some(rule) = &agent.spec.version
     {
         agent.version = agent_version(ctx, &pinned.image_id, &rule.probe).await?;
     }
+    Ok(())
+}
+
+/// The command, working directory and user the container runs with. The
+/// wrapper runs the argv itself, so the image's default is pinned too; so
+/// is its working directory, which agents that continue "the latest
+/// conversation here" key their conversations by.
+fn fill_launch(
+    ctx: &Context<'_>,
+    obj: &Instance,
+    container: &str,
+    pinned: &mut Recipe,
+    defaults: ImageDefaults,
+) -> Result<(), ActError> {
     if pinned.command.is_empty() {
         pinned.command = defaults.command;
         if pinned.command.is_empty() {
@@ -299,7 +354,7 @@ async fn resolve_recipe(
     }
     // The agent starts where its work is: the spec's directory, else the
     // first mount (a checkout, usually), else the image's, else its home.
-    pinned.working_dir = recipe::chosen_working_dir(&pinned)
+    pinned.working_dir = recipe::chosen_working_dir(pinned)
         .map(str::to_owned)
         .or(defaults.working_dir.filter(|dir| !dir.is_empty()))
         .or_else(|| Some(AGENT_HOME.to_owned()));
@@ -310,48 +365,7 @@ async fn resolve_recipe(
         let meta = std::fs::metadata(&unit).map_err(io(&unit))?;
         pinned.user = Some(format!("{}:{}", meta.uid(), meta.gid()));
     }
-    Ok(pinned)
-}
-
-/// What probes found in images, by image id: an image is immutable, so a
-/// program found once is there for good (and its version stays what it
-/// was), and launching many instances of one image probes it once:
-/// instances launched together wait for the one probe under way rather
-/// than each starting its own.
-#[derive(Debug, Default)]
-pub struct ProgramsFound {
-    /// By (image id, program): whether it is there.
-    programs: Answers<String, ()>,
-    /// By (image id, version probe): the version it printed.
-    versions: Answers<Vec<String>, Option<String>>,
-}
-
-/// Set once found; probed by the first who asks.
-type Answer<T> = std::sync::Arc<tokio::sync::OnceCell<T>>;
-
-/// The answers of one kind of probe, by image id and what was asked.
-type Answers<Q, T> = std::sync::Mutex<std::collections::HashMap<(String, Q), Answer<T>>>;
-
-impl ProgramsFound {
-    /// The answer for `program` in `image_id`, shared by every caller.
-    fn program(&self, image_id: &str, program: &str) -> Answer<()> {
-        self.programs
-            .lock()
-            .expect("the map is never poisoned")
-            .entry((image_id.to_owned(), program.to_owned()))
-            .or_default()
-            .clone()
-    }
-
-    /// The answer of the version probe `argv` in `image_id`.
-    fn version(&self, image_id: &str, argv: &[String]) -> Answer<Option<String>> {
-        self.versions
-            .lock()
-            .expect("the map is never poisoned")
-            .entry((image_id.to_owned(), argv.to_vec()))
-            .or_default()
-            .clone()
-    }
+    Ok(())
 }
 
 /// Looks for `program` in the image, as the image's shell finds commands,
