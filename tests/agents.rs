@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::terminal::Terminal;
 use support::{Home, RoleRepo, condition, docker, ensure_busybox};
@@ -14,41 +14,10 @@ use support::{Home, RoleRepo, condition, docker, ensure_busybox};
 const CLAUDE_TRUST: &str = "  settings:\n  - name: trust\n    file: .claude.json\n    \
                             key: [projects, '{workingDir}', hasTrustDialogAccepted]\n    value: true\n";
 
-/// Waits until the agent has started `count` times; returns the log.
-fn wait_for_starts(home: &Home, name: &str, count: usize) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let log = home.agent_starts(name);
-        if log.len() >= count {
-            return log;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name}: {count} start(s) expected, the log has {log:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// One controller pass: repairs what the test broke, and folds the agent's
-/// report of its last start into the status.
-fn pass(home: &Home) {
-    let out = home.ok(&["controller", "--once"]);
-    assert!(out.starts_with("pass complete"), "{out}");
-}
-
 /// Whether `name`'s container runs, as the engine says.
 fn agent_runs(home: &Home, name: &str) -> bool {
     docker(&["inspect", "-f", "{{.State.Running}}", &home.container(name)]) == "true"
 }
-
-fn conversation(home: &Home, name: &str) -> serde_json::Value {
-    home.object(name)["status"]["conversation"].clone()
-}
-
-/// What breaks a session: its name, the `docker` commands that do it, and
-/// the restore tier that repairs it (`None`: kept, then resumed).
-type Breakage<'a> = (&'a str, &'a [&'a [&'a str]], Option<u64>);
 
 #[test]
 fn the_same_conversation_continues_across_every_tier() {
@@ -57,12 +26,12 @@ fn the_same_conversation_continues_across_every_tier() {
     let role = RoleRepo::with_fake_agents();
     let yaml = role.agent_instance_yaml("conv", "claude", "");
     home.apply("c.yaml", &yaml);
-    let id = conversation(&home, "conv")["id"]
+    let id = home.conversation("conv")["id"]
         .as_str()
         .expect("a minted id")
         .to_owned();
     assert_eq!(
-        wait_for_starts(&home, "conv", 1),
+        home.wait_for_starts("conv", 1),
         [format!("claude minted {id}")]
     );
     let container = home.container("conv");
@@ -70,7 +39,7 @@ fn the_same_conversation_continues_across_every_tier() {
         .as_str()
         .unwrap()
         .to_owned();
-    let breakages: [Breakage; 5] = [
+    let breakages: [support::Breakage; 5] = [
         ("docker stop", &[&["stop", "-t", "2", &container]], Some(1)),
         ("docker kill", &[&["kill", &container]], Some(1)),
         ("docker rm -f", &[&["rm", "-f", &container]], Some(2)),
@@ -81,33 +50,15 @@ fn the_same_conversation_continues_across_every_tier() {
         ),
         ("kept, then running", &[], None),
     ];
-    for (n, (what, commands, tier)) in breakages.into_iter().enumerate() {
-        for args in commands {
-            docker(args);
-        }
-        match tier {
-            Some(tier) => {
-                pass(&home);
-                assert_eq!(
-                    home.object("conv")["status"]["restore"]["tier"],
-                    tier,
-                    "{what}"
-                );
-            }
-            None => {
-                home.ok(&["set-phase", "conv", "kept"]);
-                home.ok(&["set-phase", "conv", "running"]);
-            }
-        }
-        let log = wait_for_starts(&home, "conv", n + 2);
+    home.break_and_restore("conv", &breakages, |n, what, log| {
         assert_eq!(
             log[n + 1],
             format!("claude resumed {id}"),
             "{what}: {log:?}"
         );
-    }
-    pass(&home);
-    let conv = conversation(&home, "conv");
+    });
+    home.one_pass();
+    let conv = home.conversation("conv");
     assert_eq!(conv["id"], id.as_str());
     assert_eq!(conv["strategy"], "id");
     assert_eq!(conv["lastStart"], "resumed-by-id");
@@ -135,19 +86,19 @@ fn an_id_whose_first_conversation_left_nothing_is_minted_again() {
     let role = RoleRepo::with_fake_agents();
     let yaml = role.agent_instance_yaml("again", "claude", "");
     home.apply("c.yaml", &yaml);
-    let id = conversation(&home, "again")["id"]
+    let id = home.conversation("again")["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    wait_for_starts(&home, "again", 1);
+    home.wait_for_starts("again", 1);
     let projects = home.unit("again").join("home/.claude/projects/-work");
     std::fs::remove_file(projects.join(format!("{id}.jsonl"))).unwrap();
     docker(&["stop", "-t", "2", &home.container("again")]);
-    pass(&home);
-    let log = wait_for_starts(&home, "again", 2);
+    home.one_pass();
+    let log = home.wait_for_starts("again", 2);
     assert_eq!(log[1], format!("claude minted {id}"), "{log:?}");
-    pass(&home);
-    let conv = conversation(&home, "again");
+    home.one_pass();
+    let conv = home.conversation("again");
     assert_eq!(conv["lastStart"], "minted", "{conv}");
     assert_eq!(conv["id"], id.as_str());
     assert_eq!(conv["fallbacks"], 1, "the resume by id fell back: {conv}");
@@ -182,20 +133,20 @@ fn a_continue_with_nothing_to_continue_is_told_as_it_is() {
     home.apply("agent.yaml", &agent);
     let yaml = role.agent_instance_yaml("latest", "claude-latest", "");
     home.apply("c.yaml", &yaml);
-    let first = wait_for_starts(&home, "latest", 1);
+    let first = home.wait_for_starts("latest", 1);
     let id = first[0]
         .strip_prefix("claude new ")
         .expect("a new conversation");
     let container = home.container("latest");
     docker(&["stop", "-t", "2", &container]);
-    pass(&home);
+    home.one_pass();
     assert_eq!(
-        wait_for_starts(&home, "latest", 2)[1],
+        home.wait_for_starts("latest", 2)[1],
         format!("claude continued {id}")
     );
-    pass(&home);
+    home.one_pass();
     assert_eq!(
-        conversation(&home, "latest")["lastStart"],
+        home.conversation("latest")["lastStart"],
         "continue-requested"
     );
 
@@ -205,10 +156,10 @@ fn a_continue_with_nothing_to_continue_is_told_as_it_is() {
         std::fs::remove_file(entry.unwrap().path()).unwrap();
     }
     docker(&["stop", "-t", "2", &container]);
-    pass(&home);
-    assert!(wait_for_starts(&home, "latest", 3)[2].starts_with("claude new "));
-    pass(&home);
-    let conv = conversation(&home, "latest");
+    home.one_pass();
+    assert!(home.wait_for_starts("latest", 3)[2].starts_with("claude new "));
+    home.one_pass();
+    let conv = home.conversation("latest");
     assert_eq!(conv["lastStart"], "fresh", "{conv}");
     assert_eq!(conv["fallbacks"], 1, "{conv}");
     assert_eq!(
@@ -229,14 +180,14 @@ fn a_continue_with_nothing_to_continue_is_told_as_it_is() {
     // claims no continuation, and describe says who decides.
     let yaml = role.agent_instance_yaml("cx", "codex", "");
     home.apply("x.yaml", &yaml);
-    wait_for_starts(&home, "cx", 1);
+    home.wait_for_starts("cx", 1);
     let sessions = home.unit("cx").join("home/.codex/sessions");
     std::fs::remove_dir_all(&sessions).unwrap();
     docker(&["stop", "-t", "2", &home.container("cx")]);
-    pass(&home);
-    assert!(wait_for_starts(&home, "cx", 2)[1].starts_with("codex new "));
-    pass(&home);
-    let conv = conversation(&home, "cx");
+    home.one_pass();
+    assert!(home.wait_for_starts("cx", 2)[1].starts_with("codex new "));
+    home.one_pass();
+    let conv = home.conversation("cx");
     assert_eq!(conv["lastStart"], "continue-requested", "{conv}");
     assert_eq!(conv.get("fallbacks"), None, "{conv}");
     let described = home.ok(&["describe", "cx"]);
@@ -257,14 +208,14 @@ fn agents_without_ids_continue_their_latest_conversation() {
     for agent in ["codex", "opencode", "aider"] {
         let yaml = role.agent_instance_yaml(agent, agent, "");
         home.apply(&format!("{agent}.yaml"), &yaml);
-        let first = wait_for_starts(&home, agent, 1);
+        let first = home.wait_for_starts(agent, 1);
         assert!(first[0].starts_with(&format!("{agent} new ")), "{first:?}");
         let id = first[0].rsplit(' ').next().unwrap().to_owned();
         docker(&["stop", "-t", "2", &home.container(agent)]);
-        pass(&home);
-        let log = wait_for_starts(&home, agent, 2);
+        home.one_pass();
+        let log = home.wait_for_starts(agent, 2);
         assert_eq!(log[1], format!("{agent} continued {id}"));
-        let conv = conversation(&home, agent);
+        let conv = home.conversation(agent);
         assert_eq!(conv["strategy"], "latest");
         assert_eq!(conv.get("id"), None);
     }
@@ -306,7 +257,7 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
     let role = RoleRepo::with_fake_agents();
     let yaml = role.agent_instance_yaml("before", "claude", "");
     home.apply("before.yaml", &yaml);
-    wait_for_starts(&home, "before", 1);
+    home.wait_for_starts("before", 1);
 
     // Claude's state elsewhere, and no continuing; its trust is the
     // entry's own setting, set where it now keeps its state.
@@ -326,8 +277,8 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
 
     let yaml = role.agent_instance_yaml("after", "claude", "");
     home.apply("after.yaml", &yaml);
-    wait_for_starts(&home, "after", 1);
-    let id = conversation(&home, "after")["id"]
+    home.wait_for_starts("after", 1);
+    let id = home.conversation("after")["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -337,7 +288,7 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
             .is_file()
     );
     // The session pinned before the change keeps its entry, and says so.
-    pass(&home);
+    home.one_pass();
     let before = home.object("before");
     let drift = condition(&before, "SpecDrift").expect("drift is reported");
     assert!(
@@ -349,22 +300,22 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
     // when it runs the agent's own program.
     let own = role.agent_instance_yaml("own", "claude", "  command: [/bin/claude]\n");
     home.apply("own.yaml", &own);
-    assert!(wait_for_starts(&home, "own", 1)[0].starts_with("claude minted "));
+    assert!(home.wait_for_starts("own", 1)[0].starts_with("claude minted "));
     let other = role.agent_instance_yaml(
         "other",
         "claude",
         "  command: [sh, -c, 'echo as-given >> $HOME/agent-starts.log; exec sleep 3600']\n",
     );
     home.apply("other.yaml", &other);
-    assert_eq!(wait_for_starts(&home, "other", 1), ["as-given"]);
-    assert_eq!(conversation(&home, "other")["strategy"], "none");
+    assert_eq!(home.wait_for_starts("other", 1), ["as-given"]);
+    assert_eq!(home.conversation("other")["strategy"], "none");
     // And `resume: false` opts out.
     let fresh = role.agent_instance_yaml("fresh", "claude", "  resume: false\n");
     home.apply("fresh.yaml", &fresh);
-    assert!(wait_for_starts(&home, "fresh", 1)[0].starts_with("claude new "));
+    assert!(home.wait_for_starts("fresh", 1)[0].starts_with("claude new "));
     docker(&["stop", "-t", "2", &home.container("fresh")]);
-    pass(&home);
-    assert!(wait_for_starts(&home, "fresh", 2)[1].starts_with("claude new "));
+    home.one_pass();
+    assert!(home.wait_for_starts("fresh", 2)[1].starts_with("claude new "));
 }
 
 #[test]
@@ -385,7 +336,7 @@ fn an_id_with_shell_metacharacters_reaches_the_agent_as_one_argument() {
     let yaml_id = format!("'{}'", id.replace('\'', "''"));
     let yaml = role.agent_instance_yaml("q", "quoted", &format!("  conversationId: {yaml_id}\n"));
     home.apply("q.yaml", &yaml);
-    wait_for_starts(&home, "q", 1);
+    home.wait_for_starts("q", 1);
     let argv = std::fs::read_to_string(home.unit("q").join("home/agent-argv.log")).unwrap();
     assert_eq!(argv, format!("argv\n--session-id\n{id}\nend\n"));
     let container = home.container("q");
@@ -396,9 +347,9 @@ fn an_id_with_shell_metacharacters_reaches_the_agent_as_one_argument() {
     assert!(!probe.success(), "a shell evaluated the id");
     // Resumed by the same id, still one argument.
     docker(&["stop", "-t", "2", &container]);
-    pass(&home);
+    home.one_pass();
     assert_eq!(
-        wait_for_starts(&home, "q", 2)[1],
+        home.wait_for_starts("q", 2)[1],
         format!("claude resumed {id}")
     );
 }
@@ -438,13 +389,13 @@ fn minting_an_id_the_agent_already_has_falls_back_to_resuming_it() {
     let projects = home.unit("adopt").join("home/.claude/projects/-work");
     std::fs::create_dir_all(&projects).unwrap();
     std::fs::write(projects.join(format!("{id}.jsonl")), "started earlier\n").unwrap();
-    pass(&home);
+    home.one_pass();
     assert_eq!(
-        wait_for_starts(&home, "adopt", 1),
+        home.wait_for_starts("adopt", 1),
         [format!("claude resumed {id}")]
     );
-    pass(&home);
-    let conv = conversation(&home, "adopt");
+    home.one_pass();
+    let conv = home.conversation("adopt");
     assert_eq!(conv["lastStart"], "resumed-by-id", "{conv}");
     assert_eq!(conv["fallbacks"], 1, "{conv}");
     let described = home.ok(&["describe", "adopt"]);
@@ -464,7 +415,7 @@ fn codex_resumes_its_conversation_at_every_tier() {
     let role = RoleRepo::with_fake_agents();
     let yaml = role.agent_instance_yaml("cx", "codex", "");
     home.apply("x.yaml", &yaml);
-    let first = wait_for_starts(&home, "cx", 1);
+    let first = home.wait_for_starts("cx", 1);
     let id = first[0].strip_prefix("codex new ").expect("a new session");
     let container = home.container("cx");
     let image = home.object("cx")["status"]["recipe"]["imageId"]
@@ -484,13 +435,13 @@ fn codex_resumes_its_conversation_at_every_tier() {
         for args in commands {
             docker(args);
         }
-        pass(&home);
+        home.one_pass();
         assert_eq!(
             home.object("cx")["status"]["restore"]["tier"],
             tier,
             "{what}"
         );
-        let log = wait_for_starts(&home, "cx", n + 2);
+        let log = home.wait_for_starts("cx", n + 2);
         assert_eq!(
             log[n + 1],
             format!("codex continued {id}"),
@@ -511,7 +462,7 @@ fn gemini_older_than_its_id_flags_skips_those_ways_with_an_event() {
         "RUN [\"/bin/sh\", \"-c\", \"mkdir -p /etc && echo 0.40.1 > /etc/gemini-version\"]\n",
     );
     home.apply("g.yaml", &old.agent_instance_yaml("old", "gemini", ""));
-    let first = wait_for_starts(&home, "old", 1);
+    let first = home.wait_for_starts("old", 1);
     assert!(first[0].starts_with("gemini new "), "{first:?}");
     let argv = std::fs::read_to_string(home.unit("old").join("home/agent-argv.log")).unwrap();
     assert!(!argv.contains("--session-id"), "{argv}");
@@ -526,18 +477,15 @@ fn gemini_older_than_its_id_flags_skips_those_ways_with_an_event() {
 
     let new = RoleRepo::with_fake_agents();
     home.apply("n.yaml", &new.agent_instance_yaml("new", "gemini", ""));
-    let id = conversation(&home, "new")["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = home.conversation("new")["id"].as_str().unwrap().to_owned();
     assert_eq!(
-        wait_for_starts(&home, "new", 1),
+        home.wait_for_starts("new", 1),
         [format!("gemini minted {id}")]
     );
     docker(&["rm", "-f", &home.container("new")]);
-    pass(&home);
+    home.one_pass();
     assert_eq!(
-        wait_for_starts(&home, "new", 2)[1],
+        home.wait_for_starts("new", 2)[1],
         format!("gemini resumed {id}")
     );
     assert!(!home.ok(&["describe", "new"]).contains("AgentRungsSkipped"));
@@ -580,8 +528,8 @@ fn conversations_outlive_the_agents_own_retention() {
     let yaml = role.agent_instance_yaml("cl", "claude", "");
     home.apply("c.yaml", &yaml);
     home.apply("g.yaml", &role.agent_instance_yaml("gm", "gemini", ""));
-    wait_for_starts(&home, "cl", 1);
-    wait_for_starts(&home, "gm", 1);
+    home.wait_for_starts("cl", 1);
+    home.wait_for_starts("gm", 1);
     let settings = |name: &str, file: &str| -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(home.unit(name).join("home").join(file)).unwrap())
             .unwrap()
@@ -598,8 +546,8 @@ fn conversations_outlive_the_agents_own_retention() {
     let file = home.unit("cl").join("home/.claude/settings.json");
     std::fs::write(&file, r#"{"model": "opus", "cleanupPeriodDays": 7}"#).unwrap();
     docker(&["stop", "-t", "2", &home.container("cl")]);
-    pass(&home);
-    wait_for_starts(&home, "cl", 2);
+    home.one_pass();
+    home.wait_for_starts("cl", 2);
     assert_eq!(
         settings("cl", ".claude/settings.json")["cleanupPeriodDays"],
         36_500
@@ -615,7 +563,7 @@ fn conversations_outlive_the_agents_own_retention() {
     home.apply("agent.yaml", agent);
     let yaml = role.agent_instance_yaml("br", "brief", "");
     home.apply("b.yaml", &yaml);
-    wait_for_starts(&home, "br", 1);
+    home.wait_for_starts("br", 1);
     assert!(!home.ok(&["describe", "br"]).contains("Warning"));
     home.ok(&["set-phase", "br", "kept"]);
     let described = home.ok(&["describe", "br"]);
@@ -663,7 +611,7 @@ fn an_agent_missing_from_the_role_image_gets_a_derived_image() {
         )),
         "{first}"
     );
-    assert_eq!(wait_for_starts(&home, "one", 1), ["standin started"]);
+    assert_eq!(home.wait_for_starts("one", 1), ["standin started"]);
     let recipe = home.object("one")["status"]["recipe"].clone();
     let derived = recipe["image"].as_str().unwrap().to_owned();
     let role_image = recipe["derivedFrom"]
@@ -692,9 +640,9 @@ fn an_agent_missing_from_the_role_image_gets_a_derived_image() {
     // commit and the agent installed on it again.
     docker(&["rm", "-f", &home.container("one")]);
     docker(&["rmi", "-f", &derived]);
-    pass(&home);
+    home.one_pass();
     assert_eq!(home.object("one")["status"]["restore"]["tier"], 3);
-    assert_eq!(wait_for_starts(&home, "one", 2)[1], "standin started");
+    assert_eq!(home.wait_for_starts("one", 2)[1], "standin started");
     assert_eq!(
         home.object("one")["status"]["recipe"]["image"],
         derived.as_str()
@@ -772,12 +720,12 @@ fn with_trust_turned_off_the_question_comes_back_and_its_answer_is_kept() {
         term.wait_for(question, 1);
         assert_eq!(home.agent_starts(agent), Vec::<String>::new(), "{agent}");
         term.type_line("1");
-        let first = wait_for_starts(&home, agent, 1);
+        let first = home.wait_for_starts(agent, 1);
         let id = first[0].rsplit(' ').next().unwrap().to_owned();
         drop(term);
         docker(&["stop", "-t", "2", &home.container(agent)]);
-        pass(&home);
-        let log = wait_for_starts(&home, agent, 2);
+        home.one_pass();
+        let log = home.wait_for_starts(agent, 2);
         assert_eq!(log[1], format!("{agent} {again} {id}"), "{agent}: {log:?}");
         let described = home.ok(&["describe", agent]);
         let line = described
@@ -824,13 +772,10 @@ fn an_exit_before_any_message_starts_anew_under_a_new_recorded_id() {
     home.record("stub.yaml", &yaml);
     let term = Terminal::start(&home, "attach stub");
     term.wait_for("claude: minted conversation", 1);
-    let id = conversation(&home, "stub")["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = home.conversation("stub")["id"].as_str().unwrap().to_owned();
     term.type_line("/exit");
     support::eventually(Duration::from_secs(60), "the session is kept", || {
-        pass(&home);
+        home.one_pass();
         home.object("stub")["status"]["phase"] == "Kept"
     });
     drop(term);
@@ -841,15 +786,15 @@ fn an_exit_before_any_message_starts_anew_under_a_new_recorded_id() {
     assert_eq!(stub.lines().count(), 3, "{stub}");
 
     home.ok(&["set-phase", "stub", "running"]);
-    let log = wait_for_starts(&home, "stub", 2);
+    let log = home.wait_for_starts("stub", 2);
     let new_id = log[1]
         .strip_prefix("claude minted ")
         .unwrap_or_else(|| panic!("a new conversation under a minted id: {log:?}"))
         .to_owned();
     assert_ne!(new_id, id);
     home.wait_for_the_start_to_settle("stub");
-    pass(&home);
-    let conv = conversation(&home, "stub");
+    home.one_pass();
+    let conv = home.conversation("stub");
     assert_eq!(conv["lastStart"], "minted-anew", "{conv}");
     assert_eq!(conv["id"], new_id.as_str(), "{conv}");
     assert_eq!(conv["ids"], serde_json::json!([new_id, id]), "{conv}");
@@ -871,14 +816,14 @@ fn an_exit_before_any_message_starts_anew_under_a_new_recorded_id() {
 
     // The next start resumes the new id.
     docker(&["stop", "-t", "2", &home.container("stub")]);
-    pass(&home);
+    home.one_pass();
     assert_eq!(
-        wait_for_starts(&home, "stub", 3)[2],
+        home.wait_for_starts("stub", 3)[2],
         format!("claude resumed {new_id}")
     );
     home.wait_for_the_start_to_settle("stub");
-    pass(&home);
-    let conv = conversation(&home, "stub");
+    home.one_pass();
+    let conv = home.conversation("stub");
     assert_eq!(conv["lastStart"], "resumed-by-id", "{conv}");
     assert_eq!(conv["ids"], serde_json::json!([new_id, id]), "{conv}");
 }
@@ -894,14 +839,14 @@ fn a_resume_by_id_claude_refuses(name: &str) -> (Home, RoleRepo, String) {
     let role = RoleRepo::with_fake_agents();
     let yaml = role.agent_instance_yaml(name, "claude", "");
     home.apply("w.yaml", &yaml);
-    let id = conversation(&home, name)["id"].as_str().unwrap().to_owned();
-    wait_for_starts(&home, name, 1);
+    let id = home.conversation(name)["id"].as_str().unwrap().to_owned();
+    home.wait_for_starts(name, 1);
     let projects = home.unit(name).join("home/.claude/projects/-work");
     std::fs::remove_file(projects.join(format!("{id}.jsonl"))).unwrap();
     docker(&["stop", "-t", "2", &home.container(name)]);
-    pass(&home);
+    home.one_pass();
     assert_eq!(
-        wait_for_starts(&home, name, 2)[1],
+        home.wait_for_starts(name, 2)[1],
         format!("claude minted {id}"),
         "the next rung runs"
     );
@@ -914,7 +859,7 @@ fn a_resume_by_id_claude_refuses(name: &str) -> (Home, RoleRepo, String) {
 #[test]
 fn claudes_words_on_standard_output_reach_the_fallback_event() {
     let (home, _role, id) = a_resume_by_id_claude_refuses("words");
-    pass(&home);
+    home.one_pass();
     let events = home.ok(&["describe", "words"]);
     assert!(
         events.contains(&format!(
@@ -929,8 +874,8 @@ fn claudes_words_on_standard_output_reach_the_fallback_event() {
 /// it is told (`status.conversation.lastFallback`).
 fn settled_start(home: &Home, name: &str) -> [String; 4] {
     home.wait_for_the_start_to_settle(name);
-    pass(home);
-    let conv = conversation(home, name);
+    home.one_pass();
+    let conv = home.conversation(name);
     let fallback = &conv["lastFallback"];
     [
         &conv["lastStart"],
@@ -982,11 +927,11 @@ fn sa4_a_crash_within_the_grace_period_is_told_as_crashed_and_the_agent_still_ru
     home.apply("agent.yaml", agent);
     let yaml = role.agent_instance_yaml("crashy", "crashy", "");
     home.apply("c.yaml", &yaml);
-    wait_for_starts(&home, "crashy", 1);
+    home.wait_for_starts("crashy", 1);
     docker(&["stop", "-t", "2", &home.container("crashy")]);
-    pass(&home);
+    home.one_pass();
     assert_eq!(
-        wait_for_starts(&home, "crashy", 2),
+        home.wait_for_starts("crashy", 2),
         ["started", "started"],
         "the next rung runs"
     );
@@ -1023,7 +968,7 @@ fn waits_for_its_first_message_and_needs_you(agent: &str) {
     desk(&home);
     let yaml = role.agent_instance_yaml(agent, agent, "  workspace: desk\n");
     home.apply("a.yaml", &yaml);
-    wait_for_starts(&home, agent, 1);
+    home.wait_for_starts(agent, 1);
     wait_for_attention(&home, agent, "needs you");
 }
 
@@ -1051,13 +996,13 @@ fn a_restore_of_a_session_nobody_attached_to_starts_without_a_question() {
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
     home.apply("c.yaml", &role.agent_instance_yaml("lone", "claude", ""));
-    wait_for_starts(&home, "lone", 1);
+    home.wait_for_starts("lone", 1);
     docker(&["rm", "-f", &home.container("lone")]);
-    pass(&home);
+    home.one_pass();
     assert_eq!(home.object("lone")["status"]["restore"]["tier"], 2);
-    let log = wait_for_starts(&home, "lone", 2);
+    let log = home.wait_for_starts("lone", 2);
     assert!(log[1].starts_with("claude "), "{log:?}");
-    pass(&home);
+    home.one_pass();
     assert_eq!(home.object("lone")["status"]["phase"], "Running");
 }
 
@@ -1071,7 +1016,7 @@ fn a_session_pinned_before_settings_existed_gets_them_at_its_next_start_without_
     let home = Home::new();
     let role = RoleRepo::with_fake_agents();
     home.apply("c.yaml", &role.agent_instance_yaml("old", "claude", ""));
-    wait_for_starts(&home, "old", 1);
+    home.wait_for_starts("old", 1);
     docker(&["stop", "-t", "2", &home.container("old")]);
     // What an earlier jackin left: no settings in the pinned entry, no
     // trust in claude's file.
@@ -1089,10 +1034,10 @@ fn a_session_pinned_before_settings_existed_gets_them_at_its_next_start_without_
     trusts.as_object_mut().unwrap().remove("projects");
     std::fs::write(&account, serde_json::to_vec(&trusts).unwrap()).unwrap();
 
-    pass(&home);
-    let log = wait_for_starts(&home, "old", 2);
+    home.one_pass();
+    let log = home.wait_for_starts("old", 2);
     assert!(log[1].starts_with("claude "), "{log:?}");
-    pass(&home);
+    home.one_pass();
     let obj = home.object("old");
     assert_eq!(condition(&obj, "SpecDrift"), None, "{obj}");
     assert!(

@@ -9,9 +9,8 @@
 mod support;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
-use support::{Home, RoleRepo, docker, ensure_busybox};
+use support::{Home, RoleRepo, ensure_busybox};
 
 /// The operator's amp login, as `amp login` keeps it; its value must never
 /// show in jackin's records.
@@ -36,35 +35,6 @@ fn amp_role() -> RoleRepo {
     repo
 }
 
-/// Waits until the agent has started `count` times; returns its log.
-fn wait_for_starts(home: &Home, name: &str, count: usize) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let log = home.agent_starts(name);
-        if log.len() >= count {
-            return log;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name}: {count} start(s) expected, the log has {log:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn pass(home: &Home) {
-    let out = home.ok(&["controller", "--once"]);
-    assert!(out.starts_with("pass complete"), "{out}");
-}
-
-/// What breaks a session: its name, the `docker` commands that do it, and
-/// the restore tier that repairs it (`None`: kept, then resumed).
-type Breakage<'a> = (&'a str, &'a [&'a [&'a str]], Option<u64>);
-
-fn conversation(home: &Home, name: &str) -> serde_json::Value {
-    home.object(name)["status"]["conversation"].clone()
-}
-
 #[test]
 fn amp_continues_its_thread_at_every_tier_of_the_restore_ladder() {
     ensure_busybox();
@@ -77,13 +47,13 @@ fn amp_continues_its_thread_at_every_tier_of_the_restore_ladder() {
 
     // The first start: jackin knows there is nothing to continue yet, and
     // starts a new thread, under an id amp chose.
-    let first = wait_for_starts(&home, "amp", 1);
+    let first = home.wait_for_starts("amp", 1);
     let id = first[0]
         .strip_prefix("amp new ")
         .unwrap_or_else(|| panic!("a new thread first: {first:?}"))
         .to_owned();
-    pass(&home);
-    let conv = conversation(&home, "amp");
+    home.one_pass();
+    let conv = home.conversation("amp");
     assert_eq!(conv["strategy"], "latest", "{conv}");
     assert_eq!(conv["lastStart"], "fresh", "{conv}");
 
@@ -92,7 +62,7 @@ fn amp_continues_its_thread_at_every_tier_of_the_restore_ladder() {
         .as_str()
         .unwrap()
         .to_owned();
-    let breakages: [Breakage; 4] = [
+    let breakages: [support::Breakage; 4] = [
         ("docker stop", &[&["stop", "-t", "2", &container]], Some(1)),
         ("docker rm -f", &[&["rm", "-f", &container]], Some(2)),
         (
@@ -102,31 +72,13 @@ fn amp_continues_its_thread_at_every_tier_of_the_restore_ladder() {
         ),
         ("kept, then running", &[], None),
     ];
-    for (n, (what, commands, tier)) in breakages.into_iter().enumerate() {
-        for args in commands {
-            docker(args);
-        }
-        match tier {
-            Some(tier) => {
-                pass(&home);
-                assert_eq!(
-                    home.object("amp")["status"]["restore"]["tier"],
-                    tier,
-                    "{what}"
-                );
-            }
-            None => {
-                home.ok(&["set-phase", "amp", "kept"]);
-                home.ok(&["set-phase", "amp", "running"]);
-            }
-        }
-        let log = wait_for_starts(&home, "amp", n + 2);
+    home.break_and_restore("amp", &breakages, |n, what, log| {
         assert_eq!(log[n + 1], format!("amp continued {id}"), "{what}: {log:?}");
         home.wait_for_the_start_to_settle("amp");
-        pass(&home);
-        let conv = conversation(&home, "amp");
+        home.one_pass();
+        let conv = home.conversation("amp");
         assert_eq!(conv["lastStart"], "continue-requested", "{what}: {conv}");
-    }
+    });
 
     // One thread, written by every start; the login reached the agent's
     // home and nowhere in jackin's own records.

@@ -11,12 +11,16 @@ pub mod terminal;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use jackin_reconcilers::Engine;
 
 /// Every file of a home with its modification time and contents.
 pub type Snapshot = BTreeMap<PathBuf, (SystemTime, Vec<u8>)>;
+
+/// What breaks a session: its name, the `docker` commands that do it, and
+/// the restore tier that repairs it (`None`: kept, then resumed).
+pub type Breakage<'a> = (&'a str, &'a [&'a [&'a str]], Option<u64>);
 
 /// A private, throw-away `JACKIN_HOME`.
 pub struct Home {
@@ -161,7 +165,69 @@ impl Home {
             .collect()
     }
 
-    /// The container name of an instance.
+    /// Waits until the fake agent in `name`'s unit has started `count`
+    /// times (up to 60 s); returns its starts ([`Home::agent_starts`]).
+    pub fn wait_for_starts(&self, name: &str, count: usize) -> Vec<String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let log = self.agent_starts(name);
+            if log.len() >= count {
+                return log;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name}: {count} start(s) expected, the log has {log:?}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// One controller pass (`controller --once`), which must complete: it
+    /// repairs what the test broke and folds the agent's report of its
+    /// last start into the status.
+    pub fn one_pass(&self) {
+        let out = self.ok(&["controller", "--once"]);
+        assert!(out.starts_with("pass complete"), "{out}");
+    }
+
+    /// `status.conversation` of instance `name`.
+    pub fn conversation(&self, name: &str) -> serde_json::Value {
+        self.object(name)["status"]["conversation"].clone()
+    }
+
+    /// Breaks `name`'s session each way of `breakages` in turn and has it
+    /// restored: by a pass, whose restore must be of the breakage's tier,
+    /// or (`None`) by keeping it and setting it running again. After the
+    /// `n`th (from 0) the agent has started `n + 2` times; `after` gets `n`,
+    /// the breakage's name and the starts.
+    pub fn break_and_restore(
+        &self,
+        name: &str,
+        breakages: &[Breakage<'_>],
+        mut after: impl FnMut(usize, &str, Vec<String>),
+    ) {
+        for (n, (what, commands, tier)) in breakages.iter().enumerate() {
+            for args in *commands {
+                docker(args);
+            }
+            match tier {
+                Some(tier) => {
+                    self.one_pass();
+                    assert_eq!(
+                        self.object(name)["status"]["restore"]["tier"],
+                        *tier,
+                        "{what}"
+                    );
+                }
+                None => {
+                    self.ok(&["set-phase", name, "kept"]);
+                    self.ok(&["set-phase", name, "running"]);
+                }
+            }
+            after(n, what, self.wait_for_starts(name, n + 2));
+        }
+    }
+
     /// Waits until the agent's last start in `name`'s unit is past its
     /// grace period, as the entry wrapper's report says (`try RUNG SECOND`,
     /// the second from which that rung can no longer fall back), so that
@@ -171,7 +237,7 @@ impl Home {
         let report = self.unit(name).join("state/agent-start");
         let mut settles = None;
         eventually(
-            std::time::Duration::from_secs(120),
+            Duration::from_secs(120),
             "the wrapper reports its rung",
             || {
                 let text = std::fs::read_to_string(&report).unwrap_or_default();
@@ -183,9 +249,9 @@ impl Home {
                 settles.is_some()
             },
         );
-        let settles = std::time::UNIX_EPOCH + std::time::Duration::from_secs(settles.unwrap());
-        while SystemTime::now() <= settles + std::time::Duration::from_secs(1) {
-            std::thread::sleep(std::time::Duration::from_millis(200));
+        let settles = std::time::UNIX_EPOCH + Duration::from_secs(settles.unwrap());
+        while SystemTime::now() <= settles + Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_millis(200));
         }
     }
 
@@ -234,7 +300,7 @@ impl Home {
 
     /// Runs `jackin ARGS…`, killing it if it has not finished within
     /// `limit`; a hang fails the test instead of stalling the suite.
-    pub fn within(&self, limit: std::time::Duration, args: &[&str]) -> Output {
+    pub fn within(&self, limit: Duration, args: &[&str]) -> Output {
         run_within(self.command(args), limit)
     }
 
@@ -246,7 +312,7 @@ impl Home {
         &self,
         name: &str,
         attention: &str,
-        limit: std::time::Duration,
+        limit: Duration,
     ) -> Result<(), Vec<String>> {
         use std::io::BufRead;
         let mut child = self
@@ -362,7 +428,7 @@ pub fn succeeded(args: &[&str], out: Output) -> String {
 
 /// Runs `cmd` with its output captured, killing it if it has not finished
 /// within `limit` (and then failing the test, naming the command).
-pub fn run_within(mut cmd: Command, limit: std::time::Duration) -> Output {
+pub fn run_within(mut cmd: Command, limit: Duration) -> Output {
     use std::process::Stdio;
     let what = format!("{cmd:?}");
     let child = cmd
@@ -418,12 +484,12 @@ impl Controller {
     pub fn stop(&mut self) -> Option<i32> {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while std::time::Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status.code();
             }
-            std::thread::sleep(std::time::Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(100));
         }
         None
     }
@@ -443,19 +509,15 @@ impl Controller {
     /// `--metrics-addr`), once it says so.
     pub fn metrics_addr(&self) -> String {
         let mut addr = String::new();
-        eventually(
-            std::time::Duration::from_secs(60),
-            "the metrics address",
-            || {
-                let log = self.log();
-                let found = log
-                    .split("serving http://")
-                    .nth(1)
-                    .and_then(|rest| rest.split("/metrics").next());
-                addr = found.unwrap_or_default().to_owned();
-                !addr.is_empty()
-            },
-        );
+        eventually(Duration::from_secs(60), "the metrics address", || {
+            let log = self.log();
+            let found = log
+                .split("serving http://")
+                .nth(1)
+                .and_then(|rest| rest.split("/metrics").next());
+            addr = found.unwrap_or_default().to_owned();
+            !addr.is_empty()
+        });
         addr
     }
 }
@@ -465,7 +527,7 @@ pub fn http_get(addr: &str, path: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).expect("the server answers");
     stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     write!(
         stream,
@@ -486,7 +548,7 @@ pub fn http_get(addr: &str, path: &str) -> (u16, String) {
 impl Controller {
     /// [`eventually`] for up to 60 s, failing with this controller's log.
     pub fn eventually(&self, what: &str, mut check: impl FnMut() -> bool) {
-        let limit = std::time::Duration::from_secs(60);
+        let limit = Duration::from_secs(60);
         let deadline = std::time::Instant::now() + limit;
         // This deadline passes first: the shared one, twice as far, only
         // polls.
@@ -511,14 +573,14 @@ impl Drop for Controller {
 
 /// Polls `check` every 200 ms until it holds; fails the test, saying
 /// `what`, when `limit` passes first.
-pub fn eventually(limit: std::time::Duration, what: &str, mut check: impl FnMut() -> bool) {
+pub fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + limit;
     while !check() {
         assert!(
             std::time::Instant::now() < deadline,
             "not within {limit:?}: {what}"
         );
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
