@@ -34,65 +34,7 @@
 mod support;
 
 use support::docker;
-use support::real_agent::{AgentSession, Cli, Login, stop};
-use support::terminal::Terminal;
-
-/// What interrupts the session, and the restore tier that repairs it
-/// (`None`: kept, then resumed).
-#[derive(Debug, Clone, Copy)]
-enum Interruption {
-    Stopped,
-    Removed,
-    ImageRemoved,
-    KeptThenResumed,
-}
-
-impl Interruption {
-    fn tier(self) -> Option<u64> {
-        match self {
-            Self::Stopped => Some(1),
-            Self::Removed => Some(2),
-            Self::ImageRemoved => Some(3),
-            Self::KeptThenResumed => None,
-        }
-    }
-}
-
-/// Detaches, interrupts the session as `interruption` says, brings it back,
-/// and returns a terminal attached to kimi again, at its prompt.
-fn interrupt(session: &AgentSession, term: Terminal, interruption: Interruption) -> Terminal {
-    let name = session.name.as_str();
-    term.detach();
-    drop(term);
-    match interruption {
-        Interruption::Stopped => stop(&session.container()),
-        Interruption::Removed => {
-            docker(&["rm", "-f", &session.container()]);
-        }
-        Interruption::ImageRemoved => {
-            let recipe = session.home.object(name)["status"]["recipe"].clone();
-            docker(&["rm", "-f", &session.container()]);
-            docker(&["rmi", "-f", recipe["imageId"].as_str().unwrap()]);
-        }
-        Interruption::KeptThenResumed => {
-            session.ok(&["set-phase", name, "kept"]);
-            assert_eq!(session.home.object(name)["status"]["phase"], "Kept");
-            let term = session.attach();
-            term.wait_long("Enter resume · Esc back");
-            term.forget_screen();
-            term.keys(&["Enter"]);
-            session.settle_at_prompt(&term);
-            return term;
-        }
-    }
-    session.pass();
-    assert_eq!(
-        session.home.object(name)["status"]["restore"]["tier"],
-        interruption.tier().expect("a restore"),
-        "{interruption:?}"
-    );
-    session.reattach()
-}
+use support::real_agent::{AgentSession, Cli, Interruption, Login, interrupt};
 
 /// An entry for the legacy kimi-cli, as its operator would apply one:
 /// jackin mints the session id (`--session ID` starts a session under an id

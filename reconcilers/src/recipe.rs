@@ -823,18 +823,23 @@ mod tests {
         assert_eq!(drift(&before, &relaunched), ["agent (its registry entry)"]);
     }
 
-    /// An instance with the built-in claude, picking `provider`, in a
-    /// workspace that picks `workspace_pick`: what `wanted` pins.
-    fn pinned_with(provider: Option<&str>, workspace_pick: Option<&str>) -> Recipe {
+    /// The built-in claude entry, as the recipe resolves it.
+    fn builtin_claude() -> ResolvedAgent {
         let claude = jackin_api::agent::builtin()
             .into_iter()
             .find(|a| a.metadata.name == "claude")
             .unwrap();
-        let entry = ResolvedAgent {
+        ResolvedAgent {
             name: "claude".into(),
             source: "builtin",
             spec: claude.spec,
-        };
+        }
+    }
+
+    /// An instance with the built-in claude, picking `provider`, in a
+    /// workspace that picks `workspace_pick`: what `wanted` pins.
+    fn pinned_with(provider: Option<&str>, workspace_pick: Option<&str>) -> Recipe {
+        let entry = builtin_claude();
         let obj = Instance {
             api_version: jackin_api::API_VERSION.into(),
             kind: "Instance".into(),
@@ -904,15 +909,7 @@ mod tests {
     #[test]
     fn an_unknown_provider_is_refused_with_the_entrys_names() {
         assert_eq!(pinned_with(Some("nope"), None).provider, None);
-        let claude = jackin_api::agent::builtin()
-            .into_iter()
-            .find(|a| a.metadata.name == "claude")
-            .unwrap();
-        let entry = ResolvedAgent {
-            name: "claude".into(),
-            source: "builtin",
-            spec: claude.spec,
-        };
+        let entry = builtin_claude();
         let mut obj: Instance = serde_json::from_value(serde_json::json!({
             "apiVersion": jackin_api::API_VERSION, "kind": "Instance",
             "metadata": {"name": "a"},

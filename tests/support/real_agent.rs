@@ -688,3 +688,91 @@ impl Terminal {
         self.wait_long("detached;");
     }
 }
+
+/// What interrupts the session between the two messages.
+#[derive(Debug, Clone, Copy)]
+pub enum Interruption {
+    /// `docker stop`, then a controller pass: tier 1.
+    Stopped,
+    /// `docker rm -f`, then a controller pass: tier 2.
+    Removed,
+    /// The container and its image removed, then a controller pass: the
+    /// role is built again at its pinned commit (tier 3).
+    ImageRemoved,
+    /// `set-phase kept`, then `attach` resumes it (Screen D).
+    KeptThenResumed,
+    /// A variable added to the spec, then `jackin rollout`.
+    RolledOut,
+    /// The agent's own exit, with unfinished work, then "Return to agent".
+    ReturnedTo,
+}
+
+/// Interrupts the session as `interruption` says, and returns a terminal
+/// attached to the agent again, at its prompt (a tier restore checked to
+/// be of its tier).
+pub fn interrupt(session: &AgentSession, term: Terminal, interruption: Interruption) -> Terminal {
+    let name = session.name.as_str();
+    let tier_after_a_pass = |tier: u64| {
+        session.pass();
+        assert_eq!(
+            session.home.object(name)["status"]["restore"]["tier"],
+            tier,
+            "{interruption:?}"
+        );
+        session.reattach()
+    };
+    match interruption {
+        Interruption::ReturnedTo => {
+            // Unfinished work in the checkout, so that the end asks.
+            std::fs::write(session.checkout().join("draft.md"), "draft\n").unwrap();
+            term.type_message(session.cli.exit_command());
+            term.wait_long("Review the above before choosing");
+            term.keys(&["Enter"]);
+            term.wait_long("▸ Return to agent");
+            term.forget_screen();
+            term.keys(&["Enter"]);
+            session.settle_at_prompt(&term);
+            return term;
+        }
+        _ => term.detach(),
+    }
+    drop(term);
+    match interruption {
+        Interruption::Stopped => {
+            stop(&session.container());
+            tier_after_a_pass(1)
+        }
+        Interruption::Removed => {
+            docker(&["rm", "-f", &session.container()]);
+            tier_after_a_pass(2)
+        }
+        Interruption::ImageRemoved => {
+            let recipe = session.home.object(name)["status"]["recipe"].clone();
+            docker(&["rm", "-f", &session.container()]);
+            docker(&["rmi", "-f", recipe["imageId"].as_str().unwrap()]);
+            tier_after_a_pass(3)
+        }
+        Interruption::KeptThenResumed => {
+            session.ok(&["set-phase", name, "kept"]);
+            assert_eq!(session.home.object(name)["status"]["phase"], "Kept");
+            let term = session.attach();
+            term.wait_long("Enter resume · Esc back");
+            term.forget_screen();
+            term.keys(&["Enter"]);
+            session.settle_at_prompt(&term);
+            term
+        }
+        Interruption::RolledOut => {
+            session.apply("    - {name: JACKIN_TEST_ROLLOUT, value: two}\n");
+            let out = session.ok(&["rollout", name]);
+            assert!(out.contains("conversation kept"), "{out}");
+            let environment = docker(&["exec", &session.container(), "env"]);
+            assert!(
+                environment.lines().any(|l| l == "JACKIN_TEST_ROLLOUT=two"),
+                "the rollout did not reach the container"
+            );
+            session.reattach()
+        }
+        Interruption::ReturnedTo => unreachable!("handled above"),
+    }
+}
