@@ -280,6 +280,7 @@ fn dry_run_writes_nothing() {
             "instance/alpha created (dry run)\n\
              instance/alpha (new) to Running would (dry run):\n\
              to Running: Running as the spec asks; a first launch: the recipe is pinned\n\
+             \x20 - setting the phase to Launching\n\
              \x20 - pinning the launch recipe\n"
         ),
         "{out}"
