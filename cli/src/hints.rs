@@ -1,6 +1,8 @@
 //! What to do next, for the failures jackin knows. The libraries' errors say
-//! what happened; the binary, which knows the commands an operator can run,
-//! adds the way forward once, here, when it prints an error.
+//! what happened, and name a `jackin` command themselves when the way
+//! forward is known where they arise (so that a status condition or an
+//! event reads well too); the binary adds here, once, what only it knows,
+//! and never repeats what the error said.
 //!
 //! Wrappers declared `#[error(transparent)]` hide their inner error from
 //! `source()`, so each wrapper is unwrapped by hand rather than found in the
