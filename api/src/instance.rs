@@ -70,9 +70,13 @@ impl Instance {
         self.status.as_ref()?.recipe.as_ref()
     }
 
-    /// The status, defaulted when the object has never been observed.
-    pub fn status_or_default(&self) -> InstanceStatus {
-        self.status.clone().unwrap_or_default()
+    /// The status, defaulted when the object has never been observed;
+    /// borrowed, not copied (a pinned recipe makes it the bulk of the
+    /// object, and a table of hundreds reads each once).
+    pub fn status_or_default(&self) -> std::borrow::Cow<'_, InstanceStatus> {
+        self.status
+            .as_ref()
+            .map_or_else(Default::default, std::borrow::Cow::Borrowed)
     }
 
     /// The phase the loop drives the instance toward. The spec says what

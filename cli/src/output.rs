@@ -167,7 +167,7 @@ pub fn instance_table_in(
             if wide {
                 let ready = find_condition(&status.conditions, condition::READY);
                 row.extend([
-                    or_dash(status.container_name),
+                    or_dash(status.container_name.as_ref()),
                     or_dash(obj.spec.workspace.as_ref()),
                     obj.spec.role.name.clone(),
                     obj.spec.agent.clone(),

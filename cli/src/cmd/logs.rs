@@ -58,7 +58,7 @@ pub async fn run(args: &LogsArgs) -> Result<()> {
             restore.tier, restore.at
         );
     }
-    let mut restore = status.restore;
+    let mut restore = status.restore.clone();
     let mut request = LogsRequest {
         follow: args.follow,
         since_unix: args
