@@ -12,8 +12,8 @@
 //!
 //! What is trusted and what is not: the file is the controller's and lives
 //! in the home, which no agent's container mounts. A reader takes it only
-//! while a controller holds the home's lock (`single`) and only when it is
-//! recent (a few of the controller's own look intervals), and takes an
+//! while the controller that publishes it lives (it holds `looks.lock` for
+//! its whole life: see [`Publisher`]) and only when it is recent (a few of the controller's own look intervals), and takes an
 //! entry only for the container the engine lists now under that instance.
 //! An instance with no such entry (its container started since the look)
 //! is looked at the one-shot way. The last lines are agent output, as
@@ -28,6 +28,7 @@ use jackin_api::instance::Instance;
 use jackin_api::workspace::WorkspaceSpec;
 use jackin_reconcilers::Layout;
 use jackin_reconcilers::attention::{self, Observed};
+use jackin_reconcilers::fsutil::FileLock;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +37,9 @@ use crate::listing::{Listing, Seen};
 
 /// The file's name under the home.
 const FILE: &str = "looks.json";
+
+/// The lock the publishing controller holds while it lives, under the home.
+const LOCK: &str = "looks.lock";
 
 /// The largest file a reader reads: 500 instances with a screen-wide last
 /// line each are about 150 KiB.
@@ -103,6 +107,24 @@ pub fn from_looks(looks: &HashMap<String, Look>, every: Duration, at: Timestamp)
     }
 }
 
+/// The publishing controller's hold on `looks.lock`, for as long as it
+/// lives: released when dropped, or by the kernel however the process
+/// ends, so that a look left by a controller that is gone is not read.
+/// Readers only ask whether it is held ([`FileLock::is_held`]), which
+/// turns nobody away; the one controller of the home waits for a reader's
+/// moment with it instead.
+#[derive(Debug)]
+pub struct Publisher {
+    _lock: FileLock,
+}
+
+impl Publisher {
+    /// Takes `looks.lock`. Blocking I/O.
+    pub fn take(layout: &Layout) -> std::io::Result<Self> {
+        FileLock::acquire(&layout.root().join(LOCK)).map(|lock| Self { _lock: lock })
+    }
+}
+
 /// Writes `published` for readers, replacing the last (atomically: a
 /// reader sees the old file or the new, never a torn one). Blocking I/O.
 pub fn publish(layout: &Layout, published: &PublishedLooks) -> std::io::Result<()> {
@@ -110,11 +132,16 @@ pub fn publish(layout: &Layout, published: &PublishedLooks) -> std::io::Result<(
     jackin_reconcilers::fsutil::write_atomic(&path(layout), &text)
 }
 
-/// The controller's latest look, when a controller runs on this home and
-/// the look is recent at `now`; `None` otherwise (no controller, an old or
-/// unreadable file: the reader looks the one-shot way). Blocking I/O.
+/// The controller's latest look, when the controller that published it
+/// still runs ([`Publisher`]) and the look is recent at `now`; `None`
+/// otherwise (no controller, an old or unreadable file: the reader looks
+/// the one-shot way). Blocking I/O.
 pub fn current(layout: &Layout, now: Timestamp) -> Option<PublishedLooks> {
-    if !crate::single::held(layout) {
+    let lock = layout.root().join(LOCK);
+    if !FileLock::is_held(&lock)
+        .map_err(|e| tracing::debug!("{}: {e}", lock.display()))
+        .unwrap_or(false)
+    {
         return None;
     }
     let published = read(&path(layout))?;
@@ -191,7 +218,6 @@ pub fn looks_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::single::ControllerLock;
 
     fn looks() -> HashMap<String, Look> {
         let running = Look {
@@ -226,19 +252,36 @@ mod tests {
             None,
             "no controller runs on the home"
         );
-        let _controller = ControllerLock::take(&layout).unwrap();
-        assert_eq!(current(&layout, soon), Some(published));
+        let _controller = crate::single::ControllerLock::take(&layout).unwrap();
+        assert_eq!(
+            current(&layout, soon),
+            None,
+            "a controller that does not publish vouches for no look"
+        );
+        let publisher = Publisher::take(&layout).unwrap();
+        assert_eq!(current(&layout, soon), Some(published.clone()));
         let late = at + Duration::from_secs(11);
         assert_eq!(current(&layout, late), None, "older than 3 looks and 10 s");
         let before = at - Duration::from_secs(5);
         assert_eq!(current(&layout, before), None, "a look from the future");
+        drop(publisher);
+        // A child forked by a parallel test may hold a copy of the lock's
+        // descriptor until it execs (it is close-on-exec): allow a moment.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while current(&layout, soon).is_some() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a look outlived the controller that published it"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     #[test]
     fn an_unreadable_look_is_no_look() {
         let home = tempfile::tempdir().unwrap();
         let layout = Layout::new(home.path());
-        let _controller = ControllerLock::take(&layout).unwrap();
+        let _controller = Publisher::take(&layout).unwrap();
         std::fs::write(path(&layout), b"{not json").unwrap();
         assert_eq!(current(&layout, Timestamp::now()), None);
         std::fs::remove_file(path(&layout)).unwrap();

@@ -652,6 +652,16 @@ async fn looks(shared: Arc<Shared>) {
     let mut looks = HashMap::new();
     let mut sampled: Option<Instant> = None;
     let live = crate::live_output::LiveOutputs::default();
+    let layout = shared.reconciler.store.layout().clone();
+    // Held while this loop lives: readers trust the published look only
+    // then. Without it the look is not published at all.
+    let publisher =
+        jackin_reconcilers::blocking(move || crate::published_looks::Publisher::take(&layout))
+            .await
+            .map_err(|e| {
+                tracing::warn!("cannot publish the controller's look for `get -o wide`: {e}");
+            })
+            .ok();
     loop {
         let store = shared.reconciler.store.clone();
         let objects = jackin_reconcilers::blocking(move || {
@@ -678,16 +688,26 @@ async fn looks(shared: Arc<Shared>) {
             .filter(|o| o.phase() == Some(InstancePhase::Running))
             .count();
         let every = crate::attention::look_every(running);
-        let published = crate::published_looks::from_looks(&looks, every, jiff::Timestamp::now());
-        let layout = shared.reconciler.store.layout().clone();
-        let written = jackin_reconcilers::blocking(move || {
-            crate::published_looks::publish(&layout, &published)
-        })
-        .await;
-        if let Err(e) = written {
-            tracing::warn!("cannot publish the controller's look for `get -o wide`: {e}");
+        if publisher.is_some() {
+            publish(&shared, &looks, every).await;
         }
         tokio::time::sleep(every).await;
+    }
+}
+
+/// Publishes `looks` for one-shot readers (`published_looks`).
+async fn publish(
+    shared: &Shared,
+    looks: &HashMap<String, crate::attention::Look>,
+    every: Duration,
+) {
+    let published = crate::published_looks::from_looks(looks, every, jiff::Timestamp::now());
+    let layout = shared.reconciler.store.layout().clone();
+    let written =
+        jackin_reconcilers::blocking(move || crate::published_looks::publish(&layout, &published))
+            .await;
+    if let Err(e) = written {
+        tracing::warn!("cannot publish the controller's look for `get -o wide`: {e}");
     }
 }
 

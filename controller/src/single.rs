@@ -47,13 +47,6 @@ impl ControllerLock {
     }
 }
 
-/// Whether a controller runs on this home now (some process holds its
-/// lock), found without taking the lock: a reader that took it, even for a
-/// moment, could turn away a controller starting at that moment.
-pub fn held(layout: &Layout) -> bool {
-    holder(&layout.controller_lock_file()).is_some()
-}
-
 /// The process that holds the lock on `path`, from `/proc/locks`, whose
 /// lines name each lock's holder and file (`1: FLOCK ADVISORY WRITE PID
 /// MAJOR:MINOR:INODE 0 EOF`, the device numbers in hex).

@@ -160,8 +160,7 @@ pub fn read_marker(layout: &Layout, container: &str) -> MarkerState {
 /// attached lock while they are. A missing lock file means nobody (and
 /// creates nothing).
 pub fn attached(layout: &Layout, container: &str) -> bool {
-    let path = layout.attached_lock_file(container);
-    path.exists() && matches!(crate::fsutil::FileLock::try_acquire(&path), Ok(None))
+    crate::fsutil::FileLock::is_held(&layout.attached_lock_file(container)).unwrap_or(false)
 }
 
 /// The terminal size a start gives the agent when no operator has attached
