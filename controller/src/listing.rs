@@ -16,6 +16,7 @@ use jackin_api::instance::{Instance, InstancePhase};
 use jackin_api::names::{label, reason};
 use jackin_api::workspace::WorkspaceSpec;
 use jackin_reconcilers::Engine;
+use tokio::task::JoinHandle;
 
 use crate::Reconciler;
 use crate::engines::EngineName;
@@ -55,12 +56,56 @@ pub enum Seen<'a> {
     EngineUnreachable,
 }
 
+/// Engine listings already under way, begun before the instances they are
+/// for were read: a view of many instances then waits for the slower of
+/// reading them and the engines' answers, not for both in turn. Any not
+/// taken up by [`list_begun`] are abandoned when this is dropped.
+#[derive(Default)]
+pub struct Begun(HashMap<EngineName, JoinHandle<Result<Held, String>>>);
+
+impl Drop for Begun {
+    fn drop(&mut self) {
+        for task in self.0.values() {
+            task.abort();
+        }
+    }
+}
+
+/// Begins listing each of `engines` (as the index names them, which may
+/// miss an engine the objects show: [`list_begun`] lists that one then).
+pub fn begin(reconciler: &Reconciler, engines: impl IntoIterator<Item = EngineName>) -> Begun {
+    Begun(
+        engines
+            .into_iter()
+            .map(|name| {
+                let reconciler = reconciler.clone();
+                let task_name = name.clone();
+                let task = tokio::spawn(async move {
+                    held_within_wait(&reconciler, task_name.as_deref()).await
+                });
+                (name, task)
+            })
+            .collect(),
+    )
+}
+
 /// Lists each engine `objects` run on (their workspaces in `workspaces`),
 /// all at once.
 pub async fn list(
     reconciler: &Reconciler,
     objects: &[&Instance],
     workspaces: &HashMap<String, WorkspaceSpec>,
+) -> Listing {
+    list_begun(reconciler, objects, workspaces, Begun::default()).await
+}
+
+/// [`list`], taking up the listings `begun` already holds for the engines
+/// `objects` run on.
+pub async fn list_begun(
+    reconciler: &Reconciler,
+    objects: &[&Instance],
+    workspaces: &HashMap<String, WorkspaceSpec>,
+    mut begun: Begun,
 ) -> Listing {
     let engine_of: HashMap<String, EngineName> = objects
         .iter()
@@ -76,17 +121,30 @@ pub async fn list(
     let mut names: Vec<&EngineName> = engine_of.values().collect();
     names.sort();
     names.dedup();
-    let listed = futures::future::join_all(names.into_iter().map(|name| async move {
-        let held = tokio::time::timeout(LIST_WAIT, held(reconciler, name.as_deref()))
-            .await
-            .unwrap_or_else(|_| Err(format!("no answer within {} s", LIST_WAIT.as_secs())));
-        (name.clone(), held)
+    let listed = futures::future::join_all(names.into_iter().map(|name| {
+        let task = begun.0.remove(name);
+        async move {
+            let held = match task {
+                Some(task) => task
+                    .await
+                    .unwrap_or_else(|e| Err(format!("the listing did not finish: {e}"))),
+                None => held_within_wait(reconciler, name.as_deref()).await,
+            };
+            (name.clone(), held)
+        }
     }))
     .await;
     Listing {
         engines: listed.into_iter().collect(),
         engine_of,
     }
+}
+
+/// [`held`], for at most [`LIST_WAIT`].
+async fn held_within_wait(reconciler: &Reconciler, name: Option<&str>) -> Result<Held, String> {
+    tokio::time::timeout(LIST_WAIT, held(reconciler, name))
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {} s", LIST_WAIT.as_secs())))
 }
 
 async fn held(reconciler: &Reconciler, name: Option<&str>) -> Result<Held, String> {
@@ -174,5 +232,91 @@ impl Listing {
             )),
             Seen::Running { .. } | Seen::Missing | Seen::Stopped => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use jackin_api::{API_VERSION, ObjectMeta};
+    use jackin_reconcilers::Layout;
+    use jackin_reconcilers::fake::FakeEngine;
+
+    use super::*;
+    use crate::Store;
+    use crate::engines::Engines;
+
+    /// Sets its flag when dropped: the engine's connection was given up.
+    struct GivenUp(Arc<AtomicBool>);
+
+    impl Drop for GivenUp {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Waits until `flag` is set (for at most a minute of the test's clock).
+    async fn until(flag: &AtomicBool, what: &str) {
+        for _ in 0..6000 {
+            if flag.load(Ordering::SeqCst) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{what} never happened");
+    }
+
+    /// On the test's clock, which only moves when every task waits: the
+    /// far engine's listing would end at [`LIST_WAIT`] if left to run.
+    #[tokio::test(start_paused = true)]
+    async fn a_begun_listing_is_taken_up_once_and_one_no_object_needs_is_abandoned() {
+        let home = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open(Layout::new(home.path())).unwrap();
+        let near = FakeEngine::default().engine();
+        let (asked, given_up) = (Arc::new(AtomicBool::new(false)), Arc::default());
+        let engines = Engines::with_connector(Some(near.clone()), {
+            let (asked, given_up) = (asked.clone(), Arc::clone(&given_up));
+            move |_| {
+                asked.store(true, Ordering::SeqCst);
+                let guard = GivenUp(Arc::clone(&given_up));
+                // An engine that never answers.
+                Box::pin(async move {
+                    let _guard = guard;
+                    futures::future::pending().await
+                })
+            }
+        });
+        let reconciler = Reconciler::new(store, engines);
+        // The index's word: the default engine and "far"; the one object
+        // read runs on the default engine only.
+        let begun_at = tokio::time::Instant::now();
+        let begun = begin(&reconciler, [None, Some("far".to_owned())]);
+        until(&asked, "the far engine's listing beginning").await;
+        let obj = Instance {
+            api_version: API_VERSION.into(),
+            kind: "Instance".into(),
+            metadata: ObjectMeta {
+                name: "here".into(),
+                uid: Some("u-here".into()),
+                ..Default::default()
+            },
+            spec: Default::default(),
+            status: None,
+        };
+        let listing = list_begun(&reconciler, &[&obj], &HashMap::new(), begun).await;
+        assert!(matches!(listing.seen(&obj), Some(Seen::Missing)));
+        assert_eq!(listing.unanswered().count(), 0, "far was not waited for");
+        assert_eq!(
+            near.calls(),
+            1,
+            "the default engine was listed once: by the listing begun early"
+        );
+        until(&given_up, "giving up the far engine").await;
+        assert!(
+            begun_at.elapsed() < LIST_WAIT,
+            "the far engine's listing was abandoned, not left to time out"
+        );
     }
 }

@@ -402,6 +402,23 @@ impl Store {
         Ok(listing)
     }
 
+    /// The engines the instances run on as the index names them (`None`
+    /// for the default), each once, opening no object: what a listing of
+    /// all instances can begin on while their objects are read. An
+    /// instance whose recipe is not pinned yet may run elsewhere (its
+    /// workspace's engine), so this is where to begin, not the answer.
+    pub fn indexed_engines(&self) -> Result<Vec<Option<String>>, StoreError> {
+        let mut engines: Vec<Option<String>> = self
+            .index()?
+            .rows()
+            .iter()
+            .map(|row| row.engine.clone())
+            .collect();
+        engines.sort();
+        engines.dedup();
+        Ok(engines)
+    }
+
     pub fn get_instance(&self, name: &str) -> Result<Instance, StoreError> {
         let not_found = || StoreError::InstanceNotFound(name.to_owned());
         let row = self.live_row(name)?.ok_or_else(not_found)?;

@@ -166,6 +166,18 @@ async fn instances(
 ) -> Result<Option<String>> {
     let now = Timestamp::now();
     let table = matches!(format, Format::Table | Format::Wide);
+    let reconciler = Reconciler::new(
+        store.clone(),
+        jackin_controller::engines::Engines::new(None),
+    );
+    // The engines' listing of all instances begins now, and their objects
+    // are read meanwhile; names alone need no listing.
+    let begun = match (name, format) {
+        (None, Format::Table | Format::Wide | Format::Yaml | Format::Json) => {
+            listing::begin(&reconciler, store.indexed_engines()?)
+        }
+        _ => listing::Begun::default(),
+    };
     let objects = match name {
         Some(name) => vec![store.get_instance(name)?],
         None => {
@@ -190,16 +202,12 @@ async fn instances(
         eprintln!("No instances found.");
         return Ok(None);
     }
-    let reconciler = Reconciler::new(
-        store.clone(),
-        jackin_controller::engines::Engines::new(None),
-    );
     let (objects, listing) = match format {
         // Names only: nothing the engine holds changes them.
         Format::Name => (objects, Listing::default()),
         // A table shows what the engines list; YAML and JSON are
         // the record, which the loop keeps.
-        _ => as_listed(&reconciler, objects, table).await,
+        _ => as_listed(&reconciler, objects, table, begun).await,
     };
     let text = match format {
         Format::Table => output::instance_table(&objects, false, now, None),
@@ -250,14 +258,17 @@ async fn wide_looks(
 /// copy's `Ready` condition says so when `mark` (a table), with the reason
 /// the loop's next look will record; the record itself is the loop's to
 /// change, and YAML or JSON print it as it is. An engine that did not
-/// answer is warned of either way.
+/// answer is warned of either way. `begun` holds the listings already
+/// under way.
 async fn as_listed(
     reconciler: &Reconciler,
     objects: Vec<Instance>,
     mark: bool,
+    begun: listing::Begun,
 ) -> (Vec<Instance>, Listing) {
     let workspaces = attention::workspaces(reconciler);
-    let listing = listing::list(reconciler, &objects.iter().collect::<Vec<_>>(), &workspaces).await;
+    let listed: Vec<&Instance> = objects.iter().collect();
+    let listing = listing::list_begun(reconciler, &listed, &workspaces, begun).await;
     let now = Timestamp::now();
     let objects = objects
         .into_iter()
