@@ -87,6 +87,16 @@ impl DockerCalls {
             action: action.to_owned(),
             after: answer::ANSWER,
         };
+        match tokio::time::timeout(answer::ANSWER, Self::pinged(endpoint, action)).await {
+            Err(_) => return Err(no_answer()),
+            Ok(Some(docker)) => {
+                return Ok(Self {
+                    docker,
+                    endpoint: endpoint.host.clone(),
+                });
+            }
+            Ok(None) => {}
+        }
         let negotiated = answer::awaited(&endpoint.host, action, false, docker.negotiate_version());
         let docker = match tokio::time::timeout(answer::ANSWER, negotiated).await {
             Ok(Ok(docker)) => docker,
@@ -97,6 +107,32 @@ impl DockerCalls {
             docker,
             endpoint: endpoint.host.clone(),
         })
+    }
+
+    /// The API version this client speaks, as agreed on connecting.
+    #[cfg(test)]
+    pub(super) fn client_version(&self) -> bollard::ClientVersion {
+        self.docker.client_version()
+    }
+
+    /// A client for a plain Unix socket's engine, at the API version its
+    /// ping names (`ping`); `None` when that is not how to ask it, or its
+    /// ping names no version: then `/version` is asked.
+    async fn pinged(endpoint: &Endpoint, action: &str) -> Option<Docker> {
+        let socket = match (&endpoint.tls, endpoint.host.strip_prefix("unix://")) {
+            (None, Some(socket)) => std::path::Path::new(socket),
+            _ => return None,
+        };
+        let version = answer::awaited(
+            &endpoint.host,
+            action,
+            false,
+            super::ping::api_version(socket),
+        )
+        .await?;
+        Docker::connect_with_unix(&endpoint.host, answer::ANSWER.as_secs(), &version)
+            .map(|d| d.with_timeout(answer::ANSWER))
+            .ok()
     }
 
     /// Creates a command in container `id` and starts it; its id, and its

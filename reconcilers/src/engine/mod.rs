@@ -12,6 +12,8 @@
 //!   engine, counts every call and gives each its deadline;
 //! - `docker`: the real engine behind the seam, through bollard, whose
 //!   errors it sorts into the three cases;
+//! - `ping`: the API version a local engine speaks, from its ping, which
+//!   costs it far less than the `/version` that bollard asks;
 //! - `error`: [`EngineError`], and which errors are permanent, mean the
 //!   engine is gone, or refused a start.
 
@@ -25,6 +27,7 @@ mod calls;
 mod connection;
 mod docker;
 mod error;
+mod ping;
 
 pub use calls::{
     AttachedExec, EXEC_OUTPUT_BYTES, EngineCalls, ExecOutcome, ExecRequest, LogsRequest, Usage,
