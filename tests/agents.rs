@@ -375,6 +375,30 @@ fn an_instance_of_an_unknown_agent_is_refused_and_nothing_is_written() {
 }
 
 #[test]
+fn an_instance_picking_a_provider_its_agent_lacks_is_refused_and_nothing_is_written() {
+    let home = Home::new();
+    let yaml = support::instance_yaml_with("picky", "  provider: nope\n")
+        .replace("agent: shell", "agent: claude");
+    let input = home.write_input("picky.yaml", &yaml);
+    let before = home.snapshot();
+    let err = home.fails(&["apply", input.to_str().unwrap()]);
+    assert!(
+        err.contains(
+            "instance/picky: spec.provider: agent \"claude\" has no provider \"nope\": its \
+             entry has anthropic, zai, minimax, kimi"
+        ),
+        "{err}"
+    );
+    home.assert_unchanged(&before, "a refused apply");
+    let input = home.write_input(
+        "picky.yaml",
+        &yaml.replace("provider: nope", "provider: zai"),
+    );
+    let out = home.ok(&["apply", "--no-wait", input.to_str().unwrap()]);
+    assert_eq!(out, "instance/picky created\n");
+}
+
+#[test]
 fn minting_an_id_the_agent_already_has_falls_back_to_resuming_it() {
     ensure_busybox();
     let home = Home::new();

@@ -9,6 +9,7 @@ pub mod conversation;
 pub mod crd;
 pub mod credentials;
 pub mod env;
+pub mod fit;
 pub mod home;
 pub mod identity;
 pub mod instance;

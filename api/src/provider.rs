@@ -290,6 +290,19 @@ pub fn picked<'a>(instance: Option<&'a str>, workspace: Option<&'a str>) -> Opti
     instance.or(workspace)
 }
 
+/// The names of `providers` as an error lists them (`anthropic, zai`), or
+/// `none`.
+pub fn names(providers: &[AgentProvider]) -> String {
+    match providers.is_empty() {
+        true => "none".to_owned(),
+        false => providers
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

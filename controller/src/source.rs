@@ -586,7 +586,8 @@ fn parts<S: Serialize>(meta: &ObjectMeta, spec: &S) -> String {
 impl Store {
     /// Checks every object against the store before any is written: a uid
     /// that is not the stored object's, an instance of an agent nobody
-    /// defines. Writes nothing.
+    /// defines or that does not fit its agent (`jackin_api::fit`). Writes
+    /// nothing.
     pub fn check(&self, objects: &[Object]) -> Result<(), SourceError> {
         self.check_against(&self.index()?, objects)
     }
@@ -632,17 +633,7 @@ impl Store {
                 ));
                 continue;
             };
-            // The agent would refuse the id at its first start.
-            if let Some(id) = &instance.spec.conversation_id
-                && !spec.id_format.fits(id)
-            {
-                refusals.push(format!(
-                    "instance/{}: spec.conversationId: {agent} takes {}, not {id:?} \
-                     (omit conversationId and jackin chooses one)",
-                    instance.metadata.name,
-                    spec.id_format.describe()
-                ));
-            }
+            refusals.extend(jackin_api::fit::refusals(instance, &spec));
         }
         match refusals.is_empty() {
             true => Ok(()),

@@ -302,14 +302,7 @@ pub fn wanted_provider(
         None => Err(RecipeError::UnknownProvider {
             agent: obj.spec.agent.clone(),
             provider: name.to_owned(),
-            known: match providers.is_empty() {
-                true => "none".to_owned(),
-                false => providers
-                    .iter()
-                    .map(|p| p.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            },
+            known: provider::names(providers),
         }),
     }
 }
