@@ -386,7 +386,25 @@ impl Store {
     /// does not hide the others: it is reported in the listing (and set
     /// aside by the file sweep, `jackin prune`).
     pub fn list_instances(&self) -> Result<Listing, StoreError> {
+        self.list_instances_beginning(|_| {})
+    }
+
+    /// [`Store::list_instances`], first handing `begin` the engines the
+    /// index names (`None` for the default), each once, before any object
+    /// is read: what a listing of the engines can begin on meanwhile, from
+    /// the same reading of the index. An instance whose recipe is not
+    /// pinned yet may run elsewhere (its workspace's engine), so these are
+    /// where to begin, not the answer.
+    pub fn list_instances_beginning(
+        &self,
+        begin: impl FnOnce(Vec<Option<String>>),
+    ) -> Result<Listing, StoreError> {
         let index = self.index()?;
+        let mut engines: Vec<Option<String>> =
+            index.rows().iter().map(|row| row.engine.clone()).collect();
+        engines.sort();
+        engines.dedup();
+        begin(engines);
         let mut listing = Listing {
             instances: Vec::with_capacity(index.rows().len()),
             unreadable: Vec::new(),
@@ -400,23 +418,6 @@ impl Store {
             }
         }
         Ok(listing)
-    }
-
-    /// The engines the instances run on as the index names them (`None`
-    /// for the default), each once, opening no object: what a listing of
-    /// all instances can begin on while their objects are read. An
-    /// instance whose recipe is not pinned yet may run elsewhere (its
-    /// workspace's engine), so this is where to begin, not the answer.
-    pub fn indexed_engines(&self) -> Result<Vec<Option<String>>, StoreError> {
-        let mut engines: Vec<Option<String>> = self
-            .index()?
-            .rows()
-            .iter()
-            .map(|row| row.engine.clone())
-            .collect();
-        engines.sort();
-        engines.dedup();
-        Ok(engines)
     }
 
     pub fn get_instance(&self, name: &str) -> Result<Instance, StoreError> {

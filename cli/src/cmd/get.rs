@@ -170,18 +170,17 @@ async fn instances(
         store.clone(),
         jackin_controller::engines::Engines::new(None),
     );
-    // The engines' listing of all instances begins now, and their objects
-    // are read meanwhile; names alone need no listing.
-    let begun = match (name, format) {
-        (None, Format::Table | Format::Wide | Format::Yaml | Format::Json) => {
-            listing::begin(&reconciler, store.indexed_engines()?)
-        }
-        _ => listing::Begun::default(),
-    };
+    // The engines' listing of all instances begins once the index is
+    // read, and their objects are read meanwhile; names need no listing.
+    let mut begun = listing::Begun::default();
     let objects = match name {
         Some(name) => vec![store.get_instance(name)?],
         None => {
-            let listing = store.list_instances()?;
+            let listing = store.list_instances_beginning(|engines| {
+                if format != Format::Name {
+                    begun = listing::begin(&reconciler, engines);
+                }
+            })?;
             for unreadable in &listing.unreadable {
                 eprintln!(
                     "warning: {}\nhint: `jackin prune` sets the unit aside",
