@@ -13,8 +13,9 @@
 //! What is trusted and what is not: the file is the controller's and lives
 //! in the home, which no agent's container mounts. A reader takes it only
 //! while the controller that publishes it lives (it holds `looks.lock` for
-//! its whole life: see [`Publisher`]) and only when it is recent (a few of the controller's own look intervals), and takes an
-//! entry only for the container the engine lists now under that instance.
+//! its whole life: see [`Publisher`]) and only when it is recent (a few of
+//! the controller's own look intervals), and takes an entry only for the
+//! container the engine lists now under that instance.
 //! An instance with no such entry (its container started since the look)
 //! is looked at the one-shot way. The last lines are agent output, as
 //! untrusted as the log they replace: shown only through the terminal
