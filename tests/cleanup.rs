@@ -622,7 +622,7 @@ fn two_networks_of_one_instance_are_repaired_not_fatal() {
         .build()
         .unwrap()
         .block_on(async {
-            let engine = jackin_reconcilers::Engine::connect().await.unwrap();
+            let engine = jackin_engine::Engine::connect().await.unwrap();
             for _ in 0..2 {
                 engine
                     .create_network(&network, labels.clone(), None)

@@ -2,9 +2,9 @@
 
 mod support;
 
-use jackin_reconcilers::Engine;
-use jackin_reconcilers::engine::models::ContainerCreateBody;
-use jackin_reconcilers::engine::owner_labels;
+use jackin_engine::Engine;
+use jackin_engine::models::ContainerCreateBody;
+use jackin_engine::owner_labels;
 use support::{EngineCleanup, RUN_LABEL, build_busybox};
 
 #[tokio::test]

@@ -471,7 +471,7 @@ fn hostile_checkout(vector: Vector) {
     plain.args(["--no-optional-locks", "-C"]).arg(&checkout);
     // A worktree's repository is beside its checkout (its `.git` names it
     // where the container sees it).
-    if let Some(repo) = jackin_reconcilers::worktree::repository_beside(&checkout) {
+    if let Some(repo) = jackin_checkouts::worktree::repository_beside(&checkout) {
         plain
             .arg("--git-dir")
             .arg(repo)

@@ -5,9 +5,29 @@
 //! (`minted-anew`), and the status keeps the ids, newest first, so that
 //! what came before can still be named.
 
+use crate::agent::Strategy;
 use crate::instance::Conversation;
 
 impl Conversation {
+    /// A session's first conversation with `agent`: under `id` (the first
+    /// of its ids) for an agent that takes ids, not started yet.
+    pub fn first(agent: String, strategy: Strategy, id: Option<String>) -> Self {
+        Self {
+            agent,
+            strategy,
+            ids: id.iter().cloned().collect(),
+            id,
+            next_id: None,
+            last_start: None,
+            fallbacks: 0,
+            start_stamp: None,
+            start_fallbacks: 0,
+            report_modified: None,
+            start_settles_at: None,
+            last_fallback: None,
+        }
+    }
+
     /// The most ids kept: every renewal adds one, and a session that loses
     /// its id at every start (an `/exit` with no message, again and again)
     /// must not grow its status without end. The oldest goes first.

@@ -48,6 +48,20 @@ pub mod label {
 /// meaning in any release without meeting an operator's value there.
 pub const PREFIX: &str = "jackin.dev";
 
+/// The labels that mark an engine object as owned by one instance of one home.
+pub fn owner_labels(
+    instance: &str,
+    uid: &str,
+    home_id: &str,
+) -> std::collections::HashMap<String, String> {
+    std::collections::HashMap::from([
+        (label::MANAGED.to_owned(), "true".to_owned()),
+        (label::HOME.to_owned(), home_id.to_owned()),
+        (label::INSTANCE.to_owned(), instance.to_owned()),
+        (label::UID.to_owned(), uid.to_owned()),
+    ])
+}
+
 /// Whether `key` is under [`PREFIX`] or one of its subdomains (compared
 /// without regard to case, as DNS names are).
 pub fn is_jackin_key(key: &str) -> bool {

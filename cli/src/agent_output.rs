@@ -1,10 +1,10 @@
 //! The agent's output shown to the operator: as a terminal shows it
-//! (`jackin_reconcilers::screen`, a terminal emulator, rebuilds text and
+//! (`jackin_act::screen`, a terminal emulator, rebuilds text and
 //! colours from the cells it drew), and, where it goes in a table, on one
 //! line with every control and invisible format character escaped
 //! ([`output::terminal_safe`]).
 
-use jackin_reconcilers::screen::{self, Lines};
+use jackin_act::screen::{self, Lines};
 
 use crate::output;
 

@@ -90,7 +90,7 @@ fn list(store: &Store, names: Names) -> Result<Vec<String>> {
             .map(|(agent, _)| agent.metadata.name)
             .collect(),
         Names::Providers => crate::provider_output::names(store)?,
-        Names::Discarded => jackin_reconcilers::discard::list(store.layout())
+        Names::Discarded => jackin_checkouts::discard::list(store.layout())
             .0
             .into_iter()
             .map(|save| save.name)

@@ -10,7 +10,8 @@ use jackin_controller::engines::Engines;
 use jackin_controller::{
     DryRun, IndexRepair, Outcome, Reconciler, Store, converge, keep_cap, run_logs, sweep,
 };
-use jackin_reconcilers::{Engine, Layout};
+use jackin_engine::Engine;
+use jackin_files::layout::Layout;
 
 use crate::args::{Cli, LogFormat, WaitArgs};
 use crate::run_log::Run;
@@ -21,7 +22,7 @@ use crate::{hints, output, progress};
 /// resolves its secrets, and a controller started without a variable does
 /// not see it, whatever the operator's shell holds now.
 pub fn name_this_process() {
-    jackin_reconcilers::secrets::set_process(match verb().as_deref() {
+    jackin_act::secrets::set_process(match verb().as_deref() {
         Some("controller") => "the jackin controller".to_owned(),
         Some(verb) => format!("this `jackin {verb}`"),
         None => "this jackin process".to_owned(),
@@ -124,7 +125,7 @@ pub fn open_store() -> Result<Store> {
 /// before anything is written.
 pub fn open_store_to_change() -> Result<Store> {
     let store = open_store()?;
-    jackin_reconcilers::addresses::read_config(store.layout().root())?;
+    jackin_engine::addresses::read_config(store.layout().root())?;
     Ok(store)
 }
 

@@ -4,7 +4,7 @@
 //! answer, an attached session), which is added back to it.
 //!
 //! Each engine call has a deadline of its own as well
-//! ([`jackin_reconcilers::answer`]); this one is the operator's bound on
+//! ([`jackin_engine::answer`]); this one is the operator's bound on
 //! all of them together. When it passes, the work in flight is dropped as a
 //! killed process would leave it: every step is safe to interrupt, and the
 //! next command or pass carries on from what is on disk.
@@ -13,8 +13,8 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use jackin_reconcilers::Engine;
-use jackin_reconcilers::answer::{self, Waiting};
+use jackin_engine::Engine;
+use jackin_engine::answer::{self, Waiting};
 use tokio::time::Instant;
 
 /// The command's deadline, when it has one.

@@ -10,18 +10,18 @@
 
 use std::error::Error;
 
+use jackin_act::ActError;
+use jackin_act::credentials::CredentialError;
+use jackin_act::image::RecipeError;
+use jackin_act::secrets::SecretError;
+use jackin_checkouts::git::GitError;
+use jackin_checkouts::isolation::IsolationError;
 use jackin_controller::new_session::NewSessionError;
 use jackin_controller::sweep::SweepError;
 use jackin_controller::{ReconcileError, StoreError};
-use jackin_reconcilers::EngineError;
-use jackin_reconcilers::act::ActError;
-use jackin_reconcilers::addresses::AddressError;
-use jackin_reconcilers::credentials::CredentialError;
-use jackin_reconcilers::endpoint::EndpointError;
-use jackin_reconcilers::git::GitError;
-use jackin_reconcilers::isolation::IsolationError;
-use jackin_reconcilers::recipe::RecipeError;
-use jackin_reconcilers::secrets::SecretError;
+use jackin_engine::EngineError;
+use jackin_engine::addresses::AddressError;
+use jackin_engine::endpoint::EndpointError;
 
 /// The hint for the first cause in `err`'s chain that has one.
 pub fn for_error(err: &(dyn Error + 'static)) -> Option<String> {

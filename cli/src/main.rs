@@ -147,7 +147,7 @@ async fn run(cli: Cli) -> Result<()> {
             new_conversation,
             wait,
         } => {
-            let allowed = jackin_reconcilers::rollout::Allowed {
+            let allowed = jackin_plan::rollout::Allowed {
                 moving,
                 new_conversation,
             };

@@ -126,7 +126,7 @@ impl Reporter {
         let verbose = self.verbose;
         let stepped = self.stepped.clone();
         Arc::new(move |name: &str, event: Progress<'_>| {
-            let line = |step: &jackin_reconcilers::plan::Step| {
+            let line = |step: &jackin_plan::plan::Step| {
                 format!("instance/{name}: [{}] {}", step.stage(), step.describe())
             };
             // What a step noted (credentials forwarded or missing), under

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use jackin_controller::run_logs;
-use jackin_reconcilers::Layout;
+use jackin_files::layout::Layout;
 use tracing_subscriber::fmt::MakeWriter;
 
 /// This invocation's run id and where its log goes.
@@ -77,7 +77,7 @@ impl Run {
         self.file
             .get_or_init(|| {
                 let path = self.path.as_ref()?;
-                let mut file = jackin_reconcilers::fsutil::open_private_append(path).ok()?;
+                let mut file = jackin_files::fsutil::open_private_append(path).ok()?;
                 let first = serde_json::json!({
                     "timestamp": jiff::Timestamp::now().to_string(),
                     "message": "started",

@@ -22,10 +22,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use jackin_api::instance::{Instance, InstancePhase};
 use jackin_api::workspace::WorkspaceSpec;
-use jackin_reconcilers::attention::{self, Attention, Observed};
-use jackin_reconcilers::engine::Usage;
-use jackin_reconcilers::idle::{self, Sample, Window};
-use jackin_reconcilers::{Engine, EngineError};
+use jackin_engine::Engine;
+use jackin_engine::EngineError;
+use jackin_engine::Usage;
+use jackin_plan::attention::{self, Attention, Observed};
+use jackin_plan::idle::{self, Sample, Window};
 use jiff::Timestamp;
 
 use crate::Reconciler;
@@ -143,10 +144,10 @@ pub async fn look_listed(
                 .unwrap_or_default();
             let name = obj.metadata.name.clone();
             let before = previous.get(&name);
-            let attached = !unit.is_empty() && jackin_reconcilers::session::attached(layout, &unit);
+            let attached = !unit.is_empty() && jackin_act::session::attached(layout, &unit);
             let output = Output {
                 live,
-                size: jackin_reconcilers::session::terminal_size(layout, &unit),
+                size: jackin_act::session::terminal_size(layout, &unit),
                 attached,
             };
             let look = match running {

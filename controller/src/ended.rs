@@ -12,8 +12,8 @@
 use jackin_api::Instance;
 use jackin_api::instance::SettledBy;
 use jackin_api::redact::json_error;
-use jackin_reconcilers::fsutil::read_untrusted;
-use jackin_reconcilers::layout::cap;
+use jackin_files::fsutil::read_untrusted;
+use jackin_files::layout::cap;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -81,8 +81,7 @@ impl Store {
         let path = self.ended_file();
         let mut bytes = serde_json::to_vec_pretty(file).expect("records serialize");
         bytes.push(b'\n');
-        jackin_reconcilers::fsutil::write_atomic(&path, &bytes)
-            .map_err(|e| StoreError::io(&path, e))
+        jackin_files::fsutil::write_atomic(&path, &bytes).map_err(|e| StoreError::io(&path, e))
     }
 
     /// Records that jackin settled `obj` as purged, before its row goes.

@@ -8,8 +8,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use jackin_reconcilers::addresses::AddressBook;
-use jackin_reconcilers::{Engine, EngineError};
+use jackin_engine::Engine;
+use jackin_engine::EngineError;
+use jackin_engine::addresses::AddressBook;
 
 /// An engine's name as instances give it; `None` for the default.
 pub type EngineName = Option<String>;
@@ -76,7 +77,7 @@ impl Engines {
         Self::with_connector(Some(engine), |name| {
             Box::pin(async move {
                 Err(EngineError::Endpoint(
-                    jackin_reconcilers::endpoint::EndpointError::UnknownContext {
+                    jackin_engine::endpoint::EndpointError::UnknownContext {
                         name: display_name(name.as_deref()).to_owned(),
                         dir: "(a single-engine test)".into(),
                     },

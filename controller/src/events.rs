@@ -6,9 +6,9 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
-use jackin_reconcilers::Layout;
-use jackin_reconcilers::fsutil::read_untrusted;
-use jackin_reconcilers::layout::cap;
+use jackin_files::fsutil::read_untrusted;
+use jackin_files::layout::Layout;
+use jackin_files::layout::cap;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -65,7 +65,7 @@ pub fn record(layout: &Layout, container: &str, reason: &str, message: &str) {
             .iter()
             .map(|e| serde_json::to_string(e).expect("an event serializes") + "\n")
             .collect();
-        if let Err(e) = jackin_reconcilers::fsutil::write_atomic(&path, kept.as_bytes()) {
+        if let Err(e) = jackin_files::fsutil::write_atomic(&path, kept.as_bytes()) {
             tracing::warn!("cannot trim {}: {e}", path.display());
         }
     }

@@ -1,7 +1,7 @@
 //! The loop above the engine seam, with no Docker: reconcile and the restore
 //! ladder, the session edge and its settlements, sweeps, the controller's
 //! watches and backoff, and dry-run parity, against the in-memory engine
-//! (`jackin_reconcilers::fake`). The integration tests in `tests/` run the
+//! (`jackin_engine::fake`). The integration tests in `tests/` run the
 //! same behaviour against the real engine.
 
 use std::sync::{Arc, Mutex};
@@ -12,10 +12,10 @@ use jackin_api::meta::{find_condition, is_condition_true};
 use jackin_api::names::{annotation, condition, label, reason};
 use jackin_api::workspace::ExitPolicy;
 use jackin_api::{DesiredPhase, Instance, Object, manifest};
-use jackin_reconcilers::Layout;
-use jackin_reconcilers::decide::decide;
-use jackin_reconcilers::fake::FakeEngine;
-use jackin_reconcilers::plan::{Step, Tier};
+use jackin_engine::fake::FakeEngine;
+use jackin_files::layout::Layout;
+use jackin_plan::decide::decide;
+use jackin_plan::plan::{Step, Tier};
 
 use crate::engines::Engines;
 use crate::metrics::Metrics;
@@ -694,7 +694,7 @@ async fn a_keep_cap_purge_planned_before_a_resume_is_not_carried_out() {
 /// attempt through another open file fails while it is held, even by this
 /// process.
 fn held(path: &std::path::Path) -> bool {
-    jackin_reconcilers::fsutil::FileLock::try_acquire(path)
+    jackin_files::fsutil::FileLock::try_acquire(path)
         .unwrap()
         .is_none()
 }
@@ -1459,7 +1459,7 @@ async fn fast_and_full(w: &World, name: &str) -> (Option<Outcome>, Outcome, Vec<
         .into_iter()
         .find(|r| r.name == name)
         .unwrap();
-    let observation = jackin_reconcilers::observe::Observation::all(&w.fake.engine())
+    let observation = jackin_act::observe::Observation::all(&w.fake.engine())
         .await
         .unwrap();
     let snapshot = Snapshot {
@@ -1468,7 +1468,7 @@ async fn fast_and_full(w: &World, name: &str) -> (Option<Outcome>, Outcome, Vec<
     };
     let fast = crate::reconcile::already_converged(w.store.layout(), &row, snapshot);
     // The lean snapshot a pass takes tells the same in every case here.
-    let lean = jackin_reconcilers::observe::Observation::for_no_op(&w.fake.engine(), true)
+    let lean = jackin_act::observe::Observation::for_no_op(&w.fake.engine(), true)
         .await
         .unwrap();
     let lean = Snapshot {
@@ -1871,8 +1871,8 @@ async fn f5_what_an_instance_made_on_an_engine_gone_for_good_is_listed_as_left_b
         Box::pin(async move {
             match gone {
                 false => Ok(fake.engine()),
-                true => Err(jackin_reconcilers::EngineError::Endpoint(
-                    jackin_reconcilers::endpoint::EndpointError::UnknownContext {
+                true => Err(jackin_engine::EngineError::Endpoint(
+                    jackin_engine::endpoint::EndpointError::UnknownContext {
                         name: name.unwrap_or_default(),
                         dir: "(deleted)".into(),
                     },

@@ -1,7 +1,7 @@
 //! Fault injection for tests: with `JACKIN_CRASH_AFTER=<point>`, a debug
 //! build exits at once, without cleaning up, right after that point, as a
 //! crash or SIGKILL would. The points are the kinds of plan steps (see
-//! [`Step::kind`](jackin_reconcilers::plan::Step::kind)), passed after the
+//! [`Step::kind`](jackin_plan::plan::Step::kind)), passed after the
 //! step and its status save, and the parts of the purge tail
 //! (`finish-purge:unit-dir`, `…:sockets-dir`, `…:unit-lock`,
 //! `…:index-row`). Release builds do not read the variable.

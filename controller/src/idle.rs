@@ -32,8 +32,9 @@ use jackin_api::instance::{IdleStatus, Instance, InstancePhase, SettledBy};
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{condition, label, reason};
 use jackin_api::workspace::{IdlePolicy, IdleThen};
-use jackin_reconcilers::idle::{self, Next, Sample, Seen, Timing, Window};
-use jackin_reconcilers::{Engine, EngineError};
+use jackin_engine::Engine;
+use jackin_engine::EngineError;
+use jackin_plan::idle::{self, Next, Sample, Seen, Timing, Window};
 use jiff::Timestamp;
 use tokio::time::Instant;
 
@@ -116,7 +117,7 @@ pub async fn watch(
 /// policy.
 async fn opted_in(reconciler: &Reconciler) -> HashMap<String, IdlePolicy> {
     let store = reconciler.store.clone();
-    jackin_reconcilers::blocking(move || {
+    jackin_files::offload::blocking(move || {
         let policies: HashMap<String, IdlePolicy> = store
             .list_workspaces()
             .unwrap_or_default()
@@ -234,7 +235,7 @@ async fn look(
     let sample = take_sample(engine, id).await?;
     let moved = last.map(|before| idle::moved(&before, &sample, Window::Looks));
     let seen = Seen {
-        attached: jackin_reconcilers::session::attached(reconciler.store.layout(), &looked.unit),
+        attached: jackin_act::session::attached(reconciler.store.layout(), &looked.unit),
         output: engine.output_since(id, since_look).await?,
         ..moved.unwrap_or_default()
     };
@@ -293,7 +294,7 @@ async fn hooks_due(
     let during = match policy.then {
         IdleThen::None => Seen::default(),
         IdleThen::Keep | IdleThen::Restart => Seen {
-            attached: jackin_reconcilers::session::attached(store.layout(), unit),
+            attached: jackin_act::session::attached(store.layout(), unit),
             output: engine.output_since(id, started.as_second()).await?,
             ..idle::moved(&sample, &after, Window::Hooks)
         },

@@ -10,10 +10,10 @@ use jackin_api::meta::find_condition;
 use jackin_api::names::{condition, reason};
 use jackin_api::redact::json_error;
 use jackin_api::{DesiredPhase, Instance, InstancePhase};
-use jackin_reconcilers::Layout;
-use jackin_reconcilers::digest::sha256_hex;
-use jackin_reconcilers::fsutil::{read_untrusted, write_atomic};
-use jackin_reconcilers::layout::cap;
+use jackin_files::fsutil::{read_untrusted, write_atomic};
+use jackin_files::layout::Layout;
+use jackin_files::layout::cap;
+use jackin_plan::digest::sha256_hex;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -197,7 +197,7 @@ fn converged(obj: &Instance) -> bool {
     // that waits, is looked at again at every pass.
     let rollout_waits = find_condition(&status.conditions, condition::SPEC_DRIFT)
         .is_some_and(|c| c.reason == reason::ROLLOUT_WAITING)
-        || jackin_reconcilers::rollout::operator_request(obj).is_some();
+        || jackin_plan::rollout::operator_request(obj).is_some();
     !rollout_waits
         && status.observed_generation == obj.metadata.generation
         && matches!(

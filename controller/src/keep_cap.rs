@@ -17,7 +17,7 @@ use jackin_api::instance::{Instance, InstancePhase, SettledBy};
 use jackin_api::meta::{find_condition, set_condition};
 use jackin_api::names::{annotation, condition, reason};
 use jackin_api::{ConditionStatus, DesiredPhase};
-use jackin_reconcilers::assess::acknowledgement_digest;
+use jackin_checkouts::assess::acknowledgement_digest;
 use jiff::Timestamp;
 
 use crate::store::{Store, StoreError};

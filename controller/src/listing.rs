@@ -15,7 +15,7 @@ use std::time::Duration;
 use jackin_api::instance::{Instance, InstancePhase};
 use jackin_api::names::{label, reason};
 use jackin_api::workspace::WorkspaceSpec;
-use jackin_reconcilers::Engine;
+use jackin_engine::Engine;
 use tokio::task::JoinHandle;
 
 use crate::Reconciler;
@@ -241,8 +241,8 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use jackin_api::{API_VERSION, ObjectMeta};
-    use jackin_reconcilers::Layout;
-    use jackin_reconcilers::fake::FakeEngine;
+    use jackin_engine::fake::FakeEngine;
+    use jackin_files::layout::Layout;
 
     use super::*;
     use crate::Store;

@@ -9,7 +9,7 @@
 //! reads (no input), opened at the container's first look and kept until
 //! its output ends (the container stopped) or it is no longer running at a
 //! look (`retain`), or the watcher is dropped. Everything the container
-//! writes is drawn on an emulated screen (`jackin_reconcilers::screen`) of
+//! writes is drawn on an emulated screen (`jackin_act::screen`) of
 //! the size the agent draws at (`session::terminal_size`), whose last line
 //! is what the look reports, and its last output is the last time the text
 //! the screen shows changed (output that redraws the same text, or only
@@ -24,9 +24,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use jackin_reconcilers::screen::{Run, Screen};
-use jackin_reconcilers::session;
-use jackin_reconcilers::{Engine, EngineError};
+use jackin_act::screen::{Run, Screen};
+use jackin_act::session;
+use jackin_engine::Engine;
+use jackin_engine::EngineError;
 use jiff::Timestamp;
 
 /// What a stream has seen of its container.
@@ -104,7 +105,7 @@ impl LiveOutputs {
         let mut screen = Screen::new(size);
         if self.seeded {
             let log = log_end(engine, id).await;
-            screen.feed(&log[jackin_reconcilers::screen::newest_redraw(&log)..]);
+            screen.feed(&log[jackin_act::screen::newest_redraw(&log)..]);
         }
         let seen = Arc::new(Mutex::new(Seen {
             last_output,
@@ -236,7 +237,7 @@ async fn nudge(engine: Engine, id: String, (columns, rows): (u16, u16)) {
 /// [`REPLAY_BYTES`] of them); what could be read of it when the engine
 /// fails (the screen only starts emptier).
 pub async fn log_end(engine: &Engine, id: &str) -> Vec<u8> {
-    let request = jackin_reconcilers::engine::LogsRequest {
+    let request = jackin_engine::LogsRequest {
         tail: Some(REPLAY_ENTRIES),
         ..Default::default()
     };

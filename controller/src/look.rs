@@ -5,13 +5,16 @@
 //! (cut from an observation), the checkouts' assessment, the last session's
 //! end, the exit policy in force and the rollout pending.
 
+use jackin_act::observe::Observation;
+use jackin_act::session;
 use jackin_api::instance::Instance;
 use jackin_api::names::annotation;
 use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
-use jackin_reconcilers::ending;
-use jackin_reconcilers::observe::Observation;
-use jackin_reconcilers::view::{EngineExit, InstanceView, Rollout, SessionSeen};
-use jackin_reconcilers::{Engine, recipe, rollout, session};
+use jackin_engine::Engine;
+use jackin_plan::ending;
+use jackin_plan::recipe;
+use jackin_plan::rollout;
+use jackin_plan::view::{EngineExit, InstanceView, Rollout, SessionSeen};
 use jiff::Timestamp;
 
 use crate::reconcile::{Parts, ReconcileError, Reconciler, assess_checkouts};
@@ -96,7 +99,7 @@ impl Reconciler {
         let layout = self.layout().clone();
         let unit = container.to_owned();
         let marker =
-            jackin_reconcilers::blocking(move || session::read_marker(&layout, &unit)).await;
+            jackin_files::offload::blocking(move || session::read_marker(&layout, &unit)).await;
         let engine_exit = match view.container.is_some() && ending::engine_needed(obj, &marker) {
             true => engine.inspect_container(container).await?.map(|inspected| {
                 let state = inspected.state.unwrap_or_default();
@@ -149,7 +152,7 @@ impl Reconciler {
         let Some(after) = engine.usage(&container.id).await? else {
             return Ok(pending);
         };
-        let busy = jackin_reconcilers::idle::busy(
+        let busy = jackin_plan::idle::busy(
             (before.cpu_nanos, started),
             (after.cpu_nanos, Timestamp::now()),
         );

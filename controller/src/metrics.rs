@@ -41,7 +41,7 @@ use prometheus_client::registry::Registry;
 use crate::attention::Look;
 use crate::index::IndexRow;
 use crate::reconcile::{Outcome, ReconcileError};
-use jackin_reconcilers::attention::Attention;
+use jackin_plan::attention::Attention;
 
 /// Every phase, so that each has a sample (0 included) from the start.
 const PHASES: [InstancePhase; 8] = [

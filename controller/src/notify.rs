@@ -35,7 +35,7 @@ use jackin_api::instance::{Instance, InstancePhase};
 use jackin_api::names::reason;
 use jackin_api::validate;
 use jackin_api::workspace::NotifyPolicy;
-use jackin_reconcilers::attention::{self as decide, Attention};
+use jackin_plan::attention::{self as decide, Attention};
 use jiff::Timestamp;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -247,7 +247,7 @@ pub async fn watch(reconciler: Reconciler) {
 /// instances of those (off the async runtime).
 async fn read_watched(reconciler: &Reconciler) -> Result<Watched, crate::StoreError> {
     let store = reconciler.store.clone();
-    jackin_reconcilers::blocking(move || {
+    jackin_files::offload::blocking(move || {
         let policies: HashMap<String, (NotifyPolicy, Duration)> = store
             .list_workspaces()?
             .into_iter()
@@ -429,7 +429,7 @@ async fn run(
                 Ok(Err(e)) => format!("could not be waited for: {e}"),
                 Err(_) => {
                     if let Some(leader) = reaper {
-                        jackin_reconcilers::sandbox::kill_process_group(leader);
+                        jackin_checkouts::sandbox::kill_process_group(leader);
                     }
                     format!(
                         "did not end within {}s, nor its reaper {}s later; its process group \

@@ -8,9 +8,9 @@ use std::io::ErrorKind;
 
 use jackin_api::agent::{self, Agent};
 use jackin_api::{Object, ObjectMeta, Workspace, manifest};
-use jackin_reconcilers::fsutil::{FileLock, read_untrusted, write_atomic};
-use jackin_reconcilers::layout::cap;
-use jackin_reconcilers::recipe::ResolvedAgent;
+use jackin_files::fsutil::{FileLock, read_untrusted, write_atomic};
+use jackin_files::layout::cap;
+use jackin_plan::recipe::ResolvedAgent;
 use jiff::Timestamp;
 use serde::Serialize;
 

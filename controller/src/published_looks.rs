@@ -27,9 +27,9 @@ use std::time::Duration;
 
 use jackin_api::instance::Instance;
 use jackin_api::workspace::WorkspaceSpec;
-use jackin_reconcilers::Layout;
-use jackin_reconcilers::attention::{self, Observed};
-use jackin_reconcilers::fsutil::FileLock;
+use jackin_files::fsutil::FileLock;
+use jackin_files::layout::Layout;
+use jackin_plan::attention::{self, Observed};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -130,7 +130,7 @@ impl Publisher {
 /// reader sees the old file or the new, never a torn one). Blocking I/O.
 pub fn publish(layout: &Layout, published: &PublishedLooks) -> std::io::Result<()> {
     let text = serde_json::to_vec(published).map_err(std::io::Error::other)?;
-    jackin_reconcilers::fsutil::write_atomic(&path(layout), &text)
+    jackin_files::fsutil::write_atomic(&path(layout), &text)
 }
 
 /// The controller's latest look, when the controller that published it
@@ -155,7 +155,7 @@ pub fn current(layout: &Layout, now: Timestamp) -> Option<PublishedLooks> {
 }
 
 fn read(path: &Path) -> Option<PublishedLooks> {
-    let bytes = jackin_reconcilers::fsutil::read_untrusted(path, MAX_BYTES)
+    let bytes = jackin_files::fsutil::read_untrusted(path, MAX_BYTES)
         .map_err(|e| tracing::debug!("{}: {e}", path.display()))
         .ok()?;
     serde_json::from_slice(&bytes)
@@ -191,7 +191,7 @@ pub fn looks_of(
             .as_ref()
             .and_then(|s| s.container_name.as_deref())
             .unwrap_or_default();
-        let attached = !unit.is_empty() && jackin_reconcilers::session::attached(layout, unit);
+        let attached = !unit.is_empty() && jackin_act::session::attached(layout, unit);
         let observed = Observed {
             phase: obj.phase(),
             attached,

@@ -9,6 +9,9 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
+use jackin_act::observe::Observation;
+use jackin_act::resume;
+use jackin_act::{ActError, Context};
 use jackin_api::ConditionStatus;
 use jackin_api::DesiredPhase;
 use jackin_api::instance::{
@@ -17,14 +20,17 @@ use jackin_api::instance::{
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{annotation, condition, reason};
 use jackin_api::workspace::WorkspaceSpec;
-use jackin_reconcilers::act::{self, ActError, Context};
-use jackin_reconcilers::decide::decide;
-use jackin_reconcilers::observe::Observation;
-use jackin_reconcilers::plan::{Plan, Step, Tier};
-use jackin_reconcilers::recipe::ResolvedAgent;
-use jackin_reconcilers::view::InstanceView;
-use jackin_reconcilers::view::Rollout;
-use jackin_reconcilers::{EngineError, Layout, assess, isolation, recipe, resume};
+use jackin_checkouts::assess;
+use jackin_checkouts::isolation;
+use jackin_engine::EngineError;
+use jackin_files::layout::Layout;
+use jackin_plan::decide::decide;
+use jackin_plan::ladder;
+use jackin_plan::plan::{Plan, Step, Tier};
+use jackin_plan::recipe;
+use jackin_plan::recipe::ResolvedAgent;
+use jackin_plan::view::InstanceView;
+use jackin_plan::view::Rollout;
 use jiff::Timestamp;
 
 use crate::engines::{Connected, EngineName, Engines, display_name};
@@ -179,13 +185,13 @@ pub struct Reconciler {
     pub engines: Engines,
     pub progress: ProgressSink,
     /// What this process already found in which image (see
-    /// [`act::ProgramsFound`]): many instances of one image probe it once.
+    /// [`jackin_act::ProgramsFound`]): many instances of one image probe it once.
     /// Image ids name their content, so this holds across engines.
-    found: Arc<act::ProgramsFound>,
+    found: Arc<jackin_act::ProgramsFound>,
     /// Where credential files are read from: the operator's home, or
     /// `$JACKIN_CREDENTIALS_HOME` (see [`credentials::host_home`]).
     ///
-    /// [`credentials::host_home`]: jackin_reconcilers::credentials::host_home
+    /// [`credentials::host_home`]: jackin_act::credentials::host_home
     pub credentials_home: Result<std::path::PathBuf, String>,
     /// Every view a look built, in order: what the tests read to show that
     /// a dry run and a reconcile plan from the one look.
@@ -200,7 +206,7 @@ impl Reconciler {
             engines,
             progress: Arc::new(|_, _| {}),
             found: Arc::default(),
-            credentials_home: jackin_reconcilers::credentials::host_home(),
+            credentials_home: jackin_act::credentials::host_home(),
             #[cfg(test)]
             looked: Arc::default(),
         }
@@ -365,14 +371,15 @@ impl Reconciler {
     ) -> Result<Result<Box<InstanceGuard>, Outcome>, ReconcileError> {
         let store = self.store.clone();
         let owned_name = name.to_owned();
-        let locked = jackin_reconcilers::blocking(move || store.lock_instance(&owned_name)).await?;
+        let locked =
+            jackin_files::offload::blocking(move || store.lock_instance(&owned_name)).await?;
         if let Some(guard) = locked {
             return Ok(Ok(guard));
         }
         let store = self.store.clone();
         let owned_name = name.to_owned();
         let finished =
-            jackin_reconcilers::blocking(move || store.finish_interrupted_purge(&owned_name))
+            jackin_files::offload::blocking(move || store.finish_interrupted_purge(&owned_name))
                 .await?;
         Ok(Err(match finished {
             true => Outcome::Gone,
@@ -431,12 +438,12 @@ impl Reconciler {
     ) -> Result<(), ActError> {
         let sink = self.progress.clone();
         let (layout, container) = (self.layout(), guard.container.clone());
-        let mut report = |report: act::Report<'_>| match report {
-            act::Report::Build(line) => sink(name, Progress::Build(line)),
-            act::Report::Event { reason, message } => {
+        let mut report = |report: jackin_act::Report<'_>| match report {
+            jackin_act::Report::Build(line) => sink(name, Progress::Build(line)),
+            jackin_act::Report::Event { reason, message } => {
                 events::record(layout, &container, reason, message);
             }
-            act::Report::Note {
+            jackin_act::Report::Note {
                 stage,
                 reason,
                 message,
@@ -447,7 +454,7 @@ impl Reconciler {
             }
         };
         let Some(target) = moving_to else {
-            return act::act(ctx, step, &mut guard.obj, &mut report).await;
+            return jackin_act::act(ctx, step, &mut guard.obj, &mut report).await;
         };
         let moved = Context {
             engine: &target.engine,
@@ -457,7 +464,7 @@ impl Reconciler {
             home_id: ctx.home_id.clone(),
             ..*ctx
         };
-        act::act(&moved, step, &mut guard.obj, &mut report).await
+        jackin_act::act(&moved, step, &mut guard.obj, &mut report).await
     }
 
     /// The failure of `step`, accounted for on the instance and saved: a
@@ -789,7 +796,7 @@ impl Reconciler {
             },
         );
         let offline = Connected {
-            engine: jackin_reconcilers::offline::engine(&shown, &error.to_string()),
+            engine: jackin_engine::offline::engine(&shown, &error.to_string()),
             addresses: Arc::default(),
         };
         let ctx = self.context(&offline, parts);
@@ -834,7 +841,7 @@ fn left_behind(obj: &Instance, container: &str) -> Vec<String> {
         recipe
             .sidecars
             .iter()
-            .map(|s| format!("container {}", act::sidecar_name(container, &s.name))),
+            .map(|s| format!("container {}", jackin_act::sidecar_name(container, &s.name))),
     );
     left.push(format!("network {}", recipe.network));
     left.extend(
@@ -854,7 +861,7 @@ pub async fn assess_checkouts(
 ) -> Result<Vec<MountStatus>, StoreError> {
     let layout = layout.clone();
     let container = container.to_owned();
-    jackin_reconcilers::blocking(move || {
+    jackin_files::offload::blocking(move || {
         let records =
             isolation::read_records(&layout, &container).map_err(|e| StoreError::Unreadable {
                 path: layout.isolation_file(&container),
@@ -1144,7 +1151,7 @@ pub fn already_converged(
         return None;
     }
     if resume::report_unseen(layout, &row.container_name, row.report_modified.as_deref())
-        || resume::report_due(row.start_settles_at, Timestamp::now())
+        || ladder::report_due(row.start_settles_at, Timestamp::now())
     {
         return None;
     }

@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::Path;
 
-use jackin_reconcilers::fsutil::{FileLock, ensure_private_dir, remove_if_exists};
+use jackin_files::fsutil::{FileLock, ensure_private_dir, remove_if_exists};
 
 use crate::index::{Index, IndexRow};
 use crate::store::{Store, StoreError};

@@ -39,9 +39,9 @@ use std::time::{Duration, SystemTime};
 use futures::StreamExt;
 use jackin_api::instance::InstancePhase;
 use jackin_api::names::label;
-use jackin_reconcilers::engine::models::EventMessage;
-use jackin_reconcilers::fsutil::read_untrusted;
-use jackin_reconcilers::layout::cap;
+use jackin_engine::models::EventMessage;
+use jackin_files::fsutil::read_untrusted;
+use jackin_files::layout::cap;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -200,7 +200,7 @@ impl Shared {
     async fn look_when_the_start_settles(&self, name: &str) {
         let store = self.reconciler.store.clone();
         let owned = name.to_owned();
-        let settles = jackin_reconcilers::blocking(move || store.get_instance(&owned))
+        let settles = jackin_files::offload::blocking(move || store.get_instance(&owned))
             .await
             .ok()
             .and_then(|obj| obj.status?.conversation?.start_settles_at);
@@ -572,7 +572,7 @@ async fn sync(shared: Arc<Shared>, dir: std::path::PathBuf) {
     loop {
         let store = shared.reconciler.store.clone();
         let (path, mut last) = (dir.clone(), seen.take());
-        let (result, last, revision) = jackin_reconcilers::blocking(move || {
+        let (result, last, revision) = jackin_files::offload::blocking(move || {
             let result = match Source::of(std::slice::from_ref(&path)) {
                 Ok(source) => store.sync_source(&source, &mut last),
                 Err(e) => Some(Err(e)),
@@ -656,7 +656,7 @@ async fn looks(shared: Arc<Shared>) {
     // Held while this loop lives: readers trust the published look only
     // then. Without it the look is not published at all.
     let publisher =
-        jackin_reconcilers::blocking(move || crate::published_looks::Publisher::take(&layout))
+        jackin_files::offload::blocking(move || crate::published_looks::Publisher::take(&layout))
             .await
             .map_err(|e| {
                 tracing::warn!("cannot publish the controller's look for `get -o wide`: {e}");
@@ -664,7 +664,7 @@ async fn looks(shared: Arc<Shared>) {
             .ok();
     loop {
         let store = shared.reconciler.store.clone();
-        let objects = jackin_reconcilers::blocking(move || {
+        let objects = jackin_files::offload::blocking(move || {
             store
                 .list_instances()
                 .map(|l| l.instances)
@@ -703,9 +703,10 @@ async fn publish(
 ) {
     let published = crate::published_looks::from_looks(looks, every, jiff::Timestamp::now());
     let layout = shared.reconciler.store.layout().clone();
-    let written =
-        jackin_reconcilers::blocking(move || crate::published_looks::publish(&layout, &published))
-            .await;
+    let written = jackin_files::offload::blocking(move || {
+        crate::published_looks::publish(&layout, &published)
+    })
+    .await;
     if let Err(e) = written {
         tracing::warn!("cannot publish the controller's look for `get -o wide`: {e}");
     }

@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
-use jackin_reconcilers::Layout;
-use jackin_reconcilers::plan::Step;
+use jackin_files::layout::Layout;
+use jackin_plan::plan::Step;
 
 use crate::metrics::error_reason;
 use crate::reconcile::{Outcome, ReconcileError};
@@ -98,7 +98,7 @@ pub fn claim(path: PathBuf) {
 /// read keeps them all.
 pub fn sweep(layout: &Layout) -> usize {
     let current = OWN.get().map(PathBuf::as_path);
-    let bounds = match jackin_reconcilers::addresses::read_config(layout.root()) {
+    let bounds = match jackin_engine::addresses::read_config(layout.root()) {
         Ok(config) => config.run_logs,
         Err(e) => {
             tracing::warn!("keeping every run log: {e}");

@@ -6,16 +6,17 @@
 //! resume), the idle hooks' restart, and the conversation the entry
 //! wrapper reports.
 
+use jackin_act::observe::Observation;
+use jackin_act::resume;
+use jackin_act::session;
 use jackin_api::DesiredPhase;
 use jackin_api::agent::Strategy;
 use jackin_api::instance::{FallbackEnding, FallbackRecord, InstancePhase, SettledBy};
 use jackin_api::names::reason;
-use jackin_reconcilers::Engine;
-use jackin_reconcilers::decide;
-use jackin_reconcilers::observe::Observation;
-use jackin_reconcilers::plan::Step;
-use jackin_reconcilers::resume;
-use jackin_reconcilers::session;
+use jackin_engine::Engine;
+use jackin_plan::decide;
+use jackin_plan::ladder;
+use jackin_plan::plan::Step;
 use jiff::Timestamp;
 
 use crate::events;
@@ -34,7 +35,7 @@ impl Reconciler {
     pub async fn recycle(&self, name: &str, id: &str) -> Result<bool, ReconcileError> {
         let store = self.store.clone();
         let owned = name.to_owned();
-        let locked = jackin_reconcilers::blocking(move || store.lock_instance(&owned)).await?;
+        let locked = jackin_files::offload::blocking(move || store.lock_instance(&owned)).await?;
         let Some(mut guard) = locked else {
             return Ok(false);
         };
@@ -98,12 +99,12 @@ impl Reconciler {
         };
         let (layout, container) = (self.layout().clone(), guard.container.clone());
         let report =
-            jackin_reconcilers::blocking(move || resume::read_report(&layout, &container)).await;
+            jackin_files::offload::blocking(move || resume::read_report(&layout, &container)).await;
         let Some(report) = report else {
             return;
         };
         let id_before = conversation.id.clone();
-        let fallbacks = resume::fold_report(conversation, &report, Timestamp::now());
+        let fallbacks = ladder::fold_report(conversation, &report, Timestamp::now());
         for fallback in fallbacks {
             let printed = match fallback.window {
                 Some(window) => printed_in(engine, &guard.container, window).await,
@@ -113,7 +114,7 @@ impl Reconciler {
                 true => fallback.error.clone(),
                 false => printed,
             };
-            let ended = resume::told(&line, conversation.id.as_deref());
+            let ended = ladder::told(&line, conversation.id.as_deref());
             events::record(
                 self.layout(),
                 &guard.container,
@@ -147,7 +148,7 @@ impl Reconciler {
 /// The `AgentFallback` event of a rung that ended within its grace period:
 /// what it printed, and whether that was the agent refusing the
 /// conversation or failing otherwise.
-fn fallback_message(fallback: &resume::Fallback, ended: FallbackEnding, line: &str) -> String {
+fn fallback_message(fallback: &ladder::Fallback, ended: FallbackEnding, line: &str) -> String {
     let error = match line {
         "" => String::new(),
         line => format!(": {line}"),
@@ -174,7 +175,7 @@ const RUNG_OUTPUT_WAIT: std::time::Duration = std::time::Duration::from_secs(10)
 /// engine gives nothing back in time.
 async fn printed_in(engine: &Engine, container: &str, (from, to): (i64, i64)) -> String {
     use futures::StreamExt;
-    let request = jackin_reconcilers::engine::LogsRequest {
+    let request = jackin_engine::LogsRequest {
         since_unix: Some(from),
         until_unix: Some(to + 2),
         ..Default::default()
@@ -190,13 +191,13 @@ async fn printed_in(engine: &Engine, container: &str, (from, to): (i64, i64)) ->
         }
     };
     match tokio::time::timeout(RUNG_OUTPUT_WAIT, read).await {
-        Ok(()) => resume::last_line(&output),
+        Ok(()) => ladder::last_line(&output),
         Err(_) => String::new(),
     }
 }
 
 /// `status.session.reason` of a session the kernel's OOM killer ended.
-pub use jackin_reconcilers::ending::REASON_OOM;
+pub use jackin_plan::ending::REASON_OOM;
 
 /// The operator's resume (`set-phase running`, `attach`, a `launch` that
 /// resumes): the desired phase becomes `Running`, a settlement of the last

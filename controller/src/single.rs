@@ -7,8 +7,8 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use jackin_reconcilers::Layout;
-use jackin_reconcilers::fsutil::FileLock;
+use jackin_files::fsutil::FileLock;
+use jackin_files::layout::Layout;
 
 /// The lock of the one controller of a home, released when dropped (or
 /// when the process ends, however it ends).

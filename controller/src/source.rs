@@ -40,11 +40,11 @@ use jackin_api::manifest::Parsed;
 use jackin_api::names::label;
 use jackin_api::redact::json_error;
 use jackin_api::{Agent, Instance, Object, ObjectMeta, Workspace, manifest};
-use jackin_reconcilers::Layout;
-use jackin_reconcilers::digest::{hex, sha256_hex};
-use jackin_reconcilers::fsutil::{ensure_private_dir, read_regular, read_untrusted, write_atomic};
-use jackin_reconcilers::git;
-use jackin_reconcilers::layout::cap;
+use jackin_checkouts::git;
+use jackin_files::fsutil::{ensure_private_dir, read_regular, read_untrusted, write_atomic};
+use jackin_files::layout::Layout;
+use jackin_files::layout::cap;
+use jackin_plan::digest::{hex, sha256_hex};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
@@ -409,8 +409,8 @@ fn engine_refused(obj: &Object) -> Option<String> {
     if !engine.contains("://") {
         return None;
     }
-    let inputs = jackin_reconcilers::endpoint::Inputs::default();
-    let refused = jackin_reconcilers::endpoint::resolve_named(&inputs, Some(engine)).err()?;
+    let inputs = jackin_engine::endpoint::Inputs::default();
+    let refused = jackin_engine::endpoint::resolve_named(&inputs, Some(engine)).err()?;
     // The error names `spec.engine` as where the address came from.
     Some(format!(
         "{}/{}: {refused}",

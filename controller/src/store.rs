@@ -14,8 +14,8 @@ use jackin_api::names::{annotation, condition, reason};
 use jackin_api::{
     ConditionStatus, DesiredPhase, Instance, InstancePhase, InstanceStatus, ObjectMeta,
 };
-use jackin_reconcilers::Layout;
-use jackin_reconcilers::fsutil::{FileLock, ensure_private_dir, remove_if_exists};
+use jackin_files::fsutil::{FileLock, ensure_private_dir, remove_if_exists};
+use jackin_files::layout::Layout;
 use jiff::Timestamp;
 
 use crate::index::{AppliedDocument, Index, IndexRepair, IndexRow, file_stamp};
@@ -106,7 +106,7 @@ impl InstanceGuard {
     }
 }
 
-impl jackin_reconcilers::act::StateOwner for Store {
+impl jackin_act::StateOwner for Store {
     fn finish_purge(&self, obj: &Instance) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         Store::finish_purge(self, obj).map_err(Into::into)
     }
@@ -138,7 +138,7 @@ impl Store {
         work: impl FnOnce(&Store) -> T + Send + 'static,
     ) -> T {
         let store = self.clone();
-        jackin_reconcilers::blocking(move || work(&store)).await
+        jackin_files::offload::blocking(move || work(&store)).await
     }
 
     pub(crate) fn lock_index(&self) -> Result<FileLock, StoreError> {

@@ -7,7 +7,7 @@
 //! state directory changes through [`Store`] methods (`repair.rs`) and the
 //! instance guards they hand out (a row correction, which `decide` rules on:
 //! [`decide::corrected_phase`]), engine objects go through `act`
-//! ([`jackin_reconcilers::act::remove_leftover`]), and the keep cap settles
+//! ([`jackin_act::remove_leftover`]), and the keep cap settles
 //! through [`keep_cap`]. Ownership is decided by label and uid, never by
 //! name, and nothing that may hold a conversation is ever deleted; engine
 //! objects are swept only when they carry this home's id, since homes may
@@ -33,18 +33,20 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use jackin_act::ActError;
+use jackin_act::observe::container_name;
 use jackin_api::ConditionStatus;
 use jackin_api::meta::{find_condition, set_condition};
 use jackin_api::names::{condition, label, reason};
 use jackin_api::validate;
-use jackin_reconcilers::act::{self, ActError};
-use jackin_reconcilers::decide;
-use jackin_reconcilers::discard;
-use jackin_reconcilers::engine::models::ContainerSummaryStateEnum;
-use jackin_reconcilers::fsutil::{self, FileLock};
-use jackin_reconcilers::observe::container_name;
-use jackin_reconcilers::plan::Leftover;
-use jackin_reconcilers::{Engine, EngineError, Layout};
+use jackin_checkouts::discard;
+use jackin_engine::Engine;
+use jackin_engine::EngineError;
+use jackin_engine::models::ContainerSummaryStateEnum;
+use jackin_files::fsutil::{self, FileLock};
+use jackin_files::layout::Layout;
+use jackin_plan::decide;
+use jackin_plan::plan::Leftover;
 use jiff::Timestamp;
 
 use crate::engines::{EngineName, Engines, display_name};
@@ -290,8 +292,8 @@ pub async fn plan(
         .await?;
     // Not the sweep's to remove (the agent wrote them): said, with the way.
     let layout = store.layout().clone();
-    let left = jackin_reconcilers::blocking(move || {
-        jackin_reconcilers::legacy_worktree::left_entries(&layout)
+    let left = jackin_files::offload::blocking(move || {
+        jackin_checkouts::legacy_worktree::left_entries(&layout)
     })
     .await;
     for line in left {
@@ -374,7 +376,7 @@ pub async fn execute(
                     // held: a slow engine gets a bounded time, then the
                     // next sweep looks again.
                     Some(_index_lock) => {
-                        let removal = act::remove_leftover(&engine, object);
+                        let removal = jackin_act::remove_leftover(&engine, object);
                         match tokio::time::timeout(LEFTOVER_REMOVAL, removal).await {
                             // Gone already (someone else removed it):
                             // nothing was done.
@@ -396,7 +398,7 @@ pub async fn execute(
             }
             Finding::ImageRemoved { id, engine, .. } => {
                 let engine = engines.get(engine.as_deref()).await?.engine;
-                act::remove_leftover(&engine, &Leftover::Image(id.clone())).await?
+                jackin_act::remove_leftover(&engine, &Leftover::Image(id.clone())).await?
             }
             _ => {
                 let on_disk = finding.clone();
@@ -684,7 +686,7 @@ fn why_missing(store: &Store, name: &str) -> Result<&'static str, StoreError> {
 /// The home's retention of discarded work, and how `config.yaml` wrote it;
 /// `None` (nothing is removed) when the file cannot be read.
 fn discard_retention(layout: &Layout) -> Option<(std::time::Duration, String)> {
-    match jackin_reconcilers::addresses::read_config(layout.root()) {
+    match jackin_engine::addresses::read_config(layout.root()) {
         Ok(config) => {
             let retention = config.discard_retention();
             let written = config

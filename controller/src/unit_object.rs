@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use jackin_api::Instance;
 use jackin_api::redact::json_error;
-use jackin_reconcilers::Layout;
-use jackin_reconcilers::fsutil::{read_untrusted, write_atomic};
-use jackin_reconcilers::layout::cap;
+use jackin_files::fsutil::{read_untrusted, write_atomic};
+use jackin_files::layout::Layout;
+use jackin_files::layout::cap;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, SystemTime};
 
-use jackin_reconcilers::Engine;
+use jackin_engine::Engine;
 
 /// Every file of a home with its modification time and contents.
 pub type Snapshot = BTreeMap<PathBuf, (SystemTime, Vec<u8>)>;
@@ -803,7 +803,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     let mut command = Command::new("git");
     command.arg("-C").arg(dir);
     // A worktree checkout's repository is beside it (see `work_in`).
-    if let Some(repo) = jackin_reconcilers::worktree::repository_beside(dir) {
+    if let Some(repo) = jackin_checkouts::worktree::repository_beside(dir) {
         command
             .arg("--git-dir")
             .arg(repo)
@@ -1136,7 +1136,7 @@ pub fn work_in(dir: &Path, script: &str) {
     let mut command = Command::new("sh");
     // A worktree checkout's `.git` names its repository where the container
     // sees it: on the host, git is pointed at it beside the checkout.
-    if let Some(repo) = jackin_reconcilers::worktree::repository_beside(dir) {
+    if let Some(repo) = jackin_checkouts::worktree::repository_beside(dir) {
         command.env("GIT_DIR", repo).env("GIT_WORK_TREE", dir);
     }
     let out = command

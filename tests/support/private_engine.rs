@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use jackin_reconcilers::Engine;
+use jackin_engine::Engine;
 
 use super::{build_busybox, run_within};
 

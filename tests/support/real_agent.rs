@@ -487,7 +487,7 @@ impl AgentSession {
 
     /// The model sidecar's container.
     pub fn sidecar(&self) -> String {
-        jackin_reconcilers::act::sidecar_name(&self.home.container(&self.name), "model")
+        jackin_act::sidecar_name(&self.home.container(&self.name), "model")
     }
 
     /// Every request the model got so far, in order (its log; a sidecar

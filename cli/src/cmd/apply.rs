@@ -59,7 +59,7 @@ pub async fn run(
     // object unchanged since (a no-op re-apply of hundreds). A source's
     // apply prunes and records by what it reads, and a dry run shows it.
     let skip_from = match (&source, args.dry_run) {
-        (None, false) => jackin_reconcilers::Layout::from_env().ok(),
+        (None, false) => jackin_files::layout::Layout::from_env().ok(),
         _ => None,
     };
     let read = source::parse_unless_applied(&inputs, skip_from.as_ref())?;

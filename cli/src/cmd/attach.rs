@@ -10,11 +10,12 @@ use jackin_api::instance::InstancePhase;
 use jackin_api::meta::find_condition;
 use jackin_api::names::{condition, reason};
 use jackin_api::{DesiredPhase, Instance};
+use jackin_checkouts::assess::acknowledgement_digest;
 use jackin_controller::engines::Engines;
 use jackin_controller::{Reconciler, Store, StoreError, live_output, session};
-use jackin_reconcilers::assess::acknowledgement_digest;
-use jackin_reconcilers::fsutil::FileLock;
-use jackin_reconcilers::{Engine, Layout};
+use jackin_engine::Engine;
+use jackin_files::fsutil::FileLock;
+use jackin_files::layout::Layout;
 use tokio::io::AsyncWriteExt;
 
 use crate::agent_output;
@@ -52,13 +53,13 @@ async fn attach_once(
     // draw its screen anew. A failure only costs looks.
     let mut size = None;
     if tty && let Ok(now) = crossterm::terminal::size() {
-        let (narrower, rows) = jackin_reconcilers::session::redraw_nudge(now);
+        let (narrower, rows) = jackin_act::session::redraw_nudge(now);
         let _ = engine.resize(container, narrower, rows).await;
         remember_size(layout, container, now);
         size = Some(now);
     }
     // Runs out once: then the true size is given back.
-    let nudged = tokio::time::sleep(jackin_reconcilers::session::REDRAW_NUDGE_GAP);
+    let nudged = tokio::time::sleep(jackin_act::session::REDRAW_NUDGE_GAP);
     tokio::pin!(nudged);
     let mut nudge_pending = size.is_some();
     let mut resizes = Resizes::watch(tty);
@@ -114,7 +115,7 @@ async fn attach_once(
 /// `session::terminal_size`); not kept costs only that.
 fn remember_size(layout: &Layout, container: &str, size: (u16, u16)) {
     // The container is named as its unit.
-    if let Err(e) = jackin_reconcilers::session::remember_terminal_size(layout, container, size) {
+    if let Err(e) = jackin_act::session::remember_terminal_size(layout, container, size) {
         tracing::debug!("the terminal size is not kept for the next start: {e}");
     }
 }
@@ -135,7 +136,7 @@ fn remember_size(layout: &Layout, container: &str, size: (u16, u16)) {
 /// long it is.
 async fn show_recent_output(engine: &Engine, layout: &Layout, container: &str) {
     let recent = live_output::log_end(engine, container).await;
-    let size = jackin_reconcilers::session::terminal_size(layout, container);
+    let size = jackin_act::session::terminal_size(layout, container);
     let mut stdout = std::io::stdout();
     let _ = stdout.write_all(&agent_output::replay(&recent, size));
     let _ = stdout.flush();
@@ -163,7 +164,7 @@ async fn ask(obj: &Instance, saved_for: &str, keyboard: &mut Keyboard) -> Result
     let unfinished = status
         .mounts
         .iter()
-        .filter(|m| jackin_reconcilers::assess::has_unfinished_work(m))
+        .filter(|m| jackin_checkouts::assess::has_unfinished_work(m))
         .count();
     let mounts_word = output::plural(unfinished, "isolated mount", "isolated mounts");
     let mut evidence = vec![

@@ -1,15 +1,15 @@
 //! `jackin get discarded` and `jackin restore-discarded`: the unfinished
 //! work jackin saved before it discarded isolated checkouts (see
-//! `jackin_reconcilers::discard`).
+//! `jackin_checkouts::discard`).
 
 use std::path::Path;
 
 use anyhow::Result;
 use jackin_api::instance::Conversation;
 use jackin_api::{DesiredPhase, Instance, ObjectMeta};
+use jackin_checkouts::discard::{self, Save};
+use jackin_checkouts::saved_session;
 use jackin_controller::{Store, StoreError};
-use jackin_reconcilers::discard::{self, Save};
-use jackin_reconcilers::saved_session;
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -32,7 +32,7 @@ struct Listed<'a> {
 /// saves of one instance).
 pub fn get(store: &Store, name: Option<&str>, format: Format) -> Result<String> {
     let retention =
-        jackin_reconcilers::addresses::read_config(store.layout().root())?.discard_retention();
+        jackin_engine::addresses::read_config(store.layout().root())?.discard_retention();
     let (mut saves, problems) = discard::list(store.layout());
     for problem in problems {
         eprintln!("warning: {}", output::terminal_safe_lines(&problem));
@@ -154,7 +154,7 @@ fn size(bytes: u64) -> String {
 
 /// How long this home keeps a save, in words (`7 days`).
 pub fn retention_of(store: &Store) -> String {
-    let config = jackin_reconcilers::addresses::read_config(store.layout().root());
+    let config = jackin_engine::addresses::read_config(store.layout().root());
     retention_words(
         config.map_or(jackin_api::home::DEFAULT_DISCARD_RETENTION, |c| {
             c.discard_retention()

@@ -6,8 +6,8 @@ use std::io::{IsTerminal, Write};
 
 use anyhow::{Result, bail};
 use futures::StreamExt;
-use jackin_reconcilers::engine::ExecRequest;
-use jackin_reconcilers::engine::LogOutput;
+use jackin_engine::ExecRequest;
+use jackin_engine::LogOutput;
 use tokio::io::AsyncWriteExt;
 
 use crate::args::ExecArgs;

@@ -231,7 +231,7 @@ async fn wide_looks(
 ) -> HashMap<String, Look> {
     let layout = reconciler.store.layout().clone();
     let now = Timestamp::now();
-    let published = jackin_reconcilers::blocking({
+    let published = jackin_files::offload::blocking({
         let layout = layout.clone();
         move || published_looks::current(&layout, now)
     })

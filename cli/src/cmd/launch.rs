@@ -8,13 +8,13 @@ use jackin_api::agent::Strategy;
 use jackin_api::names::annotation;
 use jackin_api::workspace::ExitPolicy;
 use jackin_api::{Instance, Object};
+use jackin_checkouts::assess::has_unfinished_work;
+use jackin_checkouts::isolation::IsolationError;
 use jackin_controller::Store;
 use jackin_controller::engines::Engines;
 use jackin_controller::new_session::{self, NewSession, NewSessionError, Trio, closest, last_used};
 use jackin_controller::reconcile::assess_checkouts;
 use jackin_controller::source;
-use jackin_reconcilers::assess::has_unfinished_work;
-use jackin_reconcilers::isolation::IsolationError;
 use jiff::Timestamp;
 
 use crate::args::LaunchArgs;

@@ -14,8 +14,8 @@ use jackin_api::meta::find_condition;
 use jackin_api::names::condition;
 use jackin_api::{DesiredPhase, Instance};
 use jackin_controller::{Store, StoreError};
-use jackin_reconcilers::Engine;
-use jackin_reconcilers::engine::LogsRequest;
+use jackin_engine::Engine;
+use jackin_engine::LogsRequest;
 
 use crate::args::LogsArgs;
 use crate::cmd::select::instance_name;
@@ -120,7 +120,7 @@ async fn print_log(engine: &Engine, id: &str, request: LogsRequest) -> Result<()
     // answer into the operator's shell. A sequence split between two
     // chunks is one.
     let on_terminal = std::io::IsTerminal::is_terminal(&stdout);
-    let mut lines = jackin_reconcilers::screen::Lines::default();
+    let mut lines = jackin_act::screen::Lines::default();
     loop {
         // A followed log may be quiet for long: then the engine is asked
         // whether it still answers, and the container still runs.

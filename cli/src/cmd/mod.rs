@@ -20,12 +20,12 @@ pub mod spec_change;
 pub mod top;
 
 use anyhow::{Result, bail};
+use jackin_act::sidecar_name;
 use jackin_api::Instance;
 use jackin_api::names::label;
 use jackin_controller::engines::Engines;
 use jackin_controller::{Reconciler, Store};
-use jackin_reconcilers::Engine;
-use jackin_reconcilers::act::sidecar_name;
+use jackin_engine::Engine;
 
 /// An instance's container as the engine it runs on has it now.
 pub struct AgentContainer {

@@ -6,10 +6,10 @@
 use anyhow::Result;
 use jackin_api::Instance;
 use jackin_api::instance::MountStatus;
+use jackin_checkouts::assess::has_unfinished_work;
+use jackin_checkouts::isolation::{self, IsolationError};
 use jackin_controller::Store;
 use jackin_controller::reconcile::assess_checkouts;
-use jackin_reconcilers::assess::has_unfinished_work;
-use jackin_reconcilers::isolation::{self, IsolationError};
 
 use crate::output;
 use crate::screens::{self, Answer, Kind, Screen};
@@ -24,7 +24,7 @@ pub async fn resume_conflicts(store: &Store, obj: &Instance) -> Result<Vec<Isola
     };
     let layout = store.layout().clone();
     let (container, mounts) = (container.to_owned(), recipe.mounts.clone());
-    let conflicts = jackin_reconcilers::blocking(move || {
+    let conflicts = jackin_files::offload::blocking(move || {
         isolation::resume_conflicts(&layout, &container, &mounts)
     })
     .await?;

@@ -9,7 +9,7 @@ use jackin_api::names::annotation;
 use jackin_api::{DesiredPhase, Instance};
 use jackin_controller::Reconciler;
 use jackin_controller::reconcile::assess_checkouts;
-use jackin_reconcilers::rollout::{self, Allowed};
+use jackin_plan::rollout::{self, Allowed};
 use jiff::Timestamp;
 
 use crate::args::WaitArgs;
@@ -164,7 +164,7 @@ fn report(obj: &Instance, requested: &str, refused: &mut Vec<String>) {
 }
 
 /// A dry run: what changes, then the plan of each round.
-fn render(name: &str, changes: &[String], plans: &[jackin_reconcilers::plan::Plan]) -> String {
+fn render(name: &str, changes: &[String], plans: &[jackin_plan::plan::Plan]) -> String {
     let mut out = format!("instance/{name} rollout would (dry run):\n");
     match changes {
         [] => out.push_str("  change nothing in the spec (the recipe is pinned again as it is)\n"),

@@ -6,10 +6,10 @@ use std::io::IsTerminal;
 use anyhow::{Result, bail};
 use jackin_api::names::annotation;
 use jackin_api::{DesiredPhase, Instance};
+use jackin_checkouts::assess::acknowledgement_digest;
 use jackin_controller::engines::Engines;
 use jackin_controller::reconcile::{assess_checkouts, made_on_engine};
 use jackin_controller::{Reconciler, Store};
-use jackin_reconcilers::assess::acknowledgement_digest;
 
 use crate::args::WaitArgs;
 use crate::cmd::attach;
@@ -132,7 +132,7 @@ pub async fn set_phases(
 /// are purged without it (the loop connects each one's engine when its
 /// purge needs it, and says what is left behind there).
 async fn engines_for_purge(current: &[Instance]) -> Result<Engines> {
-    let connecting = async { Ok(jackin_reconcilers::Engine::connect().await) };
+    let connecting = async { Ok(jackin_engine::Engine::connect().await) };
     match crate::deadline::bounded(connecting).await? {
         Ok(engine) => Ok(Engines::new(Some(engine))),
         Err(e) if e.is_permanent() || !current.iter().any(made_on_engine) => {

@@ -12,7 +12,8 @@ use jackin_api::{Instance, Object};
 use jackin_controller::engines::Engines;
 use jackin_controller::source::Applied;
 use jackin_controller::{ApplyOutcome, Reconciler, Store};
-use jackin_reconcilers::{recipe, rollout};
+use jackin_plan::recipe;
+use jackin_plan::rollout;
 
 /// A configured session whose spec asks for what its pinned recipe lacks.
 pub struct Drifted {

@@ -8,8 +8,8 @@ use std::fmt::Write;
 use jackin_api::Instance;
 use jackin_api::credentials::{AuthForward, PinnedCredentials};
 use jackin_api::instance::{CredentialsStatus, InstanceStatus, Recipe, SettledBy};
+use jackin_checkouts::assess::acknowledgement_digest;
 use jackin_controller::events::Event;
-use jackin_reconcilers::assess::acknowledgement_digest;
 use jiff::Timestamp;
 
 use super::conversation;
@@ -174,7 +174,7 @@ fn what_it_is_given(out: &mut String, obj: &Instance, status: &InstanceStatus) {
             let container = status
                 .container_name
                 .as_deref()
-                .map(|c| jackin_reconcilers::act::sidecar_name(c, &sidecar.name))
+                .map(|c| jackin_act::sidecar_name(c, &sidecar.name))
                 .unwrap_or_else(|| "-".into());
             let _ = writeln!(
                 out,
@@ -301,7 +301,7 @@ fn conditions_and_events(
 /// What the agent's container runs with, then what the role and the
 /// workspace widened of jackin's defaults.
 fn restrictions(recipe: &Recipe) -> String {
-    let profile = jackin_reconcilers::restricted::profile(recipe);
+    let profile = jackin_engine::restricted::profile(recipe);
     let mut out = format!("  container:   {}\n", profile.summary());
     let widened = jackin_api::security::widenings(recipe.security.as_ref());
     if !widened.is_empty() {

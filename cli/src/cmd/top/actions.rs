@@ -8,7 +8,7 @@ use anyhow::Result;
 use futures::StreamExt;
 use jackin_api::DesiredPhase;
 use jackin_controller::Store;
-use jackin_reconcilers::engine::LogsRequest;
+use jackin_engine::LogsRequest;
 
 use super::purge;
 use crate::args::{ExecArgs, LaunchArgs, WaitArgs};
@@ -223,7 +223,7 @@ pub async fn log_lines(store: &Store, name: &str) -> Result<Vec<String>> {
                 break;
             }
         }
-        Ok::<_, jackin_reconcilers::EngineError>(())
+        Ok::<_, jackin_engine::EngineError>(())
     });
     match read.await {
         Ok(result) => result?,

@@ -1,14 +1,14 @@
 //! The diff view (`D`): the unfinished work of an instance's isolated
-//! checkouts, read by `jackin_reconcilers::work_diff` (the confined git,
+//! checkouts, read by `jackin_checkouts::work_diff` (the confined git,
 //! with no text conversion, external diff or colour), shown in top's own
 //! pager. Every line is the agent's text: tabs become spaces and every
 //! control or invisible format character is shown escaped
 //! (`output::terminal_safe`), as the last line and the log are.
 
 use anyhow::{Context, Result};
+use jackin_checkouts::isolation::read_records;
+use jackin_checkouts::work_diff::{self, WorkDiff};
 use jackin_controller::Store;
-use jackin_reconcilers::isolation::read_records;
-use jackin_reconcilers::work_diff::{self, WorkDiff};
 
 use crate::output;
 
@@ -21,7 +21,7 @@ pub async fn diff_lines(store: &Store, name: &str) -> Result<Vec<String>> {
         )]);
     };
     let layout = store.layout().clone();
-    let diffs = jackin_reconcilers::blocking(move || {
+    let diffs = jackin_files::offload::blocking(move || {
         let records = read_records(&layout, &container)?;
         Ok::<_, anyhow::Error>(
             records
@@ -103,7 +103,7 @@ fn agent_text(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jackin_reconcilers::work_diff::Untracked;
+    use jackin_checkouts::work_diff::Untracked;
 
     #[test]
     fn the_agents_text_in_a_diff_is_shown_escaped() {

@@ -3,7 +3,7 @@
 //! pane, the pager, the help, the question before a purge, and the footer.
 
 use jackin_api::instance::InstancePhase;
-use jackin_reconcilers::attention::Attention;
+use jackin_plan::attention::Attention;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};

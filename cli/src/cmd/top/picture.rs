@@ -59,7 +59,7 @@ pub async fn keep_picture(
         let started = tokio::time::Instant::now();
         let listed = {
             let store = store.clone();
-            jackin_reconcilers::blocking(move || store.list_instances()).await
+            jackin_files::offload::blocking(move || store.list_instances()).await
         };
         let objects = listed.map(|l| l.instances).unwrap_or_default();
         let stats = round.is_multiple_of(STATS_EVERY_LOOKS);

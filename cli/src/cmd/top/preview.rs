@@ -8,8 +8,8 @@
 //! as everywhere else. Under `NO_COLOR` the colours go; bold, underline and
 //! the like stay.
 
+use jackin_act::screen::{CellStyle, Colour, Run};
 use jackin_controller::live_output::LiveOutputs;
-use jackin_reconcilers::screen::{CellStyle, Colour, Run};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 

@@ -5,9 +5,9 @@
 //! cancel changes nothing and is no error.
 
 use anyhow::Result;
+use jackin_checkouts::assess::has_unfinished_work;
 use jackin_controller::Store;
 use jackin_controller::reconcile::assess_checkouts;
-use jackin_reconcilers::assess::has_unfinished_work;
 
 use crate::cmd::discarded;
 

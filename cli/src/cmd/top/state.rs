@@ -7,7 +7,7 @@ use std::io::Write;
 use jackin_api::Instance;
 use jackin_api::instance::InstancePhase;
 use jackin_controller::new_session::last_used;
-use jackin_reconcilers::attention::Attention;
+use jackin_plan::attention::Attention;
 use jiff::Timestamp;
 
 use super::picture::Picture;

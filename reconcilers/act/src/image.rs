@@ -1,0 +1,394 @@
+//! Building the images a recipe pins: a role's image from its repository at
+//! the pinned commit (its Dockerfile's final base pinned to the image id the
+//! engine holds), and the agent's image derived from it. What a recipe
+//! wants and how two recipes differ is `jackin_plan::recipe`'s; this module
+//! asks git and the engine, and every way that can fail is a [`RecipeError`].
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use jackin_api::instance::RoleSource;
+use jackin_api::names::label;
+use jackin_api::role::{self, ROLE_CONFIG_FILE, RoleConfig};
+use jackin_checkouts::git::{GitError, Mirror};
+use jackin_engine::{Engine, EngineError};
+use jackin_plan::recipe::UnknownProvider;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecipeError {
+    #[error("image {0:?} is not present on the engine")]
+    ImageNotFound(String),
+    #[error("{source_repo}: ref {git_ref:?} names no commit")]
+    RefNotFound {
+        source_repo: String,
+        git_ref: String,
+    },
+    #[error(
+        "{source_repo}: the pinned commit {commit} can no longer be found, so the session's image \
+         cannot be rebuilt as it was"
+    )]
+    CommitUnavailable { source_repo: String, commit: String },
+    #[error("the pinned image is gone and the recipe has no role commit to rebuild it from")]
+    NothingToRebuild,
+    #[error(transparent)]
+    UnknownProvider(#[from] UnknownProvider),
+    #[error("the role's settings are not valid: {0}")]
+    RoleConfig(String),
+    #[error("{source_repo} has no Dockerfile at {commit}")]
+    NoDockerfile { source_repo: String, commit: String },
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("preparing the build context: {0}")]
+    Context(#[from] std::io::Error),
+}
+
+impl RecipeError {
+    /// Whether trying again without a change elsewhere cannot help.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            Self::ImageNotFound(_)
+            | Self::RefNotFound { .. }
+            | Self::CommitUnavailable { .. }
+            | Self::NothingToRebuild
+            | Self::UnknownProvider(_)
+            | Self::RoleConfig(_)
+            | Self::NoDockerfile { .. } => true,
+            Self::Git(e) => e.is_permanent(),
+            Self::Engine(e) => e.is_permanent(),
+            Self::Context(_) => false,
+        }
+    }
+}
+
+/// An image jackin built from a role repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltImage {
+    pub tag: String,
+    pub id: String,
+    pub commit: String,
+    /// `reference@id` of the final stage's base, when it is a local image.
+    pub base: Option<String>,
+    /// The role's settings at the commit (its `jackin.role.yaml`).
+    pub config: RoleConfig,
+}
+
+/// The largest `jackin.role.yaml` read.
+const MAX_ROLE_CONFIG_BYTES: usize = 64 * 1024;
+
+/// The image of the final build stage's `FROM`, skipping flags and stage
+/// aliases; `None` when the final stage builds on an earlier stage.
+pub fn final_base(dockerfile: &str) -> Option<String> {
+    let mut stages: Vec<String> = Vec::new();
+    let mut base = None;
+    for line in dockerfile.lines() {
+        let mut words = line.split_whitespace();
+        if !words.next().is_some_and(|w| w.eq_ignore_ascii_case("FROM")) {
+            continue;
+        }
+        let rest: Vec<&str> = words.filter(|w| !w.starts_with("--")).collect();
+        let image = rest.first()?.to_string();
+        base = (!stages.contains(&image.to_lowercase())).then(|| image.clone());
+        if let [_, kw, alias] = rest.as_slice()
+            && kw.eq_ignore_ascii_case("AS")
+        {
+            stages.push(alias.to_lowercase());
+        }
+    }
+    base
+}
+
+/// `dockerfile` with the final stage's base replaced by `image`, so a
+/// rebuild lands on the recorded base even if its tag has moved since.
+pub fn pin_final_base(dockerfile: &str, image: &str) -> String {
+    let lines: Vec<&str> = dockerfile.lines().collect();
+    let last_from = lines.iter().rposition(|l| {
+        l.split_whitespace()
+            .next()
+            .is_some_and(|w| w.eq_ignore_ascii_case("FROM"))
+    });
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if Some(i) == last_from {
+            let mut replaced = false;
+            let words: Vec<String> = line
+                .split_whitespace()
+                .enumerate()
+                .map(|(n, w)| {
+                    if n > 0 && !replaced && !w.starts_with("--") {
+                        replaced = true;
+                        image.to_owned()
+                    } else {
+                        w.to_owned()
+                    }
+                })
+                .collect();
+            out.push_str(&words.join(" "));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A tar archive with the file at `path` replaced by `contents`.
+fn replace_in_tar(archive: &[u8], path: &str, contents: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut input = tar::Archive::new(archive);
+    let mut output = tar::Builder::new(Vec::new());
+    for entry in input.entries()? {
+        let mut entry = entry?;
+        let mut header = entry.header().clone();
+        if entry.path()?.to_str() == Some(path) {
+            header.set_size(contents.len() as u64);
+            header.set_cksum();
+            output.append(&header, contents)?;
+        } else {
+            let mut data = Vec::new();
+            entry.read_to_end(&mut data)?;
+            output.append(&header, data.as_slice())?;
+        }
+    }
+    output.into_inner()
+}
+
+/// An image with the agent installed on top of an image that lacks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DerivedImage {
+    pub tag: String,
+    pub id: String,
+    /// Whether the engine had it already (same base, same block).
+    pub cached: bool,
+}
+
+/// The role image `base` (an image id, running as `user`) with the agent
+/// `agent`'s install block on top: the instructions run as root, then the
+/// image's own user is restored, so the agent runs as the role intended.
+/// Its tag is a hash of the base and the block, so a role image and block
+/// are built once, whoever asks; `cached` says the engine had it.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "each is one fact of the build; a struct would only rename them"
+)]
+pub async fn derive_agent_image(
+    engine: &Engine,
+    home_id: &str,
+    role: &str,
+    agent: &str,
+    base: &str,
+    user: Option<&str>,
+    install: &[String],
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<DerivedImage, RecipeError> {
+    use jackin_plan::digest::sha256_hex;
+    // By number: an image without a passwd file (a static one) has no
+    // user named root.
+    let mut dockerfile = format!("FROM {base}\nUSER 0\n");
+    for line in install {
+        dockerfile.push_str(line);
+        dockerfile.push('\n');
+    }
+    dockerfile.push_str(&format!("USER {}\n", user.unwrap_or("0")));
+    let hash = sha256_hex(dockerfile.as_bytes(), 6);
+    let tag = format!("jackin/{role}-{agent}:{hash}");
+    if let Some(id) = engine.image_id(&tag).await? {
+        return Ok(DerivedImage {
+            tag,
+            id,
+            cached: true,
+        });
+    }
+    let mut context = tar::Builder::new(Vec::new());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(dockerfile.len() as u64);
+    header.set_mode(0o644);
+    header.set_cksum();
+    context.append_data(&mut header, "Dockerfile", dockerfile.as_bytes())?;
+    let context = context.into_inner()?;
+    // Labelled as the role's image: a sweep removes it once no session
+    // pins it, as it does the role's own.
+    let labels = HashMap::from([
+        (label::MANAGED.to_owned(), "true".to_owned()),
+        (label::HOME.to_owned(), home_id.to_owned()),
+        (label::ROLE.to_owned(), role.to_owned()),
+    ]);
+    let id = engine
+        .build_image(context, &tag, &labels, |line| progress(line))
+        .await?;
+    Ok(DerivedImage {
+        tag,
+        id,
+        cached: false,
+    })
+}
+
+/// Builds the role's image. A first launch resolves `source.ref` (the
+/// repository's HEAD when unset); a tier-3 rebuild passes the pinned commit
+/// and base, which are used as they are, never re-resolved.
+pub async fn build_role(
+    engine: &Engine,
+    home_id: &str,
+    role: &str,
+    source: &RoleSource,
+    pinned: Option<(&str, Option<&str>)>,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<BuiltImage, RecipeError> {
+    let repo = source.git.clone();
+    let mirror = {
+        let repo = repo.clone();
+        jackin_files::offload::blocking(move || Mirror::clone(&repo)).await?
+    };
+    let commit = match pinned {
+        Some((commit, _)) => mirror
+            .resolve(commit)?
+            .filter(|c| c == commit)
+            .ok_or_else(|| RecipeError::CommitUnavailable {
+                source_repo: repo.clone(),
+                commit: commit.to_owned(),
+            })?,
+        None => {
+            let git_ref = source.git_ref.as_deref().unwrap_or("HEAD");
+            mirror
+                .resolve(git_ref)?
+                .ok_or_else(|| RecipeError::RefNotFound {
+                    source_repo: repo.clone(),
+                    git_ref: git_ref.to_owned(),
+                })?
+        }
+    };
+    let dockerfile = mirror
+        .show(&commit, "Dockerfile")
+        .map_err(|_| RecipeError::NoDockerfile {
+            source_repo: repo.clone(),
+            commit: commit.clone(),
+        })?;
+    let dockerfile = String::from_utf8_lossy(&dockerfile).into_owned();
+    let config = match mirror.show(&commit, ROLE_CONFIG_FILE) {
+        Ok(text) if text.len() > MAX_ROLE_CONFIG_BYTES => {
+            return Err(RecipeError::RoleConfig(format!(
+                "{ROLE_CONFIG_FILE} is larger than {MAX_ROLE_CONFIG_BYTES} bytes"
+            )));
+        }
+        Ok(text) => role::parse(
+            &format!("{repo} at {commit}: {ROLE_CONFIG_FILE}"),
+            &String::from_utf8_lossy(&text),
+        )
+        .map_err(RecipeError::RoleConfig)?,
+        // A role without settings is the common case.
+        Err(GitError::Failed { stderr, .. })
+            if stderr.contains("does not exist")
+                || stderr.contains("exists on disk, but not in") =>
+        {
+            RoleConfig::default()
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut context = mirror.archive(&commit)?;
+    drop(mirror);
+
+    let recorded_base = pinned.and_then(|(_, base)| base);
+    let base_ref = final_base(&dockerfile);
+    if let Some((_, id)) = recorded_base.and_then(|b| b.rsplit_once('@'))
+        && engine.image_id(id).await?.is_some()
+    {
+        let pinned_dockerfile = pin_final_base(&dockerfile, id);
+        context = replace_in_tar(&context, "Dockerfile", pinned_dockerfile.as_bytes())?;
+    }
+
+    let tag = format!("jackin/{role}:{}", &commit[..12.min(commit.len())]);
+    let labels = HashMap::from([
+        (label::MANAGED.to_owned(), "true".to_owned()),
+        (label::HOME.to_owned(), home_id.to_owned()),
+        (label::ROLE.to_owned(), role.to_owned()),
+        (label::ROLE_COMMIT.to_owned(), commit.clone()),
+    ]);
+    let id = engine
+        .build_image(context, &tag, &labels, |line| progress(line))
+        .await?;
+    let base = match recorded_base {
+        Some(base) => Some(base.to_owned()),
+        None => match &base_ref {
+            Some(r) if r != "scratch" => engine.image_id(r).await?.map(|id| format!("{r}@{id}")),
+            _ => None,
+        },
+    };
+    Ok(BuiltImage {
+        tag,
+        id,
+        commit,
+        base,
+        config,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn final_base_names_the_last_stage_image() {
+        assert_eq!(
+            final_base("FROM busybox:1\nRUN x\n"),
+            Some("busybox:1".into())
+        );
+        assert_eq!(
+            final_base("from --platform=linux/amd64 alpine AS build\nFROM debian:12\n"),
+            Some("debian:12".into())
+        );
+        // The final stage builds on an earlier stage: no external base.
+        assert_eq!(final_base("FROM alpine AS build\nFROM build\n"), None);
+        assert_eq!(final_base("RUN x\n"), None);
+    }
+
+    #[test]
+    fn pinning_the_base_rewrites_only_the_final_from() {
+        let text = "FROM a AS build\nRUN x\nFROM --platform=linux/amd64 b:1 AS final\nCMD y\n";
+        assert_eq!(
+            pin_final_base(text, "sha256:abc"),
+            "FROM a AS build\nRUN x\nFROM --platform=linux/amd64 sha256:abc AS final\nCMD y\n"
+        );
+    }
+
+    /// A changed mode or set is drift, said once; a session pinned before
+    /// the hand-off existed reports none for it.
+    #[test]
+    fn tar_entries_are_replaced() {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (name, data) in [("Dockerfile", "FROM a\n"), ("file", "x")] {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            builder
+                .append_data(&mut header, name, data.as_bytes())
+                .unwrap();
+        }
+        let archive = builder.into_inner().unwrap();
+        let replaced = replace_in_tar(&archive, "Dockerfile", b"FROM b\n").unwrap();
+        let mut files = Vec::new();
+        for entry in tar::Archive::new(replaced.as_slice()).entries().unwrap() {
+            let mut entry = entry.unwrap();
+            let mut text = String::new();
+            entry.read_to_string(&mut text).unwrap();
+            files.push((entry.path().unwrap().display().to_string(), text));
+        }
+        assert_eq!(
+            files,
+            [
+                ("Dockerfile".to_owned(), "FROM b\n".to_owned()),
+                ("file".to_owned(), "x".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unknown_provider_is_permanent() {
+        let unknown = UnknownProvider {
+            agent: "claude".into(),
+            provider: "nope".into(),
+            known: "anthropic".into(),
+        };
+        assert!(RecipeError::from(unknown).is_permanent());
+    }
+}

@@ -1,0 +1,333 @@
+//! The agent's objects, brought into the operator's repository checked.
+//!
+//! A worktree's commits are made in the unit's own repository (see
+//! `worktree`), and reach the host repository only through
+//! [`import_objects`]: jackin copies the agent's object files into a
+//! directory of its own (reading only regular files with the names git
+//! gives them, never following a link, capped), a confined git packs just
+//! what the new tip needs, and a confined git checks every object of that
+//! pack in a quarantine that borrows nothing but the host's objects. Only
+//! a pack that passed lands in the host's `objects/pack`, whole: a refused
+//! publication leaves nothing in the host repository.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::git::{self, GitError};
+use jackin_files::fsutil::{self, BeneathDir, remove_if_exists, write_atomic};
+
+/// The most jackin copies of the agent's objects for one publication: far
+/// above what a session commits, low enough that a runaway agent cannot fill
+/// the host's disk through jackin.
+const MAX_IMPORTED_BYTES: u64 = 4 << 30;
+
+/// The most files jackin looks at in the view's objects for one publication.
+const MAX_IMPORTED_FILES: usize = 1 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Git(#[from] GitError),
+    /// What the agent left in its view cannot be published as it is.
+    #[error("{0}")]
+    Refused(String),
+}
+
+fn io_at(path: &Path) -> impl FnOnce(io::Error) -> ViewError + '_ {
+    move |source| ViewError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// `base/relative` as a real directory of jackin's, in a tree the agent
+/// writes: whatever else the agent left at any step of the way (a link, a
+/// file) is removed first.
+pub(crate) fn reset_to_dir(base: &Path, relative: &str) -> Result<(), ViewError> {
+    let mut dir = base.to_owned();
+    for part in relative.split('/') {
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => continue,
+            Ok(_) => remove_if_exists(&dir).map_err(io_at(&dir))?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_at(&dir)(e)),
+        }
+        fsutil::ensure_private_dir(&dir).map_err(io_at(&dir))?;
+    }
+    Ok(())
+}
+
+/// Brings the objects `tip` needs from the agent's repository `agent_git_dir`
+/// (a git directory the agent writes) into the host repository whose
+/// objects are `host_objects`, given that the host has everything `known`
+/// needs. The agent's files are copied into a directory of jackin's under
+/// `scratch` first, reading nothing but regular files below its `objects`;
+/// git then runs confined on the copies: one packs what `tip` needs beyond
+/// `known`, the other indexes that pack with `--strict` in a repository that
+/// borrows only the host's objects, refusing any object that is malformed
+/// or points at one neither has. Only then does the pack (and its index,
+/// last) land in the host's `objects/pack`.
+pub fn import_objects(
+    agent_git_dir: &Path,
+    host_objects: &Path,
+    scratch: &Path,
+    tip: &str,
+    known: &str,
+) -> Result<(), ViewError> {
+    let quarantine = tempfile::Builder::new()
+        .prefix(".import-")
+        .tempdir_in(scratch)
+        .map_err(io_at(scratch))?;
+    let format = if tip.len() == 64 { "sha256" } else { "sha1" };
+    let repo = quarantine.path().join("repo.git");
+    bare_repository(&repo, format, host_objects)?;
+    copy_agent_objects(agent_git_dir, &repo.join("objects"), host_objects)?;
+
+    let revs = quarantine.path().join("revs");
+    write_atomic(&revs, format!("{tip}\n^{known}\n").as_bytes()).map_err(io_at(&revs))?;
+    let out = quarantine.path().join("out");
+    fsutil::ensure_private_dir(&out).map_err(io_at(&out))?;
+    let base = out.join("pack");
+    // `--local`: what the host has already (its objects are the alternate)
+    // stays out of the pack. git writes its temporary pack in the
+    // repository's `objects/pack`.
+    let name = git::run_untrusted_fed(
+        path_str(&repo),
+        &["pack-objects", "--revs", "--local", "-q", path_str(&base)],
+        &[host_objects],
+        &[&out, &repo.join("objects/pack")],
+        Some(&revs),
+    )?;
+    let name = String::from_utf8_lossy(&name).trim().to_owned();
+    let pack = out.join(format!("pack-{name}.pack"));
+    let index = out.join(format!("pack-{name}.idx"));
+    // The index pack-objects wrote is its own word: made again below, by a
+    // git that sees only the pack and the host's objects.
+    for own in [index.clone(), out.join(format!("pack-{name}.rev"))] {
+        remove_if_exists(&own).map_err(io_at(&own))?;
+    }
+    let check = quarantine.path().join("check.git");
+    bare_repository(&check, format, host_objects)?;
+    git::run_untrusted_fed(
+        path_str(&check),
+        &[
+            "index-pack",
+            "--strict",
+            "-o",
+            path_str(&index),
+            path_str(&pack),
+        ],
+        &[host_objects],
+        &[&out, &check.join("objects")],
+        None,
+    )?;
+    land_pack(&pack, &index, host_objects, &name)
+}
+
+/// A bare repository of jackin's at `dir` that borrows `host_objects`.
+fn bare_repository(dir: &Path, format: &str, host_objects: &Path) -> Result<(), ViewError> {
+    let files: [(&str, String); 3] = [
+        ("HEAD", "ref: refs/heads/main\n".into()),
+        (
+            "config",
+            format!(
+                "[core]\n\trepositoryformatversion = 1\n\tbare = true\n\
+                 [extensions]\n\tobjectFormat = {format}\n"
+            ),
+        ),
+        (
+            "objects/info/alternates",
+            format!("{}\n", host_objects.display()),
+        ),
+    ];
+    for (name, text) in files {
+        let path = dir.join(name);
+        write_atomic(&path, text.as_bytes()).map_err(io_at(&path))?;
+    }
+    for sub in ["refs", "objects/pack"] {
+        let path = dir.join(sub);
+        fsutil::ensure_private_dir(&path).map_err(io_at(&path))?;
+    }
+    Ok(())
+}
+
+/// Moves a checked pack into the host's `objects/pack`: each file copied
+/// under a temporary name there, then renamed, the index last (git finds a
+/// pack by its index, so it sees the pack whole or not at all).
+fn land_pack(pack: &Path, index: &Path, host_objects: &Path, name: &str) -> Result<(), ViewError> {
+    let pack_dir = host_objects.join("pack");
+    fsutil::ensure_private_dir(&pack_dir).map_err(io_at(&pack_dir))?;
+    for (from, suffix) in [(pack, "pack"), (index, "idx")] {
+        let to = pack_dir.join(format!("pack-{name}.{suffix}"));
+        if to.exists() {
+            continue;
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix("tmp_jackin_")
+            .tempfile_in(&pack_dir)
+            .map_err(io_at(&pack_dir))?;
+        let mut source = std::fs::File::open(from).map_err(io_at(from))?;
+        io::copy(&mut source, tmp.as_file_mut()).map_err(io_at(tmp.path()))?;
+        tmp.as_file().sync_all().map_err(io_at(tmp.path()))?;
+        let file = tmp.persist(&to).map_err(|e| io_at(&to)(e.error))?;
+        // As git leaves its packs: read-only.
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o444))
+            .map_err(io_at(&to))?;
+    }
+    Ok(())
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("jackin's paths are UTF-8")
+}
+
+/// Copies the loose objects and packs below `git_dir/objects` into `into`:
+/// only files with the names git gives them, only regular files, nothing
+/// through a link, at most [`MAX_IMPORTED_BYTES`] in all. A loose object
+/// the host already has is not copied.
+pub(crate) fn copy_agent_objects(
+    git_dir: &Path,
+    into: &Path,
+    host_objects: &Path,
+) -> Result<(), ViewError> {
+    let tree = BeneathDir::open(git_dir).map_err(io_at(git_dir))?;
+    let refused = |what: String| ViewError::Refused(format!("{}: {what}", git_dir.display()));
+    let is_hex = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    };
+    let mut budget = Budget {
+        bytes: MAX_IMPORTED_BYTES,
+        files: MAX_IMPORTED_FILES,
+    };
+    let entries = tree
+        .entries("objects")
+        .map_err(|e| refused(format!("objects: {e}")))?;
+    for (name, is_dir) in entries {
+        let wanted: Vec<String> = if is_dir && name.len() == 2 && is_hex(&name) {
+            tree.entries(&format!("objects/{name}"))
+                .map_err(|e| refused(format!("objects/{name}: {e}")))?
+                .into_iter()
+                .filter(|(leaf, is_dir)| {
+                    !is_dir
+                        && matches!(leaf.len(), 38 | 62)
+                        && is_hex(leaf)
+                        && !host_objects.join(&name).join(leaf).exists()
+                })
+                .map(|(leaf, _)| format!("{name}/{leaf}"))
+                .collect()
+        } else if is_dir && name == "pack" {
+            tree.entries("objects/pack")
+                .map_err(|e| refused(format!("objects/pack: {e}")))?
+                .into_iter()
+                .filter(|(leaf, is_dir)| {
+                    !is_dir
+                        && leaf.strip_prefix("pack-").is_some_and(|rest| {
+                            rest.strip_suffix(".pack")
+                                .or_else(|| rest.strip_suffix(".idx"))
+                                .is_some_and(is_hex)
+                        })
+                })
+                .map(|(leaf, _)| format!("pack/{leaf}"))
+                .collect()
+        } else {
+            continue;
+        };
+        for relative in wanted {
+            budget.take_file().map_err(&refused)?;
+            let mut file = tree
+                .open_regular(&format!("objects/{relative}"))
+                .map_err(|e| refused(format!("objects/{relative}: {e}")))?;
+            let to = into.join(&relative);
+            copy_object(&mut file, &to, &mut budget).map_err(|e| match e {
+                CopyError::Io(e) => io_at(&to)(e),
+                CopyError::TooLarge => refused(format!(
+                    "the agent's objects are larger than {} GiB; jackin does not publish \
+                     them (use clone isolation for such work)",
+                    MAX_IMPORTED_BYTES >> 30
+                )),
+            })?;
+        }
+    }
+    Ok(())
+}
+
+struct Budget {
+    bytes: u64,
+    files: usize,
+}
+
+impl Budget {
+    fn take_file(&mut self) -> Result<(), String> {
+        self.files = self.files.checked_sub(1).ok_or_else(|| {
+            format!("more than {MAX_IMPORTED_FILES} object files; jackin does not publish them")
+        })?;
+        Ok(())
+    }
+}
+
+enum CopyError {
+    Io(io::Error),
+    TooLarge,
+}
+
+/// Copies one object file into `to`, within what is left of the budget:
+/// a file whose size is past it is refused before anything is read or
+/// made (a sparse file may claim far more than it holds).
+fn copy_object(from: &mut std::fs::File, to: &Path, budget: &mut Budget) -> Result<(), CopyError> {
+    if from.metadata().map_err(CopyError::Io)?.len() > budget.bytes {
+        return Err(CopyError::TooLarge);
+    }
+    if let Some(parent) = to.parent() {
+        fsutil::ensure_private_dir(parent).map_err(CopyError::Io)?;
+    }
+    let mut out = std::fs::File::create(to).map_err(CopyError::Io)?;
+    match fsutil::copy_capped(from, &mut out, budget.bytes).map_err(CopyError::Io)? {
+        fsutil::CappedCopy::Copied(copied) => budget.bytes -= copied,
+        fsutil::CappedCopy::TooLarge => return Err(CopyError::TooLarge),
+    }
+    out.flush().map_err(CopyError::Io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sparse pack that claims 5 GiB is refused before a byte of it is
+    /// copied or a file made for it (L1: it cost a 4 GiB copy at every
+    /// publication).
+    #[test]
+    fn l1_a_sparse_object_file_is_refused_before_anything_is_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let pack = dir.path().join("pack-0.pack");
+        std::fs::File::create(&pack)
+            .unwrap()
+            .set_len(5 << 30)
+            .unwrap();
+        let to = dir.path().join("copy/pack-0.pack");
+        let mut budget = Budget {
+            bytes: 1 << 20,
+            files: 1,
+        };
+        let mut from = std::fs::File::open(&pack).unwrap();
+        assert!(matches!(
+            copy_object(&mut from, &to, &mut budget),
+            Err(CopyError::TooLarge)
+        ));
+        assert!(!to.exists(), "a copy was begun");
+        assert_eq!(
+            io::Seek::stream_position(&mut from).unwrap(),
+            0,
+            "the file was read"
+        );
+        assert_eq!(budget.bytes, 1 << 20);
+    }
+}

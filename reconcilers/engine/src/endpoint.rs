@@ -1,0 +1,423 @@
+//! Which engine to talk to, chosen the way the docker CLI chooses it:
+//! `DOCKER_HOST` first (with TLS when `DOCKER_TLS_VERIFY` is set), then the
+//! context named by `DOCKER_CONTEXT`, then the `currentContext` of the CLI's
+//! config file, then the default socket.
+
+use std::path::{Path, PathBuf};
+
+use jackin_api::redact::json_error;
+
+use jackin_files::fsutil::read_regular;
+use jackin_plan::digest::sha256_hex;
+
+/// The most jackin reads of the docker CLI's `config.json` or a context's
+/// `meta.json`. Both are the operator's and may be links (followed, to a
+/// regular file only); a config with many registry logins is a few KiB.
+const MAX_DOCKER_FILE_BYTES: u64 = 4 << 20;
+
+/// Where the engine is reached when nothing else is configured.
+pub const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
+
+/// The client certificate, key and CA for a TLS connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl TlsFiles {
+    fn in_dir(dir: &Path) -> Self {
+        Self {
+            ca: dir.join("ca.pem"),
+            cert: dir.join("cert.pem"),
+            key: dir.join("key.pem"),
+        }
+    }
+}
+
+/// A resolved engine address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// `unix://…` or `tcp://…`.
+    pub host: String,
+    pub tls: Option<TlsFiles>,
+    /// Where the choice came from, for messages.
+    pub source: String,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EndpointError {
+    #[error("{origin} names an ssh engine ({host}), which jackin does not support")]
+    Ssh { host: String, origin: String },
+    #[error(
+        "{origin}: unsupported engine address {host:?}: expected unix://PATH or tcp://HOST:PORT"
+    )]
+    Unsupported { host: String, origin: String },
+    /// An address no engine can have: a port out of range, a relative
+    /// socket path (see [`jackin_api::validate::engine_address`]).
+    #[error("{origin}: {message}")]
+    Invalid { origin: String, message: String },
+    /// A unix address whose path is there and is no socket (a device, a
+    /// file): nothing listens there, and nothing will.
+    #[error("{origin}: {path} is not a socket (it is {what}): no Docker engine listens there")]
+    NotASocket {
+        path: String,
+        what: &'static str,
+        origin: String,
+    },
+    #[error("docker context {name:?} not found (looked in {dir})")]
+    UnknownContext { name: String, dir: String },
+    #[error("{path}: cannot read the docker context: {message}")]
+    BadContext { path: String, message: String },
+}
+
+/// The environment and files the choice depends on; a seam for tests.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    pub docker_host: Option<String>,
+    pub tls_verify: Option<String>,
+    pub cert_path: Option<PathBuf>,
+    pub context: Option<String>,
+    /// The docker CLI's configuration directory (`DOCKER_CONFIG`, else `~/.docker`).
+    pub config_dir: Option<PathBuf>,
+}
+
+impl Inputs {
+    pub fn from_env() -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        Self {
+            docker_host: var("DOCKER_HOST"),
+            tls_verify: var("DOCKER_TLS_VERIFY"),
+            cert_path: var("DOCKER_CERT_PATH").map(PathBuf::from),
+            context: var("DOCKER_CONTEXT"),
+            config_dir: var("DOCKER_CONFIG")
+                .map(PathBuf::from)
+                .or_else(|| std::env::home_dir().map(|h| h.join(".docker"))),
+        }
+    }
+}
+
+/// Chooses the engine endpoint.
+pub fn resolve(inputs: &Inputs) -> Result<Endpoint, EndpointError> {
+    if let Some(host) = &inputs.docker_host {
+        let tls = inputs.tls_verify.as_ref().map(|_| {
+            let dir = inputs
+                .cert_path
+                .clone()
+                .or_else(|| inputs.config_dir.clone())
+                .unwrap_or_default();
+            TlsFiles::in_dir(&dir)
+        });
+        return checked(host, tls, "DOCKER_HOST");
+    }
+    let context = match &inputs.context {
+        Some(name) => Some((name.clone(), "DOCKER_CONTEXT")),
+        None => current_context(inputs.config_dir.as_deref())?
+            .map(|n| (n, "the docker CLI's currentContext")),
+    };
+    match context {
+        Some((name, from)) if name != "default" => {
+            let dir = inputs.config_dir.clone().unwrap_or_default();
+            context_endpoint(&dir, &name, from)
+        }
+        _ => checked(DEFAULT_HOST, None, "the default socket"),
+    }
+}
+
+/// The engine an instance names (`spec.engine`): an address as
+/// `DOCKER_HOST` takes it, plain (TLS engines are named by a context, which
+/// carries their certificates), or a `docker context` name; `None` is the
+/// engine the environment selects ([`resolve`]).
+pub fn resolve_named(inputs: &Inputs, engine: Option<&str>) -> Result<Endpoint, EndpointError> {
+    match engine {
+        None => resolve(inputs),
+        Some(address) if address.contains("://") => checked(address, None, "spec.engine"),
+        Some("default") => checked(DEFAULT_HOST, None, "the default context (spec.engine)"),
+        Some(name) => {
+            let dir = inputs.config_dir.clone().unwrap_or_default();
+            context_endpoint(&dir, name, "spec.engine")
+        }
+    }
+}
+
+fn checked(host: &str, tls: Option<TlsFiles>, source: &str) -> Result<Endpoint, EndpointError> {
+    let source = source.to_owned();
+    if host.starts_with("ssh://") {
+        return Err(EndpointError::Ssh {
+            host: host.to_owned(),
+            origin: source,
+        });
+    }
+    if !(host.starts_with("unix://") || host.starts_with("tcp://")) {
+        return Err(EndpointError::Unsupported {
+            host: host.to_owned(),
+            origin: source,
+        });
+    }
+    if let Err(message) = jackin_api::validate::engine_address(host) {
+        return Err(EndpointError::Invalid {
+            origin: source,
+            message,
+        });
+    }
+    if let Some(path) = host.strip_prefix("unix://") {
+        socket_or_absent(path, &source)?;
+    }
+    Ok(Endpoint {
+        host: host.to_owned(),
+        tls,
+        source,
+    })
+}
+
+/// A socket's path is a socket, or nothing yet (an engine that has not
+/// started). Anything else there (a device such as `/dev/zero`, a file, a
+/// directory) is never an engine: asking it again cannot help. The path is
+/// the operator's (a link is followed, as connecting would).
+fn socket_or_absent(path: &str, origin: &str) -> Result<(), EndpointError> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let kind = meta.file_type();
+    let what = if kind.is_socket() {
+        return Ok(());
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_dir() {
+        "a directory"
+    } else {
+        "a regular file"
+    };
+    Err(EndpointError::NotASocket {
+        path: path.to_owned(),
+        what,
+        origin: origin.to_owned(),
+    })
+}
+
+fn current_context(config_dir: Option<&Path>) -> Result<Option<String>, EndpointError> {
+    let Some(path) = config_dir.map(|d| d.join("config.json")) else {
+        return Ok(None);
+    };
+    let bytes = match read_regular(&path, MAX_DOCKER_FILE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(EndpointError::BadContext {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            });
+        }
+    };
+    let config: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| EndpointError::BadContext {
+            path: path.display().to_string(),
+            message: json_error(&e),
+        })?;
+    Ok(config["currentContext"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned))
+}
+
+/// Contexts live under `contexts/meta/<sha256 of the name>/meta.json`, their
+/// TLS material under `contexts/tls/<same>/docker/`.
+fn context_endpoint(config_dir: &Path, name: &str, from: &str) -> Result<Endpoint, EndpointError> {
+    let digest = sha256_hex(name.as_bytes(), 32);
+    let meta_dir = config_dir.join("contexts/meta").join(&digest);
+    let path = meta_dir.join("meta.json");
+    let bad = |message: String| EndpointError::BadContext {
+        path: path.display().to_string(),
+        message,
+    };
+    let bytes = match read_regular(&path, MAX_DOCKER_FILE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(EndpointError::UnknownContext {
+                name: name.to_owned(),
+                dir: config_dir.join("contexts/meta").display().to_string(),
+            });
+        }
+        Err(e) => return Err(bad(e.to_string())),
+    };
+    let meta: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| bad(json_error(&e)))?;
+    let docker = &meta["Endpoints"]["docker"];
+    let host = docker["Host"]
+        .as_str()
+        .ok_or_else(|| bad("no Endpoints.docker.Host".into()))?;
+    let tls_dir = config_dir.join("contexts/tls").join(&digest).join("docker");
+    let tls = tls_dir
+        .join("ca.pem")
+        .exists()
+        .then(|| TlsFiles::in_dir(&tls_dir));
+    checked(host, tls, &format!("docker context {name:?} ({from})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context_dir(name: &str, host: &str, tls: bool) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let digest = sha256_hex(name.as_bytes(), 32);
+        let meta = dir.path().join("contexts/meta").join(&digest);
+        std::fs::create_dir_all(&meta).unwrap();
+        std::fs::write(
+            meta.join("meta.json"),
+            format!(r#"{{"Name":"{name}","Endpoints":{{"docker":{{"Host":"{host}"}}}}}}"#),
+        )
+        .unwrap();
+        if tls {
+            let tls_dir = dir.path().join("contexts/tls").join(&digest).join("docker");
+            std::fs::create_dir_all(&tls_dir).unwrap();
+            std::fs::write(tls_dir.join("ca.pem"), "").unwrap();
+        }
+        std::fs::write(
+            dir.path().join("config.json"),
+            format!(r#"{{"currentContext":"{name}"}}"#),
+        )
+        .unwrap();
+        dir
+    }
+
+    #[test]
+    fn docker_host_wins_and_tls_follows_tls_verify() {
+        let inputs = Inputs {
+            docker_host: Some("tcp://10.0.0.1:2376".into()),
+            tls_verify: Some("1".into()),
+            cert_path: Some("/certs".into()),
+            context: Some("other".into()),
+            config_dir: None,
+        };
+        let endpoint = resolve(&inputs).unwrap();
+        assert_eq!(endpoint.host, "tcp://10.0.0.1:2376");
+        assert_eq!(endpoint.tls, Some(TlsFiles::in_dir(Path::new("/certs"))));
+        assert_eq!(endpoint.source, "DOCKER_HOST");
+    }
+
+    #[test]
+    fn the_current_context_is_read_from_the_cli_config() {
+        let dir = context_dir("remote", "tcp://192.0.2.7:2376", true);
+        let inputs = Inputs {
+            config_dir: Some(dir.path().to_owned()),
+            ..Default::default()
+        };
+        let endpoint = resolve(&inputs).unwrap();
+        assert_eq!(endpoint.host, "tcp://192.0.2.7:2376");
+        assert!(endpoint.tls.is_some());
+        assert!(endpoint.source.contains("\"remote\""));
+    }
+
+    #[test]
+    fn ssh_contexts_are_refused() {
+        let dir = context_dir("box", "ssh://me@box", false);
+        let inputs = Inputs {
+            context: Some("box".into()),
+            config_dir: Some(dir.path().to_owned()),
+            ..Default::default()
+        };
+        let err = resolve(&inputs).unwrap_err();
+        assert!(matches!(err, EndpointError::Ssh { .. }));
+    }
+
+    #[test]
+    fn a_named_engine_is_an_address_or_a_context() {
+        let dir = context_dir("remote", "tcp://192.0.2.7:2376", true);
+        let inputs = Inputs {
+            docker_host: Some("unix:///elsewhere.sock".into()),
+            config_dir: Some(dir.path().to_owned()),
+            ..Default::default()
+        };
+        let named = |engine| resolve_named(&inputs, engine);
+        assert_eq!(named(None).unwrap().host, "unix:///elsewhere.sock");
+        let address = named(Some("unix:///tmp/e/docker.sock")).unwrap();
+        assert_eq!(
+            (address.host.as_str(), address.tls),
+            ("unix:///tmp/e/docker.sock", None)
+        );
+        let context = named(Some("remote")).unwrap();
+        assert_eq!(context.host, "tcp://192.0.2.7:2376");
+        assert!(context.tls.is_some());
+        assert_eq!(named(Some("default")).unwrap().host, DEFAULT_HOST);
+        assert!(matches!(
+            named(Some("nope")),
+            Err(EndpointError::UnknownContext { .. })
+        ));
+        assert!(matches!(
+            named(Some("ssh://me@box")),
+            Err(EndpointError::Ssh { .. })
+        ));
+    }
+
+    /// F4: an address no engine can have is refused where jackin reads it,
+    /// from `spec.engine`, `DOCKER_HOST` or a context alike, as a fault of
+    /// the address rather than of an engine that does not answer.
+    #[test]
+    fn f4_addresses_no_engine_can_have_are_refused() {
+        let none = Inputs::default();
+        let named = |engine: &str| resolve_named(&none, Some(engine));
+        let err = named("tcp://127.0.0.1:99999").unwrap_err();
+        assert!(matches!(err, EndpointError::Invalid { .. }), "{err}");
+        assert!(err.to_string().contains("invalid port"), "{err}");
+        let err = named("unix:///dev/zero").unwrap_err();
+        assert!(matches!(err, EndpointError::NotASocket { .. }), "{err}");
+        assert!(
+            err.to_string().contains("is not a socket (it is a device)"),
+            "{err}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("docker.sock");
+        std::fs::write(&file, "").unwrap();
+        let err = named(&format!("unix://{}", file.display())).unwrap_err();
+        assert!(err.to_string().contains("a regular file"), "{err}");
+        // Not there yet: an engine that has not started, not a wrong address.
+        let absent = format!("unix://{}/later.sock", dir.path().display());
+        assert!(named(&absent).is_ok());
+        let socket = dir.path().join("real.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        assert!(named(&format!("unix://{}", socket.display())).is_ok());
+        let inputs = Inputs {
+            docker_host: Some("tcp://127.0.0.1:99999".into()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            resolve(&inputs),
+            Err(EndpointError::Invalid { .. })
+        ));
+        let ctx = context_dir("bad", "unix:///dev/zero", false);
+        let inputs = Inputs {
+            config_dir: Some(ctx.path().to_owned()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            resolve(&inputs),
+            Err(EndpointError::NotASocket { .. })
+        ));
+    }
+
+    #[test]
+    fn defaults_and_unknown_contexts() {
+        assert_eq!(resolve(&Inputs::default()).unwrap().host, DEFAULT_HOST);
+        let dir = tempfile::tempdir().unwrap();
+        let inputs = Inputs {
+            context: Some("nope".into()),
+            config_dir: Some(dir.path().to_owned()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            resolve(&inputs),
+            Err(EndpointError::UnknownContext { .. })
+        ));
+        let inputs = Inputs {
+            context: Some("default".into()),
+            config_dir: Some(dir.path().to_owned()),
+            ..Default::default()
+        };
+        assert_eq!(resolve(&inputs).unwrap().host, DEFAULT_HOST);
+    }
+}
