@@ -608,6 +608,11 @@ pub fn dirty_file_count(m: &MountStatus) -> usize {
     }
 }
 
+/// `kind/NAME` lines, as `kubectl get -o name` prints them.
+pub fn name_lines<'a>(kind: &str, names: impl Iterator<Item = &'a String>) -> String {
+    names.map(|name| format!("{kind}/{name}\n")).collect()
+}
+
 /// `word` or its plural, as `count` asks.
 pub fn plural(count: usize, one: &'static str, many: &'static str) -> &'static str {
     if count == 1 { one } else { many }

@@ -11,9 +11,10 @@ use jackin_controller::StoreError;
 
 use crate::args::UsageError;
 use crate::args::{SelectArgs, WaitArgs};
-use crate::cmd::select::Targets;
-use crate::cmd::set_phase;
-use crate::context::{check_name, open_store};
+use crate::context::{check_name, open_store, open_store_to_change};
+use crate::ops::set_phases::{PhaseChange, set_phases};
+use crate::select::Targets;
+use crate::terminal::Keyboard;
 
 /// `delete workspace|agent NAME`, or instances by name, `-l` or `-f`.
 pub async fn dispatch(
@@ -82,20 +83,18 @@ async fn run(
         }
     }
     if !current.is_empty() {
-        let store = crate::context::open_store_to_change()?;
-        set_phase::set_phases(
+        let store = open_store_to_change()?;
+        let mut keyboard = std::io::stdin().is_terminal().then(Keyboard::start);
+        set_phases(PhaseChange {
             store,
-            &current,
-            DesiredPhase::Purged,
+            instances: &current,
+            phase: DesiredPhase::Purged,
             dry_run,
             force,
             wait,
             verbose,
-            std::io::stdin()
-                .is_terminal()
-                .then(crate::terminal::Keyboard::start)
-                .as_mut(),
-        )
+            keyboard: keyboard.as_mut(),
+        })
         .await?;
     }
     // What a file holds besides instances goes after them, so its

@@ -5,14 +5,13 @@
 //! NAME`: a provider, each agent's entry for it, and who picks it.
 
 use anyhow::{Result, anyhow};
-use jackin_controller::reconcile::assess_checkouts;
 use jiff::Timestamp;
 
 use crate::args::UsageError;
-use crate::cmd::discarded;
-use crate::cmd::select::{Kind, split_kind};
 use crate::context::{check_name, open_store};
+use crate::ops::describe::instance_text;
 use crate::output;
+use crate::select::{Kind, split_kind};
 
 /// `describe NAME`, `describe KIND NAME` or `describe KIND/NAME`.
 pub async fn run(first: &str, second: Option<&str>) -> Result<()> {
@@ -56,41 +55,6 @@ pub async fn run(first: &str, second: Option<&str>) -> Result<()> {
 async fn instance(name: &str) -> Result<()> {
     print!("{}", instance_text(&open_store()?, name).await?);
     Ok(())
-}
-
-/// What `describe NAME` prints of an instance (`jackin top` shows it too).
-pub async fn instance_text(store: &jackin_controller::Store, name: &str) -> Result<String> {
-    let mut obj = match store.get_instance(name) {
-        Ok(obj) => obj,
-        // Gone, but what it discarded is saved: say where it is.
-        Err(e) if discarded::count_of(store, name) > 0 => anyhow::bail!(
-            "{e}; the work its isolated checkouts held when it was discarded is saved: \
-             `jackin get discarded {name}` lists it, `jackin restore-discarded {name}` \
-             brings it back"
-        ),
-        Err(e) => return Err(e.into()),
-    };
-    let container = obj.container_name().map(str::to_owned);
-    // The isolated checkouts as they are now (the status holds what the
-    // last full reconcile saw; a pass with nothing to do does not look).
-    if let Some(container) = &container {
-        let mounts = assess_checkouts(store.layout(), container).await?;
-        obj.status.get_or_insert_default().mounts = mounts;
-    }
-    let events = container
-        .map(|c| jackin_controller::events::read(store.layout(), &c))
-        .unwrap_or_default();
-    let mut text = output::describe::instance(&obj, &events, Timestamp::now());
-    // Earlier instances of this name whose discarded work is still saved.
-    let saves = discarded::count_of(store, name);
-    if saves > 0 {
-        text.push_str(&format!(
-            "Discarded:    {saves} {} of earlier sessions named {name} (`jackin get discarded \
-             {name}`)\n",
-            output::plural(saves, "save", "saves")
-        ));
-    }
-    Ok(text)
 }
 
 fn workspace(name: &str) -> Result<()> {

@@ -18,8 +18,9 @@ use jackin_engine::Engine;
 use jackin_engine::LogsRequest;
 
 use crate::args::LogsArgs;
-use crate::cmd::select::instance_name;
 use crate::context::open_store;
+use crate::ops::container::{container_of, find_container};
+use crate::select::instance_name;
 
 /// How often `-f` looks at the instance once its container's log ended.
 const LOOK_EVERY: Duration = Duration::from_millis(500);
@@ -32,7 +33,7 @@ pub async fn run(args: &LogsArgs) -> Result<()> {
     let name = instance_name(&args.name)?;
     let sidecar = args.container.as_deref();
     let store = open_store()?;
-    let found = super::container_of(&store, name, sidecar).await?;
+    let found = container_of(&store, name, sidecar).await?;
     let status = found.obj.status_or_default();
     let Some(mut id) = found.id else {
         let whose = match sidecar {
@@ -186,7 +187,7 @@ impl Follower<'_> {
                 return Ok(Next::End(why));
             }
             let status = obj.status_or_default();
-            match super::find_container(self.engine, &obj, self.sidecar).await? {
+            match find_container(self.engine, &obj, self.sidecar).await? {
                 Some((id, true)) if id != followed => {
                     let record = self.restore_record(restore).await;
                     let how = record

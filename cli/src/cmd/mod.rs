@@ -1,4 +1,7 @@
-//! One module per command; `main` parses the arguments and dispatches here.
+//! One module per command, and the dispatcher that runs the one the
+//! command line names. A command parses what it was given and prints what
+//! happened; what several commands do alike lives below them, in
+//! [`crate::ops`]. No command imports another (`scripts/check-command-imports`).
 
 pub mod apply;
 pub mod attach;
@@ -6,123 +9,100 @@ pub mod controller;
 pub mod crds;
 pub mod delete;
 pub mod describe;
-pub mod discarded;
 pub mod exec;
 pub mod get;
 pub mod launch;
 pub mod logs;
-pub mod preserved;
 pub mod prune;
+pub mod restore_discarded;
 pub mod rollout;
-pub mod select;
 pub mod set_phase;
-pub mod spec_change;
 pub mod top;
 
-use anyhow::{Result, bail};
-use jackin_act::sidecar_name;
-use jackin_api::Instance;
-use jackin_api::names::label;
-use jackin_controller::engines::Engines;
-use jackin_controller::{Reconciler, Store};
-use jackin_engine::Engine;
+use anyhow::Result;
 
-/// An instance's container as the engine it runs on has it now.
-pub struct AgentContainer {
-    pub obj: Instance,
-    pub engine: Engine,
-    /// The container's id, when there is one that carries the instance's
-    /// uid (a container merely named like it is not its).
-    pub id: Option<String>,
-    pub running: bool,
-}
+use crate::args::{self, Cli, Command};
+use crate::context::{open_store, open_store_to_change};
+use crate::select::Targets;
+use crate::{completion, deadline};
 
-/// Finds the container of instance `name` on its engine.
-pub async fn agent_container(store: &Store, name: &str) -> Result<AgentContainer> {
-    container_of(store, name, None).await
-}
-
-/// Finds the container of instance `name` on its engine, or with `sidecar`
-/// that sidecar's container.
-pub async fn container_of(
-    store: &Store,
-    name: &str,
-    sidecar: Option<&str>,
-) -> Result<AgentContainer> {
-    let obj = store.get_instance(name)?;
-    if obj.metadata.uid.is_none()
-        || obj
-            .status
-            .as_ref()
-            .is_none_or(|s| s.container_name.is_none())
-    {
-        bail!("instance/{name} has not been launched yet");
+/// Runs the command `cli` names, its deadline started first.
+pub async fn run(cli: Cli) -> Result<()> {
+    let verbose = cli.verbose > 0;
+    if let Some(wait) = cli.command.wait() {
+        deadline::start(wait.timeout);
     }
-    // The sidecars the session runs: the pinned recipe's (a drifted spec
-    // changes nothing until it is rolled out).
-    let sidecars = match obj.recipe() {
-        Some(recipe) => &recipe.sidecars,
-        None => &obj.spec.sidecars,
-    };
-    if let Some(sidecar) = sidecar
-        && !sidecars.iter().any(|s| s.name == sidecar)
-    {
-        let names: Vec<&str> = sidecars.iter().map(|s| s.name.as_str()).collect();
-        bail!(
-            "instance/{name} has no sidecar {sidecar:?}; its sidecars: {}",
-            match names.is_empty() {
-                true => "none".to_owned(),
-                false => names.join(", "),
-            }
-        );
+    match cli.command {
+        // Neither ever waits for the operator: the clock bounds all of it.
+        Command::Apply(args) => {
+            deadline::bounded(Box::pin(apply::run(open_store_to_change, &args, verbose))).await
+        }
+        Command::Diff(args) => apply::diff(&open_store()?, &args),
+        Command::Get(args) => get::run(&open_store()?, &args).await,
+        Command::Describe { first, name } => describe::run(&first, name.as_deref()).await,
+        Command::SetPhase {
+            mut targets,
+            select,
+            dry_run,
+            force,
+            wait,
+        } => {
+            let phase = args::PhaseArg::take_last(&mut targets)?;
+            let targets = Targets::new(&targets, &select);
+            set_phase::run(&targets, phase, dry_run, force, &wait, verbose).await
+        }
+        Command::Rollout {
+            names,
+            select,
+            dry_run,
+            moving,
+            new_conversation,
+            wait,
+        } => {
+            let allowed = jackin_plan::rollout::Allowed {
+                moving,
+                new_conversation,
+            };
+            // Boxed: a dry run's preview is a large future.
+            deadline::bounded(Box::pin(rollout::run(
+                &Targets::new(&names, &select),
+                dry_run,
+                allowed,
+                &wait,
+                verbose,
+            )))
+            .await
+        }
+        Command::Delete {
+            targets,
+            select,
+            dry_run,
+            force,
+            wait,
+        } => delete::dispatch(&targets, &select, dry_run, force, &wait, verbose).await,
+        Command::Controller(args) => controller::run(&args, verbose).await,
+        Command::Launch(args) => launch::start(&args).await,
+        Command::Attach { name, wait } => attach::start(&name, &wait).await,
+        Command::Prune {
+            dry_run,
+            images,
+            failed_after,
+            force,
+        } => prune::run(dry_run, images, failed_after, force).await,
+        Command::RestoreDiscarded {
+            name,
+            session: true,
+            new_name,
+            ..
+        } => restore_discarded::restore_session(&open_store()?, &name, new_name.as_deref()),
+        Command::RestoreDiscarded {
+            name, to, mount, ..
+        } => restore_discarded::restore(&open_store()?, &name, to.as_deref(), mount.as_deref()),
+        Command::Crds { out } => crds::run(out.as_deref()),
+        Command::Top(args) => Box::pin(top::run(&args)).await,
+        Command::Logs(args) => logs::run(&args).await,
+        Command::Exec(args) => exec::run(&args).await,
+        Command::Completions { shell } => completion::print_script(shell),
+        Command::CompleteNames { words } => completion::print_names(&words),
     }
-    let engine = Reconciler::new(store.clone(), Engines::new(None))
-        .engine_of(&obj)
-        .await?
-        .engine;
-    let found = find_container(&engine, &obj, sidecar).await?;
-    Ok(AgentContainer {
-        running: found.as_ref().is_some_and(|(_, running)| *running),
-        id: found.map(|(id, _)| id),
-        obj,
-        engine,
-    })
-}
-
-/// The container of `obj` (or of its sidecar `sidecar`) on `engine` now:
-/// its id and whether it runs. A container merely named like it, without
-/// the instance's uid and the sidecar's label, is not its.
-pub async fn find_container(
-    engine: &Engine,
-    obj: &Instance,
-    sidecar: Option<&str>,
-) -> Result<Option<(String, bool)>> {
-    let status = obj.status.clone().unwrap_or_default();
-    let (Some(unit), Some(uid)) = (status.container_name, obj.metadata.uid.as_deref()) else {
-        return Ok(None);
-    };
-    let container_name = match sidecar {
-        Some(sidecar) => sidecar_name(&unit, sidecar),
-        None => unit,
-    };
-    let container = engine
-        .inspect_container(&container_name)
-        .await?
-        .filter(|c| {
-            let labels = c.config.as_ref().and_then(|c| c.labels.as_ref());
-            labels.and_then(|l| l.get(label::UID)).map(String::as_str) == Some(uid)
-                && labels
-                    .and_then(|l| l.get(label::SIDECAR))
-                    .map(String::as_str)
-                    == sidecar
-        });
-    let Some(container) = container else {
-        return Ok(None);
-    };
-    let running = container
-        .state
-        .as_ref()
-        .and_then(|s| s.running)
-        .unwrap_or(false);
-    Ok(container.id.map(|id| (id, running)))
 }

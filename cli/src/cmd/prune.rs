@@ -10,8 +10,8 @@ use jackin_controller::{failed_sessions, keep_cap, sweep};
 use jiff::Timestamp;
 
 use crate::args::WaitArgs;
-use crate::cmd::set_phase;
 use crate::context::{connect, converge_and_report, open_store};
+use crate::ops::set_phases::{PhaseChange, set_phases};
 use crate::output;
 use crate::terminal::Keyboard;
 
@@ -78,16 +78,16 @@ pub async fn run(
     // --force) and the same save of that work before it goes.
     let reaped: Vec<Instance> = failed.into_iter().map(|(obj, _)| obj).collect();
     let mut keyboard = std::io::stdin().is_terminal().then(Keyboard::start);
-    set_phase::set_phases(
+    set_phases(PhaseChange {
         store,
-        &reaped,
-        DesiredPhase::Purged,
-        false,
+        instances: &reaped,
+        phase: DesiredPhase::Purged,
+        dry_run: false,
         force,
-        &wait,
-        false,
-        keyboard.as_mut(),
-    )
+        wait: &wait,
+        verbose: false,
+        keyboard: keyboard.as_mut(),
+    })
     .await
 }
 

@@ -13,8 +13,8 @@ use jackin_plan::rollout::{self, Allowed};
 use jiff::Timestamp;
 
 use crate::args::WaitArgs;
-use crate::cmd::select::Targets;
 use crate::context::{connect, converge_and_report, open_store_to_change};
+use crate::select::Targets;
 
 pub async fn run(
     targets: &Targets<'_>,

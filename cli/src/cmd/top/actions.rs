@@ -1,6 +1,6 @@
 //! The actions a key runs outside the overview's screen (attach, keep,
-//! resume, purge, a shell, launch), each through the command's own
-//! function with top's keyboard; and the log the pager reads.
+//! resume, purge, a shell, launch), each through the use-case its command
+//! runs (`crate::ops`), with top's keyboard; and the log the pager reads.
 
 use std::time::Duration;
 
@@ -12,9 +12,10 @@ use jackin_engine::LogsRequest;
 
 use super::purge;
 use crate::args::{ExecArgs, LaunchArgs, WaitArgs};
-use crate::cmd::set_phase::{self, NotPurged};
-use crate::cmd::{exec, launch};
 use crate::context::{CommandExited, connect};
+use crate::ops::container::agent_container;
+use crate::ops::set_phases::{NotPurged, PhaseChange, set_phases};
+use crate::ops::{attach, exec, launch};
 use crate::output;
 use crate::screens::{self, Answer, Kind, Screen};
 use crate::terminal::Keyboard;
@@ -51,7 +52,7 @@ pub async fn act(store: &Store, action: Action, keyboard: &mut Keyboard) -> Resu
     };
     match action {
         Action::Attach(name) => {
-            crate::cmd::attach::run(
+            attach::run(
                 store.clone(),
                 connect().await?,
                 &name,
@@ -88,16 +89,16 @@ async fn set_phase_of(
     keyboard: &mut Keyboard,
 ) -> Result<()> {
     let obj = store.get_instance(name)?;
-    set_phase::set_phases(
-        store.clone(),
-        &[obj],
+    set_phases(PhaseChange {
+        store: store.clone(),
+        instances: &[obj],
         phase,
-        false,
-        false,
+        dry_run: false,
+        force: false,
         wait,
-        false,
-        Some(keyboard),
-    )
+        verbose: false,
+        keyboard: Some(keyboard),
+    })
     .await
 }
 
@@ -202,7 +203,7 @@ async fn pick_trio(
 
 /// The end of the agent's log, made safe, a line each.
 pub async fn log_lines(store: &Store, name: &str) -> Result<Vec<String>> {
-    let found = crate::cmd::agent_container(store, name).await?;
+    let found = agent_container(store, name).await?;
     let Some(id) = found.id else {
         anyhow::bail!("instance/{name} has no container now: its output went with the last one");
     };

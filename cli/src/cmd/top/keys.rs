@@ -8,7 +8,7 @@ use jackin_controller::Store;
 use super::actions::{self, Action};
 use super::purge::{self, PurgeQuestion};
 use super::state::{Overview, View};
-use crate::cmd::describe;
+use crate::ops::describe;
 use crate::output;
 use crate::screens::Key;
 

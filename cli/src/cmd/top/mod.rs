@@ -42,8 +42,8 @@ use ratatui::backend::CrosstermBackend;
 use tokio::sync::{Notify, watch};
 
 use crate::args::{Format, TopArgs};
-use crate::cmd::get;
 use crate::context::open_store;
+use crate::ops::watch::watch;
 use crate::output;
 use crate::screens;
 use crate::terminal::{Keyboard, Surface};
@@ -58,7 +58,7 @@ const REDRAW_EVERY: Duration = Duration::from_millis(500);
 pub async fn run(args: &TopArgs) -> Result<()> {
     let store = open_store()?;
     if !std::io::stdout().is_terminal() || !screens::rich_available() {
-        return get::watch(&store, Format::Wide, None, None, true).await;
+        return watch(&store, Format::Wide, None, None, true).await;
     }
     let (tx, pictures) = watch::channel(Arc::new(Picture::default()));
     let nudge = Arc::new(Notify::new());

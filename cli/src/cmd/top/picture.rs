@@ -16,7 +16,7 @@ use jackin_controller::live_output::LiveOutputs;
 use jackin_controller::reconcile::assess_checkouts;
 use tokio::sync::{Notify, watch};
 
-use crate::cmd::launch;
+use crate::ops::launch;
 
 /// The least time between two looks, whatever asks for them (a burst of
 /// engine events is one look).

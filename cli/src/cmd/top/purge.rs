@@ -9,7 +9,7 @@ use jackin_checkouts::assess::has_unfinished_work;
 use jackin_controller::Store;
 use jackin_controller::reconcile::assess_checkouts;
 
-use crate::cmd::discarded;
+use crate::ops::discarded;
 
 /// What `p` leads to.
 pub enum PurgeQuestion {

@@ -9,8 +9,8 @@ use jackin_api::selector::Selector;
 use jackin_controller::{Store, source};
 
 use crate::args::UsageError;
-use crate::cmd::apply::read_inputs;
 use crate::context::check_name;
+use crate::inputs::read_inputs;
 
 /// How a command names its targets.
 #[derive(Debug, Default)]

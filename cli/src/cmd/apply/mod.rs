@@ -1,6 +1,8 @@
 //! `jackin apply` and `jackin diff`: read every document first, apply (or
 //! compare) only if all are valid.
 
+mod spec_change;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::PathBuf;
@@ -12,26 +14,9 @@ use jackin_controller::source::{self, Applied, Input, Invalid, Source, SourceErr
 use jackin_controller::{ApplyOutcome, Reconciler, Store};
 
 use crate::args::{ApplyArgs, DiffArgs};
-use crate::cmd::spec_change;
 use crate::context::keep_cap_preview;
+use crate::inputs::read_inputs;
 use jackin_controller::new_session::closest;
-
-/// Reads the inputs: files, directories (every `*.yaml`/`*.yml` below
-/// them), or `-` for stdin.
-pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>> {
-    if paths.is_empty() {
-        bail!("no files given\nhint: jackin apply -f FILE_OR_DIR (`-` reads stdin)");
-    }
-    let mut inputs = Vec::new();
-    for path in paths {
-        if path.as_os_str() == "-" {
-            inputs.push(source::read_stream("<stdin>", std::io::stdin().lock())?);
-        } else {
-            inputs.extend(source::read(std::slice::from_ref(path))?);
-        }
-    }
-    Ok(inputs)
-}
 
 /// The source that owns what a `--prune` apply writes: its paths. Stdin
 /// has no identity to own anything by.

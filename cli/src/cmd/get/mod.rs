@@ -1,7 +1,8 @@
 //! `jackin get`: listings and single objects, as tables, YAML or JSON.
 
-use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
+mod discarded;
+
+use std::collections::HashMap;
 use std::io::Write;
 
 use anyhow::{Result, anyhow};
@@ -13,9 +14,10 @@ use jiff::Timestamp;
 
 use crate::args::UsageError;
 use crate::args::{Format, GetArgs};
-use crate::cmd::select::{self, Kind};
 use crate::context::check_name;
+use crate::ops::watch::watch;
 use crate::output;
+use crate::select::{self, Kind};
 use jackin_controller::attention::{self, Look};
 use jackin_controller::listing::{self, Listing};
 use jackin_controller::published_looks;
@@ -57,7 +59,9 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 Format::Json => {
                     output::json(&printable(objects, |o| &mut o.metadata), name.is_some())?
                 }
-                Format::Name => names("workspace", objects.iter().map(|o| &o.metadata.name)),
+                Format::Name => {
+                    output::name_lines("workspace", objects.iter().map(|o| &o.metadata.name))
+                }
             }
         }
         Kind::Agent => {
@@ -77,11 +81,13 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 Format::Json => {
                     output::json(&printable(objects, |o| &mut o.metadata), name.is_some())?
                 }
-                Format::Name => names("agent", objects.iter().map(|o| &o.metadata.name)),
+                Format::Name => {
+                    output::name_lines("agent", objects.iter().map(|o| &o.metadata.name))
+                }
             }
         }
         Kind::Provider => crate::provider_output::text(store, name, args.output)?,
-        Kind::Discarded => crate::cmd::discarded::get(store, name, args.output)?,
+        Kind::Discarded => discarded::text(store, name, args.output)?,
         Kind::Source => {
             let mut records = owning_sources(store)?;
             if let Some(id) = name {
@@ -103,7 +109,7 @@ pub async fn run(store: &Store, args: &GetArgs) -> Result<()> {
                 Format::Wide => output::source_table(&records, true, now),
                 Format::Yaml => output::yaml_stream(&records)?,
                 Format::Json => output::json(&records, name.is_some())?,
-                Format::Name => names("source", records.iter().map(|r| &r.id)),
+                Format::Name => output::name_lines("source", records.iter().map(|r| &r.id)),
             }
         }
     };
@@ -216,7 +222,7 @@ async fn instances(
         }
         Format::Yaml => output::yaml_stream(&printable(objects, |o| &mut o.metadata))?,
         Format::Json => output::json(&printable(objects, |o| &mut o.metadata), name.is_some())?,
-        Format::Name => names("instance", objects.iter().map(|o| &o.metadata.name)),
+        Format::Name => output::name_lines("instance", objects.iter().map(|o| &o.metadata.name)),
     };
     Ok(Some(text))
 }
@@ -341,132 +347,4 @@ fn printable<T>(mut objects: Vec<T>, meta: impl Fn(&mut T) -> &mut ObjectMeta) -
         meta(obj).hide_reserved_names();
     }
     objects
-}
-
-/// `kind/NAME` lines, as `kubectl get -o name` prints them.
-fn names<'a>(kind: &str, names: impl Iterator<Item = &'a String>) -> String {
-    names.map(|name| format!("{kind}/{name}\n")).collect()
-}
-
-/// How often `get -w` looks.
-const WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// How often, in looks, a watch with attention reads the counters too.
-const STATS_EVERY_LOOKS: u32 = 5;
-
-/// What a watch shows of an instance: its phase, its readiness
-/// (`status/reason`) and its attention; a row is printed when it changes.
-type Shown = (String, String, String);
-
-/// What each of `objects` shows now, and those whose showing differs from
-/// `seen` (new ones included).
-fn changes(
-    seen: &BTreeMap<String, Shown>,
-    objects: Vec<Instance>,
-    looks: &HashMap<String, Look>,
-) -> (BTreeMap<String, Shown>, Vec<Instance>) {
-    let mut current = BTreeMap::new();
-    let mut changed = Vec::new();
-    for obj in objects {
-        let status = obj.status_or_default();
-        let ready = find_condition(&status.conditions, condition::READY)
-            .map(|c| format!("{}/{}", c.status, c.reason))
-            .unwrap_or_default();
-        let state = (
-            status.phase.map(|p| p.to_string()).unwrap_or_default(),
-            ready,
-            looks
-                .get(&obj.metadata.name)
-                .and_then(|l| l.attention)
-                .map(|a| a.to_string())
-                .unwrap_or_default(),
-        );
-        if seen.get(&obj.metadata.name) != Some(&state) {
-            changed.push(obj.clone());
-        }
-        current.insert(obj.metadata.name.clone(), state);
-    }
-    (current, changed)
-}
-
-/// `get -w`: the listing, then a line each time an instance appears, goes,
-/// or changes its phase or readiness, until interrupted; with `only`, that
-/// instance alone. With `attention` (`jackin top` on no terminal), a wide
-/// listing ends with each one's attention, and a change of it is a line too.
-pub async fn watch(
-    store: &Store,
-    format: Format,
-    selector: Option<&Selector>,
-    only: Option<&str>,
-    attention: bool,
-) -> Result<()> {
-    let wide = format == Format::Wide;
-    let mut seen: BTreeMap<String, Shown> = BTreeMap::new();
-    let mut first = true;
-    let mut stdout = std::io::stdout();
-    let reconciler = Reconciler::new(
-        store.clone(),
-        jackin_controller::engines::Engines::new(None),
-    );
-    let mut looks = HashMap::new();
-    // A watch lives on: each running container's output is read from its
-    // stream, so that an unfinished line counts.
-    let live = jackin_controller::live_output::LiveOutputs::default();
-    let mut round = 0u32;
-    // The first table's column widths, kept: each later row lines up
-    // under the header printed once.
-    let mut widths = Vec::new();
-    loop {
-        let now = Timestamp::now();
-        let objects: Vec<Instance> = store
-            .list_instances()?
-            .instances
-            .into_iter()
-            .filter(|o| selector.is_none_or(|s| s.matches(&o.metadata.labels)))
-            .filter(|o| only.is_none_or(|name| o.metadata.name == name))
-            .collect();
-        let running = objects
-            .iter()
-            .filter(|o| o.phase() == Some(jackin_api::instance::InstancePhase::Running))
-            .count();
-        if attention {
-            let stats = round.is_multiple_of(STATS_EVERY_LOOKS);
-            looks = attention::look(&reconciler, &objects, stats, &looks, Some(&live)).await;
-            round = round.wrapping_add(1);
-        }
-        let (current, changed) = changes(&seen, objects, &looks);
-        let mut text = String::new();
-        if format == Format::Name {
-            text = names("instance", changed.iter().map(|o| &o.metadata.name));
-        } else if first || !changed.is_empty() {
-            let table = output::instance_table_in(
-                &mut widths,
-                &changed,
-                wide,
-                now,
-                attention.then_some(&looks),
-            );
-            // The header once; each change is a row of the same columns.
-            let rows = if first {
-                table.as_str()
-            } else {
-                table.split_once('\n').map_or("", |(_, rows)| rows)
-            };
-            text.push_str(rows);
-        }
-        for gone in seen.keys().filter(|name| !current.contains_key(*name)) {
-            let _ = writeln!(text, "{gone}\tdeleted");
-        }
-        stdout.write_all(text.as_bytes())?;
-        stdout.flush()?;
-        seen = current;
-        first = false;
-        // With attention, each look calls the engine for every running
-        // instance: as often as a live view may.
-        tokio::time::sleep(match attention {
-            true => attention::look_every(running),
-            false => WATCH_EVERY,
-        })
-        .await;
-    }
 }

@@ -1,0 +1,108 @@
+//! `jackin restore-discarded NAME`: the unfinished work jackin saved before
+//! it discarded isolated checkouts brought back as branches in the host
+//! repositories, or with `--session` the removed session made again (see
+//! `jackin_checkouts::discard`).
+
+use std::path::Path;
+
+use anyhow::Result;
+use jackin_api::instance::Conversation;
+use jackin_api::{DesiredPhase, Instance, ObjectMeta};
+use jackin_checkouts::discard;
+use jackin_checkouts::saved_session;
+use jackin_controller::{Store, StoreError};
+
+use crate::args::UsageError;
+use crate::output;
+use crate::select::{Kind, split_kind};
+
+/// `jackin restore-discarded NAME [--to DIR] [--mount DST]`: NAME is a
+/// save's name (`discarded/NAME`, as `get discarded -o name` prints it) or
+/// its instance's (`instance/NAME`).
+pub fn restore(store: &Store, arg: &str, to: Option<&Path>, mount: Option<&str>) -> Result<()> {
+    let name = save_name_of(arg)?;
+    let to = to.map(std::path::absolute).transpose()?;
+    let lines = discard::restore(store.layout(), name, to.as_deref(), mount)?;
+    for line in lines {
+        println!("{}", output::terminal_safe(&line));
+    }
+    Ok(())
+}
+
+/// `jackin restore-discarded NAME --session [--name NEW]`: the removed
+/// session made again, as a new instance (named NEW, else as it was) with
+/// the saved spec, its agent's saved state in the new unit's home and its
+/// conversation's record, so that its first start resumes the
+/// conversation. Saved checkout work comes back as branches in the host
+/// repositories, as without `--session`.
+pub fn restore_session(store: &Store, arg: &str, new_name: Option<&str>) -> Result<()> {
+    let name = save_name_of(arg)?;
+    let layout = store.layout();
+    let save = discard::find(layout, name)?;
+    let Some(session) = save.session.clone() else {
+        anyhow::bail!(
+            "{} saved no session, only checkout work (saved before conversations were, or its \
+             workspace has saveConversations: false)\nhint: `jackin restore-discarded {0}` \
+             brings the work back",
+            save.name
+        );
+    };
+    let name = new_name.unwrap_or(&save.instance);
+    crate::context::check_name(name)?;
+    let mut spec = session.spec.clone();
+    spec.phase = DesiredPhase::Running;
+    let obj = Instance {
+        api_version: jackin_api::API_VERSION.into(),
+        kind: Instance::KIND.into(),
+        metadata: ObjectMeta {
+            name: name.to_owned(),
+            ..Default::default()
+        },
+        spec,
+        status: None,
+    };
+    // The record of starts goes on; what was read of the old unit's start
+    // report does not apply to the new unit's.
+    let conversation = session.conversation.clone().map(|c| Conversation {
+        report_modified: None,
+        start_settles_at: None,
+        ..c
+    });
+    let dir = discard::save_dir(layout, &save.name);
+    let mut restored = 0;
+    let created = store.create_instance_with(&obj, |obj, container| {
+        obj.status.get_or_insert_default().conversation = conversation;
+        let home = layout.unit_home_dir(container);
+        restored =
+            saved_session::restore_into(&dir, &home).map_err(|e| StoreError::io(&home, e))?;
+        Ok(())
+    })?;
+    if !created {
+        anyhow::bail!("instance/{name} exists\nhint: name the session made again with --name NEW");
+    }
+    let what = session.path.as_deref().unwrap_or("no state path");
+    println!(
+        "instance/{name} created from {}: {what} ({restored} files and links) and its \
+         conversation's record; its next start resumes the conversation (`jackin attach {name}`)",
+        save.name
+    );
+    if !save.checkouts.is_empty() {
+        for line in discard::restore(layout, &save.name, None, None)? {
+            println!("{}", output::terminal_safe(&line));
+        }
+    }
+    Ok(())
+}
+
+/// The save's (or instance's) name in `arg`: `discarded/NAME`,
+/// `instance/NAME` or `NAME`.
+fn save_name_of(arg: &str) -> Result<&str> {
+    match split_kind(arg)? {
+        (None | Some(Kind::Discarded | Kind::Instance), name) => Ok(name),
+        (Some(kind), _) => Err(UsageError(format!(
+            "{arg:?} is a {}: restore-discarded takes a save's or an instance's name",
+            kind.word()
+        ))
+        .into()),
+    }
+}

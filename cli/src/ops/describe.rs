@@ -1,0 +1,45 @@
+//! An instance described: its record with its isolated checkouts assessed
+//! now, its recent events, and the saves of its discarded work. `jackin
+//! describe NAME` prints it; `jackin top`'s `d` pages through it.
+
+use anyhow::Result;
+use jackin_controller::reconcile::assess_checkouts;
+use jiff::Timestamp;
+
+use crate::ops::discarded::count_of;
+use crate::output;
+
+/// What `describe NAME` prints of an instance.
+pub async fn instance_text(store: &jackin_controller::Store, name: &str) -> Result<String> {
+    let mut obj = match store.get_instance(name) {
+        Ok(obj) => obj,
+        // Gone, but what it discarded is saved: say where it is.
+        Err(e) if count_of(store, name) > 0 => anyhow::bail!(
+            "{e}; the work its isolated checkouts held when it was discarded is saved: \
+             `jackin get discarded {name}` lists it, `jackin restore-discarded {name}` \
+             brings it back"
+        ),
+        Err(e) => return Err(e.into()),
+    };
+    let container = obj.container_name().map(str::to_owned);
+    // The isolated checkouts as they are now (the status holds what the
+    // last full reconcile saw; a pass with nothing to do does not look).
+    if let Some(container) = &container {
+        let mounts = assess_checkouts(store.layout(), container).await?;
+        obj.status.get_or_insert_default().mounts = mounts;
+    }
+    let events = container
+        .map(|c| jackin_controller::events::read(store.layout(), &c))
+        .unwrap_or_default();
+    let mut text = output::describe::instance(&obj, &events, Timestamp::now());
+    // Earlier instances of this name whose discarded work is still saved.
+    let saves = count_of(store, name);
+    if saves > 0 {
+        text.push_str(&format!(
+            "Discarded:    {saves} {} of earlier sessions named {name} (`jackin get discarded \
+             {name}`)\n",
+            output::plural(saves, "save", "saves")
+        ));
+    }
+    Ok(text)
+}
