@@ -14,7 +14,8 @@ use jackin_reconcilers::view::{EngineExit, InstanceView, Rollout, SessionSeen};
 use jackin_reconcilers::{Engine, recipe, rollout, session};
 use jiff::Timestamp;
 
-use crate::reconcile::{Parts, ReconcileError, Reconciler, assess_checkouts};
+use crate::failure::ReconcileError;
+use crate::reconcile::{Parts, Reconciler, assess_checkouts};
 use crate::store::StoreError;
 
 impl Reconciler {

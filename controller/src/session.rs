@@ -19,7 +19,8 @@ use jackin_reconcilers::session;
 use jiff::Timestamp;
 
 use crate::events;
-use crate::reconcile::{Parts, ReconcileError, Reconciler};
+use crate::failure::ReconcileError;
+use crate::reconcile::{Parts, Reconciler};
 use crate::store::{ApplyOutcome, InstanceGuard, Store, StoreError};
 
 impl Reconciler {
