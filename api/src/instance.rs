@@ -627,6 +627,61 @@ impl RolloutRecord {
     }
 }
 
+/// Why a rollout request was not made. Either way the session runs on as
+/// pinned, and the request is handled: it is not tried again as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RolloutNotMade<'a> {
+    /// Refused before anything changed (what cannot change in place, a
+    /// checkout holding unfinished work that the new recipe would retire).
+    Refused(&'a str),
+    /// Its pin failed (a build that failed, an image that is not there).
+    Failed(&'a str),
+}
+
+impl Instance {
+    /// Records that rollout `requested` was not made, and why: the request
+    /// handled in `status.rollout`, and the `Rollout` condition false with
+    /// the reason and what to do. Returns the condition's message. The one
+    /// writer of this record, for `act`'s refusal and the controller's
+    /// failure policy alike.
+    pub fn rollout_not_made(
+        &mut self,
+        requested: &str,
+        not_made: RolloutNotMade<'_>,
+        now: Timestamp,
+    ) -> String {
+        use crate::names::{condition, reason};
+        let name = &self.metadata.name;
+        let (refused, reason, message) = match not_made {
+            RolloutNotMade::Refused(why) => (
+                why.to_owned(),
+                reason::ROLLOUT_REFUSED,
+                format!("rollout {requested} refused, and the session runs on as pinned: {why}"),
+            ),
+            RolloutNotMade::Failed(cause) => (
+                format!("failed: {cause}"),
+                reason::ROLLOUT_FAILED,
+                format!(
+                    "rollout {requested} failed, and the session runs on as pinned: {cause}; fix \
+                     the cause, then `jackin rollout {name}` again"
+                ),
+            ),
+        };
+        let record = RolloutRecord::handled(self, requested, now, Some(refused));
+        let status = self.status.get_or_insert_default();
+        status.rollout = Some(record);
+        crate::meta::set_condition(
+            &mut status.conditions,
+            condition::ROLLOUT,
+            crate::ConditionStatus::False,
+            reason,
+            &message,
+            now,
+        );
+        message
+    }
+}
+
 /// How many failed attempts in a row, each for a reason retrying cannot fix,
 /// make the loop stop trying until the operator changes the spec or asks to
 /// resume (`jackin set-phase NAME running`).
@@ -1141,5 +1196,45 @@ mod tests {
         obj.metadata.generation = Some(2);
         assert!(obj.gave_up().is_none(), "a changed spec tries again");
         assert_eq!(obj.count_failure("new spec", t(14)), 1);
+    }
+
+    /// A rollout refused and one whose pin failed are both handled, each
+    /// said with its own reason in `Rollout`; the failed one says to try
+    /// again once the cause is fixed.
+    #[test]
+    fn a_rollout_not_made_is_handled_and_said_with_its_reason() {
+        use crate::meta::find_condition;
+        use crate::names::{condition, reason};
+        let now = Timestamp::from_second(1_800_000_000).unwrap();
+        let cases = [
+            (
+                RolloutNotMade::Refused("the engine differs"),
+                "the engine differs",
+                reason::ROLLOUT_REFUSED,
+                "rollout t1 refused, and the session runs on as pinned: the engine differs",
+            ),
+            (
+                RolloutNotMade::Failed("no such image"),
+                "failed: no such image",
+                reason::ROLLOUT_FAILED,
+                "rollout t1 failed, and the session runs on as pinned: no such image; fix the \
+                 cause, then `jackin rollout a` again",
+            ),
+        ];
+        for (not_made, refused, why, said) in cases {
+            let mut obj = instance(1);
+            let message = obj.rollout_not_made("t1", not_made, now);
+            assert_eq!(message, said);
+            let status = obj.status.unwrap();
+            let record = status.rollout.unwrap();
+            assert!(record.has_handled("t1"), "{record:?}");
+            assert_eq!((record.refused.as_deref(), record.at), (Some(refused), now));
+            let rollout = find_condition(&status.conditions, condition::ROLLOUT).unwrap();
+            assert_eq!(rollout.status, crate::ConditionStatus::False);
+            assert_eq!(
+                (rollout.reason.as_str(), rollout.message.as_str()),
+                (why, said)
+            );
+        }
     }
 }

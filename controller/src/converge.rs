@@ -8,8 +8,9 @@ use futures::StreamExt;
 use tokio::time::Instant;
 
 use crate::backoff;
+use crate::failure::ReconcileError;
 use crate::index::IndexRow;
-use crate::reconcile::{Outcome, ReconcileError, Reconciler, Snapshot, already_converged};
+use crate::reconcile::{Outcome, Reconciler, Snapshot, already_converged};
 
 /// How many instances are converged at once unless the operator says
 /// otherwise. The engine serialises much of its work (network setup, its

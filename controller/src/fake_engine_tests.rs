@@ -1825,6 +1825,35 @@ async fn f7_a_runc_refusal_is_permanent_and_given_up_on_until_the_spec_changes()
     ));
 }
 
+/// A rollout whose pin fails (the image is gone) is handled and said
+/// failed; the session runs on as pinned, nothing is counted toward giving
+/// up, and the same request is not tried again.
+#[tokio::test]
+async fn a_rollout_whose_pin_fails_leaves_the_session_running_as_pinned() {
+    let w = World::new();
+    let container = w.launch("a", "").await;
+    w.fake.forget_image(IMAGE);
+    w.store
+        .set_annotation("a", annotation::ROLLOUT, Some("t1"))
+        .unwrap();
+    let err = w.reconciler.reconcile("a", None).await.unwrap_err();
+    assert!(
+        matches!(&err, crate::ReconcileError::Step { step, .. } if step.contains("rollout")),
+        "{err}"
+    );
+    let status = w.obj("a").status.unwrap();
+    assert_eq!(status.phase, Some(InstancePhase::Running));
+    assert_eq!(status.failures, None);
+    let refused = status.rollout.unwrap().refused.unwrap_or_default();
+    assert!(refused.starts_with("failed: "), "{refused}");
+    let rollout = find_condition(&status.conditions, condition::ROLLOUT).unwrap();
+    assert_eq!(rollout.reason, reason::ROLLOUT_FAILED);
+    assert!(is_condition_true(&status.conditions, condition::READY));
+    assert_eq!(w.fake.container_running(&container), Some(true));
+    // Handled: the next reconcile takes no step.
+    assert!(reconcile_recording_steps(&w, "a").await.is_empty());
+}
+
 /// F5: an instance whose engine is a context that does not exist never
 /// made anything there: it fails (permanently, F7) and is deleted at once.
 #[tokio::test]

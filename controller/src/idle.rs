@@ -39,8 +39,9 @@ use jiff::Timestamp;
 use tokio::time::Instant;
 
 use crate::events;
+use crate::failure::ReconcileError;
 use crate::metrics::Metrics;
-use crate::reconcile::{Outcome, ReconcileError, Reconciler};
+use crate::reconcile::{Outcome, Reconciler};
 use crate::store::StoreError;
 
 /// How often the instances are listed again, to find agents that opted in

@@ -5,8 +5,9 @@
 pub mod index;
 pub mod store;
 
+pub use failure::ReconcileError;
 pub use index::{IndexRepair, IndexRow};
-pub use reconcile::{DryRun, Outcome, Progress, ReconcileError, Reconciler};
+pub use reconcile::{DryRun, Outcome, Progress, Reconciler};
 pub use store::{ApplyOutcome, Listing, Store, StoreError};
 pub mod attention;
 pub mod backoff;
@@ -15,6 +16,7 @@ pub mod ended;
 pub mod engines;
 pub mod events;
 pub mod failed_sessions;
+pub mod failure;
 mod fault;
 pub mod idle;
 pub mod keep_cap;

@@ -17,7 +17,8 @@ use jackin_plan::rollout;
 use jackin_plan::view::{EngineExit, InstanceView, Rollout, SessionSeen};
 use jiff::Timestamp;
 
-use crate::reconcile::{Parts, ReconcileError, Reconciler, assess_checkouts};
+use crate::failure::ReconcileError;
+use crate::reconcile::{Parts, Reconciler, assess_checkouts};
 use crate::store::StoreError;
 
 impl Reconciler {

@@ -39,8 +39,9 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::attention::Look;
+use crate::failure::ReconcileError;
 use crate::index::IndexRow;
-use crate::reconcile::{Outcome, ReconcileError};
+use crate::reconcile::Outcome;
 use jackin_plan::attention::Attention;
 
 /// Every phase, so that each has a sample (0 included) from the start.

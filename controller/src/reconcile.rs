@@ -14,9 +14,7 @@ use jackin_act::resume;
 use jackin_act::{ActError, Context};
 use jackin_api::ConditionStatus;
 use jackin_api::DesiredPhase;
-use jackin_api::instance::{
-    Instance, InstancePhase, MAX_FAILED_ATTEMPTS, MountStatus, Recipe, RolloutRecord,
-};
+use jackin_api::instance::{Instance, InstancePhase, MountStatus, Recipe, RolloutRecord};
 use jackin_api::meta::{remove_condition, set_condition};
 use jackin_api::names::{annotation, condition, reason};
 use jackin_api::workspace::WorkspaceSpec;
@@ -35,52 +33,9 @@ use jiff::Timestamp;
 
 use crate::engines::{Connected, EngineName, Engines, display_name};
 use crate::events;
+use crate::failure::{self, Failure, MAX_ROUNDS, ReconcileError};
 use crate::index::IndexRow;
 use crate::store::{InstanceGuard, Store, StoreError};
-
-/// How many observe-decide-act rounds one reconcile may take. A healthy
-/// instance converges in two (act, then confirm), a keep of a running one
-/// in three (stop, then record the session and remove, then confirm), one
-/// more after a shared snapshot; more means something keeps undoing the
-/// work, which is reported rather than fought forever.
-const MAX_ROUNDS: usize = 5;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error("{step}: {error}")]
-    Step {
-        step: String,
-        #[source]
-        error: ActError,
-    },
-    #[error("did not converge after {MAX_ROUNDS} rounds: something keeps changing its objects")]
-    NotConverging,
-    /// The loop stopped trying: attempts in a row failed for a reason
-    /// retrying cannot fix (see [`Instance::gave_up`]). `now` says whether
-    /// this reconcile made the last of them, or found them made before.
-    #[error("failed {attempts} times in a row, and jackin stopped trying; the last time: {cause}")]
-    GaveUp {
-        attempts: u32,
-        cause: String,
-        now: bool,
-    },
-}
-
-impl ReconcileError {
-    /// Whether retrying without a change elsewhere cannot help.
-    pub fn is_permanent(&self) -> bool {
-        match self {
-            Self::Step { error, .. } => error.is_permanent(),
-            Self::Engine(error) => error.is_permanent(),
-            Self::GaveUp { .. } => true,
-            _ => false,
-        }
-    }
-}
 
 /// Where a reconcile left the instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,6 +92,15 @@ impl std::fmt::Display for Outcome {
             },
         }
     }
+}
+
+/// How a reconcile's work under the instance's lock ended, short of a
+/// failure.
+enum Locked {
+    Ended(Outcome),
+    /// A rollout moved the session to another engine: the reconcile goes
+    /// on there, the lock released and taken again.
+    Moved,
 }
 
 /// A reconcile decided but not run: see [`Reconciler::dry_run`].
@@ -267,7 +231,8 @@ impl Reconciler {
 
     /// Reconciles `name`. `snapshot` is an observation of the whole engine
     /// taken for a pass over many instances; without it (or after acting)
-    /// the instance is observed on its own.
+    /// the instance is observed on its own. Whatever fails in it goes
+    /// through the failure policy (`failure::policy`) once, here.
     pub async fn reconcile(
         &self,
         name: &str,
@@ -277,14 +242,28 @@ impl Reconciler {
             Ok(guard) => guard,
             Err(outcome) => return Ok(outcome),
         };
+        match self.reconcile_locked(&mut guard, name, snapshot).await {
+            Ok(Locked::Ended(outcome)) => Ok(outcome),
+            Ok(Locked::Moved) => {
+                drop(guard);
+                Box::pin(self.reconcile(name, None)).await
+            }
+            Err(failure) => Err(failure::policy(&mut guard, self.layout(), failure)),
+        }
+    }
+
+    /// The rounds of a reconcile of the locked instance: observe, decide,
+    /// act, until the plan is empty.
+    async fn reconcile_locked(
+        &self,
+        guard: &mut InstanceGuard,
+        name: &str,
+        snapshot: Option<Snapshot<'_>>,
+    ) -> Result<Locked, Failure> {
         // Given up on: nothing is tried (nor the engine asked) until the
         // operator changes the spec or asks to resume.
         if let Some(failures) = guard.obj.gave_up() {
-            return Err(ReconcileError::GaveUp {
-                attempts: failures.attempts,
-                cause: failures.cause.clone(),
-                now: false,
-            });
+            return Err(Failure::GivenUp(failures.clone()));
         }
         let (workspace, agent, home_id) = self.resolved(&guard.obj)?;
         let parts = Parts {
@@ -294,13 +273,15 @@ impl Reconciler {
         };
         let engine_name = engine_name(&guard.obj, workspace.as_ref());
         let shown = engine_name.as_deref();
+        let engine_failed = |error| Failure::Engine {
+            engine: engine_name.clone(),
+            error,
+        };
         let connected = match self.engines.get(shown).await {
             Err(error) if purgeable_without_engine(&guard.obj, &error) => {
-                return self
-                    .purge_without_engine(&mut guard, shown, &error, parts)
-                    .await;
+                return self.purge_without_engine(guard, shown, &error, parts).await;
             }
-            connected => note_engine(&mut guard, shown, connected)?,
+            connected => connected.map_err(engine_failed)?,
         };
         let ctx = self.context(&connected, parts.clone());
         let engine = &connected.engine;
@@ -314,15 +295,13 @@ impl Reconciler {
             None => match Observation::of_instance(engine, &uid, pinned_image(&guard.obj)).await {
                 // An engine connected before that no longer answers.
                 Err(error) if purgeable_without_engine(&guard.obj, &error) => {
-                    return self
-                        .purge_without_engine(&mut guard, shown, &error, parts)
-                        .await;
+                    return self.purge_without_engine(guard, shown, &error, parts).await;
                 }
-                observed => Cow::Owned(note_engine(&mut guard, shown, observed)?),
+                observed => Cow::Owned(observed.map_err(engine_failed)?),
             },
         };
         for _ in 0..MAX_ROUNDS {
-            self.observe_conversation(engine, &mut guard).await;
+            self.observe_conversation(engine, guard).await;
             let observed = Some((engine, observation.as_ref()));
             let view = self.look(&guard.obj, observed, &parts, true).await?;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
@@ -330,7 +309,7 @@ impl Reconciler {
             note_drift(&mut guard.obj, &ctx, view.rollout == Some(Rollout::Wait));
             note_missing_workspace(&mut guard.obj, workspace.is_some());
             if let Some(digest) = &plan.blocked {
-                return block(&mut guard, name, digest);
+                return Ok(Locked::Ended(block(guard, name, digest)?));
             }
             let conditions = &mut guard.obj.status.get_or_insert_default().conditions;
             remove_condition(conditions, condition::PURGE_BLOCKED);
@@ -339,26 +318,23 @@ impl Reconciler {
                 guard.save()?;
                 guard.refresh_row()?;
                 let phase = plan.target;
-                return Ok(Outcome::Converged { phase, tier });
+                return Ok(Locked::Ended(Outcome::Converged { phase, tier }));
             }
             // A shared snapshot may predate this instance's lock: never act
             // on it, look again first.
             if let Cow::Owned(_) = observation {
                 tier = plan.tier.or(tier);
-                if self.execute(&ctx, &mut guard, &plan, name).await? {
-                    return Ok(Outcome::Gone);
+                if self.execute(&ctx, guard, &plan, name).await? {
+                    return Ok(Locked::Ended(Outcome::Gone));
                 }
-                // A rollout moved the session to another engine: it goes on
-                // there, in a reconcile connected to it.
                 if self::engine_name(&guard.obj, workspace.as_ref()) != engine_name {
-                    drop(guard);
-                    return Box::pin(self.reconcile(name, None)).await;
+                    return Ok(Locked::Moved);
                 }
             }
             let observed = Observation::of_instance(engine, &uid, pinned_image(&guard.obj)).await;
-            observation = Cow::Owned(note_engine(&mut guard, shown, observed)?);
+            observation = Cow::Owned(observed.map_err(engine_failed)?);
         }
-        Err(ReconcileError::NotConverging)
+        Err(ReconcileError::NotConverging.into())
     }
 
     /// The unit lock of `name`, taken (it may be held by another process:
@@ -389,14 +365,14 @@ impl Reconciler {
 
     /// Runs a plan's steps through `act` up to a look again, saving the
     /// status after each. Returns whether the instance is gone (a purge
-    /// completed).
+    /// completed); a step that fails ends the run with its failure.
     async fn execute(
         &self,
         ctx: &Context<'_>,
         guard: &mut InstanceGuard,
         plan: &Plan,
         name: &str,
-    ) -> Result<bool, ReconcileError> {
+    ) -> Result<bool, Failure> {
         for step in &plan.steps {
             if let Step::LookAgain(_) = step {
                 break;
@@ -408,12 +384,14 @@ impl Reconciler {
             let moving_to = match step {
                 Step::RolloutRecipe { moving: true, .. } => {
                     let target = recipe::wanted_engine(&guard.obj, ctx.workspace);
-                    Some(self.engines.get(target.as_deref()).await?)
+                    let connected = self.engines.get(target.as_deref()).await;
+                    Some(connected.map_err(ReconcileError::from)?)
                 }
                 _ => None,
             };
             if let Err(error) = self.act(ctx, moving_to.as_ref(), guard, step, name).await {
-                return Err(self.failed(guard, step, error)?);
+                let step = step.clone();
+                return Err(Failure::Step { step, error });
             }
             // The instance is gone: saving would write the object back.
             if *step == Step::FinishPurge {
@@ -465,45 +443,6 @@ impl Reconciler {
             ..*ctx
         };
         jackin_act::act(&moved, step, &mut guard.obj, &mut report).await
-    }
-
-    /// The failure of `step`, accounted for on the instance and saved: a
-    /// rollout's pin that failed is handled (the session runs on as
-    /// pinned, no failure counted); any other is recorded toward giving
-    /// up, unless a purge tail that failed part-way took the object's
-    /// directory. Returns the error the reconcile ends with.
-    fn failed(
-        &self,
-        guard: &mut InstanceGuard,
-        step: &Step,
-        error: ActError,
-    ) -> Result<ReconcileError, ReconcileError> {
-        if let Step::RolloutRecipe { requested, .. } = step {
-            rollout_failed(&mut guard.obj, requested, &error.to_string());
-            guard.save()?;
-        } else if self.layout().object_file(&guard.container).exists() {
-            let cause = format!("{}: {error}", step.describe());
-            let counted = error.is_permanent() || error.is_refused_start();
-            let gave_up = record_failure(
-                &mut guard.obj,
-                error.reason(),
-                &cause,
-                error.is_permanent(),
-                counted,
-            );
-            guard.save()?;
-            if let Some(attempts) = gave_up {
-                return Ok(ReconcileError::GaveUp {
-                    attempts,
-                    cause,
-                    now: true,
-                });
-            }
-        }
-        Ok(ReconcileError::Step {
-            step: step.describe(),
-            error,
-        })
     }
 
     /// What a reconcile toward `phase` would do now, as `set-phase` would
@@ -713,7 +652,8 @@ impl Reconciler {
         };
         let ctx = self.context(&connected, parts);
         let name = guard.obj.metadata.name.clone();
-        self.execute(&ctx, guard, plan, &name).await
+        let executed = self.execute(&ctx, guard, plan, &name).await;
+        executed.map_err(|failure| failure::policy(guard, self.layout(), failure))
     }
 }
 
@@ -753,7 +693,7 @@ impl Reconciler {
         engine: Option<&str>,
         error: &EngineError,
         parts: Parts<'_>,
-    ) -> Result<Outcome, ReconcileError> {
+    ) -> Result<Locked, Failure> {
         let name = guard.obj.metadata.name.clone();
         let shown = display_name(engine).to_owned();
         let view = InstanceView {
@@ -763,7 +703,7 @@ impl Reconciler {
         guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
         let plan = decide(&guard.obj, &view, Timestamp::now());
         if let Some(digest) = &plan.blocked {
-            return block(guard, &name, digest);
+            return Ok(Locked::Ended(block(guard, &name, digest)?));
         }
         let conditions = &mut guard.obj.status.get_or_insert_default().conditions;
         remove_condition(conditions, condition::PURGE_BLOCKED);
@@ -802,13 +742,13 @@ impl Reconciler {
         let ctx = self.context(&offline, parts);
         if !self.execute(&ctx, guard, &plan, &name).await? {
             // A purge's plan ends with its tail, whatever was observed.
-            return Err(ReconcileError::NotConverging);
+            return Err(ReconcileError::NotConverging.into());
         }
-        Ok(Outcome::PurgedWithoutEngine {
+        Ok(Locked::Ended(Outcome::PurgedWithoutEngine {
             engine: shown,
             why: error.to_string(),
             left_behind,
-        })
+        }))
     }
 }
 
@@ -917,50 +857,9 @@ fn settle(obj: &mut Instance, plan: &Plan) {
     );
 }
 
-/// Records a failed attempt on the instance: its cause in `Ready`, and,
-/// when it is `counted` (retrying cannot fix it, or it is a refusal of the
-/// engine that may keep coming back), one more toward giving up. The
-/// instance is `Failed` when the failure is `permanent` or the count is
-/// full. Returns the count when the loop now gives up.
-fn record_failure(
-    obj: &mut Instance,
-    reason: &str,
-    cause: &str,
-    permanent: bool,
-    counted: bool,
-) -> Option<u32> {
-    let name = obj.metadata.name.clone();
-    let attempts = counted.then(|| obj.count_failure(cause, Timestamp::now()));
-    let gave_up = attempts.filter(|a| *a >= MAX_FAILED_ATTEMPTS);
-    let status = obj.status.get_or_insert_default();
-    if permanent || gave_up.is_some() {
-        status.phase = Some(InstancePhase::Failed);
-    }
-    let message = match (attempts, gave_up) {
-        (_, Some(attempts)) => format!(
-            "{cause} (failed {attempts} times in a row, so jackin stopped trying: fix the \
-             cause, then `jackin set-phase {name} running` tries again, as does a changed spec)"
-        ),
-        (Some(attempts), None) => format!(
-            "{cause} (attempt {attempts} of {MAX_FAILED_ATTEMPTS}: jackin stops trying after \
-             {MAX_FAILED_ATTEMPTS} in a row)"
-        ),
-        (None, None) => cause.to_owned(),
-    };
-    set_condition(
-        &mut status.conditions,
-        condition::READY,
-        ConditionStatus::False,
-        reason,
-        &message,
-        Timestamp::now(),
-    );
-    gave_up
-}
-
 /// The purge waits for the unfinished work of its checkouts to be
 /// acknowledged: `PurgeBlocked` says so, with the digest to quote.
-fn block(guard: &mut InstanceGuard, name: &str, digest: &str) -> Result<Outcome, ReconcileError> {
+fn block(guard: &mut InstanceGuard, name: &str, digest: &str) -> Result<Outcome, StoreError> {
     set_condition(
         &mut guard.obj.status.get_or_insert_default().conditions,
         condition::PURGE_BLOCKED,
@@ -1002,32 +901,6 @@ fn note_missing_workspace(obj: &mut Instance, found: bool) {
             remove_condition(conditions, condition::WORKSPACE_MISSING);
         }
     }
-}
-
-/// A rollout request that could not be pinned (a build that failed, an
-/// image that is not there): handled, so that it is not tried again as it
-/// is, and said in `Rollout`. The session runs on as pinned.
-fn rollout_failed(obj: &mut Instance, requested: &str, cause: &str) {
-    let name = obj.metadata.name.clone();
-    let record = RolloutRecord::handled(
-        obj,
-        requested,
-        Timestamp::now(),
-        Some(format!("failed: {cause}")),
-    );
-    let status = obj.status.get_or_insert_default();
-    status.rollout = Some(record);
-    set_condition(
-        &mut status.conditions,
-        condition::ROLLOUT,
-        ConditionStatus::False,
-        reason::ROLLOUT_FAILED,
-        &format!(
-            "rollout {requested} failed, and the session runs on as pinned: {cause}; fix the \
-             cause, then `jackin rollout {name}` again"
-        ),
-        Timestamp::now(),
-    );
 }
 
 /// `SpecDrift` says which spec fields no longer match the pinned recipe,
@@ -1096,43 +969,6 @@ pub fn engine_name(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> EngineN
     match obj.recipe() {
         Some(recipe) => recipe.engine.clone(),
         None => recipe::wanted_engine(obj, workspace),
-    }
-}
-
-/// Passes `result` through; a failure to reach the engine is recorded on
-/// the instance first (`Ready` false, `EngineUnreachable`), so that `get`
-/// shows which instances wait for which engine.
-fn note_engine<T>(
-    guard: &mut InstanceGuard,
-    engine: Option<&str>,
-    result: Result<T, EngineError>,
-) -> Result<T, ReconcileError> {
-    let error = match result {
-        Ok(value) => return Ok(value),
-        Err(error) => error,
-    };
-    let reason = match &error {
-        e if e.is_unreachable() => reason::ENGINE_UNREACHABLE,
-        EngineError::Endpoint(_) => reason::ENGINE_UNREACHABLE,
-        _ => reason::ENGINE_ERROR,
-    };
-    // An engine named so that it can never be reached (a context that does
-    // not exist) takes the operator: counted toward giving up.
-    let permanent = error.is_permanent();
-    let cause = format!("engine {}: {error}", display_name(engine));
-    let cause = match permanent {
-        true => cause,
-        false => format!("{cause}; its objects are left as they are until it answers"),
-    };
-    let gave_up = record_failure(&mut guard.obj, reason, &cause, permanent, permanent);
-    guard.save()?;
-    match gave_up {
-        Some(attempts) => Err(ReconcileError::GaveUp {
-            attempts,
-            cause,
-            now: true,
-        }),
-        None => Err(error.into()),
     }
 }
 

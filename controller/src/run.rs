@@ -48,10 +48,11 @@ use tokio::time::Instant;
 
 use crate::backoff;
 use crate::engines::{EngineName, display_name};
+use crate::failure::{ReconcileError, Retry};
 use crate::index::IndexRow;
 use crate::metrics::Metrics;
 use crate::queue::Queue;
-use crate::reconcile::{Outcome, ReconcileError, Reconciler};
+use crate::reconcile::{Outcome, Reconciler};
 use crate::source::Source;
 use crate::sweep;
 
@@ -280,11 +281,13 @@ impl Shared {
             // Given up on: not tried again until the operator changes the
             // spec or resumes it (the store watch sees that), whatever the
             // engine's events or the resync say meanwhile.
-            Err(e @ ReconcileError::GaveUp { now, .. }) => {
+            Err(e) if e.retry() == Retry::OnChange => {
                 backoffs.remove(name);
-                match now {
-                    true => tracing::warn!(instance = name, "reconcile failed, the last try: {e}"),
-                    false => tracing::debug!(instance = name, "given up on, not tried: {e}"),
+                match e {
+                    ReconcileError::GaveUp { now: false, .. } => {
+                        tracing::debug!(instance = name, "given up on, not tried: {e}");
+                    }
+                    _ => tracing::warn!(instance = name, "reconcile failed, the last try: {e}"),
                 }
             }
             Err(e) => {

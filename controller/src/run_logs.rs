@@ -19,8 +19,9 @@ use std::time::SystemTime;
 use jackin_files::layout::Layout;
 use jackin_plan::plan::Step;
 
+use crate::failure::ReconcileError;
 use crate::metrics::error_reason;
-use crate::reconcile::{Outcome, ReconcileError};
+use crate::reconcile::Outcome;
 
 /// The target of breadcrumb events.
 pub const TARGET: &str = "jackin::run";

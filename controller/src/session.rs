@@ -20,7 +20,8 @@ use jackin_plan::plan::Step;
 use jiff::Timestamp;
 
 use crate::events;
-use crate::reconcile::{Parts, ReconcileError, Reconciler};
+use crate::failure::ReconcileError;
+use crate::reconcile::{Parts, Reconciler};
 use crate::store::{ApplyOutcome, InstanceGuard, Store, StoreError};
 
 impl Reconciler {

@@ -5,7 +5,9 @@
 
 use jackin_api::ConditionStatus;
 use jackin_api::agent::Strategy;
-use jackin_api::instance::{Conversation, Instance, Recipe, RoleSource, RolloutRecord};
+use jackin_api::instance::{
+    Conversation, Instance, Recipe, RoleSource, RolloutNotMade, RolloutRecord,
+};
 use jackin_api::meta::set_condition;
 use jackin_api::names::{condition, label, reason};
 
@@ -28,19 +30,8 @@ pub(super) fn refuse_rollout(
     why: &str,
     progress: &mut (dyn FnMut(Report<'_>) + Send),
 ) {
-    let message = format!("rollout {requested} refused, and the session runs on as pinned: {why}");
-    let record =
-        RolloutRecord::handled(obj, requested, jiff::Timestamp::now(), Some(why.to_owned()));
-    let status = obj.status.get_or_insert_default();
-    status.rollout = Some(record);
-    set_condition(
-        &mut status.conditions,
-        condition::ROLLOUT,
-        ConditionStatus::False,
-        reason::ROLLOUT_REFUSED,
-        &message,
-        jiff::Timestamp::now(),
-    );
+    let refused = RolloutNotMade::Refused(why);
+    let message = obj.rollout_not_made(requested, refused, jiff::Timestamp::now());
     progress(Report::Note {
         stage: None,
         reason: reason::ROLLOUT_REFUSED,
