@@ -1,4 +1,12 @@
 //! The `Instance` resource: one agent session environment.
+//!
+//! The spec is the operator's intent; the status is jackin's observation
+//! and its own decisions: the pinned recipe, how the last session ended,
+//! a settlement of an ended session (which [`Instance::desired_phase`]
+//! carries on until the spec changes or the operator resumes), and the
+//! failures that count toward giving up ([`Instance::gave_up`]: at
+//! [`MAX_FAILED_ATTEMPTS`] in a row under one spec, never toward
+//! `Purged`).
 
 use std::collections::BTreeMap;
 

@@ -8,7 +8,14 @@
 //! once into the type and, after each error, again without the field at
 //! fault, so that one run reports all its errors (`typed_all`). Every error names the source, line, column and field
 //! path, including semantic errors from [`crate::validate`], whose paths are
-//! mapped back to positions through a location tree of the document.
+//! mapped back to positions through a location tree of the document. A
+//! rule that a removed field breaks is left out of those: the field's own
+//! error says it.
+//!
+//! A stream is split at its document markers in one pass (`---` or `...`
+//! at the start of a line, which YAML forbids inside a document, so the
+//! split is exact), and each document keeps the line it starts at, which
+//! is added to the parser's lines to give the file's.
 //!
 //! [`parse_unless`] shows each document's text to its caller first, and
 //! does not read one the caller knows (an apply skips the documents it

@@ -3,6 +3,16 @@
 //! first use and kept with what this process knows of it (the subnets in
 //! use there), so one controller drives several engines; an engine that
 //! cannot be reached fails only the work that needs it.
+//!
+//! The name is pinned with the recipe, so a session stays on the engine it
+//! started on unless a rollout moves it (`--move`). Every piece of work
+//! carries its engine, as multicluster controllers do: a pass takes one
+//! snapshot of each engine and never decides an instance from another
+//! engine's, the controller keeps one event watch per engine in use, and
+//! a sweep lists each engine on its own. An instance whose engine cannot be
+//! reached is recorded so (`Ready` false, `EngineUnreachable`) and nothing
+//! of it is acted on, but a purge that may go on without the engine (see
+//! `reconcile`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

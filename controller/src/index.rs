@@ -2,6 +2,19 @@
 //! listing never has to open every unit. It is a cache of the units' own
 //! objects and can always be rebuilt from them; a corrupt index is moved
 //! aside (never silently emptied) and rebuilt.
+//!
+//! A row also carries what a no-op is decided from, so that its cost does
+//! not grow with the number of instances: a digest of the operator-owned
+//! parts (an apply of the same changes nothing), whether the last
+//! reconcile left the instance converged at its generation, and the
+//! sidecars and volumes its recipe expects (for
+//! `reconcile::already_converged`); and the document an apply last wrote
+//! the object from, with the object file's stamp ([`AppliedDocument`]):
+//! while the stamp stands, applying the same bytes again does not even
+//! read them. The units do not hold those records, so a rebuilt index has
+//! none. The index's revision moves with every change the operator makes
+//! to an instance, so the controller's store watch reads nothing while the
+//! index stands still.
 
 use std::fs;
 use std::io::ErrorKind;

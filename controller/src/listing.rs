@@ -8,6 +8,12 @@
 //! [`LIST_WAIT`]: an engine that does not answer costs its instances their
 //! listing (they are [`Seen::EngineUnreachable`]), and the view no more
 //! than that.
+//!
+//! A `get` of every instance begins the listings ([`begin`], for the
+//! engines the index names) before it reads the objects, and
+//! [`list_begun`] takes them up (listing any engine an object shows that
+//! the index did not name), so the command waits for the slower of the
+//! two, not both.
 
 use std::collections::HashMap;
 use std::time::Duration;

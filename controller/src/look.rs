@@ -1,9 +1,17 @@
 //! One look at an instance: the view `decide` plans from, built in one
 //! place for every caller (a reconcile's rounds, a dry run, a rollout's
 //! preview, the idle hooks' recycle), so that what a dry run shows is what
-//! a reconcile runs. A look reads and never writes: what the engine holds
-//! (cut from an observation), the checkouts' assessment, the last session's
-//! end, the exit policy in force and the rollout pending.
+//! a reconcile runs. A look reads what the engine holds (cut from an
+//! observation), the checkouts' assessment, the last session's end, the
+//! exit policy in force and the rollout pending; what a reconcile writes
+//! from it (the assessment into `status.mounts`) it writes itself.
+//!
+//! One write stands: assessing a worktree publishes its scratch branch
+//! first (the agent's new objects copied into the operator's repository,
+//! the branch moved there, the tip recorded in the unit), so that the
+//! branch judged is the agent's latest. So a look and a dry run, like
+//! every other assessment (`describe`, `top`'s timer), can move that host
+//! ref.
 
 use jackin_act::observe::Observation;
 use jackin_act::session;

@@ -6,6 +6,15 @@
 //! watches and workers) and tells it what happened; nothing here reads the
 //! store or the engines itself. The exposition is `prometheus-client`'s.
 //!
+//! `/healthz` answers while the loop ticks (a task of the loop sets the
+//! phase gauges and the queue depth from the cached index at every store
+//! poll); `/readyz` once the first pass is done and every engine in use
+//! answered its last look. The server is hyper's HTTP/1, one task per
+//! connection and a bounded number at once, each with a deadline for its
+//! headers and for its whole request, so that connections that say
+//! nothing cannot hold up a probe. Nothing of a request is read but its
+//! path.
+//!
 //! | Metric | Type | What it counts |
 //! |---|---|---|
 //! | `jackin_instances{phase}` | gauge | instances by observed phase (`Pending` before the first look) |

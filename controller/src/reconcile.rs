@@ -1,6 +1,21 @@
 //! One reconcile of one instance: lock it, observe, decide, act step by step
 //! (persisting the status after each), and observe again until the plan is
 //! empty. Used alike by the one-shot commands and the controller.
+//!
+//! Each round looks at the instance (`look`), decides, and runs the plan
+//! through `act` up to its first `LookAgain`, then observes afresh. A plan
+//! decided from a snapshot shared by a pass over many instances is never
+//! run, since the snapshot may predate the unit lock: the instance is
+//! observed on its own first. Such a pass takes a lean snapshot of each
+//! engine (its containers, and its networks when an instance there is
+//! kept) and asks [`already_converged`] of each row, which answers from
+//! the row and the snapshot alone, so a pass over instances that need
+//! nothing costs one or two listings per engine, whatever their number.
+//! An instance given up on (`Instance::gave_up`) is refused before any
+//! engine is asked. One to purge whose engine cannot be reached is purged
+//! without it when it never made anything there or the engine can never
+//! be reached as named (against `offline`, what it may have left there
+//! said); otherwise the purge waits for the engine.
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};

@@ -11,7 +11,9 @@
 //!   engine is looked at again, since events may have been missed. A
 //!   container's ending (`die`, `stop`, `kill`, `oom`) is looked at again a
 //!   moment later too: the engine may still list it as running when the
-//!   event arrives;
+//!   event arrives. Events that change nothing a reconcile looks at (an
+//!   `exec` in the container, such as the idle watch's probe, an attach, a
+//!   resize) hint nothing;
 //! - the store: a new instance, or one whose operator-owned parts (the
 //!   generation, which moves with the spec, labels and annotations) changed.
 //!   jackin's own status writes are not changes;

@@ -14,7 +14,10 @@
 //! other file takes its labels from that file, which ends its ownership.
 //! No file may set the label itself (it is reserved, see
 //! [`jackin_api::names::reserved_label`]), and `get -o yaml` does not print
-//! it: `get`'s output applied by hand is the operator's own.
+//! it: `get`'s output applied by hand is the operator's own. An apply
+//! killed mid-prune is finished by the same apply again: the source's
+//! instances already `Purged` and still there
+//! ([`Store::still_pruning`]) are converged with the rest.
 //!
 //! `controller --sync` applies again only the objects whose document
 //! changed since the source last applied them (a digest each, in the
@@ -25,7 +28,8 @@
 //! [`MAX_MANIFEST_BYTES`], and a link is followed only when it leads to a
 //! file inside the source directory (for a file named on its own, the
 //! directory it is in): a policy repository cannot make jackin read, and
-//! print in an error, a file from elsewhere on the host.
+//! print in an error, a file from elsewhere on the host. `apply -f -`
+//! reads its standard input under the same cap ([`read_stream`]).
 //!
 //! What each source last did is kept in `sources/<id>.json` for `jackin get
 //! sources`: the revision and time of the last good apply, how many objects

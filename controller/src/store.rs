@@ -6,6 +6,14 @@
 //! mints the identity and writes the unit (creating, not taking, the new
 //! unit's lock file), so two processes can never create the same name twice. Every write is atomic; nothing is written when
 //! nothing changed.
+//!
+//! Apply compares before it writes: it takes only the operator-owned parts
+//! of an object (spec, labels, annotations; jackin's own `jackin.dev/`
+//! annotations stay unless the file sets them), keeps jackin's metadata
+//! and the status, and moves the generation only with the spec. Reads take
+//! no lock: every write replaces its file whole (a temporary file, fsync,
+//! rename, fsync of the directory), so a reader sees the old file or the
+//! new one.
 
 use jackin_api::identity::container_name;
 use jackin_api::instance::SettledBy;

@@ -1,6 +1,18 @@
 //! The engine's objects of an instance: its network and volumes, its
 //! sidecars, and the agent's container (created from the pinned recipe,
 //! started with its start plan and settings written, stopped, removed).
+//!
+//! Two steps prepare the unit before their one engine call. Both first make
+//! again any of the unit's bound directories someone deleted (a
+//! `UnitDirectoryMade` note each). Creating the agent's container installs
+//! the entry wrapper in the unit's `bin/`, makes the Docker daemon's
+//! certificates volume when `dind` needs it, collects the binds of the
+//! isolated checkouts, and resolves the spec's secrets and the logins'
+//! variables into the request, kept nowhere. Starting it sets the last
+//! run's marker aside, writes the start plan and the agent's settings,
+//! then sizes the new terminal to the size the operator last attached
+//! with. A stop is noted in the status before it is asked for, so that the
+//! session that ends after it is told as jackin's stop.
 
 use std::path::Path;
 

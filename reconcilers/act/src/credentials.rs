@@ -15,6 +15,10 @@
 //! through it. The copy runs before the container starts, while nothing of
 //! the agent runs.
 //!
+//! A login the session renewed itself is not undone: the session's own
+//! copy is kept when it differs from the host's and changed after it (a
+//! byte-identical copy is left as it is, reported unchanged).
+//!
 //! Nothing here keeps a value: what it reports (notes, the status) names
 //! variables, references and places, and its errors quote no file.
 

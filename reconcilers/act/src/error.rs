@@ -2,6 +2,14 @@
 //! not, its condition reason), and the helper that says which file an I/O
 //! error was about. Below every other part of `act`, so that none of them
 //! imports the module that re-exports it.
+//!
+//! A permanent failure is one that asking again cannot cure and that needs
+//! the operator: a pinned commit or image that is gone, a role repository
+//! or ref that does not exist, a failed build, a secret that cannot be
+//! resolved, a request the engine calls invalid, an engine named so that it
+//! can never be reached, a save of discarded work that failed. The rest are
+//! worth another try; a start the engine refuses with a server error is
+//! tried again, but counted ([`ActError::is_refused_start`]).
 
 use std::path::{Path, PathBuf};
 

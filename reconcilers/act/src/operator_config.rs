@@ -18,7 +18,9 @@
 //!   place is refused: nothing is written through it or over it. Files are
 //!   replaced by a rename, mode 0600.
 //! - What is reported names places, never contents; a file that does not
-//!   parse is refused with its line and column only.
+//!   parse is refused with its line and column only. What went and what
+//!   was refused, by place, is kept in `status.operatorConfig` for
+//!   `describe`.
 //!
 //! This runs second in the one writing order (docs/ARCHITECTURE.md): over
 //! the agent's own files, before the credential keys and jackin's settings.

@@ -2,6 +2,16 @@
 //! built or the image looked up, the agent's program found, installed or
 //! probed), pinned again for a rollout or the rollout refused, and the image
 //! rebuilt at the pinned commit.
+//!
+//! Pinning resolves, besides the image: the agent's program, looked for on
+//! the image's `PATH` by a throwaway probe container (labelled as this
+//! home's and no instance's, so a sweep removes one a crash left); the
+//! user, the operator's uid and gid (the owner of the unit this process
+//! made) unless `hostUser` is false; the working directory; and, for an
+//! entry with a `version` rule, the agent's version, probed once per image.
+//! What the probes find is kept by image id (`probes`), so a later command
+//! does not ask again. An agent the image lacks is installed from its
+//! entry's `install` block into a derived image.
 
 use jackin_api::ConditionStatus;
 use jackin_api::agent::Strategy;

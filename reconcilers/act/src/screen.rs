@@ -13,6 +13,20 @@
 //! draw them, and [`Screen::replay`] drops any all the same); format
 //! characters (bidirectional marks, zero-width ones) stay in the text, for
 //! the caller that shows a line in a table to escape.
+//!
+//! Where the emulator starts decides what it shows:
+//! - the replay before an attach (and a watcher that starts from the log,
+//!   `top`'s preview) reads the end of the container's log, which may have
+//!   been rotated and start mid-frame, so it parses from the newest full
+//!   redraw in it ([`newest_redraw`]: a clear of the screen, a reset,
+//!   entering the alternate screen), at the size the agent drew at (the
+//!   size the operator last attached with). Rows scrolled off are gone,
+//!   as a terminal's are, and a frame drawn before a resize may wrap
+//!   otherwise;
+//! - a live watcher starts where its stream opens;
+//! - `jackin logs` on a terminal and `top`'s pager draw each log line on
+//!   its own, on a fresh line wide enough for any ([`Lines`]), where a
+//!   move off the line goes nowhere.
 
 use std::fmt::Write;
 use std::num::NonZeroU16;

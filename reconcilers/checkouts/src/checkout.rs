@@ -2,7 +2,9 @@
 //! the record file of a unit, the errors, the binds, and the few reads of
 //! the host repository that making, publishing and removing all need. The
 //! kinds themselves are `isolation` (preparing and removing every kind),
-//! `worktree` and `legacy_worktree`.
+//! `worktree` and `legacy_worktree`. A checkout's path is not taken from
+//! its record: it is where the layout puts that checkout now, so a moved
+//! `JACKIN_HOME` still finds its checkouts.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -7,6 +7,12 @@
 //! listed once and remembered, so converging many instances costs one list;
 //! the list is taken again when it is old, and when the engine refuses a
 //! subnet because another process took it meanwhile.
+//!
+//! Two processes can still pick the same subnet: the engine refuses the
+//! second ("Pool overlaps"), which lists again and takes the next free one.
+//! The search starts at a place derived from the network's name, so such
+//! races are rare. A pool with no free subnet left is a permanent failure
+//! whose message gives the figures and the setting to change.
 
 use std::hash::{Hash, Hasher};
 use std::net::Ipv4Addr;

@@ -14,7 +14,10 @@
 //!
 //! The deadline bounds the engine's answer, not the work that follows it:
 //! a followed log or an attached terminal that is merely quiet is the
-//! agent's quiet, not the engine's.
+//! agent's quiet, not the engine's. A call that runs something to its end
+//! (an exec, a probe) has none here: its caller bounds it. A call past its
+//! deadline counts as an engine that cannot be reached, never as an object
+//! that is not there.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;

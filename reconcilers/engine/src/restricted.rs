@@ -14,6 +14,14 @@
 //!   driving one (a fork bomb in `dind`) reaches the engine's host.
 //! - **A probe** runs one program of the image to read its path or version,
 //!   without network or mounts: it needs no capability at all.
+//!
+//! Each is a pure function of the recipe (whether the agent runs as the
+//! operator, and the pinned widenings of the role and the workspace),
+//! applied whenever a container is created: a recipe pinned before the
+//! profile existed gets the defaults at its next tier-2 or tier-3 restore
+//! or rollout, while a container only started again (tier 1) keeps the
+//! settings it was made with. Only the workspace's widening is compared
+//! for drift; the role's moves with its commit.
 
 use std::collections::HashMap;
 

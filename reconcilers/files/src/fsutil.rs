@@ -1,4 +1,24 @@
-//! Durable file operations: atomic replacement, private permissions, locks.
+//! Durable file operations: atomic replacement, private permissions, locks,
+//! and the careful reads of files someone else may have written.
+//!
+//! - A write replaces its file whole ([`write_atomic`]): a reader sees the
+//!   old file or the new one, even across a crash. Where the agent can
+//!   write the directory, the directories on the way must be real ones and
+//!   the file is replaced by a rename, never written through a link
+//!   ([`replace_below`]).
+//! - A file is read as what it is: [`read_untrusted`] (every file under
+//!   `$JACKIN_HOME`, and whatever the agent writes) follows no link, opens
+//!   only a regular file, and refuses one over its cap before reading a
+//!   byte; [`read_regular`] is the same for a file the operator may link
+//!   elsewhere (`config.yaml`, Docker's own config). Both open through
+//!   [`open_regular_file`], so a FIFO or device is never opened, and
+//!   [`BeneathDir`] does the same for every path beneath a directory the
+//!   agent writes (openat2, no link anywhere on the way).
+//! - A lock ([`FileLock`]) is an advisory lock on a file opened without
+//!   following a link and kept only if regular; [`FileLock::is_held`] tells
+//!   a held lock without turning its holder away.
+//!
+//! Errors say which file, never what it holds.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};

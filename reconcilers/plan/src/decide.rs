@@ -24,6 +24,15 @@
 //! `Purging` first (so a crash mid-way leaves an honest record), tears down,
 //! then finishes in one step: the unit, the sockets directory and the sibling
 //! lock go, and the index row last.
+//!
+//! A recipe that no container has run from yet, pinned from an older
+//! generation of the spec, counts as not pinned: a launch that failed on a
+//! typo is pinned again from the corrected spec. Once a container has run
+//! from it, the recipe is the session's. The session edge is decided first
+//! ([`ending::steps`]) and the rest from the status as those steps leave
+//! it. Beside the main table: [`recycle`], the idle hooks' restart, and
+//! [`corrected_phase`], a sweep's correction of a record that says
+//! `Running` of a container that is gone.
 
 use jackin_api::DesiredPhase;
 use jackin_api::instance::{Instance, InstancePhase, Isolation, Recipe, SettledBy};

@@ -6,6 +6,15 @@
 //! each of them changes in the status, used alike by `act` and by `decide`
 //! to decide the rest of the plan from the status as they leave it. So a
 //! dry run decides exactly what a reconcile then does.
+//!
+//! Who ended it is recorded, not guessed. Only a marker that says the
+//! agent exited, read while the desired phase is `Running`, is the agent
+//! ending its session, and only that goes to the exit policy
+//! ([`crate::policy`]). An OOM kill (the engine's flag) is preserved as
+//! `Crashed`, never handed to the policy. A session that ended after jackin
+//! asked the engine to stop it (`status.stopRequestedAt`: a keep, a
+//! rollout, a restart) is recorded as stopped by jackin, whatever its exit
+//! code, and never reads as a crash or a failure.
 
 use jackin_api::instance::{
     Instance, InstancePhase, InstanceStatus, MountStatus, OutcomeSource, SessionOutcome, SettledBy,

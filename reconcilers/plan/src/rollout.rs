@@ -25,6 +25,16 @@
 //! (unless asked for with `--new-conversation`: the conversation starts
 //! anew), and a change of an isolated checkout (its source, its isolation
 //! mode, or the mount dropped) while the checkout holds unfinished work.
+//!
+//! How one runs (`decide` plans it): the recipe is pinned again while the
+//! old container still runs, so a pin that fails leaves the session as it
+//! was; the new recipe names the image it replaces until a container first
+//! runs from it ([`replacing`]). Until then the container there is the old
+//! one: the next look stops it gracefully, the one after removes it and its
+//! sidecars, and the ladder makes the new one (tier 2 for the same image, 3
+//! for a new one). A move to another engine first takes the session's
+//! objects away from the engine it leaves; the pin then runs on the engine
+//! it moves to.
 
 use jackin_api::agent::Strategy;
 use jackin_api::instance::{Instance, Isolation, MountStatus, Recipe, UpdatePolicy};
