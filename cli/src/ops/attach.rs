@@ -3,6 +3,26 @@
 //! running, connect the terminal to its agent, and when the agent ends the
 //! session, settle it by the exit policy, asking when there is unfinished
 //! work.
+//!
+//! The attach holds the attached lock (`sockets/<unit>/attached.lock`) for as
+//! long as the terminal is connected: while it is held, the exit policy sees an
+//! operator who can answer (`ask` with unfinished work waits, `AskOperator`,
+//! and the attach puts screens A and B). One thread reads the keyboard for the
+//! whole command, feeding the attached session and then the screens, so no
+//! keystroke is lost to a stale reader. Before attaching it prints the last
+//! screen the agent drew, from the container's log (`screen`), so a reattach
+//! never starts blank, and it sets the terminal one column less, then the true
+//! size, so that the agent draws anew.
+//!
+//! The attach stream is opened only to a container that runs, and the container
+//! is looked at again once the stream holds it: the engine's attach to a
+//! stopped container waits for its next start, which nothing may bring. A
+//! container found stopped (the agent ended before the attach, or at once on
+//! its resume) is settled as an end during the attach is: the loop converges,
+//! the exit policy settles it (screens A and B when it asks), and the end is
+//! reported; when that leaves the instance running (a `docker rm -f` restored,
+//! a rollout replaced), the attach says so and attaches to the container the
+//! converge left.
 
 use std::io::{IsTerminal, Write};
 

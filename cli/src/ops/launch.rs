@@ -1,6 +1,19 @@
 //! Launching a (workspace, role, agent) (`jackin launch`, and `jackin
 //! top`'s `n`): resume a previous session (Screen C, then Screen D) or
 //! start a new one, then attach to it.
+//!
+//! Launch shows screen C (resume a session of the trio, or start a new one,
+//! each with how long ago it was last used), then attaches. A new session's
+//! name is `--name`, the template's (either checked, valid and free, before
+//! anything is shown or created), or the smallest free `ROLE-N`; the command
+//! prints it, then creates the instance under the index lock only if the name
+//! is still free: a chosen name taken meanwhile is refused, a minted one moves
+//! on to the next. Screen D guards every resume made on a terminal (the one
+//! chosen on screen C, `attach` of a kept or ended instance, `set-phase
+//! running`) and passes only with Enter. Screens C and D ask
+//! `isolation::resume_conflicts`, the check the resume itself makes before it
+//! reuses a checkout, so a diverged host repository is shown as the conflict
+//! the resume would fail with, never as unpushed work.
 
 use std::path::Path;
 

@@ -3,6 +3,13 @@
 //! engine holds), and the agent's image derived from it. What a recipe
 //! wants and how two recipes differ is `jackin_plan::recipe`'s; this module
 //! asks git and the engine, and every way that can fail is a [`RecipeError`].
+//!
+//! A first launch resolves the role's ref to a commit in a bare mirror of the
+//! repository, archives that commit's tree as the build context, and records
+//! the image its Dockerfile's final `FROM` names, with its id. A tier-3 rebuild
+//! archives the pinned commit, never the ref's head, and rewrites the final
+//! `FROM` to the recorded base id while that image is still there, so a moved
+//! base tag does not change the session either.
 
 use std::collections::HashMap;
 use std::io::Read;

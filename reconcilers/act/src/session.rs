@@ -3,6 +3,25 @@
 //! `state/` (what the marker means is `jackin_plan::marker`'s), the
 //! attached lock, the remembered terminal size, and the artifacts collected
 //! when a session ends.
+//!
+//! The marker is read (off the runtime, as a file the agent can write) at every
+//! look at a container that is not running; the engine is asked (one inspect)
+//! only when the marker cannot say it all, so a converged pass stays at one
+//! engine call. Each start sets the last run's marker aside
+//! ([`retire_marker`]), so the marker present is always the latest run's.
+//!
+//! Before each create and start, [`restore_unit_dirs`] makes again any of the
+//! unit's bound directories (`home/`, `state/`, `bin/`) someone deleted:
+//! pinning makes all three, so one missing later was deleted, and the engine
+//! would refuse its bind.
+//!
+//! The terminal's size: the engine's API (1.41) takes no console size at
+//! creation, so the start step sizes the new terminal itself, to the size the
+//! operator last attached with (`.jackin/terminal-size`, which every attach
+//! records at each size it sees), else [`DEFAULT_TERMINAL`]. An agent redraws
+//! on a change of size only, so an attach (and a live watcher with nobody
+//! attached) first sets one column less, then the true size
+//! [`REDRAW_NUDGE_GAP`] later.
 
 use std::path::PathBuf;
 

@@ -16,6 +16,10 @@
 //!   costs it far less than the `/version` that bollard asks;
 //! - `error`: [`EngineError`], and which errors are permanent, mean the
 //!   engine is gone, or refused a start.
+//!
+//! Tests of everything above the seam put an engine in memory behind it
+//! (`fake`, feature `fake`); a loop that carries on without an engine it
+//! cannot reach puts [`offline`] there, which fails every call at once.
 
 pub use bollard::container::LogOutput;
 pub use bollard::models;

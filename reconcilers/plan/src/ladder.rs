@@ -34,6 +34,29 @@
 //! the seconds it ran (its window in the engine's log, whose last line the
 //! loop reports: `last_line`), and the last lines of its standard error in
 //! `state/agent-start.<rung>.err`.
+//!
+//! The report of a start is awaited, not guessed from times: before a start the
+//! last start's report is folded into the status and removed, and the status
+//! marks a report as awaited ([`await_report`]), so the first report written is
+//! this start's however its time compares with the object's. With each rung the
+//! wrapper writes the second from which it can no longer fall back (`try RUNG
+//! SECOND`); the status keeps it (`conversation.startSettlesAt`, also in the
+//! index row), the no-op fast path looks at the instance once it has passed
+//! ([`report_due`]), and the controller enqueues the instance for just after
+//! it.
+//!
+//! Each reconcile folds the report into `status.conversation`, each new
+//! fallback an `AgentFallback` event, told as refused or crashed ([`told`]:
+//! whether its line names the conversation). A report whose rung is
+//! `minted-anew` makes the id minted before the start the conversation's, first
+//! of its ids (a `ConversationRenewed` event): the report names only the rung,
+//! so the agent, which can write it, chooses no id. An event's line is what the
+//! agent showed last on its terminal in that rung's window (the wrapper reports
+//! the seconds each rung ran and waits for a fresh second before the next, so
+//! that two windows never share one), read from the engine's log
+//! ([`last_line`]); the tail of its standard error stands in when the log gives
+//! nothing. The wrapper never takes the agent's standard output off its
+//! terminal. A plan of one rung (strategy `none`) needs no report.
 
 use jackin_api::agent::{Strategy, at_least, fill};
 use jackin_api::instance::{Conversation, FallbackEnding, PinnedAgent, Recipe, StartKind};

@@ -9,6 +9,13 @@
 //! OOM) is the fallback; with neither, the outcome is unknown and says so.
 //! The agent can write the file, so [`parse`] takes any bytes and never
 //! trusts a word it does not know. Reading the file is `jackin_act::session`'s.
+//!
+//! The wrapper notes a stop signal it receives (jackin's `Kept` teardown,
+//! `docker stop` and an engine shutdown reach it through the init, which
+//! signals the whole process group) and then writes `signal:TERM` (or
+//! `signal:HUP`) whatever the agent's exit code: many agents trap SIGTERM and
+//! exit 0. Only a marker that says `exited` is the agent ending its session
+//! (what follows is [`crate::ending`]'s).
 
 use jiff::Timestamp;
 use serde::Deserialize;

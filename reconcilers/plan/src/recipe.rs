@@ -2,6 +2,24 @@
 //! and replayed by every restore. It is never resolved again against
 //! today's configuration or the role's current head: that would bring back
 //! a different session than the one that was left.
+//!
+//! What the recipe pins that the spec only names: the agent's entry as the
+//! registry resolved it, with its strategy; the provider picked (the instance's
+//! `provider`, else its workspace's), and with a key the agent's own credential
+//! sets cut to their non-secret files, so that a provider's endpoint never gets
+//! the operator's login; `dind` as an ordinary sidecar named `dind` plus the
+//! instance's certificates volume; the security widenings of the role and the
+//! workspace. A recipe records the generation it was pinned from and when a
+//! container first ran from it (see `decide`).
+//!
+//! [`drift`] says which fields the current spec would pin otherwise; it
+//! explains, it changes nothing (a rollout does). The agent's entry is compared
+//! without what is applied at every start from the registry as it is then
+//! ([`compared_entry`]: its settings, the places of its `operatorConfig`; its
+//! credentials and its other providers are compared apart or not at all), so a
+//! jackin that ships a new setting gives it to sessions pinned before it with
+//! no drift. Of the security widenings only the workspace's is compared
+//! ([`workspace_security`]): the role's moves with its commit.
 
 use std::path::Path;
 
