@@ -42,6 +42,7 @@ use jackin_files::fsutil;
 use jackin_files::layout::Layout;
 use jackin_files::offload::blocking;
 use jackin_plan::ladder;
+use jackin_plan::marker;
 use jackin_plan::recipe;
 
 /// Creates the instance's network, on a subnet of its own.
@@ -403,7 +404,7 @@ async fn agent_mounts(
             STATE_DIR,
             false,
         ),
-        bind(bin.display().to_string(), session::BIN_DIR, true),
+        bind(bin.display().to_string(), marker::BIN_DIR, true),
     ];
     if let Some(dind) = &recipe.dind {
         // Made here too: the engine would make a missing one itself,
@@ -531,7 +532,7 @@ async fn create_container(
     let (env, credential_names, credential_missing) = agent_env(ctx, obj, container).await?;
     let body = ContainerCreateBody {
         image: Some(recipe.image_id.clone()),
-        entrypoint: Some(vec!["/bin/sh".into(), session::ENTRY_PATH.into()]),
+        entrypoint: Some(vec!["/bin/sh".into(), marker::ENTRY_PATH.into()]),
         cmd: Some(recipe.command.clone()),
         env: Some(env),
         labels: Some(recipe.labels.clone().into_iter().collect()),

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use jackin_files::fsutil::{ensure_private_dir, read_untrusted, remove_if_exists, write_atomic};
 use jackin_files::layout::Layout;
 use jackin_plan::marker;
-pub use jackin_plan::marker::{BIN_DIR, ENTRY_PATH, HOOK_PATH, Marker, MarkerState};
+use jackin_plan::marker::MarkerState;
 use jiff::Timestamp;
 
 /// The wrapper, as shipped with this version of jackin.
