@@ -1,6 +1,6 @@
 //! Attention, observed: one look at many instances, for `jackin top`,
 //! `get -o wide` and the notifications. The decision is
-//! `reconcilers::attention`'s; this finds its inputs as the idle watch does
+//! `jackin_plan::attention`'s; this finds its inputs as the idle watch does
 //! (the attached lock, the container's output, its counters compared with
 //! `idle::moved`).
 //!

@@ -1,5 +1,5 @@
 //! The idle watch: looks at the running agents of workspaces that opted in
-//! to idle hooks, and runs the hooks when `reconcilers::idle` says they are
+//! to idle hooks, and runs the hooks when `jackin_plan::idle` says they are
 //! due. Part of the continuous controller.
 //!
 //! Each opted-in agent is looked at on its own cadence ([`Timing::check_every`]):

@@ -1,7 +1,7 @@
 //! The session edge of a reconcile, observed: what is seen of the last
 //! session's end (the completion marker, the engine's state of the stopped
 //! container, whether an operator is attached), read only. What follows
-//! from it is decided in `reconcilers::ending` and carried out by `act`.
+//! from it is decided in `jackin_plan::ending` and carried out by `act`.
 //! Also the operator's answers at the end of a session (keep, clean up,
 //! resume), the idle hooks' restart, and the conversation the entry
 //! wrapper reports.
