@@ -1,7 +1,5 @@
 //! The engine adapter against the real Docker engine.
 
-mod support;
-
 use jackin_reconcilers::Engine;
 use jackin_reconcilers::engine::models::ContainerCreateBody;
 use jackin_reconcilers::engine::owner_labels;
