@@ -2,8 +2,6 @@
 //! Against the real engine, with fake agent CLIs (`tests/fixtures/fake-agent`)
 //! that keep transcripts and refuse what the real ones refuse.
 
-mod support;
-
 use std::time::Duration;
 
 use support::terminal::Terminal;

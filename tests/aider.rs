@@ -9,8 +9,6 @@
 //! turns off everything it would fetch at startup, and nothing is ever sent
 //! to it as a message.
 
-mod support;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -6,8 +6,6 @@
 //! there is none and the ladder falls to a new thread; at every restore
 //! after that, whatever the tier, the same thread continues.
 
-mod support;
-
 use std::path::Path;
 
 use support::{Home, RoleRepo, ensure_busybox};

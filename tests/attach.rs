@@ -2,8 +2,6 @@
 //! small script that reads a line and exits, and the plain end-of-session
 //! screens are answered with keystrokes, against the real engine.
 
-mod support;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -5,8 +5,6 @@
 //! Debian git), with the operator's git run on the host; then a benign
 //! agent's ordinary day beside the operator's maintenance.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

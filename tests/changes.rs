@@ -4,8 +4,6 @@
 //! it does; re-applies of ended records are one line. Against the real
 //! engine, with busybox sessions.
 
-mod support;
-
 use support::{Home, busybox_image, ensure_busybox};
 
 fn workspace(name: &str, spec: &str) -> String {

@@ -2,8 +2,6 @@
 //! label only, `prune --dry-run`, the keep cap, and a soak of random
 //! operations that must end with nothing left.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 

@@ -4,8 +4,6 @@
 //! `complete -p` names it, fish's `complete -C`, and zsh's function with
 //! its builtins stood in for (zsh completes only inside its line editor).
 
-mod support;
-
 use std::process::Command;
 
 use support::{Home, instance_yaml};

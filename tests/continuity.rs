@@ -11,8 +11,6 @@
 //! the scripted one of `tests/fixtures/model-server`, the session's sidecar
 //! (see `support::real_agent`).
 
-mod support;
-
 use support::docker;
 use support::real_agent::{AgentSession, Cli, Interruption, Login, PATIENCE, interrupt};
 

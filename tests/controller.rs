@@ -1,8 +1,6 @@
 //! `jackin controller` against the real engine: it repairs what happens to
 //! instances while no other command runs, and stops cleanly.
 
-mod support;
-
 use std::process::Command;
 use std::time::Duration;
 

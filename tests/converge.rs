@@ -2,8 +2,6 @@
 //! launch, every rung of the restore ladder, keep, purge, the pinned
 //! recipe, secrets by reference, crash safety and engine failures.
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 

@@ -11,8 +11,6 @@
 //! home is its own (`JACKIN_CREDENTIALS_HOME`): no test reads the logins of
 //! whoever runs it.
 
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;

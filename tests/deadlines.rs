@@ -4,8 +4,6 @@
 //! item 1 and SA5). The hung engine is a listener in this process that
 //! accepts every connection and answers none.
 
-mod support;
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;

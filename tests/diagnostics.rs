@@ -1,8 +1,6 @@
 //! Run logs: a command that fails prints its run handle, and the run log
 //! it names says which step failed and why, without a secret's value.
 
-mod support;
-
 use support::{Home, ensure_busybox, instance_yaml_with};
 
 #[test]

@@ -4,8 +4,6 @@
 //! brings it back, and the sweeps remove it once the retention has passed.
 //! Against the real engine and real git repositories.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

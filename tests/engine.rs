@@ -1,7 +1,5 @@
 //! The engine adapter against the real Docker engine.
 
-mod support;
-
 use jackin_engine::Engine;
 use jackin_engine::models::ContainerCreateBody;
 use jackin_engine::owner_labels;

@@ -3,8 +3,6 @@
 //! instances, and an engine that cannot change under a running session.
 //! The second engine is a private dockerd of the test's own.
 
-mod support;
-
 use std::time::Duration;
 
 use support::private_engine::PrivateEngine;

@@ -6,8 +6,6 @@
 //! label can be selected (F6). Against the real engine and real git
 //! repositories; each test is named for the defect it covers.
 
-mod support;
-
 use std::path::Path;
 use std::time::Duration;
 

@@ -3,8 +3,6 @@
 //! or a file past the cap is refused with an error that names it, at once
 //! (never a hang past `--timeout`), and never with what the file holds.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;

@@ -2,8 +2,6 @@
 //! `diff`, and kept in step by `controller --sync`. Against the real engine
 //! and real git repositories.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -3,8 +3,6 @@
 //! or huge; file names full of terminal escapes; mount paths spelled to
 //! slip past the checks.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;

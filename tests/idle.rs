@@ -8,8 +8,6 @@
 //! two-core machine meets: they assert order and counts, and wait with
 //! generous limits (S1).
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use support::{

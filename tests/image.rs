@@ -2,8 +2,6 @@
 //! agent runs as the operator, a Docker daemon sidecar wired by `spec.dind`,
 //! sidecars reachable by their names, and the standard environment.
 
-mod support;
-
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;

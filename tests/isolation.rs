@@ -1,7 +1,5 @@
 //! Isolated mounts end to end: real git repositories, the real engine.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use support::terminal::Terminal;

@@ -31,8 +31,6 @@
 //! `config.toml`, forwarded from the operator's home (`authForward: sync`):
 //! a provider at the sidecar whose key is the session's canary.
 
-mod support;
-
 use support::docker;
 use support::real_agent::{AgentSession, Cli, Interruption, Login, interrupt};
 

@@ -3,8 +3,6 @@
 //! reconcile error counts under its reason, and `/readyz` says not ready
 //! while an engine in use does not answer.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 
 use support::{Controller, Home, ensure_busybox, instance_yaml_with};

@@ -10,8 +10,6 @@
 //! The operator's home is a temporary directory (`JACKIN_CREDENTIALS_HOME`,
 //! see `support::Home`), never the real one.
 
-mod support;
-
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 

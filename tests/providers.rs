@@ -7,8 +7,6 @@
 //! the provider's key, so each request it records says whether it carried
 //! that key ("match"), another login ("other") or none.
 
-mod support;
-
 use std::path::PathBuf;
 
 use support::real_agent::{AgentSession, Cli, Login, sha256_hex};

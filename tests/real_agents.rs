@@ -8,8 +8,6 @@
 //! (see `support::real_agent`). The continuity of the conversation through
 //! restores is `tests/continuity.rs`.
 
-mod support;
-
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

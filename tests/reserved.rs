@@ -3,8 +3,6 @@
 //! reads it, and nothing is written. `get -o yaml` never prints such a name,
 //! so its output applies back; an object applied by hand is never pruned.
 
-mod support;
-
 use std::path::Path;
 
 use support::{Home, busybox_image, ensure_busybox, instance_yaml, instance_yaml_with};

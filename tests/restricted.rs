@@ -3,8 +3,6 @@
 //! process limit and a bounded log; a role or a workspace widens them, and
 //! `describe` says so.
 
-mod support;
-
 use std::time::Duration;
 
 use support::{Home, RoleRepo, docker, ensure_busybox, eventually, instance_yaml_with};

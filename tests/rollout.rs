@@ -2,8 +2,6 @@
 //! unit. Against the real engine, real git repositories and the fake agent
 //! CLIs (`tests/fixtures/fake-agent`).
 
-mod support;
-
 use std::path::Path;
 use std::time::Duration;
 

@@ -4,8 +4,6 @@
 //! it; `restore-discarded NAME --session` makes the session again, and its
 //! next start resumes the conversation.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 

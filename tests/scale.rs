@@ -1,8 +1,6 @@
 //! Many instances on one engine: jackin's own address pool, parallel
 //! converge, and a pool that runs out.
 
-mod support;
-
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 

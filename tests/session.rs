@@ -1,8 +1,6 @@
 //! Session outcomes against the real engine: the completion marker, the
 //! engine's exit state, unknown outcomes, restart recovery and artifacts.
 
-mod support;
-
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -8,8 +8,6 @@
 //! Seeded: `JACKIN_SOAK_SEED` replays a run, `JACKIN_SOAK_OPS` sets its
 //! length. The seed is printed, so a failure can be replayed.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;

@@ -1,7 +1,5 @@
 //! The state store and the CLI contract, through the real `jackin` binary.
 
-mod support;
-
 use std::path::Path;
 
 use jackin_api::{Object, manifest};

@@ -2,8 +2,6 @@
 //! attaches, and at every attach. Against the real engine, with busybox's
 //! `stty` as the agent, attached in tmux as a person would.
 
-mod support;
-
 use std::time::Duration;
 
 use support::terminal::Terminal;

@@ -9,8 +9,6 @@
 //! The workspace's threshold is short (3 s); every wait is generous, and
 //! nothing asserts how soon a thing happens (S1).
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -2,8 +2,6 @@
 //! `exec`, label selectors, several names, `-f FILE`, `-o name`, `get -w`,
 //! usage errors, and what `describe` and `get -o wide` show.
 
-mod support;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::Duration;

@@ -1,8 +1,11 @@
 //! Shared by the integration tests: a private `JACKIN_HOME` per test, a way
 //! to run the real `jackin` binary in it, and engine fixtures.
 //!
-//! Each test binary uses a different subset of these helpers.
-#![allow(dead_code)]
+//! A library of its own (package `jackin-test-support`, a dev-dependency of
+//! `jackin-cli` under the name `support`), built once for both test
+//! binaries, `tests/tests.rs` and `tests/agent_tier.rs`. Its items are public,
+//! so an unused one does not warn: a helper no test calls any more is
+//! deleted, not kept.
 
 pub mod private_engine;
 pub mod real_agent;
@@ -22,6 +25,24 @@ pub type Snapshot = BTreeMap<PathBuf, (SystemTime, Vec<u8>)>;
 /// the restore tier that repairs it (`None`: kept, then resumed).
 pub type Breakage<'a> = (&'a str, &'a [&'a [&'a str]], Option<u64>);
 
+/// The `jackin` binary cargo built for the test that runs. This crate is a
+/// library, for which cargo sets no `CARGO_BIN_EXE_jackin` at build time;
+/// it sets it at run time for a test of the package that has the binary
+/// (since Cargo 1.94; the workspace's `rust-version` is 1.95).
+pub(crate) fn jackin_binary() -> PathBuf {
+    std::env::var_os("CARGO_BIN_EXE_jackin")
+        .map(PathBuf::from)
+        .expect("CARGO_BIN_EXE_jackin is set: run the tests with `cargo test -p jackin-cli`")
+}
+
+/// `relative`, a path from the repository's root: this crate is
+/// `tests/support`, two folders down.
+fn in_repo(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(relative)
+}
+
 /// A private, throw-away `JACKIN_HOME`.
 pub struct Home {
     dir: tempfile::TempDir,
@@ -33,6 +54,14 @@ pub struct Home {
     /// Uids to clean up that the home's units may no longer name (a test
     /// that breaks an object on purpose).
     also: std::cell::RefCell<Vec<String>>,
+}
+
+/// A fresh home, as [`Home::new`] makes one (clippy's `new_without_default`,
+/// for a library's public type).
+impl Default for Home {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Drop for Home {
@@ -287,7 +316,7 @@ impl Home {
 
     /// A `jackin` command bound to this home, not yet run.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_jackin"));
+        let mut cmd = Command::new(jackin_binary());
         cmd.env("JACKIN_HOME", self.path())
             .env("JACKIN_CREDENTIALS_HOME", self.operator_home())
             .args(args);
@@ -594,7 +623,7 @@ pub fn condition<'a>(obj: &'a serde_json::Value, kind: &str) -> Option<&'a serde
 
 /// The repository's `examples/` directory.
 pub fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+    in_repo("examples")
 }
 
 /// A minimal valid instance manifest.
@@ -892,7 +921,7 @@ impl RoleRepo {
     /// (to install another version of a fake, say).
     pub fn with_fake_agents_and(dockerfile_lines: &str) -> Self {
         let repo = Self::new("agents");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/fake-agent");
+        let script = in_repo("tests/fixtures/fake-agent");
         let installed = repo.path().join("fake-agent");
         std::fs::copy(&script, &installed).unwrap();
         use std::os::unix::fs::PermissionsExt;
@@ -922,7 +951,7 @@ impl RoleRepo {
     /// role works in `/work`.
     pub fn with_login_agents() -> Self {
         let repo = Self::new("login-agents");
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+        let fixtures = in_repo("tests/fixtures");
         for name in ["fake-agent", "fake-login"] {
             let installed = repo.path().join(name);
             std::fs::copy(fixtures.join(name), &installed).unwrap();
@@ -1038,6 +1067,13 @@ impl EngineCleanup {
         Self {
             run_id: format!("t{}-{nanos}", std::process::id()),
         }
+    }
+}
+
+/// A fresh run id, as [`EngineCleanup::new`] makes one.
+impl Default for EngineCleanup {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

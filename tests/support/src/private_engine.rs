@@ -4,8 +4,7 @@
 //! restart and fill as it likes without touching the host's engine.
 //!
 //! Each engine has its own directory (socket, data root, log), default
-//! bridge and containerd, so tests running side by side, in one test binary
-//! or in several, never share one.
+//! bridge and containerd, so tests running side by side never share one.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -15,8 +14,9 @@ use jackin_engine::Engine;
 
 use super::{build_busybox, run_within};
 
-/// The script that starts, kills and stops private engines.
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/private-engine");
+/// The script that starts, kills and stops private engines (this crate is
+/// `tests/support`).
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/private-engine");
 
 /// How long one `scripts/private-engine` command may take: a start waits up
 /// to 30 s for the engine, a stop of a killed engine restarts it first.
@@ -65,11 +65,6 @@ impl PrivateEngine {
     /// be for a command to talk to it.
     pub fn url(&self) -> &str {
         &self.url
-    }
-
-    /// The engine's directory (its `dockerd.log` is there).
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// A `docker` command bound to this engine, not yet run.

@@ -4,7 +4,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::{Home, unique};
+use super::{Home, jackin_binary, unique};
 
 /// A tmux session running one command, killed on drop.
 pub struct Terminal {
@@ -28,7 +28,7 @@ impl Terminal {
             "env JACKIN_HOME={} JACKIN_CREDENTIALS_HOME={} {env} {} {args}; sleep 600",
             home.path().display(),
             home.operator_home().display(),
-            env!("CARGO_BIN_EXE_jackin")
+            jackin_binary().display()
         );
         let status = Command::new("tmux")
             .args([
