@@ -15,6 +15,15 @@
 //! caller saves after each step; records the state directory shares (the
 //! index, ended sessions) change through [`StateOwner`]. Each step is
 //! idempotent, so a pass interrupted anywhere is finished by the next one.
+//!
+//! Around the steps, what they read and write: [`observe`] (one snapshot
+//! of the engine for the planner), the unit's session files ([`session`])
+//! and the resume ladder's ([`resume`]), the logins and secrets handed to a
+//! container ([`credentials`], [`secrets`], [`token_login`], [`provider`]),
+//! the agents' own settings files ([`agent_settings`], [`operator_config`]),
+//! the images a recipe pins ([`image`]), and the agent's output read as a
+//! terminal shows it ([`screen`]). What to do is never decided here: that
+//! is `jackin_plan`'s.
 
 use jackin_api::instance::Instance;
 
