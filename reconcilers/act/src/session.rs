@@ -34,7 +34,7 @@ use jiff::Timestamp;
 /// The wrapper, as shipped with this version of jackin.
 pub const ENTRY_SCRIPT: &str = include_str!("entry.sh");
 
-/// The wrapper's path in the unit (mounted read-only at [`ENTRY_PATH`]).
+/// The wrapper's path in the unit (mounted read-only at [`ENTRY_PATH`](jackin_plan::marker::ENTRY_PATH)).
 pub fn entry_file(layout: &Layout, container: &str) -> PathBuf {
     layout.unit_bin_dir(container).join("entry")
 }
