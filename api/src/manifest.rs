@@ -252,7 +252,9 @@ impl Document {
 
 /// Splits a stream at its document markers. A marker is `---` or `...` at the
 /// start of a line followed by a space or the end of the line, which YAML
-/// forbids inside any document content, so splitting on it is exact.
+/// forbids inside any document content, so splitting on it is exact. Lines
+/// are YAML's ([`yaml_lines`]), so that the parser's line numbers and the
+/// file's agree.
 fn split_documents(text: &str) -> Vec<Document> {
     let mut docs = Vec::new();
     let mut current = String::new();
@@ -263,7 +265,7 @@ fn split_documents(text: &str) -> Vec<Document> {
         line.strip_prefix(marker)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
     };
-    for (index, line) in text.lines().enumerate() {
+    for (index, line) in yaml_lines(text).enumerate() {
         let line_no = index + 1;
         let start = is_marker(line, "---");
         if start || is_marker(line, "...") {
@@ -308,6 +310,29 @@ fn split_documents(text: &str) -> Vec<Document> {
         });
     }
     docs
+}
+
+/// The lines of `text` as YAML counts them, and so as the parser numbers
+/// them: a line ends at `\r\n`, `\n` or a lone `\r` (`str::lines` knows no
+/// lone `\r`). Inside a scalar YAML reads each as `\n`, so a document
+/// rebuilt with `\n` means what the file meant.
+fn yaml_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = (!text.is_empty()).then_some(text);
+    std::iter::from_fn(move || {
+        let text = rest?;
+        let Some(end) = text.find(['\r', '\n']) else {
+            rest = None;
+            return Some(text);
+        };
+        let next = end
+            + if text[end..].starts_with("\r\n") {
+                2
+            } else {
+                1
+            };
+        rest = Some(&text[next..]).filter(|r| !r.is_empty());
+        Some(&text[..end])
+    })
 }
 
 /// The items of a document of kind `List` (`apiVersion: v1`, as kubectl
@@ -1266,6 +1291,35 @@ spec:
         let err = one_error(&kind_twice);
         assert_eq!(err.line, 3, "{err}");
         assert!(err.message.contains("duplicate"), "{err}");
+    }
+
+    /// A lone carriage return ends a line, as YAML counts lines and so as
+    /// the parser numbers them (found by `properties`): a `---` after one
+    /// starts a document, and an error in a later document is placed on
+    /// the line the parser says, not on one of its own count.
+    #[test]
+    fn a_lone_carriage_return_ends_a_line() {
+        let second = INSTANCE.replace("architect-1", "architect-2");
+        let text = format!("{INSTANCE}---\n{second}").replace('\n', "\r");
+        let names: Vec<String> = parse("f.yaml", &text)
+            .unwrap()
+            .iter()
+            .map(|o| o.name().to_owned())
+            .collect();
+        assert_eq!(names, ["architect-1", "architect-2"]);
+        let bad = format!(
+            "{INSTANCE}---\n{}",
+            second.replace("kind: Instance", "kind: Pod")
+        );
+        let err = one_error(&bad.replace('\n', "\r"));
+        assert_eq!((err.line, err.column), (11, 7), "{err}");
+        let mixed = format!(
+            "{}---\n{}",
+            INSTANCE.replace('\n', "\r"),
+            second.replace("kind: Instance", "kind: Pod")
+        );
+        let err = one_error(&mixed);
+        assert_eq!((err.line, err.column), (11, 7), "{err}");
     }
 
     #[test]
