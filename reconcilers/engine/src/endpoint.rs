@@ -430,7 +430,9 @@ mod properties {
     use super::*;
     use proptest::prelude::*;
 
-    /// An empty configuration directory: no context, no `config.json`.
+    /// A configuration directory of one test: no `config.json`, and no
+    /// context but those the test writes. (One per test, not per case:
+    /// making and removing a directory was most of a case's time.)
     fn no_contexts() -> (tempfile::TempDir, Inputs) {
         let dir = tempfile::tempdir().unwrap();
         let inputs = Inputs {
@@ -591,26 +593,29 @@ mod properties {
         });
     }
 
-    proptest! {
-        #![proptest_config(config())]
-
-        /// An address no engine can have is refused, as a fault of the
-        /// address, wherever it was read.
-        #[test]
-        fn an_address_no_engine_can_have_is_refused((address, refused) in unusable_address()) {
-            let (_dir, inputs) = no_contexts();
+    /// An address no engine can have is refused, as a fault of the
+    /// address, wherever it was read.
+    #[test]
+    fn an_address_no_engine_can_have_is_refused() {
+        let (_dir, inputs) = no_contexts();
+        proptest!(config(), |((address, refused) in unusable_address())| {
             let named = resolve_named(&inputs, Some(&address));
             prop_assert_eq!(named.as_ref().map_err(kind).err(), Some(refused), "{:?}", named);
-            let from_env = Inputs { docker_host: Some(address), ..inputs };
+            let from_env = Inputs {
+                docker_host: Some(address),
+                ..inputs.clone()
+            };
             prop_assert_eq!(resolve(&from_env).map_err(|e| kind(&e)).err(), Some(refused));
-        }
+        });
+    }
 
-        /// Any text as `spec.engine` is refused or taken as given: an
-        /// address as it was written, `default` as the default socket;
-        /// with no context there, nothing else.
-        #[test]
-        fn any_engine_is_refused_or_taken_as_given(engine in engine_text()) {
-            let (_dir, inputs) = no_contexts();
+    /// Any text as `spec.engine` is refused or taken as given: an address
+    /// as it was written, `default` as the default socket; with no context
+    /// there, nothing else.
+    #[test]
+    fn any_engine_is_refused_or_taken_as_given() {
+        let (_dir, inputs) = no_contexts();
+        proptest!(config(), |(engine in engine_text())| {
             match resolve_named(&inputs, Some(&engine)) {
                 Ok(endpoint) if engine.contains("://") => {
                     prop_assert_eq!(&endpoint.host, &engine);
@@ -626,26 +631,31 @@ mod properties {
                 }
                 Err(err) => prop_assert!(!err.to_string().is_empty()),
             }
-        }
+        });
+    }
 
-        /// A context, whatever its name, names the engine its `meta.json`
-        /// says, when that is an address an engine can have; any other
-        /// `meta.json` is refused, and says where it is.
-        #[test]
-        fn a_context_names_the_engine_its_meta_says(
-            name in "[a-zA-Z0-9][a-zA-Z0-9_.+-]{0,40}".prop_filter("default", |n| n != "default"),
-            meta in meta_json(),
-        ) {
-            let (dir, inputs) = no_contexts();
-            let digest = sha256_hex(name.as_bytes(), 32);
-            let meta_dir = dir.path().join("contexts/meta").join(digest);
+    /// A context, whatever its name, names the engine its `meta.json`
+    /// says, when that is an address an engine can have; any other
+    /// `meta.json` is refused, and says where it is.
+    #[test]
+    fn a_context_names_the_engine_its_meta_says() {
+        let (dir, inputs) = no_contexts();
+        let name = "[a-zA-Z0-9][a-zA-Z0-9_.+-]{0,40}".prop_filter("default", |n| n != "default");
+        proptest!(config(), |(name in name, meta in meta_json())| {
+            let meta_dir = dir
+                .path()
+                .join("contexts/meta")
+                .join(sha256_hex(name.as_bytes(), 32));
             std::fs::create_dir_all(&meta_dir).unwrap();
             std::fs::write(meta_dir.join("meta.json"), &meta).unwrap();
             let host = serde_json::from_slice::<serde_json::Value>(&meta)
                 .ok()
                 .and_then(|m| m["Endpoints"]["docker"]["Host"].as_str().map(str::to_owned));
             let named = resolve_named(&inputs, Some(&name));
-            let from_env = resolve(&Inputs { context: Some(name.clone()), ..inputs });
+            let from_env = resolve(&Inputs {
+                context: Some(name.clone()),
+                ..inputs.clone()
+            });
             match (host, &named) {
                 (None, Err(EndpointError::BadContext { path, .. })) => {
                     prop_assert!(path.ends_with("meta.json"), "{}", path);
@@ -665,6 +675,6 @@ mod properties {
             let host_or_fault =
                 |read: Result<Endpoint, EndpointError>| read.map(|e| e.host).map_err(|e| kind(&e));
             prop_assert_eq!(host_or_fault(named), host_or_fault(from_env));
-        }
+        });
     }
 }
