@@ -259,7 +259,9 @@ impl Document {
 
 /// Splits a stream at its document markers. A marker is `---` or `...` at the
 /// start of a line followed by a space or the end of the line, which YAML
-/// forbids inside any document content, so splitting on it is exact.
+/// forbids inside any document content, so splitting on it is exact. Lines
+/// are YAML's ([`yaml_lines`]), so that the parser's line numbers and the
+/// file's agree.
 fn split_documents(text: &str) -> Vec<Document> {
     let mut docs = Vec::new();
     let mut current = String::new();
@@ -270,7 +272,7 @@ fn split_documents(text: &str) -> Vec<Document> {
         line.strip_prefix(marker)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
     };
-    for (index, line) in text.lines().enumerate() {
+    for (index, line) in yaml_lines(text).enumerate() {
         let line_no = index + 1;
         let start = is_marker(line, "---");
         if start || is_marker(line, "...") {
@@ -315,6 +317,29 @@ fn split_documents(text: &str) -> Vec<Document> {
         });
     }
     docs
+}
+
+/// The lines of `text` as YAML counts them, and so as the parser numbers
+/// them: a line ends at `\r\n`, `\n` or a lone `\r` (`str::lines` knows no
+/// lone `\r`). Inside a scalar YAML reads each as `\n`, so a document
+/// rebuilt with `\n` means what the file meant.
+fn yaml_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = (!text.is_empty()).then_some(text);
+    std::iter::from_fn(move || {
+        let text = rest?;
+        let Some(end) = text.find(['\r', '\n']) else {
+            rest = None;
+            return Some(text);
+        };
+        let next = end
+            + if text[end..].starts_with("\r\n") {
+                2
+            } else {
+                1
+            };
+        rest = Some(&text[next..]).filter(|r| !r.is_empty());
+        Some(&text[..end])
+    })
 }
 
 /// The items of a document of kind `List` (`apiVersion: v1`, as kubectl
@@ -1275,6 +1300,35 @@ spec:
         assert!(err.message.contains("duplicate"), "{err}");
     }
 
+    /// A lone carriage return ends a line, as YAML counts lines and so as
+    /// the parser numbers them (found by `properties`): a `---` after one
+    /// starts a document, and an error in a later document is placed on
+    /// the line the parser says, not on one of its own count.
+    #[test]
+    fn a_lone_carriage_return_ends_a_line() {
+        let second = INSTANCE.replace("architect-1", "architect-2");
+        let text = format!("{INSTANCE}---\n{second}").replace('\n', "\r");
+        let names: Vec<String> = parse("f.yaml", &text)
+            .unwrap()
+            .iter()
+            .map(|o| o.name().to_owned())
+            .collect();
+        assert_eq!(names, ["architect-1", "architect-2"]);
+        let bad = format!(
+            "{INSTANCE}---\n{}",
+            second.replace("kind: Instance", "kind: Pod")
+        );
+        let err = one_error(&bad.replace('\n', "\r"));
+        assert_eq!((err.line, err.column), (11, 7), "{err}");
+        let mixed = format!(
+            "{}---\n{}",
+            INSTANCE.replace('\n', "\r"),
+            second.replace("kind: Instance", "kind: Pod")
+        );
+        let err = one_error(&mixed);
+        assert_eq!((err.line, err.column), (11, 7), "{err}");
+    }
+
     #[test]
     fn discard_is_an_alias_of_clean() {
         let text = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: w}\nspec: {exitPolicy: discard}\n";
@@ -1282,5 +1336,543 @@ spec:
             panic!("not a workspace")
         };
         assert_eq!(ws.spec.exit_policy, crate::workspace::ExitPolicy::Clean);
+    }
+}
+
+/// Properties of [`parse`]: what jackin renders reads back, in every shape
+/// `jackin get` prints it, and any text gets errors that point inside it.
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::env::EnvVar;
+    use crate::instance::{DesiredPhase, InstanceSpec, RoleRef};
+    use crate::meta::API_VERSION;
+    use crate::workspace::{ExitPolicy, KeepPolicy, WorkspaceRole, WorkspaceSpec};
+
+    /// Text of `min` to `max` characters, none a control one: what an
+    /// argv element, a path or an id may hold (validation refuses others).
+    fn no_control(min: usize, max: usize) -> impl Strategy<Value = String> {
+        proptest::string::string_regex(&format!("[^\\p{{Cc}}]{{{min},{max}}}")).unwrap()
+    }
+
+    fn dns_label() -> impl Strategy<Value = String> {
+        "[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?"
+    }
+
+    /// Labels `-l` can select (an optional DNS prefix of the operator's,
+    /// never jackin's), and annotations with any value at all.
+    fn metadata() -> impl Strategy<Value = ObjectMeta> {
+        let prefix = proptest::option::of("[a-z0-9]{1,6}\\.example\\.com/");
+        let name = "[A-Za-z0-9]([A-Za-z0-9._-]{0,10}[A-Za-z0-9])?";
+        let label_key = (prefix.clone(), name).prop_map(|(p, n)| p.unwrap_or_default() + &n);
+        let label_value = prop_oneof![Just(String::new()), name.prop_map(String::from)];
+        let annotation_key = (prefix, name).prop_map(|(p, n)| p.unwrap_or_default() + &n);
+        (
+            dns_label(),
+            proptest::collection::btree_map(label_key, label_value, 0..3),
+            proptest::collection::btree_map(annotation_key, any::<String>(), 0..3),
+        )
+            .prop_map(|(name, labels, annotations)| ObjectMeta {
+                name,
+                labels,
+                annotations,
+                ..Default::default()
+            })
+    }
+
+    /// A path in normal form: absolute, no `.`, `..` or empty part.
+    fn normal_path() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            no_control(1, 8).prop_filter("a step", |p| !p.contains('/') && p != "." && p != ".."),
+            1..4,
+        )
+        .prop_map(|parts| format!("/{}", parts.join("/")))
+    }
+
+    fn engine() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-zA-Z0-9][a-zA-Z0-9_.+-]{0,12}",
+            (dns_label(), 1u32..=65_535).prop_map(|(host, port)| format!("tcp://{host}:{port}")),
+        ]
+    }
+
+    fn instance() -> impl Strategy<Value = Object> {
+        let command = proptest::collection::vec(no_control(0, 12), 1..4)
+            .prop_filter("no program", |argv| !argv[0].is_empty());
+        let env =
+            proptest::collection::btree_map("[A-Za-z_][A-Za-z0-9_]{0,8}", "[^\u{0}]{0,16}", 0..3)
+                .prop_map(|vars| {
+                    vars.into_iter()
+                        .map(|(name, value)| EnvVar {
+                            name,
+                            value: Some(value),
+                            value_from: None,
+                        })
+                        .collect()
+                });
+        let spec = (
+            (
+                proptest::sample::select(DesiredPhase::ALL.to_vec()),
+                dns_label(),
+                dns_label(),
+            ),
+            "[a-z0-9][a-z0-9./:@_-]{0,30}",
+            proptest::option::of(command),
+            (any::<bool>(), proptest::option::of(no_control(1, 40))),
+            (
+                proptest::option::of(engine()),
+                proptest::option::of(normal_path()),
+            ),
+            env,
+        )
+            .prop_map(
+                |((phase, role, agent), image, command, (resume, id), (engine, dir), env)| {
+                    InstanceSpec {
+                        phase,
+                        role: RoleRef {
+                            name: role,
+                            source: None,
+                        },
+                        agent,
+                        image: Some(image),
+                        command,
+                        resume,
+                        conversation_id: id,
+                        engine,
+                        working_dir: dir,
+                        env,
+                        ..Default::default()
+                    }
+                },
+            );
+        (metadata(), spec).prop_map(|(metadata, spec)| {
+            Object::Instance(Box::new(Instance {
+                api_version: API_VERSION.into(),
+                kind: Instance::KIND.into(),
+                metadata,
+                spec,
+                status: None,
+            }))
+        })
+    }
+
+    fn workspace() -> impl Strategy<Value = Object> {
+        let policy =
+            proptest::sample::select(vec![ExitPolicy::Ask, ExitPolicy::Keep, ExitPolicy::Clean]);
+        let roles =
+            proptest::collection::btree_map(dns_label(), "[a-z0-9][a-z0-9./:@_-]{0,20}", 0..3)
+                .prop_map(|roles| {
+                    roles
+                        .into_iter()
+                        .map(|(name, image)| WorkspaceRole {
+                            name,
+                            source: None,
+                            image: Some(image),
+                        })
+                        .collect()
+                });
+        let spec = (
+            (policy, proptest::option::of(any::<u32>()), roles),
+            (
+                proptest::option::of(engine()),
+                proptest::option::of(normal_path()),
+            ),
+            proptest::collection::btree_map(any::<String>(), any::<bool>(), 0..3),
+            (
+                proptest::option::of(any::<bool>()),
+                proptest::option::of("[1-9][0-9]?[smh]"),
+            ),
+        )
+            .prop_map(
+                |((exit_policy, max, roles), (engine, dir), settings, (save, after))| {
+                    WorkspaceSpec {
+                        exit_policy,
+                        keep: KeepPolicy { max },
+                        roles,
+                        engine,
+                        working_dir: dir,
+                        agent_settings: settings,
+                        save_conversations: save,
+                        needs_you_after: after,
+                        ..Default::default()
+                    }
+                },
+            );
+        (metadata(), spec).prop_map(|(metadata, spec)| {
+            Object::Workspace(Box::new(Workspace {
+                api_version: API_VERSION.into(),
+                kind: Workspace::KIND.into(),
+                metadata,
+                spec,
+            }))
+        })
+    }
+
+    fn object() -> impl Strategy<Value = Object> {
+        prop_oneof![instance(), workspace()]
+    }
+
+    /// The rules an object breaks, as an apply checks them.
+    fn broken_rules(obj: &Object) -> Vec<FieldError> {
+        let checked = match obj {
+            Object::Instance(i) => validate::instance(i),
+            Object::Workspace(w) => validate::workspace(w),
+            Object::Agent(a) => validate::agent(a),
+        };
+        let names = validate::operator_input(obj.metadata(), obj.engine());
+        [checked, names]
+            .into_iter()
+            .filter_map(Result::err)
+            .flatten()
+            .collect()
+    }
+
+    fn to_value(obj: &Object) -> serde_json::Value {
+        match obj {
+            Object::Instance(i) => serde_json::to_value(i),
+            Object::Workspace(w) => serde_json::to_value(w),
+            Object::Agent(a) => serde_json::to_value(a),
+        }
+        .unwrap()
+    }
+
+    fn to_yaml(obj: &Object) -> String {
+        match obj {
+            Object::Instance(i) => serde_saphyr::to_string(i),
+            Object::Workspace(w) => serde_saphyr::to_string(w),
+            Object::Agent(a) => serde_saphyr::to_string(a),
+        }
+        .unwrap()
+    }
+
+    /// The document with its `kind` last, as an operator may write it:
+    /// read with care rather than in one pass.
+    fn kind_last(obj: &Object) -> String {
+        let mut value = to_value(obj);
+        let kind = value.as_object_mut().unwrap().remove("kind").unwrap();
+        let mut text = serde_saphyr::to_string(&value).unwrap();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text + &format!("kind: {}\n", kind.as_str().unwrap())
+    }
+
+    /// Documents as `jackin get -o yaml` joins them; with the file's line
+    /// before each document.
+    fn stream(docs: &[String]) -> (String, Vec<usize>) {
+        let mut text = String::new();
+        let mut offsets = Vec::new();
+        for (i, doc) in docs.iter().enumerate() {
+            if i > 0 {
+                text.push_str("---\n");
+            }
+            offsets.push(text.lines().count());
+            text.push_str(doc);
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+        (text, offsets)
+    }
+
+    /// An invalid value for a field every object of its kind has or can
+    /// have, the field's path, and the value as it is written.
+    fn broken(obj: &mut Object, which: prop::sample::Index) -> (&'static str, &'static str) {
+        match obj {
+            Object::Instance(i) => {
+                let choices = [
+                    ("metadata.name", "Not_A_Name"),
+                    ("spec.workingDir", "relative/dir"),
+                    ("spec.agent", "no agent"),
+                    ("spec.image", "-image"),
+                ];
+                let (path, value) = choices[which.index(choices.len())];
+                match path {
+                    "metadata.name" => i.metadata.name = value.into(),
+                    "spec.workingDir" => i.spec.working_dir = Some(value.into()),
+                    "spec.agent" => i.spec.agent = value.into(),
+                    _ => i.spec.image = Some(value.into()),
+                }
+                (path, value)
+            }
+            Object::Workspace(w) => {
+                let choices = [
+                    ("metadata.name", "Not_A_Name"),
+                    ("spec.workingDir", "relative/dir"),
+                    ("spec.needsYouAfter", "0s"),
+                    ("spec.provider", "No_Provider"),
+                ];
+                let (path, value) = choices[which.index(choices.len())];
+                match path {
+                    "metadata.name" => w.metadata.name = value.into(),
+                    "spec.workingDir" => w.spec.working_dir = Some(value.into()),
+                    "spec.needsYouAfter" => w.spec.needs_you_after = Some(value.into()),
+                    _ => w.spec.provider = Some(value.into()),
+                }
+                (path, value)
+            }
+            Object::Agent(_) => unreachable!("no agents are made here"),
+        }
+    }
+
+    /// The text of `line` (1-based) of `text` from `column` (1-based, in
+    /// characters) on.
+    fn at(text: &str, line: usize, column: usize) -> String {
+        let line = text.lines().nth(line - 1).unwrap_or_default();
+        line.chars().skip(column - 1).collect()
+    }
+
+    /// Text a manifest may be, or be near: any text, YAML's own marks and
+    /// words, and a valid manifest edited at random (text put in, taken
+    /// out, lines swapped), which the careful reading's errors come from.
+    fn near_manifest() -> impl Strategy<Value = String> {
+        let token = prop_oneof![
+            proptest::sample::select(vec![
+                "---",
+                "...",
+                ": ",
+                "- ",
+                "\n",
+                "\n  ",
+                "\r\n",
+                "\r",
+                "\t",
+                "#",
+                "{",
+                "}",
+                "[",
+                "]",
+                ",",
+                "\"",
+                "'",
+                "&a ",
+                "*a",
+                "!!str ",
+                "? ",
+                "|\n",
+                ">-\n",
+                "kind",
+                "Instance",
+                "Workspace",
+                "Agent",
+                "List",
+                "items",
+                "spec",
+                "metadata",
+                "name",
+                "apiVersion",
+                "jackin.dev/v1alpha1",
+                "~",
+                "null",
+                "0x1F",
+                "-.inf",
+                "\u{feff}",
+                "\u{85}",
+                "\u{2028}",
+            ])
+            .prop_map(str::to_owned),
+            "[a-z0-9 ]{1,6}",
+            any::<char>().prop_map(String::from),
+        ];
+        let soup = proptest::collection::vec(token, 0..40).prop_map(|t| t.concat());
+        let edited = (
+            proptest::collection::vec(object(), 1..3),
+            any::<prop::sample::Index>(),
+            any::<prop::sample::Index>(),
+            prop_oneof![
+                proptest::collection::vec(any::<char>(), 0..4)
+                    .prop_map(|c| c.into_iter().collect()),
+                "[:\\-#{}\\[\\]\"' \n]{1,3}",
+            ],
+        )
+            .prop_map(|(objects, from, to, put)| {
+                let docs: Vec<String> = objects.iter().map(to_yaml).collect();
+                let chars: Vec<char> = stream(&docs).0.chars().collect();
+                let (from, to) = (from.index(chars.len() + 1), to.index(chars.len() + 1));
+                let (from, to) = (from.min(to), from.max(to).min(from + 8));
+                let mut edited: String = chars[..from].iter().collect();
+                edited.push_str(&put);
+                edited.extend(&chars[to..]);
+                edited
+            });
+        prop_oneof![any::<String>(), soup, edited]
+    }
+
+    /// A failing case is not saved to a file beside the source: the shrunk
+    /// input it prints is made a named example test instead, which says why
+    /// it matters (and CI's clean clone would lose the file anyway).
+    fn config() -> ProptestConfig {
+        ProptestConfig {
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    proptest! {
+        // Each case reads up to three whole objects, some twice over (the
+        // careful reading, the errors'): 64 cases keep these near a second
+        // each on two shared cores.
+        #![proptest_config(ProptestConfig { cases: 64, ..config() })]
+
+        /// Valid objects, as `jackin get -o yaml` prints them (documents
+        /// joined by `---`), read back as themselves, kind first or last,
+        /// and whatever a file's line ends (`\r\n`, or a lone `\r`).
+        #[test]
+        fn objects_as_get_prints_them_read_back(
+            objects in proptest::collection::vec((object(), any::<bool>()), 1..4),
+            line_end in proptest::sample::select(vec!["\n", "\r\n", "\r"]),
+        ) {
+            let docs: Vec<String> = objects
+                .iter()
+                .map(|(obj, last)| match last {
+                    true => kind_last(obj),
+                    false => to_yaml(obj),
+                })
+                .collect();
+            let text = stream(&docs).0.replace('\n', line_end);
+            let objects: Vec<Object> = objects.into_iter().map(|(obj, _)| obj).collect();
+            for obj in &objects {
+                prop_assert_eq!(broken_rules(obj), vec![], "made invalid: {:?}", obj);
+            }
+            let read = parse("f.yaml", &text);
+            prop_assert_eq!(read.as_ref(), Ok(&objects), "{}", text);
+        }
+
+        /// Valid objects as `jackin get -o json` prints them (one as
+        /// itself, several as a `List`) read back as themselves.
+        #[test]
+        fn objects_as_get_prints_them_in_json_read_back(
+            objects in proptest::collection::vec(object(), 1..4),
+        ) {
+            let values: Vec<serde_json::Value> = objects.iter().map(to_value).collect();
+            let text = match values.as_slice() {
+                [one] => serde_json::to_string_pretty(one),
+                _ => serde_json::to_string_pretty(
+                    &serde_json::json!({"apiVersion": "v1", "kind": "List", "items": values}),
+                ),
+            }
+            .unwrap();
+            // serde_json writes DEL and the C1 controls raw in a string, as
+            // JSON allows, and serde-saphyr 2.2 refuses them there (YAML
+            // 1.2 takes them in a quoted scalar): such a value, printed by
+            // `get -o json`, does not apply back. Left out here until the
+            // output escapes them or the parser takes them.
+            prop_assume!(!text.contains(|c| ('\u{7f}'..='\u{9f}').contains(&c)));
+            prop_assert_eq!(parse("f.json", &text), Ok(objects));
+        }
+
+        /// A field no kind has is named, at its key, in whichever document
+        /// of the file it is, however the document is read.
+        #[test]
+        fn an_unknown_field_is_named_at_its_key(
+            objects in proptest::collection::vec(object(), 1..4),
+            target in any::<prop::sample::Index>(),
+            section in proptest::sample::select(vec!["metadata", "spec"]),
+            key in "zz[a-zA-Z]{0,8}",
+            kind_first in any::<bool>(),
+        ) {
+            let target = target.index(objects.len());
+            let mut docs: Vec<String> = objects.iter().map(to_yaml).collect();
+            if !kind_first {
+                docs[target] = kind_last(&objects[target]);
+            }
+            let mut lines: Vec<String> = docs[target].lines().map(str::to_owned).collect();
+            let below = lines.iter().position(|l| *l == format!("{section}:")).unwrap() + 1;
+            lines.insert(below, format!("  {key}: x"));
+            docs[target] = lines.join("\n") + "\n";
+            let (text, offsets) = stream(&docs);
+            let errors = parse("f.yaml", &text).unwrap_err();
+            prop_assert_eq!(errors.len(), 1, "{:?}\n{}", errors, text);
+            let err = &errors[0];
+            prop_assert_eq!(err.field.clone(), Some(format!("{section}.{key}")));
+            prop_assert!(err.message.contains("unknown field"), "{}", err);
+            prop_assert_eq!((err.line, err.column), (offsets[target] + below + 1, 3), "{}", text);
+        }
+
+        /// A value an object may not have is named by its field and placed
+        /// at the value, in whichever document it is.
+        #[test]
+        fn a_bad_value_is_named_at_its_place(
+            mut objects in proptest::collection::vec(object(), 1..4),
+            target in any::<prop::sample::Index>(),
+            which in any::<prop::sample::Index>(),
+            kind_first in any::<bool>(),
+        ) {
+            let target = target.index(objects.len());
+            let (path, value) = broken(&mut objects[target], which);
+            let docs: Vec<String> = objects
+                .iter()
+                .enumerate()
+                .map(|(i, obj)| match i == target && !kind_first {
+                    true => kind_last(obj),
+                    false => to_yaml(obj),
+                })
+                .collect();
+            let (text, offsets) = stream(&docs);
+            let errors = parse("f.yaml", &text).unwrap_err();
+            prop_assert_eq!(errors.len(), 1, "{:?}\n{}", errors, text);
+            let err = &errors[0];
+            prop_assert_eq!(err.field.as_deref(), Some(path));
+            let doc_lines = offsets[target]..offsets[target] + docs[target].lines().count() + 1;
+            prop_assert!(doc_lines.contains(&err.line), "{} not in {:?}", err, doc_lines);
+            let there = at(&text, err.line, err.column);
+            prop_assert!(
+                there.trim_start_matches(['"', '\'']).starts_with(value),
+                "{} points at {:?}", err, there
+            );
+        }
+
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        /// YAML's lines are `str::lines` where no `\r` stands alone, and
+        /// a lone `\r` ends one as `\n` does.
+        #[test]
+        fn yaml_lines_end_where_yaml_ends_them(text in "[a\r\n]{0,12}") {
+            let yaml: Vec<&str> = yaml_lines(&text).collect();
+            let lone = text.replace("\r\n", "").contains('\r');
+            if !lone {
+                prop_assert_eq!(&yaml, &text.lines().collect::<Vec<_>>());
+            }
+            let as_lf = text.replace("\r\n", "\n").replace('\r', "\n");
+            prop_assert_eq!(yaml, as_lf.lines().collect::<Vec<_>>());
+        }
+
+        /// Any text is read without a panic, and every error it gets
+        /// names the file and points inside it: a line of the file (lines
+        /// end as YAML ends them, a lone `\r` too), a column of that line
+        /// or just past its end, or the end of the text, where an unclosed
+        /// bracket or quote is found (or, where the parser knows no place,
+        /// 0:0).
+        #[test]
+        fn every_error_points_inside_the_text(text in near_manifest()) {
+            // The end of the text as the start of a line after it, as
+            // when the text ends with a line break.
+            let breaks = text.replace("\r\n", "\n") + "\n";
+            let lines: Vec<&str> = breaks.split(['\r', '\n']).collect();
+            let Err(errors) = parse("f.yaml", &text) else {
+                return Ok(());
+            };
+            prop_assert!(!errors.is_empty());
+            for err in &errors {
+                prop_assert_eq!(err.source.as_str(), "f.yaml");
+                prop_assert!(err.field.as_ref().is_none_or(|f| !f.is_empty()), "{}", err);
+                if (err.line, err.column) == (0, 0) {
+                    continue;
+                }
+                let line = lines.get(err.line.wrapping_sub(1));
+                let count = lines.len();
+                prop_assert!(line.is_some(), "{} is past the {} lines of {:?}", err, count, text);
+                let width = line.unwrap().chars().count();
+                prop_assert!(
+                    (1..=width + 1).contains(&err.column),
+                    "{} is past the {} characters of its line in {:?}", err, width, text
+                );
+            }
+        }
     }
 }

@@ -421,3 +421,260 @@ mod tests {
         assert_eq!(resolve(&inputs).unwrap().host, DEFAULT_HOST);
     }
 }
+
+/// Properties of reading an engine's address (`spec.engine`, `DOCKER_HOST`,
+/// a context's `meta.json`): an address that is taken names the engine it
+/// was given, and anything else is an error, never a panic.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A configuration directory of one test: no `config.json`, and no
+    /// context but those the test writes. (One per test, not per case:
+    /// making and removing a directory was most of a case's time.)
+    fn no_contexts() -> (tempfile::TempDir, Inputs) {
+        let dir = tempfile::tempdir().unwrap();
+        let inputs = Inputs {
+            config_dir: Some(dir.path().to_owned()),
+            ..Default::default()
+        };
+        (dir, inputs)
+    }
+
+    /// A unix address under `dir`, where nothing is yet (an engine not
+    /// started): each part of its path any character but `/`, a space or
+    /// a control one.
+    fn unix_address(dir: &Path) -> impl Strategy<Value = String> + use<> {
+        let dir = dir.display().to_string();
+        let part =
+            "[a-zA-Z0-9._:@%+=,~éß漢-]{1,12}".prop_filter("a step up", |p| p != "." && p != "..");
+        proptest::collection::vec(part, 1..5)
+            .prop_map(move |parts| format!("unix://{dir}/{}", parts.join("/")))
+            .prop_filter("longer than a socket's path", |a| {
+                a.len() - "unix://".len() <= 107
+            })
+    }
+
+    /// A tcp address: a host name, an IPv4 or a bracketed IPv6 address, a
+    /// port from 1 to 65535, and maybe the trailing `/` the CLI accepts.
+    fn tcp_address() -> impl Strategy<Value = String> {
+        let label = "[a-zA-Z0-9]([a-zA-Z0-9-]{0,10}[a-zA-Z0-9])?";
+        let host = prop_oneof![
+            proptest::collection::vec(label, 1..5).prop_map(|labels| labels.join(".")),
+            any::<std::net::Ipv4Addr>().prop_map(|ip| ip.to_string()),
+            any::<std::net::Ipv6Addr>().prop_map(|ip| format!("[{ip}]")),
+        ];
+        (host, 1u32..=65_535, proptest::option::of(Just("/")))
+            .prop_map(|(host, port, slash)| format!("tcp://{host}:{port}{}", slash.unwrap_or("")))
+    }
+
+    /// An address no engine can have, with the error it must be refused
+    /// with: a scheme jackin does not speak, ssh, a port out of range or
+    /// missing, a host that is none, a relative or too long socket path, a
+    /// space or a control character.
+    fn unusable_address() -> impl Strategy<Value = (String, &'static str)> {
+        let any_rest = "[^\u{0}]{0,20}";
+        let other_scheme = ("[a-z][a-z0-9+.-]{0,8}", any_rest)
+            .prop_filter("a scheme jackin speaks", |(scheme, _)| {
+                !["unix", "tcp", "ssh"].contains(&scheme.as_str())
+            })
+            .prop_map(|(scheme, rest)| format!("{scheme}://{rest}"));
+        let bad_port = prop_oneof![
+            Just("0".to_owned()),
+            (65_536u32..1_000_000).prop_map(|port| port.to_string()),
+            "[+-][0-9]{1,4}|[a-z]{1,5}|",
+        ];
+        // Empty, a label that starts or ends with `-` or holds a `_`, an
+        // empty label, brackets around no IPv6 address.
+        let bad_host = "|-[a-z]{1,5}|[a-z]{1,5}-|[a-z]{0,3}_[a-z]{0,3}|[a-z]{1,3}\\.\\.[a-z]{1,3}\
+                        |\\[[0-9a-z:]{0,9}\\]"
+            .prop_filter("a valid IPv6 address", |host| {
+                let v6 = host.trim_start_matches('[').trim_end_matches(']');
+                !host.starts_with('[') || v6.parse::<std::net::Ipv6Addr>().is_err()
+            });
+        let with_a_space_or_control = (
+            "(unix:///|tcp://)[a-z]{0,5}",
+            "[ \t\n\r\u{0}\u{1b}\u{85}\u{a0}\u{2028}]",
+            "[a-z]{0,5}(:2375)?",
+        )
+            .prop_map(|(start, bad, end)| format!("{start}{bad}{end}"));
+        prop_oneof![
+            other_scheme.prop_map(|a| (a, "unsupported")),
+            any_rest.prop_map(|rest| (format!("ssh://{rest}"), "ssh")),
+            ("[a-z0-9.]{1,20}", bad_port)
+                .prop_map(|(host, port)| (format!("tcp://{host}:{port}"), "invalid")),
+            "tcp://[a-z0-9.]{0,20}".prop_map(|a| (a, "invalid")),
+            bad_host.prop_map(|host| (format!("tcp://{host}:2375"), "invalid")),
+            "unix://[a-z.][a-z/.]{0,20}".prop_map(|a| (a, "invalid")),
+            (108usize..300).prop_map(|n| (format!("unix:///{}", "s".repeat(n - 1)), "invalid")),
+            with_a_space_or_control.prop_map(|a| (a, "invalid")),
+        ]
+    }
+
+    /// Any text as `spec.engine`, often after a scheme.
+    fn engine_text() -> impl Strategy<Value = String> {
+        let scheme = [
+            "", "unix://", "unix:///", "tcp://", "ssh://", "http://", "://",
+        ];
+        let rest = prop_oneof![
+            any::<String>(),
+            "[a-z0-9.:/\\[\\]-]{0,30}",
+            Just("default".to_owned()),
+        ];
+        (proptest::sample::select(scheme.to_vec()), rest)
+            .prop_map(|(scheme, rest)| format!("{scheme}{rest}"))
+    }
+
+    /// A context's `meta.json`: naming an address an engine can have, any
+    /// text as the address, or any bytes.
+    fn meta_json() -> impl Strategy<Value = Vec<u8>> {
+        let naming = |host: String| {
+            serde_json::json!({"Endpoints": {"docker": {"Host": host}}})
+                .to_string()
+                .into_bytes()
+        };
+        prop_oneof![
+            tcp_address().prop_map(naming),
+            any::<String>().prop_map(naming),
+            proptest::collection::vec(any::<u8>(), 0..512),
+        ]
+    }
+
+    fn kind(err: &EndpointError) -> &'static str {
+        match err {
+            EndpointError::Ssh { .. } => "ssh",
+            EndpointError::Unsupported { .. } => "unsupported",
+            EndpointError::Invalid { .. } => "invalid",
+            EndpointError::NotASocket { .. } => "not a socket",
+            EndpointError::UnknownContext { .. } => "unknown context",
+            EndpointError::BadContext { .. } => "bad context",
+        }
+    }
+
+    /// A failing case is not saved to a file beside the source: the
+    /// shrunk input it prints is made a named example test instead, which
+    /// says why it matters (and CI's clean clone would lose the file
+    /// anyway).
+    fn config() -> ProptestConfig {
+        ProptestConfig {
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// An address an engine can have is taken as it was written, from
+    /// `spec.engine` and from `DOCKER_HOST` (with its TLS files when
+    /// `DOCKER_TLS_VERIFY` is set) alike.
+    #[test]
+    fn an_address_that_is_taken_names_the_engine_given() {
+        let (dir, inputs) = no_contexts();
+        let address = prop_oneof![unix_address(dir.path()), tcp_address()];
+        proptest!(config(), |(address in address, tls in any::<bool>())| {
+            let named = resolve_named(&inputs, Some(&address));
+            let expected = Endpoint {
+                host: address.clone(),
+                tls: None,
+                source: "spec.engine".into(),
+            };
+            prop_assert_eq!(named, Ok(expected));
+            let from_env = Inputs {
+                docker_host: Some(address.clone()),
+                tls_verify: tls.then(|| "1".to_owned()),
+                cert_path: Some("/certs".into()),
+                ..inputs.clone()
+            };
+            let expected = Endpoint {
+                host: address,
+                tls: tls.then(|| TlsFiles::in_dir(Path::new("/certs"))),
+                source: "DOCKER_HOST".into(),
+            };
+            prop_assert_eq!(resolve(&from_env), Ok(expected));
+        });
+    }
+
+    /// An address no engine can have is refused, as a fault of the
+    /// address, wherever it was read.
+    #[test]
+    fn an_address_no_engine_can_have_is_refused() {
+        let (_dir, inputs) = no_contexts();
+        proptest!(config(), |((address, refused) in unusable_address())| {
+            let named = resolve_named(&inputs, Some(&address));
+            prop_assert_eq!(named.as_ref().map_err(kind).err(), Some(refused), "{:?}", named);
+            let from_env = Inputs {
+                docker_host: Some(address),
+                ..inputs.clone()
+            };
+            prop_assert_eq!(resolve(&from_env).map_err(|e| kind(&e)).err(), Some(refused));
+        });
+    }
+
+    /// Any text as `spec.engine` is refused or taken as given: an address
+    /// as it was written, `default` as the default socket; with no context
+    /// there, nothing else.
+    #[test]
+    fn any_engine_is_refused_or_taken_as_given() {
+        let (_dir, inputs) = no_contexts();
+        proptest!(config(), |(engine in engine_text())| {
+            match resolve_named(&inputs, Some(&engine)) {
+                Ok(endpoint) if engine.contains("://") => {
+                    prop_assert_eq!(&endpoint.host, &engine);
+                    prop_assert!(engine.starts_with("unix://") || engine.starts_with("tcp://"));
+                    prop_assert_eq!(jackin_api::validate::engine_address(&engine), Ok(()));
+                }
+                Ok(endpoint) => {
+                    prop_assert_eq!(engine.as_str(), "default");
+                    prop_assert_eq!(endpoint.host.as_str(), DEFAULT_HOST);
+                }
+                Err(err) if !engine.contains("://") => {
+                    prop_assert!(matches!(err, EndpointError::UnknownContext { .. }), "{}", err);
+                }
+                Err(err) => prop_assert!(!err.to_string().is_empty()),
+            }
+        });
+    }
+
+    /// A context, whatever its name, names the engine its `meta.json`
+    /// says, when that is an address an engine can have; any other
+    /// `meta.json` is refused, and says where it is.
+    #[test]
+    fn a_context_names_the_engine_its_meta_says() {
+        let (dir, inputs) = no_contexts();
+        let name = "[a-zA-Z0-9][a-zA-Z0-9_.+-]{0,40}".prop_filter("default", |n| n != "default");
+        proptest!(config(), |(name in name, meta in meta_json())| {
+            let meta_dir = dir
+                .path()
+                .join("contexts/meta")
+                .join(sha256_hex(name.as_bytes(), 32));
+            std::fs::create_dir_all(&meta_dir).unwrap();
+            std::fs::write(meta_dir.join("meta.json"), &meta).unwrap();
+            let host = serde_json::from_slice::<serde_json::Value>(&meta)
+                .ok()
+                .and_then(|m| m["Endpoints"]["docker"]["Host"].as_str().map(str::to_owned));
+            let named = resolve_named(&inputs, Some(&name));
+            let from_env = resolve(&Inputs {
+                context: Some(name.clone()),
+                ..inputs.clone()
+            });
+            match (host, &named) {
+                (None, Err(EndpointError::BadContext { path, .. })) => {
+                    prop_assert!(path.ends_with("meta.json"), "{}", path);
+                }
+                (None, _) => prop_assert!(false, "a meta.json without a host read as {:?}", named),
+                (Some(host), Ok(endpoint)) => {
+                    prop_assert_eq!(&endpoint.host, &host);
+                    prop_assert_eq!(jackin_api::validate::engine_address(&host), Ok(()));
+                }
+                (Some(host), Err(err)) => {
+                    let usable = jackin_api::validate::engine_address(&host).is_ok();
+                    let taken = host.starts_with("tcp://") && usable;
+                    prop_assert!(!taken, "{} refused: {}", host, err);
+                }
+            }
+            // Named by `DOCKER_CONTEXT`, the same engine or the same fault.
+            let host_or_fault =
+                |read: Result<Endpoint, EndpointError>| read.map(|e| e.host).map_err(|e| kind(&e));
+            prop_assert_eq!(host_or_fault(named), host_or_fault(from_env));
+        });
+    }
+}

@@ -738,3 +738,355 @@ mod tests {
         assert_eq!(last_line(&[b'x'; 1000]).len(), MAX_ERROR_CHARS);
     }
 }
+
+/// Properties of the start report's reading ([`parse_report`]) and of
+/// [`last_line`]: what the wrapper writes reads back, and what the agent
+/// may have written instead is never taken for more than it is.
+#[cfg(test)]
+mod properties {
+    use super::{
+        Fallback, MAX_ERROR_CHARS, StartKind, StartReport, is_stamp, last_line, parse_report,
+    };
+    use proptest::prelude::*;
+
+    /// One start as the wrapper reports it (`entry.sh`): each rung that
+    /// fell back, then the rung tried last, if it had got that far.
+    #[derive(Debug, Clone)]
+    struct Start {
+        stamp: String,
+        fallbacks: Vec<FellBack>,
+        last_try: Option<Try>,
+        /// Written by a wrapper from before `settles` and the windows.
+        older: bool,
+    }
+
+    /// A rung tried: its kind, the word the plan names it by, the second
+    /// from which it settles.
+    #[derive(Debug, Clone, Copy)]
+    struct Try {
+        rung: StartKind,
+        word: &'static str,
+        settles: i64,
+    }
+
+    /// A rung tried that exited non-zero in its grace period, with the
+    /// seconds it ran.
+    #[derive(Debug, Clone, Copy)]
+    struct FellBack {
+        tried: Try,
+        code: u8,
+        window: (i64, i64),
+    }
+
+    impl Start {
+        /// The report's lines, as the wrapper's `printf`s write them.
+        fn lines(&self) -> Vec<String> {
+            let mut lines = vec![format!("start {}", self.stamp)];
+            for fell in &self.fallbacks {
+                let (word, code, (t0, t1)) = (fell.tried.word, fell.code, fell.window);
+                lines.push(self.try_line(fell.tried));
+                lines.push(match self.older {
+                    true => format!("fallback {word} {code}"),
+                    false => format!("fallback {word} {code} {t0} {t1}"),
+                });
+            }
+            if let Some(tried) = self.last_try {
+                lines.push(self.try_line(tried));
+            }
+            lines
+        }
+
+        fn try_line(&self, tried: Try) -> String {
+            match self.older {
+                true => format!("try {}", tried.word),
+                false => format!("try {} {}", tried.word, tried.settles),
+            }
+        }
+
+        /// What jackin must read of it.
+        fn report(&self, modified: Option<String>) -> StartReport {
+            let tried = self.last_try.or(self.fallbacks.last().map(|f| f.tried));
+            StartReport {
+                stamp: self.stamp.clone(),
+                fallbacks: self
+                    .fallbacks
+                    .iter()
+                    .map(|fell| Fallback {
+                        rung: fell.tried.rung,
+                        exit_code: i64::from(fell.code),
+                        error: error_of(fell.tried.rung),
+                        window: (!self.older).then_some(fell.window),
+                    })
+                    .collect(),
+                started: tried.map(|t| t.rung),
+                settles_at: tried.filter(|_| !self.older).map(|t| t.settles),
+                modified,
+            }
+        }
+    }
+
+    /// The last line of a rung's standard error, as the test's reader of
+    /// the wrapper's files has it.
+    fn error_of(rung: StartKind) -> String {
+        format!("the last words of {rung}")
+    }
+
+    fn read(text: &str, modified: Option<String>) -> Option<StartReport> {
+        parse_report(text, modified, error_of)
+    }
+
+    /// A rung, by the word a plan names it: the one jackin writes now, or
+    /// the one an older jackin wrote (`continued-latest`).
+    fn rung() -> impl Strategy<Value = (StartKind, &'static str)> {
+        let mut words: Vec<(StartKind, &'static str)> =
+            StartKind::ALL.iter().map(|&k| (k, k.as_str())).collect();
+        words.push((StartKind::ContinueRequested, "continued-latest"));
+        proptest::sample::select(words)
+    }
+
+    fn second() -> impl Strategy<Value = i64> {
+        0i64..4_102_444_800
+    }
+
+    fn start() -> impl Strategy<Value = Start> {
+        // `$(date +%s)-` and the kernel's uuid, or the shell's pid.
+        let stamp =
+            "[0-9]{1,11}-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9]{1,7})";
+        let tried = || {
+            (rung(), second()).prop_map(|((rung, word), settles)| Try {
+                rung,
+                word,
+                settles,
+            })
+        };
+        let fallback =
+            (tried(), 1u8..=255, second(), 0i64..30).prop_map(|(tried, code, t0, ran)| FellBack {
+                tried,
+                code,
+                window: (t0, t0 + ran),
+            });
+        let last_try = proptest::option::of(tried());
+        (
+            stamp,
+            proptest::collection::vec(fallback, 0..5),
+            last_try,
+            any::<bool>(),
+        )
+            .prop_map(|(stamp, fallbacks, last_try, older)| Start {
+                stamp,
+                fallbacks,
+                last_try,
+                older,
+            })
+    }
+
+    /// A word the wrapper never writes as a rung.
+    fn unknown_rung() -> impl Strategy<Value = String> {
+        "[a-zA-Z:-]{0,20}".prop_filter("a rung", |w| StartKind::parse(w).is_none())
+    }
+
+    /// A line the wrapper never writes, and that says nothing: another
+    /// first word, a start without a stamp, a fallback of no rung or
+    /// without a number for its code.
+    fn junk_line() -> impl Strategy<Value = String> {
+        let tail = "( [^\r\n]{0,30})?";
+        prop_oneof![
+            ("[^ \r\n]{0,12}", tail)
+                .prop_filter("a word the wrapper writes", |(word, _)| {
+                    !["start", "try", "fallback"].contains(&word.as_str())
+                })
+                .prop_map(|(word, tail)| word + &tail),
+            "start( ([^ \r\n]*[^a-zA-Z0-9 \r\n-][^ \r\n]*|[a-z0-9-]{65,80}|)|( [a-z0-9-]{1,9}){2,3})",
+            (unknown_rung(), tail).prop_map(|(rung, tail)| format!("fallback {rung} 1{tail}")),
+            (rung(), "([a-z.+]{0,5}|[0-9]+\\.[0-9])", tail)
+                .prop_map(|((_, word), code, tail)| format!("fallback {word} {code}{tail}")),
+            rung().prop_map(|(_, word)| format!("fallback {word}")),
+            Just("fallback".to_owned()),
+        ]
+    }
+
+    /// Text made of the report's own words, so that lines come close to
+    /// the ones the reader takes.
+    fn report_like_text() -> impl Strategy<Value = String> {
+        let word = prop_oneof![
+            proptest::sample::select(vec![
+                "start",
+                "try",
+                "fallback",
+                "",
+                "-1",
+                "9223372036854775808"
+            ])
+            .prop_map(str::to_owned),
+            rung().prop_map(|(_, word)| word.to_owned()),
+            "[0-9]{1,20}",
+            "[a-z0-9-]{1,70}",
+            "[^\n]{0,8}",
+        ];
+        let line = proptest::collection::vec(word, 0..6).prop_map(|words| words.join(" "));
+        proptest::collection::vec(line, 0..12).prop_map(|lines| lines.join("\n"))
+    }
+
+    /// A terminal sequence, as agents print them: colours and cursor moves
+    /// (`ESC [`, or the one-character CSI), window titles and links (`ESC ]`
+    /// to BEL or `ESC \`), character sets (`ESC ( B`), two-byte escapes.
+    fn sequence() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "(\u{1b}\\[|\u{9b})[0-9;?<=>]{0,8}[ -/]{0,2}[@-~]",
+            "\u{1b}[\\]P_^][ -~]{0,20}(\u{7}|\u{1b}\\\\)",
+            "\u{1b}[ -/]{1,2}[0-~]",
+            "\u{1b}[0-9=>78DEHMZc]",
+        ]
+    }
+
+    /// Printable text, wide characters and accents included, shorter than
+    /// the cap.
+    fn printable(max: usize) -> impl Strategy<Value = String> {
+        proptest::string::string_regex(&format!("[ -~àé漢字🙂\u{a0}]{{0,{max}}}")).unwrap()
+    }
+
+    /// `text` with each of `sequences` put in before the character its
+    /// index picks.
+    fn interleaved(text: &str, sequences: &[(prop::sample::Index, String)]) -> String {
+        let mut chars: Vec<String> = text.chars().map(String::from).collect();
+        for (at, sequence) in sequences {
+            let at = at.index(chars.len() + 1);
+            chars.insert(at, sequence.clone());
+        }
+        chars.concat()
+    }
+
+    proptest! {
+        // A failing case is not saved to a file beside the source: the
+        // shrunk input it prints is made a named example test instead,
+        // which says why it matters (and CI's clean clone would lose the
+        // file anyway).
+        #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// A report as the wrapper writes it reads back as the start it
+        /// tells, each failed rung's error asked for once; of a report
+        /// holding two starts (the container started again), the last.
+        #[test]
+        fn a_report_the_wrapper_writes_reads_back(
+            earlier in proptest::option::of(start()),
+            start in start(),
+            modified in proptest::option::of("[0-9]{1,20}"),
+        ) {
+            let mut lines = earlier.map(|e| e.lines()).unwrap_or_default();
+            lines.extend(start.lines());
+            let text = lines.join("\n") + "\n";
+            let mut asked = Vec::new();
+            let read = parse_report(&text, modified.clone(), |rung| {
+                asked.push(rung);
+                error_of(rung)
+            });
+            let expected = start.report(modified);
+            prop_assert_eq!(read.as_ref(), Some(&expected), "{}", text);
+            let fell_back: Vec<StartKind> = expected.fallbacks.iter().map(|f| f.rung).collect();
+            prop_assert!(asked.ends_with(&fell_back), "asked {:?}", asked);
+        }
+
+        /// A line the wrapper never writes changes nothing, wherever the
+        /// agent put it, and line ends of either kind read alike.
+        #[test]
+        fn lines_the_wrapper_never_writes_are_skipped(
+            start in start(),
+            junk in proptest::collection::vec((any::<prop::sample::Index>(), junk_line()), 1..6),
+            crlf in any::<bool>(),
+        ) {
+            let mut lines = start.lines();
+            for (at, line) in junk {
+                let at = at.index(lines.len() + 1);
+                lines.insert(at, line);
+            }
+            let text = lines.join(if crlf { "\r\n" } else { "\n" });
+            prop_assert_eq!(read(&text, None), Some(start.report(None)), "{}", text);
+        }
+
+        /// A `try` naming no rung jackin knows leaves the rung started
+        /// unknown: never one the line did not name.
+        #[test]
+        fn a_try_of_no_known_rung_leaves_the_start_unknown(
+            start in start(),
+            rung in unknown_rung(),
+            settles in second(),
+        ) {
+            let text = format!("{}\ntry {rung} {settles}\n", start.lines().join("\n"));
+            let read = read(&text, None).expect("the start is there");
+            prop_assert_eq!(read.started, None, "{}", text);
+            prop_assert_eq!(read.fallbacks, start.report(None).fallbacks);
+        }
+
+        /// Any text is read without a panic: a report exactly when a line
+        /// starts one with a stamp, that stamp the last such, and no more
+        /// fallbacks than lines that say one.
+        #[test]
+        fn any_text_is_read_without_a_panic(
+            text in prop_oneof![any::<String>(), report_like_text()],
+        ) {
+            let starts: Vec<&str> = text
+                .lines()
+                .filter_map(|line| line.strip_prefix("start "))
+                .filter(|stamp| is_stamp(stamp))
+                .collect();
+            let read = read(&text, Some("m".into()));
+            prop_assert_eq!(read.is_some(), !starts.is_empty());
+            if let Some(report) = read {
+                prop_assert_eq!(Some(&report.stamp.as_str()), starts.last());
+                prop_assert_eq!(report.modified.as_deref(), Some("m"));
+                let said = text.lines().filter(|l| l.starts_with("fallback ")).count();
+                prop_assert!(report.fallbacks.len() <= said);
+                for fallback in &report.fallbacks {
+                    prop_assert_eq!(&fallback.error, &error_of(fallback.rung));
+                }
+            }
+        }
+
+        /// Whatever a rung printed, the line kept is printable, short and
+        /// trimmed: no control character, so no escape sequence, survives.
+        #[test]
+        fn the_last_line_is_printable_and_short(
+            output in prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..2048),
+                any::<String>().prop_map(String::into_bytes),
+                proptest::collection::vec(prop_oneof![sequence(), printable(40), "[\r\n\t\u{7f}\u{85}]"], 0..30)
+                    .prop_map(|parts| parts.concat().into_bytes()),
+            ],
+        ) {
+            let line = last_line(&output);
+            prop_assert!(!line.chars().any(char::is_control), "{:?}", line);
+            prop_assert!(line.chars().count() <= MAX_ERROR_CHARS, "{:?}", line);
+            prop_assert_eq!(line.trim(), line.as_str());
+        }
+
+        /// A terminal's sequences go whole, wherever they stand in the
+        /// line, and what they coloured or moved is what is kept; lines
+        /// after it that show nothing are passed over.
+        #[test]
+        fn sequences_go_whole_and_the_text_stays(
+            text in printable(150).prop_filter("shows nothing", |t| !t.trim().is_empty()),
+            sequences in proptest::collection::vec((any::<prop::sample::Index>(), sequence()), 0..8),
+            before in proptest::collection::vec(printable(60), 0..3),
+            after in proptest::collection::vec(prop_oneof![sequence(), "[ \t]{0,4}"], 0..3),
+        ) {
+            let mut lines = before;
+            lines.push(interleaved(&text, &sequences));
+            lines.extend(after);
+            let output = lines.join("\r\n");
+            prop_assert_eq!(last_line(output.as_bytes()), text.trim(), "{:?}", output);
+        }
+
+        /// Of a line drawn again in place (a carriage return, then the
+        /// new drawing), the last drawing is kept.
+        #[test]
+        fn of_a_line_drawn_again_the_last_drawing_is_kept(
+            drawings in proptest::collection::vec(printable(60), 0..4),
+            last in printable(150).prop_filter("shows nothing", |t| !t.trim().is_empty()),
+        ) {
+            let mut parts = drawings;
+            parts.push(last.clone());
+            let output = parts.join("\r") + "\r\n";
+            prop_assert_eq!(last_line(output.as_bytes()), last.trim());
+        }
+    }
+}
