@@ -534,11 +534,6 @@ fn has_isolated_mounts(recipe: Option<&Recipe>) -> bool {
     })
 }
 
-/// Whether a start hands logins over. Before pinning the answer is not
-/// known here (the agent's entry and the workspace join the recipe when it
-/// is pinned), so a launch always does: with nothing to forward that step
-/// does nothing. A recipe pinned before the hand-off existed forwards
-/// nothing.
 /// What writes the agent's files in the unit's home before a start, in
 /// the one writing order (docs/ARCHITECTURE.md), each writer changing only
 /// its own keys in what the one before left:
@@ -571,6 +566,11 @@ fn copies_operator_config(recipe: Option<&Recipe>) -> bool {
     })
 }
 
+/// Whether a start hands logins over. Before pinning the answer is not
+/// known here (the agent's entry and the workspace join the recipe when it
+/// is pinned), so a launch always does: with nothing to forward that step
+/// does nothing. A recipe pinned before the hand-off existed forwards
+/// nothing.
 fn forwards_credentials(recipe: Option<&Recipe>) -> bool {
     recipe.is_none_or(|recipe| {
         recipe
