@@ -264,7 +264,7 @@ async fn write_start_plan(
         ladder::fold_report(conversation, report, now);
     }
     if let Some(conversation) = status.conversation.as_mut() {
-        ladder::mint_next_id(conversation);
+        ladder::mint_next_id(conversation, || uuid::Uuid::new_v4().to_string());
     }
     let rungs = ladder::ladder(
         status

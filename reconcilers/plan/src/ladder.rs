@@ -124,13 +124,15 @@ pub fn ladder(
     rungs
 }
 
-/// Mints the id the next start's last rung gives a new conversation
-/// (`minted-anew`), for an agent that takes ids: a new one at every start,
-/// never one an earlier start may have used unseen. Made here, before the
-/// start, so that it is recorded whatever the agent prints.
-pub fn mint_next_id(conversation: &mut Conversation) {
-    conversation.next_id = (conversation.strategy == Strategy::Id && conversation.id.is_some())
-        .then(|| uuid::Uuid::new_v4().to_string());
+/// Records the id the next start's last rung gives a new conversation
+/// (`minted-anew`), for an agent that takes ids: `fresh` makes it, a new
+/// one at every start (the caller draws it at random: the planner does no
+/// I/O), so that none an earlier start may have used unseen is offered
+/// again. Made before the start, so that it is recorded whatever the agent
+/// prints.
+pub fn mint_next_id(conversation: &mut Conversation, fresh: impl FnOnce() -> String) {
+    conversation.next_id =
+        (conversation.strategy == Strategy::Id && conversation.id.is_some()).then(fresh);
 }
 
 /// The rungs the pinned agent's version is too old for, each with the
@@ -509,9 +511,9 @@ mod tests {
     fn the_last_rung_of_an_id_agent_starts_anew_under_a_minted_id() {
         let r = recipe("claude", Strategy::Id);
         let mut conv = conversation(Some("u1"), Some(StartKind::Minted));
-        mint_next_id(&mut conv);
+        mint_next_id(&mut conv, || "n1".into());
         let new_id = conv.next_id.clone().expect("minted for an id agent");
-        assert_ne!(new_id, "u1");
+        assert_eq!(new_id, "n1");
         assert_eq!(
             argvs(&ladder(&r, Some(&conv))),
             [
@@ -522,14 +524,16 @@ mod tests {
         );
         // Each start mints its own: one an earlier start may have used
         // unseen is never offered again.
-        mint_next_id(&mut conv);
-        assert_ne!(conv.next_id.as_deref(), Some(new_id.as_str()));
+        mint_next_id(&mut conv, || "n2".into());
+        assert_eq!(conv.next_id.as_deref(), Some("n2"));
         // An agent without ids has no id to renew.
         let mut codex = Conversation {
             strategy: Strategy::Latest,
             ..conversation(None, Some(StartKind::Fresh))
         };
-        mint_next_id(&mut codex);
+        mint_next_id(&mut codex, || {
+            unreachable!("an agent without ids mints none")
+        });
         assert_eq!(codex.next_id, None);
     }
 
@@ -540,7 +544,7 @@ mod tests {
         let mut r = recipe("gemini", Strategy::Id);
         r.agent.as_mut().unwrap().version = Some("0.40.1".into());
         let mut conv = conversation(Some("g1"), Some(StartKind::Minted));
-        mint_next_id(&mut conv);
+        mint_next_id(&mut conv, || "n1".into());
         assert_eq!(
             argvs(&ladder(&r, Some(&conv))),
             [
