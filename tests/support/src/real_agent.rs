@@ -613,7 +613,8 @@ impl Terminal {
     pub fn type_message(&self, words: &str) {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            let status = Command::new("tmux")
+            let status = self
+                .tmux()
                 .args(["send-keys", "-l", "-t", &self.window(), words])
                 .status()
                 .unwrap();
@@ -669,7 +670,7 @@ impl Terminal {
             vec!["send-keys", "-R", "-t", &self.window()],
             vec!["clear-history", "-t", &self.window()],
         ] {
-            let status = Command::new("tmux").args(&args).status().unwrap();
+            let status = self.tmux().args(&args).status().unwrap();
             assert!(status.success(), "tmux {args:?}");
         }
     }

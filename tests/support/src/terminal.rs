@@ -6,7 +6,10 @@ use std::time::{Duration, Instant};
 
 use super::{Home, jackin_binary, unique};
 
-/// A tmux session running one command, killed on drop.
+/// A tmux session running one command, on a tmux server of its own
+/// (`tmux -L <name>`), killed on drop. Sharing the default server raced:
+/// a server exits when its last session ends, and a test starting its
+/// terminal in that moment was told "server exited unexpectedly".
 pub struct Terminal {
     name: String,
 }
@@ -30,7 +33,7 @@ impl Terminal {
             home.operator_home().display(),
             jackin_binary().display()
         );
-        let status = Command::new("tmux")
+        let status = tmux_on(&name)
             .args([
                 "new-session",
                 "-d",
@@ -46,6 +49,11 @@ impl Terminal {
             .expect("tmux runs (Debian package tmux)");
         assert!(status.success());
         Self { name }
+    }
+
+    /// A `tmux` command addressed to this terminal's own server.
+    pub(crate) fn tmux(&self) -> Command {
+        tmux_on(&self.name)
     }
 
     /// The window that runs the command (a test may open another).
@@ -64,7 +72,7 @@ impl Terminal {
             vec!["select-window", "-t", &self.window()],
             vec!["kill-window", "-t", &aside],
         ] {
-            let status = Command::new("tmux").args(&args).status().unwrap();
+            let status = self.tmux().args(&args).status().unwrap();
             assert!(status.success(), "tmux {args:?}");
         }
     }
@@ -72,7 +80,8 @@ impl Terminal {
     /// Whether the command rang the terminal bell (tmux flags it with no
     /// client attached).
     pub fn rang(&self) -> bool {
-        let out = Command::new("tmux")
+        let out = self
+            .tmux()
             .args(["display-message", "-p", "-t", &self.window()])
             .arg("#{window_bell_flag}")
             .output()
@@ -81,7 +90,8 @@ impl Terminal {
     }
 
     pub fn screen(&self) -> String {
-        let out = Command::new("tmux")
+        let out = self
+            .tmux()
             .args(["capture-pane", "-p", "-S", "-200", "-t", &self.window()])
             .output()
             .unwrap();
@@ -91,7 +101,8 @@ impl Terminal {
     /// The screen with its colours and styles, as tmux keeps them (SGR
     /// sequences of its own making).
     pub fn screen_with_styles(&self) -> String {
-        let out = Command::new("tmux")
+        let out = self
+            .tmux()
             .args(["capture-pane", "-p", "-e", "-t", &self.window()])
             .output()
             .unwrap();
@@ -132,7 +143,8 @@ impl Terminal {
 
     /// Sends tmux key names (`Down`, `Enter`, …).
     pub fn keys(&self, keys: &[&str]) {
-        let status = Command::new("tmux")
+        let status = self
+            .tmux()
             .args(["send-keys", "-t", &self.window()])
             .args(keys)
             .status()
@@ -164,7 +176,8 @@ impl Terminal {
 
     /// Resizes the terminal, as an operator dragging its window would.
     pub fn resize(&self, columns: u16, rows: u16) {
-        let status = Command::new("tmux")
+        let status = self
+            .tmux()
             .args(["resize-window", "-t", &self.window()])
             .args(["-x", &columns.to_string(), "-y", &rows.to_string()])
             .status()
@@ -173,7 +186,8 @@ impl Terminal {
     }
 
     pub fn type_line(&self, line: &str) {
-        let status = Command::new("tmux")
+        let status = self
+            .tmux()
             .args(["send-keys", "-t", &self.window(), line, "Enter"])
             .status()
             .unwrap();
@@ -183,8 +197,14 @@ impl Terminal {
 
 impl Drop for Terminal {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.name])
-            .status();
+        let _ = self.tmux().arg("kill-server").status();
     }
+}
+
+/// `tmux` on the server whose socket is named `name` (in tmux's own
+/// directory, removed by the server when it exits).
+fn tmux_on(name: &str) -> Command {
+    let mut command = Command::new("tmux");
+    command.args(["-L", name]);
+    command
 }
