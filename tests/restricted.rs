@@ -124,18 +124,22 @@ fn a_sessions_container_runs_restricted_and_an_agents_mknod_fails() {
     }
 }
 
-/// A role that widens a capability gets it, and so does a workspace; the
-/// agent uses it, and `describe` shows where each came from.
+/// A role's widening is refused where the workspace does not allow it, with
+/// a message naming both and the allowance that would do; allowed, the
+/// role gets it and so does the workspace's own widening, `apply` says so,
+/// the agent uses it, and `describe` shows where each came from.
 #[test]
-fn a_role_that_widens_a_capability_gets_it_and_describe_says_so() {
+fn a_role_widens_a_capability_only_where_the_workspace_allows_it_and_apply_says_so() {
     ensure_busybox();
     let home = Home::new();
     let role = role_with_settings("security:\n  capAdd: [NET_ADMIN]\n");
-    home.apply(
-        "ws",
-        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: ws}\nspec:\n  \
-         security: {capAdd: [SYS_PTRACE], pidsLimit: 2048}\n",
-    );
+    let workspace = |allow: &str| {
+        format!(
+            "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: ws}}\nspec:\n  \
+             security: {{capAdd: [SYS_PTRACE], pidsLimit: 2048{allow}}}\n"
+        )
+    };
+    home.apply("ws", &workspace(""));
     // Changing the loopback's MTU needs CAP_NET_ADMIN.
     let script = "ip link set lo mtu 1300 2>/jackin/state/ip.err; echo $? > /jackin/state/ip.rc; \
                   exec sleep 3600";
@@ -143,8 +147,39 @@ fn a_role_that_widens_a_capability_gets_it_and_describe_says_so() {
         "  workspace: ws\n  hostUser: false\n{}",
         command_line(script)
     );
-    let yaml = role.agent_instance_yaml("widened", "shell", &spec);
-    home.apply("widened", &yaml);
+    let refused = home.write_input(
+        "refused.yaml",
+        &role.agent_instance_yaml("refused", "shell", &spec),
+    );
+    let error = home.fails(&["apply", refused.to_str().unwrap()]);
+    assert!(
+        error.contains("role \"role-")
+            && error.contains(
+                "widens the container with capAdd NET_ADMIN, which workspace \"ws\" does not allow"
+            )
+            && error.contains(
+                "add `allowRole: {capAdd: [NET_ADMIN]}` to the workspace's spec.security"
+            ),
+        "{error}"
+    );
+    assert_eq!(docker_ps_count(&home, "refused"), 0, "nothing started");
+    home.ok(&["delete", "refused", "--force"]);
+
+    home.apply("ws", &workspace(", allowRole: {capAdd: [NET_ADMIN]}"));
+    let yaml = home.write_input(
+        "widened.yaml",
+        &role.agent_instance_yaml("widened", "shell", &spec),
+    );
+    let applied = home.jackin(&["apply", yaml.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&applied.stderr);
+    assert!(applied.status.success(), "{said}");
+    assert!(
+        said.contains(
+            "[security] the container is widened: capAdd NET_ADMIN (role); capAdd SYS_PTRACE \
+             (workspace); pidsLimit 2048 (workspace) (role \"role-"
+        ) && said.contains("workspace \"ws\")"),
+        "{said}"
+    );
 
     let config = host_config(&home.container("widened"));
     let added = added(&config);
@@ -168,13 +203,27 @@ fn a_role_that_widens_a_capability_gets_it_and_describe_says_so() {
         ),
         "{describe}"
     );
-    assert!(describe.contains("NET_ADMIN"), "{describe}");
     let workspace = home.ok(&["describe", "workspace", "ws"]);
     assert!(
         workspace.contains("widens capAdd SYS_PTRACE (workspace); pidsLimit 2048 (workspace)"),
         "{workspace}"
     );
     home.ok(&["set-phase", "widened", "purged"]);
+}
+
+/// How many containers of instance `name` the engine has, running or not.
+fn docker_ps_count(home: &Home, name: &str) -> usize {
+    let home_label = format!("label=jackin.dev/home={}", home.home_id());
+    let instance_label = format!("label=jackin.dev/instance={name}");
+    let listed = docker(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &home_label,
+        "--filter",
+        &instance_label,
+    ]);
+    listed.lines().count()
 }
 
 /// A fork bomb, bounded (200 forks at most, each a sleep the purge ends),
@@ -184,6 +233,11 @@ fn a_fork_bomb_stops_at_the_roles_process_limit() {
     ensure_busybox();
     let home = Home::new();
     let role = role_with_settings("security:\n  pidsLimit: 64\n");
+    home.apply(
+        "ws",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: ws}\nspec:\n  \
+         security: {allowRole: {pidsLimit: true}}\n",
+    );
     // Each `sleep &` is one more process; past the limit the fork fails.
     // What the container's pid namespace then holds is counted.
     // A failed fork ends the shell that tried it, so the loop runs in a
@@ -191,7 +245,7 @@ fn a_fork_bomb_stops_at_the_roles_process_limit() {
     let script = "(i=0; while [ $i -lt 200 ]; do sleep 600 & i=$((i + 1)); done) 2>/dev/null; \
                   n=0; for p in /proc/[0-9]*; do n=$((n + 1)); done; \
                   echo $n > /jackin/state/count; exec sleep 3600";
-    let spec = command_line(script);
+    let spec = format!("  workspace: ws\n{}", command_line(script));
     home.apply("bomb", &role.agent_instance_yaml("bomb", "shell", &spec));
     assert_eq!(host_config(&home.container("bomb"))["PidsLimit"], 64);
     let count: u32 = state_file(&home, "bomb", "count").trim().parse().unwrap();

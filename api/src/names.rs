@@ -196,6 +196,8 @@ pub mod reason {
     pub const UNKNOWN_AGENT: &str = "UnknownAgent";
     /// The picked provider is none of the agent entry's.
     pub const UNKNOWN_PROVIDER: &str = "UnknownProvider";
+    /// The role widens the container beyond the workspace's allowance.
+    pub const ROLE_WIDENING_REFUSED: &str = "RoleWideningRefused";
     pub const AGENT_MISSING: &str = "AgentMissing";
     /// The agent's install block failed to build on the role image.
     pub const AGENT_INSTALL_FAILED: &str = "AgentInstallFailed";
@@ -235,6 +237,9 @@ pub mod reason {
     pub const AGENT_INSTALL: &str = "AgentInstall";
     /// The provider a session was sent to, and its key's reference.
     pub const PROVIDER: &str = "Provider";
+    /// What the role and the workspace widen of the container's
+    /// restrictions, said at the pin.
+    pub const WIDENED: &str = "Widened";
     /// The installed agent is too old for some ways of starting it; they
     /// are skipped.
     pub const AGENT_RUNGS_SKIPPED: &str = "AgentRungsSkipped";

@@ -40,6 +40,17 @@ impl RoleConfig {
         let mut errors = Errors::default();
         validate::idle_commands(&mut errors, "idle.commands", &self.idle.commands);
         validate::security(&mut errors, "security", self.security.as_ref());
+        if self
+            .security
+            .as_ref()
+            .is_some_and(|s| s.allow_role.is_some())
+        {
+            errors.push(
+                "security.allowRole",
+                "a role cannot allow its own widening: the operator's workspace says what a role \
+                 may widen (its spec.security.allowRole)",
+            );
+        }
         errors.into_result()
     }
 }
@@ -90,5 +101,8 @@ mod tests {
         assert!(err.contains("comands"), "{err}");
         let err = parse("r.yaml", "idle:\n  commands:\n    - []\n").unwrap_err();
         assert!(err.contains("idle.commands[0]"), "{err}");
+        let err = parse("r.yaml", "security:\n  allowRole: {capAdd: [SYS_ADMIN]}\n").unwrap_err();
+        assert!(err.contains("security.allowRole"), "{err}");
+        assert!(err.contains("cannot allow its own widening"), "{err}");
     }
 }

@@ -12,9 +12,16 @@
 //!   noNewPrivileges: false       # lets sudo and other setuid programs work
 //!   pidsLimit: 8192              # processes and threads (4096 when omitted)
 //!   logs: {maxSize: 50m, maxFiles: 5}
+//!   allowRole:                   # the workspace's only: what a role may widen
+//!     capAdd: [SYS_PTRACE]       #   these capabilities, by name
+//!     noNewPrivileges: true      #   and these fields
 //! ```
 //!
-//! The widening is pinned with the recipe and shown by `describe`.
+//! A role is code from a repository the operator names, often at a moving
+//! ref: its widening takes effect only where the workspace allows it (field
+//! by field, capabilities by name), and a pin that finds more is refused.
+//! The widening is pinned with the recipe, printed at the pin, and shown by
+//! `describe`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -122,6 +129,71 @@ pub struct SecuritySpec {
     /// How much of the agent's output the engine keeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logs: Option<LogLimits>,
+    /// What the roles of the workspace's sessions may widen (a workspace's
+    /// block only; a role's may not hold it). Nothing when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_role: Option<RoleAllowance>,
+}
+
+/// What a workspace lets a role's `security` widen: capabilities by name,
+/// the other settings by field.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RoleAllowance {
+    /// The capabilities a role may add.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cap_add: Vec<String>,
+    /// Whether a role may turn `noNewPrivileges` off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_new_privileges: bool,
+    /// Whether a role may set `pidsLimit`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pids_limit: bool,
+    /// Whether a role may set `logs`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub logs: bool,
+}
+
+/// What `role` widens that `allowed` does not let it, one item each
+/// (`capAdd SYS_ADMIN`, `noNewPrivileges false`); empty when all of it is
+/// allowed. `noNewPrivileges: true` is the default and needs no allowance.
+pub fn unallowed(role: &SecuritySpec, allowed: Option<&RoleAllowance>) -> Vec<String> {
+    let allowed = allowed.cloned().unwrap_or_default();
+    let mut out: Vec<String> = role
+        .cap_add
+        .iter()
+        .filter(|name| !allowed.cap_add.contains(name))
+        .map(|name| format!("capAdd {name}"))
+        .collect();
+    if role.no_new_privileges == Some(false) && !allowed.no_new_privileges {
+        out.push("noNewPrivileges false".to_owned());
+    }
+    if let Some(limit) = role.pids_limit.filter(|_| !allowed.pids_limit) {
+        out.push(format!("pidsLimit {limit}"));
+    }
+    if role.logs.is_some() && !allowed.logs {
+        out.push("logs".to_owned());
+    }
+    out
+}
+
+/// The `allowRole` block that would allow `unallowed`'s items, as YAML on
+/// one line, for the hint of a refused pin.
+pub fn allowance_for(role: &SecuritySpec) -> String {
+    let mut parts = Vec::new();
+    if !role.cap_add.is_empty() {
+        parts.push(format!("capAdd: [{}]", role.cap_add.join(", ")));
+    }
+    if role.no_new_privileges == Some(false) {
+        parts.push("noNewPrivileges: true".to_owned());
+    }
+    if role.pids_limit.is_some() {
+        parts.push("pidsLimit: true".to_owned());
+    }
+    if role.logs.is_some() {
+        parts.push("logs: true".to_owned());
+    }
+    format!("allowRole: {{{}}}", parts.join(", "))
 }
 
 impl SecuritySpec {
@@ -291,6 +363,18 @@ pub fn problems(spec: &SecuritySpec) -> Vec<(String, String)> {
             ));
         }
     }
+    let allowed = spec.allow_role.clone().unwrap_or_default();
+    for (i, name) in allowed.cap_add.iter().enumerate() {
+        if !CAPABILITIES.contains(&name.as_str()) {
+            out.push((
+                format!("allowRole.capAdd[{i}]"),
+                format!(
+                    "{name:?} is not a capability: name one as the engine does, without CAP_ \
+                     (NET_ADMIN, SYS_PTRACE)"
+                ),
+            ));
+        }
+    }
     if let Some(limit) = spec.pids_limit
         && limit < MIN_PIDS_LIMIT
     {
@@ -433,5 +517,60 @@ mod tests {
             assert!(log_size_bytes(bad).is_err(), "{bad:?}");
         }
         assert_eq!(problems(&SecuritySpec::default()), Vec::new());
+    }
+
+    #[test]
+    fn a_role_widens_only_what_the_workspace_allows_by_name_and_by_field() {
+        let role = SecuritySpec {
+            cap_add: vec!["SYS_ADMIN".into(), "SYS_PTRACE".into()],
+            no_new_privileges: Some(false),
+            pids_limit: Some(64),
+            logs: Some(LogLimits::default()),
+            ..Default::default()
+        };
+        assert_eq!(
+            unallowed(&role, None),
+            [
+                "capAdd SYS_ADMIN",
+                "capAdd SYS_PTRACE",
+                "noNewPrivileges false",
+                "pidsLimit 64",
+                "logs"
+            ]
+        );
+        let some = RoleAllowance {
+            cap_add: vec!["SYS_PTRACE".into()],
+            pids_limit: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            unallowed(&role, Some(&some)),
+            ["capAdd SYS_ADMIN", "noNewPrivileges false", "logs"]
+        );
+        assert_eq!(
+            allowance_for(&role),
+            "allowRole: {capAdd: [SYS_ADMIN, SYS_PTRACE], noNewPrivileges: true, pidsLimit: true, \
+             logs: true}"
+        );
+        // Keeping no-new-privileges on is the default: nothing to allow.
+        let narrowing = SecuritySpec {
+            no_new_privileges: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(unallowed(&narrowing, None), Vec::<String>::new());
+        // The allowance widens nothing by itself, and names real capabilities.
+        let allowing = SecuritySpec {
+            allow_role: Some(RoleAllowance {
+                cap_add: vec!["CAP_SYS_ADMIN".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            ContainerProfile::new(true, None),
+            ContainerProfile::new(true, Some(&widened(None, Some(allowing.clone()))))
+        );
+        let fields: Vec<String> = problems(&allowing).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["allowRole.capAdd[0]"]);
     }
 }

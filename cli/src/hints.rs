@@ -247,8 +247,10 @@ fn recipe(e: &RecipeError) -> Option<String> {
              Agent entry that defines it"
                 .into(),
         ),
-        // The message says what is missing or wrong in the role.
+        // The message says what is missing or wrong in the role, or what
+        // the workspace would have to allow.
         RecipeError::NothingToRebuild
+        | RecipeError::RoleWideningRefused(_)
         | RecipeError::RoleConfig(_)
         | RecipeError::NoDockerfile { .. }
         | RecipeError::Context(_) => None,

@@ -19,7 +19,7 @@ use jackin_api::names::label;
 use jackin_api::role::{self, ROLE_CONFIG_FILE, RoleConfig};
 use jackin_checkouts::git::{GitError, Mirror};
 use jackin_engine::{Engine, EngineError};
-use jackin_plan::recipe::UnknownProvider;
+use jackin_plan::recipe::{RoleWideningRefused, UnknownProvider};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecipeError {
@@ -39,6 +39,8 @@ pub enum RecipeError {
     NothingToRebuild,
     #[error(transparent)]
     UnknownProvider(#[from] UnknownProvider),
+    #[error(transparent)]
+    RoleWideningRefused(#[from] RoleWideningRefused),
     #[error("the role's settings are not valid: {0}")]
     RoleConfig(String),
     #[error("{source_repo} has no Dockerfile at {commit}")]
@@ -60,6 +62,7 @@ impl RecipeError {
             | Self::CommitUnavailable { .. }
             | Self::NothingToRebuild
             | Self::UnknownProvider(_)
+            | Self::RoleWideningRefused(_)
             | Self::RoleConfig(_)
             | Self::NoDockerfile { .. } => true,
             Self::Git(e) => e.is_permanent(),

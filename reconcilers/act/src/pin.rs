@@ -207,6 +207,7 @@ async fn resolve_recipe(
     );
     note_provider(ctx, obj, &pinned, progress)?;
     let defaults = pin_image(ctx, obj, container, &mut pinned, progress).await?;
+    note_widening(obj, &pinned, progress);
     ensure_agent(ctx, obj, container, &mut pinned, &defaults, progress).await?;
     fill_launch(ctx, obj, container, &mut pinned, defaults)?;
     Ok(pinned)
@@ -246,6 +247,27 @@ fn note_provider(
     Ok(())
 }
 
+/// What the pinned recipe widens of the container's restrictions, and by
+/// whom: said at every pin, since a role at a moving ref may widen more at
+/// its next commit (within what the workspace allows).
+fn note_widening(obj: &Instance, pinned: &Recipe, progress: &mut (dyn FnMut(Report<'_>) + Send)) {
+    let widened = jackin_api::security::widenings(pinned.security.as_ref());
+    if widened.is_empty() {
+        return;
+    }
+    let role = &obj.spec.role.name;
+    let workspace = obj.spec.workspace.as_deref().unwrap_or("none");
+    let message = format!(
+        "the container is widened: {} (role {role:?}, workspace {workspace:?})",
+        widened.join("; ")
+    );
+    progress(Report::Note {
+        stage: Some("security"),
+        reason: reason::WIDENED,
+        message: &message,
+    });
+}
+
 /// Pins the image: the spec's image looked up, or the role built (its
 /// commit, base image and config pinned too). Returns what the image runs
 /// by default.
@@ -273,7 +295,7 @@ async fn pin_image(
             pinned.image_id = built.id;
             pinned.role_commit = Some(built.commit);
             pinned.base_image = built.base;
-            recipe::pin_role_config(pinned, built.config);
+            recipe::pin_role_config(obj, pinned, built.config).map_err(RecipeError::from)?;
             ctx.engine
                 .image_defaults(&pinned.image_id)
                 .await?

@@ -47,6 +47,29 @@ pub struct UnknownProvider {
     pub known: String,
 }
 
+/// A role's `jackin.role.yaml` widens the container beyond what the
+/// instance's workspace allows (`spec.security.allowRole`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "role {role:?} widens the container with {}, which {} does not allow; if you trust the \
+     role, {}, or take the widening out of the role's jackin.role.yaml",
+    unallowed.join(", "),
+    workspace.as_ref().map_or("no workspace".to_owned(), |w| format!("workspace {w:?}")),
+    match workspace {
+        Some(_) => format!("add `{allowance}` to the workspace's spec.security and apply it"),
+        None => format!("give the instance a workspace whose spec.security says `{allowance}`"),
+    }
+)]
+pub struct RoleWideningRefused {
+    pub role: String,
+    /// The instance's workspace; `None` when it names none.
+    pub workspace: Option<String>,
+    /// What is widened without the allowance (`capAdd SYS_ADMIN`).
+    pub unallowed: Vec<String>,
+    /// The `allowRole` block that would allow it all.
+    pub allowance: String,
+}
+
 /// `~/x` and `~` against the operator's home; anything else as written.
 pub fn expand_home(src: &str, home: Option<&Path>) -> String {
     match (src.strip_prefix('~'), home) {
@@ -290,12 +313,28 @@ fn wanted_security(workspace: Option<&WorkspaceSpec>) -> Option<PinnedSecurity> 
 }
 
 /// Pins what the role's `jackin.role.yaml` says at the built commit: its
-/// idle commands and its widening of the container's restrictions.
-pub fn pin_role_config(recipe: &mut Recipe, config: RoleConfig) {
-    recipe.idle_commands = config.idle.commands;
+/// idle commands and its widening of the container's restrictions, which
+/// is refused unless the workspace's pinned allowance covers all of it.
+pub fn pin_role_config(
+    obj: &Instance,
+    recipe: &mut Recipe,
+    config: RoleConfig,
+) -> Result<(), RoleWideningRefused> {
     if let Some(widened) = config.security.filter(|s| !s.is_empty()) {
+        let allowed = workspace_security(recipe).and_then(|s| s.allow_role.as_ref());
+        let unallowed = jackin_api::security::unallowed(&widened, allowed);
+        if !unallowed.is_empty() {
+            return Err(RoleWideningRefused {
+                role: obj.spec.role.name.clone(),
+                workspace: obj.spec.workspace.clone(),
+                unallowed,
+                allowance: jackin_api::security::allowance_for(&widened),
+            });
+        }
         recipe.security.get_or_insert_default().role = Some(widened);
     }
+    recipe.idle_commands = config.idle.commands;
+    Ok(())
 }
 
 /// The workspace's part of a pinned widening: what a spec can change.
