@@ -39,8 +39,10 @@ pub enum RecipeError {
     NothingToRebuild,
     #[error(transparent)]
     UnknownProvider(#[from] UnknownProvider),
+    /// Boxed: it is the largest of the errors, and every step's result
+    /// carries this type.
     #[error(transparent)]
-    RoleWideningRefused(#[from] RoleWideningRefused),
+    RoleWideningRefused(Box<RoleWideningRefused>),
     #[error("the role's settings are not valid: {0}")]
     RoleConfig(String),
     #[error("{source_repo} has no Dockerfile at {commit}")]
@@ -51,6 +53,12 @@ pub enum RecipeError {
     Engine(#[from] EngineError),
     #[error("preparing the build context: {0}")]
     Context(#[from] std::io::Error),
+}
+
+impl From<RoleWideningRefused> for RecipeError {
+    fn from(refused: RoleWideningRefused) -> Self {
+        Self::RoleWideningRefused(Box::new(refused))
+    }
 }
 
 impl RecipeError {
