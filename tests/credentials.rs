@@ -719,3 +719,56 @@ fn a_renewed_login_reaches_the_next_start_and_a_planted_link_is_never_written_th
         "the session did not start"
     );
 }
+
+/// Attack run 5, N8 (shared/defects/2026-12-01.md): an agent that prints
+/// the values it was handed (a `spec.env` reference and a token of
+/// `authForward: token`) while a controller watches its output: the
+/// published look shows them scrubbed, and no file under `JACKIN_HOME`
+/// holds either.
+#[test]
+fn n8_a_handed_over_value_the_agent_prints_is_kept_nowhere_under_the_home() {
+    ensure_busybox();
+    let home = Home::new();
+    let (key, token) = (unique("sk-ant-n8-key"), unique("gho-n8-token"));
+    home.apply(
+        "ws",
+        &workspace_yaml("tok", "{authForward: token, credentials: [{name: gh}]}"),
+    );
+    let script = "echo \"debug: key is $API_KEY and $GH_TOKEN\"; exec sleep 3600";
+    let yaml = format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: printer}}\nspec:\n  \
+         workspace: tok\n  role: {{name: tester}}\n  agent: shell\n  image: {}\n  \
+         env: [{{name: API_KEY, valueFrom: {{hostEnv: N8_API_KEY}}}}]\n  \
+         command: [sh, -c, {}]\n",
+        support::busybox_image(),
+        serde_json::to_string(script).unwrap()
+    );
+    let env = [("N8_API_KEY", key.as_str()), ("GH_TOKEN", token.as_str())];
+    let out = apply_with(&home, "printer.yaml", &yaml, &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The agent did print them: the engine's log has both.
+    eventually(Duration::from_secs(60), "the agent printed", || {
+        home.ok(&["logs", "printer"]).contains(&key)
+    });
+
+    let controller = support::Controller::start(&home, &["--watch-output"]);
+    let looks = home.path().join("looks.json");
+    let mut published = String::new();
+    eventually(Duration::from_secs(90), "the look is published", || {
+        published = std::fs::read_to_string(&looks).unwrap_or_default();
+        published.contains("debug: key is")
+    });
+    drop(controller);
+    assert!(
+        published.contains("debug: key is [redacted] and [redacted]"),
+        "{published}"
+    );
+    for value in [&key, &token] {
+        assert_eq!(
+            files_holding(home.path(), value),
+            Vec::<PathBuf>::new(),
+            "a handed-over value is never kept under JACKIN_HOME"
+        );
+    }
+    home.ok(&["delete", "printer", "--force"]);
+}

@@ -16,7 +16,7 @@
 //! agent quiet at an unfinished line (a prompt) looks as if it never
 //! printed it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -145,10 +145,15 @@ pub async fn look_listed(
             let name = obj.metadata.name.clone();
             let before = previous.get(&name);
             let attached = !unit.is_empty() && jackin_act::session::attached(layout, &unit);
+            let secrets = obj
+                .recipe()
+                .map(jackin_plan::redact::secret_names)
+                .unwrap_or_default();
             let output = Output {
                 live,
                 size: jackin_act::session::terminal_size(layout, &unit),
                 attached,
+                secrets: &secrets,
             };
             let look = match running {
                 Some((engine, id)) => {
@@ -247,6 +252,8 @@ struct Output<'a> {
     size: (u16, u16),
     /// An operator is attached.
     attached: bool,
+    /// The variables whose values are scrubbed from the last line.
+    secrets: &'a BTreeSet<String>,
 }
 
 impl Output<'_> {
@@ -259,13 +266,17 @@ impl Output<'_> {
         id: &str,
     ) -> Result<(Option<Timestamp>, Vec<u8>), EngineError> {
         if let Some(live) = self.live {
-            match live.observe(engine, id, self.size, self.attached).await {
+            let view = (self.size, self.attached);
+            match live.observe(engine, id, view, self.secrets).await {
                 Ok(found) => return Ok(found),
                 Err(e) => tracing::debug!("no output stream of {id}, reading its log: {e}"),
             }
         }
-        let last = engine.last_output(id).await?;
-        Ok(last.map_or((None, Vec::new()), |(at, line)| (Some(at), line)))
+        let Some((at, line)) = engine.last_output(id).await? else {
+            return Ok((None, Vec::new()));
+        };
+        let secrets = jackin_act::secrets::handed_over(engine, id, self.secrets).await?;
+        Ok((Some(at), secrets.scrub(&line)))
     }
 }
 

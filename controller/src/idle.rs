@@ -446,6 +446,13 @@ async fn run_hooks(
     let layout = reconciler.store.layout();
     let recipe = status.recipe.clone().unwrap_or_default();
     let commands = idle::commands(policy, &recipe);
+    // The commands' output is kept (events, status): the values the
+    // container was handed are scrubbed from it, and when they cannot be
+    // read back no output is kept at all.
+    let names = jackin_plan::redact::secret_names(&recipe);
+    let secrets = jackin_act::secrets::handed_over(engine, id, &names)
+        .await
+        .ok();
     let mut failures = Vec::new();
     for (i, command) in commands.iter().enumerate() {
         let shown = command.join(" ");
@@ -467,9 +474,9 @@ async fn run_hooks(
                     .take(200)
                     .collect::<String>();
                 let code = done.exit_code.unwrap_or(-1);
-                let said = match last_line.as_str() {
-                    "" => String::new(),
-                    line => format!(": {line}"),
+                let said = match (last_line.as_str(), &secrets) {
+                    ("", _) | (_, None) => String::new(),
+                    (line, Some(secrets)) => format!(": {}", secrets.scrub_str(line)),
                 };
                 (code == 0, format!("`{shown}` exited {code}{said}"))
             }

@@ -20,7 +20,7 @@
 //! full-screen agent draw its screen again, so that the watcher sees what
 //! it shows now; that redraw counts as output.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -28,6 +28,7 @@ use jackin_act::screen::{Run, Screen};
 use jackin_act::session;
 use jackin_engine::Engine;
 use jackin_engine::EngineError;
+use jackin_plan::redact::Redactor;
 use jiff::Timestamp;
 
 /// What a stream has seen of its container.
@@ -44,6 +45,9 @@ struct Seen {
     drawn: bool,
     /// The stream ended: the container stopped, or the engine let go.
     ended: bool,
+    /// The values the container was handed, scrubbed from every last line
+    /// this watcher reports (they may be stored: the published look).
+    secrets: Redactor,
 }
 
 struct Stream {
@@ -87,17 +91,19 @@ impl LiveOutputs {
     /// (untrusted, to be made safe before it is shown). The first look at a
     /// container opens its stream; a stream that ended is opened again.
     /// `size` is the size the agent draws at; `attached` whether an operator
-    /// is (then no nudge: their terminal sets the size).
+    /// is (then no nudge: their terminal sets the size). `secrets` names
+    /// the variables whose values are scrubbed from the last line.
     pub async fn observe(
         &self,
         engine: &Engine,
         id: &str,
-        size: (u16, u16),
-        attached: bool,
+        (size, attached): ((u16, u16), bool),
+        secrets: &BTreeSet<String>,
     ) -> Result<(Option<Timestamp>, Vec<u8>), EngineError> {
         if let Some(seen) = self.open_stream(id) {
             return Ok(snapshot(&seen));
         }
+        let secrets = jackin_act::secrets::handed_over(engine, id, secrets).await?;
         let baseline = engine.last_output(id).await?;
         let mut output = engine.watch_output(id).await?.output;
         let (last_output, log_line) =
@@ -114,6 +120,7 @@ impl LiveOutputs {
             screen,
             drawn: false,
             ended: false,
+            secrets,
         }));
         let fed = seen.clone();
         let task = tokio::spawn(async move {
@@ -258,5 +265,5 @@ fn snapshot(seen: &Mutex<Seen>) -> (Option<Timestamp>, Vec<u8>) {
         true => seen.screen.last_line().into_bytes(),
         false => seen.log_line.clone(),
     };
-    (seen.last_output, line)
+    (seen.last_output, seen.secrets.scrub(&line))
 }

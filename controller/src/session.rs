@@ -87,6 +87,11 @@ impl Reconciler {
     /// defect R10), else the last of its standard error. Each is told as
     /// refused or crashed (defect SA4), there and in `lastFallback`.
     pub(crate) async fn observe_conversation(&self, engine: &Engine, guard: &mut InstanceGuard) {
+        let secret_names = guard
+            .obj
+            .recipe()
+            .map(jackin_plan::redact::secret_names)
+            .unwrap_or_default();
         let Some(conversation) = guard
             .obj
             .status
@@ -106,6 +111,15 @@ impl Reconciler {
         };
         let id_before = conversation.id.clone();
         let fallbacks = ladder::fold_report(conversation, &report, Timestamp::now());
+        // The agent's lines are kept (events, status): the values the
+        // container was handed are scrubbed from them, and when they cannot
+        // be read back no line is kept.
+        let secrets = match fallbacks.is_empty() {
+            true => None,
+            false => jackin_act::secrets::handed_over(engine, &guard.container, &secret_names)
+                .await
+                .ok(),
+        };
         for fallback in fallbacks {
             let printed = match fallback.window {
                 Some(window) => printed_in(engine, &guard.container, window).await,
@@ -115,6 +129,9 @@ impl Reconciler {
                 true => fallback.error.clone(),
                 false => printed,
             };
+            let line = secrets
+                .as_ref()
+                .map_or_else(String::new, |s| s.scrub_str(&line));
             let ended = ladder::told(&line, conversation.id.as_deref());
             events::record(
                 self.layout(),

@@ -9,7 +9,9 @@ use std::process::Command;
 
 use jackin_api::instance::{EnvVar, MAX_VALUE_BYTES};
 
+use jackin_engine::{Engine, EngineError};
 use jackin_files::fsutil::read_untrusted;
+use jackin_plan::redact::Redactor;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
@@ -116,6 +118,27 @@ pub fn value_of(var: &EnvVar) -> Result<String, SecretError> {
         return String::from_utf8(out.stdout).map_err(|_| failed("the value is not UTF-8".into()));
     }
     Ok(String::new())
+}
+
+/// The secret values container `id` was handed (`names`, from
+/// [`jackin_plan::redact::secret_names`]), read back from the engine's
+/// record of its environment: what jackin keeps of the agent's output is
+/// scrubbed with them. No engine call when `names` is empty.
+pub async fn handed_over(
+    engine: &Engine,
+    id: &str,
+    names: &std::collections::BTreeSet<String>,
+) -> Result<Redactor, EngineError> {
+    if names.is_empty() {
+        return Ok(Redactor::default());
+    }
+    let env = engine
+        .inspect_container(id)
+        .await?
+        .and_then(|c| c.config)
+        .and_then(|c| c.env)
+        .unwrap_or_default();
+    Ok(Redactor::from_env(&env, names))
 }
 
 #[cfg(test)]

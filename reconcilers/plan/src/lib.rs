@@ -21,5 +21,6 @@ pub mod marker;
 pub mod plan;
 pub mod policy;
 pub mod recipe;
+pub mod redact;
 pub mod rollout;
 pub mod view;
