@@ -205,7 +205,8 @@ fn a_role_widens_a_capability_only_where_the_workspace_allows_it_and_apply_says_
     );
     let workspace = home.ok(&["describe", "workspace", "ws"]);
     assert!(
-        workspace.contains("widens capAdd SYS_PTRACE (workspace); pidsLimit 2048 (workspace)"),
+        workspace.contains("widens capAdd SYS_PTRACE (workspace); pidsLimit 2048 (workspace)")
+            && workspace.contains("capAdd NET_ADMIN"),
         "{workspace}"
     );
     home.ok(&["set-phase", "widened", "purged"]);

@@ -154,6 +154,27 @@ pub struct RoleAllowance {
     pub logs: bool,
 }
 
+impl RoleAllowance {
+    /// What it allows, for `describe workspace`: `capAdd SYS_PTRACE;
+    /// pidsLimit`; `None` when it allows nothing.
+    pub fn summary(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.cap_add.is_empty() {
+            parts.push(format!("capAdd {}", self.cap_add.join(", ")));
+        }
+        for (allowed, field) in [
+            (self.no_new_privileges, "noNewPrivileges"),
+            (self.pids_limit, "pidsLimit"),
+            (self.logs, "logs"),
+        ] {
+            if allowed {
+                parts.push(field.to_owned());
+            }
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
 /// What `role` widens that `allowed` does not let it, one item each
 /// (`capAdd SYS_ADMIN`, `noNewPrivileges false`); empty when all of it is
 /// allowed. `noNewPrivileges: true` is the default and needs no allowance.
@@ -543,6 +564,11 @@ mod tests {
             pids_limit: true,
             ..Default::default()
         };
+        assert_eq!(
+            some.summary().as_deref(),
+            Some("capAdd SYS_PTRACE; pidsLimit")
+        );
+        assert_eq!(RoleAllowance::default().summary(), None);
         assert_eq!(
             unallowed(&role, Some(&some)),
             ["capAdd SYS_ADMIN", "noNewPrivileges false", "logs"]

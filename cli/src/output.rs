@@ -407,6 +407,14 @@ pub fn describe_workspace(ws: &Workspace, members: &[Instance], now: Timestamp) 
     if !widened.is_empty() {
         field("Security", format!("widens {}", widened.join("; ")));
     }
+    let allowance = ws
+        .spec
+        .security
+        .as_ref()
+        .and_then(|s| s.allow_role.as_ref());
+    if let Some(allowed) = allowance.and_then(|a| a.summary()) {
+        field("Roles may widen", allowed);
+    }
     for (key, value) in crate::workspace_policy::fields(&ws.spec) {
         field(key, terminal_safe(&value));
     }
