@@ -708,3 +708,49 @@ fn prune_failed_after_reaps_old_crashed_sessions_only() {
     assert!(saves.contains("old"), "{saves}");
     assert_eq!(home.object("young")["status"]["phase"], "Crashed");
 }
+
+/// N6: the quarantine a killed publication left in a worktree's unit
+/// (`git/repo/.import-*`: a copy of the agent's objects, up to gigabytes)
+/// is removed by the next sweep; one beside a publication that runs (which
+/// holds the lock there shared) is left to it.
+#[test]
+fn n6_a_leftover_import_directory_is_swept_by_the_next_pass() {
+    ensure_busybox();
+    let home = Home::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let host = support::host_repo(scratch.path());
+    let spec = format!(
+        "  command: [sleep, '3600']\n  mounts: [{{src: {}, dst: /workspace/app, isolation: \
+         worktree}}]\n",
+        host.display()
+    );
+    home.apply("tree.yaml", &instance_yaml_with("tree", &spec));
+    let repo = home.unit("tree").join("git/repo");
+    assert!(repo.is_dir(), "no worktree repository in the unit");
+    let leftover = repo.join(".import-Kx3q9Z");
+    let pack = leftover.join("repo.git/objects/pack");
+    std::fs::create_dir_all(&pack).unwrap();
+    std::fs::write(pack.join("pack-1.pack"), vec![7u8; 1 << 16]).unwrap();
+    std::fs::write(leftover.join("revs"), "a tip\n").unwrap();
+
+    // A publication in progress there, as `import_objects` holds it.
+    let publishing = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(repo.join(".import.lock"))
+        .unwrap();
+    publishing.lock_shared().unwrap();
+    let out = home.ok(&["prune"]);
+    assert!(leftover.exists(), "a quarantine in use was removed: {out}");
+    drop(publishing);
+
+    let dry = home.ok(&["prune", "--dry-run"]);
+    let said = format!("{}, left by an interrupted publication", leftover.display());
+    assert!(dry.contains(&format!("would remove {said}")), "{dry}");
+    assert!(leftover.exists(), "a dry run removed it");
+    let out = home.ok(&["prune"]);
+    assert!(out.contains(&format!("removed {said}")), "{out}");
+    assert!(!leftover.exists(), "the leftover stayed: {out}");
+    assert_eq!(home.ok(&["prune"]), "nothing to prune\n");
+}

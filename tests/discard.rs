@@ -651,3 +651,85 @@ fn a_discard_whose_work_cannot_be_saved_deletes_nothing() {
     assert!(!checkout.exists());
     assert_saved_and_restored(&home, &host, "stuck", &feature);
 }
+
+/// An agent whose state is `.notes/` in its home, run as `sleep` in busybox.
+const NOTES_AGENT: &str = "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: \
+                           notes}\nspec:\n  launch: [sleep, '3600']\n  stateEnv: {name: \
+                           NOTES_HOME, path: .notes}\n  credentials:\n    files: [{src: \
+                           .notes-login.json, dst: .notes/login.json}]\n";
+
+/// What the save of `instance` lists as left out, from its record: of the
+/// conversation, and of the checkout at `/workspace/app`.
+fn left_out_of(home: &Home, instance: &str) -> (String, String) {
+    let saves: Vec<PathBuf> = std::fs::read_dir(home.path().join("discarded"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!("{instance}-"))
+        })
+        .collect();
+    assert_eq!(saves.len(), 1, "{saves:?}");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(saves[0].join("record.json")).unwrap())
+            .unwrap();
+    let checkout = record["checkouts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["dst"] == "/workspace/app")
+        .unwrap_or_else(|| panic!("no /workspace/app in {record:#}"));
+    (
+        record["session"]["files"]["skippedListed"].to_string(),
+        checkout["files"]["skippedListed"].to_string(),
+    )
+}
+
+/// N1: a path the agent made, in its home and in its checkout, that fits
+/// below them (16 directories of 250 `d`s and a long name, made one `cd`
+/// at a time: some 4,080 bytes, under the 4,095 a path may have) but not
+/// below the save's directory. Both saves skip it and list it, and
+/// `delete --force` removes the unit; before, each save failed with `File
+/// name too long` and the unit could not be removed.
+#[test]
+fn n1_a_path_too_long_to_save_is_skipped_and_listed_and_the_purge_finishes() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    home.apply("agent-notes.yaml", NOTES_AGENT);
+    let yaml = instance("deep", &host.path(), "  authForward: none\n", &[])
+        .replace("  agent: shell\n", "  agent: notes\n");
+    home.apply("deep", &yaml);
+    let unit = home.unit("deep");
+    let container = home.container("deep");
+    let leaf = "l".repeat(60);
+    for dir in ["\"$HOME/.notes\"", "/workspace/app"] {
+        docker(&[
+            "exec",
+            &container,
+            "sh",
+            "-c",
+            &format!(
+                "mkdir -p {dir} && cd {dir} && d=$(printf '%250s' | tr ' ' d) && \
+                 for i in $(seq 16); do mkdir $d && cd $d || exit 1; done && echo deep > {leaf}"
+            ),
+        ]);
+    }
+    let deep = format!("{}/{leaf}", vec!["d".repeat(250); 16].join("/"));
+
+    let out = home.within(Duration::from_secs(300), &["delete", "deep", "--force"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(!unit.exists(), "the unit stayed");
+    let (conversation, checkout) = left_out_of(&home, "deep");
+    let why = "its path is too long to save";
+    assert!(
+        conversation.contains(&format!(".notes/{deep}: {why}")),
+        "not listed in the conversation's save: {conversation}"
+    );
+    assert!(
+        checkout.contains(&format!("\"{deep}: {why}")),
+        "not listed in the checkout's save: {checkout}"
+    );
+}

@@ -7,6 +7,7 @@
 use std::fs;
 use std::path::Path;
 
+use jackin_checkouts::gitdir;
 use jackin_files::fsutil::{FileLock, ensure_private_dir, remove_if_exists};
 
 use crate::index::{Index, IndexRow};
@@ -88,6 +89,21 @@ impl Store {
         }
         remove_if_exists(path).map_err(|e| StoreError::io(path, e))?;
         Ok(true)
+    }
+
+    /// Removes the quarantine `path` a killed publication left in the unit
+    /// of instance `name`, under the unit lock (not waited for: a unit
+    /// being reconciled or removed is looked at by the next sweep), and
+    /// only once no publication runs beside it
+    /// ([`gitdir::remove_quarantine_leftover`]).
+    pub fn remove_quarantine(&self, name: &str, path: &Path) -> Result<bool, StoreError> {
+        let Some(guard) = self.try_lock_instance(name)? else {
+            return Ok(false);
+        };
+        if !path.starts_with(self.layout().unit_dir(&guard.container)) {
+            return Ok(false);
+        }
+        gitdir::remove_quarantine_leftover(path).map_err(|e| StoreError::io(path, e))
     }
 
     /// The index lock, taken only if no index row claims the instance uid

@@ -18,6 +18,9 @@
 //! - a purge interrupted after its object went is finished;
 //! - lock files whose unit is gone are removed, once a non-blocking lock
 //!   attempt proves nobody holds them;
+//! - the quarantines (`.import-*`) killed publications left in a unit are
+//!   removed under the unit lock, once the lock every publication holds
+//!   beside them proves none runs there;
 //! - index rows that claim `Running` without a running container are set to
 //!   `Exited` with reason `ContainerMissing`, or `EngineRestarted` when the
 //!   engine started after the instance was last seen running;
@@ -39,7 +42,7 @@ use jackin_api::ConditionStatus;
 use jackin_api::meta::{find_condition, set_condition};
 use jackin_api::names::{condition, label, reason};
 use jackin_api::validate;
-use jackin_checkouts::discard;
+use jackin_checkouts::{discard, gitdir};
 use jackin_engine::Engine;
 use jackin_engine::EngineError;
 use jackin_engine::models::ContainerSummaryStateEnum;
@@ -81,6 +84,12 @@ pub enum Finding {
     /// (a `kill -9` mid-write): every such writer holds the index lock, so
     /// one found under it is nobody's.
     WriteLeftoverRemoved {
+        path: PathBuf,
+    },
+    /// The quarantine of a publication that was killed (a copy of the
+    /// agent's objects, up to gigabytes), in instance `name`'s unit.
+    QuarantineRemoved {
+        name: String,
         path: PathBuf,
     },
     RowCorrected {
@@ -125,6 +134,7 @@ impl Finding {
             Finding::PurgeFinished { .. } => ("finished", "would finish"),
             Finding::LockRemoved { .. }
             | Finding::WriteLeftoverRemoved { .. }
+            | Finding::QuarantineRemoved { .. }
             | Finding::EngineObjectRemoved { .. }
             | Finding::ImageRemoved { .. }
             | Finding::DiscardedRemoved { .. } => ("removed", "would remove"),
@@ -149,6 +159,10 @@ impl Finding {
             Finding::WriteLeftoverRemoved { path } => {
                 format!("{verb} the unfinished write {}", path.display())
             }
+            Finding::QuarantineRemoved { name, path } => format!(
+                "{verb} {}, left by an interrupted publication of instance/{name}",
+                path.display()
+            ),
             Finding::RowCorrected { name, reason } => {
                 format!("{verb} instance/{name}: it claimed Running without a container ({reason})")
             }
@@ -424,6 +438,7 @@ fn execute_on_disk(store: &Store, finding: &Finding) -> Result<bool, StoreError>
         Finding::PurgeFinished { name, .. } => store.finish_interrupted_purge(name),
         Finding::LockRemoved { path } => store.remove_orphan_lock(path),
         Finding::WriteLeftoverRemoved { path } => store.remove_write_leftover(path),
+        Finding::QuarantineRemoved { name, path } => store.remove_quarantine(name, path),
         Finding::RowCorrected { name, reason } => {
             let Some(mut guard) = store.try_lock_instance(name)? else {
                 return Ok(false);
@@ -494,6 +509,14 @@ pub fn plan_files(store: &Store, depth: Depth) -> Result<Vec<Finding>, StoreErro
                 name: row.name.clone(),
                 container: row.container_name.clone(),
             });
+        } else if depth == Depth::Full {
+            let unit = layout.unit_dir(&row.container_name);
+            findings.extend(gitdir::quarantine_leftovers(&unit).into_iter().map(|path| {
+                Finding::QuarantineRemoved {
+                    name: row.name.clone(),
+                    path,
+                }
+            }));
         }
     }
     let mut entries: Vec<_> = entries

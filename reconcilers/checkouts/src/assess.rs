@@ -707,6 +707,24 @@ mod tests {
         );
     }
 
+    /// A publication takes the lock the sweep looks at (N6) and leaves no
+    /// quarantine behind.
+    #[test]
+    fn a_publication_leaves_its_lock_and_no_quarantine() {
+        let f = Fixture::new(Isolation::Worktree);
+        f.commit("work");
+        let _ = f.assess();
+        let repo = f.record.repository_dir();
+        let scratch = repo.parent().unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(scratch)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".import"))
+            .collect();
+        names.sort();
+        assert_eq!(names, [".import.lock"]);
+    }
+
     #[test]
     fn a_renamed_branch_is_still_found() {
         for mode in MODES {

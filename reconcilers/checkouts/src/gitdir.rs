@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::git::{self, GitError};
-use jackin_files::fsutil::{self, BeneathDir, remove_if_exists, write_atomic};
+use jackin_files::fsutil::{self, BeneathDir, FileLock, remove_if_exists, write_atomic};
 
 /// The most jackin copies of the agent's objects for one publication: far
 /// above what a session commits, low enough that a runaway agent cannot fill
@@ -23,6 +23,16 @@ const MAX_IMPORTED_BYTES: u64 = 4 << 30;
 
 /// The most files jackin looks at in the view's objects for one publication.
 const MAX_IMPORTED_FILES: usize = 1 << 20;
+
+/// How the name of a publication's quarantine (its working directory, see
+/// [`import_objects`]) begins.
+const QUARANTINE_PREFIX: &str = ".import-";
+
+/// The lock every publication holds shared, beside its quarantine, for as
+/// long as the quarantine exists: whoever takes it exclusively knows that
+/// no quarantine there is in use, and that one found is a killed
+/// publication's.
+const QUARANTINE_LOCK: &str = ".import.lock";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ViewError {
@@ -81,8 +91,12 @@ pub fn import_objects(
     tip: &str,
     known: &str,
 ) -> Result<(), ViewError> {
+    // Taken before the quarantine is made and let go after it is removed
+    // (the locals drop in reverse): a sweep never takes a live one.
+    let lock = scratch.join(QUARANTINE_LOCK);
+    let _publishing = FileLock::acquire_shared(&lock).map_err(io_at(&lock))?;
     let quarantine = tempfile::Builder::new()
-        .prefix(".import-")
+        .prefix(QUARANTINE_PREFIX)
         .tempdir_in(scratch)
         .map_err(io_at(scratch))?;
     let format = if tip.len() == 64 { "sha256" } else { "sha1" };
@@ -129,6 +143,60 @@ pub fn import_objects(
         None,
     )?;
     land_pack(&pack, &index, host_objects, &name)
+}
+
+/// The quarantines of the unit whose directory is `unit` that killed
+/// publications left ([`import_objects`], a `kill -9` or a power-off
+/// mid-way, can leave up to its whole copy of the agent's objects): those
+/// in a place where no publication runs now. The places are those its
+/// callers work in: beside a worktree's repositories (`git/repo/`, see
+/// `worktree`), and `git/` for a worktree an earlier jackin made.
+pub fn quarantine_leftovers(unit: &Path) -> Vec<PathBuf> {
+    let git = unit.join("git");
+    let mut found = Vec::new();
+    for place in [git.join("repo"), git] {
+        let Ok(entries) = std::fs::read_dir(&place) else {
+            continue;
+        };
+        let mut here: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .filter(|e| {
+                e.file_type().is_ok_and(|t| t.is_dir())
+                    && e.file_name()
+                        .to_str()
+                        .is_some_and(|n| n.starts_with(QUARANTINE_PREFIX))
+            })
+            .map(|e| e.path())
+            .collect();
+        if here.is_empty() || FileLock::is_in_use(&place.join(QUARANTINE_LOCK)).unwrap_or(true) {
+            continue;
+        }
+        here.sort();
+        found.append(&mut here);
+    }
+    found
+}
+
+/// Removes `path`, a quarantine a killed publication left (see
+/// [`quarantine_leftovers`]), once the lock beside it, taken exclusively
+/// and not waited for, proves that no publication there runs; whether it
+/// did. The caller holds the unit's lock: the unit is not being removed.
+pub fn remove_quarantine_leftover(path: &Path) -> io::Result<bool> {
+    let named = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(QUARANTINE_PREFIX));
+    let Some(place) = path.parent().filter(|_| named) else {
+        return Ok(false);
+    };
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Ok(false);
+    }
+    let Some(_nobody_publishes) = FileLock::try_acquire(&place.join(QUARANTINE_LOCK))? else {
+        return Ok(false);
+    };
+    remove_if_exists(path)?;
+    Ok(true)
 }
 
 /// A bare repository of jackin's at `dir` that borrows `host_objects`.
@@ -329,5 +397,45 @@ mod tests {
             "the file was read"
         );
         assert_eq!(budget.bytes, 1 << 20);
+    }
+
+    /// N6: what killed publications left, in both places publications
+    /// work in, is found and removed, but not while a publication holds
+    /// the lock beside it.
+    #[test]
+    fn n6_a_quarantine_is_swept_only_when_no_publication_runs_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let unit = dir.path().join("jk-1-t");
+        let repo = unit.join("git/repo");
+        let (left, legacy) = (repo.join(".import-a1"), unit.join("git/.import-b2"));
+        for quarantine in [&left, &legacy] {
+            std::fs::create_dir_all(quarantine.join("repo.git")).unwrap();
+            std::fs::write(quarantine.join("revs"), "x\n").unwrap();
+        }
+        std::fs::create_dir_all(repo.join("checkout")).unwrap();
+
+        let publishing = FileLock::acquire_shared(&repo.join(QUARANTINE_LOCK)).unwrap();
+        assert_eq!(quarantine_leftovers(&unit), std::slice::from_ref(&legacy));
+        assert!(!remove_quarantine_leftover(&left).unwrap());
+        assert!(left.exists());
+        drop(publishing);
+
+        // A child forked by a parallel test may hold a copy of the lock's
+        // descriptor until it execs (it is close-on-exec): allow a moment.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while quarantine_leftovers(&unit).len() < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the lock was never let go"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(quarantine_leftovers(&unit), [left.clone(), legacy.clone()]);
+        for quarantine in [&left, &legacy] {
+            assert!(remove_quarantine_leftover(quarantine).unwrap());
+            assert!(!quarantine.exists());
+        }
+        assert!(!remove_quarantine_leftover(&repo.join("checkout")).unwrap());
+        assert!(repo.join("checkout").exists());
     }
 }

@@ -27,6 +27,9 @@ pub const MAX_SAVED_BYTES: u64 = 1 << 30;
 pub const MAX_SAVED_FILES: usize = 200_000;
 /// How many names of each kind the record lists; the rest are counted.
 pub const MAX_LISTED: usize = 20;
+/// The longest path the kernel takes: `PATH_MAX` counts the NUL that ends
+/// it. A longer one fails with `ENAMETOOLONG`.
+const MAX_PATH_BYTES: usize = libc::PATH_MAX as usize - 1;
 
 /// The files of a saved checkout, counted, with the first few named.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,7 +160,9 @@ impl Collector {
                 return Ok(());
             }
         };
-        let to = staged_path(staging, path)?;
+        let Some(to) = self.place(staging, path)? else {
+            return Ok(());
+        };
         let mut out = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -324,11 +329,34 @@ impl Collector {
                 return Ok(());
             }
         };
-        let to = staged_path(staging, &path)?;
+        let Some(to) = self.place(staging, &path)? else {
+            return Ok(());
+        };
         std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&target), &to)
             .map_err(staging_at(&to))?;
         self.saved.push(path);
         Ok(())
+    }
+
+    /// Where the copy of `path` goes in `staging` ([`staged_path`]); none,
+    /// with `path` skipped and listed, when that is longer than the kernel
+    /// takes a path. The agent's path fits below its own directory, which
+    /// is all it sees, but the save's directory is deeper: the agent must
+    /// not be able to make its save fail, and so block its unit's removal.
+    /// Nothing of such a path is made in `staging`.
+    fn place(&mut self, staging: &Path, path: &str) -> Result<Option<PathBuf>, StagingError> {
+        let length = staging.join(path).as_os_str().len();
+        if length > MAX_PATH_BYTES {
+            self.skip(
+                path,
+                &format!(
+                    "its path is too long to save ({length} bytes in the save, past the \
+                     {MAX_PATH_BYTES} a path may have)"
+                ),
+            );
+            return Ok(None);
+        }
+        staged_path(staging, path).map(Some)
     }
 
     pub(crate) fn finish(self) -> SavedFiles {
@@ -383,5 +411,65 @@ mod tests {
         }
         assert!(!refused_by_git(".gitignore", false));
         assert!(!refused_by_git("a/.github/x", false));
+    }
+
+    /// `depth` directories of 250 `d`s below `base`, made one at a time
+    /// from the one above (as an agent does: from most places the whole
+    /// path is too long to name), with a file `f` at the bottom.
+    /// Returns the file's path relative to `base`.
+    fn deep_file(base: &Path, depth: usize) -> String {
+        use rustix::fs::{Mode, OFlags};
+        let name = "d".repeat(250);
+        let mut dir = rustix::fs::open(base, OFlags::DIRECTORY, Mode::empty()).unwrap();
+        for _ in 0..depth {
+            rustix::fs::mkdirat(&dir, name.as_str(), Mode::RWXU).unwrap();
+            dir =
+                rustix::fs::openat(&dir, name.as_str(), OFlags::DIRECTORY, Mode::empty()).unwrap();
+        }
+        let file =
+            rustix::fs::openat(&dir, "f", OFlags::CREATE | OFlags::WRONLY, Mode::RUSR).unwrap();
+        rustix::io::write(&file, b"deep\n").unwrap();
+        vec![name; depth].join("/") + "/f"
+    }
+
+    /// N1: a path the agent's directory holds but the save's cannot (the
+    /// staging directory is deeper) is skipped and listed, nothing of it is
+    /// made, and the rest is saved.
+    #[test]
+    fn a_path_too_long_to_save_is_skipped_and_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir(&tree).unwrap();
+        let deep = deep_file(&tree, 16);
+        assert!(
+            deep.len() < MAX_PATH_BYTES,
+            "the source path is one a path may be"
+        );
+        std::fs::write(tree.join("shallow"), "kept\n").unwrap();
+        // Deeper than the tree, as a save's directory is.
+        let staging = dir.path().join("s".repeat(100));
+        std::fs::create_dir(&staging).unwrap();
+
+        let mut collector = Collector::default();
+        let beneath = BeneathDir::open(&tree).unwrap();
+        collector
+            .take(&beneath, &staging, "", Origin::Untracked)
+            .unwrap();
+        let files = collector.finish();
+        assert_eq!(files.listed, ["shallow"], "{files:?}");
+        assert_eq!(files.skipped, 1, "{files:?}");
+        assert!(
+            files.skipped_listed[0].starts_with(&format!("{deep}: its path is too long to save")),
+            "{files:?}"
+        );
+        let made: Vec<_> = std::fs::read_dir(&staging)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            made,
+            ["shallow"],
+            "the deep path was begun in the staging directory"
+        );
     }
 }

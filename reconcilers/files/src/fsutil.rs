@@ -455,7 +455,8 @@ pub fn remove_if_exists(path: &Path) -> io::Result<()> {
     }
 }
 
-/// An exclusive advisory lock on a file, released when dropped.
+/// An advisory lock on a file, exclusive unless taken shared, released
+/// when dropped.
 #[derive(Debug)]
 pub struct FileLock {
     _file: File,
@@ -505,6 +506,14 @@ impl FileLock {
         Ok(Self { _file: file })
     }
 
+    /// Waits for the lock shared: any number of holders may share it, and
+    /// none holds it while someone holds it exclusively.
+    pub fn acquire_shared(path: &Path) -> io::Result<Self> {
+        let file = Self::open(path)?;
+        file.lock_shared()?;
+        Ok(Self { _file: file })
+    }
+
     /// Whether some process holds the lock on `path` now. Asks for a shared
     /// lock and lets it go at once, which costs a holder nothing; a
     /// missing file is nobody's lock, and is not made. (The kernel's table
@@ -512,13 +521,43 @@ impl FileLock {
     /// reading it waits for a grace period of every CPU, ten milliseconds
     /// and more, and stalls every lock taken meanwhile.)
     pub fn is_held(path: &Path) -> io::Result<bool> {
+        let Some(file) = Self::open_to_ask(path)? else {
+            return Ok(false);
+        };
+        match file.try_lock_shared() {
+            Ok(()) => Ok(false),
+            Err(fs::TryLockError::WouldBlock) => Ok(true),
+            Err(fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+
+    /// Whether some process holds the lock on `path` now, shared or not
+    /// ([`FileLock::is_held`] sees only one who holds it exclusively).
+    /// Asks for it exclusively and lets it go at once: whoever asks for it
+    /// meanwhile waits that moment, or, not waiting, is told it is held. A
+    /// missing file is nobody's lock, and is not made.
+    pub fn is_in_use(path: &Path) -> io::Result<bool> {
+        let Some(file) = Self::open_to_ask(path)? else {
+            return Ok(false);
+        };
+        match file.try_lock() {
+            Ok(()) => Ok(false),
+            Err(fs::TryLockError::WouldBlock) => Ok(true),
+            Err(fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+
+    /// The lock file at `path`, opened to ask whether it is held (never
+    /// made, no link followed, nothing but a regular file); none when
+    /// there is no file.
+    fn open_to_ask(path: &Path) -> io::Result<Option<File>> {
         let file = match OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(path)
         {
             Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
                 return Err(match e.raw_os_error() {
                     Some(libc::ELOOP | libc::ENXIO) => not_a_lock(),
@@ -529,11 +568,7 @@ impl FileLock {
         if !file.metadata()?.is_file() {
             return Err(not_a_lock());
         }
-        match file.try_lock_shared() {
-            Ok(()) => Ok(false),
-            Err(fs::TryLockError::WouldBlock) => Ok(true),
-            Err(fs::TryLockError::Error(e)) => Err(e),
-        }
+        Ok(Some(file))
     }
 
     /// Takes the lock only if nobody holds it.
@@ -817,6 +852,22 @@ mod tests {
         }
         // The probe held nothing: the lock is there to take.
         assert!(FileLock::try_acquire(&path).unwrap().is_some());
+    }
+
+    /// A lock held shared is in use, though not held exclusively; asking
+    /// makes no file.
+    #[test]
+    fn a_lock_held_shared_is_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.lock");
+        assert!(!FileLock::is_in_use(&path).unwrap());
+        assert!(!path.exists(), "asking made the file");
+        let first = FileLock::acquire_shared(&path).unwrap();
+        let second = FileLock::acquire_shared(&path).unwrap();
+        assert!(FileLock::is_in_use(&path).unwrap());
+        assert!(!FileLock::is_held(&path).unwrap());
+        assert!(FileLock::try_acquire(&path).unwrap().is_none());
+        drop((first, second));
     }
 
     #[test]
