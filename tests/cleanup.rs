@@ -753,4 +753,13 @@ fn n6_a_leftover_import_directory_is_swept_by_the_next_pass() {
     assert!(out.contains(&format!("removed {said}")), "{out}");
     assert!(!leftover.exists(), "the leftover stayed: {out}");
     assert_eq!(home.ok(&["prune"]), "nothing to prune\n");
+
+    // A running controller's sweeps remove one too, with nobody pruning
+    // (the first may find the unit busy with the controller's first pass).
+    std::fs::create_dir_all(&pack).unwrap();
+    std::fs::write(pack.join("pack-2.pack"), vec![7u8; 1 << 16]).unwrap();
+    let controller = support::Controller::start(&home, &["--sweep", "1s"]);
+    controller.eventually("the controller swept the leftover", || !leftover.exists());
+    drop(controller);
+    home.ok(&["delete", "tree", "--force"]);
 }
