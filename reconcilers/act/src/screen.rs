@@ -2,7 +2,7 @@
 //! (`vt100`), never by a parser of our own, so that a column move is the
 //! space it leaves, a line redrawn in place is its last state, and a frame
 //! drawn over another shows as the later one. One filter stands in front
-//! of it, [`RepClip`], so that what parsing costs is bounded by the screen
+//! of it, `RepClip`, so that what parsing costs is bounded by the screen
 //! (the count of a repeat is clipped to the width). Pure: the replay on
 //! `attach`, `jackin logs` on a terminal, `top`'s LAST LINE and the live
 //! output watchers (`controller::live_output`) use it.
@@ -57,7 +57,7 @@ const FULL_REDRAWS: [&[u8]; 5] = [
 ];
 
 /// An emulated terminal of a fixed size, fed the agent's output. Every
-/// byte reaches the emulator through the [`RepClip`] in front of it.
+/// byte reaches the emulator through the `RepClip` in front of it.
 pub struct Screen {
     parser: vt100::Parser,
     clip: RepClip,
@@ -83,7 +83,7 @@ impl Screen {
     }
 
     /// Draws `output` on the screen, as the terminal would, but for a
-    /// repeat longer than a row ([`RepClip`]). A sequence split between
+    /// repeat longer than a row (`RepClip`). A sequence split between
     /// two calls is one sequence.
     pub fn feed(&mut self, output: &[u8]) {
         let Self { parser, clip } = self;
