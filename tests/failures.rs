@@ -2,8 +2,9 @@
 //! counts only an instance's own work (L6), a permanent failure stops the
 //! retries (F7), an address no engine can have is refused at apply (F4), an
 //! instance on an engine that cannot be reached can be deleted (F5), a
-//! prune killed half-way is finished by the same command (F3), and every
-//! label can be selected (F6). Against the real engine and real git
+//! prune killed half-way is finished by the same command (F3), a prune
+//! that could not ask an engine fails (N9), and every label can be
+//! selected (F6). Against the real engine and real git
 //! repositories; each test is named for the defect it covers.
 
 use std::path::Path;
@@ -370,4 +371,46 @@ fn f3_the_same_apply_prune_finishes_a_prune_killed_half_way() {
     assert_eq!(home.jackin(&["get", "goes"]).status.code(), Some(1));
     assert_eq!(engine_objects(&uid), (vec![], vec![]), "nothing is left");
     assert_eq!(home.object("stays")["status"]["phase"], "Running");
+}
+
+/// N9 (issue 53): `prune` against an engine that takes the connection and
+/// never answers fails, naming it, as `logs` and `exec` do; before, it
+/// said "nothing to prune" and succeeded. The engine is an instance's
+/// (`spec.engine`): a socket this test listens on, holding every
+/// connection it takes. The rest is still swept (here an orphan lock).
+#[test]
+fn n9_prune_against_an_engine_that_never_answers_fails_naming_it() {
+    let home = Home::new();
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("hung.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    // Detached: it lives as long as the test process, taking and holding.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let address = format!("unix://{}", socket.display());
+    home.record(
+        "far",
+        &instance_yaml_with("far", &format!("  engine: {address}\n")),
+    );
+    // Engines are swept for a home that made engine objects: this one has.
+    home.home_id();
+    let data = home.path().join("data");
+    std::fs::write(data.join("jk-22222222-gone.lock"), "").unwrap();
+    let out = run_within(home.command(&["prune", "--dry-run"]), LIMIT);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "error: engine {address} could not be asked, so nothing on it was swept: the Docker \
+             engine at {address} did not answer within 60 s"
+        )),
+        "{stderr}"
+    );
+    assert!(stdout.contains("would remove orphan lock"), "{stdout}");
+    assert!(!stdout.contains("nothing to prune"), "{stdout}");
 }

@@ -1,14 +1,16 @@
 //! What the agent controls, or a careless manifest names, cannot hang,
 //! exhaust or fool jackin: markers and secret files that are FIFOs, links
 //! or huge; file names full of terminal escapes; mount paths spelled to
-//! slip past the checks.
+//! slip past the checks; output that costs minutes to draw.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use support::terminal::Terminal;
 use support::{
-    Home, OpenWatch, condition, docker, ensure_busybox, instance_yaml_with, mknod_dev_null,
+    Controller, Home, OpenWatch, condition, docker, ensure_busybox, instance_yaml_with,
+    mknod_dev_null,
 };
 
 /// Long enough for a real run on a busy machine, short enough to catch a
@@ -915,4 +917,111 @@ fn a_units_repository_is_its_own_and_reaches_the_host_only_checked() {
     for name in ["wa", "wb"] {
         home.ok(&["set-phase", name, "purged", "--force"]);
     }
+}
+
+/// The most CPU one process of jackin may spend on a megabyte of the
+/// agent's output. Generous: the debug build draws it in a few seconds,
+/// where each look cost minutes before the count of a repeat was clipped
+/// (N2).
+const CPU_BOUND: Duration = Duration::from_secs(20);
+
+/// Waits until `done`, failing as soon as `pid` and the processes under it
+/// have used more than [`CPU_BOUND`] of CPU; returns what they used.
+fn done_within_cpu(what: &str, pid: u32, mut done: impl FnMut() -> bool) -> Duration {
+    // Only a hang that burns no CPU meets this.
+    let hung = std::time::Instant::now() + Duration::from_secs(600);
+    loop {
+        let used = support::cpu::cpu_time(pid);
+        assert!(used <= CPU_BOUND, "{what}: {used:?} of CPU, and not done");
+        if done() {
+            let used = support::cpu::cpu_time(pid);
+            assert!(used <= CPU_BOUND, "{what}: {used:?} of CPU");
+            eprintln!("{what}: {used:?} of CPU");
+            return used;
+        }
+        assert!(std::time::Instant::now() < hung, "{what}: hung");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Whether the row of instance `name` on `top`'s screen shows `text`.
+fn top_row_shows(screen: &str, name: &str, text: &str) -> bool {
+    screen.lines().any(|line| {
+        line.trim_start_matches(['▸', ' '])
+            .starts_with(&format!("{name} "))
+            && line.contains(text)
+    })
+}
+
+/// Issue 53, N2: a megabyte of `ESC [ 65535 b` (repeat the last character
+/// 65,535 times) in the agent's output costs seconds of CPU, not minutes,
+/// wherever jackin draws it: `logs --tail 5` on a terminal, the replay of
+/// an attach, `top`'s first frame (which draws the log's end), and the
+/// watchers of the live output, `top`'s and a controller's with
+/// `--watch-output` (the agent writes a second megabyte once they watch).
+/// What is bounded is the CPU time of each of jackin's processes.
+#[test]
+fn n2_a_megabyte_of_repeats_costs_seconds_of_cpu_at_most() {
+    ensure_busybox();
+    let home = Home::new();
+    let megabyte = r#"printf x; yes "$(printf '\033[65535b')" | head -n 120000 | tr -d '\n'"#;
+    let agent = format!(
+        "{megabyte}; echo; echo first-done; until [ -e \"$HOME/go\" ]; do sleep 0.2; done; \
+         {megabyte}; echo; echo second-done; exec sleep 3600"
+    );
+    let spec = format!(
+        "  command: [sh, -c, {}]\n",
+        serde_json::to_string(&agent).unwrap()
+    );
+    home.apply("repeater", &instance_yaml_with("repeater", &spec));
+    let written = |marker: &str| {
+        home.ok(&["logs", "repeater", "--tail", "1"])
+            .contains(marker)
+    };
+    support::eventually(Duration::from_secs(60), "the first megabyte", || {
+        written("first-done")
+    });
+
+    let logs = Terminal::start(&home, "logs repeater --tail 5; echo logs-returned-$?");
+    done_within_cpu("logs --tail 5 on a terminal", logs.pid(), || {
+        logs.screen().contains("logs-returned-0")
+    });
+    assert!(logs.screen().contains("first-done"), "{}", logs.screen());
+
+    let attach = Terminal::start(&home, "attach repeater; echo attach-returned-$?");
+    done_within_cpu("the replay of attach", attach.pid(), || {
+        attach.screen().contains("first-done")
+    });
+    attach.keys(&["C-p", "C-q"]);
+    attach.wait_for("attach-returned-0", 1);
+
+    let top = Terminal::start_as(&home, "top", "xterm");
+    // Wide enough for the LAST LINE column.
+    top.resize(200, 40);
+    done_within_cpu("top's first frame", top.pid(), || {
+        top_row_shows(&top.screen(), "repeater", "first-done")
+    });
+
+    let controller = Controller::start(&home, &["--watch-output"]);
+    // Its first look opens its watch of the output, and is published.
+    support::eventually(Duration::from_secs(120), "the controller's look", || {
+        std::fs::read_to_string(home.path().join("looks.json"))
+            .is_ok_and(|looks| looks.contains("\"repeater\""))
+    });
+    std::fs::write(home.unit("repeater").join("home/go"), "").unwrap();
+    done_within_cpu("top watching the output", top.pid(), || {
+        top_row_shows(&top.screen(), "repeater", "second-done")
+    });
+    // The controller shows nothing of the screens it draws: the work is
+    // done once the second megabyte is written and its CPU stops rising.
+    support::eventually(Duration::from_secs(60), "the second megabyte", || {
+        written("second-done")
+    });
+    let mut samples: Vec<Duration> = Vec::new();
+    done_within_cpu("the watching controller", controller.pid(), || {
+        samples.push(support::cpu::cpu_time(controller.pid()));
+        // 2 s of samples, 250 ms apart, less than 0.1 s apart in CPU.
+        samples.len() > 8
+            && samples[samples.len() - 1] - samples[samples.len() - 9] < Duration::from_millis(100)
+    });
 }

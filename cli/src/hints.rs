@@ -47,6 +47,12 @@ fn known(error: &(dyn Error + 'static)) -> Option<String> {
             SweepError::Store(e) => store(e),
             SweepError::Engine(e) => engine(e),
             SweepError::Act(e) => act(e),
+            SweepError::NotSwept(_) => Some(
+                "everything else was pruned (with --dry-run, shown); `docker info` asks that \
+                 engine (`jackin describe NAME` shows which engine an instance runs on): start or \
+                 mend it, then prune again"
+                    .into(),
+            ),
         };
     }
     if let Some(e) = error.downcast_ref::<ActError>() {

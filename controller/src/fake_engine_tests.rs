@@ -1431,6 +1431,48 @@ async fn instances_run_on_the_engine_they_name_and_one_engine_down_holds_up_only
     );
 }
 
+/// N9 (issue 53): a sweep sweeps what it can, and says which engine it
+/// could not ask, rather than failing whole or skipping it in silence.
+#[tokio::test]
+async fn a_sweep_sweeps_every_engine_it_can_ask_and_names_the_one_it_cannot() {
+    let (w, far) = two_engines();
+    let container = w.launch("here", "").await;
+    w.launch("there", "  engine: far\n").await;
+    // The near instance is lost without a purge; the far engine is down.
+    std::fs::remove_dir_all(w.unit("here")).unwrap();
+    std::fs::remove_file(w.store.layout().index_file()).unwrap();
+    far.set_unreachable(true);
+    let findings = sweep::sweep(&w.store, &w.reconciler.engines, sweep::Options::default())
+        .await
+        .unwrap();
+    assert!(
+        findings.iter().any(|f| matches!(
+            f,
+            sweep::Finding::EngineObjectRemoved { name, .. } if *name == container
+        )),
+        "{findings:?}"
+    );
+    assert_eq!(w.fake.container_running(&container), None);
+    let not_swept: Vec<&sweep::Finding> = findings
+        .iter()
+        .filter(|f| matches!(f, sweep::Finding::EngineNotSwept { .. }))
+        .collect();
+    assert!(
+        matches!(
+            not_swept[..],
+            [sweep::Finding::EngineNotSwept { engine: Some(name), .. }] if name == "far"
+        ),
+        "{findings:?}"
+    );
+    let error = sweep::not_swept(&findings).expect("an engine was not swept");
+    assert!(
+        error
+            .to_string()
+            .starts_with("engine far could not be asked, so nothing on it was swept: "),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn a_running_instance_never_moves_to_another_engine() {
     let (w, far) = two_engines();

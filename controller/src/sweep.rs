@@ -116,6 +116,14 @@ pub enum Finding {
     },
     /// What a workspace's `keep.max` decided (see [`keep_cap`]).
     KeepCap(Capped),
+    /// An engine the sweep could not ask (it did not answer, or answered
+    /// with an error): nothing on it is swept, and the next sweep asks
+    /// again. `jackin prune` fails with it, once it has swept the rest.
+    EngineNotSwept {
+        engine: EngineName,
+        /// What the engine did not answer, or answered.
+        why: String,
+    },
     /// The saved work of a discard, past the home's retention: removed.
     DiscardedRemoved {
         /// The save's name (`discarded/<name>/`).
@@ -141,6 +149,12 @@ impl Finding {
             Finding::RowCorrected { .. } => ("corrected", "would correct"),
             Finding::VolumeKept { .. } => ("kept", "would keep"),
             Finding::KeepCap(capped) => return capped.describe(dry_run),
+            Finding::EngineNotSwept { engine, why } => {
+                return format!(
+                    "not swept: engine {}, which could not be asked: {why}",
+                    display_name(engine.as_deref())
+                );
+            }
         };
         let verb = if dry_run { todo } else { done };
         match self {
@@ -191,7 +205,9 @@ impl Finding {
                 short_id(id),
                 on_engine(engine)
             ),
-            Finding::KeepCap(_) => unreachable!("described by the keep cap above"),
+            Finding::KeepCap(_) | Finding::EngineNotSwept { .. } => {
+                unreachable!("described above")
+            }
             Finding::DiscardedRemoved {
                 name,
                 saved_at,
@@ -237,6 +253,35 @@ pub enum SweepError {
     Engine(#[from] EngineError),
     #[error(transparent)]
     Act(#[from] ActError),
+    /// The engines a sweep could not ask, each with why ([`not_swept`]).
+    #[error("{}", engines_not_swept(.0))]
+    NotSwept(Vec<(String, String)>),
+}
+
+fn engines_not_swept(engines: &[(String, String)]) -> String {
+    let each: Vec<String> = engines
+        .iter()
+        .map(|(engine, why)| {
+            format!("engine {engine} could not be asked, so nothing on it was swept: {why}")
+        })
+        .collect();
+    each.join("; ")
+}
+
+/// The error a sweep's findings amount to when it could not ask an engine
+/// (`Finding::EngineNotSwept`): an engine that cannot be asked is an
+/// error to the operator who asked for the sweep, as it is to any command.
+pub fn not_swept(findings: &[Finding]) -> Option<SweepError> {
+    let engines: Vec<(String, String)> = findings
+        .iter()
+        .filter_map(|finding| match finding {
+            Finding::EngineNotSwept { engine, why } => {
+                Some((display_name(engine.as_deref()).to_owned(), why.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    (!engines.is_empty()).then_some(SweepError::NotSwept(engines))
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -294,8 +339,9 @@ pub fn sweep_files(store: &Store) -> Result<Vec<Finding>, StoreError> {
 /// What every sweep would do now, in order: the filesystem first (so units
 /// indexed again count as alive), then each engine from one listing of each
 /// kind, then the keep caps. The engines swept are those instances run on
-/// and those this process is connected to; one that does not answer is
-/// skipped (its objects stay until it does). Reads only.
+/// and those this process is connected to; one that cannot be asked is
+/// skipped, said in a finding (its objects stay until it answers). Reads
+/// only.
 pub async fn plan(
     store: &Store,
     engines: &Engines,
@@ -342,17 +388,22 @@ pub async fn plan(
         let mut names: BTreeSet<EngineName> = engines.names().into_iter().collect();
         names.extend(store.rows()?.into_iter().map(|r| r.engine));
         for name in names {
-            let engine = match engines.get(name.as_deref()).await {
-                Ok(connected) => connected.engine,
-                Err(e) => {
-                    tracing::warn!("not sweeping engine {}: {e}", display_name(name.as_deref()));
-                    continue;
+            let planned = async {
+                let engine = engines.get(name.as_deref()).await?.engine;
+                let on = (&name, &engine);
+                let mut found = plan_engine(store, on, home_id, &reindexed, &aside).await?;
+                if images {
+                    found.extend(plan_images(store, on, home_id).await?);
                 }
+                Ok(found)
             };
-            let on = (&name, &engine);
-            findings.extend(plan_engine(store, on, home_id, &reindexed, &aside).await?);
-            if images {
-                findings.extend(plan_images(store, on, home_id).await?);
+            match planned.await {
+                Ok(found) => findings.extend(found),
+                Err(SweepError::Engine(e)) => findings.push(Finding::EngineNotSwept {
+                    engine: name,
+                    why: e.to_string(),
+                }),
+                Err(e) => return Err(e),
             }
         }
     }
@@ -479,7 +530,7 @@ fn execute_on_disk(store: &Store, finding: &Finding) -> Result<bool, StoreError>
                 ),
             })
         }
-        Finding::VolumeKept { .. } => Ok(true),
+        Finding::VolumeKept { .. } | Finding::EngineNotSwept { .. } => Ok(true),
         Finding::EngineObjectRemoved { .. } | Finding::ImageRemoved { .. } => {
             unreachable!("engine findings are executed against the engine")
         }

@@ -1,5 +1,6 @@
 //! `jackin prune`: the sweeps, now; with `--failed-after AGE`, also the
-//! sessions that ended Crashed or Failed longer ago than AGE.
+//! sessions that ended Crashed or Failed longer ago than AGE. An engine it
+//! could not ask is an error, once the rest is pruned.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -24,6 +25,9 @@ pub async fn run(
     let store = open_store()?;
     let engine = connect().await?;
     let findings = sweep::sweep(&store, &engine, sweep::Options { dry_run, images }).await?;
+    // Said last, after all that could be done: a command that could not
+    // ask an engine fails, as `logs` and `exec` do (issue 53, N9).
+    let not_swept = sweep::not_swept(&findings);
     let failed = match failed_after {
         Some(age) => failed_before(&store.list_instances()?.instances, age)?,
         None => Vec::new(),
@@ -55,7 +59,7 @@ pub async fn run(
         );
     }
     if dry_run {
-        return Ok(());
+        return not_swept.map_or(Ok(()), |e| Err(e.into()));
     }
     let purges: Vec<String> = findings
         .into_iter()
@@ -70,9 +74,19 @@ pub async fn run(
         concurrency: jackin_controller::converge::DEFAULT_CONCURRENCY,
     };
     converge_and_report(store.clone(), engine, &purges, &wait, false).await?;
-    if failed.is_empty() {
-        return Ok(());
+    if !failed.is_empty() {
+        purge_failed(store, failed, force, &wait).await?;
     }
+    not_swept.map_or(Ok(()), |e| Err(e.into()))
+}
+
+/// Purges the sessions `--failed-after` found.
+async fn purge_failed(
+    store: jackin_controller::Store,
+    failed: Vec<(Instance, Timestamp)>,
+    force: bool,
+    wait: &WaitArgs,
+) -> Result<()> {
     // The purge `set-phase purged` makes, so the same acknowledgement (the
     // unfinished work shown, and asked about on a terminal or allowed by
     // --force) and the same save of that work before it goes.
@@ -84,7 +98,7 @@ pub async fn run(
         phase: DesiredPhase::Purged,
         dry_run: false,
         force,
-        wait: &wait,
+        wait,
         verbose: false,
         keyboard: keyboard.as_mut(),
     })

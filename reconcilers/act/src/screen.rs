@@ -1,9 +1,11 @@
 //! The agent's output as a terminal shows it: parsed by a terminal emulator
-//! (`vt100`), never by a filter of our own, so that a column move is the
+//! (`vt100`), never by a parser of our own, so that a column move is the
 //! space it leaves, a line redrawn in place is its last state, and a frame
-//! drawn over another shows as the later one. Pure: the replay on `attach`,
-//! `jackin logs` on a terminal, `top`'s LAST LINE and the live output
-//! watchers (`controller::live_output`) use it.
+//! drawn over another shows as the later one. One filter stands in front
+//! of it, `RepClip`, so that what parsing costs is bounded by the screen
+//! (the count of a repeat is clipped to the width). Pure: the replay on
+//! `attach`, `jackin logs` on a terminal, `top`'s LAST LINE and the live
+//! output watchers (`controller::live_output`) use it.
 //!
 //! What comes out is rebuilt from the parsed cells: text, and colours and
 //! styles as SGR sequences jackin writes itself. Nothing the agent wrote as
@@ -54,9 +56,11 @@ const FULL_REDRAWS: [&[u8]; 5] = [
     b"\x1b[?47h",
 ];
 
-/// An emulated terminal of a fixed size, fed the agent's output.
+/// An emulated terminal of a fixed size, fed the agent's output. Every
+/// byte reaches the emulator through the `RepClip` in front of it.
 pub struct Screen {
     parser: vt100::Parser,
+    clip: RepClip,
 }
 
 impl std::fmt::Debug for Screen {
@@ -71,15 +75,19 @@ impl Screen {
     /// [`MAX_COLUMNS`] and [`MAX_ROWS`]), with no scrollback.
     pub fn new((columns, rows): (u16, u16)) -> Self {
         let bounded = |n: u16, max: u16| NonZeroU16::new(n.clamp(1, max)).expect("at least 1");
+        let columns = bounded(columns, MAX_COLUMNS);
         Self {
-            parser: vt100::Parser::new(bounded(rows, MAX_ROWS), bounded(columns, MAX_COLUMNS), 0),
+            parser: vt100::Parser::new(bounded(rows, MAX_ROWS), columns, 0),
+            clip: RepClip::new(columns),
         }
     }
 
-    /// Draws `output` on the screen, as the terminal would. A sequence
-    /// split between two calls is one sequence.
+    /// Draws `output` on the screen, as the terminal would, but for a
+    /// repeat longer than a row (`RepClip`). A sequence split between
+    /// two calls is one sequence.
     pub fn feed(&mut self, output: &[u8]) {
-        self.parser.process(output);
+        let Self { parser, clip } = self;
+        clip.feed(output, |bytes| parser.process(bytes));
     }
 
     /// The text of each row, a column left blank by a cursor move shown as
@@ -132,6 +140,132 @@ impl Screen {
             out.push_str("\r\n");
         }
         out.into_bytes()
+    }
+}
+
+/// ESC, which starts every sequence.
+const ESC: u8 = 0x1b;
+
+/// The filter in front of the emulator: it clips the count of REP (`CSI n
+/// b`, print the last character again n times) to the screen's width.
+/// vt100 0.18 prints a repeat one character at a time, whatever its count
+/// (up to 65,535), so that eight bytes cost as much as 65,535 characters:
+/// a megabyte of them kept `attach`, `top` and `logs` busy for minutes
+/// (issue 53, N2). Every other sequence with a count is bounded by the
+/// screen already: vt100 clamps the count of ICH, DCH, ECH and the cursor
+/// moves to the row, and of IL, DL, SU and SD to the rows.
+///
+/// A repeat that fits in a row is drawn as it is: that is how programs use
+/// it (ncurses, for one, repeats a run of one character within a line). A
+/// longer one, which with autowrap would go on over further rows, stops
+/// after a row's worth, so that one sequence costs at most a row of
+/// characters. Clipping to the whole screen (width × rows) would keep even
+/// those as drawn, but then a sequence could cost 200,000 characters on
+/// the largest screen, and a megabyte of them minutes again.
+///
+/// The bytes go on as they came, each as soon as it came (a sequence split
+/// between two calls needs nothing kept but its count so far); a repeat to
+/// clip ends at its final byte, which is replaced by CAN (which ends any
+/// sequence, and which vt100 draws nothing for) and a repeat of the width.
+#[derive(Debug)]
+struct RepClip {
+    parse: Parse,
+    most: u16,
+    /// What a repeat to clip ends with instead of its final byte: CAN,
+    /// then a repeat of `most`.
+    clipped: Vec<u8>,
+}
+
+/// Where the emulator's parser (vte's state machine, cut down to what
+/// decides whether a byte ends a repeat) is in the output. Only an ESC
+/// leaves `Ground`, which is text, the strings of OSC, DCS, SOS, PM and
+/// APC, an escape with an intermediate byte (where a `[` ends it) and a
+/// CSI that is no repeat: in each, an ESC starts a new sequence, CAN and
+/// SUB go back to text, and so does its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Parse {
+    Ground,
+    /// After ESC.
+    Escape,
+    /// In a CSI with no private marker or intermediate byte so far, so a
+    /// repeat if it ends with `b`: `count` is its first parameter so far
+    /// (saturating, as vte's does), `first` whether digits still add to it.
+    Csi {
+        count: u16,
+        first: bool,
+    },
+}
+
+impl RepClip {
+    fn new(most: NonZeroU16) -> Self {
+        Self {
+            parse: Parse::Ground,
+            most: most.get(),
+            clipped: format!("\x18\x1b[{most}b").into_bytes(),
+        }
+    }
+
+    /// Hands `output` to `process` as it is, in slices of it, but for each
+    /// repeat whose count passes the width.
+    fn feed(&mut self, output: &[u8], mut process: impl FnMut(&[u8])) {
+        let mut passed = 0;
+        let mut at = 0;
+        while at < output.len() {
+            if self.parse == Parse::Ground {
+                // Only an ESC leaves the ground: on to the next one.
+                match output[at..].iter().position(|b| *b == ESC) {
+                    Some(offset) => at += offset,
+                    None => break,
+                }
+            }
+            if self.step(output[at]) {
+                process(&output[passed..at]);
+                process(&self.clipped);
+                passed = at + 1;
+            }
+            at += 1;
+        }
+        process(&output[passed..]);
+    }
+
+    /// Moves on by `byte`; whether it is the final byte of a repeat to
+    /// clip. vte's transitions, for the states that matter here.
+    fn step(&mut self, byte: u8) -> bool {
+        self.parse = match (self.parse, byte) {
+            // Anywhere: CAN and SUB end a sequence, ESC starts anew.
+            (_, 0x18 | 0x1a) => Parse::Ground,
+            (_, ESC) => Parse::Escape,
+            (Parse::Ground, _) => Parse::Ground,
+            (Parse::Escape, b'[') => Parse::Csi {
+                count: 0,
+                first: true,
+            },
+            // A final byte, a string's start or an intermediate byte.
+            (Parse::Escape, 0x20..=0x7e) => Parse::Ground,
+            (Parse::Csi { count, first: true }, b'0'..=b'9') => Parse::Csi {
+                count: count
+                    .saturating_mul(10)
+                    .saturating_add(u16::from(byte - b'0')),
+                first: true,
+            },
+            // A subparameter or the next parameter: the count is complete.
+            (Parse::Csi { count, .. }, b':' | b';') => Parse::Csi {
+                count,
+                first: false,
+            },
+            // An intermediate byte, or a private marker (`?`, `>`…): no
+            // repeat.
+            (Parse::Csi { .. }, 0x20..=0x2f | 0x3c..=0x3f) => Parse::Ground,
+            (Parse::Csi { count, .. }, 0x40..=0x7e) => {
+                self.parse = Parse::Ground;
+                // A count of 0 is 1, never past the width.
+                return byte == b'b' && count > self.most;
+            }
+            // C0 controls are carried out inside a sequence without ending
+            // it; DEL and the bytes past ASCII are ignored there.
+            (parse, _) => parse,
+        };
+        false
     }
 }
 

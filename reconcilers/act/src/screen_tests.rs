@@ -271,3 +271,247 @@ fn styled_rows_are_the_cells_colours_in_runs_and_no_control_character() {
         assert!(!run.text.chars().any(char::is_control), "{run:?}");
     }
 }
+
+/// The rows a bare vt100 parser of `columns` × `rows` draws from `output`:
+/// what the screen showed before the filter.
+fn unfiltered(output: &[u8], (columns, rows): (u16, u16)) -> Vec<String> {
+    let size = |n: u16| NonZeroU16::new(n).unwrap();
+    let mut parser = vt100::Parser::new(size(rows), size(columns), 0);
+    parser.process(output);
+    parser
+        .screen()
+        .rows(0, columns)
+        .map(|row| row.trim_end().to_owned())
+        .collect()
+}
+
+/// What `RepClip` of `most` makes of `output` fed in `chunks` (the
+/// lengths of the first pieces; the rest is the last one).
+fn clipped(output: &[u8], most: u16, chunks: &[usize]) -> Vec<u8> {
+    let mut clip = RepClip::new(NonZeroU16::new(most).unwrap());
+    let mut out = Vec::new();
+    let mut rest = output;
+    for len in chunks {
+        let (piece, after) = rest.split_at((*len).min(rest.len()));
+        clip.feed(piece, |bytes| out.extend_from_slice(bytes));
+        rest = after;
+    }
+    clip.feed(rest, |bytes| out.extend_from_slice(bytes));
+    out
+}
+
+/// Issue 53, N2: a repeat's count is clipped to the width; one that fits
+/// is drawn as it is, and so is every sequence that is no repeat (a
+/// private marker or an intermediate byte makes one something else).
+#[test]
+fn n2_a_repeat_is_clipped_to_the_width_and_nothing_else_changes() {
+    let mut screen = Screen::new((10, 4));
+    screen.feed(b"x\x1b[65535b");
+    // A row's worth after the x, wrapped: not a screen full of them.
+    assert_eq!(screen.rows(), ["xxxxxxxxxx", "x", "", ""]);
+    assert_eq!(
+        clipped(b"x\x1b[65535by", 10, &[]),
+        b"x\x1b[65535\x18\x1b[10by"
+    );
+    for fits in [
+        &b"ab\x1b[5bc"[..],
+        b"x\x1b[10b",
+        b"x\x1b[0b\x1b[b\x1b[;70b\x1b[:70b",
+        b"x\x1b[?65535b\x1b[65535 b\x1b[>65535b\x1b#[65535b",
+        b"x\x1b[65535A\x1b[65535@\x1b[65535X\x1b]0;[65535b\x07\x1bP[65535b\x1b\\",
+    ] {
+        assert_eq!(clipped(fits, 10, &[]), fits, "{fits:?}");
+        let mut screen = Screen::new((10, 4));
+        screen.feed(fits);
+        assert_eq!(screen.rows(), unfiltered(fits, (10, 4)), "{fits:?}");
+    }
+    // The count is the first parameter's first part, as vt100 reads it
+    // (saturating: never wrapped round to a small one).
+    assert_eq!(clipped(b"\x1b[65536b", 10, &[]), b"\x1b[65536\x18\x1b[10b");
+    assert_eq!(clipped(b"\x1b[11;2b", 10, &[]), b"\x1b[11;2\x18\x1b[10b");
+    assert_eq!(clipped(b"\x1b[11:2b", 10, &[]), b"\x1b[11:2\x18\x1b[10b");
+    // Controls inside the sequence are carried out, and do not end it;
+    // DEL and bytes past ASCII are ignored there, after ESC too.
+    assert_eq!(clipped(b"\x1b[1\n1b", 10, &[]), b"\x1b[1\n1\x18\x1b[10b");
+    assert_eq!(
+        clipped(b"\x1b\x7f\xc3[1\x7f\x9b1b", 10, &[]),
+        b"\x1b\x7f\xc3[1\x7f\x9b1\x18\x1b[10b"
+    );
+}
+
+/// Split anywhere between calls, twice, the screen is the one the whole
+/// output draws unfiltered while every repeat fits, and the clipped one
+/// when some do not.
+#[test]
+fn n2_a_repeat_split_anywhere_is_one() {
+    let fitting: &[u8] = b"ab\x1b[3bc\x1b[;7b\x1b[2:5b\x1b]0;t\x07d\x1b[?5b\x1b[1 b\
+        \xe2\x97\x8f\x1b[4b\r\n\x1b[12b\x1b[1;31mz\x1b[0b";
+    let huge: &[u8] = b"x\x1b[65535by\r\n\x1b[70000bz\x1b[13b";
+    let huge_as_clipped: &[u8] = b"x\x1b[12by\r\n\x1b[12bz\x1b[12b";
+    for (output, drawn) in [(fitting, fitting), (huge, huge_as_clipped)] {
+        let expected = unfiltered(drawn, (12, 6));
+        for first in 0..=output.len() {
+            for second in first..=output.len() {
+                let mut screen = Screen::new((12, 6));
+                screen.feed(&output[..first]);
+                screen.feed(&output[first..second]);
+                screen.feed(&output[second..]);
+                assert_eq!(screen.rows(), expected, "split at {first} and {second}");
+            }
+        }
+    }
+}
+
+/// What vte, the parser inside vt100, hands vt100: the oracle the filter
+/// is checked against. A repeat is its count as vt100 reads it.
+#[derive(Debug, Default)]
+struct Parsed(Vec<Event>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Event {
+    Print(char),
+    Execute(u8),
+    Repeat(u16),
+    Csi(Vec<Vec<u16>>, Vec<u8>, bool, char),
+    Esc(Vec<u8>, bool, u8),
+    Osc(Vec<Vec<u8>>, bool),
+    Hook(Vec<Vec<u16>>, Vec<u8>, bool, char),
+    Put(u8),
+    Unhook,
+}
+
+impl vte::Perform for Parsed {
+    fn print(&mut self, c: char) {
+        self.0.push(Event::Print(c));
+    }
+
+    fn execute(&mut self, byte: u8) {
+        self.0.push(Event::Execute(byte));
+    }
+
+    fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], ignore: bool, c: char) {
+        let params: Vec<Vec<u16>> = params.iter().map(<[u16]>::to_vec).collect();
+        self.0.push(match (intermediates, c) {
+            ([], 'b') => Event::Repeat(params[0][0].max(1)),
+            _ => Event::Csi(params, intermediates.to_vec(), ignore, c),
+        });
+    }
+
+    fn esc_dispatch(&mut self, intermediates: &[u8], ignore: bool, byte: u8) {
+        self.0
+            .push(Event::Esc(intermediates.to_vec(), ignore, byte));
+    }
+
+    fn osc_dispatch(&mut self, params: &[&[u8]], bell_terminated: bool) {
+        let params = params.iter().map(|p| p.to_vec()).collect();
+        self.0.push(Event::Osc(params, bell_terminated));
+    }
+
+    fn hook(&mut self, params: &vte::Params, intermediates: &[u8], ignore: bool, c: char) {
+        let params = params.iter().map(<[u16]>::to_vec).collect();
+        self.0
+            .push(Event::Hook(params, intermediates.to_vec(), ignore, c));
+    }
+
+    fn put(&mut self, byte: u8) {
+        self.0.push(Event::Put(byte));
+    }
+
+    fn unhook(&mut self) {
+        self.0.push(Event::Unhook);
+    }
+}
+
+fn parsed(output: &[u8]) -> Vec<Event> {
+    let mut parsed = Parsed::default();
+    vte::Parser::new().advance(&mut parsed, output);
+    parsed.0
+}
+
+/// Output made of what sequences are made of: runs of an opening (ESC,
+/// `ESC [`, a string's), pieces that change or end one (intermediates,
+/// private markers, counts small and huge, separators, CAN, SUB, DEL,
+/// controls, text, bytes past ASCII) and a final byte (mostly `b`).
+fn sequence_soup() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::sample::select;
+    use proptest::strategy::Strategy;
+    let openings: Vec<&[u8]> = vec![
+        b"\x1b[", b"\x1b[", b"\x1b[", b"\x1b", b"\x1b]", b"\x1bP", b"\x1b#", b"x", b"",
+    ];
+    let pieces: Vec<&[u8]> = vec![
+        b"\x1b",
+        b"[",
+        b"]",
+        b"P",
+        b"X",
+        b"^",
+        b"_",
+        b"\\",
+        b" ",
+        b"!",
+        b"#",
+        b"0",
+        b"7",
+        b"12",
+        b"29",
+        b"65535",
+        b"65536",
+        b"99999",
+        b":",
+        b";",
+        b"<",
+        b"?",
+        b"=",
+        b">",
+        b"m",
+        b"x",
+        b"\x18",
+        b"\x1a",
+        b"\x07",
+        b"\n",
+        b"\x7f",
+        b"\x80",
+        b"\x9b",
+        b"\x9c",
+        b"\xc3",
+        b"\xa9",
+        b"\xe2\x97",
+        b"\x8f",
+    ];
+    let finals: Vec<&[u8]> = vec![b"b", b"b", b"b", b"b", b"@", b"~", b"A", b"m", b"\\"];
+    let run = (
+        select(openings),
+        proptest::collection::vec(select(pieces), 0..5),
+        select(finals),
+    )
+        .prop_map(|(opening, pieces, last)| [opening, &pieces.concat(), last].concat());
+    proptest::collection::vec(run, 0..10).prop_map(|runs| runs.concat())
+}
+
+/// Whatever the output and however it is cut into calls, the parser sees
+/// through the filter exactly what it sees without, but for each repeat
+/// past the width: CAN, then a repeat of the width.
+#[test]
+fn n2_the_parser_sees_through_the_filter_what_it_sees_without_but_clipped_repeats() {
+    use proptest::prelude::*;
+    let config = ProptestConfig {
+        cases: 5000,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    let cuts = proptest::collection::vec(0usize..20, 0..6);
+    proptest!(config, |(output in sequence_soup(), most in 1u16..30, cuts in cuts)| {
+        let through = clipped(&output, most, &cuts);
+        prop_assert_eq!(&through, &clipped(&output, most, &[]), "the cuts changed it");
+        let expected: Vec<Event> = parsed(&output)
+            .into_iter()
+            .flat_map(|event| match event {
+                Event::Repeat(count) if count > most => {
+                    vec![Event::Execute(0x18), Event::Repeat(most)]
+                }
+                other => vec![other],
+            })
+            .collect();
+        prop_assert_eq!(parsed(&through), expected);
+    });
+}

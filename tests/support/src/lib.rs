@@ -7,6 +7,7 @@
 //! so an unused one does not warn: a helper no test calls any more is
 //! deleted, not kept.
 
+pub mod cpu;
 pub mod private_engine;
 pub mod real_agent;
 pub mod terminal;

@@ -51,6 +51,21 @@ impl Terminal {
         Self { name }
     }
 
+    /// The process id of the pane's shell, which runs the command: the
+    /// command's CPU time is counted under it ([`crate::cpu::cpu_time`]).
+    pub fn pid(&self) -> u32 {
+        let out = self
+            .tmux()
+            .args(["display-message", "-p", "-t", &self.window()])
+            .arg("#{pane_pid}")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("tmux names the pane's process")
+    }
+
     /// A `tmux` command addressed to this terminal's own server.
     pub(crate) fn tmux(&self) -> Command {
         tmux_on(&self.name)
