@@ -369,33 +369,31 @@ pub fn log_size_bytes(text: &str) -> Result<u64, String> {
         .ok_or_else(expected)
 }
 
+/// Each of `names` (the list at `field`) that is no capability, as
+/// [`problems`] reports it.
+fn unknown_capabilities(field: &str, names: &[String]) -> Vec<(String, String)> {
+    names
+        .iter()
+        .enumerate()
+        .filter(|(_, name)| !CAPABILITIES.contains(&name.as_str()))
+        .map(|(i, name)| {
+            (
+                format!("{field}[{i}]"),
+                format!(
+                    "{name:?} is not a capability: name one as the engine does, without CAP_ \
+                     (NET_ADMIN, SYS_PTRACE); ALL is refused, name each one needed"
+                ),
+            )
+        })
+        .collect()
+}
+
 /// The rules a widening breaks: each as a field path below the block
 /// (`capAdd[1]`) and what is expected.
 pub fn problems(spec: &SecuritySpec) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for (i, name) in spec.cap_add.iter().enumerate() {
-        if !CAPABILITIES.contains(&name.as_str()) {
-            out.push((
-                format!("capAdd[{i}]"),
-                format!(
-                    "{name:?} is not a capability: name one as the engine does, without CAP_ \
-                     (NET_ADMIN, SYS_PTRACE); ALL is refused, name each one the agent needs"
-                ),
-            ));
-        }
-    }
     let allowed = spec.allow_role.clone().unwrap_or_default();
-    for (i, name) in allowed.cap_add.iter().enumerate() {
-        if !CAPABILITIES.contains(&name.as_str()) {
-            out.push((
-                format!("allowRole.capAdd[{i}]"),
-                format!(
-                    "{name:?} is not a capability: name one as the engine does, without CAP_ \
-                     (NET_ADMIN, SYS_PTRACE)"
-                ),
-            ));
-        }
-    }
+    let mut out = unknown_capabilities("capAdd", &spec.cap_add);
+    out.extend(unknown_capabilities("allowRole.capAdd", &allowed.cap_add));
     if let Some(limit) = spec.pids_limit
         && limit < MIN_PIDS_LIMIT
     {

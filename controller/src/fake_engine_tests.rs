@@ -161,6 +161,17 @@ fn reconciler(store: &Store, engines: Engines, operator: &std::path::Path) -> Re
 
 /// Another home on the same engine, with instance `name` launched in it;
 /// returns the home (kept alive by the caller) and its container's name.
+/// The sweep's `findings` say it removed the engine object `container`.
+fn assert_removed(findings: &[sweep::Finding], container: &str) {
+    assert!(
+        findings.iter().any(|f| matches!(
+            f,
+            sweep::Finding::EngineObjectRemoved { name, .. } if name == container
+        )),
+        "{findings:?}"
+    );
+}
+
 async fn neighbour(fake: &FakeEngine, name: &str) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let (store, _) = Store::open(Layout::new(dir.path())).unwrap();
@@ -619,13 +630,7 @@ async fn the_engine_sweep_removes_what_a_vanished_instance_left() {
     let findings = sweep::sweep(&w.store, &w.reconciler.engines, sweep::Options::default())
         .await
         .unwrap();
-    assert!(
-        findings.iter().any(|f| matches!(
-            f,
-            sweep::Finding::EngineObjectRemoved { name, .. } if *name == container
-        )),
-        "{findings:?}"
-    );
+    assert_removed(&findings, &container);
     assert_eq!(w.fake.container_running(&container), None);
 }
 
@@ -1445,13 +1450,7 @@ async fn a_sweep_sweeps_every_engine_it_can_ask_and_names_the_one_it_cannot() {
     let findings = sweep::sweep(&w.store, &w.reconciler.engines, sweep::Options::default())
         .await
         .unwrap();
-    assert!(
-        findings.iter().any(|f| matches!(
-            f,
-            sweep::Finding::EngineObjectRemoved { name, .. } if *name == container
-        )),
-        "{findings:?}"
-    );
+    assert_removed(&findings, &container);
     assert_eq!(w.fake.container_running(&container), None);
     let not_swept: Vec<&sweep::Finding> = findings
         .iter()
