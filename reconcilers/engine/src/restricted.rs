@@ -125,7 +125,7 @@ mod tests {
                     cap_add: vec!["NET_ADMIN".into()],
                     no_new_privileges: Some(false),
                     pids_limit: Some(64),
-                    logs: None,
+                    ..Default::default()
                 }),
                 workspace: None,
             }),
