@@ -1,17 +1,20 @@
 //! A real terminal for the tests that drive jackin's screens: a tmux
 //! session running one `jackin` command.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::{Home, jackin_binary, unique};
 
 /// A tmux session running one command, on a tmux server of its own
-/// (`tmux -L <name>`), killed on drop. Sharing the default server raced:
-/// a server exits when its last session ends, and a test starting its
-/// terminal in that moment was told "server exited unexpectedly".
+/// (`tmux -S <socket>`), killed on drop, its socket removed (the server
+/// leaves it). Sharing the default server raced: a server exits when its
+/// last session ends, and a test starting its terminal in that moment was
+/// told "server exited unexpectedly".
 pub struct Terminal {
     name: String,
+    socket: PathBuf,
 }
 
 impl Terminal {
@@ -27,13 +30,14 @@ impl Terminal {
     /// A terminal whose `jackin` runs with the extra `env` (`A=1 B=2`).
     pub fn start_with_env(home: &Home, args: &str, env: &str) -> Self {
         let name = unique("jackin-tmux");
+        let socket = std::env::temp_dir().join(format!("{name}.sock"));
         let command = format!(
             "env JACKIN_HOME={} JACKIN_CREDENTIALS_HOME={} {env} {} {args}; sleep 600",
             home.path().display(),
             home.operator_home().display(),
             jackin_binary().display()
         );
-        let status = tmux_on(&name)
+        let status = tmux_on(&socket)
             .args([
                 "new-session",
                 "-d",
@@ -48,7 +52,7 @@ impl Terminal {
             .status()
             .expect("tmux runs (Debian package tmux)");
         assert!(status.success());
-        Self { name }
+        Self { name, socket }
     }
 
     /// The process id of the pane's shell, which runs the command: the
@@ -68,7 +72,7 @@ impl Terminal {
 
     /// A `tmux` command addressed to this terminal's own server.
     pub(crate) fn tmux(&self) -> Command {
-        tmux_on(&self.name)
+        tmux_on(&self.socket)
     }
 
     /// The window that runs the command (a test may open another).
@@ -213,13 +217,13 @@ impl Terminal {
 impl Drop for Terminal {
     fn drop(&mut self) {
         let _ = self.tmux().arg("kill-server").status();
+        let _ = std::fs::remove_file(&self.socket);
     }
 }
 
-/// `tmux` on the server whose socket is named `name` (in tmux's own
-/// directory, removed by the server when it exits).
-fn tmux_on(name: &str) -> Command {
+/// `tmux` on the server of `socket`.
+fn tmux_on(socket: &Path) -> Command {
     let mut command = Command::new("tmux");
-    command.args(["-L", name]);
+    command.arg("-S").arg(socket);
     command
 }
