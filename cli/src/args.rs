@@ -331,8 +331,8 @@ pub struct LaunchArgs {
     #[arg(long, short = 'r', value_name = "ROLE")]
     pub role: String,
     /// The agent that runs in the session: a built-in (claude, codex,
-    /// aider, gemini, opencode, shell) or an Agent applied before
-    /// (`jackin get agents` lists them).
+    /// gemini, aider, opencode, amp, kimi, shell) or an Agent applied
+    /// before (`jackin get agents` lists them).
     #[arg(long, short = 'a', value_name = "AGENT")]
     pub agent: String,
     /// An Instance manifest a new session starts from, named as the file
@@ -509,6 +509,29 @@ mod tests {
         let mut found = Vec::new();
         undescribed(&Cli::command(), "jackin", &mut found);
         assert!(found.is_empty(), "without help text: {found:?}");
+    }
+
+    /// `launch --help` names every built-in agent: one left out is one a
+    /// new user does not know to ask for.
+    #[test]
+    fn launch_help_names_every_built_in_agent() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let launch = cli
+            .find_subcommand("launch")
+            .expect("jackin has a launch command");
+        let agent = launch
+            .get_arguments()
+            .find(|a| a.get_id() == "agent")
+            .expect("launch takes an agent");
+        let help = agent
+            .get_help()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        for builtin in jackin_api::agent::builtin() {
+            let name = &builtin.metadata.name;
+            assert!(help.contains(name.as_str()), "{name} is not in {help:?}");
+        }
     }
 
     #[test]
