@@ -557,6 +557,35 @@ fn an_operator_who_leaves_mid_question_gets_the_session_kept() {
     assert_eq!(reason, Some(serde_json::json!("NonInteractive")));
 }
 
+/// The end of input at the question (Ctrl-D, or a terminal that closed
+/// before the attach was killed with it) is nobody answering, not the
+/// operator choosing: the attach itself settles the end as for nobody
+/// attached, with no pass of the loop, and the same as a hangup gives.
+#[test]
+fn the_end_of_input_at_the_question_is_left_to_the_policy() {
+    ensure_busybox();
+    let home = Home::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let host = support::host_repo(scratch.path());
+    record_talker(&home, "unanswered", &host);
+    let term = Terminal::start(&home, "attach unanswered");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_line("bye");
+    term.pass_screen_a(1);
+    term.wait_for("Choice [1]:", 1);
+    term.keys(&["C-d"]);
+    term.wait_for("no answer came (the input ended)", 1);
+    term.wait_for("instance/unanswered ended: Kept", 1);
+    let obj = home.object("unanswered");
+    assert_eq!(obj["status"]["phase"], "Kept");
+    let reason = condition(&obj, "ExitPolicy").map(|c| c["reason"].clone());
+    assert_eq!(reason, Some(serde_json::json!("NonInteractive")));
+    assert_eq!(
+        obj["status"]["settled"]["by"], "exitPolicy",
+        "no operator chose to keep it: {obj}"
+    );
+}
+
 #[test]
 fn ctrl_c_that_the_agent_survives_does_not_make_its_exit_a_stop() {
     ensure_busybox();
@@ -651,151 +680,6 @@ fn a_new_session_never_takes_over_an_instance_created_meanwhile() {
     // The launch converges on to the end before the test ends, so that
     // nothing it creates comes after the home's cleanup.
     terminal.wait_for("Ctrl-P Ctrl-Q detaches", 1);
-}
-
-#[test]
-fn a_reattach_shows_what_the_agent_printed_before() {
-    ensure_busybox();
-    let home = Home::new();
-    let spec = "  command: [sh, -c, 'echo printed-while-nobody-watched; exec sleep 3600']\n";
-    home.apply("earlier", &instance_yaml_with("earlier", spec));
-    eventually(Duration::from_secs(20), "the agent's first line", || {
-        home.ok(&["logs", "earlier"])
-            .contains("printed-while-nobody-watched")
-    });
-    let terminal = Terminal::start(&home, "attach earlier");
-    terminal.wait_for("attached to instance/earlier", 1);
-    terminal.wait_for("printed-while-nobody-watched", 1);
-}
-
-/// The replay is history: queries the agent printed earlier (a cursor
-/// position report, device status, device attributes) are not replayed, so
-/// the operator's terminal types no answers into the agent's input.
-#[test]
-fn a_reattach_replays_no_query_that_makes_the_terminal_answer() {
-    ensure_busybox();
-    let home = Home::new();
-    let agent = "printf 'before-\\033[6n\\033[5n\\033[c-replay-marker\\n'; \
-                 while read line; do echo \"$line\" >> $HOME/typed; done";
-    let spec = format!(
-        "  command: [sh, -c, {}]\n",
-        serde_json::to_string(agent).unwrap()
-    );
-    home.apply("asker", &instance_yaml_with("asker", &spec));
-    eventually(Duration::from_secs(20), "the agent's first line", || {
-        home.ok(&["logs", "asker"]).contains("-replay-marker")
-    });
-    let typed = home
-        .path()
-        .join("data")
-        .join(home.container("asker"))
-        .join("home/typed");
-    let terminal = Terminal::start(&home, "attach asker");
-    terminal.wait_for("before--replay-marker", 1);
-    // Anything the terminal answered is ahead of this line in the agent's input.
-    terminal.type_line("done");
-    eventually(Duration::from_secs(30), "the agent's line", || {
-        std::fs::read_to_string(&typed).is_ok_and(|text| text.ends_with('\n'))
-    });
-    let text = std::fs::read_to_string(&typed).unwrap();
-    assert_eq!(text, "done\n", "the terminal answered the replay: {text:?}");
-}
-
-/// Defect R5: claude places its words with column moves (`CSI n G`), and
-/// the replay used to drop them, and the spaces with them
-/// (`markcolumnskept`). The replay is the screen as it was drawn: a move
-/// is the blank it leaves. The agent here prints once and never redraws,
-/// so what the attach shows can only be the replay.
-#[test]
-fn r5_a_reattach_replays_column_moves_as_the_spaces_they_leave() {
-    ensure_busybox();
-    let home = Home::new();
-    let agent = "printf 'mark\\033[10Gcolumns\\033[20Gkept\\n'; exec sleep 3600";
-    let spec = format!(
-        "  command: [sh, -c, {}]\n",
-        serde_json::to_string(agent).unwrap()
-    );
-    home.apply("mover", &instance_yaml_with("mover", &spec));
-    eventually(Duration::from_secs(20), "the agent's line", || {
-        home.ok(&["logs", "mover"]).contains("kept")
-    });
-    let terminal = Terminal::start(&home, "attach mover");
-    terminal.wait_for("attached to instance/mover", 1);
-    terminal.wait_for("mark     columns   kept", 1);
-}
-
-/// `jackin logs` on a terminal shows the log as text and colours only, as
-/// the replay does: a query in it would make the terminal type its answer
-/// into the operator's shell. Piped, the bytes go on as the agent wrote them.
-#[test]
-fn logs_on_a_terminal_show_no_query_that_makes_the_terminal_answer() {
-    ensure_busybox();
-    let home = Home::new();
-    let agent = "printf 'before-\\033[6n\\033[5n\\033[c-logs-marker\\n'; sleep 3600";
-    let spec = format!(
-        "  command: [sh, -c, {}]\n",
-        serde_json::to_string(agent).unwrap()
-    );
-    home.apply("asker", &instance_yaml_with("asker", &spec));
-    eventually(Duration::from_secs(20), "the agent's first line", || {
-        home.ok(&["logs", "asker"]).contains("-logs-marker")
-    });
-    let piped = home.ok(&["logs", "asker"]);
-    assert!(
-        piped.contains("before-\u{1b}[6n"),
-        "piped output is as written: {piped:?}"
-    );
-
-    // What the shell reads after `jackin logs` is whatever the terminal
-    // typed in answer: nothing, unless a query reached it.
-    let scratch = tempfile::tempdir().unwrap();
-    let typed = scratch.path().join("typed");
-    let terminal = Terminal::start(
-        &home,
-        &format!(
-            "logs asker; bash -c 'read -t 3 -r -n 64 line; printf %q \"$line\" > {}'",
-            typed.display()
-        ),
-    );
-    terminal.wait_for("before--logs-marker", 1);
-    eventually(Duration::from_secs(30), "the shell's read", || {
-        typed.exists()
-    });
-    eventually(Duration::from_secs(5), "the read's result", || {
-        std::fs::read_to_string(&typed).is_ok_and(|text| !text.is_empty())
-    });
-    let text = std::fs::read_to_string(&typed).unwrap();
-    assert_eq!(text, "''", "the terminal answered the log: {text:?}");
-}
-
-/// A resize while attached reaches the agent's terminal at once (T1), and
-/// so does one during `exec -t`: each prints its terminal's size per line.
-#[test]
-fn a_resized_terminal_is_passed_on_to_attach_and_exec() {
-    ensure_busybox();
-    let home = Home::new();
-    let agent = "while read line; do echo \"agent-size $(stty size)\"; done";
-    let spec = format!(
-        "  command: [sh, -c, {}]\n",
-        serde_json::to_string(agent).unwrap()
-    );
-    home.apply("sized", &instance_yaml_with("sized", &spec));
-    let terminal = Terminal::start_as(&home, "attach sized", "xterm");
-    // Sizes as `stty size` prints them: rows, then columns.
-    terminal.wait_for("Ctrl-P Ctrl-Q detaches", 1);
-    terminal.type_until("one", "agent-size 40 120");
-    terminal.resize(100, 30);
-    terminal.type_until("two", "agent-size 30 100");
-    drop(terminal);
-
-    let terminal = Terminal::start_as(
-        &home,
-        "exec -it sized -- sh -c 'while read line; do echo \"exec-size $(stty size)\"; done'",
-        "xterm",
-    );
-    terminal.type_until("one", "exec-size 40 120");
-    terminal.resize(90, 25);
-    terminal.type_until("two", "exec-size 25 90");
 }
 
 #[test]

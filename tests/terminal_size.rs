@@ -57,3 +57,33 @@ fn the_terminal_has_a_size_before_anyone_attaches_and_keeps_the_operators() {
         logs().matches("size 30 100").count() >= 2
     });
 }
+
+/// A resize while attached reaches the agent's terminal at once (T1), and
+/// so does one during `exec -t`: each prints its terminal's size per line.
+#[test]
+fn a_resized_terminal_is_passed_on_to_attach_and_exec() {
+    ensure_busybox();
+    let home = Home::new();
+    let agent = "while read line; do echo \"agent-size $(stty size)\"; done";
+    let spec = format!(
+        "  command: [sh, -c, {}]\n",
+        serde_json::to_string(agent).unwrap()
+    );
+    home.apply("sized", &instance_yaml_with("sized", &spec));
+    let terminal = Terminal::start_as(&home, "attach sized", "xterm");
+    // Sizes as `stty size` prints them: rows, then columns.
+    terminal.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    terminal.type_until("one", "agent-size 40 120");
+    terminal.resize(100, 30);
+    terminal.type_until("two", "agent-size 30 100");
+    drop(terminal);
+
+    let terminal = Terminal::start_as(
+        &home,
+        "exec -it sized -- sh -c 'while read line; do echo \"exec-size $(stty size)\"; done'",
+        "xterm",
+    );
+    terminal.type_until("one", "exec-size 40 120");
+    terminal.resize(90, 25);
+    terminal.type_until("two", "exec-size 25 90");
+}

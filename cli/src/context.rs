@@ -3,6 +3,8 @@
 //! reporting, the keep cap once sessions are kept, and the errors that
 //! choose an exit status.
 
+use std::io::Write;
+
 use anyhow::{Context, Result, anyhow, bail};
 use clap::CommandFactory;
 use jackin_api::validate;
@@ -294,12 +296,14 @@ pub async fn enforce_keep_cap_quietly(
     wait: &WaitArgs,
 ) -> Result<()> {
     let enforced = keep_cap::enforce(store).await?;
+    // Said where the operator may no longer be (a closed terminal): a
+    // failed write is no reason to stop.
     for line in keep_cap_lines(&enforced.capped) {
-        eprintln!("{line}");
+        let _ = writeln!(std::io::stderr(), "{line}");
     }
     for name in &enforced.purged {
         converge_quietly(store, engines, name, wait).await?;
-        eprintln!("instance/{name} purged");
+        let _ = writeln!(std::io::stderr(), "instance/{name} purged");
     }
     Ok(())
 }

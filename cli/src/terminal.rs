@@ -12,6 +12,9 @@ use tokio::sync::mpsc;
 pub struct Keyboard {
     chunks: mpsc::UnboundedReceiver<Vec<u8>>,
     pending: Vec<u8>,
+    /// The input reached its end: the terminal closed (a hangup) or
+    /// Ctrl-D on an empty line. Nothing more will be typed.
+    ended: bool,
 }
 
 impl Keyboard {
@@ -34,7 +37,22 @@ impl Keyboard {
         Self {
             chunks,
             pending: Vec::new(),
+            ended: false,
         }
+    }
+
+    /// Whether the input has ended, so that nobody can answer a question
+    /// any more: a screen's `Abort` then means the operator left, not that
+    /// they chose to abort.
+    pub fn input_ended(&self) -> bool {
+        self.ended
+    }
+
+    /// The next chunk from the reader thread, noting the end of input.
+    async fn receive(&mut self) -> Option<Vec<u8>> {
+        let chunk = self.chunks.recv().await;
+        self.ended |= chunk.is_none();
+        chunk
     }
 
     /// What was typed next, as raw bytes; `None` at end of input.
@@ -42,7 +60,7 @@ impl Keyboard {
         if !self.pending.is_empty() {
             return Some(std::mem::take(&mut self.pending));
         }
-        self.chunks.recv().await
+        self.receive().await
     }
 
     /// The next line typed (without its end), or `None` at end of input.
@@ -60,7 +78,8 @@ impl Keyboard {
                 let line: Vec<u8> = self.pending.drain(..=take).collect();
                 return Some(String::from_utf8_lossy(&line[..end]).trim().to_owned());
             }
-            self.pending.extend(self.chunks.recv().await?);
+            let chunk = self.receive().await?;
+            self.pending.extend(chunk);
         }
     }
 }

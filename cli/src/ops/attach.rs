@@ -170,6 +170,9 @@ enum Choice {
     ReturnToAgent,
     Keep,
     CleanUp,
+    /// The input ended before an answer (the terminal closed): nobody is
+    /// there to choose, and the exit policy decides as for nobody attached.
+    Unanswered,
 }
 
 /// Screens A and B: the unfinished work, then the forced choice with
@@ -211,7 +214,7 @@ async fn ask(obj: &Instance, saved_for: &str, keyboard: &mut Keyboard) -> Result
     };
     if screens::choose(&screen_a, keyboard).await? == Answer::Abort {
         // Aborted: keep, which loses nothing.
-        return Ok(Choice::Keep);
+        return Ok(unanswered_or(Choice::Keep, keyboard));
     }
     let verb = output::plural(unfinished, "has", "have");
     let screen_b = Screen {
@@ -242,9 +245,19 @@ async fn ask(obj: &Instance, saved_for: &str, keyboard: &mut Keyboard) -> Result
     Ok(match screens::choose(&screen_b, keyboard).await? {
         Answer::Chose(0) => Choice::ReturnToAgent,
         Answer::Chose(2) => Choice::CleanUp,
-        // "Exit and keep", or aborted: keep loses nothing.
+        Answer::Abort => unanswered_or(Choice::Keep, keyboard),
+        // "Exit and keep": keep loses nothing.
         _ => Choice::Keep,
     })
+}
+
+/// `aborted`, unless the abort was the end of input: then nobody answered.
+fn unanswered_or(aborted: Choice, keyboard: &Keyboard) -> Choice {
+    if keyboard.input_ended() {
+        Choice::Unanswered
+    } else {
+        aborted
+    }
 }
 
 fn container_of(obj: &Instance) -> String {
@@ -291,7 +304,7 @@ pub async fn run(
         }
     }
     let lock_path = store.layout().attached_lock_file(&container_of(&current));
-    let _attached = hold_attached_lock(&lock_path)
+    let attached = hold_attached_lock(&lock_path)
         .with_context(|| format!("locking {}", lock_path.display()))?
         .ok_or_else(|| anyhow::anyhow!("instance/{name} is attached in another terminal"))?;
     let mut resume = true;
@@ -322,8 +335,35 @@ pub async fn run(
             Next::Resume => resume = true,
             Next::AttachAgain => resume = false,
             Next::Done => return Ok(()),
+            Next::Unanswered => {
+                drop(attached);
+                return leave_to_the_policy(&store, &engines, name, wait).await;
+            }
         }
     }
+}
+
+/// The question went unanswered because the input ended: with the attached
+/// lock released, a converge settles the end as for nobody attached (kept,
+/// `NonInteractive`), the same as the next pass would after a hangup. The
+/// terminal may be gone, so what is said may go nowhere.
+async fn leave_to_the_policy(
+    store: &Store,
+    engines: &Engines,
+    name: &str,
+    wait: &WaitArgs,
+) -> Result<()> {
+    converge_quietly(store, engines, name, wait).await?;
+    let obj = store.get_instance(name)?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "\nno answer came (the input ended); {}",
+        after_the_container_stopped(name, &obj)
+    );
+    if obj.phase() == Some(InstancePhase::Kept) {
+        enforce_keep_cap_quietly(store, engines, wait).await?;
+    }
+    Ok(())
 }
 
 /// Whether `container` runs now (a container that is gone does not).
@@ -344,6 +384,8 @@ enum Next {
     AttachAgain,
     /// The session ended and is settled: return.
     Done,
+    /// The question at its end went unanswered: leave it to the policy.
+    Unanswered,
 }
 
 /// The session's container stopped (the agent ended the session, or the
@@ -390,6 +432,7 @@ async fn settle_the_end(
             enforce_keep_cap_quietly(store, engines, wait).await?;
             Ok(Next::Done)
         }
+        Choice::Unanswered => Ok(Next::Unanswered),
         Choice::CleanUp => {
             // The operator saw the work and insists.
             let shown = acknowledgement_digest(&obj.status.clone().unwrap_or_default().mounts);
