@@ -160,6 +160,12 @@ fn act(e: &ActError) -> Option<String> {
              `jackin get discarded` lists what is saved"
                 .into(),
         ),
+        ActError::UnitNotOnEngine { .. } => Some(
+            "set spec.engine (or the workspace's) to an engine on this machine and `jackin \
+             rollout NAME --move`, or `jackin set-phase NAME running` once the engine sees \
+             this machine's files; the unit is kept as it was"
+                .into(),
+        ),
         ActError::Addresses(AddressError::Engine(e)) => engine(e),
         // The message says how to widen the pool, or which setting is wrong.
         ActError::Addresses(_) | ActError::Io { .. } | ActError::State(_) => None,
@@ -218,8 +224,9 @@ fn engine(e: &EngineError) -> Option<String> {
 fn endpoint(e: &EndpointError) -> Option<String> {
     match e {
         EndpointError::Ssh { .. } => Some(
-            "forward the engine's socket (ssh -NL /tmp/docker.sock:/var/run/docker.sock HOST) \
-             and set DOCKER_HOST=unix:///tmp/docker.sock"
+            "a session runs only on an engine that sees this machine's files (its home and \
+             checkouts are bound from here), so a forwarded socket would not help: run jackin, \
+             with its JACKIN_HOME, on that host against its local engine"
                 .into(),
         ),
         EndpointError::UnknownContext { .. } => Some("`docker context ls` lists them".into()),

@@ -217,8 +217,9 @@ fn engine_failed(
     Verdict { error, save: true }
 }
 
-/// A step failed. A rollout's pin that failed is handled (the session runs
-/// on as pinned, no failure counted); any other is recorded toward giving
+/// A step failed. A rollout's pin, or a move's check of the engine it goes
+/// to, that failed is handled (the session runs on as pinned, no failure
+/// counted); any other is recorded toward giving
 /// up, unless the object is gone with a purge tail that failed part-way.
 fn step_failed(
     obj: &mut Instance,
@@ -229,7 +230,7 @@ fn step_failed(
 ) -> Verdict {
     let described = step.describe();
     let save = match step {
-        Step::RolloutRecipe { requested, .. } => {
+        Step::RolloutRecipe { requested, .. } | Step::CheckMoveTarget { requested } => {
             let failed = RolloutNotMade::Failed(&error.to_string());
             obj.rollout_not_made(requested, failed, at);
             true

@@ -283,6 +283,38 @@ async fn a_lost_image_without_a_role_to_rebuild_fails_permanently() {
     assert_eq!(ready.reason, reason::RECIPE_UNAVAILABLE);
 }
 
+/// An engine whose machine has the unit's paths but not its files (empty,
+/// a stale copy) never runs the session: the start is refused at once, for
+/// good, naming the reason, and the unit on this machine is left as it is.
+/// The same engine seeing the files again starts it.
+#[tokio::test]
+async fn an_engine_that_does_not_see_the_unit_never_starts_the_session() {
+    let w = World::new();
+    w.apply("a", "");
+    w.fake.set_files_elsewhere(true);
+    let err = w.reconciler.reconcile("a", None).await.unwrap_err();
+    assert!(err.is_permanent(), "{err}");
+    assert!(
+        err.to_string().contains("does not see this session's unit"),
+        "{err}"
+    );
+    assert_eq!(w.status_phase("a"), Some(InstancePhase::Failed));
+    let ready = find_condition(&w.obj("a").status.unwrap().conditions, condition::READY)
+        .unwrap()
+        .clone();
+    assert_eq!(ready.reason, reason::UNIT_NOT_ON_ENGINE);
+    let container = w.container("a");
+    assert_eq!(w.fake.container_running(&container), Some(false));
+    assert!(w.unit("a").join("home").is_dir(), "the unit is kept");
+
+    w.fake.set_files_elsewhere(false);
+    w.store.set_phase("a", DesiredPhase::Kept).unwrap();
+    w.store.set_phase("a", DesiredPhase::Running).unwrap();
+    let outcome = w.reconcile("a").await;
+    assert!(matches!(outcome, Outcome::Converged { .. }), "{outcome:?}");
+    assert_eq!(w.fake.container_running(&container), Some(true));
+}
+
 #[tokio::test]
 async fn a_missing_image_at_launch_fails_at_once() {
     let w = World::new();
@@ -1263,11 +1295,11 @@ async fn a_pass_over_converged_instances_costs_one_or_two_calls_whatever_their_n
     w.reconcile("n0").await;
     assert_eq!(pass().await, 2);
     // A container gone behind jackin's back: that instance is looked at
-    // (and restored, its new terminal sized); the others still cost
-    // nothing of their own.
+    // (and restored: the unit's identity read back through the engine,
+    // its new terminal sized); the others still cost nothing of their own.
     w.fake.remove_behind_our_back(&w.container("n1"));
     let calls = pass().await;
-    assert!((3..=13).contains(&calls), "{calls} calls");
+    assert!((3..=14).contains(&calls), "{calls} calls");
     assert_eq!(pass().await, 2);
 }
 

@@ -395,9 +395,10 @@ impl Reconciler {
             if step.announced() {
                 (self.progress)(name, Progress::Step(step));
             }
-            // A move pins (builds, probes) on the engine it moves to.
+            // A move checks and pins (builds, probes) on the engine it
+            // moves to.
             let moving_to = match step {
-                Step::RolloutRecipe { moving: true, .. } => {
+                Step::CheckMoveTarget { .. } | Step::RolloutRecipe { moving: true, .. } => {
                     let target = recipe::wanted_engine(&guard.obj, ctx.workspace);
                     let connected = self.engines.get(target.as_deref()).await;
                     Some(connected.map_err(ReconcileError::from)?)

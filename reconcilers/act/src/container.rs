@@ -32,6 +32,7 @@ use crate::resume;
 use crate::secrets;
 use crate::session;
 use crate::token_login;
+use crate::unit_identity;
 use jackin_checkouts::isolation;
 use jackin_engine::EngineError;
 use jackin_engine::models::{
@@ -155,6 +156,10 @@ pub(super) async fn start(
     session::retire_marker(ctx.layout, container).map_err(io(&ctx.layout.unit_dir(container)))?;
     write_start_plan(ctx.layout, container, obj).await?;
     apply_agent_settings(ctx, obj, container, progress).await;
+    let uid = obj.metadata.uid.clone().unwrap_or_default();
+    let identity = unit_identity::write(ctx.layout, container, &uid)
+        .map_err(io(&unit_identity::identity_file(ctx.layout, container)))?;
+    unit_identity::verify(engine, container, &identity).await?;
     let started = match engine
         .start_container(id.as_deref().unwrap_or(container))
         .await
@@ -553,6 +558,9 @@ async fn create_container(
         }),
         ..Default::default()
     };
-    ctx.engine.create_container(container, body).await?;
+    ctx.engine
+        .create_container(container, body)
+        .await
+        .map_err(|e| unit_identity::create_refused(ctx.engine, e))?;
     Ok((credential_names, credential_missing))
 }

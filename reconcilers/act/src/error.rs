@@ -79,6 +79,16 @@ pub enum ActError {
     /// Boxed: its places make it the largest error of a step.
     #[error(transparent)]
     Credentials(Box<CredentialError>),
+    /// The engine does not see the unit's files on the controller's
+    /// machine (see `unit_identity`): nothing was started.
+    #[error(
+        "engine {engine} does not see this session's unit on the controller's machine ({why}). \
+         jackin keeps a session's home, state and checkouts there and binds them into the \
+         container, so it runs a session only on an engine that shares the controller's files: \
+         an engine on this machine, or jackin (with its JACKIN_HOME) on the engine's machine; \
+         nothing was started"
+    )]
+    UnitNotOnEngine { engine: String, why: String },
     /// The owner of the state directory could not record a change.
     #[error(transparent)]
     State(Box<dyn std::error::Error + Send + Sync>),
@@ -106,6 +116,9 @@ impl ActError {
             | Self::UnknownAgent(_)
             | Self::ForeignVolume(_)
             | Self::AgentMissing { .. }
+            // The engine's machine stays what it is until the operator
+            // picks another engine.
+            | Self::UnitNotOnEngine { .. }
             // A save that failed needs the operator to look (the error
             // says what to do); retrying would fail the same way.
             | Self::Discard(_) => true,
@@ -147,6 +160,7 @@ impl ActError {
             Self::AgentMissing { .. } => reason::AGENT_MISSING,
             Self::AgentInstall { .. } => reason::AGENT_INSTALL_FAILED,
             Self::ForeignVolume(_) => reason::ENGINE_ERROR,
+            Self::UnitNotOnEngine { .. } => reason::UNIT_NOT_ON_ENGINE,
             Self::Addresses(AddressError::Exhausted { .. }) => reason::ADDRESS_POOL_EXHAUSTED,
             Self::Addresses(AddressError::Config(_)) => reason::INVALID_CONFIG,
             Self::Addresses(AddressError::Engine(e)) => match e {

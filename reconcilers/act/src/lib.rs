@@ -21,8 +21,9 @@
 //! and the resume ladder's ([`resume`]), the logins and secrets handed to a
 //! container ([`credentials`], [`secrets`], [`token_login`], [`provider`]),
 //! the agents' own settings files ([`agent_settings`], [`operator_config`]),
-//! the images a recipe pins ([`image`]), and the agent's output read as a
-//! terminal shows it ([`screen`]). What to do is never decided here: that
+//! the images a recipe pins ([`image`]), the agent's output read as a
+//! terminal shows it ([`screen`]), and the proof before each start that the
+//! engine sees the unit (`unit_identity`). What to do is never decided here: that
 //! is `jackin_plan`'s.
 
 use jackin_api::instance::Instance;
@@ -51,6 +52,7 @@ pub mod screen;
 pub mod secrets;
 pub mod session;
 pub mod token_login;
+mod unit_identity;
 
 pub use context::{
     AGENT_HOME, Context, DIND_CLIENT_CERTS, ProgramsFound, Report, STATE_DIR, STOP_GRACE_SECS,
@@ -102,6 +104,7 @@ pub async fn act(
             };
             pin::rollout_pin(ctx, obj, unit, requested, allowed, progress).await
         }
+        Step::CheckMoveTarget { .. } => unit_identity::check_move_target(ctx, obj, unit).await,
         Step::RefuseRollout { requested, why } => {
             pin::refuse_rollout(obj, requested, why, progress);
             Ok(())

@@ -99,6 +99,16 @@ pub trait EngineCalls: Send + Sync {
         since_unix: i64,
     ) -> BoxFuture<'a, Result<bool, EngineError>>;
     fn usage<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Usage>, EngineError>>;
+    /// The bytes of the regular file at `path` in container `id`, at most
+    /// `cap` (through the archive API, which works on a container that
+    /// never started; read as untrusted, see [`crate::archive`]); `None`
+    /// when the engine has no such container or path.
+    fn read_file<'a>(
+        &'a self,
+        id: &'a str,
+        path: &'a str,
+        cap: u64,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, EngineError>>;
     fn logs(
         &self,
         id: &str,

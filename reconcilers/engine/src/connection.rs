@@ -502,6 +502,23 @@ impl Engine {
         .await
     }
 
+    /// The regular file at `path` in container `id` (which need not have
+    /// started), at most `cap` bytes; `None` when the engine has no such
+    /// container or path. See [`EngineCalls::read_file`].
+    pub async fn read_file(
+        &self,
+        id: &str,
+        path: &str,
+        cap: u64,
+    ) -> Result<Option<Vec<u8>>, EngineError> {
+        self.ask(
+            &format!("read {path} in container {id}"),
+            Wait::Answer,
+            self.count().read_file(id, path, cap),
+        )
+        .await
+    }
+
     /// Runs `argv` in the container and waits for it to end.
     pub async fn exec(&self, id: &str, argv: Vec<String>) -> Result<ExecOutcome, EngineError> {
         self.ask(

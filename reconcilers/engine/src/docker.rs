@@ -14,10 +14,11 @@ use bollard::models::{
 };
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, BuildImageOptionsBuilder, CreateContainerOptionsBuilder,
-    EventsOptionsBuilder, ListContainersOptionsBuilder, ListImagesOptionsBuilder,
-    ListNetworksOptionsBuilder, ListVolumesOptionsBuilder, LogsOptionsBuilder,
-    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, RemoveVolumeOptionsBuilder,
-    ResizeContainerTTYOptionsBuilder, StatsOptionsBuilder, StopContainerOptionsBuilder,
+    DownloadFromContainerOptionsBuilder, EventsOptionsBuilder, ListContainersOptionsBuilder,
+    ListImagesOptionsBuilder, ListNetworksOptionsBuilder, ListVolumesOptionsBuilder,
+    LogsOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
+    RemoveVolumeOptionsBuilder, ResizeContainerTTYOptionsBuilder, StatsOptionsBuilder,
+    StopContainerOptionsBuilder,
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -28,6 +29,7 @@ use super::calls::{
 };
 use super::error::EngineError;
 use crate::answer;
+use crate::archive::{self, ArchiveRefused};
 use crate::endpoint::Endpoint;
 
 /// Adds `chunk` to `output`, keeping (about) the last [`EXEC_OUTPUT_BYTES`].
@@ -588,6 +590,43 @@ impl EngineCalls for DockerCalls {
                     .map_err(|e| this.classify(&what, e))
             })
             .boxed()
+    }
+
+    fn read_file<'a>(
+        &'a self,
+        id: &'a str,
+        path: &'a str,
+        cap: u64,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, EngineError>> {
+        Box::pin(async move {
+            let action = format!("read {path} in container {id}");
+            let refused = |refused: ArchiveRefused| EngineError::Failed {
+                action: action.clone(),
+                message: refused.to_string(),
+            };
+            let options = DownloadFromContainerOptionsBuilder::default()
+                .path(path)
+                .build();
+            let mut stream = self.docker.download_from_container(id, Some(options));
+            let mut bytes = Vec::new();
+            while let Some(chunk) = stream.next().await {
+                match chunk {
+                    Ok(chunk) => bytes.extend_from_slice(&chunk),
+                    Err(BollardError::DockerResponseServerError {
+                        status_code: 404, ..
+                    }) => return Ok(None),
+                    Err(e) => return Err(self.classify(&action, e)),
+                }
+                // Never more than the one small file can take.
+                if bytes.len() as u64 > archive::archive_cap(cap) {
+                    return Err(refused(ArchiveRefused::TooLarge { cap }));
+                }
+            }
+            let name = path.rsplit('/').next().unwrap_or(path);
+            archive::single_regular_file(&bytes, name, cap)
+                .map(Some)
+                .map_err(refused)
+        })
     }
 
     fn usage<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Usage>, EngineError>> {

@@ -40,6 +40,8 @@ struct FakeContainer {
     finished_at: String,
     /// The environment it was created with (`NAME=value`).
     env: Vec<String>,
+    /// Its binds: where in the container, from which host path.
+    binds: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone)]
@@ -71,6 +73,9 @@ struct State {
     refused_starts: Option<(u16, String)>,
     /// Every command run with `exec`: the container and the argv.
     execs: Vec<(String, Vec<String>)>,
+    /// The engine runs on another machine whose paths are the controller's
+    /// but hold none of its files: binds are made, and show nothing.
+    files_elsewhere: bool,
 }
 
 impl State {
@@ -145,6 +150,16 @@ fn refused(action: &str, status: u16, message: impl Into<String>) -> EngineError
     }
 }
 
+/// The binds of a container to be created: (target, source).
+fn binds_of(body: &ContainerCreateBody) -> Vec<(String, String)> {
+    let mounts = body.host_config.as_ref().and_then(|h| h.mounts.as_ref());
+    mounts
+        .into_iter()
+        .flatten()
+        .filter_map(|m| Some((m.target.clone()?, m.source.clone()?)))
+        .collect()
+}
+
 fn ready<T: Send + 'static>(value: T) -> BoxFuture<'static, T> {
     Box::pin(std::future::ready(value))
 }
@@ -189,6 +204,13 @@ impl FakeEngine {
     /// `unreachable` is true.
     pub fn set_unreachable(&self, unreachable: bool) {
         self.state().unreachable = unreachable;
+    }
+
+    /// Puts the engine on another machine (`true`): its containers' binds
+    /// show none of the controller's files, as an engine whose machine has
+    /// the same paths, empty, would.
+    pub fn set_files_elsewhere(&self, elsewhere: bool) {
+        self.state().files_elsewhere = elsewhere;
     }
 
     /// Refuses every start of a container with `status` and `message`, as
@@ -649,6 +671,7 @@ impl EngineCalls for FakeEngine {
                 started_at: NEVER.into(),
                 finished_at: NEVER.into(),
                 env: body.env.clone().unwrap_or_default(),
+                binds: binds_of(&body),
             });
             drop(state);
             self.emit("container", "create", &id, &labels);
@@ -753,6 +776,31 @@ impl EngineCalls for FakeEngine {
         _request: crate::LogsRequest,
     ) -> BoxStream<'static, Result<Vec<u8>, EngineError>> {
         futures::stream::empty().boxed()
+    }
+
+    /// Reads through the container's binds on this machine's files (the
+    /// engine shares them), unless they are elsewhere.
+    fn read_file<'a>(
+        &'a self,
+        id: &'a str,
+        path: &'a str,
+        cap: u64,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, EngineError>> {
+        let result = self.check().map(|()| {
+            let mut state = self.state();
+            let elsewhere = state.files_elsewhere;
+            let binds = state.container(id)?.binds.clone();
+            if elsewhere {
+                return None;
+            }
+            let (target, source) = binds
+                .iter()
+                .find(|(target, _)| path.starts_with(&format!("{target}/")))?;
+            let host = std::path::Path::new(source).join(&path[target.len() + 1..]);
+            let bytes = std::fs::read(host).ok()?;
+            Some(bytes[..bytes.len().min(usize::try_from(cap).unwrap_or(usize::MAX))].to_vec())
+        });
+        ready(result)
     }
 
     /// Fake containers do nothing: their counters stand still while they

@@ -14,6 +14,8 @@
 //!   errors it sorts into the three cases;
 //! - `ping`: the API version a local engine speaks, from its ping, which
 //!   costs it far less than the `/version` that bollard asks;
+//! - `archive`: one file out of a container's archive, read as untrusted
+//!   data (one regular file, capped, or refused);
 //! - `error`: [`EngineError`], and which errors are permanent, mean the
 //!   engine is gone, or refused a start.
 //!
@@ -26,6 +28,7 @@ pub use bollard::models;
 
 pub mod addresses;
 pub mod answer;
+pub mod archive;
 mod calls;
 mod connection;
 mod docker;

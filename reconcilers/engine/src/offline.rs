@@ -158,6 +158,14 @@ impl EngineCalls for Offline {
     fn usage<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Option<Usage>, EngineError>> {
         self.fail()
     }
+    fn read_file<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: u64,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, EngineError>> {
+        self.fail()
+    }
     fn logs(&self, _: &str, _: LogsRequest) -> BoxStream<'static, Result<Vec<u8>, EngineError>> {
         self.fail_stream()
     }

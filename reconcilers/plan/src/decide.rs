@@ -502,6 +502,14 @@ fn rollout(
         if running {
             // The stop comes alone: its session is recorded before the rest.
             steps.truncate(1);
+        }
+        // Nothing goes from the engine the session leaves before the one
+        // it moves to is known to see the unit.
+        let check = Step::CheckMoveTarget {
+            requested: requested.to_owned(),
+        };
+        steps.insert(0, check);
+        if running {
             "the session stops on the engine it leaves"
         } else {
             steps.extend(view.volumes.iter().cloned().map(Step::RemoveVolume));
@@ -945,7 +953,8 @@ mod tests {
     }
 
     /// A move takes the session's objects off the engine it leaves before
-    /// the recipe is pinned for the other: the stop alone first.
+    /// the recipe is pinned for the other: the stop alone first. Each plan
+    /// of it checks first that the engine it goes to sees the unit.
     #[test]
     fn a_move_clears_the_engine_it_leaves_first() {
         let obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
@@ -957,12 +966,16 @@ mod tests {
         let mut running = view(Some(true), true, true);
         running.rollout = go.clone();
         running.volumes = vec!["jk-1-a-dind-certs".into()];
-        assert_eq!(decided(&obj, &running, NOW).steps, [stop()]);
+        let check = CheckMoveTarget {
+            requested: "t1".into(),
+        };
+        assert_eq!(decided(&obj, &running, NOW).steps, [check.clone(), stop()]);
         let mut stopped = running.clone();
         stopped.container = container(false);
         assert_eq!(
             decided(&obj, &stopped, NOW).steps,
             [
+                check,
                 remove(),
                 remove_network(),
                 RemoveVolume("jk-1-a-dind-certs".into()),

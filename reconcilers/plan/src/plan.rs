@@ -31,6 +31,12 @@ pub enum Step {
         moving: bool,
         new_conversation: bool,
     },
+    /// Before a move (`rollout --move`) takes anything from the engine the
+    /// session leaves: check that the engine it moves to sees the unit. A
+    /// failure leaves the session as it is, the request handled.
+    CheckMoveTarget {
+        requested: String,
+    },
     /// Record a rollout request as refused, and why; nothing else changes.
     RefuseRollout {
         requested: String,
@@ -186,6 +192,7 @@ impl Step {
             Step::PinRecipe => "pin-recipe",
             Step::RolloutRecipe { .. } => "rollout-recipe",
             Step::RefuseRollout { .. } => "refuse-rollout",
+            Step::CheckMoveTarget { .. } => "check-move-target",
             Step::RecordSession(_) => "record-session",
             Step::NoteMalformedMarker(_) => "note-malformed-marker",
             Step::Settle { .. } => "settle",
@@ -240,7 +247,8 @@ impl Step {
             | Step::StartSidecar { .. }
             | Step::RemoveSidecar { .. }
             | Step::RemoveVolume(_) => "sidecar",
-            Step::CreateContainer
+            Step::CheckMoveTarget { .. }
+            | Step::CreateContainer
             | Step::StartContainer { .. }
             | Step::StopContainer { .. }
             | Step::RemoveContainer { .. } => "container",
@@ -282,6 +290,10 @@ impl Step {
                 text
             }
             Step::RefuseRollout { why, .. } => format!("refusing the rollout: {why}"),
+            Step::CheckMoveTarget { .. } => {
+                "checking that the engine the session moves to sees its unit (rollout --move)"
+                    .into()
+            }
             Step::RecordSession(outcome) => match (outcome.source, outcome.exit_code) {
                 (OutcomeSource::Unknown, _) | (_, None) => {
                     "recording that the session ended, how not known (no marker)".into()
