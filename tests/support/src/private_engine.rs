@@ -133,17 +133,7 @@ impl PrivateEngine {
     /// `/home`…) only the engine and its containers see: for instance the
     /// same path layout as the controller's, empty (a stale copy).
     pub fn inside(&self, args: &[&str]) -> String {
-        let mut cmd = script("inside", &self.dir);
-        cmd.args(args);
-        let out = run_within(cmd, SCRIPT_LIMIT);
-        assert!(
-            out.status.success(),
-            "scripts/private-engine inside {} {args:?} failed ({}):\n{}",
-            self.dir.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        self.run_script("inside", args).trim().to_owned()
     }
 
     /// A `docker` command bound to this engine, not yet run.
@@ -176,7 +166,7 @@ impl PrivateEngine {
     /// containers keep running until [`restart`](Self::restart) (which
     /// stops them, as a restarting engine does) or drop.
     pub fn kill(&self) {
-        self.run_script("kill");
+        self.run_script("kill", &[]);
     }
 
     /// Starts the engine again on the same directory (after
@@ -184,7 +174,7 @@ impl PrivateEngine {
     /// containers the dead engine left running, SIGKILL after their stop
     /// timeout (10 s for a PID 1 without an init), and keeps them, stopped.
     pub fn restart(&self) {
-        let url = self.run_script("start");
+        let url = self.run_script("start", &[]);
         assert_eq!(url.trim(), self.url, "the engine came back elsewhere");
     }
 
@@ -203,13 +193,15 @@ impl PrivateEngine {
             })
     }
 
-    /// Runs `scripts/private-engine CMD DIR`, insisting on success; returns
-    /// stdout.
-    fn run_script(&self, cmd: &str) -> String {
-        let out = run_within(script(cmd, &self.dir), SCRIPT_LIMIT);
+    /// Runs `scripts/private-engine CMD DIR ARGS…`, insisting on success;
+    /// returns stdout.
+    fn run_script(&self, cmd: &str, args: &[&str]) -> String {
+        let mut command = script(cmd, &self.dir);
+        command.args(args);
+        let out = run_within(command, SCRIPT_LIMIT);
         assert!(
             out.status.success(),
-            "scripts/private-engine {cmd} {} failed ({}):\n{}",
+            "scripts/private-engine {cmd} {} {args:?} failed ({}):\n{}",
             self.dir.display(),
             out.status,
             String::from_utf8_lossy(&out.stderr)
