@@ -66,8 +66,9 @@ impl PrivateEngine {
     /// on another machine: it sees none of this host's `/tmp`, `/home`,
     /// `/root`, `/work` or `/run`, and none of its network) and waits until
     /// it answers at `tcp://127.0.0.1:PORT`; panics with the script's output
-    /// if it does not. Needs root (namespaces, and [`ISOLATED_ROOT`]) and
-    /// socat (`scripts/ensure-env --tests`).
+    /// if it does not. Needs root (namespaces, and its directory under
+    /// `/var/lib/jackin-private-engines`) and socat (`scripts/ensure-env
+    /// --tests`).
     pub fn start_isolated() -> Self {
         std::fs::create_dir_all(ISOLATED_ROOT).unwrap_or_else(|e| {
             panic!("cannot make {ISOLATED_ROOT} ({e}): isolated engines need root")
