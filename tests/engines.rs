@@ -1,7 +1,8 @@
 //! Several engines from one home: instances placed by `spec.engine`, one
 //! controller driving both, an engine that dies holding up only its own
 //! instances, and an engine that cannot change under a running session.
-//! The second engine is a private dockerd of the test's own.
+//! The second engine is a private dockerd of the test's own; an isolated
+//! one (its own mount and network namespaces) stands for a remote engine.
 
 use std::time::Duration;
 
@@ -190,4 +191,101 @@ fn a_running_instance_moves_to_another_engine_only_when_told() {
     home.ok(&["set-phase", "moving", "purged"]);
     assert!(containers(None, &id).is_empty());
     assert!(containers(Some(&far), &id).is_empty());
+}
+
+/// The host's docker0 as `ip` shows it (its addresses), or nothing.
+fn host_docker0() -> String {
+    let out = std::process::Command::new("ip")
+        .args(["-o", "-4", "addr", "show", "dev", "docker0"])
+        .output()
+        .expect("ip runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The command lines of this host's processes that name `needle`.
+fn processes_naming(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        .filter(|cmdline| cmdline.contains(needle))
+        .collect()
+}
+
+/// `--mount` binding `source` (a path on the engine's machine) at `/x`:
+/// unlike `-v`, which makes a missing source, it refuses one.
+fn bind_at_x(source: &std::path::Path) -> String {
+    format!("type=bind,source={},target=/x", source.display())
+}
+
+/// The "remote" engine of issue 52's tests: an isolated private engine runs
+/// containers, cannot bind a controller's directory (it has no such path),
+/// binds what was planted on its side (the host has no such path), and
+/// leaves nothing behind, the host's docker0 as it was.
+#[test]
+fn an_isolated_engine_sees_none_of_the_controllers_files() {
+    let docker0 = host_docker0();
+    let far = PrivateEngine::start_isolated();
+    let image = far.ensure_busybox();
+    assert_eq!(far.docker(&["run", "--rm", &image, "echo", "ran"]), "ran");
+
+    // A controller's directory, under the host's temporary directory, as a
+    // test's JACKIN_HOME or repository is.
+    let mine = tempfile::tempdir().unwrap();
+    std::fs::write(mine.path().join("f"), "the controller's\n").unwrap();
+    let out = far
+        .command(&["run", "--rm", "--mount", &bind_at_x(mine.path())])
+        .args([image.as_str(), "cat", "/x/f"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("bind source path does not exist"),
+        "the engine bound a controller's directory ({}): {}{stderr}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // The same layout on the engine's side, holding what the controller's
+    // does not.
+    let planted = mine.path().join("engine-side");
+    let planted_str = planted.to_str().unwrap();
+    far.inside(&["mkdir", "-p", planted_str]);
+    far.inside(&["sh", "-c", "echo planted >\"$1/f\"", "sh", planted_str]);
+    assert!(!planted.exists(), "planted on the engine's side only");
+    let seen = far.docker(&[
+        "run",
+        "--rm",
+        "--mount",
+        &bind_at_x(&planted),
+        &image,
+        "cat",
+        "/x/f",
+    ]);
+    assert_eq!(seen, "planted");
+
+    // Torn down: nothing of it is left on the host.
+    let dir = far.dir().to_owned();
+    let netns = far.netns().expect("an isolated engine's netns").to_owned();
+    let port: u16 = far.url().rsplit(':').next().unwrap().parse().unwrap();
+    drop(far);
+    assert!(!dir.exists(), "{} is left", dir.display());
+    let dir_str = dir.to_str().unwrap();
+    assert_eq!(processes_naming(dir_str), Vec::<String>::new());
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(
+        !mounts.contains(dir_str) && !mounts.contains(&netns),
+        "{mounts}"
+    );
+    let namespaces = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip runs");
+    let namespaces = String::from_utf8_lossy(&namespaces.stdout);
+    assert!(!namespaces.contains(&netns), "{namespaces}");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "something still listens on the engine's port {port}"
+    );
+    assert_eq!(host_docker0(), docker0, "the host's docker0 changed");
 }
