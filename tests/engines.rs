@@ -289,3 +289,102 @@ fn an_isolated_engine_sees_none_of_the_controllers_files() {
     );
     assert_eq!(host_docker0(), docker0, "the host's docker0 changed");
 }
+
+/// An engine on another machine (a dockerd in mount and network namespaces
+/// of its own, which sees none of this machine's files) never runs a
+/// session: the create is refused at once, for good, as `UnitNotOnEngine`.
+/// Where that machine has the unit's paths, empty (a shared layout, a stale
+/// copy), the identity jackin writes before the start is not there, and the
+/// start is refused the same way: the agent never runs on an empty home,
+/// and the unit here stays as it was.
+#[test]
+fn a_session_never_starts_on_an_engine_that_does_not_see_its_unit() {
+    ensure_busybox();
+    let far = PrivateEngine::start_isolated();
+    far.ensure_busybox();
+    let home = Home::new();
+    let path = home.write_input("far.yaml", &instance_on("faraway", Some(far.url())));
+    let err = home.fails(&["apply", path.to_str().unwrap()]);
+    assert!(err.contains("does not see this session's unit"), "{err}");
+    assert!(err.contains("none of the unit's paths"), "{err}");
+    assert_eq!(ready_reason(&home, "faraway"), "UnitNotOnEngine");
+    assert_eq!(home.object("faraway")["status"]["phase"], "Failed");
+    let id = uid(&home, "faraway");
+    assert!(containers(Some(&far), &id).is_empty(), "no container made");
+    let unit = home.path().join("data").join(home.container("faraway"));
+    std::fs::write(unit.join("home/keep.txt"), "mine\n").unwrap();
+
+    // The far machine has the unit's paths, empty.
+    for dir in ["home", "state", "bin"] {
+        far.inside(&["mkdir", "-p", unit.join(dir).to_str().unwrap()]);
+    }
+    let err = home.fails(&["set-phase", "faraway", "running"]);
+    assert!(err.contains("does not see this session's unit"), "{err}");
+    assert!(
+        err.contains("is missing, where jackin just wrote it"),
+        "{err}"
+    );
+    assert_eq!(ready_reason(&home, "faraway"), "UnitNotOnEngine");
+    let running = far.docker(&[
+        "ps",
+        "-q",
+        "--filter",
+        &format!("label=jackin.dev/uid={id}"),
+    ]);
+    assert_eq!(running, "", "nothing runs on the far engine");
+    assert_eq!(
+        std::fs::read_to_string(unit.join("home/keep.txt")).unwrap(),
+        "mine\n"
+    );
+    home.ok(&["set-phase", "faraway", "purged"]);
+    assert!(
+        containers(Some(&far), &id).is_empty(),
+        "the purge removed it there"
+    );
+}
+
+/// A move to an engine that does not see the unit is checked before
+/// anything is taken from the engine the session runs on: the session runs
+/// on where it was, the same container, and the rollout says why it failed.
+#[test]
+fn a_move_to_an_engine_that_does_not_see_the_unit_leaves_the_session_running() {
+    ensure_busybox();
+    let far = PrivateEngine::start_isolated();
+    far.ensure_busybox();
+    let home = Home::new();
+    home.apply("staying", &instance_on("staying", None));
+    let id = uid(&home, "staying");
+    let before = docker(&[
+        "inspect",
+        "-f",
+        "{{.Id}} {{.State.StartedAt}}",
+        &home.container("staying"),
+    ]);
+    home.apply("staying", &instance_on("staying", Some(far.url())));
+    let out = home.jackin(&["rollout", "staying", "--move"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("does not see this session's unit"), "{said}");
+    let obj = home.object("staying");
+    let rollout = condition(&obj, "Rollout").expect("a Rollout condition");
+    assert_eq!(rollout["reason"], "RolloutFailed", "{rollout}");
+    assert_eq!(obj["status"]["phase"], "Running");
+    assert!(
+        obj["status"]["recipe"].get("engine").is_none(),
+        "the pin unchanged: {obj}"
+    );
+    let after = docker(&[
+        "inspect",
+        "-f",
+        "{{.Id}} {{.State.StartedAt}}",
+        &home.container("staying"),
+    ]);
+    assert_eq!(after, before, "the same container, never stopped");
+    assert!(
+        containers(Some(&far), &id).is_empty(),
+        "nothing left on the far engine"
+    );
+    assert_eq!(
+        far.docker(&["ps", "-aq", "--filter", "label=jackin.dev/managed=true"]),
+        ""
+    );
+}

@@ -184,6 +184,12 @@ fn bookkept(obj: &Instance, plan: Plan) -> Plan {
         )
     });
     let mut steps = Vec::with_capacity(plan.steps.len() + 2);
+    let mut plan_steps = plan.steps.into_iter().peekable();
+    // A move's check changes nothing: the session runs on where it is
+    // until the check holds, and only then is it launching elsewhere.
+    if let Some(check) = plan_steps.next_if(|s| matches!(s, Step::CheckMoveTarget { .. })) {
+        steps.push(check);
+    }
     if plan.target == InstancePhase::Running
         && !bookkeeping
         && obj.phase() != Some(InstancePhase::Launching)
@@ -195,7 +201,7 @@ fn bookkept(obj: &Instance, plan: Plan) -> Plan {
         tier,
         rollout: rollout_carried_out(obj),
     });
-    for step in plan.steps {
+    for step in plan_steps {
         let after = match &step {
             Step::StopContainer { .. } => Some(Step::LookAgain(Again::SessionStopped)),
             Step::RolloutRecipe { .. } => Some(Step::LookAgain(Again::RecipePinned)),
@@ -970,6 +976,11 @@ mod tests {
             requested: "t1".into(),
         };
         assert_eq!(decided(&obj, &running, NOW).steps, [check.clone(), stop()]);
+        // The session is launching elsewhere only once the check holds.
+        assert_eq!(
+            decide(&obj, &running, NOW).steps[..2],
+            [check.clone(), SetPhase(InstancePhase::Launching)]
+        );
         let mut stopped = running.clone();
         stopped.container = container(false);
         assert_eq!(
