@@ -346,16 +346,15 @@ mod tests {
     }
 
     #[test]
-    fn an_ssh_context_is_answered_with_a_way_forward() {
+    fn an_ssh_context_is_answered_with_a_way_that_can_work() {
         let err = EngineError::Endpoint(EndpointError::Ssh {
             host: "ssh://me@box".into(),
             origin: "context box".into(),
         });
-        assert!(
-            for_error(&err)
-                .unwrap()
-                .contains("forward the engine's socket")
-        );
+        let hint = for_error(&err).unwrap();
+        // A forwarded socket is an engine elsewhere all the same.
+        assert!(!hint.contains("DOCKER_HOST=unix"), "{hint}");
+        assert!(hint.contains("run jackin, with its JACKIN_HOME, on that host"), "{hint}");
     }
 
     #[test]
