@@ -354,7 +354,10 @@ mod tests {
         let hint = for_error(&err).unwrap();
         // A forwarded socket is an engine elsewhere all the same.
         assert!(!hint.contains("DOCKER_HOST=unix"), "{hint}");
-        assert!(hint.contains("run jackin, with its JACKIN_HOME, on that host"), "{hint}");
+        assert!(
+            hint.contains("run jackin, with its JACKIN_HOME, on that host"),
+            "{hint}"
+        );
     }
 
     #[test]
