@@ -219,6 +219,9 @@ pub mod reason {
     pub const ROLLOUT_WAITING: &str = "RolloutWaiting";
     // Rollout.
     pub const ROLLED_OUT: &str = "RolledOut";
+    /// The recipe is pinned again; the session runs from it once a
+    /// container is made from it (then `RolledOut`).
+    pub const ROLLING_OUT: &str = "RollingOut";
     pub const ROLLOUT_REFUSED: &str = "RolloutRefused";
     pub const ROLLOUT_FAILED: &str = "RolloutFailed";
     pub const UNPARSABLE: &str = "Unparsable";
