@@ -316,7 +316,7 @@ async fn apply_agent_settings(
 /// repositories: their branches reach the host repository as they are. A
 /// publication that cannot be made (the operator moved the branch) stops
 /// nothing: it is logged, and the work stays in the unit.
-async fn publish_checkouts(layout: &Layout, container: &str) {
+pub(super) async fn publish_checkouts(layout: &Layout, container: &str) {
     let (layout, unit) = (layout.clone(), container.to_owned());
     blocking(move || {
         let records = match isolation::read_records(&layout, &unit) {

@@ -32,10 +32,11 @@
 //!   again for as long as the save needs it). Every start checks that it
 //!   is there and names the base, and refuses to start otherwise;
 //! - `refs/heads/jackin/scratch/<unit>`, the published branch: jackin moves
-//!   it to the unit's branch ([`publish`]) at every start, assessment, stop
-//!   and removal, after a checked copy of the objects it needs, with a
+//!   it to the unit's branch ([`publish`]) at every start, stop and before
+//!   a removal, after a checked copy of the objects it needs, with a
 //!   compare-and-swap from the value it last published. The agent never
-//!   writes it.
+//!   writes it. Reading a checkout (an assessment, a look, a dry run) never
+//!   publishes: it reads the unit's own repository.
 //!
 //! The agent sees none of the host's other refs: only its own branch and
 //! the history behind it. The host's objects, all of them, are readable
@@ -499,6 +500,36 @@ fn unit_tip(record: &IsolationRecord, repo: &UnitRepo) -> Result<Option<String>,
         return Err(record.link_conflict(format!("the unit's branch {full} says {}", quoted(&tip))));
     }
     Ok(Some(tip))
+}
+
+/// The tip of the unit's scratch branch and how many commits it has since
+/// the base, read confined from the unit's own repository (never the
+/// host's branch); `None` when the repository or the branch is gone.
+pub fn unit_branch_ahead(
+    record: &IsolationRecord,
+) -> Result<Option<(String, u64)>, IsolationError> {
+    let repo = UnitRepo::of(record);
+    if std::fs::symlink_metadata(&repo.git_dir).is_err() {
+        return Ok(None);
+    }
+    check_repository(record)?;
+    let Some(tip) = unit_tip(record, &repo)? else {
+        return Ok(None);
+    };
+    let reads = objects_reads(record)?;
+    let reads: Vec<&Path> = reads.iter().map(PathBuf::as_path).collect();
+    let git_dir = format!("--git-dir={}", repo.git_dir.display());
+    let range = format!("{}..{tip}", record.base_commit);
+    let out = git::run_untrusted_reading(
+        repo.git_dir_str(),
+        &[&git_dir, "rev-list", "--count", &range, "--"],
+        &reads,
+    )?;
+    let ahead = String::from_utf8_lossy(&out)
+        .trim()
+        .parse()
+        .map_err(|e| record.link_conflict(format!("rev-list {range}: {e}")))?;
+    Ok(Some((tip, ahead)))
 }
 
 /// Publishes the unit's scratch branch into the host repository, when it

@@ -1,0 +1,133 @@
+//! Publication of a worktree's branch into the operator's repository
+//! (issue 52): only at a start, a stop and before a removal, never because
+//! someone looked; and what a publication brings over is the unit's own
+//! work, checked, whatever a crash or the agent left.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use support::terminal::Terminal;
+use support::{Home, ensure_busybox, git, host_repo, instance_yaml_with, work_in};
+
+/// An instance running `sleep` with a worktree of `host` at `/workspace/app`.
+fn worktree_instance(name: &str, host: &Path) -> String {
+    instance_yaml_with(
+        name,
+        &format!(
+            "  command: [sleep, \"3600\"]\n  mounts: [{{src: {}, dst: /workspace/app, \
+             isolation: worktree}}]\n",
+            host.display()
+        ),
+    )
+}
+
+/// Everything of the host repository a publication would change: every
+/// ref with its value, and the count and size of its objects.
+fn host_state(host: &Path) -> String {
+    format!(
+        "{}\n{}",
+        git(host, &["for-each-ref", "--format=%(refname) %(objectname)"]),
+        git(host, &["count-objects", "-v"])
+    )
+}
+
+/// The row of `name` on `top`'s screen.
+fn top_row(screen: &str, name: &str) -> Option<String> {
+    screen
+        .lines()
+        .find(|l| {
+            l.trim_start_matches(['▸', ' '])
+                .starts_with(&format!("{name} "))
+        })
+        .map(str::to_owned)
+}
+
+/// Waits until `name`'s row on `top` holds `text` (an assessment of its
+/// checkouts was drawn).
+fn wait_top_row(term: &Terminal, name: &str, text: &str) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while Instant::now() < deadline {
+        if top_row(&term.screen(), name).is_some_and(|r| r.contains(text)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    panic!(
+        "the row of {name} never showed {text:?}:\n{}",
+        term.screen()
+    );
+}
+
+/// A started worktree instance whose agent committed once: the home, the
+/// host repository's directory (kept alive by the returned guard), the
+/// unit's container name and the agent's commit.
+struct Committed {
+    home: Home,
+    _dir: tempfile::TempDir,
+    host: PathBuf,
+    container: String,
+    commit: String,
+}
+
+impl Committed {
+    fn start(name: &str) -> Self {
+        ensure_busybox();
+        let home = Home::new();
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_repo(dir.path());
+        home.apply(name, &worktree_instance(name, &host));
+        let checkout = home.checkout(name);
+        work_in(
+            &checkout,
+            "echo w > work && git add work && git commit --quiet -m agent-work",
+        );
+        let commit = git(&checkout, &["rev-parse", "HEAD"]);
+        let container = home.container(name);
+        Self {
+            home,
+            _dir: dir,
+            host,
+            container,
+            commit,
+        }
+    }
+
+    fn scratch(&self) -> String {
+        format!("refs/heads/jackin/scratch/{}", self.container)
+    }
+}
+
+/// Issue 52: a look never writes. A dry run, `describe`, `get -o wide` and
+/// `top` over a few of its assessments leave the host repository as it was
+/// (every ref, every object), while they do see the agent's commit in the
+/// unit's own repository. The stop then publishes it.
+#[test]
+fn looking_at_a_worktree_never_writes_into_the_host_repository() {
+    let c = Committed::start("looked");
+    let before = host_state(&c.host);
+    let manifest = c
+        .home
+        .write_input("looked.yaml", &worktree_instance("looked", &c.host));
+    c.home
+        .ok(&["apply", "--dry-run", manifest.to_str().unwrap()]);
+    let described = c.home.ok(&["describe", "looked"]);
+    assert!(
+        described.contains("1 commits since the base"),
+        "the assessment did not see the agent's commit: {described}"
+    );
+    c.home.ok(&["get", "-o", "wide"]);
+    assert_eq!(host_state(&c.host), before, "a look wrote into the host");
+
+    let term = Terminal::start_as(&c.home, "top", "xterm");
+    term.resize(200, 40);
+    wait_top_row(&term, "looked", "1 branch unpushed");
+    // A file made now shows only in a later assessment: top assessed twice.
+    std::fs::write(c.home.checkout("looked").join("later"), "later\n").unwrap();
+    wait_top_row(&term, "looked", "1 file dirty");
+    drop(term);
+    assert_eq!(host_state(&c.host), before, "top wrote into the host");
+
+    c.home.ok(&["set-phase", "looked", "kept"]);
+    assert_eq!(git(&c.host, &["rev-parse", &c.scratch()]), c.commit);
+    c.home.ok(&["delete", "looked", "--force"]);
+}
