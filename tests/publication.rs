@@ -131,3 +131,57 @@ fn looking_at_a_worktree_never_writes_into_the_host_repository() {
     assert_eq!(git(&c.host, &["rev-parse", &c.scratch()]), c.commit);
     c.home.ok(&["delete", "looked", "--force"]);
 }
+
+/// N3: a publication cut short between the host's `update-ref` and its
+/// record left a unit that could not start, with a hint that blamed the
+/// agent. The state such a crash leaves, twice: made by hand (the host's
+/// branch at the agent's commit, nothing recorded), then by a crash at
+/// that point of a stop's publication, after which the agent commits
+/// again. Each time `describe` shows no conflict, the next start works and
+/// publishes the agent's latest.
+#[test]
+fn a_publication_cut_short_after_the_host_ref_moved_never_blocks_the_next_start() {
+    let c = Committed::start("cut");
+    let (home, host, scratch) = (&c.home, &c.host, c.scratch());
+    let checkout = home.checkout("cut");
+    let no_conflict = |what: &str, said: &str| {
+        assert!(
+            !said.contains("moved in the host repository too") && !said.contains("rewrote"),
+            "{what}: {said}"
+        );
+    };
+    // By hand: the agent's objects fetched, the branch moved, unrecorded.
+    let repo = jackin_checkouts::worktree::repository_beside(&checkout).unwrap();
+    git(host, &["fetch", "-q", repo.to_str().unwrap(), &scratch]);
+    git(host, &["update-ref", &scratch, &c.commit]);
+    no_conflict("describe", &home.ok(&["describe", "cut"]));
+    home.ok(&["set-phase", "cut", "kept"]);
+    let started = home.jackin(&["set-phase", "cut", "running"]);
+    no_conflict("start", &String::from_utf8_lossy(&started.stderr));
+    assert!(started.status.success(), "{started:?}");
+
+    // A crash at that point of the stop's publication.
+    work_in(
+        &checkout,
+        "echo crash > crash && git add crash && git commit -q -m crash",
+    );
+    let crashed = git(&checkout, &["rev-parse", "HEAD"]);
+    let out = home
+        .command(&["set-phase", "cut", "kept"])
+        .env("JACKIN_CRASH_AFTER", "publish:host-ref-moved")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(86), "{out:?}");
+    assert_eq!(git(host, &["rev-parse", &scratch]), crashed);
+    work_in(
+        &checkout,
+        "echo later > later && git add later && git commit -q -m later",
+    );
+    let later = git(&checkout, &["rev-parse", "HEAD"]);
+    no_conflict("describe", &home.ok(&["describe", "cut"]));
+    let started = home.jackin(&["set-phase", "cut", "running"]);
+    no_conflict("start", &String::from_utf8_lossy(&started.stderr));
+    assert!(started.status.success(), "{started:?}");
+    assert_eq!(git(host, &["rev-parse", &scratch]), later);
+    home.ok(&["delete", "cut", "--force"]);
+}

@@ -576,6 +576,61 @@ pub(crate) mod tests {
         assert_eq!(tip_of(&host, &full), base, "the operator's move stands");
     }
 
+    /// N3: a crash between the host's `update-ref` and the record of what
+    /// was published. Without a record of the intent (an earlier jackin),
+    /// a host branch already at the agent's tip is taken as published; with
+    /// one, a host branch at the intended tip is jackin's own move, and the
+    /// agent's later commits are published over it. A branch the operator
+    /// moved elsewhere meanwhile still stands.
+    #[test]
+    fn a_publication_cut_short_after_the_host_ref_moved_is_finished_by_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_repository(dir.path());
+        let layout = Layout::new(dir.path().join("home"));
+        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
+        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
+        let repo = record.git_place();
+        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        let base = tip_of(&host, &full);
+        let published = format!("{repo}.published");
+        let publishing = format!("{repo}.publishing");
+        let read = |path: &str| std::fs::read_to_string(path).unwrap();
+
+        // The host's branch moved to the agent's commit; nothing recorded.
+        let first = agent_commit(&host, &repo, &base, "first");
+        git::run(&["-C", &repo, "update-ref", &full, &first]).unwrap();
+        git::run(&["-C", &repo, "repack", "-q"]).unwrap();
+        git::run(&["-C", &host, "fetch", "-q", &repo, &full]).unwrap();
+        git::run(&["-C", &host, "update-ref", &full, &first, &base]).unwrap();
+        publish(&record).unwrap();
+        assert_eq!(read(&published), first);
+
+        // The same crash with the intent recorded; the agent commits again.
+        let second = agent_commit(&host, &repo, &first, "second");
+        git::run(&["-C", &repo, "update-ref", &full, &second]).unwrap();
+        git::run(&["-C", &repo, "repack", "-q"]).unwrap();
+        git::run(&["-C", &host, "fetch", "-q", &repo, &full]).unwrap();
+        git::run(&["-C", &host, "update-ref", &full, &second, &first]).unwrap();
+        std::fs::write(&publishing, &second).unwrap();
+        let third = agent_commit(&host, &repo, &second, "third");
+        git::run(&["-C", &repo, "update-ref", &full, &third]).unwrap();
+        publish(&record).unwrap();
+        assert_eq!(tip_of(&host, &full), third);
+        assert_eq!(read(&published), third);
+        assert!(!Path::new(&publishing).exists(), "the intent stayed");
+
+        // An intent the operator's move overtook is no licence.
+        std::fs::write(&publishing, &third).unwrap();
+        git::run(&["-C", &host, "update-ref", &full, &base]).unwrap();
+        let fourth = agent_commit(&host, &repo, &third, "fourth");
+        git::run(&["-C", &repo, "update-ref", &full, &fourth]).unwrap();
+        assert!(matches!(
+            publish(&record),
+            Err(IsolationError::LinkConflict { .. })
+        ));
+        assert_eq!(tip_of(&host, &full), base, "the operator's move stands");
+    }
+
     /// What the agent leaves in its repository reaches the host repository
     /// only as regular files below its objects: a link to an object file
     /// elsewhere (anywhere on the path), or a FIFO, publishes nothing and

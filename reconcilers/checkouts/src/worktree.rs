@@ -24,7 +24,10 @@
 //!   absolute path (what every git, and GitPython's own object reader,
 //!   follows), so one line serves git on the host and in the container, and
 //!   jackin writes it at every start;
-//! - `git/repo/<name>.published`: the tip jackin last published.
+//! - `git/repo/<name>.published`: the tip jackin last published;
+//! - `git/repo/<name>.publishing`: while a publication runs, the tip it is
+//!   about to give the host's branch, written before the branch moves: a
+//!   host branch found at that value after a crash is jackin's own move.
 //!
 //! In the host repository, jackin keeps two refs of its own:
 //! - `refs/jackin/base/<unit>` pins the base commit, all the unit borrows,
@@ -69,6 +72,8 @@ pub struct UnitRepo {
     host_objects_link: PathBuf,
     /// The tip jackin last published.
     published: PathBuf,
+    /// The tip a publication is about to give the host's branch.
+    publishing: PathBuf,
     /// The checkout's name, shared by the paths above.
     name: String,
 }
@@ -87,6 +92,7 @@ impl UnitRepo {
         Self {
             host_objects_link: repo.join(format!("{name}.host-objects")),
             published: repo.join(format!("{name}.published")),
+            publishing: repo.join(format!("{name}.publishing")),
             git_dir,
             name,
         }
@@ -549,9 +555,7 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     let Some(tip) = unit_tip(record, &repo)? else {
         return Ok(());
     };
-    let given = read_untrusted(&repo.published, MAX_REF_FILE)
-        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned())
-        .map_err(io(&repo.published))?;
+    let given = last_published(record, &repo)?;
     if given == tip {
         return Ok(());
     }
@@ -566,10 +570,22 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     // be gone with the branch).
     let (from, known) = match host_tip(&record.src, &full)? {
         None => (String::new(), record.base_commit.clone()),
+        // Already where the agent's branch is (however it got there):
+        // nothing moves, and that is what was published.
+        Some(at) if at == tip => return record_published(&repo, &tip),
         Some(_) => (given.clone(), given),
     };
     let scratch = repo.git_dir.parent().expect("the repository has a parent");
-    move_published_branch(record, &repo.git_dir, scratch, &tip, &known, &from).map_err(
+    // The intent first: a crash once the host's branch moved leaves it,
+    // and the next publication knows that move for jackin's own.
+    write_atomic(&repo.publishing, tip.as_bytes()).map_err(io(&repo.publishing))?;
+    let moved = move_published_branch(record, &repo.git_dir, scratch, &tip, &known, &from);
+    if moved.is_ok() {
+        jackin_files::fault::crash_point("publish:host-ref-moved");
+    } else {
+        remove_if_exists(&repo.publishing).map_err(io(&repo.publishing))?;
+    }
+    moved.map_err(
         |e| match e {
             IsolationError::LinkConflict { dst, path, detail } => IsolationError::LinkConflict {
                 dst,
@@ -583,8 +599,39 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
             e => e,
         },
     )?;
+    record_published(&repo, &tip)
+}
+
+/// Records `tip` as what the host's branch was given, and drops the
+/// intent that led there.
+fn record_published(repo: &UnitRepo, tip: &str) -> Result<(), IsolationError> {
     write_atomic(&repo.published, tip.as_bytes()).map_err(io(&repo.published))?;
-    Ok(())
+    remove_if_exists(&repo.publishing).map_err(io(&repo.publishing))
+}
+
+/// The tip jackin last published. A publication a crash cut short between
+/// moving the host's branch and recording it left its intent: a host
+/// branch at the intended tip is jackin's own move (nobody else writes
+/// that file), recorded now as published; at any other value the move
+/// never happened, or someone moved the branch since, and the intent goes.
+fn last_published(record: &IsolationRecord, repo: &UnitRepo) -> Result<String, IsolationError> {
+    let read = |path: &Path| {
+        read_untrusted(path, MAX_REF_FILE)
+            .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned())
+    };
+    let intended = match read(&repo.publishing) {
+        Ok(intended) => intended,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return read(&repo.published).map_err(io(&repo.published));
+        }
+        Err(e) => return Err(io(&repo.publishing)(e)),
+    };
+    if host_tip(&record.src, &scratch_ref(record))?.as_deref() == Some(intended.as_str()) {
+        record_published(repo, &intended)?;
+        return Ok(intended);
+    }
+    remove_if_exists(&repo.publishing).map_err(io(&repo.publishing))?;
+    read(&repo.published).map_err(io(&repo.published))
 }
 
 /// Moves the host's scratch branch to `tip`, from `from` (empty: it must
@@ -693,6 +740,7 @@ pub fn remove(record: &IsolationRecord) -> Result<Option<String>, IsolationError
         &repo.git_dir,
         &repo.host_objects_link,
         &repo.published,
+        &repo.publishing,
     ] {
         remove_if_exists(path).map_err(io(path))?;
     }
