@@ -185,3 +185,41 @@ fn a_publication_cut_short_after_the_host_ref_moved_never_blocks_the_next_start(
     assert_eq!(git(host, &["rev-parse", &scratch]), later);
     home.ok(&["delete", "cut", "--force"]);
 }
+
+/// N7: a commit of the operator's that no ref holds (a reset left it for
+/// `gc`) is readable among the host's objects; the agent sets its branch to
+/// it. Neither the stop nor the purge publishes it: the host's branch
+/// stays, no ref of the host holds it, and the stop says why.
+#[test]
+fn an_operators_dropped_commit_is_never_published_as_the_agents_branch() {
+    let c = Committed::start("dropped");
+    let (home, host, scratch) = (&c.home, &c.host, c.scratch());
+    work_in(
+        host,
+        "echo OPERATOR-DROPPED-SECRET > dropped.txt && git add dropped.txt && \
+         git commit -q -m dropped && git reset -q --hard HEAD~1",
+    );
+    let dropped = git(host, &["rev-parse", "HEAD@{1}"]);
+    let before = git(host, &["rev-parse", &scratch]);
+    work_in(
+        &home.checkout("dropped"),
+        &format!("git update-ref {scratch} {dropped}"),
+    );
+    let stopped = home.jackin(&["set-phase", "dropped", "kept"]);
+    let said = String::from_utf8_lossy(&stopped.stderr);
+    assert!(stopped.status.success(), "{said}");
+    assert!(said.contains("only the agent's own commits"), "{said}");
+    let holders = || git(host, &["for-each-ref", "--contains", &dropped]);
+    assert_eq!(git(host, &["rev-parse", &scratch]), before);
+    assert_eq!(
+        holders(),
+        "",
+        "a host ref holds the operator's dropped commit"
+    );
+    home.ok(&["delete", "dropped", "--force"]);
+    assert_eq!(
+        holders(),
+        "",
+        "the purge published the operator's dropped commit"
+    );
+}

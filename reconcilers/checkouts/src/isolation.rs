@@ -631,6 +631,59 @@ pub(crate) mod tests {
         assert_eq!(tip_of(&host, &full), base, "the operator's move stands");
     }
 
+    /// N7: an operator's commit that no ref holds (a reset left it for
+    /// `gc`), which the agent finds among the host's objects, is never
+    /// published as the agent's branch; nor is a history of the agent's
+    /// own that does not descend from the base. A commit a host ref holds
+    /// is the operator's already, and the branch may move to it.
+    #[test]
+    fn only_the_agents_own_commits_on_its_base_are_published() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = host_repository(dir.path());
+        let layout = Layout::new(dir.path().join("home"));
+        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
+        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
+        let repo = record.git_place();
+        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        let base = tip_of(&host, "HEAD");
+        let host_git = format!("{host}/.git");
+        let dropped = agent_commit(&host, &host_git, &base, "OPERATOR-DROPPED-SECRET");
+        // What holds `commit` in the host (nothing, too, when the host
+        // lacks it).
+        let holders =
+            |commit: &str| match git::run(&["-C", &host, "for-each-ref", "--contains", commit]) {
+                Ok(out) => String::from_utf8(out).unwrap(),
+                Err(_) => String::new(),
+            };
+        let refused = |commit: &str, why: &str| {
+            git::run(&["-C", &repo, "update-ref", &full, commit]).unwrap();
+            let err = publish(&record).unwrap_err();
+            assert!(
+                matches!(&err, IsolationError::LinkConflict { detail, .. } if detail.contains(why)),
+                "{err}"
+            );
+            assert_eq!(tip_of(&host, &full), base);
+            assert_eq!(holders(commit), "", "a host ref holds {commit}");
+        };
+        refused(&dropped, "jackin publishes only the agent's own commits");
+        let empty_tree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+        let out = std::process::Command::new("git")
+            .args(["-C", &repo, "-c", "user.email=a@b", "-c", "user.name=a"])
+            .args(["commit-tree", "-m", "a root of its own", empty_tree])
+            .output()
+            .unwrap();
+        let root = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+        refused(&root, "does not descend from the checkout's base");
+
+        // The operator's own branch moved on: held by a ref, it may be the
+        // agent's too.
+        let operators = agent_commit(&host, &host_git, &base, "the operator's");
+        git::run(&["-C", &host, "update-ref", "refs/heads/main", &operators]).unwrap();
+        git::run(&["-C", &repo, "update-ref", &full, &operators]).unwrap();
+        publish(&record).unwrap();
+        assert_eq!(tip_of(&host, &full), operators);
+    }
+
     /// What the agent leaves in its repository reaches the host repository
     /// only as regular files below its objects: a link to an object file
     /// elsewhere (anywhere on the path), or a FIFO, publishes nothing and

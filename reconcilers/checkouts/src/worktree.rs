@@ -261,11 +261,8 @@ pub fn adopt(
     index: Option<&Path>,
 ) -> Result<(), IsolationError> {
     let repo = UnitRepo::of(record);
-    let host_objects = host_objects(record)?;
     build_repository(record, &repo, |staged| {
-        if let Err(e) =
-            gitdir::copy_agent_objects(objects_from, &staged.join("objects"), &host_objects)
-        {
+        if let Err(e) = gitdir::copy_agent_objects(objects_from, &staged.join("objects")) {
             tracing::warn!(
                 "mount {}: the agent's staged objects were not kept: {e}",
                 record.dst
@@ -585,20 +582,18 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     } else {
         remove_if_exists(&repo.publishing).map_err(io(&repo.publishing))?;
     }
-    moved.map_err(
-        |e| match e {
-            IsolationError::LinkConflict { dst, path, detail } => IsolationError::LinkConflict {
-                dst,
-                path,
-                detail: format!(
-                    "{detail}; the agent's work stays in its repository {}: move the host's \
+    moved.map_err(|e| match e {
+        IsolationError::LinkConflict { dst, path, detail } => IsolationError::LinkConflict {
+            dst,
+            path,
+            detail: format!(
+                "{detail}; the agent's work stays in its repository {}: move the host's \
                      branch back, or delete it, and jackin publishes again",
-                    repo.git_dir.display()
-                ),
-            },
-            e => e,
+                repo.git_dir.display()
+            ),
         },
-    )?;
+        e => e,
+    })?;
     record_published(&repo, &tip)
 }
 
@@ -637,7 +632,10 @@ fn last_published(record: &IsolationRecord, repo: &UnitRepo) -> Result<String, I
 /// Moves the host's scratch branch to `tip`, from `from` (empty: it must
 /// not exist), once the host has the commit: what it needs beyond `known`
 /// is brought from the agent's git directory `objects_from`, checked
-/// ([`gitdir::import_objects`], working under `scratch`). A ref that names
+/// ([`gitdir::import_objects`], working under `scratch`). A commit the host
+/// has but no host ref holds is brought as if the host lacked it, so that
+/// only the agent's own commits pass (N7); either way the tip must descend
+/// from the base. A ref that names
 /// no commit then, or a branch that moved meanwhile on the host, is a link
 /// conflict, and nothing moves.
 pub(crate) fn move_published_branch(
@@ -649,9 +647,29 @@ pub(crate) fn move_published_branch(
     from: &str,
 ) -> Result<(), IsolationError> {
     let conflict = |detail| record.link_conflict(detail);
-    if !host_has_commit(&record.src, tip)? {
+    let base = record.base_commit.as_str();
+    if host_has_commit(&record.src, tip)? && held_by_a_host_ref(&record.src, tip)? {
+        // Already the operator's: nothing comes over, but the branch moves
+        // only to work on the base.
+        let descends = ["merge-base", "--is-ancestor", base, tip];
+        if let Err(GitError::Failed { .. }) = in_host(&record.src, &descends) {
+            return Err(conflict(format!(
+                "the agent's branch names {tip}, which does not descend from the checkout's \
+                 base {base}: jackin publishes only work on the base"
+            )));
+        }
+    } else {
+        // A commit the host has but no ref of it holds is brought as if
+        // it had not: only the agent's own commits pass.
         let host_objects = host_objects(record)?;
-        match gitdir::import_objects(objects_from, &host_objects, scratch, tip, known) {
+        let held = host_ref_commits(&record.src)?;
+        let wanted = gitdir::Wanted {
+            tip,
+            base,
+            known,
+            held: &held,
+        };
+        match gitdir::import_objects(objects_from, &host_objects, scratch, &wanted) {
             Ok(()) => {}
             Err(ViewError::Refused(detail)) => return Err(conflict(detail)),
             Err(ViewError::Git(GitError::Failed { stderr, .. })) => {
@@ -711,6 +729,42 @@ pub(crate) fn retire_scratch_branch(
     } else {
         Ok(Some(format!("{branch} in {src}")))
     }
+}
+
+/// Whether a ref of the host repository holds the commit `tip`.
+fn held_by_a_host_ref(src: &str, tip: &str) -> Result<bool, GitError> {
+    let out = in_host(
+        src,
+        &[
+            "for-each-ref",
+            "--count=1",
+            "--format=%(refname)",
+            "--contains",
+            tip,
+        ],
+    )?;
+    Ok(!out.trim_ascii().is_empty())
+}
+
+/// The commits the host repository's refs name (a tag's, peeled).
+fn host_ref_commits(src: &str) -> Result<Vec<String>, GitError> {
+    let out = in_host(
+        src,
+        &[
+            "for-each-ref",
+            "--format=%(objecttype) %(objectname) %(*objecttype) %(*objectname)",
+        ],
+    )?;
+    let mut commits: Vec<String> = String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|line| match line.split(' ').collect::<Vec<_>>()[..] {
+            ["commit", name, ..] | [_, _, "commit", name] => Some(name.to_owned()),
+            _ => None,
+        })
+        .collect();
+    commits.sort();
+    commits.dedup();
+    Ok(commits)
 }
 
 /// Whether the host repository has the commit `tip`. Only git's own "no"
