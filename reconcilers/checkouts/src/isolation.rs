@@ -569,10 +569,12 @@ pub(crate) mod tests {
         git::run(&["-C", &host, "update-ref", &full, &base]).unwrap();
         let last = agent_commit(&host, &repo, &later, "last");
         git::run(&["-C", &repo, "update-ref", &full, &last]).unwrap();
-        assert!(matches!(
-            publish(&record),
-            Err(IsolationError::LinkConflict { .. })
-        ));
+        let err = publish(&record).unwrap_err();
+        assert!(matches!(err, IsolationError::BranchMoved { .. }), "{err}");
+        assert!(
+            err.to_string().contains(&format!("update-ref -d {full}")),
+            "{err}"
+        );
         assert_eq!(tip_of(&host, &full), base, "the operator's move stands");
     }
 
@@ -624,10 +626,12 @@ pub(crate) mod tests {
         git::run(&["-C", &host, "update-ref", &full, &base]).unwrap();
         let fourth = agent_commit(&host, &repo, &third, "fourth");
         git::run(&["-C", &repo, "update-ref", &full, &fourth]).unwrap();
-        assert!(matches!(
-            publish(&record),
-            Err(IsolationError::LinkConflict { .. })
-        ));
+        let err = publish(&record).unwrap_err();
+        assert!(matches!(err, IsolationError::BranchMoved { .. }), "{err}");
+        assert!(
+            err.to_string().contains(&format!("update-ref -d {full}")),
+            "{err}"
+        );
         assert_eq!(tip_of(&host, &full), base, "the operator's move stands");
     }
 

@@ -582,18 +582,7 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     } else {
         remove_if_exists(&repo.publishing).map_err(io(&repo.publishing))?;
     }
-    moved.map_err(|e| match e {
-        IsolationError::LinkConflict { dst, path, detail } => IsolationError::LinkConflict {
-            dst,
-            path,
-            detail: format!(
-                "{detail}; the agent's work stays in its repository {}: move the host's \
-                     branch back, or delete it, and jackin publishes again",
-                repo.git_dir.display()
-            ),
-        },
-        e => e,
-    })?;
+    moved?;
     record_published(&repo, &tip)
 }
 
@@ -699,13 +688,39 @@ pub(crate) fn move_published_branch(
         from,
     ]);
     if let Err(GitError::Failed { stderr, .. }) = &moved {
-        return Err(conflict(format!(
-            "the agent's branch is at {tip}, and {full} moved in the host repository too \
-             ({stderr})"
-        )));
+        return Err(branch_moved(record, objects_from, tip, from, stderr));
     }
     moved?;
     Ok(())
+}
+
+/// The host's scratch branch moved since jackin last published `from`
+/// (someone other than jackin moved it, as `stderr`, git's word, says):
+/// the operator's move stands, and the message says how to let jackin
+/// publish again. Never the agent's doing: it cannot write the host's refs.
+fn branch_moved(
+    record: &IsolationRecord,
+    agents: &Path,
+    tip: &str,
+    from: &str,
+    stderr: &str,
+) -> IsolationError {
+    let (src, full) = (&record.src, scratch_ref(record));
+    let back = match from {
+        "" => String::new(),
+        from => format!("move it back (`git -C {src} update-ref {full} {from}`) or "),
+    };
+    IsolationError::BranchMoved {
+        dst: record.dst.clone(),
+        message: format!(
+            "the agent's branch is at {tip}, and {full} moved in the host repository {src} \
+             since jackin last published it ({}). jackin never overwrites a move made there: the \
+             agent's work stays in its repository {}; {back}delete it (`git -C {src} \
+             update-ref -d {full}`), and jackin publishes again at the next start or stop",
+            stderr.trim(),
+            agents.display()
+        ),
+    }
 }
 
 /// Deletes the host's scratch branch of a removed worktree once the
