@@ -3,9 +3,8 @@
 //! someone looked; and what a publication brings over is the unit's own
 //! work, checked, whatever a crash or the agent left.
 
+use crate::top::wait_row;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
 use support::terminal::Terminal;
 use support::{Home, ensure_busybox, git, host_repo, instance_yaml_with, work_in};
 
@@ -29,33 +28,6 @@ fn host_state(host: &Path) -> String {
         git(host, &["for-each-ref", "--format=%(refname) %(objectname)"]),
         git(host, &["count-objects", "-v"])
     )
-}
-
-/// The row of `name` on `top`'s screen.
-fn top_row(screen: &str, name: &str) -> Option<String> {
-    screen
-        .lines()
-        .find(|l| {
-            l.trim_start_matches(['▸', ' '])
-                .starts_with(&format!("{name} "))
-        })
-        .map(str::to_owned)
-}
-
-/// Waits until `name`'s row on `top` holds `text` (an assessment of its
-/// checkouts was drawn).
-fn wait_top_row(term: &Terminal, name: &str, text: &str) {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while Instant::now() < deadline {
-        if top_row(&term.screen(), name).is_some_and(|r| r.contains(text)) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    panic!(
-        "the row of {name} never showed {text:?}:\n{}",
-        term.screen()
-    );
 }
 
 /// A started worktree instance whose agent committed once: the home, the
@@ -120,10 +92,10 @@ fn looking_at_a_worktree_never_writes_into_the_host_repository() {
 
     let term = Terminal::start_as(&c.home, "top", "xterm");
     term.resize(200, 40);
-    wait_top_row(&term, "looked", "1 branch unpushed");
+    wait_row(&term, "looked", "1 branch unpushed");
     // A file made now shows only in a later assessment: top assessed twice.
     std::fs::write(c.home.checkout("looked").join("later"), "later\n").unwrap();
-    wait_top_row(&term, "looked", "1 file dirty");
+    wait_row(&term, "looked", "1 file dirty");
     drop(term);
     assert_eq!(host_state(&c.host), before, "top wrote into the host");
 

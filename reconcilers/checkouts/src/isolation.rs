@@ -534,18 +534,43 @@ pub(crate) mod tests {
         assert!(status.is_empty(), "{}", String::from_utf8_lossy(&status));
     }
 
+    /// A unit `jk-1-t` with a worktree of a new host repository in `dir`:
+    /// the host, the checkout's record, the unit's repository and the
+    /// scratch branch's full name.
+    fn prepared_worktree(dir: &Path) -> (String, IsolationRecord, String, String) {
+        let host = host_repository(dir);
+        let layout = Layout::new(dir.join("home"));
+        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
+        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
+        let repo = record.git_place();
+        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        (host, record, repo, full)
+    }
+
+    /// A publication over a move of the operator's is refused, saying how
+    /// to let jackin publish again, and the host's branch stays `at`.
+    fn assert_the_operators_move_stands(
+        record: &IsolationRecord,
+        host: &str,
+        full: &str,
+        at: &str,
+    ) {
+        let err = publish(record).unwrap_err();
+        assert!(matches!(err, IsolationError::BranchMoved { .. }), "{err}");
+        assert!(
+            err.to_string().contains(&format!("update-ref -d {full}")),
+            "{err}"
+        );
+        assert_eq!(tip_of(host, full), at, "the operator's move stands");
+    }
+
     /// The agent's branch moves in its own repository; jackin publishes it
     /// into the host repository with a checked copy of its objects, by
     /// compare-and-swap from what it last published.
     #[test]
     fn the_agents_branch_is_published_checked_and_never_over_the_operators_move() {
         let dir = tempfile::tempdir().unwrap();
-        let host = host_repository(dir.path());
-        let layout = Layout::new(dir.path().join("home"));
-        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
-        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
-        let repo = record.git_place();
-        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        let (host, record, repo, full) = prepared_worktree(dir.path());
         let base = tip_of(&host, &full);
         let commit = agent_commit(&host, &repo, &base, "agent");
         git::run(&["-C", &repo, "update-ref", &full, &commit]).unwrap();
@@ -569,13 +594,7 @@ pub(crate) mod tests {
         git::run(&["-C", &host, "update-ref", &full, &base]).unwrap();
         let last = agent_commit(&host, &repo, &later, "last");
         git::run(&["-C", &repo, "update-ref", &full, &last]).unwrap();
-        let err = publish(&record).unwrap_err();
-        assert!(matches!(err, IsolationError::BranchMoved { .. }), "{err}");
-        assert!(
-            err.to_string().contains(&format!("update-ref -d {full}")),
-            "{err}"
-        );
-        assert_eq!(tip_of(&host, &full), base, "the operator's move stands");
+        assert_the_operators_move_stands(&record, &host, &full, &base);
     }
 
     /// N3: a crash between the host's `update-ref` and the record of what
@@ -587,12 +606,7 @@ pub(crate) mod tests {
     #[test]
     fn a_publication_cut_short_after_the_host_ref_moved_is_finished_by_the_next() {
         let dir = tempfile::tempdir().unwrap();
-        let host = host_repository(dir.path());
-        let layout = Layout::new(dir.path().join("home"));
-        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
-        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
-        let repo = record.git_place();
-        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        let (host, record, repo, full) = prepared_worktree(dir.path());
         let base = tip_of(&host, &full);
         let published = format!("{repo}.published");
         let publishing = format!("{repo}.publishing");
@@ -626,13 +640,7 @@ pub(crate) mod tests {
         git::run(&["-C", &host, "update-ref", &full, &base]).unwrap();
         let fourth = agent_commit(&host, &repo, &third, "fourth");
         git::run(&["-C", &repo, "update-ref", &full, &fourth]).unwrap();
-        let err = publish(&record).unwrap_err();
-        assert!(matches!(err, IsolationError::BranchMoved { .. }), "{err}");
-        assert!(
-            err.to_string().contains(&format!("update-ref -d {full}")),
-            "{err}"
-        );
-        assert_eq!(tip_of(&host, &full), base, "the operator's move stands");
+        assert_the_operators_move_stands(&record, &host, &full, &base);
     }
 
     /// N7: an operator's commit that no ref holds (a reset left it for
@@ -643,12 +651,7 @@ pub(crate) mod tests {
     #[test]
     fn only_the_agents_own_commits_on_its_base_are_published() {
         let dir = tempfile::tempdir().unwrap();
-        let host = host_repository(dir.path());
-        let layout = Layout::new(dir.path().join("home"));
-        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
-        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
-        let repo = record.git_place();
-        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        let (host, record, repo, full) = prepared_worktree(dir.path());
         let base = tip_of(&host, "HEAD");
         let host_git = format!("{host}/.git");
         let dropped = agent_commit(&host, &host_git, &base, "OPERATOR-DROPPED-SECRET");
@@ -697,12 +700,7 @@ pub(crate) mod tests {
     #[test]
     fn the_agents_objects_are_published_only_from_regular_files_and_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let host = host_repository(dir.path());
-        let layout = Layout::new(dir.path().join("home"));
-        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
-        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
-        let repo = record.git_place();
-        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        let (host, record, repo, full) = prepared_worktree(dir.path());
         let base = tip_of(&host, "HEAD");
         let commit = agent_commit(&host, &repo, &base, "agent");
         git::run(&["-C", &repo, "update-ref", &full, &commit]).unwrap();
