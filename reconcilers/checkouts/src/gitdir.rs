@@ -84,7 +84,7 @@ pub(crate) fn reset_to_dir(base: &Path, relative: &str) -> Result<(), ViewError>
 /// borrows only the host's objects, refusing any object that is malformed
 /// or points at one neither has. Only then does the pack (and its index,
 /// last) land in the host's `objects/pack`. Before anything is packed, the
-/// commits are checked to be the agent's ([`only_the_agents_commits`]).
+/// commits are checked to be the agent's (`only_the_agents_commits`).
 pub fn import_objects(
     agent_git_dir: &Path,
     host_objects: &Path,

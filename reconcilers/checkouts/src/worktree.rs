@@ -540,9 +540,11 @@ pub fn unit_branch_ahead(
 /// are copied from the unit's repository and checked
 /// ([`gitdir::import_objects`]), then the host's branch moves by
 /// compare-and-swap from the value jackin last published (or is made again
-/// where the operator deleted it). A branch the operator moved meanwhile
-/// is never overwritten: that is a conflict, and the agent's work stays in
-/// its repository. A unit whose repository is gone has nothing to publish.
+/// where the operator deleted it), the value it is about to get recorded
+/// first (see `last_published`). A branch the operator moved meanwhile
+/// is never overwritten: that is [`IsolationError::BranchMoved`], and the
+/// agent's work stays in its repository. A unit whose repository is gone
+/// has nothing to publish.
 pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     let repo = UnitRepo::of(record);
     if std::fs::symlink_metadata(&repo.git_dir).is_err() {
@@ -624,9 +626,9 @@ fn last_published(record: &IsolationRecord, repo: &UnitRepo) -> Result<String, I
 /// ([`gitdir::import_objects`], working under `scratch`). A commit the host
 /// has but no host ref holds is brought as if the host lacked it, so that
 /// only the agent's own commits pass (N7); either way the tip must descend
-/// from the base. A ref that names
-/// no commit then, or a branch that moved meanwhile on the host, is a link
-/// conflict, and nothing moves.
+/// from the base. A ref that names no commit then is a link conflict, a
+/// branch that moved meanwhile on the host is
+/// [`IsolationError::BranchMoved`], and nothing moves either way.
 pub(crate) fn move_published_branch(
     record: &IsolationRecord,
     objects_from: &Path,
