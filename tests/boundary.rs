@@ -391,6 +391,18 @@ fn a_unit_made_by_an_earlier_jackin_moves_to_its_own_repository_at_its_next_star
     }
     let entry = make_earlier_layout(&home, "mig", &host);
     let tampered = make_earlier_layout(&home, "mig-tampered", &host);
+    // Until it starts, its look sees the agent's ref in the unit and
+    // publishes nothing (issue 52).
+    let refs = || {
+        git(
+            &host,
+            &["for-each-ref", "--format=%(refname) %(objectname)"],
+        )
+    };
+    let before = refs();
+    let described = home.ok(&["describe", "mig"]);
+    assert!(described.contains("not yet published"), "{described}");
+    assert_eq!(refs(), before, "a look published");
     let elsewhere = dir.path().join("elsewhere/.git");
     std::fs::write(
         tampered.join("gitdir"),
