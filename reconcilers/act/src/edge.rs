@@ -35,9 +35,6 @@ pub(super) fn record_restore(obj: &mut Instance, tier: Tier, rollout: Option<Str
 
 /// Records how the last session ended, and collects what the agent left
 /// in `state/artifacts/` outside the unit, which a purge may take next.
-/// A session that ended on its own stopped too: its checkouts' branches
-/// reach the host repository here (after jackin's own stop, again, which
-/// finds nothing new).
 pub(super) async fn record(
     ctx: &Context<'_>,
     obj: &mut Instance,
@@ -65,7 +62,6 @@ pub(super) async fn record(
         .finished_at
         .unwrap_or_else(jiff::Timestamp::now)
         .to_string();
-    super::container::publish_checkouts(ctx.layout, container).await;
     let (layout, name) = (ctx.layout.clone(), obj.metadata.name.clone());
     let unit = container.to_owned();
     let collected = blocking(move || {
