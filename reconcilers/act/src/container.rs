@@ -159,7 +159,15 @@ pub(super) async fn start(
     let uid = obj.metadata.uid.clone().unwrap_or_default();
     let identity = unit_identity::write(ctx.layout, container, &uid)
         .map_err(io(&unit_identity::identity_file(ctx.layout, container)))?;
-    unit_identity::verify(engine, container, &identity).await?;
+    // The container about to start shows it: the one observed, or (made
+    // anew since, see below) the unit's by its name.
+    let observed = id.as_deref().unwrap_or(container);
+    match unit_identity::verify(engine, observed, &identity).await {
+        Err(ActError::Engine(EngineError::Refused { status: 404, .. })) if id.is_some() => {
+            unit_identity::verify(engine, container, &identity).await?;
+        }
+        verified => verified?,
+    }
     let started = match engine
         .start_container(id.as_deref().unwrap_or(container))
         .await

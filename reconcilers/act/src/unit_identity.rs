@@ -48,7 +48,9 @@ pub fn write(layout: &Layout, container: &str, uid: &str) -> std::io::Result<Vec
 
 /// Reads the identity back through `engine` from the unit's container
 /// `container` (created, not yet started), and refuses unless it is
-/// `written`.
+/// `written`. A container that goes meanwhile (a `docker rm -f` under
+/// way) proves nothing either way: that is the engine's error, tried
+/// again, never a refusal.
 pub async fn verify(engine: &Engine, container: &str, written: &[u8]) -> Result<(), ActError> {
     let path = format!("{BIN_DIR}/{IDENTITY_FILE}");
     let why = match engine.read_file(container, &path, MAX_IDENTITY_BYTES).await {
@@ -57,6 +59,13 @@ pub async fn verify(engine: &Engine, container: &str, written: &[u8]) -> Result<
             "its {path} holds another identity than the one jackin just wrote: the engine's \
              machine has a stale copy of the unit, or another unit's"
         ),
+        Ok(None) if !standing(engine, container).await? => {
+            return Err(ActError::Engine(EngineError::Refused {
+                action: format!("read {path} in container {container}"),
+                status: 404,
+                message: "the container went while it was read".to_owned(),
+            }));
+        }
         Ok(None) => format!(
             "its {path} is missing, where jackin just wrote it: the engine's machine has the \
              unit's paths but not its files"
@@ -65,6 +74,18 @@ pub async fn verify(engine: &Engine, container: &str, written: &[u8]) -> Result<
         Err(e) => return Err(e.into()),
     };
     Err(not_on_engine(engine, why))
+}
+
+/// Whether `container` is there and not on its way out.
+async fn standing(engine: &Engine, container: &str) -> Result<bool, EngineError> {
+    let Some(inspected) = engine.inspect_container(container).await? else {
+        return Ok(false);
+    };
+    let status = inspected
+        .state
+        .and_then(|s| s.status)
+        .map(|s| s.to_string());
+    Ok(!matches!(status.as_deref(), Some("removing" | "dead")))
 }
 
 /// `error`, unless it is the engine refusing a create because a bind's
@@ -147,5 +168,24 @@ fn not_on_engine(engine: &Engine, why: String) -> ActError {
     ActError::UnitNotOnEngine {
         engine: engine.endpoint().to_owned(),
         why,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jackin_engine::fake::FakeEngine;
+
+    /// A container that is gone when its identity is read (a `docker rm
+    /// -f` under way) is the engine's passing error, tried again: never
+    /// the refusal that fails the instance for good.
+    #[tokio::test]
+    async fn a_container_gone_while_read_is_no_refusal() {
+        let engine = FakeEngine::default().engine();
+        let err = verify(&engine, "jk-gone", b"uid nonce\n")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ActError::Engine(_)), "{err}");
+        assert!(!err.is_permanent(), "{err}");
     }
 }

@@ -102,7 +102,8 @@ pub trait EngineCalls: Send + Sync {
     /// The bytes of the regular file at `path` in container `id`, at most
     /// `cap` (through the archive API, which works on a container that
     /// never started; read as untrusted, see [`crate::archive`]); `None`
-    /// when the engine has no such container or path.
+    /// when the container has no such path (no such container is an
+    /// error, 404).
     fn read_file<'a>(
         &'a self,
         id: &'a str,

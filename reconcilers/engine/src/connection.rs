@@ -503,8 +503,8 @@ impl Engine {
     }
 
     /// The regular file at `path` in container `id` (which need not have
-    /// started), at most `cap` bytes; `None` when the engine has no such
-    /// container or path. See [`EngineCalls::read_file`].
+    /// started), at most `cap` bytes; `None` when it has no such path. See
+    /// [`EngineCalls::read_file`].
     pub async fn read_file(
         &self,
         id: &str,

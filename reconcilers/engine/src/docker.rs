@@ -612,9 +612,12 @@ impl EngineCalls for DockerCalls {
             while let Some(chunk) = stream.next().await {
                 match chunk {
                     Ok(chunk) => bytes.extend_from_slice(&chunk),
+                    // "Could not find the file": a container that is not
+                    // there is the engine's error, not a missing file.
                     Err(BollardError::DockerResponseServerError {
-                        status_code: 404, ..
-                    }) => return Ok(None),
+                        status_code: 404,
+                        message,
+                    }) if !message.contains("No such container") => return Ok(None),
                     Err(e) => return Err(self.classify(&action, e)),
                 }
                 // Never more than the one small file can take.

@@ -786,19 +786,27 @@ impl EngineCalls for FakeEngine {
         path: &'a str,
         cap: u64,
     ) -> BoxFuture<'a, Result<Option<Vec<u8>>, EngineError>> {
-        let result = self.check().map(|()| {
+        let action = format!("read {path} in container {id}");
+        let result = self.check().and_then(|()| {
             let mut state = self.state();
             let elsewhere = state.files_elsewhere;
-            let binds = state.container(id)?.binds.clone();
+            let Some(container) = state.container(id) else {
+                return Err(refused(&action, 404, format!("No such container: {id}")));
+            };
+            let binds = container.binds.clone();
             if elsewhere {
-                return None;
+                return Ok(None);
             }
-            let (target, source) = binds
-                .iter()
-                .find(|(target, _)| path.starts_with(&format!("{target}/")))?;
-            let host = std::path::Path::new(source).join(&path[target.len() + 1..]);
-            let bytes = std::fs::read(host).ok()?;
-            Some(bytes[..bytes.len().min(usize::try_from(cap).unwrap_or(usize::MAX))].to_vec())
+            let read = || {
+                let (target, source) = binds
+                    .iter()
+                    .find(|(target, _)| path.starts_with(&format!("{target}/")))?;
+                let host = std::path::Path::new(source).join(&path[target.len() + 1..]);
+                let bytes = std::fs::read(host).ok()?;
+                let cap = usize::try_from(cap).unwrap_or(usize::MAX);
+                Some(bytes[..bytes.len().min(cap)].to_vec())
+            };
+            Ok(read())
         });
         ready(result)
     }
