@@ -721,7 +721,7 @@ const MAX_SOCKET_PATH: usize = 107;
 /// `unix://PATH`, an absolute path a socket can have; `tcp://HOST:PORT`,
 /// a host name, an IPv4 address or a bracketed IPv6 one, and a port from 1
 /// to 65535; or `ssh://[USER@]HOST[:PORT]`, the same host and port and a
-/// plain user name (see [`ssh_address`]). Anything else can never be connected to, so it is refused
+/// plain user name. Anything else can never be connected to, so it is refused
 /// where it is written rather than retried.
 pub fn engine_address(value: &str) -> Result<(), String> {
     let expected = "expected unix:///PATH, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT], or a \
@@ -749,16 +749,7 @@ pub fn engine_address(value: &str) -> Result<(), String> {
             }
             Ok(())
         }
-        "tcp" => {
-            let rest = rest.strip_suffix('/').unwrap_or(rest);
-            let Some((host, port)) = rest.rsplit_once(':') else {
-                return Err(format!(
-                    "{value:?}: no port: expected tcp://HOST:PORT (2376 for TLS, 2375 without)"
-                ));
-            };
-            port_number(value, port)?;
-            host_name(value, host)
-        }
+        "tcp" => host_and_port(value, rest, true),
         "ssh" => ssh_address(value, rest),
         _ => Err(format!("{value:?}: {expected}")),
     }
@@ -767,61 +758,49 @@ pub fn engine_address(value: &str) -> Result<(), String> {
 /// `ssh://[USER@]HOST[:PORT]`'s part after the scheme: what reaches `ssh`
 /// as its `-l`, `-p` and destination, so none may pass for an option.
 fn ssh_address(value: &str, rest: &str) -> Result<(), String> {
+    let (user, rest) = rest
+        .rsplit_once('@')
+        .map_or((None, rest), |(user, rest)| (Some(user), rest));
+    let user_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    let bad_user = |u: &&str| u.is_empty() || u.len() > 64 || u.starts_with('-');
+    if let Some(user) = user.filter(|u| bad_user(u) || !u.bytes().all(user_char)) {
+        return Err(format!(
+            "{value:?}: invalid user {user:?}: letters, digits, . _ - (not first)"
+        ));
+    }
+    host_and_port(value, rest, false)
+}
+
+/// `HOST[:PORT]`, maybe with the trailing `/` the CLI accepts: a host name,
+/// an IPv4 address or a bracketed IPv6 one, and a port from 1 to 65535.
+fn host_and_port(value: &str, rest: &str, port_required: bool) -> Result<(), String> {
     let rest = rest.strip_suffix('/').unwrap_or(rest);
-    let (user, rest) = match rest.rsplit_once('@') {
-        Some((user, rest)) => (Some(user), rest),
-        None => (None, rest),
-    };
-    if let Some(user) = user {
-        let user_ok = !user.is_empty()
-            && user.len() <= 64
-            && !user.starts_with('-')
-            && user
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-        if !user_ok {
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((host, port)) if !rest.ends_with(']') => (host, Some(port)),
+        _ if port_required => {
             return Err(format!(
-                "{value:?}: invalid user {user:?}: letters, digits, . _ - (not first)"
+                "{value:?}: no port: expected tcp://HOST:PORT (2376 for TLS, 2375 without)"
             ));
         }
-    }
-    match rest.rsplit_once(':') {
-        Some((host, port)) if !rest.ends_with(']') => {
-            port_number(value, port)?;
-            host_name(value, host)
-        }
-        _ => host_name(value, rest),
-    }
-}
-
-fn port_number(value: &str, port: &str) -> Result<(), String> {
-    let port_ok = !port.is_empty()
-        && port.len() <= 5
-        && port.bytes().all(|b| b.is_ascii_digit())
-        && port.parse::<u32>().is_ok_and(|p| (1..=65_535).contains(&p));
-    if port_ok {
-        Ok(())
-    } else {
-        Err(format!(
+        _ => (rest, None),
+    };
+    let port_ok = |p: &&str| p.bytes().all(|b| b.is_ascii_digit()) && p.len() <= 5;
+    if let Some(port) =
+        port.filter(|p| !port_ok(p) || !p.parse::<u32>().is_ok_and(|p| (1..=65_535).contains(&p)))
+    {
+        return Err(format!(
             "{value:?}: invalid port {port:?}: expected a number from 1 to 65535"
-        ))
+        ));
     }
-}
-
-/// A host name, an IPv4 address or a bracketed IPv6 one.
-fn host_name(value: &str, host: &str) -> Result<(), String> {
+    let label = |part: &str| {
+        !part.is_empty()
+            && !part.starts_with('-')
+            && !part.ends_with('-')
+            && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
     let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
         Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
-        None => {
-            !host.is_empty()
-                && host.len() <= 253
-                && host.split('.').all(|part| {
-                    !part.is_empty()
-                        && !part.starts_with('-')
-                        && !part.ends_with('-')
-                        && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                })
-        }
+        None => !host.is_empty() && host.len() <= 253 && host.split('.').all(label),
     };
     if host_ok {
         Ok(())
