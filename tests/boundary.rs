@@ -233,7 +233,8 @@ fn m3_a_benign_agent_never_breaks_the_operators_gc() {
     assert_operators_git_clean(&host, &canary, "M3, staged");
     session
         .agent_ok("git commit -q -m one && echo more >> f.txt && git commit -q -a --amend -m two");
-    home.ok(&["describe", "m3"]);
+    // A stop publishes.
+    home.ok(&["set-phase", "m3", "kept"]);
     assert_operators_git_clean(&host, &canary, "M3, amended and published");
 }
 
@@ -245,16 +246,18 @@ fn m4_the_operators_maintenance_never_breaks_the_agent() {
     let (home, _dir, host, canary) = setup();
     let session = Session::start(&home, "m4", &host);
     session.agent_ok("echo a > a.txt && git add a.txt && git commit -q -m a");
-    home.ok(&["describe", "m4"]);
+    // A stop publishes; the start after it too.
+    home.ok(&["set-phase", "m4", "kept"]);
     for args in [
         &["gc", "--prune=now", "--quiet"][..],
         &["pack-refs", "--all"],
     ] {
         git(&host, args);
     }
+    home.ok(&["set-phase", "m4", "running"]);
     let tip = session
         .agent_ok("echo b > b.txt && git add b.txt && git commit -q -m b && git rev-parse HEAD");
-    home.ok(&["describe", "m4"]);
+    home.ok(&["set-phase", "m4", "kept"]);
     let branch = format!("jackin/scratch/{}", session.container);
     assert_eq!(git(&host, &["rev-parse", &branch]), tip);
     assert_operators_git_clean(&host, &canary, "M4");
@@ -280,7 +283,8 @@ fn a_benign_agents_day_beside_the_operators_maintenance() {
              git checkout -q {branch} && git rev-parse HEAD"
         ));
         let tip = tip.lines().last().unwrap_or_default().to_owned();
-        home.ok(&["describe", "day"]);
+        // A stop publishes (a look would not); the next round starts again.
+        home.ok(&["set-phase", "day", "kept"]);
         assert_eq!(
             git(&host, &["rev-parse", &branch]),
             tip,
@@ -295,6 +299,7 @@ fn a_benign_agents_day_beside_the_operators_maintenance() {
             git(&host, args);
         }
         assert_operators_git_clean(&host, &canary, &format!("round {round}"));
+        home.ok(&["set-phase", "day", "running"]);
     }
     let tags = git(&host, &["tag", "--list"]);
     assert!(tags.is_empty(), "the agent's tags reached the host: {tags}");
@@ -386,6 +391,18 @@ fn a_unit_made_by_an_earlier_jackin_moves_to_its_own_repository_at_its_next_star
     }
     let entry = make_earlier_layout(&home, "mig", &host);
     let tampered = make_earlier_layout(&home, "mig-tampered", &host);
+    // Until it starts, its look sees the agent's ref in the unit and
+    // publishes nothing (issue 52).
+    let refs = || {
+        git(
+            &host,
+            &["for-each-ref", "--format=%(refname) %(objectname)"],
+        )
+    };
+    let before = refs();
+    let described = home.ok(&["describe", "mig"]);
+    assert!(described.contains("not yet published"), "{described}");
+    assert_eq!(refs(), before, "a look published");
     let elsewhere = dir.path().join("elsewhere/.git");
     std::fs::write(
         tampered.join("gitdir"),

@@ -388,3 +388,51 @@ fn a_move_to_an_engine_that_does_not_see_the_unit_leaves_the_session_running() {
         ""
     );
 }
+
+/// What the engine hands back of the unit is read as untrusted: where the
+/// engine's machine holds a link, a FIFO or a huge file at the identity's
+/// place, the start is refused naming what it found, no link is followed,
+/// no more than a few blocks are read, and nothing runs there.
+#[test]
+fn a_hostile_identity_on_the_engines_side_is_refused_and_never_followed() {
+    ensure_busybox();
+    let far = PrivateEngine::start_isolated();
+    far.ensure_busybox();
+    let home = Home::new();
+    let path = home.write_input("far.yaml", &instance_on("hostile", Some(far.url())));
+    home.fails(&["apply", path.to_str().unwrap()]);
+    let unit = home.path().join("data").join(home.container("hostile"));
+    for dir in ["home", "state", "bin"] {
+        far.inside(&["mkdir", "-p", unit.join(dir).to_str().unwrap()]);
+    }
+    let planted = unit.join("bin/unit.id");
+    let planted = planted.to_str().unwrap();
+    let plants: [(&[&str], &str); 3] = [
+        (&["ln", "-s", "/etc/hostname", planted], "a symbolic link"),
+        (&["mkfifo", planted], "a FIFO"),
+        (
+            &[
+                "dd",
+                "if=/dev/zero",
+                &format!("of={planted}"),
+                "bs=1M",
+                "count=10",
+            ],
+            "more than 256 bytes",
+        ),
+    ];
+    let id = uid(&home, "hostile");
+    for (plant, said) in plants {
+        far.inside(&["rm", "-f", planted]);
+        far.inside(plant);
+        let err = home.fails(&["set-phase", "hostile", "running"]);
+        assert!(err.contains("does not see this session's unit"), "{err}");
+        assert!(err.contains(said), "{said}: {err}");
+        let filter = format!("label=jackin.dev/uid={id}");
+        assert_eq!(far.docker(&["ps", "-q", "--filter", &filter]), "");
+        // What jackin wrote here is its own identity, untouched.
+        let mine = std::fs::symlink_metadata(unit.join("bin/unit.id")).unwrap();
+        assert!(mine.is_file() && mine.len() < 100, "{mine:?}");
+    }
+    home.ok(&["set-phase", "hostile", "purged"]);
+}

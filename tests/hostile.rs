@@ -911,6 +911,9 @@ fn a_units_repository_is_its_own_and_reaches_the_host_only_checked() {
         described.contains("1 commits since the base"),
         "{described}"
     );
+    // A look publishes nothing; the stop does.
+    assert_eq!(support::git(&host, &["rev-parse", &ours]), base);
+    home.ok(&["set-phase", "wa", "kept"]);
     assert_eq!(support::git(&host, &["rev-parse", &ours]), commit);
     let theirs = format!("refs/heads/jackin/scratch/{b}");
     assert_eq!(support::git(&host, &["rev-parse", &theirs]), base);

@@ -66,8 +66,9 @@ fn row(screen: &str, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Waits until `name`'s row holds `text`.
-fn wait_row(term: &Terminal, name: &str, text: &str) {
+/// Waits until `name`'s row holds `text` (other areas' tests watch `top`
+/// with it too).
+pub(crate) fn wait_row(term: &Terminal, name: &str, text: &str) {
     let deadline = Instant::now() + Duration::from_secs(90);
     while Instant::now() < deadline {
         if row(&term.screen(), name).is_some_and(|r| r.contains(text)) {

@@ -219,6 +219,9 @@ pub mod reason {
     pub const ROLLOUT_WAITING: &str = "RolloutWaiting";
     // Rollout.
     pub const ROLLED_OUT: &str = "RolledOut";
+    /// The recipe is pinned again; the session runs from it once a
+    /// container is made from it (then `RolledOut`).
+    pub const ROLLING_OUT: &str = "RollingOut";
     pub const ROLLOUT_REFUSED: &str = "RolloutRefused";
     pub const ROLLOUT_FAILED: &str = "RolloutFailed";
     pub const UNPARSABLE: &str = "Unparsable";
@@ -228,6 +231,10 @@ pub mod reason {
     /// A unit's worktree checkouts moved from an earlier jackin's form to
     /// repositories of their own.
     pub const CHECKOUTS_MOVED: &str = "CheckoutsMoved";
+    /// A worktree's branch was not published into the operator's
+    /// repository at a session's end (the message says why); the agent's
+    /// work stays in the unit.
+    pub const PUBLICATION_REFUSED: &str = "PublicationRefused";
     /// A directory of the unit that jackin owns (`home/`, `state/`,
     /// `bin/`) was gone at a start and was made again, empty.
     pub const UNIT_DIRECTORY_MADE: &str = "UnitDirectoryMade";

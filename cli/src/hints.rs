@@ -296,8 +296,10 @@ fn isolation(e: &IsolationError) -> Option<String> {
              only its own checkout, repository and refs"
         )),
         IsolationError::Git(e) => git(e),
-        // The message says how to put the pin back, and when to purge.
+        // The message says how to put the pin (or the branch) back, and
+        // when to purge.
         IsolationError::BasePinMoved { .. }
+        | IsolationError::BranchMoved { .. }
         | IsolationError::SharedOverIsolated { .. }
         | IsolationError::WorktreeTwice { .. }
         // The path and what is wrong with it say it.

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jackin_api::instance::{InstancePhase, SettledBy, StartKind};
-use jackin_api::meta::{find_condition, is_condition_true};
+use jackin_api::meta::{ConditionStatus, find_condition, is_condition_true};
 use jackin_api::names::{annotation, condition, label, reason};
 use jackin_api::workspace::ExitPolicy;
 use jackin_api::{DesiredPhase, Instance, Object, manifest};
@@ -1925,6 +1925,36 @@ async fn a_rollout_whose_pin_fails_leaves_the_session_running_as_pinned() {
     assert_eq!(w.fake.container_running(&container), Some(true));
     // Handled: the next reconcile takes no step.
     assert!(reconcile_recording_steps(&w, "a").await.is_empty());
+}
+
+/// A rollout is `RolledOut` only once the session runs from what it
+/// pinned: while its new container cannot start, it says `RollingOut`.
+#[tokio::test]
+async fn a_rollout_is_rolled_out_only_once_its_container_runs() {
+    let w = World::new();
+    w.launch("a", "").await;
+    w.store
+        .set_annotation("a", annotation::ROLLOUT, Some("t1"))
+        .unwrap();
+    w.fake.refuse_starts(Some((500, "the runtime refuses")));
+    w.reconciler.reconcile("a", None).await.unwrap_err();
+    let status = w.obj("a").status.unwrap();
+    let rollout = find_condition(&status.conditions, condition::ROLLOUT).unwrap();
+    assert_eq!(rollout.reason, reason::ROLLING_OUT);
+    assert_eq!(rollout.status, ConditionStatus::Unknown);
+    w.fake.refuse_starts(None);
+    w.reconcile("a").await;
+    let status = w.obj("a").status.unwrap();
+    let rollout = find_condition(&status.conditions, condition::ROLLOUT).unwrap();
+    assert_eq!(rollout.reason, reason::ROLLED_OUT);
+    assert!(
+        rollout
+            .message
+            .contains("the session runs from it (tier 2)"),
+        "{}",
+        rollout.message
+    );
+    assert_eq!(status.restore.unwrap().rollout.as_deref(), Some("t1"));
 }
 
 /// F5: an instance whose engine is a context that does not exist never

@@ -17,7 +17,6 @@ pub mod engines;
 pub mod events;
 pub mod failed_sessions;
 pub mod failure;
-mod fault;
 pub mod idle;
 pub mod keep_cap;
 pub mod listing;

@@ -411,11 +411,11 @@ impl Reconciler {
             }
             // The instance is gone: saving would write the object back.
             if *step == Step::FinishPurge {
-                crate::fault::crash_point(step.kind());
+                jackin_files::fault::crash_point(step.kind());
                 return Ok(true);
             }
             guard.save()?;
-            crate::fault::crash_point(step.kind());
+            jackin_files::fault::crash_point(step.kind());
         }
         Ok(false)
     }

@@ -361,7 +361,7 @@ impl Store {
         }
         self.remove_unit_files(container)?;
         self.drop_row(name)?;
-        crate::fault::crash_point("finish-purge:index-row");
+        jackin_files::fault::crash_point("finish-purge:index-row");
         Ok(())
     }
 
@@ -380,7 +380,7 @@ impl Store {
             ),
         ] {
             remove_if_exists(&path).map_err(|e| StoreError::io(&path, e))?;
-            crate::fault::crash_point(point);
+            jackin_files::fault::crash_point(point);
         }
         Ok(())
     }

@@ -41,6 +41,40 @@ pub(super) async fn prepare(
     Ok(())
 }
 
+/// Once the session has ended, nothing writes the unit's worktree
+/// repositories: their branches reach the host repositories as they are
+/// (`Step::PublishCheckouts`). A publication that cannot be made (the
+/// operator moved the branch, the agent's branch names what is not its
+/// own) stops nothing: it is an event, and the work stays in the unit.
+pub(super) async fn publish(
+    ctx: &Context<'_>,
+    container: &str,
+    progress: &mut (dyn FnMut(Report<'_>) + Send),
+) -> Result<(), ActError> {
+    let (layout, unit) = (ctx.layout.clone(), container.to_owned());
+    let refused = blocking(move || {
+        let records = isolation::read_records(&layout, &unit)?;
+        Ok::<_, ActError>(
+            records
+                .iter()
+                .filter(|r| r.scratch_branch.is_some())
+                .filter_map(|record| isolation::publish(record).err())
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>(),
+        )
+    })
+    .await?;
+    for why in refused {
+        tracing::warn!(container, "{why}");
+        progress(Report::Note {
+            stage: None,
+            reason: reason::PUBLICATION_REFUSED,
+            message: &why,
+        });
+    }
+    Ok(())
+}
+
 /// After a rollout, once the container that bound them is gone (nothing
 /// writes them now): retires the checkouts the new recipe binds otherwise.
 /// What they hold unfinished is saved first, as for any discard, though a

@@ -191,16 +191,11 @@ pub(super) async fn start(
 
 /// Stops the agent's container gracefully, noted first: however the agent
 /// answers SIGTERM, the session that ends after it is jackin's stop (defect
-/// R14). Its checkouts' branches then reach the host repository.
-pub(super) async fn stop(
-    ctx: &Context<'_>,
-    obj: &mut Instance,
-    container: &str,
-    id: &str,
-) -> Result<(), ActError> {
+/// R14). Its checkouts' branches reach the host repository at the session's
+/// end (`Step::PublishCheckouts`).
+pub(super) async fn stop(ctx: &Context<'_>, obj: &mut Instance, id: &str) -> Result<(), ActError> {
     obj.status.get_or_insert_default().stop_requested_at = Some(jiff::Timestamp::now());
     ctx.engine.stop_container(id, STOP_GRACE_SECS).await?;
-    publish_checkouts(ctx.layout, container).await;
     Ok(())
 }
 
@@ -315,26 +310,6 @@ async fn apply_agent_settings(
             message: &why,
         });
     }
-}
-
-/// Once a container has stopped, nothing writes the unit's worktree
-/// repositories: their branches reach the host repository as they are. A
-/// publication that cannot be made (the operator moved the branch) stops
-/// nothing: it is logged, and the work stays in the unit.
-async fn publish_checkouts(layout: &Layout, container: &str) {
-    let (layout, unit) = (layout.clone(), container.to_owned());
-    blocking(move || {
-        let records = match isolation::read_records(&layout, &unit) {
-            Ok(records) => records,
-            Err(e) => return tracing::warn!(container = unit, "{e}"),
-        };
-        for record in records.iter().filter(|r| r.scratch_branch.is_some()) {
-            if let Err(e) = isolation::publish(record) {
-                tracing::warn!(container = unit, "{e}");
-            }
-        }
-    })
-    .await;
 }
 
 /// Makes again the unit's directories the container binds that someone

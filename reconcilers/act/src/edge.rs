@@ -4,6 +4,7 @@
 //! `state/artifacts/`.
 
 use jackin_api::instance::{Instance, InstancePhase, OutcomeSource, RestoreRecord, SessionOutcome};
+use jackin_api::meta::{ConditionStatus, find_condition, set_condition};
 use jackin_api::names::{condition, reason};
 use jackin_api::workspace::ExitPolicy;
 
@@ -25,10 +26,33 @@ pub(super) fn set_phase(obj: &mut Instance, step: &Step) {
 }
 
 /// Records the restore the start before carried out.
+/// A restore that carries out a rollout is when the rollout is done: its
+/// condition turns `RolledOut`.
 pub(super) fn record_restore(obj: &mut Instance, tier: Tier, rollout: Option<String>) {
-    obj.status.get_or_insert_default().restore = Some(RestoreRecord {
+    let status = obj.status.get_or_insert_default();
+    let now = jiff::Timestamp::now();
+    let pinned = find_condition(&status.conditions, condition::ROLLOUT)
+        .filter(|c| rollout.is_some() && c.reason == reason::ROLLING_OUT)
+        .map(|c| c.message.clone());
+    if let Some(pinned) = pinned {
+        let message = format!(
+            "{pinned}; the session runs from it (tier {})",
+            tier.number()
+        );
+        let conditions = &mut status.conditions;
+        let rolled = reason::ROLLED_OUT;
+        set_condition(
+            conditions,
+            condition::ROLLOUT,
+            ConditionStatus::True,
+            rolled,
+            &message,
+            now,
+        );
+    }
+    status.restore = Some(RestoreRecord {
         tier: tier.number(),
-        at: jiff::Timestamp::now(),
+        at: now,
         rollout,
     });
 }

@@ -151,7 +151,9 @@ impl ActError {
             Self::Credentials(_) => reason::CREDENTIALS_REFUSED,
             Self::Io { .. } | Self::State(_) => reason::FILESYSTEM_ERROR,
             Self::Isolation(
-                IsolationError::ResumeConflict { .. } | IsolationError::LinkConflict { .. },
+                IsolationError::ResumeConflict { .. }
+                | IsolationError::LinkConflict { .. }
+                | IsolationError::BranchMoved { .. },
             ) => reason::RESUME_CONFLICT,
             Self::Isolation(_) => reason::CHECKOUT_FAILED,
             Self::Discard(_) => reason::DISCARD_NOT_SAVED,

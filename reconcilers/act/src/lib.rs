@@ -111,6 +111,7 @@ pub async fn act(
         }
         Step::RebuildImage => pin::rebuild(ctx, obj, unit, progress).await,
         Step::PrepareMounts => checkouts::prepare(ctx, obj, unit, progress).await,
+        Step::PublishCheckouts => checkouts::publish(ctx, unit, progress).await,
         Step::RetireCheckouts => checkouts::retire(ctx, obj, unit, progress).await,
         Step::SaveConversation => checkouts::save_conversation(ctx, obj, unit, progress).await,
         Step::RemoveCheckouts => checkouts::remove(ctx, obj, unit, progress).await,
@@ -122,7 +123,7 @@ pub async fn act(
         Step::CopyOperatorConfig => home::copy_operator_config(ctx, obj, unit, progress).await,
         Step::ForwardCredentials => home::forward_credentials(ctx, obj, unit, progress).await,
         Step::StartContainer { id } => container::start(ctx, obj, unit, id, progress).await,
-        Step::StopContainer { id } => container::stop(ctx, obj, unit, id).await,
+        Step::StopContainer { id } => container::stop(ctx, obj, id).await,
         Step::RemoveContainer { id } | Step::RemoveSidecar { id, .. } => {
             container::remove(ctx, id).await
         }

@@ -155,17 +155,20 @@ pub(super) async fn rollout_pin(
     status.conversation = conversation;
     status.recipe = Some(pinned);
     status.rollout = Some(record);
+    // Rolled out only once the session runs from it (`edge::record_restore`):
+    // the container made from it, on the engine it may move to, can still
+    // fail.
     set_condition(
         &mut status.conditions,
         condition::ROLLOUT,
-        ConditionStatus::True,
-        reason::ROLLED_OUT,
+        ConditionStatus::Unknown,
+        reason::ROLLING_OUT,
         &message,
         jiff::Timestamp::now(),
     );
     progress(Report::Note {
         stage: None,
-        reason: reason::ROLLED_OUT,
+        reason: reason::ROLLING_OUT,
         message: &message,
     });
     Ok(())

@@ -121,13 +121,17 @@ pub(crate) fn git_in(at: &InRepo, args: &[&str]) -> Result<String, String> {
 }
 
 /// Assesses one recorded checkout.
+///
+/// Read-only: nothing of the operator's repository is written. A
+/// worktree's branch is judged where the agent moves it, in the unit's own
+/// repository; the host's scratch branch catches up only when jackin
+/// publishes (at a start, a stop and before a removal), never because
+/// someone looked.
 pub fn assess(record: &IsolationRecord) -> Assessment {
-    // A worktree's branch moves in the unit: the host repository catches up
-    // first, so the branch judged is the agent's latest.
-    let result = match isolation::publish(record) {
-        Err(e) => Err(e.to_string()),
-        Ok(()) if Path::new(&record.path).exists() => assess_inner(record),
-        Ok(()) => assess_missing(record),
+    let result = if Path::new(&record.path).exists() {
+        assess_inner(record)
+    } else {
+        assess_missing(record)
     };
     match result {
         Ok(assessment) => assessment,
@@ -140,12 +144,26 @@ pub fn assess(record: &IsolationRecord) -> Assessment {
 
 /// A checkout whose directory is gone (deleted, or on a disk that is not
 /// mounted). A clone took its work with it; a worktree's scratch branch
-/// lives on in the host repository, and a purge would delete it.
+/// lives on in the unit's repository (while it is there) and in the host
+/// repository, and a purge would delete it.
 fn assess_missing(record: &IsolationRecord) -> Result<Assessment, String> {
     let mut assessment = Assessment::default();
     let Some(branch) = &record.scratch_branch else {
         return Ok(assessment);
     };
+    if !record.is_legacy_worktree()
+        && let Some((tip, ahead)) =
+            worktree::unit_branch_ahead(record).map_err(|e| e.to_string())?
+    {
+        assessment.fingerprint.push(format!("{branch}\0{tip}"));
+        if ahead > 0 {
+            assessment.unsafe_branches.push(format!(
+                "{branch} ({ahead} commits since the base; its checkout {} is missing)",
+                record.path
+            ));
+        }
+        return Ok(assessment);
+    }
     let src = InRepo::host(&record.src);
     let full = format!("refs/heads/{branch}");
     let Ok(tip) = git_in(&src, &["rev-parse", "--verify", "--quiet", &full]) else {
@@ -180,7 +198,9 @@ fn assess_inner(record: &IsolationRecord) -> Result<Assessment, String> {
     let mut assessment = Assessment::default();
     assess_files(record, &at, &mut assessment)?;
     assess_branches(record, &at, &mut assessment)?;
-    if !record.is_legacy_worktree() {
+    if record.is_legacy_worktree() {
+        legacy_unpublished(record, &mut assessment)?;
+    } else {
         other_refs_of_a_repository(record, &mut assessment)?;
     }
     assess_detached_head(record, &at, &mut assessment)?;
@@ -317,6 +337,24 @@ fn assess_branches(
                 .unsafe_branches
                 .push(format!("{name} ({ahead} commits ahead of {upstream})"));
         }
+    }
+    Ok(())
+}
+
+/// A worktree of an earlier jackin keeps the agent's scratch ref in the
+/// unit, where the host's branches do not show it: a ref the agent moved
+/// since jackin last published it is unfinished work until a publication
+/// (its next start, which moves it to a repository of its own, or its
+/// removal) brings it over.
+fn legacy_unpublished(record: &IsolationRecord, assessment: &mut Assessment) -> Result<(), String> {
+    let Some(branch) = &record.scratch_branch else {
+        return Ok(());
+    };
+    if let Some(tip) = legacy_worktree::unpublished_tip(record).map_err(|e| e.to_string())? {
+        assessment.fingerprint.push(format!("{branch}\0{tip}"));
+        assessment.unsafe_branches.push(format!(
+            "{branch} (moved in the unit to {tip}, not yet published)"
+        ));
     }
     Ok(())
 }
@@ -707,13 +745,46 @@ mod tests {
         );
     }
 
+    /// Issue 52: an assessment reads the unit's own repository and writes
+    /// nothing into the host's, whether the checkout is there or its
+    /// directory went missing.
+    #[test]
+    fn an_assessment_never_writes_into_the_host_repository() {
+        let f = Fixture::new(Isolation::Worktree);
+        f.commit("work");
+        let host_state = || {
+            let refs = git(
+                &f.host,
+                &["for-each-ref", "--format=%(refname) %(objectname)"],
+            );
+            format!("{refs}\n{}", git(&f.host, &["count-objects", "-v"]))
+        };
+        let before = host_state();
+        assert_eq!(
+            f.assess().unsafe_branches,
+            ["jackin/scratch/jk-1-t (1 commits since the base, no upstream)"]
+        );
+        assert_eq!(host_state(), before, "the assessment published");
+        std::fs::remove_dir_all(f.checkout()).unwrap();
+        let missing = f.assess();
+        assert_eq!(
+            missing.unsafe_branches,
+            [format!(
+                "jackin/scratch/jk-1-t (1 commits since the base; its checkout {} is missing)",
+                f.record.path
+            )],
+            "{missing:?}"
+        );
+        assert_eq!(host_state(), before, "the assessment published");
+    }
+
     /// A publication takes the lock the sweep looks at (N6) and leaves no
     /// quarantine behind.
     #[test]
     fn a_publication_leaves_its_lock_and_no_quarantine() {
         let f = Fixture::new(Isolation::Worktree);
         f.commit("work");
-        let _ = f.assess();
+        isolation::publish(&f.record).unwrap();
         let repo = f.record.repository_dir();
         let scratch = repo.parent().unwrap();
         let mut names: Vec<String> = std::fs::read_dir(scratch)

@@ -174,6 +174,11 @@ pub enum IsolationError {
     /// says which, and how to put it back).
     #[error("mount {dst}: {message}")]
     BasePinMoved { dst: String, message: String },
+    /// The host's scratch branch moved since jackin last published it, by
+    /// someone other than jackin (the message says how to let jackin
+    /// publish again).
+    #[error("mount {dst}: {message}")]
+    BranchMoved { dst: String, message: String },
 }
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IsolationError + '_ {

@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::git::{self, GitError};
-use jackin_files::fsutil::{self, BeneathDir, FileLock, remove_if_exists, write_atomic};
+use jackin_files::fsutil::{self, BeneathDir, EntryKind, FileLock, remove_if_exists, write_atomic};
 
 /// The most jackin copies of the agent's objects for one publication: far
 /// above what a session commits, low enough that a runaway agent cannot fill
@@ -83,14 +83,17 @@ pub(crate) fn reset_to_dir(base: &Path, relative: &str) -> Result<(), ViewError>
 /// `known`, the other indexes that pack with `--strict` in a repository that
 /// borrows only the host's objects, refusing any object that is malformed
 /// or points at one neither has. Only then does the pack (and its index,
-/// last) land in the host's `objects/pack`.
+/// last) land in the host's `objects/pack`. Before anything is packed, the
+/// commits are checked to be the agent's (`only_the_agents_commits`).
 pub fn import_objects(
     agent_git_dir: &Path,
     host_objects: &Path,
     scratch: &Path,
-    tip: &str,
-    known: &str,
+    wanted: &Wanted<'_>,
 ) -> Result<(), ViewError> {
+    let Wanted {
+        tip, known, held, ..
+    } = *wanted;
     // Taken before the quarantine is made and let go after it is removed
     // (the locals drop in reverse): a sweep never takes a live one.
     let lock = scratch.join(QUARANTINE_LOCK);
@@ -102,10 +105,15 @@ pub fn import_objects(
     let format = if tip.len() == 64 { "sha256" } else { "sha1" };
     let repo = quarantine.path().join("repo.git");
     bare_repository(&repo, format, host_objects)?;
-    copy_agent_objects(agent_git_dir, &repo.join("objects"), host_objects)?;
+    copy_agent_objects(agent_git_dir, &repo.join("objects"))?;
 
     let revs = quarantine.path().join("revs");
-    write_atomic(&revs, format!("{tip}\n^{known}\n").as_bytes()).map_err(io_at(&revs))?;
+    let mut lines = format!("{tip}\n^{known}\n");
+    for commit in held {
+        lines.push_str(&format!("^{commit}\n"));
+    }
+    write_atomic(&revs, lines.as_bytes()).map_err(io_at(&revs))?;
+    only_the_agents_commits(&repo, quarantine.path(), host_objects, &revs, wanted)?;
     let out = quarantine.path().join("out");
     fsutil::ensure_private_dir(&out).map_err(io_at(&out))?;
     let base = out.join("pack");
@@ -143,6 +151,80 @@ pub fn import_objects(
         None,
     )?;
     land_pack(&pack, &index, host_objects, &name)
+}
+
+/// What a publication brings into the host repository.
+#[derive(Debug, Clone, Copy)]
+pub struct Wanted<'a> {
+    /// The agent's tip.
+    pub tip: &'a str,
+    /// The unit's base commit, which the tip must descend from.
+    pub base: &'a str,
+    /// A commit the host has with everything it needs (what jackin last
+    /// published, or the base).
+    pub known: &'a str,
+    /// The commits the host's refs name: what they hold is the operator's
+    /// already, and needs bringing by no one.
+    pub held: &'a [String],
+}
+
+/// N7: the tip descends from the unit's base, and every commit it brings
+/// that no ref of the host holds is the agent's own, in the unit's
+/// repository (its copy in the quarantine `repo`), never one found only
+/// among the host's objects, which the agent reads too (an operator's
+/// commit a reset left for `gc`). `revs` lists the tip and what the host
+/// holds; `work` is the quarantine.
+fn only_the_agents_commits(
+    repo: &Path,
+    work: &Path,
+    host_objects: &Path,
+    revs: &Path,
+    wanted: &Wanted<'_>,
+) -> Result<(), ViewError> {
+    let (tip, base) = (wanted.tip, wanted.base);
+    let at = path_str(repo);
+    let descends = ["merge-base", "--is-ancestor", base, tip];
+    match git::run_untrusted_fed(at, &descends, &[host_objects], &[], None) {
+        Ok(_) => {}
+        Err(GitError::Failed { .. }) => {
+            return Err(ViewError::Refused(format!(
+                "the agent's branch names {tip}, which does not descend from the checkout's \
+                 base {base}: jackin publishes only work on the base"
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let listed = git::run_untrusted_fed(
+        at,
+        &["rev-list", "--stdin"],
+        &[host_objects],
+        &[],
+        Some(revs),
+    )?;
+    let commits = work.join("commits");
+    write_atomic(&commits, &listed).map_err(io_at(&commits))?;
+    // Asked without the host's objects (the quarantine's alternates, a
+    // file of jackin's, set aside): what is found is the agent's.
+    let alternates = repo.join("objects/info/alternates");
+    let aside = work.join("alternates");
+    std::fs::rename(&alternates, &aside).map_err(io_at(&alternates))?;
+    let found = git::run_untrusted_fed(
+        at,
+        &["cat-file", "--batch-check=%(objectname)"],
+        &[],
+        &[],
+        Some(&commits),
+    );
+    std::fs::rename(&aside, &alternates).map_err(io_at(&alternates))?;
+    let found = String::from_utf8_lossy(&found?).into_owned();
+    if let Some(missing) = found.lines().find_map(|l| l.strip_suffix(" missing")) {
+        return Err(ViewError::Refused(format!(
+            "the agent's branch holds the commit {missing}, which is not in the unit's \
+             repository but only among the host's objects, where no ref holds it (such as a \
+             commit a reset left for gc): jackin publishes only the agent's own commits"
+        )));
+    }
+    Ok(())
 }
 
 /// The quarantines of the unit whose directory is `unit` that killed
@@ -259,73 +341,112 @@ fn path_str(path: &Path) -> &str {
 
 /// Copies the loose objects and packs below `git_dir/objects` into `into`:
 /// only files with the names git gives them, only regular files, nothing
-/// through a link, at most [`MAX_IMPORTED_BYTES`] in all. A loose object
-/// the host already has is not copied.
-pub(crate) fn copy_agent_objects(
-    git_dir: &Path,
-    into: &Path,
-    host_objects: &Path,
-) -> Result<(), ViewError> {
+/// through a link, at most [`MAX_IMPORTED_BYTES`] in all. What git itself
+/// would never read as an object is left where it is: an empty loose file
+/// (no object is empty) and a pack without its index, or an index without
+/// its pack (N5: junk copied again at every publication). What is left is
+/// counted and sized before a byte is copied, and refused whole when it
+/// passes the budget.
+pub(crate) fn copy_agent_objects(git_dir: &Path, into: &Path) -> Result<(), ViewError> {
     let tree = BeneathDir::open(git_dir).map_err(io_at(git_dir))?;
     let refused = |what: String| ViewError::Refused(format!("{}: {what}", git_dir.display()));
-    let is_hex = |s: &str| {
-        s.bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-    };
+    let wanted = object_files(&tree).map_err(&refused)?;
+    let total: u64 = wanted.iter().map(|(_, size)| size).sum();
+    if total > MAX_IMPORTED_BYTES {
+        return Err(refused(too_large()));
+    }
     let mut budget = Budget {
         bytes: MAX_IMPORTED_BYTES,
         files: MAX_IMPORTED_FILES,
     };
-    let entries = tree
-        .entries("objects")
-        .map_err(|e| refused(format!("objects: {e}")))?;
-    for (name, is_dir) in entries {
-        let wanted: Vec<String> = if is_dir && name.len() == 2 && is_hex(&name) {
-            tree.entries(&format!("objects/{name}"))
-                .map_err(|e| refused(format!("objects/{name}: {e}")))?
-                .into_iter()
-                .filter(|(leaf, is_dir)| {
-                    !is_dir
-                        && matches!(leaf.len(), 38 | 62)
-                        && is_hex(leaf)
-                        && !host_objects.join(&name).join(leaf).exists()
-                })
-                .map(|(leaf, _)| format!("{name}/{leaf}"))
-                .collect()
-        } else if is_dir && name == "pack" {
-            tree.entries("objects/pack")
-                .map_err(|e| refused(format!("objects/pack: {e}")))?
-                .into_iter()
-                .filter(|(leaf, is_dir)| {
-                    !is_dir
-                        && leaf.strip_prefix("pack-").is_some_and(|rest| {
-                            rest.strip_suffix(".pack")
-                                .or_else(|| rest.strip_suffix(".idx"))
-                                .is_some_and(is_hex)
-                        })
-                })
-                .map(|(leaf, _)| format!("pack/{leaf}"))
-                .collect()
-        } else {
-            continue;
-        };
-        for relative in wanted {
-            budget.take_file().map_err(&refused)?;
-            let mut file = tree
-                .open_regular(&format!("objects/{relative}"))
-                .map_err(|e| refused(format!("objects/{relative}: {e}")))?;
-            let to = into.join(&relative);
-            copy_object(&mut file, &to, &mut budget).map_err(|e| match e {
-                CopyError::Io(e) => io_at(&to)(e),
-                CopyError::TooLarge => refused(format!(
-                    "the agent's objects are larger than {} GiB; jackin does not publish \
-                     them (use clone isolation for such work)",
-                    MAX_IMPORTED_BYTES >> 30
-                )),
-            })?;
-        }
+    for (relative, _) in wanted {
+        budget.take_file().map_err(&refused)?;
+        let mut file = tree
+            .open_regular(&format!("objects/{relative}"))
+            .map_err(|e| refused(format!("objects/{relative}: {e}")))?;
+        let to = into.join(&relative);
+        copy_object(&mut file, &to, &mut budget).map_err(|e| match e {
+            CopyError::Io(e) => io_at(&to)(e),
+            CopyError::TooLarge => refused(too_large()),
+        })?;
     }
     Ok(())
+}
+
+fn too_large() -> String {
+    format!(
+        "the agent's objects are larger than {} GiB; jackin does not publish them (use clone \
+         isolation for such work)",
+        MAX_IMPORTED_BYTES >> 30
+    )
+}
+
+/// The object files git would read below `objects` of `tree`, relative to
+/// it, with their sizes (as `lstat` gives them, nothing opened): loose
+/// objects that are not empty, and packs with their index. A link, FIFO or
+/// device with such a name is refused, and so are more than
+/// [`MAX_IMPORTED_FILES`] names.
+fn object_files(tree: &BeneathDir) -> Result<Vec<(String, u64)>, String> {
+    let is_hex = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    };
+    let mut named = Vec::new();
+    for (name, is_dir) in tree
+        .entries("objects")
+        .map_err(|e| format!("objects: {e}"))?
+    {
+        if is_dir && name.len() == 2 && is_hex(&name) {
+            let leaves = tree
+                .entries(&format!("objects/{name}"))
+                .map_err(|e| format!("objects/{name}: {e}"))?;
+            named.extend(
+                leaves
+                    .into_iter()
+                    .filter(|(leaf, is_dir)| {
+                        !is_dir && matches!(leaf.len(), 38 | 62) && is_hex(leaf)
+                    })
+                    .map(|(leaf, _)| format!("{name}/{leaf}")),
+            );
+        } else if is_dir && name == "pack" {
+            let leaves: Vec<String> = tree
+                .entries("objects/pack")
+                .map_err(|e| format!("objects/pack: {e}"))?
+                .into_iter()
+                .filter(|(_, is_dir)| !is_dir)
+                .map(|(leaf, _)| leaf)
+                .collect();
+            let has = |leaf: &str| leaves.iter().any(|l| l == leaf);
+            for leaf in &leaves {
+                let Some(rest) = leaf.strip_prefix("pack-") else {
+                    continue;
+                };
+                let (stem, other) = match (rest.strip_suffix(".pack"), rest.strip_suffix(".idx")) {
+                    (Some(stem), _) => (stem, format!("pack-{stem}.idx")),
+                    (_, Some(stem)) => (stem, format!("pack-{stem}.pack")),
+                    _ => continue,
+                };
+                if is_hex(stem) && has(&other) {
+                    named.push(format!("pack/{leaf}"));
+                }
+            }
+        }
+        if named.len() > MAX_IMPORTED_FILES {
+            return Err(format!(
+                "more than {MAX_IMPORTED_FILES} object files; jackin does not publish them"
+            ));
+        }
+    }
+    let mut sized = Vec::with_capacity(named.len());
+    for relative in named {
+        match tree.kind(&format!("objects/{relative}")) {
+            Ok(EntryKind::File { size: 0, .. }) if !relative.starts_with("pack/") => {}
+            Ok(EntryKind::File { size, .. }) => sized.push((relative, size)),
+            Ok(other) => return Err(format!("objects/{relative}: {other:?}, not a file")),
+            Err(e) => return Err(format!("objects/{relative}: {e}")),
+        }
+    }
+    Ok(sized)
 }
 
 struct Budget {
@@ -397,6 +518,73 @@ mod tests {
             "the file was read"
         );
         assert_eq!(budget.bytes, 1 << 20);
+    }
+
+    /// Every file below `dir`, and their bytes.
+    fn files_and_bytes(dir: &Path) -> (usize, u64) {
+        let (mut files, mut bytes) = (0, 0);
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                let (f, b) = files_and_bytes(&entry.path());
+                (files, bytes) = (files + f, bytes + b);
+            } else {
+                (files, bytes) = (files + 1, bytes + meta.len());
+            }
+        }
+        (files, bytes)
+    }
+
+    /// N5: what git itself never reads as an object (a pack no index
+    /// names, empty files named as loose objects) is not copied at a
+    /// publication, however much of it the agent left: only the objects.
+    #[test]
+    fn n5_junk_beside_the_agents_objects_is_never_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path().join("agent.git");
+        let agent_str = agent.to_str().unwrap();
+        git::run(&["init", "--quiet", "--bare", agent_str]).unwrap();
+        let blob = dir.path().join("blob");
+        std::fs::write(&blob, "the agent's work\n").unwrap();
+        git::run(&["-C", agent_str, "hash-object", "-w", blob.to_str().unwrap()]).unwrap();
+        let objects = agent.join("objects");
+        let junk_pack = objects.join(format!("pack/pack-{}.pack", "2".repeat(40)));
+        std::fs::File::create(&junk_pack)
+            .unwrap()
+            .set_len(50 << 20)
+            .unwrap();
+        for i in 0..5000u32 {
+            let fanout = objects.join(format!("{:02x}", i % 256));
+            std::fs::create_dir_all(&fanout).unwrap();
+            std::fs::File::create(fanout.join(format!("{:038x}", u64::from(i) + 1))).unwrap();
+        }
+        let into = dir.path().join("copy");
+        copy_agent_objects(&agent, &into).unwrap();
+        let (files, bytes) = files_and_bytes(&into);
+        assert_eq!(files, 1, "only the one object is copied");
+        assert!(bytes < 1 << 10, "{bytes} bytes copied");
+    }
+
+    /// What passes the budget is refused before a byte of it is copied,
+    /// though no one file does: two sparse packs (with their indexes) that
+    /// claim 5 GiB together.
+    #[test]
+    fn n5_objects_past_the_budget_are_refused_before_anything_is_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path().join("agent.git");
+        git::run(&["init", "--quiet", "--bare", agent.to_str().unwrap()]).unwrap();
+        for name in ["3", "4"] {
+            let stem = agent.join(format!("objects/pack/pack-{}", name.repeat(40)));
+            std::fs::File::create(stem.with_extension("pack"))
+                .unwrap()
+                .set_len(5 << 29)
+                .unwrap();
+            std::fs::write(stem.with_extension("idx"), "idx").unwrap();
+        }
+        let into = dir.path().join("copy");
+        let err = copy_agent_objects(&agent, &into).unwrap_err();
+        assert!(matches!(err, ViewError::Refused(_)), "{err}");
+        assert_eq!(files_and_bytes(&into), (0, 0), "a copy was begun");
     }
 
     /// N6: what killed publications left, in both places publications

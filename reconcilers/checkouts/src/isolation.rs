@@ -534,18 +534,43 @@ pub(crate) mod tests {
         assert!(status.is_empty(), "{}", String::from_utf8_lossy(&status));
     }
 
+    /// A unit `jk-1-t` with a worktree of a new host repository in `dir`:
+    /// the host, the checkout's record, the unit's repository and the
+    /// scratch branch's full name.
+    fn prepared_worktree(dir: &Path) -> (String, IsolationRecord, String, String) {
+        let host = host_repository(dir);
+        let layout = Layout::new(dir.join("home"));
+        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
+        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
+        let repo = record.git_place();
+        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        (host, record, repo, full)
+    }
+
+    /// A publication over a move of the operator's is refused, saying how
+    /// to let jackin publish again, and the host's branch stays `at`.
+    fn assert_the_operators_move_stands(
+        record: &IsolationRecord,
+        host: &str,
+        full: &str,
+        at: &str,
+    ) {
+        let err = publish(record).unwrap_err();
+        assert!(matches!(err, IsolationError::BranchMoved { .. }), "{err}");
+        assert!(
+            err.to_string().contains(&format!("update-ref -d {full}")),
+            "{err}"
+        );
+        assert_eq!(tip_of(host, full), at, "the operator's move stands");
+    }
+
     /// The agent's branch moves in its own repository; jackin publishes it
     /// into the host repository with a checked copy of its objects, by
     /// compare-and-swap from what it last published.
     #[test]
     fn the_agents_branch_is_published_checked_and_never_over_the_operators_move() {
         let dir = tempfile::tempdir().unwrap();
-        let host = host_repository(dir.path());
-        let layout = Layout::new(dir.path().join("home"));
-        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
-        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
-        let repo = record.git_place();
-        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        let (host, record, repo, full) = prepared_worktree(dir.path());
         let base = tip_of(&host, &full);
         let commit = agent_commit(&host, &repo, &base, "agent");
         git::run(&["-C", &repo, "update-ref", &full, &commit]).unwrap();
@@ -569,11 +594,101 @@ pub(crate) mod tests {
         git::run(&["-C", &host, "update-ref", &full, &base]).unwrap();
         let last = agent_commit(&host, &repo, &later, "last");
         git::run(&["-C", &repo, "update-ref", &full, &last]).unwrap();
-        assert!(matches!(
-            publish(&record),
-            Err(IsolationError::LinkConflict { .. })
-        ));
-        assert_eq!(tip_of(&host, &full), base, "the operator's move stands");
+        assert_the_operators_move_stands(&record, &host, &full, &base);
+    }
+
+    /// N3: a crash between the host's `update-ref` and the record of what
+    /// was published. Without a record of the intent (an earlier jackin),
+    /// a host branch already at the agent's tip is taken as published; with
+    /// one, a host branch at the intended tip is jackin's own move, and the
+    /// agent's later commits are published over it. A branch the operator
+    /// moved elsewhere meanwhile still stands.
+    #[test]
+    fn a_publication_cut_short_after_the_host_ref_moved_is_finished_by_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let (host, record, repo, full) = prepared_worktree(dir.path());
+        let base = tip_of(&host, &full);
+        let published = format!("{repo}.published");
+        let publishing = format!("{repo}.publishing");
+        let read = |path: &str| std::fs::read_to_string(path).unwrap();
+
+        // The host's branch moved to the agent's commit; nothing recorded.
+        let first = agent_commit(&host, &repo, &base, "first");
+        git::run(&["-C", &repo, "update-ref", &full, &first]).unwrap();
+        git::run(&["-C", &repo, "repack", "-q"]).unwrap();
+        git::run(&["-C", &host, "fetch", "-q", &repo, &full]).unwrap();
+        git::run(&["-C", &host, "update-ref", &full, &first, &base]).unwrap();
+        publish(&record).unwrap();
+        assert_eq!(read(&published), first);
+
+        // The same crash with the intent recorded; the agent commits again.
+        let second = agent_commit(&host, &repo, &first, "second");
+        git::run(&["-C", &repo, "update-ref", &full, &second]).unwrap();
+        git::run(&["-C", &repo, "repack", "-q"]).unwrap();
+        git::run(&["-C", &host, "fetch", "-q", &repo, &full]).unwrap();
+        git::run(&["-C", &host, "update-ref", &full, &second, &first]).unwrap();
+        std::fs::write(&publishing, &second).unwrap();
+        let third = agent_commit(&host, &repo, &second, "third");
+        git::run(&["-C", &repo, "update-ref", &full, &third]).unwrap();
+        publish(&record).unwrap();
+        assert_eq!(tip_of(&host, &full), third);
+        assert_eq!(read(&published), third);
+        assert!(!Path::new(&publishing).exists(), "the intent stayed");
+
+        // An intent the operator's move overtook is no licence.
+        std::fs::write(&publishing, &third).unwrap();
+        git::run(&["-C", &host, "update-ref", &full, &base]).unwrap();
+        let fourth = agent_commit(&host, &repo, &third, "fourth");
+        git::run(&["-C", &repo, "update-ref", &full, &fourth]).unwrap();
+        assert_the_operators_move_stands(&record, &host, &full, &base);
+    }
+
+    /// N7: an operator's commit that no ref holds (a reset left it for
+    /// `gc`), which the agent finds among the host's objects, is never
+    /// published as the agent's branch; nor is a history of the agent's
+    /// own that does not descend from the base. A commit a host ref holds
+    /// is the operator's already, and the branch may move to it.
+    #[test]
+    fn only_the_agents_own_commits_on_its_base_are_published() {
+        let dir = tempfile::tempdir().unwrap();
+        let (host, record, repo, full) = prepared_worktree(dir.path());
+        let base = tip_of(&host, "HEAD");
+        let host_git = format!("{host}/.git");
+        let dropped = agent_commit(&host, &host_git, &base, "OPERATOR-DROPPED-SECRET");
+        // What holds `commit` in the host (nothing, too, when the host
+        // lacks it).
+        let holders =
+            |commit: &str| match git::run(&["-C", &host, "for-each-ref", "--contains", commit]) {
+                Ok(out) => String::from_utf8(out).unwrap(),
+                Err(_) => String::new(),
+            };
+        let refused = |commit: &str, why: &str| {
+            git::run(&["-C", &repo, "update-ref", &full, commit]).unwrap();
+            let err = publish(&record).unwrap_err();
+            assert!(
+                matches!(&err, IsolationError::LinkConflict { detail, .. } if detail.contains(why)),
+                "{err}"
+            );
+            assert_eq!(tip_of(&host, &full), base);
+            assert_eq!(holders(commit), "", "a host ref holds {commit}");
+        };
+        refused(&dropped, "jackin publishes only the agent's own commits");
+        let empty_tree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+        let out = std::process::Command::new("git")
+            .args(["-C", &repo, "-c", "user.email=a@b", "-c", "user.name=a"])
+            .args(["commit-tree", "-m", "a root of its own", empty_tree])
+            .output()
+            .unwrap();
+        let root = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+        refused(&root, "does not descend from the checkout's base");
+
+        // The operator's own branch moved on: held by a ref, it may be the
+        // agent's too.
+        let operators = agent_commit(&host, &host_git, &base, "the operator's");
+        git::run(&["-C", &host, "update-ref", "refs/heads/main", &operators]).unwrap();
+        git::run(&["-C", &repo, "update-ref", &full, &operators]).unwrap();
+        publish(&record).unwrap();
+        assert_eq!(tip_of(&host, &full), operators);
     }
 
     /// What the agent leaves in its repository reaches the host repository
@@ -585,12 +700,7 @@ pub(crate) mod tests {
     #[test]
     fn the_agents_objects_are_published_only_from_regular_files_and_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let host = host_repository(dir.path());
-        let layout = Layout::new(dir.path().join("home"));
-        prepare(&layout, "jk-1-t", &[worktree_mount(&host)]).unwrap();
-        let record = read_records(&layout, "jk-1-t").unwrap().remove(0);
-        let repo = record.git_place();
-        let full = format!("refs/heads/{}", record.scratch_branch.clone().unwrap());
+        let (host, record, repo, full) = prepared_worktree(dir.path());
         let base = tip_of(&host, "HEAD");
         let commit = agent_commit(&host, &repo, &base, "agent");
         git::run(&["-C", &repo, "update-ref", &full, &commit]).unwrap();

@@ -95,14 +95,36 @@ fn seeded_file(record: &IsolationRecord) -> PathBuf {
 /// link conflict and moves nothing. A worktree made before jackin kept the
 /// ref in the unit has none there yet: nothing to publish.
 pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
-    let Some(branch) = &record.scratch_branch else {
+    let Some((tip, given)) = unit_ref_moved(record)? else {
         return Ok(());
+    };
+    // The agent's new objects are in its view: they come over checked, and
+    // the branch moves from the value the unit was given, or not at all.
+    let (scratch, _) = unit_git_root(record);
+    worktree::move_published_branch(record, &view_dir(record), &scratch, &tip, &given, &given)?;
+    let seeded = seeded_file(record);
+    write_atomic(&seeded, tip.as_bytes()).map_err(io(&seeded))?;
+    Ok(())
+}
+
+/// The tip of the agent's scratch ref in the unit, when the agent moved it
+/// since jackin last published it: what [`publish`] would bring over. Reads
+/// only the unit's files.
+pub fn unpublished_tip(record: &IsolationRecord) -> Result<Option<String>, IsolationError> {
+    Ok(unit_ref_moved(record)?.map(|(tip, _)| tip))
+}
+
+/// The agent's scratch ref in the unit and the value jackin last gave it,
+/// when the two differ.
+fn unit_ref_moved(record: &IsolationRecord) -> Result<Option<(String, String)>, IsolationError> {
+    let Some(branch) = &record.scratch_branch else {
+        return Ok(None);
     };
     let conflict = |detail| record.link_conflict(detail);
     let file = unit_ref_file(record, branch);
     let tip = match read_untrusted(&file, MAX_LINK_FILE) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(conflict(format!("{}: {e}", file.display()))),
     };
     let is_object_name = matches!(tip.len(), 40 | 64)
@@ -120,15 +142,7 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     let given = read_untrusted(&seeded, MAX_LINK_FILE)
         .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned())
         .map_err(io(&seeded))?;
-    if given == tip {
-        return Ok(());
-    }
-    // The agent's new objects are in its view: they come over checked, and
-    // the branch moves from the value the unit was given, or not at all.
-    let (scratch, _) = unit_git_root(record);
-    worktree::move_published_branch(record, &view_dir(record), &scratch, &tip, &given, &given)?;
-    write_atomic(&seeded, tip.as_bytes()).map_err(io(&seeded))?;
-    Ok(())
+    Ok((given != tip).then_some((tip, given)))
 }
 
 /// The most a `.git` file or an entry's `gitdir` holds: one path.

@@ -24,7 +24,10 @@
 //!   absolute path (what every git, and GitPython's own object reader,
 //!   follows), so one line serves git on the host and in the container, and
 //!   jackin writes it at every start;
-//! - `git/repo/<name>.published`: the tip jackin last published.
+//! - `git/repo/<name>.published`: the tip jackin last published;
+//! - `git/repo/<name>.publishing`: while a publication runs, the tip it is
+//!   about to give the host's branch, written before the branch moves: a
+//!   host branch found at that value after a crash is jackin's own move.
 //!
 //! In the host repository, jackin keeps two refs of its own:
 //! - `refs/jackin/base/<unit>` pins the base commit, all the unit borrows,
@@ -32,10 +35,11 @@
 //!   again for as long as the save needs it). Every start checks that it
 //!   is there and names the base, and refuses to start otherwise;
 //! - `refs/heads/jackin/scratch/<unit>`, the published branch: jackin moves
-//!   it to the unit's branch ([`publish`]) at every start, assessment, stop
-//!   and removal, after a checked copy of the objects it needs, with a
+//!   it to the unit's branch ([`publish`]) at every start, stop and before
+//!   a removal, after a checked copy of the objects it needs, with a
 //!   compare-and-swap from the value it last published. The agent never
-//!   writes it.
+//!   writes it. Reading a checkout (an assessment, a look, a dry run) never
+//!   publishes: it reads the unit's own repository.
 //!
 //! The agent sees none of the host's other refs: only its own branch and
 //! the history behind it. The host's objects, all of them, are readable
@@ -68,6 +72,8 @@ pub struct UnitRepo {
     host_objects_link: PathBuf,
     /// The tip jackin last published.
     published: PathBuf,
+    /// The tip a publication is about to give the host's branch.
+    publishing: PathBuf,
     /// The checkout's name, shared by the paths above.
     name: String,
 }
@@ -86,6 +92,7 @@ impl UnitRepo {
         Self {
             host_objects_link: repo.join(format!("{name}.host-objects")),
             published: repo.join(format!("{name}.published")),
+            publishing: repo.join(format!("{name}.publishing")),
             git_dir,
             name,
         }
@@ -254,11 +261,8 @@ pub fn adopt(
     index: Option<&Path>,
 ) -> Result<(), IsolationError> {
     let repo = UnitRepo::of(record);
-    let host_objects = host_objects(record)?;
     build_repository(record, &repo, |staged| {
-        if let Err(e) =
-            gitdir::copy_agent_objects(objects_from, &staged.join("objects"), &host_objects)
-        {
+        if let Err(e) = gitdir::copy_agent_objects(objects_from, &staged.join("objects")) {
             tracing::warn!(
                 "mount {}: the agent's staged objects were not kept: {e}",
                 record.dst
@@ -501,14 +505,46 @@ fn unit_tip(record: &IsolationRecord, repo: &UnitRepo) -> Result<Option<String>,
     Ok(Some(tip))
 }
 
+/// The tip of the unit's scratch branch and how many commits it has since
+/// the base, read confined from the unit's own repository (never the
+/// host's branch); `None` when the repository or the branch is gone.
+pub fn unit_branch_ahead(
+    record: &IsolationRecord,
+) -> Result<Option<(String, u64)>, IsolationError> {
+    let repo = UnitRepo::of(record);
+    if std::fs::symlink_metadata(&repo.git_dir).is_err() {
+        return Ok(None);
+    }
+    check_repository(record)?;
+    let Some(tip) = unit_tip(record, &repo)? else {
+        return Ok(None);
+    };
+    let reads = objects_reads(record)?;
+    let reads: Vec<&Path> = reads.iter().map(PathBuf::as_path).collect();
+    let git_dir = format!("--git-dir={}", repo.git_dir.display());
+    let range = format!("{}..{tip}", record.base_commit);
+    let out = git::run_untrusted_reading(
+        repo.git_dir_str(),
+        &[&git_dir, "rev-list", "--count", &range, "--"],
+        &reads,
+    )?;
+    let ahead = String::from_utf8_lossy(&out)
+        .trim()
+        .parse()
+        .map_err(|e| record.link_conflict(format!("rev-list {range}: {e}")))?;
+    Ok(Some((tip, ahead)))
+}
+
 /// Publishes the unit's scratch branch into the host repository, when it
 /// moved since jackin last published it: the objects its new commits need
 /// are copied from the unit's repository and checked
 /// ([`gitdir::import_objects`]), then the host's branch moves by
 /// compare-and-swap from the value jackin last published (or is made again
-/// where the operator deleted it). A branch the operator moved meanwhile
-/// is never overwritten: that is a conflict, and the agent's work stays in
-/// its repository. A unit whose repository is gone has nothing to publish.
+/// where the operator deleted it), the value it is about to get recorded
+/// first (see `last_published`). A branch the operator moved meanwhile
+/// is never overwritten: that is [`IsolationError::BranchMoved`], and the
+/// agent's work stays in its repository. A unit whose repository is gone
+/// has nothing to publish.
 pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     let repo = UnitRepo::of(record);
     if std::fs::symlink_metadata(&repo.git_dir).is_err() {
@@ -518,9 +554,7 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     let Some(tip) = unit_tip(record, &repo)? else {
         return Ok(());
     };
-    let given = read_untrusted(&repo.published, MAX_REF_FILE)
-        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned())
-        .map_err(io(&repo.published))?;
+    let given = last_published(record, &repo)?;
     if given == tip {
         return Ok(());
     }
@@ -535,33 +569,66 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     // be gone with the branch).
     let (from, known) = match host_tip(&record.src, &full)? {
         None => (String::new(), record.base_commit.clone()),
+        // Already where the agent's branch is (however it got there):
+        // nothing moves, and that is what was published.
+        Some(at) if at == tip => return record_published(&repo, &tip),
         Some(_) => (given.clone(), given),
     };
     let scratch = repo.git_dir.parent().expect("the repository has a parent");
-    move_published_branch(record, &repo.git_dir, scratch, &tip, &known, &from).map_err(
-        |e| match e {
-            IsolationError::LinkConflict { dst, path, detail } => IsolationError::LinkConflict {
-                dst,
-                path,
-                detail: format!(
-                    "{detail}; the agent's work stays in its repository {}: move the host's \
-                     branch back, or delete it, and jackin publishes again",
-                    repo.git_dir.display()
-                ),
-            },
-            e => e,
-        },
-    )?;
+    // The intent first: a crash once the host's branch moved leaves it,
+    // and the next publication knows that move for jackin's own.
+    write_atomic(&repo.publishing, tip.as_bytes()).map_err(io(&repo.publishing))?;
+    let moved = move_published_branch(record, &repo.git_dir, scratch, &tip, &known, &from);
+    if moved.is_ok() {
+        jackin_files::fault::crash_point("publish:host-ref-moved");
+    } else {
+        remove_if_exists(&repo.publishing).map_err(io(&repo.publishing))?;
+    }
+    moved?;
+    record_published(&repo, &tip)
+}
+
+/// Records `tip` as what the host's branch was given, and drops the
+/// intent that led there.
+fn record_published(repo: &UnitRepo, tip: &str) -> Result<(), IsolationError> {
     write_atomic(&repo.published, tip.as_bytes()).map_err(io(&repo.published))?;
-    Ok(())
+    remove_if_exists(&repo.publishing).map_err(io(&repo.publishing))
+}
+
+/// The tip jackin last published. A publication a crash cut short between
+/// moving the host's branch and recording it left its intent: a host
+/// branch at the intended tip is jackin's own move (nobody else writes
+/// that file), recorded now as published; at any other value the move
+/// never happened, or someone moved the branch since, and the intent goes.
+fn last_published(record: &IsolationRecord, repo: &UnitRepo) -> Result<String, IsolationError> {
+    let read = |path: &Path| {
+        read_untrusted(path, MAX_REF_FILE)
+            .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned())
+    };
+    let intended = match read(&repo.publishing) {
+        Ok(intended) => intended,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return read(&repo.published).map_err(io(&repo.published));
+        }
+        Err(e) => return Err(io(&repo.publishing)(e)),
+    };
+    if host_tip(&record.src, &scratch_ref(record))?.as_deref() == Some(intended.as_str()) {
+        record_published(repo, &intended)?;
+        return Ok(intended);
+    }
+    remove_if_exists(&repo.publishing).map_err(io(&repo.publishing))?;
+    read(&repo.published).map_err(io(&repo.published))
 }
 
 /// Moves the host's scratch branch to `tip`, from `from` (empty: it must
 /// not exist), once the host has the commit: what it needs beyond `known`
 /// is brought from the agent's git directory `objects_from`, checked
-/// ([`gitdir::import_objects`], working under `scratch`). A ref that names
-/// no commit then, or a branch that moved meanwhile on the host, is a link
-/// conflict, and nothing moves.
+/// ([`gitdir::import_objects`], working under `scratch`). A commit the host
+/// has but no host ref holds is brought as if the host lacked it, so that
+/// only the agent's own commits pass (N7); either way the tip must descend
+/// from the base. A ref that names no commit then is a link conflict, a
+/// branch that moved meanwhile on the host is
+/// [`IsolationError::BranchMoved`], and nothing moves either way.
 pub(crate) fn move_published_branch(
     record: &IsolationRecord,
     objects_from: &Path,
@@ -571,9 +638,29 @@ pub(crate) fn move_published_branch(
     from: &str,
 ) -> Result<(), IsolationError> {
     let conflict = |detail| record.link_conflict(detail);
-    if !host_has_commit(&record.src, tip)? {
+    let base = record.base_commit.as_str();
+    if host_has_commit(&record.src, tip)? && held_by_a_host_ref(&record.src, tip)? {
+        // Already the operator's: nothing comes over, but the branch moves
+        // only to work on the base.
+        let descends = ["merge-base", "--is-ancestor", base, tip];
+        if let Err(GitError::Failed { .. }) = in_host(&record.src, &descends) {
+            return Err(conflict(format!(
+                "the agent's branch names {tip}, which does not descend from the checkout's \
+                 base {base}: jackin publishes only work on the base"
+            )));
+        }
+    } else {
+        // A commit the host has but no ref of it holds is brought as if
+        // it had not: only the agent's own commits pass.
         let host_objects = host_objects(record)?;
-        match gitdir::import_objects(objects_from, &host_objects, scratch, tip, known) {
+        let held = host_ref_commits(&record.src)?;
+        let wanted = gitdir::Wanted {
+            tip,
+            base,
+            known,
+            held: &held,
+        };
+        match gitdir::import_objects(objects_from, &host_objects, scratch, &wanted) {
             Ok(()) => {}
             Err(ViewError::Refused(detail)) => return Err(conflict(detail)),
             Err(ViewError::Git(GitError::Failed { stderr, .. })) => {
@@ -603,13 +690,39 @@ pub(crate) fn move_published_branch(
         from,
     ]);
     if let Err(GitError::Failed { stderr, .. }) = &moved {
-        return Err(conflict(format!(
-            "the agent's branch is at {tip}, and {full} moved in the host repository too \
-             ({stderr})"
-        )));
+        return Err(branch_moved(record, objects_from, tip, from, stderr));
     }
     moved?;
     Ok(())
+}
+
+/// The host's scratch branch moved since jackin last published `from`
+/// (someone other than jackin moved it, as `stderr`, git's word, says):
+/// the operator's move stands, and the message says how to let jackin
+/// publish again. Never the agent's doing: it cannot write the host's refs.
+fn branch_moved(
+    record: &IsolationRecord,
+    agents: &Path,
+    tip: &str,
+    from: &str,
+    stderr: &str,
+) -> IsolationError {
+    let (src, full) = (&record.src, scratch_ref(record));
+    let back = match from {
+        "" => String::new(),
+        from => format!("move it back (`git -C {src} update-ref {full} {from}`) or "),
+    };
+    IsolationError::BranchMoved {
+        dst: record.dst.clone(),
+        message: format!(
+            "the agent's branch is at {tip}, and {full} moved in the host repository {src} \
+             since jackin last published it ({}). jackin never overwrites a move made there: the \
+             agent's work stays in its repository {}; {back}delete it (`git -C {src} \
+             update-ref -d {full}`), and jackin publishes again at the next start or stop",
+            stderr.trim(),
+            agents.display()
+        ),
+    }
 }
 
 /// Deletes the host's scratch branch of a removed worktree once the
@@ -633,6 +746,42 @@ pub(crate) fn retire_scratch_branch(
     } else {
         Ok(Some(format!("{branch} in {src}")))
     }
+}
+
+/// Whether a ref of the host repository holds the commit `tip`.
+fn held_by_a_host_ref(src: &str, tip: &str) -> Result<bool, GitError> {
+    let out = in_host(
+        src,
+        &[
+            "for-each-ref",
+            "--count=1",
+            "--format=%(refname)",
+            "--contains",
+            tip,
+        ],
+    )?;
+    Ok(!out.trim_ascii().is_empty())
+}
+
+/// The commits the host repository's refs name (a tag's, peeled).
+fn host_ref_commits(src: &str) -> Result<Vec<String>, GitError> {
+    let out = in_host(
+        src,
+        &[
+            "for-each-ref",
+            "--format=%(objecttype) %(objectname) %(*objecttype) %(*objectname)",
+        ],
+    )?;
+    let mut commits: Vec<String> = String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|line| match line.split(' ').collect::<Vec<_>>()[..] {
+            ["commit", name, ..] | [_, _, "commit", name] => Some(name.to_owned()),
+            _ => None,
+        })
+        .collect();
+    commits.sort();
+    commits.dedup();
+    Ok(commits)
 }
 
 /// Whether the host repository has the commit `tip`. Only git's own "no"
@@ -662,6 +811,7 @@ pub fn remove(record: &IsolationRecord) -> Result<Option<String>, IsolationError
         &repo.git_dir,
         &repo.host_objects_link,
         &repo.published,
+        &repo.publishing,
     ] {
         remove_if_exists(path).map_err(io(path))?;
     }

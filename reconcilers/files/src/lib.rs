@@ -3,8 +3,9 @@
 //! operations every other crate uses to touch what an agent could have
 //! written ([`fsutil`]): reads that refuse links, FIFOs and huge files,
 //! atomic writes, locks. [`offload`] moves blocking file work off the
-//! async runtime.
+//! async runtime. [`fault`] is the tests' fault injection.
 
+pub mod fault;
 pub mod fsutil;
 pub mod layout;
 pub mod offload;

@@ -145,7 +145,7 @@ pub fn corrected_phase(
 /// leave it.
 fn session_edge(obj: &Instance, view: &InstanceView, now: Timestamp) -> (ending::Ending, Instance) {
     let running = view.container.as_ref().is_some_and(|c| c.running);
-    let edge = ending::steps(
+    let mut edge = ending::steps(
         obj,
         running,
         view.container.is_some(),
@@ -153,6 +153,21 @@ fn session_edge(obj: &Instance, view: &InstanceView, now: Timestamp) -> (ending:
         view.exit_policy,
         &view.mounts,
     );
+    // The session that wrote its worktrees' repositories has ended: their
+    // branches are published once its end is recorded (the stop's
+    // publication, whoever stopped it).
+    let worktrees = view
+        .mounts
+        .iter()
+        .any(|m| m.isolation == Isolation::Worktree);
+    if let Some(at) = edge
+        .steps
+        .iter()
+        .position(|step| matches!(step, Step::RecordSession(_)))
+        && worktrees
+    {
+        edge.steps.insert(at + 1, Step::PublishCheckouts);
+    }
     let mut after = obj.clone();
     for step in &edge.steps {
         ending::apply(&mut after, step, &view.mounts, now);
@@ -871,6 +886,40 @@ mod tests {
         let lost = decided(&obj, &view(None, true, true), NOW);
         assert_eq!(lost.steps[0].kind(), "record-session");
         assert_eq!(lost.tier, Some(Tier::Recreated));
+    }
+
+    /// Issue 52: a session that ended (jackin's stop or its own end) has
+    /// its worktrees' branches published right after its end is recorded,
+    /// as a step of its own; a unit without a worktree has none, and a
+    /// session that runs publishes nothing.
+    #[test]
+    fn an_ended_sessions_worktrees_are_published_after_its_record() {
+        let obj = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        let mut observed = view(Some(false), true, true);
+        recorded_ending(&mut obj.clone(), &mut observed, 0);
+        observed.exit_policy = ExitPolicy::Keep;
+        let mount = |isolation| jackin_api::instance::MountStatus {
+            dst: "/w".into(),
+            isolation,
+            ..Default::default()
+        };
+        let kinds = |observed: &InstanceView| -> Vec<&'static str> {
+            let plan = decided(&obj, observed, NOW);
+            plan.steps.iter().map(Step::kind).take(2).collect()
+        };
+        observed.mounts = vec![mount(Isolation::Clone)];
+        assert_eq!(kinds(&observed), ["record-session", "settle"]);
+        observed.mounts.push(mount(Isolation::Worktree));
+        assert_eq!(kinds(&observed), ["record-session", "publish-checkouts"]);
+        let running = InstanceView {
+            container: container(true),
+            ..observed.clone()
+        };
+        assert!(
+            !decided(&obj, &running, NOW)
+                .steps
+                .contains(&PublishCheckouts)
+        );
     }
 
     /// A rollout pins first (the running session untouched, so that a

@@ -61,8 +61,16 @@ pub enum Step {
     ClearExitQuestion,
     /// Rebuild the pinned image at the pinned role commit and base (tier 3).
     RebuildImage,
-    /// Make or verify the isolated checkouts the container binds.
+    /// Make or verify the isolated checkouts the container binds; a
+    /// worktree's branch is published first (the start's publication).
     PrepareMounts,
+    /// Publish the worktree checkouts' branches into the operator's
+    /// repositories, once the session that wrote them has ended (jackin's
+    /// stop, or the session's own end): the stop's publication. Nothing
+    /// that only reads a checkout publishes; the start's publication is
+    /// part of [`Step::PrepareMounts`], the removal's of
+    /// [`Step::RemoveCheckouts`] and [`Step::RetireCheckouts`].
+    PublishCheckouts,
     CreateNetwork,
     /// Create one of the instance's named volumes (labelled as its own).
     CreateVolume(String),
@@ -200,6 +208,7 @@ impl Step {
             Step::ClearExitQuestion => "clear-exit-question",
             Step::RebuildImage => "rebuild-image",
             Step::PrepareMounts => "prepare-mounts",
+            Step::PublishCheckouts => "publish-checkouts",
             Step::SaveConversation => "save-conversation",
             Step::RemoveCheckouts => "remove-checkouts",
             Step::RetireCheckouts => "retire-checkouts",
@@ -236,6 +245,7 @@ impl Step {
             Step::PinRecipe | Step::RolloutRecipe { .. } | Step::RefuseRollout { .. } => "role",
             Step::RebuildImage => "derived image",
             Step::PrepareMounts
+            | Step::PublishCheckouts
             | Step::SaveConversation
             | Step::RemoveCheckouts
             | Step::RetireCheckouts => "workspace",
@@ -319,6 +329,9 @@ impl Step {
             }
             Step::RebuildImage => "rebuilding the image at the pinned commit".into(),
             Step::PrepareMounts => "preparing the isolated checkouts".into(),
+            Step::PublishCheckouts => {
+                "publishing the worktrees' branches into the host repositories".into()
+            }
             Step::SaveConversation => "saving the agent's conversation".into(),
             Step::RemoveCheckouts => {
                 "removing the isolated checkouts (their unfinished work saved first)".into()
