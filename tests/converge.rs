@@ -456,43 +456,12 @@ fn run_and_kill_at_step(home: &Home, args: &[&str], step: usize) {
     let _ = child.wait();
 }
 
-/// A docker CLI configuration with one context, made current.
-fn docker_config(name: &str, host: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let digest = {
-        let out = std::process::Command::new("sha256sum")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write;
-                child.stdin.take().unwrap().write_all(name.as_bytes())?;
-                child.wait_with_output()
-            })
-            .unwrap();
-        String::from_utf8(out.stdout).unwrap()[..64].to_owned()
-    };
-    let meta = dir.path().join("contexts/meta").join(digest);
-    std::fs::create_dir_all(&meta).unwrap();
-    std::fs::write(
-        meta.join("meta.json"),
-        format!(r#"{{"Name":"{name}","Metadata":{{}},"Endpoints":{{"docker":{{"Host":"{host}","SkipTLSVerify":false}}}}}}"#),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("config.json"),
-        format!(r#"{{"currentContext":"{name}"}}"#),
-    )
-    .unwrap();
-    dir
-}
-
 #[test]
-fn the_docker_context_selects_the_engine_and_ssh_is_refused() {
+fn the_docker_context_selects_the_engine_ssh_too() {
     ensure_busybox();
     let home = Home::new();
     let path = home.write_input("x.yaml", &instance_yaml("contextual"));
-    let local = docker_config("local-socket", "unix:///var/run/docker.sock");
+    let local = support::docker_context("local-socket", "unix:///var/run/docker.sock");
     let out = home
         .command(&["apply", path.to_str().unwrap()])
         .env_remove("DOCKER_HOST")
@@ -505,7 +474,9 @@ fn the_docker_context_selects_the_engine_and_ssh_is_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let remote = docker_config("over-ssh", "ssh://someone@example.invalid");
+    // An ssh context is taken too; a host that cannot be reached fails
+    // the command, naming the engine, and changes nothing.
+    let remote = support::docker_context("over-ssh", "ssh://someone@example.invalid");
     let before = home.snapshot();
     let out = home
         .command(&["set-phase", "contextual", "kept"])
@@ -515,9 +486,15 @@ fn the_docker_context_selects_the_engine_and_ssh_is_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("docker context \"over-ssh\""), "{stderr}");
-    assert!(stderr.contains("ssh engine"), "{stderr}");
-    home.assert_unchanged(&before, "set-phase with an ssh context");
+    assert!(
+        stderr.contains("cannot reach the Docker engine at ssh://someone@example.invalid"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("`ssh someone@example.invalid docker version`"),
+        "{stderr}"
+    );
+    home.assert_unchanged(&before, "set-phase with an unreachable ssh context");
 }
 
 /// Applies `yaml` with a generous `--timeout`, insisting that it fails

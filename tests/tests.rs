@@ -48,6 +48,7 @@ mod saved_sessions;
 mod scale;
 mod session;
 mod soak;
+mod ssh_engine;
 mod store;
 mod suite;
 mod terminal_size;

@@ -684,10 +684,10 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
 /// readable, and so can be deleted.
 pub fn engine_ref(value: &str) -> Result<(), String> {
     if let Some((scheme, rest)) = value.split_once("://") {
-        if !matches!(scheme, "unix" | "tcp") {
+        if !matches!(scheme, "unix" | "tcp" | "ssh") {
             return Err(format!(
-                "{value:?}: expected unix:///PATH or tcp://HOST:PORT, or a docker context name \
-                 (an ssh engine is reached through a forwarded socket)"
+                "{value:?}: expected unix:///PATH, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT], \
+                 or a docker context name"
             ));
         }
         if rest.is_empty()
@@ -718,13 +718,14 @@ pub fn engine_ref(value: &str) -> Result<(), String> {
 const MAX_SOCKET_PATH: usize = 107;
 
 /// An engine's address, as `DOCKER_HOST` (and a docker context) gives it:
-/// `unix://PATH`, an absolute path a socket can have, or `tcp://HOST:PORT`,
+/// `unix://PATH`, an absolute path a socket can have; `tcp://HOST:PORT`,
 /// a host name, an IPv4 address or a bracketed IPv6 one, and a port from 1
-/// to 65535. Anything else can never be connected to, so it is refused
+/// to 65535; or `ssh://[USER@]HOST[:PORT]`, the same host and port and a
+/// plain user name. Anything else can never be connected to, so it is refused
 /// where it is written rather than retried.
 pub fn engine_address(value: &str) -> Result<(), String> {
-    let expected = "expected unix:///PATH or tcp://HOST:PORT, or a docker context name \
-                    (an ssh engine is reached through a forwarded socket)";
+    let expected = "expected unix:///PATH, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT], or a \
+                    docker context name";
     let Some((scheme, rest)) = value.split_once("://") else {
         return Err(format!("{value:?}: {expected}"));
     };
@@ -748,45 +749,66 @@ pub fn engine_address(value: &str) -> Result<(), String> {
             }
             Ok(())
         }
-        "tcp" => {
-            let rest = rest.strip_suffix('/').unwrap_or(rest);
-            let Some((host, port)) = rest.rsplit_once(':') else {
-                return Err(format!(
-                    "{value:?}: no port: expected tcp://HOST:PORT (2376 for TLS, 2375 without)"
-                ));
-            };
-            let port_ok = !port.is_empty()
-                && port.len() <= 5
-                && port.bytes().all(|b| b.is_ascii_digit())
-                && port.parse::<u32>().is_ok_and(|p| (1..=65_535).contains(&p));
-            if !port_ok {
-                return Err(format!(
-                    "{value:?}: invalid port {port:?}: expected a number from 1 to 65535"
-                ));
-            }
-            let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-                Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
-                None => {
-                    !host.is_empty()
-                        && host.len() <= 253
-                        && host.split('.').all(|part| {
-                            !part.is_empty()
-                                && !part.starts_with('-')
-                                && !part.ends_with('-')
-                                && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                        })
-                }
-            };
-            if host_ok {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{value:?}: invalid host {host:?}: expected a host name, an IPv4 address or \
-                     a bracketed IPv6 one ([::1])"
-                ))
-            }
-        }
+        "tcp" => host_and_port(value, rest, true),
+        "ssh" => ssh_address(value, rest),
         _ => Err(format!("{value:?}: {expected}")),
+    }
+}
+
+/// `ssh://[USER@]HOST[:PORT]`'s part after the scheme: what reaches `ssh`
+/// as its `-l`, `-p` and destination, so none may pass for an option.
+fn ssh_address(value: &str, rest: &str) -> Result<(), String> {
+    let (user, rest) = rest
+        .rsplit_once('@')
+        .map_or((None, rest), |(user, rest)| (Some(user), rest));
+    let user_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    let bad_user = |u: &&str| u.is_empty() || u.len() > 64 || u.starts_with('-');
+    if let Some(user) = user.filter(|u| bad_user(u) || !u.bytes().all(user_char)) {
+        return Err(format!(
+            "{value:?}: invalid user {user:?}: letters, digits, . _ - (not first)"
+        ));
+    }
+    host_and_port(value, rest, false)
+}
+
+/// `HOST[:PORT]`, maybe with the trailing `/` the CLI accepts: a host name,
+/// an IPv4 address or a bracketed IPv6 one, and a port from 1 to 65535.
+fn host_and_port(value: &str, rest: &str, port_required: bool) -> Result<(), String> {
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((host, port)) if !rest.ends_with(']') => (host, Some(port)),
+        _ if port_required => {
+            return Err(format!(
+                "{value:?}: no port: expected tcp://HOST:PORT (2376 for TLS, 2375 without)"
+            ));
+        }
+        _ => (rest, None),
+    };
+    let port_ok = |p: &&str| p.bytes().all(|b| b.is_ascii_digit()) && p.len() <= 5;
+    if let Some(port) =
+        port.filter(|p| !port_ok(p) || !p.parse::<u32>().is_ok_and(|p| (1..=65_535).contains(&p)))
+    {
+        return Err(format!(
+            "{value:?}: invalid port {port:?}: expected a number from 1 to 65535"
+        ));
+    }
+    let label = |part: &str| {
+        !part.is_empty()
+            && !part.starts_with('-')
+            && !part.ends_with('-')
+            && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => !host.is_empty() && host.len() <= 253 && host.split('.').all(label),
+    };
+    if host_ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{value:?}: invalid host {host:?}: expected a host name, an IPv4 address or a \
+             bracketed IPv6 one ([::1])"
+        ))
     }
 }
 
@@ -1427,20 +1449,34 @@ mod tests {
                 assert_eq!(engine_address(good), Ok(()), "{good}");
             }
         }
-        for bad in [
-            "ssh://me@host",
-            "http://x",
-            "unix://",
-            "-x",
-            "a b",
-            "ctx\u{1b}[2J",
-            "",
-        ] {
+        for bad in ["http://x", "unix://", "-x", "a b", "ctx\u{1b}[2J", ""] {
             assert!(engine_ref(bad).is_err(), "{bad}");
         }
         let mut obj = sample();
         obj.spec.engine = Some("ssh://me@host".into());
-        assert_eq!(paths(&obj), ["spec.engine"]);
+        assert!(paths(&obj).is_empty());
+        for good in [
+            "ssh://me@host",
+            "ssh://root@127.0.0.1:2222",
+            "ssh://[::1]:22",
+            "ssh://h/",
+        ] {
+            assert_eq!(engine_address(good), Ok(()), "{good}");
+        }
+        // What reaches `ssh` as its user, port or destination never passes
+        // for an option.
+        for (bad, says) in [
+            ("ssh://-oProxyCommand=x", "invalid host"),
+            ("ssh://-l@host", "invalid user"),
+            ("ssh://me@-host", "invalid host"),
+            ("ssh://@host", "invalid user"),
+            ("ssh://me@host:0", "invalid port"),
+            ("ssh://me@host:-p", "invalid port"),
+            ("ssh://", "invalid host"),
+        ] {
+            let err = engine_address(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
     }
 
     /// F4: an address no engine can have is refused where it is written:

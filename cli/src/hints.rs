@@ -202,6 +202,14 @@ fn gave_up(e: &crate::deadline::GaveUp) -> String {
 
 fn engine(e: &EngineError) -> Option<String> {
     match e {
+        EngineError::Unreachable { endpoint, .. } if endpoint.starts_with("ssh://") => {
+            Some(format!(
+                "jackin logs in as `ssh` does here, with your ssh config and agent, and the \
+                 host's key already known: `ssh {} docker version` must work from this shell \
+                 (the host needs the docker CLI)",
+                ssh_destination(endpoint)
+            ))
+        }
         EngineError::Unreachable { .. } => {
             Some("start dockerd, or point DOCKER_HOST at a running engine".into())
         }
@@ -221,14 +229,17 @@ fn engine(e: &EngineError) -> Option<String> {
     }
 }
 
+/// `ssh://me@box:2222` as `ssh` takes it on its command line.
+fn ssh_destination(endpoint: &str) -> String {
+    let rest = endpoint.trim_start_matches("ssh://").trim_end_matches('/');
+    match rest.rsplit_once(':') {
+        Some((host, port)) if !rest.ends_with(']') => format!("-p {port} {host}"),
+        _ => rest.to_owned(),
+    }
+}
+
 fn endpoint(e: &EndpointError) -> Option<String> {
     match e {
-        EndpointError::Ssh { .. } => Some(
-            "a session runs only on an engine that sees this machine's files (its home and \
-             checkouts are bound from here), so a forwarded socket would not help: run jackin, \
-             with its JACKIN_HOME, on that host against its local engine"
-                .into(),
-        ),
         EndpointError::UnknownContext { .. } => Some("`docker context ls` lists them".into()),
         EndpointError::NotASocket { .. } | EndpointError::Invalid { .. } => Some(
             "name the engine's socket (unix:///var/run/docker.sock) or address \
@@ -348,18 +359,22 @@ mod tests {
     }
 
     #[test]
-    fn an_ssh_context_is_answered_with_a_way_that_can_work() {
-        let err = EngineError::Endpoint(EndpointError::Ssh {
-            host: "ssh://me@box".into(),
-            origin: "context box".into(),
-        });
-        let hint = for_error(&err).unwrap();
-        // A forwarded socket is an engine elsewhere all the same.
-        assert!(!hint.contains("DOCKER_HOST=unix"), "{hint}");
+    fn an_unreachable_ssh_engine_is_answered_with_the_ssh_that_must_work() {
+        let unreachable = |endpoint: &str| EngineError::Unreachable {
+            endpoint: endpoint.into(),
+            source: bollard::errors::Error::IOError {
+                err: std::io::Error::other("ssh: Connection refused"),
+            },
+        };
+        let hint = for_error(&unreachable("ssh://me@box:2222")).unwrap();
         assert!(
-            hint.contains("run jackin, with its JACKIN_HOME, on that host"),
+            hint.contains("`ssh -p 2222 me@box docker version`"),
             "{hint}"
         );
+        // No forwarded socket: that is an engine elsewhere all the same.
+        assert!(!hint.contains("DOCKER_HOST"), "{hint}");
+        let hint = for_error(&unreachable("ssh://box")).unwrap();
+        assert!(hint.contains("`ssh box docker version`"), "{hint}");
     }
 
     #[test]

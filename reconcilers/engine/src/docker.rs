@@ -78,6 +78,7 @@ impl DockerCalls {
                 answer::ANSWER.as_secs(),
                 bollard::API_DEFAULT_VERSION,
             ),
+            None if endpoint.host.starts_with("ssh://") => super::ssh::docker(&endpoint.host),
             None => {
                 Docker::connect_with_host(&endpoint.host).map(|d| d.with_timeout(answer::ANSWER))
             }

@@ -39,7 +39,7 @@ impl TlsFiles {
 /// A resolved engine address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
-    /// `unix://…` or `tcp://…`.
+    /// `unix://…`, `tcp://…` or `ssh://…`.
     pub host: String,
     pub tls: Option<TlsFiles>,
     /// Where the choice came from, for messages.
@@ -48,10 +48,9 @@ pub struct Endpoint {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum EndpointError {
-    #[error("{origin} names an ssh engine ({host}), which jackin does not support")]
-    Ssh { host: String, origin: String },
     #[error(
-        "{origin}: unsupported engine address {host:?}: expected unix://PATH or tcp://HOST:PORT"
+        "{origin}: unsupported engine address {host:?}: expected unix://PATH, tcp://HOST:PORT \
+         or ssh://[USER@]HOST[:PORT]"
     )]
     Unsupported { host: String, origin: String },
     /// An address no engine can have: a port out of range, a relative
@@ -143,13 +142,10 @@ pub fn resolve_named(inputs: &Inputs, engine: Option<&str>) -> Result<Endpoint, 
 
 fn checked(host: &str, tls: Option<TlsFiles>, source: &str) -> Result<Endpoint, EndpointError> {
     let source = source.to_owned();
-    if host.starts_with("ssh://") {
-        return Err(EndpointError::Ssh {
-            host: host.to_owned(),
-            origin: source,
-        });
-    }
-    if !(host.starts_with("unix://") || host.starts_with("tcp://")) {
+    if !["unix://", "tcp://", "ssh://"]
+        .iter()
+        .any(|scheme| host.starts_with(scheme))
+    {
         return Err(EndpointError::Unsupported {
             host: host.to_owned(),
             origin: source,
@@ -313,16 +309,33 @@ mod tests {
         assert!(endpoint.source.contains("\"remote\""));
     }
 
+    /// An ssh engine is reached as the docker CLI reaches it, named by a
+    /// context or by `spec.engine` alike.
     #[test]
-    fn ssh_contexts_are_refused() {
+    fn ssh_engines_are_taken_from_a_context_or_an_address() {
         let dir = context_dir("box", "ssh://me@box", false);
         let inputs = Inputs {
             context: Some("box".into()),
             config_dir: Some(dir.path().to_owned()),
             ..Default::default()
         };
-        let err = resolve(&inputs).unwrap_err();
-        assert!(matches!(err, EndpointError::Ssh { .. }));
+        let endpoint = resolve(&inputs).unwrap();
+        assert_eq!(
+            (endpoint.host.as_str(), endpoint.tls),
+            ("ssh://me@box", None)
+        );
+        let named = resolve_named(&inputs, Some("ssh://root@127.0.0.1:2222")).unwrap();
+        assert_eq!(named.host, "ssh://root@127.0.0.1:2222");
+        // A user or host that `ssh` would read as an option never reaches it.
+        for bad in ["ssh://-oProxyCommand=x", "ssh://-l@box", "ssh://me@box:0"] {
+            assert!(
+                matches!(
+                    resolve_named(&inputs, Some(bad)),
+                    Err(EndpointError::Invalid { .. })
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
@@ -348,10 +361,7 @@ mod tests {
             named(Some("nope")),
             Err(EndpointError::UnknownContext { .. })
         ));
-        assert!(matches!(
-            named(Some("ssh://me@box")),
-            Err(EndpointError::Ssh { .. })
-        ));
+        assert_eq!(named(Some("ssh://me@box")).unwrap().host, "ssh://me@box");
     }
 
     /// F4: an address no engine can have is refused where jackin reads it,
@@ -470,7 +480,7 @@ mod properties {
     }
 
     /// An address no engine can have, with the error it must be refused
-    /// with: a scheme jackin does not speak, ssh, a port out of range or
+    /// with: a scheme jackin does not speak, a port out of range or
     /// missing, a host that is none, a relative or too long socket path, a
     /// space or a control character.
     fn unusable_address() -> impl Strategy<Value = (String, &'static str)> {
@@ -501,7 +511,10 @@ mod properties {
             .prop_map(|(start, bad, end)| format!("{start}{bad}{end}"));
         prop_oneof![
             other_scheme.prop_map(|a| (a, "unsupported")),
-            any_rest.prop_map(|rest| (format!("ssh://{rest}"), "ssh")),
+            "-[a-z]{1,10}".prop_map(|user| (format!("ssh://{user}@box"), "invalid")),
+            bad_host
+                .clone()
+                .prop_map(|host| (format!("ssh://me@{host}"), "invalid")),
             ("[a-z0-9.]{1,20}", bad_port)
                 .prop_map(|(host, port)| (format!("tcp://{host}:{port}"), "invalid")),
             "tcp://[a-z0-9.]{0,20}".prop_map(|a| (a, "invalid")),
@@ -543,7 +556,6 @@ mod properties {
 
     fn kind(err: &EndpointError) -> &'static str {
         match err {
-            EndpointError::Ssh { .. } => "ssh",
             EndpointError::Unsupported { .. } => "unsupported",
             EndpointError::Invalid { .. } => "invalid",
             EndpointError::NotASocket { .. } => "not a socket",
@@ -619,7 +631,7 @@ mod properties {
             match resolve_named(&inputs, Some(&engine)) {
                 Ok(endpoint) if engine.contains("://") => {
                     prop_assert_eq!(&endpoint.host, &engine);
-                    prop_assert!(engine.starts_with("unix://") || engine.starts_with("tcp://"));
+                    prop_assert!(["unix://", "tcp://", "ssh://"].iter().any(|s| engine.starts_with(s)));
                     prop_assert_eq!(jackin_api::validate::engine_address(&engine), Ok(()));
                 }
                 Ok(endpoint) => {
@@ -667,7 +679,7 @@ mod properties {
                 }
                 (Some(host), Err(err)) => {
                     let usable = jackin_api::validate::engine_address(&host).is_ok();
-                    let taken = host.starts_with("tcp://") && usable;
+                    let taken = (host.starts_with("tcp://") || host.starts_with("ssh://")) && usable;
                     prop_assert!(!taken, "{} refused: {}", host, err);
                 }
             }

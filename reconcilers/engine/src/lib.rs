@@ -12,6 +12,8 @@
 //!   engine, counts every call and gives each its deadline;
 //! - `docker`: the real engine behind the seam, through bollard, whose
 //!   errors it sorts into the three cases;
+//! - `ssh`: the way to an engine over ssh (the system `ssh`, and `docker
+//!   system dial-stdio` on the other side), with its deadlines;
 //! - `ping`: the API version a local engine speaks, from its ping, which
 //!   costs it far less than the `/version` that bollard asks;
 //! - `archive`: one file out of a container's archive, read as untrusted
@@ -39,6 +41,7 @@ pub mod fake;
 pub mod offline;
 mod ping;
 pub mod restricted;
+mod ssh;
 
 pub use calls::{
     AttachedExec, EXEC_OUTPUT_BYTES, EngineCalls, ExecOutcome, ExecRequest, LogsRequest, Usage,

@@ -14,7 +14,7 @@ pub mod terminal;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
 
 use jackin_engine::Engine;
@@ -55,6 +55,9 @@ pub struct Home {
     /// Uids to clean up that the home's units may no longer name (a test
     /// that breaks an object on purpose).
     also: std::cell::RefCell<Vec<String>>,
+    /// Variables every command of this home runs with (see
+    /// [`Home::set_env`]).
+    env: std::cell::RefCell<Vec<(String, std::ffi::OsString)>>,
 }
 
 /// A fresh home, as [`Home::new`] makes one (clippy's `new_without_default`,
@@ -303,6 +306,7 @@ impl Home {
             dir: temp("jackin-test-"),
             operator: temp("jackin-test-operator-"),
             also: Default::default(),
+            env: Default::default(),
         }
     }
 
@@ -320,8 +324,17 @@ impl Home {
         let mut cmd = Command::new(jackin_binary());
         cmd.env("JACKIN_HOME", self.path())
             .env("JACKIN_CREDENTIALS_HOME", self.operator_home())
+            .envs(self.env.borrow().iter().map(|(k, v)| (k, v)))
             .args(args);
         cmd
+    }
+
+    /// Runs every later command of this home with `key` set to `value`:
+    /// what the operator's shell would hold for an engine that needs it
+    /// (the `PATH` that finds a test's `ssh`, say). The test's own process
+    /// environment is never changed.
+    pub fn set_env(&self, key: &str, value: impl Into<std::ffi::OsString>) {
+        self.env.borrow_mut().push((key.to_owned(), value.into()));
     }
 
     pub fn jackin(&self, args: &[&str]) -> Output {
@@ -347,8 +360,8 @@ impl Home {
         use std::io::BufRead;
         let mut child = self
             .command(&["top"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
             .spawn()
             .expect("jackin top runs");
         let stdout = child.stdout.take().expect("piped");
@@ -498,7 +511,7 @@ impl Controller {
         let child = home
             .command(&["controller", "-vv"])
             .args(args)
-            .stdout(std::process::Stdio::null())
+            .stdout(Stdio::null())
             .stderr(file)
             .spawn()
             .expect("the controller starts");
@@ -1190,4 +1203,35 @@ pub fn work_in(dir: &Path, script: &str) {
         "{script}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A docker CLI configuration with one context, made current.
+pub fn docker_context(name: &str, host: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let digest = {
+        let out = Command::new("sha256sum")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(name.as_bytes())?;
+                child.wait_with_output()
+            })
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()[..64].to_owned()
+    };
+    let meta = dir.path().join("contexts/meta").join(digest);
+    std::fs::create_dir_all(&meta).unwrap();
+    std::fs::write(
+        meta.join("meta.json"),
+        format!(r#"{{"Name":"{name}","Metadata":{{}},"Endpoints":{{"docker":{{"Host":"{host}","SkipTLSVerify":false}}}}}}"#),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        format!(r#"{{"currentContext":"{name}"}}"#),
+    )
+    .unwrap();
+    dir
 }
