@@ -290,6 +290,26 @@ fn an_isolated_engine_sees_none_of_the_controllers_files() {
     assert_eq!(host_docker0(), docker0, "the host's docker0 changed");
 }
 
+/// An isolated engine (busybox built there), and a home whose instance
+/// `name` was applied on it: the apply's error.
+fn applied_far_away(name: &str) -> (PrivateEngine, Home, String) {
+    ensure_busybox();
+    let far = PrivateEngine::start_isolated();
+    far.ensure_busybox();
+    let home = Home::new();
+    let path = home.write_input("far.yaml", &instance_on(name, Some(far.url())));
+    let err = home.fails(&["apply", path.to_str().unwrap()]);
+    (far, home, err)
+}
+
+/// The unit's bound directories at their paths on the engine's machine,
+/// empty: a shared path layout, or a stale copy.
+fn plant_unit_paths(far: &PrivateEngine, unit: &std::path::Path) {
+    for dir in ["home", "state", "bin"] {
+        far.inside(&["mkdir", "-p", unit.join(dir).to_str().unwrap()]);
+    }
+}
+
 /// An engine on another machine (a dockerd in mount and network namespaces
 /// of its own, which sees none of this machine's files) never runs a
 /// session: the create is refused at once, for good, as `UnitNotOnEngine`.
@@ -299,12 +319,7 @@ fn an_isolated_engine_sees_none_of_the_controllers_files() {
 /// and the unit here stays as it was.
 #[test]
 fn a_session_never_starts_on_an_engine_that_does_not_see_its_unit() {
-    ensure_busybox();
-    let far = PrivateEngine::start_isolated();
-    far.ensure_busybox();
-    let home = Home::new();
-    let path = home.write_input("far.yaml", &instance_on("faraway", Some(far.url())));
-    let err = home.fails(&["apply", path.to_str().unwrap()]);
+    let (far, home, err) = applied_far_away("faraway");
     assert!(err.contains("does not see this session's unit"), "{err}");
     assert!(err.contains("none of the unit's paths"), "{err}");
     assert_eq!(ready_reason(&home, "faraway"), "UnitNotOnEngine");
@@ -315,9 +330,7 @@ fn a_session_never_starts_on_an_engine_that_does_not_see_its_unit() {
     std::fs::write(unit.join("home/keep.txt"), "mine\n").unwrap();
 
     // The far machine has the unit's paths, empty.
-    for dir in ["home", "state", "bin"] {
-        far.inside(&["mkdir", "-p", unit.join(dir).to_str().unwrap()]);
-    }
+    plant_unit_paths(&far, &unit);
     let err = home.fails(&["set-phase", "faraway", "running"]);
     assert!(err.contains("does not see this session's unit"), "{err}");
     assert!(
@@ -395,16 +408,9 @@ fn a_move_to_an_engine_that_does_not_see_the_unit_leaves_the_session_running() {
 /// no more than a few blocks are read, and nothing runs there.
 #[test]
 fn a_hostile_identity_on_the_engines_side_is_refused_and_never_followed() {
-    ensure_busybox();
-    let far = PrivateEngine::start_isolated();
-    far.ensure_busybox();
-    let home = Home::new();
-    let path = home.write_input("far.yaml", &instance_on("hostile", Some(far.url())));
-    home.fails(&["apply", path.to_str().unwrap()]);
+    let (far, home, _) = applied_far_away("hostile");
     let unit = home.path().join("data").join(home.container("hostile"));
-    for dir in ["home", "state", "bin"] {
-        far.inside(&["mkdir", "-p", unit.join(dir).to_str().unwrap()]);
-    }
+    plant_unit_paths(&far, &unit);
     let planted = unit.join("bin/unit.id");
     let planted = planted.to_str().unwrap();
     let plants: [(&[&str], &str); 3] = [

@@ -283,22 +283,7 @@ impl Step {
                 moving,
                 new_conversation,
                 ..
-            } => {
-                let mut text = match moving {
-                    false => "pinning the recipe again from the current spec (rollout)",
-                    true => {
-                        "pinning the recipe again from the current spec, on its engine (rollout \
-                         --move)"
-                    }
-                }
-                .to_owned();
-                if *new_conversation {
-                    text.push_str(
-                        "; the agent's conversation starts anew (rollout --new-conversation)",
-                    );
-                }
-                text
-            }
+            } => describe_rollout(*moving, *new_conversation),
             Step::RefuseRollout { why, .. } => format!("refusing the rollout: {why}"),
             Step::CheckMoveTarget { .. } => {
                 "checking that the engine the session moves to sees its unit (rollout --move)"
@@ -388,6 +373,19 @@ impl Step {
             Step::SetPhase(_) | Step::RecordRestore { .. } | Step::LookAgain(_)
         )
     }
+}
+
+/// What a rollout's pin does, in words.
+fn describe_rollout(moving: bool, new_conversation: bool) -> String {
+    let mut text = match moving {
+        false => "pinning the recipe again from the current spec (rollout)",
+        true => "pinning the recipe again from the current spec, on its engine (rollout --move)",
+    }
+    .to_owned();
+    if new_conversation {
+        text.push_str("; the agent's conversation starts anew (rollout --new-conversation)");
+    }
+    text
 }
 
 /// An engine id as `docker ps` shows it: 12 characters.
