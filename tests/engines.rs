@@ -312,11 +312,12 @@ fn plant_unit_paths(far: &PrivateEngine, unit: &std::path::Path) {
 
 /// An engine on another machine (a dockerd in mount and network namespaces
 /// of its own, which sees none of this machine's files) never runs a
-/// session: the create is refused at once, for good, as `UnitNotOnEngine`.
-/// Where that machine has the unit's paths, empty (a shared layout, a stale
-/// copy), the identity jackin writes before the start is not there, and the
-/// start is refused the same way: the agent never runs on an empty home,
-/// and the unit here stays as it was.
+/// session: the proof before the first create is refused at once, for
+/// good, as `UnitNotOnEngine`. Where that machine has the unit's paths,
+/// empty (a shared layout, a stale copy), the identity jackin writes is not
+/// there, and the proof fails the same way: no container that binds the
+/// unit is made there (the look's is removed at once), the agent never runs
+/// on an empty home, and the unit here stays as it was.
 #[test]
 fn a_session_never_starts_on_an_engine_that_does_not_see_its_unit() {
     let (far, home, err) = applied_far_away("faraway");
@@ -338,21 +339,50 @@ fn a_session_never_starts_on_an_engine_that_does_not_see_its_unit() {
         "{err}"
     );
     assert_eq!(ready_reason(&home, "faraway"), "UnitNotOnEngine");
-    let running = far.docker(&[
-        "ps",
-        "-q",
-        "--filter",
-        &format!("label=jackin.dev/uid={id}"),
-    ]);
-    assert_eq!(running, "", "nothing runs on the far engine");
+    assert!(containers(Some(&far), &id).is_empty(), "no container made");
+    assert_eq!(
+        far.docker(&["ps", "-aq", "--filter", "label=jackin.dev/managed=true"]),
+        "",
+        "the look's container went"
+    );
+    assert!(
+        home.object("faraway")["status"]["recipe"]
+            .get("storage")
+            .is_none(),
+        "nothing proven"
+    );
     assert_eq!(
         std::fs::read_to_string(unit.join("home/keep.txt")).unwrap(),
         "mine\n"
     );
     home.ok(&["set-phase", "faraway", "purged"]);
+}
+
+/// On an engine that sees the unit, where it lives is proven once, before
+/// the first container, and pinned: `describe` shows it, and a restore
+/// after `docker rm -f` (tier 2) makes the container from the pin without
+/// proving it again.
+#[test]
+fn the_unit_is_proven_before_the_first_container_and_pinned() {
+    ensure_busybox();
+    let home = Home::new();
+    home.apply("near", &instance_on("near", None));
+    let storage = home.object("near")["status"]["recipe"]["storage"].clone();
+    assert_eq!(storage["kind"], "hostPaths", "{storage}");
+    assert!(storage["engine"].as_str().is_some_and(|e| !e.is_empty()));
+    let shown = home.ok(&["describe", "near"]);
     assert!(
-        containers(Some(&far), &id).is_empty(),
-        "the purge removed it there"
+        shown.contains("unit:        host paths (proven through"),
+        "{shown}"
+    );
+    docker(&["rm", "-f", &home.container("near")]);
+    home.one_pass();
+    let obj = home.object("near");
+    assert_eq!(obj["status"]["restore"]["tier"], 2, "{obj}");
+    // A proof again would have pinned a later `provenAt`.
+    assert_eq!(
+        obj["status"]["recipe"]["storage"], storage,
+        "not proven again"
     );
 }
 

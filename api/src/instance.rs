@@ -1048,6 +1048,10 @@ pub struct Recipe {
     /// container of the instance is the replaced recipe's, and goes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces: Option<String>,
+    /// Where the unit lives for the pinned engine, once proven (see
+    /// [`crate::storage`]); absent until the first container is made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<crate::storage::PinnedStorage>,
 }
 
 impl Recipe {

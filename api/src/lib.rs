@@ -22,6 +22,7 @@ pub mod redact;
 pub mod role;
 pub mod security;
 pub mod selector;
+pub mod storage;
 pub mod validate;
 pub mod workspace;
 

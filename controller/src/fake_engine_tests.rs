@@ -284,9 +284,11 @@ async fn a_lost_image_without_a_role_to_rebuild_fails_permanently() {
 }
 
 /// An engine whose machine has the unit's paths but not its files (empty,
-/// a stale copy) never runs the session: the start is refused at once, for
-/// good, naming the reason, and the unit on this machine is left as it is.
-/// The same engine seeing the files again starts it.
+/// a stale copy) never runs the session: the proof before the first create
+/// fails at once, for good, naming the reason; no container that binds the
+/// unit is made there (the look's goes at once), and the unit on this
+/// machine is left as it is. The same engine seeing the files again starts
+/// it, and the proof is pinned.
 #[tokio::test]
 async fn an_engine_that_does_not_see_the_unit_never_starts_the_session() {
     let w = World::new();
@@ -304,8 +306,12 @@ async fn an_engine_that_does_not_see_the_unit_never_starts_the_session() {
         .clone();
     assert_eq!(ready.reason, reason::UNIT_NOT_ON_ENGINE);
     let container = w.container("a");
-    assert_eq!(w.fake.container_running(&container), Some(false));
+    assert_eq!(w.fake.container_running(&container), None, "none made");
+    let look = format!("{container}-look");
+    assert_eq!(w.fake.container_running(&look), None, "the look's went");
     assert!(w.unit("a").join("home").is_dir(), "the unit is kept");
+    let recipe = w.obj("a").status.unwrap().recipe.unwrap();
+    assert_eq!(recipe.storage, None, "nothing proven");
 
     w.fake.set_files_elsewhere(false);
     w.store.set_phase("a", DesiredPhase::Kept).unwrap();
@@ -313,6 +319,9 @@ async fn an_engine_that_does_not_see_the_unit_never_starts_the_session() {
     let outcome = w.reconcile("a").await;
     assert!(matches!(outcome, Outcome::Converged { .. }), "{outcome:?}");
     assert_eq!(w.fake.container_running(&container), Some(true));
+    let storage = w.obj("a").status.unwrap().recipe.unwrap().storage;
+    let storage = storage.expect("the proof pinned");
+    assert_eq!(storage.kind, jackin_api::storage::UnitStorage::HostPaths);
 }
 
 #[tokio::test]

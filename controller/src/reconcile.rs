@@ -554,6 +554,9 @@ impl Reconciler {
             },
             replaces: Some(pinned.image_id.clone()),
             first_run_at: None,
+            storage: (pinned.engine == wanted.engine)
+                .then(|| pinned.storage.clone())
+                .flatten(),
             ..wanted
         });
         let (workspace, agent, home_id) = self.resolved_unlocked(&after)?;

@@ -235,6 +235,15 @@ fn what_is_kept(out: &mut String, obj: &Instance, status: &InstanceStatus, now: 
         if let Some(base) = &recipe.base_image {
             let _ = writeln!(out, "  base image:  {base}");
         }
+        if let Some(storage) = &recipe.storage {
+            let _ = writeln!(
+                out,
+                "  unit:        {} (proven through {} at {})",
+                storage.kind.as_str(),
+                terminal_safe(&storage.engine),
+                storage.proven_at
+            );
+        }
         out.push_str(&restrictions(recipe));
     }
     if let Some(restore) = &status.restore {

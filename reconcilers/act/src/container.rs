@@ -322,7 +322,7 @@ async fn apply_agent_settings(
 
 /// Makes again the unit's directories the container binds that someone
 /// deleted, each with a note (an event): the engine would refuse the bind.
-fn restore_unit_dirs(
+pub(super) fn restore_unit_dirs(
     layout: &Layout,
     container: &str,
     progress: &mut (dyn FnMut(Report<'_>) + Send),

@@ -105,6 +105,11 @@ pub async fn act(
             pin::rollout_pin(ctx, obj, unit, requested, allowed, progress).await
         }
         Step::CheckMoveTarget { .. } => unit_identity::check_move_target(ctx, obj, unit).await,
+        Step::ProveUnitStorage => {
+            // The look binds `bin/`: the engine would refuse a missing one.
+            container::restore_unit_dirs(ctx.layout, unit, progress)?;
+            unit_identity::prove(ctx, obj, unit).await
+        }
         Step::RefuseRollout { requested, why } => {
             pin::refuse_rollout(obj, requested, why, progress);
             Ok(())

@@ -63,6 +63,7 @@ pub(super) async fn pin(
     if let Some(earlier) = obj.recipe() {
         pinned.engine = earlier.engine.clone();
         pinned.replaces = earlier.replaces.clone();
+        pinned.storage = earlier.storage.clone();
     }
     // So does one that has started before: a session made again from its
     // save (`restore-discarded --session`).
@@ -119,6 +120,10 @@ pub(super) async fn rollout_pin(
     let mut pinned = resolve_recipe(ctx, obj, container, progress).await?;
     if !allowed.moving {
         pinned.engine = earlier.engine.clone();
+    }
+    // Proven for the engine, not for the recipe: a move proves it anew.
+    if pinned.engine == earlier.engine {
+        pinned.storage = earlier.storage.clone();
     }
     pinned.replaces = Some(earlier.image_id.clone());
     let same_agent = |c: &Conversation| {

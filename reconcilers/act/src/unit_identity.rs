@@ -19,6 +19,7 @@ use std::path::PathBuf;
 
 use jackin_api::Instance;
 use jackin_api::names::label;
+use jackin_api::storage::{PinnedStorage, UnitStorage};
 use jackin_engine::models::{ContainerCreateBody, HostConfig, Mount, MountType};
 use jackin_engine::{Engine, EngineError, restricted};
 use jackin_files::fsutil::write_atomic;
@@ -104,19 +105,41 @@ pub fn create_refused(engine: &Engine, error: EngineError) -> ActError {
     }
 }
 
+/// Proves that the engine of `ctx` sees the unit before the recipe's first
+/// container is made, and pins the answer: the agent's container, which
+/// binds the unit's home and checkouts, is never made on an engine that
+/// does not see them (see [`look`]).
+pub async fn prove(ctx: &Context<'_>, obj: &mut Instance, container: &str) -> Result<(), ActError> {
+    look(ctx, obj, container).await?;
+    if let Some(recipe) = obj.status.as_mut().and_then(|s| s.recipe.as_mut()) {
+        recipe.storage = Some(PinnedStorage {
+            kind: UnitStorage::HostPaths,
+            engine: ctx.engine.endpoint().to_owned(),
+            proven_at: jiff::Timestamp::now(),
+        });
+    }
+    Ok(())
+}
+
 /// Whether the engine of `ctx` (the one a move goes to) sees the unit,
-/// asked before the move takes anything from the engine it leaves. A
-/// container binding only the unit's `bin/` is made there (no network, no
-/// capabilities, never started), from an image that engine has (the
-/// pinned one when it is there), and removed again whatever the answer;
-/// one an interrupted look left goes first. Labelled as jackin's, without
-/// the instance's labels, so that nothing takes it for the session's, and
-/// the sweep removes one left behind.
+/// asked before the move takes anything from the engine it leaves.
 pub async fn check_move_target(
     ctx: &Context<'_>,
     obj: &Instance,
     container: &str,
 ) -> Result<(), ActError> {
+    look(ctx, obj, container).await
+}
+
+/// Whether the engine of `ctx` sees the unit: a container binding only the
+/// unit's `bin/` is made there (no network, no capabilities, never
+/// started), from an image that engine has (the pinned one when it is
+/// there), the identity just written is read back from it, and it is
+/// removed again whatever the answer; one an interrupted look left goes
+/// first. Labelled as jackin's, without the instance's labels, so that
+/// nothing takes it for the session's, and the sweep removes one left
+/// behind.
+async fn look(ctx: &Context<'_>, obj: &Instance, container: &str) -> Result<(), ActError> {
     let engine = ctx.engine;
     let look = format!("{container}-look");
     engine.remove_container(&look).await?;

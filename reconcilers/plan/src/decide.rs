@@ -400,6 +400,9 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
             });
         }
         _ => {
+            if recipe.is_none_or(|r| r.storage.is_none()) {
+                steps.push(Step::ProveUnitStorage);
+            }
             steps.push(Step::CreateContainer);
             steps.extend(home_writers(recipe));
             steps.push(Step::StartContainer { id: None });
@@ -712,10 +715,57 @@ mod tests {
                 image: "img".into(),
                 image_id: "sha256:1".into(),
                 network: "jk-1-a".into(),
+                storage: Some(proven()),
                 ..Default::default()
             });
         }
         obj
+    }
+
+    /// A unit proven to be seen by the engine (most tests' recipe).
+    fn proven() -> jackin_api::storage::PinnedStorage {
+        jackin_api::storage::PinnedStorage {
+            kind: jackin_api::storage::UnitStorage::HostPaths,
+            engine: "unix:///var/run/docker.sock".into(),
+            proven_at: "2026-11-26T00:00:00Z".parse().unwrap(),
+        }
+    }
+
+    /// Where the unit lives is proven before the first container of a
+    /// recipe is made (a launch, and a restore of a recipe pinned before
+    /// the proof existed), and only then: a restore of a proven recipe
+    /// (tier 2, tier 3) and a start of a container (tier 1) make none.
+    #[test]
+    fn the_unit_is_proven_once_before_a_recipes_first_container() {
+        let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Pending);
+        obj.status
+            .as_mut()
+            .unwrap()
+            .recipe
+            .as_mut()
+            .unwrap()
+            .storage = None;
+        let plan = ladder(&obj, &view(None, true, true));
+        assert_eq!(
+            plan.steps,
+            vec![ProveUnitStorage, CreateContainer, start_new()]
+        );
+        let unpinned = instance(DesiredPhase::Running, false, InstancePhase::Pending);
+        let plan = ladder(&unpinned, &view(None, false, false));
+        let prove = plan.steps.iter().position(|s| *s == ProveUnitStorage);
+        let create = plan.steps.iter().position(|s| *s == CreateContainer);
+        assert!(prove.is_some() && prove < create, "{:?}", plan.steps);
+        assert_eq!(plan.steps[0], PinRecipe, "{:?}", plan.steps);
+        // A container of the unit is there: it was made after a proof (or
+        // before the proof existed, when it ran); its start checks the
+        // identity anyway.
+        let plan = ladder(&obj, &view(Some(false), true, true));
+        assert_eq!(plan.steps, vec![start_observed()]);
+        let proven = instance(DesiredPhase::Running, true, InstancePhase::Running);
+        for observed in [view(None, true, true), view(None, true, false)] {
+            let plan = ladder(&proven, &observed);
+            assert!(!plan.steps.contains(&ProveUnitStorage), "{:?}", plan.steps);
+        }
     }
 
     const ID: &str = "c0ffee";
@@ -1058,6 +1108,7 @@ mod tests {
                 PinRecipe,
                 PrepareMounts,
                 CreateNetwork,
+                ProveUnitStorage,
                 CreateContainer,
                 CopyOperatorConfig,
                 ForwardCredentials,
@@ -1365,6 +1416,7 @@ to Running: Running as the spec asks; a first launch: the recipe is pinned
   - pinning the launch recipe
   - preparing the isolated checkouts
   - creating the network
+  - proving that the engine sees the session's unit
   - creating the container
   - copying the operator's agent setup to the session
   - handing the operator's logins to the session

@@ -37,6 +37,10 @@ pub enum Step {
     CheckMoveTarget {
         requested: String,
     },
+    /// Before the first container of a recipe is made: prove that the
+    /// engine sees the unit, and pin the answer (`jackin_api::storage`).
+    /// Nothing that binds the unit is made on an engine that does not.
+    ProveUnitStorage,
     /// Record a rollout request as refused, and why; nothing else changes.
     RefuseRollout {
         requested: String,
@@ -201,6 +205,7 @@ impl Step {
             Step::RolloutRecipe { .. } => "rollout-recipe",
             Step::RefuseRollout { .. } => "refuse-rollout",
             Step::CheckMoveTarget { .. } => "check-move-target",
+            Step::ProveUnitStorage => "prove-unit-storage",
             Step::RecordSession(_) => "record-session",
             Step::NoteMalformedMarker(_) => "note-malformed-marker",
             Step::Settle { .. } => "settle",
@@ -258,6 +263,7 @@ impl Step {
             | Step::RemoveSidecar { .. }
             | Step::RemoveVolume(_) => "sidecar",
             Step::CheckMoveTarget { .. }
+            | Step::ProveUnitStorage
             | Step::CreateContainer
             | Step::StartContainer { .. }
             | Step::StopContainer { .. }
@@ -289,6 +295,7 @@ impl Step {
                 "checking that the engine the session moves to sees its unit (rollout --move)"
                     .into()
             }
+            Step::ProveUnitStorage => "proving that the engine sees the session's unit".into(),
             Step::RecordSession(outcome) => match (outcome.source, outcome.exit_code) {
                 (OutcomeSource::Unknown, _) | (_, None) => {
                     "recording that the session ended, how not known (no marker)".into()

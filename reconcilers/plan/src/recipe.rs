@@ -221,6 +221,8 @@ pub fn wanted(
         security: wanted_security(workspace),
         first_run_at: None,
         replaces: None,
+        // Proven through the engine before the first container is made.
+        storage: None,
     }
 }
 
