@@ -156,24 +156,31 @@ fn a_publication_cut_short_after_the_host_ref_moved_never_blocks_the_next_start(
     assert!(started.status.success(), "{started:?}");
     assert_eq!(git(host, &["rev-parse", &scratch]), later);
 
-    // A move of the operator's is theirs: it stands, and the start that
-    // refuses to publish over it says how to let jackin publish again,
-    // blaming no one in the container.
+    // A move of the operator's is theirs: it stands. The start's
+    // publication, refused, stops nothing: the session starts, its work
+    // stays in the unit, and the refusal says how to let jackin publish
+    // again, blaming no one in the container. Once the operator deletes
+    // the ref, the next stop publishes the agent's latest.
     let main = git(host, &["rev-parse", "main"]);
     git(host, &["update-ref", &scratch, &main]);
     work_in(
         &checkout,
         "echo mine > mine && git add mine && git commit -q -m mine",
     );
+    let mine = git(&checkout, &["rev-parse", "HEAD"]);
     home.ok(&["set-phase", "cut", "kept"]);
-    let refused = home.jackin(&["set-phase", "cut", "running"]);
-    let said = String::from_utf8_lossy(&refused.stderr);
-    assert!(!refused.status.success(), "{said}");
+    let started = home.jackin(&["set-phase", "cut", "running"]);
+    let said = String::from_utf8_lossy(&started.stderr);
+    assert!(started.status.success(), "{said}");
     assert!(
         said.contains(&format!("update-ref -d {scratch}")) && !said.contains("rewrote"),
         "{said}"
     );
     assert_eq!(git(host, &["rev-parse", &scratch]), main);
+    assert_eq!(home.object("cut")["status"]["phase"], "Running");
+    git(host, &["update-ref", "-d", &scratch]);
+    home.ok(&["set-phase", "cut", "kept"]);
+    assert_eq!(git(host, &["rev-parse", &scratch]), mine);
     home.ok(&["delete", "cut", "--force"]);
 }
 

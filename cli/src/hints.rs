@@ -300,6 +300,7 @@ fn isolation(e: &IsolationError) -> Option<String> {
         // when to purge.
         IsolationError::BasePinMoved { .. }
         | IsolationError::BranchMoved { .. }
+        | IsolationError::Unpublished { .. }
         | IsolationError::SharedOverIsolated { .. }
         | IsolationError::WorktreeTwice { .. }
         // The path and what is wrong with it say it.

@@ -41,11 +41,12 @@ pub(super) async fn prepare(
     Ok(())
 }
 
-/// Once the session has ended, nothing writes the unit's worktree
-/// repositories: their branches reach the host repositories as they are
-/// (`Step::PublishCheckouts`). A publication that cannot be made (the
-/// operator moved the branch, the agent's branch names what is not its
-/// own) stops nothing: it is an event, and the work stays in the unit.
+/// While no session runs (its end, before a start, before the checkouts
+/// go), nothing writes the unit's worktree repositories: their branches
+/// reach the host repositories as they are (`Step::PublishCheckouts`). A
+/// publication that cannot be made (the operator moved the branch, the
+/// agent's branch names what is not its own) stops nothing: it is an
+/// event, and the work stays in the unit.
 pub(super) async fn publish(
     ctx: &Context<'_>,
     container: &str,

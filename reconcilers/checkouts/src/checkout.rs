@@ -179,6 +179,13 @@ pub enum IsolationError {
     /// publish again).
     #[error("mount {dst}: {message}")]
     BranchMoved { dst: String, message: String },
+    /// The agent's latest commit is not on the host's scratch branch: its
+    /// publication was refused or never ran, so the branch stays.
+    #[error(
+        "mount {dst}: the agent's commit {tip} has not reached the host's branch (its \
+         publication was refused or never ran): the scratch branch stays"
+    )]
+    Unpublished { dst: String, tip: String },
 }
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IsolationError + '_ {

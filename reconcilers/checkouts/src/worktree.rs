@@ -421,15 +421,15 @@ fn write_dot_git(record: &IsolationRecord, repo: &UnitRepo) -> Result<(), Isolat
     write_atomic(&dot_git, line.as_bytes()).map_err(io(&dot_git))
 }
 
-/// Before each start of a container: the pin still holds the base, what
-/// the agent committed is published, and what jackin wrote for git (the
-/// link to the host's objects, the alternates line, the checkout's `.git`)
-/// is as jackin wrote it, whatever the agent left.
+/// Before each start of a container: the pin still holds the base, and
+/// what jackin wrote for git (the link to the host's objects, the
+/// alternates line, the checkout's `.git`) is as jackin wrote it, whatever
+/// the agent left. What the agent committed was published just before, by
+/// a step of its own (`Step::PublishCheckouts`, the start's publication).
 pub fn refresh(record: &IsolationRecord) -> Result<(), IsolationError> {
     let repo = UnitRepo::of(record);
     check_repository(record)?;
     pin_base(record, false)?;
-    publish(record)?;
     link_host_objects(record, &repo)?;
     gitdir::reset_to_dir(&repo.git_dir, "objects/info")?;
     let alternates = repo.git_dir.join("objects/info/alternates");
@@ -725,6 +725,28 @@ fn branch_moved(
     }
 }
 
+/// Whether the agent's latest commit is on the host's scratch branch, read
+/// only: the removal's publication is a step of its own, run before
+/// (`Step::PublishCheckouts`). A unit without its repository or branch has
+/// nothing left to publish.
+fn published_in_full(record: &IsolationRecord) -> Result<(), IsolationError> {
+    let repo = UnitRepo::of(record);
+    if std::fs::symlink_metadata(&repo.git_dir).is_err() {
+        return Ok(());
+    }
+    check_repository(record)?;
+    let Some(tip) = unit_tip(record, &repo)? else {
+        return Ok(());
+    };
+    match host_tip(&record.src, &scratch_ref(record))? {
+        Some(host) if host == tip => Ok(()),
+        _ => Err(IsolationError::Unpublished {
+            dst: record.dst.clone(),
+            tip,
+        }),
+    }
+}
+
 /// Deletes the host's scratch branch of a removed worktree once the
 /// agent's latest commits reached it (`published`) and every commit on it
 /// is held by another ref; otherwise keeps it as it is and returns it, so
@@ -803,7 +825,7 @@ pub fn remove(record: &IsolationRecord) -> Result<Option<String>, IsolationError
     let src = record.src.as_str();
     let mut kept = None;
     if Path::new(src).exists() {
-        kept = retire_scratch_branch(record, publish(record))?;
+        kept = retire_scratch_branch(record, published_in_full(record))?;
         release_pin(record)?;
     }
     for path in [

@@ -86,6 +86,13 @@ pub fn decide(obj: &Instance, view: &InstanceView, now: Timestamp) -> Plan {
     // edge's steps leave it (a settlement changes the phase wanted).
     let mut plan = decide_phase(&after, view, edge.ended);
     plan.steps.splice(0..0, edge.steps);
+    // Nothing writes the unit's repositories between a publication and the
+    // next one a plan holds (the session's end, a removal, a start): the
+    // first serves them all.
+    let mut published = false;
+    plan.steps.retain(|step| {
+        !(matches!(step, Step::PublishCheckouts) && std::mem::replace(&mut published, true))
+    });
     bookkept(obj, plan)
 }
 
@@ -156,15 +163,11 @@ fn session_edge(obj: &Instance, view: &InstanceView, now: Timestamp) -> (ending:
     // The session that wrote its worktrees' repositories has ended: their
     // branches are published once its end is recorded (the stop's
     // publication, whoever stopped it).
-    let worktrees = view
-        .mounts
-        .iter()
-        .any(|m| m.isolation == Isolation::Worktree);
     if let Some(at) = edge
         .steps
         .iter()
         .position(|step| matches!(step, Step::RecordSession(_)))
-        && worktrees
+        && has_worktrees(view)
     {
         edge.steps.insert(at + 1, Step::PublishCheckouts);
     }
@@ -277,6 +280,9 @@ fn decide_phase(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan
                 steps.push(Step::SaveConversation);
             }
             if !view.mounts.is_empty() {
+                // The removal's publication: their branches reach the
+                // host before the checkouts go.
+                steps.extend(has_worktrees(view).then_some(Step::PublishCheckouts));
                 steps.push(Step::RemoveCheckouts);
             }
             steps.push(Step::FinishPurge);
@@ -388,6 +394,9 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
         steps.push(Step::RebuildImage);
     }
     if tier != Some(Tier::Running) && has_isolated_mounts(recipe) {
+        // The start's publication: what the agent committed in an earlier
+        // session reaches the host before its checkouts are checked.
+        steps.extend(has_worktrees(view).then_some(Step::PublishCheckouts));
         steps.push(Step::PrepareMounts);
     }
     steps.extend(support(obj, recipe, view));
@@ -470,6 +479,7 @@ fn replacement(
         id: c.id.clone(),
     }));
     if rollout::retires_checkouts(recipe, &view.mounts) {
+        steps.extend(has_worktrees(view).then_some(Step::PublishCheckouts));
         steps.push(Step::RetireCheckouts);
     }
     let replaced = InstanceView {
@@ -551,6 +561,13 @@ fn rollout(
         blocked: None,
         cause: cause(what),
     }
+}
+
+/// Whether the unit holds a worktree checkout, whose branch is published.
+fn has_worktrees(view: &InstanceView) -> bool {
+    view.mounts
+        .iter()
+        .any(|m| m.isolation == Isolation::Worktree)
 }
 
 /// Whether the container binds an isolated checkout. Before pinning the
@@ -970,6 +987,59 @@ mod tests {
                 .steps
                 .contains(&PublishCheckouts)
         );
+    }
+
+    /// A worktree's branch is published by a step of its own before a
+    /// start (before its checkout is checked) and before the checkouts go,
+    /// as at a session's end; a plan that holds several of these points
+    /// publishes once, at the first.
+    #[test]
+    fn worktrees_are_published_before_a_start_and_before_they_go_once_a_plan() {
+        let mut obj = instance(DesiredPhase::Running, true, InstancePhase::Kept);
+        obj.status.as_mut().unwrap().recipe.as_mut().unwrap().mounts =
+            vec![jackin_api::instance::MountSpec {
+                src: "/src".into(),
+                dst: "/w".into(),
+                isolation: Isolation::Worktree,
+                ..Default::default()
+            }];
+        let mut observed = view(None, true, true);
+        observed.mounts = vec![jackin_api::instance::MountStatus {
+            dst: "/w".into(),
+            isolation: Isolation::Worktree,
+            ..Default::default()
+        }];
+        let kinds = |obj: &Instance, observed: &InstanceView| -> Vec<&'static str> {
+            let plan = decided(obj, observed, NOW);
+            plan.steps.iter().map(Step::kind).collect()
+        };
+        let start = kinds(&obj, &observed);
+        assert_eq!(
+            start[..2],
+            ["publish-checkouts", "prepare-mounts"],
+            "{start:?}"
+        );
+        obj.spec.phase = DesiredPhase::Purged;
+        let purge = kinds(&obj, &observed);
+        let at = purge.iter().position(|k| *k == "remove-checkouts");
+        assert_eq!(
+            at.map(|at| purge[at - 1]),
+            Some("publish-checkouts"),
+            "{purge:?}"
+        );
+        // The session ended and is recorded, then the unit starts again:
+        // the end's publication serves the start.
+        obj.spec.phase = DesiredPhase::Running;
+        obj.status.as_mut().unwrap().phase = Some(InstancePhase::Running);
+        let restart = kinds(&obj, &observed);
+        let publications = restart.iter().filter(|k| **k == "publish-checkouts");
+        assert_eq!(publications.count(), 1, "{restart:?}");
+        let first = restart.iter().position(|k| *k == "publish-checkouts");
+        let record = restart.iter().position(|k| *k == "record-session");
+        assert!(record.is_some() && first > record, "{restart:?}");
+        // Without a worktree, nothing is published.
+        observed.mounts[0].isolation = Isolation::Clone;
+        assert!(!kinds(&obj, &observed).contains(&"publish-checkouts"));
     }
 
     /// A rollout pins first (the running session untouched, so that a

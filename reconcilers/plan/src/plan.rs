@@ -65,15 +65,17 @@ pub enum Step {
     ClearExitQuestion,
     /// Rebuild the pinned image at the pinned role commit and base (tier 3).
     RebuildImage,
-    /// Make or verify the isolated checkouts the container binds; a
-    /// worktree's branch is published first (the start's publication).
+    /// Make or verify the isolated checkouts the container binds.
     PrepareMounts,
     /// Publish the worktree checkouts' branches into the operator's
-    /// repositories, once the session that wrote them has ended (jackin's
-    /// stop, or the session's own end): the stop's publication. Nothing
-    /// that only reads a checkout publishes; the start's publication is
-    /// part of [`Step::PrepareMounts`], the removal's of
-    /// [`Step::RemoveCheckouts`] and [`Step::RetireCheckouts`].
+    /// repositories, at three points, whenever nothing writes them: once
+    /// the session that wrote them has ended (jackin's stop, or the
+    /// session's own end), before a start ([`Step::PrepareMounts`]), and
+    /// before the checkouts go ([`Step::RemoveCheckouts`],
+    /// [`Step::RetireCheckouts`]). A plan holds one at most: the first
+    /// serves what follows. A publication refused is an event, and the
+    /// work stays in the unit. Nothing that only reads a checkout
+    /// publishes.
     PublishCheckouts,
     CreateNetwork,
     /// Create one of the instance's named volumes (labelled as its own).
