@@ -360,7 +360,7 @@ fn an_instance_of_an_unknown_agent_is_refused_and_nothing_is_written() {
     let before = home.snapshot();
     let err = home.fails(&["apply", input.to_str().unwrap()]);
     assert!(
-        err.contains("instance/typo: no agent is named \"cluade\""),
+        err.contains("instance/typo: no agent is named \"cluade\"; did you mean \"claude\"?"),
         "{err}"
     );
     home.assert_unchanged(&before, "a refused apply");

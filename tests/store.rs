@@ -227,8 +227,8 @@ fn bad_input_is_located_and_writes_nothing() {
 
 /// Three typos in two documents (an unknown field and a bad enum value in
 /// one, a bad name in the other) are all reported by one run of each
-/// command that reads manifests, each at its place, and nothing is
-/// written.
+/// command that reads manifests, each at its place (a misspelled field with
+/// the name it was likely meant to be), and nothing is written.
 #[test]
 fn every_typo_of_a_manifest_is_reported_in_one_run() {
     let home = Home::new();
@@ -245,6 +245,8 @@ fn every_typo_of_a_manifest_is_reported_in_one_run() {
         "typos.yaml:8:3: field `spec.agnet`: unknown field `agnet`",
         "typos.yaml:9:10: field `spec.phase`: unknown variant `Paused`",
         "typos.yaml:15:9: field `metadata.name`: invalid name \"../gamma\"",
+        // The closest expected name, for a typo.
+        "sidecars; did you mean `agent`?",
     ];
     let before = home.snapshot();
     for args in [

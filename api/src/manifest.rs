@@ -761,7 +761,7 @@ fn without_location(err: &serde_saphyr::Error) -> String {
     // said here as what the field expects.
     match message.strip_prefix("invalid ").and_then(expected_scalar) {
         Some(expected) => expected.to_owned(),
-        None => message,
+        None => crate::suggest::unknown_name_explained(message),
     }
 }
 

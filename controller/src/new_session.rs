@@ -276,35 +276,8 @@ pub fn free_name(store: &Store, role: &str) -> Result<String, StoreError> {
         .expect("some n is free"))
 }
 
-/// The name of `known` closest to `name`, when one is close enough to be a
-/// likely typo.
-pub fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    known
-        .map(|k| (edit_distance(name, k), k))
-        .filter(|(distance, k)| *distance <= k.len().max(name.len()) / 3 + 1)
-        .min()
-        .map(|(_, k)| k)
-}
-
 /// `; did you mean "X"?` when one of `known` is close to `name`.
 fn did_you_mean<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> String {
-    closest(name, known).map_or_else(String::new, |k| format!("; did you mean {k:?}?"))
-}
-
-/// The number of single-character edits between `a` and `b`.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
+    jackin_api::suggest::closest(name, known)
+        .map_or_else(String::new, |k| format!("; did you mean {k:?}?"))
 }

@@ -630,11 +630,7 @@ impl Store {
                 }
             };
             let Some(spec) = spec else {
-                refusals.push(format!(
-                    "instance/{}: no agent is named {agent:?} (`jackin get agents` lists them; \
-                     apply an Agent to add one)",
-                    instance.metadata.name
-                ));
+                refusals.push(self.no_agent_named(&instance.metadata.name, agent)?);
                 continue;
             };
             refusals.extend(jackin_api::fit::refusals(instance, &spec));
@@ -767,17 +763,26 @@ impl Store {
                     .or_insert(self.resolve_agent(agent)?.is_some()),
             };
             if !there {
-                refusals.push(format!(
-                    "instance/{}: no agent is named {agent:?} (`jackin get agents` lists them; \
-                     apply an Agent to add one)",
-                    before.name
-                ));
+                refusals.push(self.no_agent_named(&before.name, agent)?);
             }
         }
         match refusals.is_empty() {
             true => Ok(()),
             false => Err(Invalid(refusals).into()),
         }
+    }
+
+    /// The refusal of the instance `instance`, which names `agent`, an
+    /// agent there is not: with the closest name of one there is.
+    fn no_agent_named(&self, instance: &str, agent: &str) -> Result<String, SourceError> {
+        let agents = self.agents()?;
+        let known = agents.iter().map(|(a, _)| a.metadata.name.as_str());
+        let suggestion = jackin_api::suggest::closest(agent, known)
+            .map_or_else(String::new, |k| format!("; did you mean {k:?}?"));
+        Ok(format!(
+            "instance/{instance}: no agent is named {agent:?}{suggestion} (`jackin get agents` \
+             lists them; apply an Agent to add one)"
+        ))
     }
 
     /// As [`Store::apply_objects`], but an object whose digest is the one

@@ -16,7 +16,7 @@ use jackin_controller::{ApplyOutcome, Reconciler, Store};
 use crate::args::{ApplyArgs, DiffArgs};
 use crate::context::keep_cap_preview;
 use crate::inputs::read_inputs;
-use jackin_controller::new_session::closest;
+use jackin_api::suggest::closest;
 
 /// The source that owns what a `--prune` apply writes: its paths. Stdin
 /// has no identity to own anything by.
