@@ -486,6 +486,35 @@ fn the_rich_launch_screen_resumes_with_arrow_keys() {
     assert_eq!(home.object("roomy")["status"]["phase"], "Running");
 }
 
+/// Ctrl-C at the launch screen is a cancel, as an interrupt is: it says
+/// so, exits 130, and nothing is launched or resumed.
+#[test]
+fn ctrl_c_at_the_launch_screen_cancels_and_exits_130() {
+    ensure_busybox();
+    let home = Home::new();
+    applied_workspace(&home, "desk");
+    let yaml = instance_yaml_with("idle", "  workspace: desk\n  command: [sleep, \"600\"]\n");
+    home.apply("idle", &yaml);
+    home.ok(&["set-phase", "idle", "kept"]);
+    let term = Terminal::start_as(
+        &home,
+        "launch -w desk -r tester -a shell; echo exit=$?",
+        "xterm-256color",
+    );
+    term.wait_for("▸ Start new session", 1);
+    term.keys(&["C-c"]);
+    term.wait_for("exit=130", 1);
+    let screen = term.screen();
+    assert!(
+        screen.contains("cancelled: nothing was launched"),
+        "{screen}"
+    );
+    assert!(!screen.contains("error"), "{screen}");
+    assert_eq!(home.object("idle")["status"]["phase"], "Kept");
+    let names = home.ok(&["get", "-o", "name"]);
+    assert_eq!(names.trim(), "instance/idle", "nothing new: {names}");
+}
+
 /// An instance running `script` (as `sh -c`) on an isolated worktree of a
 /// fresh host repository, recorded without converging.
 fn record_script(home: &Home, name: &str, script: &str, host: &Path) {
@@ -628,7 +657,10 @@ fn no_at_the_discard_prompt_changes_nothing() {
     let before = home.object("keepme");
 
     let terminal = Terminal::start(&home, "delete keepme");
-    terminal.wait_for("Discard this work and purge? [y/N]", 1);
+    terminal.wait_for("Discard this work and purge?", 1);
+    // The question says what is kept, and for how long.
+    terminal.wait_for("It is saved first and kept for 7 days", 1);
+    terminal.wait_for("[y/N]", 1);
     terminal.type_line("n");
     terminal.wait_for("is unchanged", 1);
     let after = home.object("keepme");

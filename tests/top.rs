@@ -532,7 +532,8 @@ fn the_preview_shows_the_agents_screen_and_the_diff_its_unfinished_work() {
     term.wait_for("ATTENTION", 1);
     // p: what goes, the unfinished work and the purge's question; no.
     term.keys(&["p"]);
-    term.wait_for("Discard this work and purge? [y/N]", 1);
+    term.wait_for("Discard this work and purge?", 1);
+    term.wait_for("[y/N]", 1);
     let screen = term.screen();
     assert!(screen.contains("What goes:"), "{screen}");
     assert!(screen.contains("discarded/"), "{screen}");

@@ -64,6 +64,20 @@ impl std::fmt::Display for CommandExited {
 
 impl std::error::Error for CommandExited {}
 
+/// The operator cancelled at a question (Ctrl-C, or the end of input):
+/// what is unchanged, said as `cancelled: …`, and the exit status 130, as
+/// for an interrupt.
+#[derive(Debug)]
+pub struct Cancelled(pub String);
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cancelled: {}", self.0)
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
 /// Log lines go to stderr (by `-v`, in `format`), and to the run log: the
 /// breadcrumbs of a command that acts, and with `--debug` jackin's own
 /// traces (never another crate's: they may dump request bodies).

@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use crate::args::UsageError;
 use crate::cmd::apply::{self, Differs};
-use crate::context::CommandExited;
+use crate::context::{Cancelled, CommandExited};
 use crate::{hints, output, run_log};
 
 /// The exit status of a run that ended with `result`, having printed what
@@ -29,6 +29,11 @@ pub fn status(result: &Result<()>, failure: ExitCode, this_run: &run_log::Run) -
     // `jackin exec`: the command's own exit status, as `docker exec`.
     if let Some(CommandExited(code)) = err.downcast_ref::<CommandExited>() {
         return ExitCode::from(u8::try_from(*code).ok().filter(|c| *c != 0).unwrap_or(1));
+    }
+    // As an interrupt ends a program: 128 + SIGINT.
+    if let Some(cancelled) = err.downcast_ref::<Cancelled>() {
+        eprintln!("{}", output::terminal_safe_lines(&cancelled.to_string()));
+        return ExitCode::from(130);
     }
     // Like clap's own: the command line itself is wrong.
     if err.is::<UsageError>() {

@@ -42,7 +42,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::agent_output;
 use crate::args::WaitArgs;
-use crate::context::{converge_quietly, enforce_keep_cap_quietly};
+use crate::context::{Cancelled, converge_quietly, enforce_keep_cap_quietly};
 use crate::deadline;
 use crate::ops::discarded::{conversation_kept, retention_of};
 use crate::ops::preserved::verify_preserved_state;
@@ -300,7 +300,9 @@ pub async fn run(
                 eprintln!("instance/{name} not resumed: it is unchanged");
                 return Ok(());
             }
-            Answer::Abort => anyhow::bail!("resume aborted: instance/{name} is unchanged"),
+            Answer::Abort => {
+                return Err(Cancelled(format!("instance/{name} is unchanged")).into());
+            }
         }
     }
     let lock_path = store.layout().attached_lock_file(&container_of(&current));

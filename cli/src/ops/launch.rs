@@ -33,6 +33,7 @@ use jackin_controller::source;
 use jiff::Timestamp;
 
 use crate::args::LaunchArgs;
+use crate::context::Cancelled;
 use crate::ops::attach;
 use crate::ops::preserved::{resume_conflicts, verify_preserved_state};
 use crate::output;
@@ -149,7 +150,8 @@ async fn choose(
         kind: Kind::Choose { filter: true },
     };
     match screens::choose(&screen, keyboard).await? {
-        Answer::Abort | Answer::Back => bail!("no choice was made"),
+        Answer::Abort => Err(Cancelled("nothing was launched".into()).into()),
+        Answer::Back => bail!("no choice was made: nothing was launched"),
         Answer::Chose(0) => Ok(None),
         Answer::Chose(n) => Ok(Some(n - 1)),
     }
@@ -305,10 +307,10 @@ pub async fn run(
                 break Some(i);
             }
             Answer::Back => continue,
-            Answer::Abort => bail!(
-                "resume aborted: instance/{} is unchanged",
-                chosen.metadata.name
-            ),
+            Answer::Abort => {
+                let unchanged = format!("instance/{} is unchanged", chosen.metadata.name);
+                return Err(Cancelled(unchanged).into());
+            }
         }
     };
     let name = match choice {

@@ -4,7 +4,7 @@
 //! unfinished work it would discard and asks, or takes `--force` as the
 //! answer.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use jackin_api::names::annotation;
 use jackin_api::{DesiredPhase, Instance};
 use jackin_checkouts::assess::acknowledgement_digest;
@@ -13,7 +13,9 @@ use jackin_controller::reconcile::{assess_checkouts, made_on_engine};
 use jackin_controller::{Reconciler, Store};
 
 use crate::args::WaitArgs;
-use crate::context::{connect, converge_and_report, keep_cap_preview, sweep_files_quietly};
+use crate::context::{
+    Cancelled, connect, converge_and_report, keep_cap_preview, sweep_files_quietly,
+};
 use crate::ops::attach::resumes;
 use crate::ops::preserved::verify_preserved_state;
 use crate::output;
@@ -92,7 +94,9 @@ pub async fn set_phases(change: PhaseChange<'_>) -> Result<()> {
                     eprintln!("instance/{name} not resumed: it is unchanged");
                     continue;
                 }
-                Answer::Abort => bail!("resume aborted: instance/{name} is unchanged"),
+                Answer::Abort => {
+                    return Err(Cancelled(format!("instance/{name} is unchanged")).into());
+                }
             }
         }
         let outcome = match phase {
@@ -172,7 +176,11 @@ async fn acknowledge_discard(
         // acknowledged, which the caller reports.
         return Ok(());
     };
-    eprint!("Discard this work and purge? [y/N] ");
+    eprint!(
+        "Discard this work and purge? It is saved first and kept for {} (`jackin get \
+         discarded`, `jackin restore-discarded {name}`). [y/N] ",
+        crate::ops::discarded::retention_of(store)
+    );
     let answer = keyboard.line().await.unwrap_or_default();
     if !matches!(answer.trim(), "y" | "Y" | "yes") {
         // The operator said no: nothing changes, not even the desired phase.
