@@ -3,6 +3,8 @@
 
 use jackin_api::credentials::AuthForward;
 use jackin_api::instance::{CredentialsStatus, Instance};
+use jackin_api::names::reason;
+use jackin_plan::recipe::runs_agent_program;
 
 use super::context::{Context, Report, recipe_of};
 use super::error::ActError;
@@ -69,10 +71,27 @@ pub(super) async fn forward_credentials(
         credentials::forward_files(&pinned, host.as_deref().map_err(String::as_str), &home)
     })
     .await?;
+    // A session that runs another program than its agent's (`sleep`)
+    // needs no login of the agent's: one missing is no news (`describe`
+    // still lists it).
+    let recipe = recipe_of(obj);
+    let unneeded = recipe
+        .agent
+        .as_ref()
+        .filter(|a| !runs_agent_program(&recipe.command, &a.spec.launch))
+        .map(|a| format!("{}: ", a.name));
     let record = credentials_record(obj, mode);
     record.files = files.files;
     record.files_missing = files.missing;
     for note in credentials::notes(record) {
+        let no_news = note.reason == reason::CREDENTIALS_MISSING
+            && unneeded
+                .as_deref()
+                .is_some_and(|own| note.message.starts_with(own));
+        if no_news {
+            tracing::debug!(container, "{}", note.message);
+            continue;
+        }
         progress(Report::Note {
             stage: None,
             reason: note.reason,

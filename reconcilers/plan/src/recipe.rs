@@ -89,6 +89,17 @@ pub struct ResolvedAgent {
     pub spec: AgentSpec,
 }
 
+/// Whether `command` runs the agent's own program: the file name of the
+/// agent entry's `launch` program. Another program (`sleep`, a shell) is
+/// not the agent, whatever the entry says.
+pub fn runs_agent_program(command: &[String], launch: &[String]) -> bool {
+    let program = |argv: &[String]| {
+        argv.first()
+            .map(|p| Path::new(p).file_name().map(ToOwned::to_owned))
+    };
+    !launch.is_empty() && program(command) == program(launch)
+}
+
 /// The argv the agent is launched with, and the agent entry as pinned. A
 /// `spec.command` wins over the entry's launch argv; the entry's resume
 /// arguments still apply when the command runs the agent's own program
@@ -103,15 +114,8 @@ fn pin_agent(
         return (spec.command.clone().unwrap_or_default(), None);
     };
     let launch = &entry.spec.launch;
-    let program = |argv: &[String]| {
-        argv.first()
-            .map(|p| Path::new(p).file_name().map(ToOwned::to_owned))
-    };
     let (mut command, resumable) = match &spec.command {
-        Some(command) => (
-            command.clone(),
-            !launch.is_empty() && program(command) == program(launch),
-        ),
+        Some(command) => (command.clone(), runs_agent_program(command, launch)),
         None => (launch.clone(), !launch.is_empty()),
     };
     // The provider's arguments are the agent's program's, as its resume
