@@ -180,6 +180,9 @@ fn a_removed_units_state_is_saved_by_the_checkout_rules_and_holds_no_login() {
     let again = unique("again");
     let out = home.ok(&["restore-discarded", &name, "--session", "--name", &again]);
     assert!(out.contains(&format!("instance/{again} created")), "{out}");
+    // Made again and running, as after an apply.
+    assert!(out.contains(&format!("`jackin attach {again}`")), "{out}");
+    assert_eq!(home.object(&again)["status"]["phase"], "Running", "{out}");
     let restored = home.unit(&again).join("home/.notes");
     assert!(restored.join("chats/one.jsonl").is_file());
     assert!(restored.join("passwd-link").is_symlink());

@@ -170,6 +170,9 @@ pub enum Command {
         /// `/workspace/app`); needed with --to when the save holds several.
         #[arg(long, value_name = "DST")]
         mount: Option<String>,
+        /// With --session: how long to wait for the new session to run.
+        #[command(flatten)]
+        wait: WaitArgs,
     },
     /// Print or write the CustomResourceDefinitions of jackin's resources.
     Crds {
@@ -300,7 +303,12 @@ impl Command {
             Self::SetPhase { wait, .. }
             | Self::Rollout { wait, .. }
             | Self::Delete { wait, .. }
-            | Self::Attach { wait, .. } => Some(wait),
+            | Self::Attach { wait, .. }
+            | Self::RestoreDiscarded {
+                session: true,
+                wait,
+                ..
+            } => Some(wait),
             _ => None,
         }
     }

@@ -93,8 +93,13 @@ pub async fn run(cli: Cli) -> Result<()> {
             name,
             session: true,
             new_name,
+            wait,
             ..
-        } => restore_discarded::restore_session(&open_store()?, &name, new_name.as_deref()),
+        } => {
+            let store = open_store()?;
+            restore_discarded::restore_session(store, &name, new_name.as_deref(), &wait, verbose)
+                .await
+        }
         Command::RestoreDiscarded {
             name, to, mount, ..
         } => restore_discarded::restore(&open_store()?, &name, to.as_deref(), mount.as_deref()),

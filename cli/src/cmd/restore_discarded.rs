@@ -12,7 +12,7 @@ use jackin_checkouts::discard;
 use jackin_checkouts::saved_session;
 use jackin_controller::{Store, StoreError};
 
-use crate::args::UsageError;
+use crate::args::{UsageError, WaitArgs};
 use crate::output;
 use crate::select::{Kind, split_kind};
 
@@ -34,9 +34,33 @@ pub fn restore(store: &Store, arg: &str, to: Option<&Path>, mount: Option<&str>)
 /// the saved spec, its agent's saved state in the new unit's home and its
 /// conversation's record, so that its first start resumes the
 /// conversation. Saved checkout work comes back as branches in the host
-/// repositories, as without `--session`.
-pub fn restore_session(store: &Store, arg: &str, new_name: Option<&str>) -> Result<()> {
+/// repositories, as without `--session`. The new session then runs, as
+/// after `apply` (unless `--no-wait`: a running controller starts it).
+pub async fn restore_session(
+    store: Store,
+    arg: &str,
+    new_name: Option<&str>,
+    wait: &WaitArgs,
+    verbose: bool,
+) -> Result<()> {
     let name = save_name_of(arg)?;
+    // Converging needs the engine: connected before anything is written.
+    let engines = match wait.no_wait {
+        true => None,
+        false => Some(crate::context::connect().await?),
+    };
+    let name = make_session_again(&store, name, new_name)?;
+    if let Some(engines) = engines {
+        let names = [name.clone()];
+        crate::context::converge_and_report(store, engines, &names, wait, verbose).await?;
+    }
+    println!("`jackin attach {name}` attaches to it");
+    Ok(())
+}
+
+/// The instance of the save `name` made again (named `new_name`, else as
+/// it was), with its conversation; returns its name.
+fn make_session_again(store: &Store, name: &str, new_name: Option<&str>) -> Result<String> {
     let layout = store.layout();
     let save = discard::find(layout, name)?;
     let Some(session) = save.session.clone() else {
@@ -83,7 +107,7 @@ pub fn restore_session(store: &Store, arg: &str, new_name: Option<&str>) -> Resu
     let what = session.path.as_deref().unwrap_or("no state path");
     println!(
         "instance/{name} created from {}: {what} ({restored} files and links) and its \
-         conversation's record; its next start resumes the conversation (`jackin attach {name}`)",
+         conversation's record; its first start resumes the conversation",
         save.name
     );
     if !save.checkouts.is_empty() {
@@ -91,7 +115,7 @@ pub fn restore_session(store: &Store, arg: &str, new_name: Option<&str>) -> Resu
             println!("{}", output::terminal_safe(&line));
         }
     }
-    Ok(())
+    Ok(name.to_owned())
 }
 
 /// The save's (or instance's) name in `arg`: `discarded/NAME`,
