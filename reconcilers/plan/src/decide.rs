@@ -325,6 +325,24 @@ fn pinned_recipe<'a>(obj: &'a Instance, view: &InstanceView) -> (Option<&'a Reci
     }
 }
 
+/// The plan for a session the agent ended itself with `code`: nothing.
+fn ended_by_the_agent(code: i64) -> Plan {
+    Plan {
+        steps: Vec::new(),
+        tier: None,
+        target: if code == 0 {
+            InstancePhase::Exited
+        } else {
+            InstancePhase::Crashed
+        },
+        blocked: None,
+        cause: format!(
+            "the agent ended its session (exit {code}): nothing restarts it until the operator \
+             resumes it"
+        ),
+    }
+}
+
 /// The restore ladder.
 fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
     let (recipe, superseded) = pinned_recipe(obj, view);
@@ -333,20 +351,7 @@ fn running(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan {
     // it until the operator resumes it.
     let runs = view.container.as_ref().is_some_and(|c| c.running);
     if let (Some(code), false, true) = (ended, runs, pinned) {
-        return Plan {
-            steps: Vec::new(),
-            tier: None,
-            target: if code == 0 {
-                InstancePhase::Exited
-            } else {
-                InstancePhase::Crashed
-            },
-            blocked: None,
-            cause: format!(
-                "the agent ended its session (exit {code}): nothing restarts it until the \
-                 operator resumes it"
-            ),
-        };
+        return ended_by_the_agent(code);
     }
     let mut steps = Vec::new();
     if let Some(recipe) = recipe {
