@@ -379,7 +379,22 @@ fn a_forced_delete_saves_the_work_first() {
     let out = home.jackin(&["delete", "forced", "--force"]);
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert_reported(&stderr_of(&out));
-    assert_saved_and_restored(&home, &host, "forced", &feature);
+    let save = assert_saved_and_restored(&home, &host, "forced", &feature);
+
+    // A save need not wait for its expiry: `delete discarded/NAME` removes
+    // it (a dry run first, which changes nothing).
+    let target = format!("discarded/{save}");
+    let dry = home.ok(&["delete", &target, "--dry-run"]);
+    assert!(dry.contains("would be deleted (dry run)"), "{dry}");
+    assert_eq!(saves(&home).len(), 1);
+    let out = home.ok(&["delete", &target]);
+    assert!(
+        out.contains(&format!("{target} deleted: /workspace/app: ")),
+        "{out}"
+    );
+    assert!(saves(&home).is_empty(), "the save is gone");
+    let err = home.fails(&["delete", &target]);
+    assert!(err.contains(&save), "{err}");
 }
 
 /// `apply --prune` of a source that no longer holds the instance, its
@@ -521,6 +536,19 @@ fn a_worktrees_discarded_work_is_saved_with_the_agents_commit() {
         "work\n"
     );
     assert_eq!(git(&to, &["status", "--porcelain"]), "M README\n?? new.txt");
+
+    // The save pins the base it borrows in the host repository; deleting
+    // the save before it expires releases the pin.
+    let pins = || {
+        git(
+            &host.path(),
+            &["for-each-ref", "--format=%(refname)", "refs/jackin/saved/"],
+        )
+    };
+    assert!(!pins().is_empty(), "the save pins its base");
+    home.ok(&["delete", &format!("discarded/{save}")]);
+    assert!(saves(&home).is_empty(), "the save is gone");
+    assert_eq!(pins(), "", "its pin went with it");
 }
 
 /// A hostile checkout: its `.git` config names a filter and an fsmonitor

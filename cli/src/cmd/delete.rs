@@ -1,18 +1,22 @@
 //! `jackin delete NAME`: a purge, as `set-phase NAME purged`; for a name
 //! jackin ended and cleaned up (only its record is left), forgetting that.
-//! `jackin delete workspace|agent NAME` deletes a policy object.
+//! `jackin delete workspace|agent NAME` deletes a policy object, and
+//! `jackin delete discarded/NAME` a save of discarded work before it
+//! expires.
 
 use std::io::IsTerminal;
 
 use anyhow::{Result, bail};
 use jackin_api::agent::builtin;
 use jackin_api::{Agent, DesiredPhase, Workspace};
+use jackin_checkouts::discard;
 use jackin_controller::StoreError;
 
 use crate::args::UsageError;
 use crate::args::{SelectArgs, WaitArgs};
 use crate::context::{check_name, open_store, open_store_to_change};
 use crate::ops::set_phases::{PhaseChange, set_phases};
+use crate::output;
 use crate::select::Targets;
 use crate::terminal::Keyboard;
 
@@ -25,7 +29,13 @@ pub async fn dispatch(
     wait: &WaitArgs,
     verbose: bool,
 ) -> Result<()> {
+    let saves: Option<Vec<&str>> = targets
+        .iter()
+        .map(|t| t.strip_prefix("discarded/"))
+        .collect();
     match targets {
+        [kind, name] if kind == "discarded" => discarded(&[name.as_str()], dry_run),
+        [_, ..] if let Some(saves) = &saves => discarded(saves, dry_run),
         [kind, name] if matches!(kind.as_str(), "workspace" | "ws") => workspace(name, dry_run),
         [kind, name] if matches!(kind.as_str(), "agent" | "ag") => agent(name, dry_run),
         [kind, ..] if matches!(kind.as_str(), "workspace" | "ws" | "agent" | "ag") => {
@@ -112,6 +122,50 @@ async fn run(
         }
     }
     Ok(())
+}
+
+/// `jackin delete discarded/NAME…` (or `discarded NAME`): saves of
+/// discarded work removed now rather than when they expire, with the pins
+/// they hold in the host repositories. A save is named as `get discarded`
+/// names it, or by its instance when that has one.
+fn discarded(names: &[&str], dry_run: bool) -> Result<()> {
+    let store = if dry_run {
+        open_store()?
+    } else {
+        open_store_to_change()?
+    };
+    let layout = store.layout();
+    let mut found = Vec::with_capacity(names.len());
+    for name in names {
+        found.push(discard::find(layout, name)?);
+    }
+    for save in found {
+        let what = saved_what(&save);
+        if dry_run {
+            println!("discarded/{} would be deleted (dry run): {what}", save.name);
+            continue;
+        }
+        discard::remove(layout, &save.name)?;
+        println!("discarded/{} deleted: {what}", save.name);
+    }
+    Ok(())
+}
+
+/// What a save holds, in a few words.
+fn saved_what(save: &discard::Save) -> String {
+    let mut parts: Vec<String> = save
+        .checkouts
+        .iter()
+        .map(|c| format!("{}: {}", c.dst, c.summary()))
+        .collect();
+    if let Some(session) = &save.session {
+        let path = session.path.as_deref().unwrap_or("no state path");
+        parts.push(format!("the conversation ({path})"));
+    }
+    match parts.is_empty() {
+        true => "nothing but its record".to_owned(),
+        false => output::terminal_safe(&parts.join("; ")),
+    }
 }
 
 /// `jackin delete workspace NAME`: its instances stay, and fall back to
