@@ -125,10 +125,22 @@ fn act(e: &ActError) -> Option<String> {
         ActError::Engine(e) => engine(e),
         ActError::Recipe(e) => recipe(e),
         ActError::RoleBuild { log, source, .. } => recipe(source).or_else(|| {
-            Some(format!(
-                "{log} holds the build's output: fix the role's Dockerfile, commit it, then \
-                 `jackin set-phase NAME running`"
-            ))
+            Some(match source.as_ref() {
+                RecipeError::Engine(EngineError::Build(message))
+                    if unreachable_registry(message) =>
+                {
+                    format!(
+                        "the engine could not fetch an image the role's Dockerfile names (its \
+                         FROM), from a registry it cannot reach: load that image into the engine \
+                         (`docker save` where it is, `docker load` there), then `jackin set-phase \
+                         NAME running`; {log} holds the build's output"
+                    )
+                }
+                _ => format!(
+                    "{log} holds the build's output: fix the role's Dockerfile, commit it, then \
+                     `jackin set-phase NAME running`"
+                ),
+            })
         }),
         ActError::Secret(e) => secret(e),
         ActError::Isolation(e) => isolation(e),
@@ -251,11 +263,34 @@ fn endpoint(e: &EndpointError) -> Option<String> {
     }
 }
 
+/// Whether a build failed fetching an image from a registry (the network,
+/// the name, the access), as the engine's builders say it: nothing in the
+/// Dockerfile to fix.
+fn unreachable_registry(message: &str) -> bool {
+    [
+        "pull access denied",
+        "failed to resolve",
+        "dial tcp",
+        "no such host",
+        "registry-1.docker.io",
+        "i/o timeout",
+        "TLS handshake",
+        "manifest unknown",
+    ]
+    .iter()
+    .any(|sign| message.contains(sign))
+}
+
 fn recipe(e: &RecipeError) -> Option<String> {
     match e {
-        RecipeError::ImageNotFound(_) => {
-            Some("build or load it, or drop spec.image to build the role".into())
-        }
+        RecipeError::ImageNotFound {
+            buildable: true, ..
+        } => Some("build or load it, or drop spec.image to build the role".into()),
+        RecipeError::ImageNotFound { .. } => Some(
+            "build it or load it into the engine (`docker load`), or name one the engine has \
+             (`docker images`)"
+                .into(),
+        ),
         RecipeError::CommitUnavailable { .. } => {
             Some("restore the commit in the repository, or purge the instance".into())
         }
@@ -347,7 +382,10 @@ mod tests {
 
     #[test]
     fn hints_are_found_through_transparent_wrappers() {
-        let missing = ActError::Recipe(RecipeError::ImageNotFound("x:1".into()));
+        let missing = ActError::Recipe(RecipeError::ImageNotFound {
+            image: "x:1".into(),
+            buildable: true,
+        });
         let reconcile = ReconcileError::Step {
             step: "pinning the launch recipe".into(),
             error: missing,
@@ -357,6 +395,33 @@ mod tests {
             for_error(err.as_ref()).as_deref(),
             Some("build or load it, or drop spec.image to build the role")
         );
+    }
+
+    /// A hint suggests only what can work: building the role where the
+    /// instance names no role source cannot, nor fixing a Dockerfile that
+    /// only names an image the engine could not fetch.
+    #[test]
+    fn hints_suggest_only_what_can_work() {
+        let missing = ActError::Recipe(RecipeError::ImageNotFound {
+            image: "x:1".into(),
+            buildable: false,
+        });
+        let hint = act(&missing).unwrap();
+        assert!(!hint.contains("build the role"), "{hint}");
+        assert!(hint.contains("docker load"), "{hint}");
+        let build = |message: &str| ActError::RoleBuild {
+            role: "r".into(),
+            log: "build.log".into(),
+            source: Box::new(RecipeError::Engine(EngineError::Build(message.into()))),
+        };
+        let offline = "Get \"https://registry-1.docker.io/v2/\": dial tcp: lookup \
+                       registry-1.docker.io: no such host";
+        let hint = act(&build(offline)).unwrap();
+        assert!(hint.contains("could not fetch"), "{hint}");
+        assert!(!hint.contains("fix the role's Dockerfile"), "{hint}");
+        let broken = "The command '/bin/sh -c make' returned a non-zero code: 2";
+        let hint = act(&build(broken)).unwrap();
+        assert!(hint.contains("fix the role's Dockerfile"), "{hint}");
     }
 
     #[test]

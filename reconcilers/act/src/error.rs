@@ -179,7 +179,7 @@ fn recipe_reason(e: &RecipeError) -> &'static str {
         RecipeError::CommitUnavailable { .. } | RecipeError::NothingToRebuild => {
             reason::RECIPE_UNAVAILABLE
         }
-        RecipeError::ImageNotFound(_) => reason::IMAGE_NOT_FOUND,
+        RecipeError::ImageNotFound { .. } => reason::IMAGE_NOT_FOUND,
         RecipeError::UnknownProvider(_) => reason::UNKNOWN_PROVIDER,
         RecipeError::RoleWideningRefused(_) => reason::ROLE_WIDENING_REFUSED,
         _ => reason::BUILD_FAILED,

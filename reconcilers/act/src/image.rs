@@ -23,8 +23,10 @@ use jackin_plan::recipe::{RoleWideningRefused, UnknownProvider};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecipeError {
-    #[error("image {0:?} is not present on the engine")]
-    ImageNotFound(String),
+    /// `buildable`: the instance names a role source, which jackin can
+    /// build instead.
+    #[error("image {image:?} is not present on the engine")]
+    ImageNotFound { image: String, buildable: bool },
     #[error("{source_repo}: ref {git_ref:?} names no commit")]
     RefNotFound {
         source_repo: String,
@@ -65,7 +67,7 @@ impl RecipeError {
     /// Whether trying again without a change elsewhere cannot help.
     pub fn is_permanent(&self) -> bool {
         match self {
-            Self::ImageNotFound(_)
+            Self::ImageNotFound { .. }
             | Self::RefNotFound { .. }
             | Self::CommitUnavailable { .. }
             | Self::NothingToRebuild

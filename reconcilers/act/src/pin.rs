@@ -287,12 +287,13 @@ async fn pin_image(
     progress: &mut (dyn FnMut(Report<'_>) + Send),
 ) -> Result<ImageDefaults, ActError> {
     Ok(match (&obj.spec.image, &obj.spec.role.source) {
-        (Some(image), _) => {
-            let found = ctx
-                .engine
-                .image_defaults(image)
-                .await?
-                .ok_or_else(|| RecipeError::ImageNotFound(image.clone()))?;
+        (Some(image), source) => {
+            let found = ctx.engine.image_defaults(image).await?.ok_or_else(|| {
+                RecipeError::ImageNotFound {
+                    image: image.clone(),
+                    buildable: source.is_some(),
+                }
+            })?;
             pinned.image_id = found.id.clone();
             found
         }
@@ -307,7 +308,10 @@ async fn pin_image(
             ctx.engine
                 .image_defaults(&pinned.image_id)
                 .await?
-                .ok_or_else(|| RecipeError::ImageNotFound(pinned.image_id.clone()))?
+                .ok_or_else(|| RecipeError::ImageNotFound {
+                    image: pinned.image_id.clone(),
+                    buildable: false,
+                })?
         }
         (None, None) => unreachable!("validation requires an image or a role source"),
     })
