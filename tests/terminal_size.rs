@@ -87,3 +87,33 @@ fn a_resized_terminal_is_passed_on_to_attach_and_exec() {
     terminal.resize(90, 25);
     terminal.type_until("two", "exec-size 25 90");
 }
+
+/// What the agent leaves the terminal in (the alternate screen, a hidden
+/// cursor, insert mode, mouse reporting, application keys) is undone when
+/// the operator detaches, so that the shell's prompt, or the screen of
+/// jackin's that follows, is not drawn into it (issue 55, item 4).
+#[test]
+fn a_detach_gives_the_terminal_back_as_the_shell_had_it() {
+    ensure_busybox();
+    let home = Home::new();
+    let agent = "while read line; do \
+                 printf '\\033[?1049h\\033[?25l\\033[4h\\033[?1000h\\033[?1h\\033[7mfull screen'; \
+                 echo ' in-alt'; done";
+    let spec = format!(
+        "  command: [sh, -c, {}]\n",
+        serde_json::to_string(agent).unwrap()
+    );
+    home.apply("modes", &instance_yaml_with("modes", &spec));
+    let term = Terminal::start(&home, "attach modes; echo attach-returned-$?");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_until("go", "in-alt");
+    let flags = "#{alternate_on} #{cursor_flag} #{insert_flag} #{mouse_any_flag} \
+                 #{keypad_cursor_flag}";
+    // The agent did change them all ...
+    assert_eq!(term.pane(flags), "1 0 1 1 1");
+    term.keys(&["C-p", "C-q"]);
+    term.wait_for("attach-returned-0", 1);
+    // ... and the shell has them back.
+    assert_eq!(term.pane(flags), "0 1 0 0 0", "{}", term.screen());
+    assert!(!term.screen().contains("full screen"), "{}", term.screen());
+}

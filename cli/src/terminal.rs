@@ -144,3 +144,89 @@ impl Drop for Surface {
         let _ = crossterm::terminal::disable_raw_mode();
     }
 }
+
+/// What an agent's output may leave the operator's terminal in that a shell
+/// prompt, or a screen of jackin's, must not inherit: the alternate screen
+/// (followed from the output, because leaving one that was never entered
+/// moves the cursor on some terminals), and modes that are always safe to
+/// turn back (attributes, insert mode, a hidden cursor, mouse and paste
+/// reporting, application keys, a scroll region).
+#[derive(Debug, Default)]
+pub struct AgentModes {
+    alternate: bool,
+}
+
+/// The sequences that enter (`h`) or leave (`l`) the alternate screen.
+const ALTERNATE: [&[u8]; 3] = [b"\x1b[?1049", b"\x1b[?1047", b"\x1b[?47"];
+
+/// Turned back whatever the agent did: attributes, insert mode, the
+/// cursor shown, autowrap, normal cursor keys and keypad, no mouse, focus
+/// or bracketed-paste reporting, the whole screen to scroll (the cursor
+/// kept where it is).
+const SAFE_RESET: &[u8] = b"\x1b[0m\x1b[4l\x1b[?25h\x1b[?7h\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\
+\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?1004l\x1b[?2004l\x1b7\x1b[r\x1b8";
+
+impl AgentModes {
+    /// Follows what the agent wrote. A sequence split across two writes is
+    /// missed: then at worst the alternate screen is left as it was.
+    pub fn saw(&mut self, output: &[u8]) {
+        let last = |on: u8| {
+            ALTERNATE
+                .iter()
+                .filter_map(|start| {
+                    let sequence = [*start, &[on]].concat();
+                    output
+                        .windows(sequence.len())
+                        .rposition(|w| w == sequence.as_slice())
+                })
+                .max()
+        };
+        match (last(b'h'), last(b'l')) {
+            (Some(entered), left) if left.is_none_or(|left| left < entered) => {
+                self.alternate = true;
+            }
+            (_, Some(_)) => self.alternate = false,
+            _ => {}
+        }
+    }
+
+    /// The bytes that give the terminal back as a shell expects it, on a
+    /// fresh line with nothing of the agent's below it.
+    pub fn restore(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if self.alternate {
+            out.extend_from_slice(b"\x1b[?1049l");
+        }
+        out.extend_from_slice(SAFE_RESET);
+        out.extend_from_slice(b"\r\n\x1b[J");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_alternate_screen_is_left_only_when_the_agent_is_in_it() {
+        let mut modes = AgentModes::default();
+        assert!(!modes.restore().starts_with(b"\x1b[?1049l"));
+        modes.saw(b"hello \x1b[?1049h\x1b[2J drawn");
+        assert!(modes.restore().starts_with(b"\x1b[?1049l"));
+        modes.saw(b"more");
+        assert!(
+            modes.alternate,
+            "output without the sequence changes nothing"
+        );
+        modes.saw(b"\x1b[?1049h x \x1b[?1049l back");
+        assert!(!modes.alternate);
+        modes.saw(b"\x1b[?47l then \x1b[?1047h");
+        assert!(modes.alternate);
+        let restored = modes.restore();
+        assert!(restored.ends_with(b"\r\n\x1b[J"));
+        assert!(
+            restored.windows(6).any(|w| w == b"\x1b[?25h"),
+            "cursor shown"
+        );
+    }
+}

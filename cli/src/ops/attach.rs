@@ -48,7 +48,7 @@ use crate::ops::discarded::{conversation_kept, retention_of};
 use crate::ops::preserved::verify_preserved_state;
 use crate::output;
 use crate::screens::{self, Answer, Kind, Screen};
-use crate::terminal::{Keyboard, RawMode, Resizes};
+use crate::terminal::{AgentModes, Keyboard, RawMode, Resizes};
 
 /// Connects the terminal to the container until the agent exits or the
 /// operator detaches (Ctrl-P Ctrl-Q).
@@ -87,6 +87,7 @@ async fn attach_once(
     let mut nudge_pending = size.is_some();
     let mut resizes = Resizes::watch(tty);
     let mut stdout = std::io::stdout();
+    let mut modes = AgentModes::default();
     // Reset by each output: a quiet stream makes jackin ask the engine.
     let quiet = tokio::time::sleep(deadline::QUIET_CHECK);
     tokio::pin!(quiet);
@@ -94,7 +95,9 @@ async fn attach_once(
         tokio::select! {
             item = attached.output.next() => match item {
                 Some(Ok(output)) => {
-                    stdout.write_all(&output.into_bytes())?;
+                    let bytes = output.into_bytes();
+                    modes.saw(&bytes);
+                    stdout.write_all(&bytes)?;
                     stdout.flush()?;
                     quiet.as_mut().reset(tokio::time::Instant::now() + deadline::QUIET_CHECK);
                 }
@@ -130,6 +133,12 @@ async fn attach_once(
                 None => break,
             },
         }
+    }
+    // Whether detached or ended, the terminal goes back to the shell, or to
+    // the screen that follows, as it expects it.
+    if tty {
+        stdout.write_all(&modes.restore())?;
+        stdout.flush()?;
     }
     Ok(())
 }

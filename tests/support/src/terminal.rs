@@ -58,16 +58,21 @@ impl Terminal {
     /// The process id of the pane's shell, which runs the command: the
     /// command's CPU time is counted under it ([`crate::cpu::cpu_time`]).
     pub fn pid(&self) -> u32 {
+        self.pane("#{pane_pid}")
+            .parse()
+            .expect("tmux names the pane's process")
+    }
+
+    /// What tmux says of the command's pane in `format` (`#{cursor_flag}`:
+    /// see tmux's FORMATS).
+    pub fn pane(&self, format: &str) -> String {
         let out = self
             .tmux()
             .args(["display-message", "-p", "-t", &self.window()])
-            .arg("#{pane_pid}")
+            .arg(format)
             .output()
             .unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse()
-            .expect("tmux names the pane's process")
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
     /// A `tmux` command addressed to this terminal's own server.
@@ -99,13 +104,7 @@ impl Terminal {
     /// Whether the command rang the terminal bell (tmux flags it with no
     /// client attached).
     pub fn rang(&self) -> bool {
-        let out = self
-            .tmux()
-            .args(["display-message", "-p", "-t", &self.window()])
-            .arg("#{window_bell_flag}")
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim() == "1"
+        self.pane("#{window_bell_flag}") == "1"
     }
 
     pub fn screen(&self) -> String {
