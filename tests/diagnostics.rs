@@ -121,3 +121,59 @@ fn a_command_that_reads_or_changes_nothing_leaves_no_run_log() {
     assert!(!stderr.contains("run: "), "{stderr}");
     assert!(!home.path().join("data/diagnostics").exists());
 }
+
+/// `jackin doctor` checks what sessions need, as a start would, and says
+/// what to do: every engine answers (one an instance names does not: it
+/// fails, naming who names it), git can be confined, the home has room,
+/// and the logins are here: under `token`, the variable missing from this
+/// shell is named, and once it is set it is found, its value never shown.
+/// It writes nothing.
+#[test]
+fn doctor_checks_engines_confinement_room_and_logins_and_writes_nothing() {
+    let home = Home::new();
+    let yaml = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: tok}\n\
+                spec: {authForward: token}\n---\n\
+                apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {name: keyed}\n\
+                spec: {workspace: tok, role: {name: r}, agent: claude, image: busybox, \
+                phase: Kept}\n---\n\
+                apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {name: far}\n\
+                spec: {role: {name: r}, agent: shell, image: busybox, phase: Kept, \
+                engine: 'tcp://127.0.0.1:1'}\n";
+    let input = home.write_input("doctor.yaml", yaml);
+    home.ok(&["apply", "--no-wait", input.to_str().unwrap()]);
+    let before = home.snapshot();
+    let out = home
+        .command(&["doctor"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("CLAUDE_CODE_OAUTH_TOKEN")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    for expected in [
+        "ok    engine ",
+        "FAIL  engine tcp://127.0.0.1:1: ",
+        "change the spec.engine that names it (instance/far)",
+        "ok    landlock: ",
+        "free",
+        "warn  login claude (keyed): no token",
+        "export CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_API_KEY",
+    ] {
+        assert!(said.contains(expected), "{expected:?} in:\n{said}");
+    }
+    let key = "sk-doctor-canary-7Qx";
+    let out = home
+        .command(&["doctor", "-o", "json"])
+        .env("ANTHROPIC_API_KEY", key)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let findings: serde_json::Value = serde_json::from_str(&said).expect("doctor prints JSON");
+    let found =
+        findings.as_array().unwrap().iter().any(|f| {
+            f["level"] == "ok" && f["said"].as_str().unwrap().contains("ANTHROPIC_API_KEY")
+        });
+    assert!(found, "{said}");
+    assert!(!said.contains(key), "the key's value was shown");
+    home.assert_unchanged(&before, "doctor");
+}

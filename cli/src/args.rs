@@ -174,6 +174,16 @@ pub enum Command {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Check what sessions need of this machine and this shell: every
+    /// engine answers, git can be confined (Landlock), the home has room,
+    /// and each instance's logins are here (files under sync, variables
+    /// under token); each finding with what to do. Exits 1 when something
+    /// stops sessions from starting.
+    Doctor {
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = DoctorFormat::Text)]
+        output: DoctorFormat,
+    },
     /// Print or write the CustomResourceDefinitions of jackin's resources.
     Crds {
         /// Write one file per CRD into this directory instead of printing.
@@ -458,6 +468,14 @@ pub enum Format {
     Json,
     /// `kind/NAME`, one per line.
     Name,
+}
+
+/// How `jackin doctor` prints its findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DoctorFormat {
+    Text,
+    Yaml,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -41,7 +41,7 @@ pub fn verb() -> Option<String> {
 
 /// The commands that act (on the engine, the store or a terminal's
 /// session): their runs leave breadcrumbs in a run log.
-const ACTING: [&str; 8] = [
+const ACTING: [&str; 9] = [
     "apply",
     "launch",
     "attach",
@@ -50,6 +50,7 @@ const ACTING: [&str; 8] = [
     "set-phase",
     "delete",
     "prune",
+    "restore-discarded",
 ];
 
 /// A command run by `jackin exec` exited with this non-zero status.

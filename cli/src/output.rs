@@ -622,6 +622,16 @@ pub fn name_lines<'a>(kind: &str, names: impl Iterator<Item = &'a String>) -> St
 }
 
 /// `word` or its plural, as `count` asks.
+/// A size in words: `512B`, `12KiB`, `40MiB`, `3GiB`.
+pub fn bytes_in_words(bytes: u64) -> String {
+    match bytes {
+        b if b < 1 << 10 => format!("{b}B"),
+        b if b < 1 << 20 => format!("{}KiB", b >> 10),
+        b if b < 1 << 30 => format!("{}MiB", b >> 20),
+        b => format!("{}GiB", b >> 30),
+    }
+}
+
 pub fn plural(count: usize, one: &'static str, many: &'static str) -> &'static str {
     if count == 1 { one } else { many }
 }

@@ -9,6 +9,7 @@ pub mod controller;
 pub mod crds;
 pub mod delete;
 pub mod describe;
+pub mod doctor;
 pub mod exec;
 pub mod get;
 pub mod launch;
@@ -104,6 +105,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             name, to, mount, ..
         } => restore_discarded::restore(&open_store()?, &name, to.as_deref(), mount.as_deref()),
         Command::Crds { out } => crds::run(out.as_deref()),
+        Command::Doctor { output } => doctor::run(output).await,
         Command::Top(args) => Box::pin(top::run(&args)).await,
         Command::Logs(args) => logs::run(&args).await,
         Command::Exec(args) => exec::run(&args).await,

@@ -127,18 +127,45 @@ pub fn forward_files(
     home: &Path,
 ) -> Result<FilesOutcome, CredentialError> {
     let mut out = FilesOutcome::default();
-    if pinned.mode == AuthForward::None {
-        return Ok(out);
+    for (set, file) in forwarded_files(pinned, &mut out.missing) {
+        match forward_one(set, file, pinned.mode, host, home)? {
+            Ok(line) => out.files.push(line),
+            Err(line) => out.missing.push(line),
+        }
     }
+    Ok(out)
+}
+
+/// What a start would find on `host` of the files `pinned.mode` forwards,
+/// read and never written anywhere (`jackin doctor`): each file found,
+/// and each missing with what to do, as the start would say it.
+pub fn logins_on_host(pinned: &PinnedCredentials, host: Result<&Path, &str>) -> FilesOutcome {
+    let mut out = FilesOutcome::default();
+    for (set, file) in forwarded_files(pinned, &mut out.missing) {
+        match read_login(set, file, pinned.mode, host) {
+            Ok(_) => out
+                .files
+                .push(format!("{}: ~/{} found", set.name, file.src)),
+            Err(line) => out.missing.push(line),
+        }
+    }
+    out
+}
+
+/// The files of every set that `pinned.mode` forwards; a set that cannot
+/// log in under the mode at all is said in `missing`.
+fn forwarded_files<'a>(
+    pinned: &'a PinnedCredentials,
+    missing: &mut Vec<String>,
+) -> Vec<(&'a CredentialSet, &'a CredentialFile)> {
+    if pinned.mode == AuthForward::None {
+        return Vec::new();
+    }
+    let mut files = Vec::new();
     for set in &pinned.sets {
-        let forwarded: Vec<&CredentialFile> = set
-            .files
-            .iter()
-            .filter(|f| pinned.mode == AuthForward::Sync || !f.secret)
-            .collect();
         match pinned.mode {
             AuthForward::Sync if set.files.is_empty() && !set.env.is_empty() => {
-                out.missing.push(format!(
+                missing.push(format!(
                     "{}: nothing to copy under authForward: sync (it logs in with {}) — set \
                      authForward: token",
                     set.name,
@@ -146,7 +173,7 @@ pub fn forward_files(
                 ));
             }
             AuthForward::Token if set.env.is_empty() && set.files.iter().any(|f| f.secret) => {
-                out.missing.push(format!(
+                missing.push(format!(
                     "{}: has no token variable, and its login files go only under authForward: \
                      sync — set authForward: sync",
                     set.name
@@ -154,14 +181,40 @@ pub fn forward_files(
             }
             _ => {}
         }
-        for file in forwarded {
-            match forward_one(set, file, pinned.mode, host, home)? {
-                Ok(line) => out.files.push(line),
-                Err(line) => out.missing.push(line),
-            }
-        }
+        files.extend(
+            set.files
+                .iter()
+                .filter(|f| pinned.mode == AuthForward::Sync || !f.secret)
+                .map(|file| (set, file)),
+        );
     }
-    Ok(out)
+    files
+}
+
+/// A login file of `set` read from `host`, with where it is; `Err(why
+/// not, and what to do)`.
+fn read_login(
+    set: &CredentialSet,
+    file: &CredentialFile,
+    mode: AuthForward,
+    host: Result<&Path, &str>,
+) -> Result<(PathBuf, Vec<u8>), String> {
+    let shown = format!("~/{}", file.src);
+    let host = host.map_err(|why| format!("{}: {shown} cannot be read: {why}", set.name))?;
+    let source = host.join(&file.src);
+    match read_regular(&source, MAX_FILE_BYTES) {
+        Ok(bytes) => Ok((source, bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(format!(
+            "{}: {shown} not found on the host — {}",
+            set.name,
+            file_hint(set, mode)
+        )),
+        Err(e) => Err(format!(
+            "{}: {shown} on the host cannot be read: {e} — {}",
+            set.name,
+            file_hint(set, mode)
+        )),
+    }
 }
 
 /// One file: `Ok(what was forwarded)`, `Err(why not, and what to do)`.
@@ -173,27 +226,9 @@ fn forward_one(
     home: &Path,
 ) -> Result<Result<String, String>, CredentialError> {
     let shown = format!("~/{}", file.src);
-    let host = match host {
-        Ok(host) => host,
-        Err(why) => return Ok(Err(format!("{}: {shown} cannot be read: {why}", set.name))),
-    };
-    let source = host.join(&file.src);
-    let bytes = match read_regular(&source, MAX_FILE_BYTES) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Ok(Err(format!(
-                "{}: {shown} not found on the host — {}",
-                set.name,
-                file_hint(set, mode)
-            )));
-        }
-        Err(e) => {
-            return Ok(Err(format!(
-                "{}: {shown} on the host cannot be read: {e} — {}",
-                set.name,
-                file_hint(set, mode)
-            )));
-        }
+    let (source, bytes) = match read_login(set, file, mode, host) {
+        Ok(read) => read,
+        Err(line) => return Ok(Err(line)),
     };
     let refused = |at: PathBuf, error: io::Error| CredentialError::Refused {
         set: set.name.clone(),

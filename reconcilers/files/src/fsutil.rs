@@ -582,6 +582,38 @@ impl FileLock {
     }
 }
 
+/// The bytes free for an unprivileged user on the file system that holds
+/// `path`.
+pub fn free_bytes(path: &Path) -> io::Result<u64> {
+    let stat = rustix::fs::statvfs(path)?;
+    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
+/// The bytes of the regular files beneath `dir` (links not followed, so a
+/// link out of it counts nothing), and whether `max_entries` cut the count
+/// short: an estimate for the operator, never a limit.
+pub fn bytes_under(dir: &Path, max_entries: usize) -> (u64, bool) {
+    let (mut bytes, mut seen) = (0u64, 0usize);
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        let Ok(entries) = fs::read_dir(&at) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > max_entries {
+                return (bytes, true);
+            }
+            match entry.metadata() {
+                Ok(meta) if meta.is_dir() => pending.push(entry.path()),
+                Ok(meta) if meta.is_file() => bytes = bytes.saturating_add(meta.len()),
+                _ => {}
+            }
+        }
+    }
+    (bytes, false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

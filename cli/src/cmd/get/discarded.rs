@@ -90,7 +90,7 @@ fn discarded_table(listed: &[Listed<'_>], wide: bool, now: Timestamp) -> String 
                 files.saved.to_string(),
                 "-".into(),
                 "-".into(),
-                size(files.bytes),
+                output::bytes_in_words(files.bytes),
                 in_words(entry.expires_at, now),
             ];
             if wide {
@@ -113,7 +113,7 @@ fn discarded_table(listed: &[Listed<'_>], wide: bool, now: Timestamp) -> String 
                 files.saved.to_string(),
                 checkout.branches.len().to_string(),
                 checkout.stash.len().to_string(),
-                size(files.bytes),
+                output::bytes_in_words(files.bytes),
                 in_words(entry.expires_at, now),
             ];
             if wide {
@@ -136,12 +136,4 @@ fn in_words(at: Timestamp, now: Timestamp) -> String {
         return "due".into();
     }
     format!("in {}", output::age(Some(now), at))
-}
-
-fn size(bytes: u64) -> String {
-    match bytes {
-        b if b < 1 << 10 => format!("{b}B"),
-        b if b < 1 << 20 => format!("{}KiB", b >> 10),
-        b => format!("{}MiB", b >> 20),
-    }
 }
