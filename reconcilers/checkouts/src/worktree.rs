@@ -546,12 +546,7 @@ pub fn unit_branch_ahead(
 /// agent's work stays in its repository. A unit whose repository is gone
 /// has nothing to publish.
 pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
-    let repo = UnitRepo::of(record);
-    if std::fs::symlink_metadata(&repo.git_dir).is_err() {
-        return Ok(());
-    }
-    check_repository(record)?;
-    let Some(tip) = unit_tip(record, &repo)? else {
+    let Some((repo, tip)) = checked_tip(record)? else {
         return Ok(());
     };
     let given = last_published(record, &repo)?;
@@ -586,6 +581,17 @@ pub fn publish(record: &IsolationRecord) -> Result<(), IsolationError> {
     }
     moved?;
     record_published(&repo, &tip)
+}
+
+/// The unit's repository, checked, and the tip of its branch; `None` when
+/// either is gone (nothing to publish).
+fn checked_tip(record: &IsolationRecord) -> Result<Option<(UnitRepo, String)>, IsolationError> {
+    let repo = UnitRepo::of(record);
+    if std::fs::symlink_metadata(&repo.git_dir).is_err() {
+        return Ok(None);
+    }
+    check_repository(record)?;
+    Ok(unit_tip(record, &repo)?.map(|tip| (repo, tip)))
 }
 
 /// Records `tip` as what the host's branch was given, and drops the
@@ -730,12 +736,7 @@ fn branch_moved(
 /// (`Step::PublishCheckouts`). A unit without its repository or branch has
 /// nothing left to publish.
 fn published_in_full(record: &IsolationRecord) -> Result<(), IsolationError> {
-    let repo = UnitRepo::of(record);
-    if std::fs::symlink_metadata(&repo.git_dir).is_err() {
-        return Ok(());
-    }
-    check_repository(record)?;
-    let Some(tip) = unit_tip(record, &repo)? else {
+    let Some((_, tip)) = checked_tip(record)? else {
         return Ok(());
     };
     match host_tip(&record.src, &scratch_ref(record))? {
