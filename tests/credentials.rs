@@ -455,6 +455,23 @@ fn codex_starts_logged_in_under_token() {
     nowhere("after the start", true);
     home.ok(&["set-phase", "codex", "kept"]);
     nowhere("after a keep", false);
+    // A resume from a shell without the key would start codex logged out:
+    // refused, naming the variable, and nothing changes.
+    for resume in [&["set-phase", "codex", "running"][..], &["attach", "codex"]] {
+        let out = home
+            .command(resume)
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap();
+        let said = stderr(&out);
+        assert!(!out.status.success(), "{resume:?}: {said}");
+        assert!(
+            said.contains("logs in by token") && said.contains("OPENAI_API_KEY"),
+            "{resume:?}: {said}"
+        );
+        assert!(!said.contains(&marker), "{said}");
+        assert_eq!(home.object("codex")["status"]["phase"], "Kept");
+    }
     let out = home
         .command(&["set-phase", "codex", "running"])
         .env("OPENAI_API_KEY", &marker)

@@ -45,6 +45,7 @@ use crate::args::WaitArgs;
 use crate::context::{Cancelled, converge_quietly, enforce_keep_cap_quietly};
 use crate::deadline;
 use crate::ops::discarded::{conversation_kept, retention_of};
+use crate::ops::logins;
 use crate::ops::preserved::verify_preserved_state;
 use crate::output;
 use crate::screens::{self, Answer, Kind, Screen};
@@ -302,6 +303,9 @@ pub async fn run(
     verified: bool,
 ) -> Result<()> {
     let current = store.get_instance(name)?;
+    if resumes(&current) {
+        logins::check_token_keys(&current)?;
+    }
     if !verified && resumes(&current) {
         match verify_preserved_state(&store, &current, keyboard).await? {
             Answer::Chose(_) => {}

@@ -9,6 +9,7 @@ pub mod describe;
 pub mod discarded;
 pub mod exec;
 pub mod launch;
+pub mod logins;
 pub mod preserved;
 pub mod set_phases;
 pub mod watch;

@@ -17,6 +17,7 @@ use crate::context::{
     Cancelled, connect, converge_and_report, keep_cap_preview, sweep_files_quietly,
 };
 use crate::ops::attach::resumes;
+use crate::ops::logins;
 use crate::ops::preserved::verify_preserved_state;
 use crate::output;
 use crate::screens::Answer;
@@ -73,6 +74,13 @@ pub async fn set_phases(change: PhaseChange<'_>) -> Result<()> {
             print!("{}", output::dry_run(name, phase, &dry, &capped, force));
         }
         return Ok(());
+    }
+    // Before anything is written: a resume that would start an agent
+    // logged out is refused.
+    if phase == DesiredPhase::Running {
+        for obj in current.iter().filter(|obj| resumes(obj)) {
+            logins::check_token_keys(obj)?;
+        }
     }
     sweep_files_quietly(&store)?;
     if phase == DesiredPhase::Purged {
