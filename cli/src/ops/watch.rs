@@ -1,17 +1,23 @@
 //! `get -w`: the listing of instances, then a line each time one appears,
 //! goes, or changes what it shows, until interrupted. `jackin get -w` and
 //! `jackin top` on no terminal (with attention) watch this way.
+//!
+//! What a view of instances shows is [`as_listed`]: the records, marked
+//! where their engines list something else now (a container gone or
+//! stopped, an engine that does not answer).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::Result;
 use jackin_api::Instance;
-use jackin_api::meta::find_condition;
-use jackin_api::names::condition;
+use jackin_api::meta::{ConditionStatus, find_condition, set_condition};
+use jackin_api::names::{condition, reason};
 use jackin_api::selector::Selector;
 use jackin_controller::attention::{self, Look};
+use jackin_controller::engines::{EngineName, display_name};
+use jackin_controller::listing::{self, Listing};
 use jackin_controller::{Reconciler, Store};
 use jiff::Timestamp;
 
@@ -57,6 +63,75 @@ fn changes(
         current.insert(obj.metadata.name.clone(), state);
     }
     (current, changed)
+}
+
+/// `objects` as their engines list them now, and the listing: where an
+/// engine shows something other than the record (the container removed or
+/// stopped behind jackin's back, the engine not answering), the printed
+/// copy's `Ready` condition says so when `mark` (a table), with the reason
+/// the loop's next look will record; the record itself is the loop's to
+/// change, and YAML or JSON print it as it is. `begun` holds the listings
+/// already under way. Whoever prints warns of the engines that did not
+/// answer ([`warn_unanswered`]).
+pub async fn as_listed(
+    reconciler: &Reconciler,
+    objects: Vec<Instance>,
+    mark: bool,
+    begun: listing::Begun,
+) -> (Vec<Instance>, Listing) {
+    let workspaces = attention::workspaces(reconciler);
+    let listed: Vec<&Instance> = objects.iter().collect();
+    let listing = listing::list_begun(reconciler, &listed, &workspaces, begun).await;
+    let now = Timestamp::now();
+    let objects = objects
+        .into_iter()
+        .map(|mut obj| {
+            let recorded = |reason: &str| {
+                obj.status.as_ref().is_some_and(|s| {
+                    find_condition(&s.conditions, condition::READY)
+                        .is_some_and(|c| c.status == ConditionStatus::False && c.reason == reason)
+                })
+            };
+            // What the loop recorded already says more (its engine's error).
+            let shown = listing
+                .disagreement(&obj)
+                .filter(|(r, _)| mark && !recorded(r));
+            if let Some((reason, seen)) = shown {
+                let status = obj.status.get_or_insert_default();
+                set_condition(
+                    &mut status.conditions,
+                    condition::READY,
+                    ConditionStatus::False,
+                    reason,
+                    &format!("{seen} (listed now; the loop records it next)"),
+                    now,
+                );
+            }
+            obj
+        })
+        .collect();
+    (objects, listing)
+}
+
+/// Warns on standard error of each engine that did not answer `listing`,
+/// but those in `warned` (a watch warns of an engine once while it stays
+/// silent); returns the engines that did not answer.
+pub fn warn_unanswered(listing: &Listing, warned: &BTreeSet<EngineName>) -> BTreeSet<EngineName> {
+    let mut unanswered = BTreeSet::new();
+    for (engine, why) in listing.unanswered() {
+        let name = engine.map(str::to_owned);
+        if !warned.contains(&name) {
+            eprintln!(
+                "warning: engine {}: {}; what is shown of its instances is what was last \
+                 recorded (a table marks them {})",
+                output::terminal_safe(display_name(engine)),
+                output::terminal_safe(why),
+                reason::ENGINE_UNREACHABLE,
+            );
+        }
+        unanswered.insert(name);
+    }
+    unanswered
 }
 
 /// `get -w`: the listing, then a line each time an instance appears, goes,
