@@ -1,13 +1,19 @@
 //! Several engines from one home: instances placed by `spec.engine`, one
 //! controller driving both, an engine that dies holding up only its own
-//! instances, and an engine that cannot change under a running session.
+//! instances (and marked so by `get -w` and `top` as by `get`), and an
+//! engine that cannot change under a running session.
 //! The second engine is a private dockerd of the test's own; an isolated
 //! one (its own mount and network namespaces) stands for a remote engine.
 
+use std::process::Stdio;
 use std::time::Duration;
 
 use support::private_engine::PrivateEngine;
+use support::terminal::Terminal;
 use support::{Controller, Home, condition, docker, ensure_busybox, eventually};
+
+use crate::top::wait_row;
+use crate::verbs::collect_lines;
 
 /// An instance running `sleep` on `engine` (none: the default one).
 fn instance_on(name: &str, engine: Option<&str>) -> String {
@@ -120,6 +126,97 @@ fn instances_run_where_they_say_and_a_dead_engine_holds_up_only_its_own() {
     assert!(
         log.contains("engine event stream failed") || log.contains("cannot connect"),
         "{log}"
+    );
+}
+
+/// A running `jackin` command, ended however the test ends.
+struct KilledAtEnd(std::process::Child);
+
+impl Drop for KilledAtEnd {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The PHASE column of each row `get -w` printed for `name`, in order.
+fn phases_of(lines: &[String], name: &str) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l.starts_with(&format!("{name} ")))
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_owned))
+        .collect()
+}
+
+/// Issue 55, item 3: the watching views mark the instances of an engine
+/// that stops answering as `get` does, never `Running`: `get -w` prints a
+/// row `EngineUnreachable` once (and warns once), `top`'s row says it in
+/// PHASE; once the engine is back and the instance restored, both show
+/// `Running` again.
+#[test]
+fn get_w_and_top_mark_the_instances_of_an_engine_that_stops_answering() {
+    ensure_busybox();
+    let far = PrivateEngine::start();
+    far.ensure_busybox();
+    let home = Home::new();
+    home.apply("far", &instance_on("far", Some(far.url())));
+    let mut watch = KilledAtEnd(
+        home.command(&["get", "-w"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let lines = collect_lines(watch.0.stdout.take().unwrap());
+    let errors = collect_lines(watch.0.stderr.take().unwrap());
+    let phases = || phases_of(&lines.lock().unwrap(), "far");
+    let term = Terminal::start_as(&home, "top", "xterm");
+    term.resize(200, 40);
+    wait_row(&term, "far", "Running");
+    eventually(Duration::from_secs(60), "get -w's first row", || {
+        !phases().is_empty()
+    });
+    assert_eq!(phases(), ["Running"]);
+
+    far.kill();
+    eventually(
+        Duration::from_secs(60),
+        "get -w's row for the lost engine",
+        || phases().len() > 1,
+    );
+    wait_row(&term, "far", "EngineUnreachable");
+    assert_eq!(phases(), ["Running", "EngineUnreachable"]);
+    let screen = term.screen();
+    let row = screen
+        .lines()
+        .find(|l| l.contains("far ") && l.contains("EngineUnreachable"))
+        .unwrap();
+    assert!(!row.contains("Running"), "{screen}");
+
+    // Back: the engine stopped the container as it came up, and a
+    // controller starts it again.
+    far.restart();
+    let controller = Controller::start(&home, &["--resync", "2s"]);
+    eventually(
+        Duration::from_secs(120),
+        "get -w's row for Running again",
+        || phases().last().is_some_and(|p| p == "Running") && phases().len() > 2,
+    );
+    wait_row(&term, "far", "Running");
+    drop(controller);
+    drop(watch);
+    let phases = phases();
+    assert_eq!(
+        phases.iter().filter(|p| *p == "EngineUnreachable").count(),
+        1,
+        "{phases:?}"
+    );
+    let errors = errors.lock().unwrap().clone();
+    let warned = format!("warning: engine {}: ", far.url());
+    assert_eq!(
+        errors.iter().filter(|l| l.starts_with(&warned)).count(),
+        1,
+        "warned once while it did not answer: {errors:?}"
     );
 }
 

@@ -20,7 +20,7 @@ fn labelled(name: &str, labels: &str) -> String {
 
 /// The lines a running command prints (on its standard output or error),
 /// gathered as they come.
-fn collect_lines(
+pub(crate) fn collect_lines(
     out: impl std::io::Read + Send + 'static,
 ) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
     let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));

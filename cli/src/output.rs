@@ -202,24 +202,30 @@ pub fn instance_table_in(
 }
 
 /// The PHASE cell: the phase, but for a `Running` one whose container is
-/// not running now (removed or stopped behind jackin's back, or its engine
-/// not answering), why it is not: its `Ready` reason, as kubectl's STATUS
+/// not running now, why it is not ([`not_running`]), as kubectl's STATUS
 /// shows a pod's.
-fn phase_shown(status: &InstanceStatus) -> String {
-    let not_running = find_condition(&status.conditions, condition::READY).filter(|ready| {
-        ready.status == ConditionStatus::False
-            && [
-                reason::CONTAINER_MISSING,
-                reason::ENGINE_RESTARTED,
-                reason::ENGINE_UNREACHABLE,
-                reason::SESSION_ENDED,
-            ]
-            .contains(&ready.reason.as_str())
-    });
-    match (status.phase, not_running) {
-        (Some(InstancePhase::Running), Some(ready)) => ready.reason.clone(),
-        (phase, _) => or_dash(phase),
+pub fn phase_shown(status: &InstanceStatus) -> String {
+    match not_running(status) {
+        Some(reason) => reason.to_owned(),
+        None => or_dash(status.phase),
     }
+}
+
+/// Why a `Running` instance's container is not running now (removed or
+/// stopped behind jackin's back, or its engine not answering): its `Ready`
+/// reason; `None` for any other.
+pub fn not_running(status: &InstanceStatus) -> Option<&str> {
+    let ready = find_condition(&status.conditions, condition::READY)?;
+    let why = [
+        reason::CONTAINER_MISSING,
+        reason::ENGINE_RESTARTED,
+        reason::ENGINE_UNREACHABLE,
+        reason::SESSION_ENDED,
+    ];
+    (status.phase == Some(InstancePhase::Running)
+        && ready.status == ConditionStatus::False
+        && why.contains(&ready.reason.as_str()))
+    .then_some(ready.reason.as_str())
 }
 
 /// The engine an instance runs on: the pinned one, else the one its spec

@@ -2,12 +2,11 @@
 
 mod discarded;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 
 use anyhow::{Result, anyhow};
-use jackin_api::meta::{ConditionStatus, find_condition, set_condition};
-use jackin_api::names::{self, condition};
+use jackin_api::names;
 use jackin_api::selector::Selector;
 use jackin_api::{Instance, ObjectMeta};
 use jiff::Timestamp;
@@ -15,7 +14,7 @@ use jiff::Timestamp;
 use crate::args::UsageError;
 use crate::args::{Format, GetArgs};
 use crate::context::check_name;
-use crate::ops::watch::watch;
+use crate::ops::watch::{as_listed, warn_unanswered, watch};
 use crate::output;
 use crate::select::{self, Kind};
 use jackin_controller::attention::{self, Look};
@@ -212,7 +211,11 @@ async fn instances(
         Format::Name => (objects, Listing::default()),
         // A table shows what the engines list; YAML and JSON are
         // the record, which the loop keeps.
-        _ => as_listed(&reconciler, objects, table, begun).await,
+        _ => {
+            let (objects, listing) = as_listed(&reconciler, objects, table, begun).await;
+            warn_unanswered(&listing, &BTreeSet::new());
+            (objects, listing)
+        }
     };
     let text = match format {
         Format::Table => output::instance_table(&objects, false, now, None),
@@ -257,69 +260,12 @@ async fn wide_looks(
     looks
 }
 
-/// `objects` as their engines list them now, and the listing: where an
-/// engine shows something other than the record (the container removed or
-/// stopped behind jackin's back, the engine not answering), the printed
-/// copy's `Ready` condition says so when `mark` (a table), with the reason
-/// the loop's next look will record; the record itself is the loop's to
-/// change, and YAML or JSON print it as it is. An engine that did not
-/// answer is warned of either way. `begun` holds the listings already
-/// under way.
-async fn as_listed(
-    reconciler: &Reconciler,
-    objects: Vec<Instance>,
-    mark: bool,
-    begun: listing::Begun,
-) -> (Vec<Instance>, Listing) {
-    let workspaces = attention::workspaces(reconciler);
-    let listed: Vec<&Instance> = objects.iter().collect();
-    let listing = listing::list_begun(reconciler, &listed, &workspaces, begun).await;
-    let now = Timestamp::now();
-    let objects = objects
-        .into_iter()
-        .map(|mut obj| {
-            let recorded = |reason: &str| {
-                obj.status.as_ref().is_some_and(|s| {
-                    find_condition(&s.conditions, condition::READY)
-                        .is_some_and(|c| c.status == ConditionStatus::False && c.reason == reason)
-                })
-            };
-            // What the loop recorded already says more (its engine's error).
-            let shown = listing
-                .disagreement(&obj)
-                .filter(|(r, _)| mark && !recorded(r));
-            if let Some((reason, seen)) = shown {
-                let status = obj.status.get_or_insert_default();
-                set_condition(
-                    &mut status.conditions,
-                    condition::READY,
-                    ConditionStatus::False,
-                    reason,
-                    &format!("{seen} (seen by `jackin get`; the loop records it next)"),
-                    now,
-                );
-            }
-            obj
-        })
-        .collect();
-    for (engine, why) in listing.unanswered() {
-        eprintln!(
-            "warning: engine {}: {}; what is shown of its instances is what was last recorded \
-             (a table marks them {})",
-            output::terminal_safe(jackin_controller::engines::display_name(engine)),
-            output::terminal_safe(why),
-            names::reason::ENGINE_UNREACHABLE,
-        );
-    }
-    (objects, listing)
-}
-
 /// The sources to list: each that owns an object now, and each whose last
 /// attempt failed (its error is the operator's to see). One that owns
 /// nothing any more (its objects were deleted, applied by hand, or moved
 /// to another source) is no longer a source of anything, and is dropped.
 fn owning_sources(store: &Store) -> Result<Vec<jackin_controller::source::SourceRecord>> {
-    let mut owners = std::collections::BTreeSet::new();
+    let mut owners = BTreeSet::new();
     let mut note = |meta: &ObjectMeta| {
         if let Some(id) = meta.labels.get(names::label::SOURCE) {
             owners.insert(id.clone());

@@ -48,9 +48,12 @@ pub fn attention_style(attention: Option<Attention>, colour: bool) -> Style {
     }
 }
 
-/// The style of a phase: up green, on its way yellow, failed red.
-pub fn phase_style(phase: Option<InstancePhase>, colour: bool) -> Style {
+/// The style of a phase: up green, on its way yellow, failed red, and so
+/// is a `Running` one whose container is `not_running` now (its cell says
+/// why).
+pub fn phase_style(phase: Option<InstancePhase>, not_running: bool, colour: bool) -> Style {
     let colour_of = match phase {
+        Some(InstancePhase::Running) if not_running => Color::Red,
         Some(InstancePhase::Running) => Color::Green,
         Some(InstancePhase::Pending | InstancePhase::Launching | InstancePhase::Purging) => {
             Color::Yellow
@@ -151,7 +154,7 @@ fn draw_table(frame: &mut ratatui::Frame, area: Rect, state: &Overview) {
     let rows = state.rows.iter().map(|row| {
         let cells = row.cells.clone().map(Cell::from);
         let cells = cells.into_iter().enumerate().map(|(i, cell)| match i {
-            PHASE_CELL => cell.style(phase_style(row.phase, state.colour)),
+            PHASE_CELL => cell.style(phase_style(row.phase, row.not_running, state.colour)),
             ATTENTION_CELL => cell.style(attention_style(row.attention, state.colour)),
             _ => cell,
         });
@@ -161,10 +164,16 @@ fn draw_table(frame: &mut ratatui::Frame, area: Rect, state: &Overview) {
         };
         Row::new(cells).style(style)
     });
+    // A phase's width, or a reason's when one is shown (`EngineUnreachable`).
+    let phase_width = state
+        .rows
+        .iter()
+        .map(|row| row.cells[PHASE_CELL].chars().count())
+        .fold(9, usize::max);
     let widths = [
         Constraint::Max(24),
         Constraint::Max(24),
-        Constraint::Length(9),
+        Constraint::Length(u16::try_from(phase_width).unwrap_or(u16::MAX)),
         Constraint::Length(9),
         Constraint::Max(20),
         Constraint::Length(5),

@@ -12,11 +12,13 @@ use jackin_api::names::label;
 use jackin_controller::Store;
 use jackin_controller::attention::{self, Look};
 use jackin_controller::engines::Engines;
+use jackin_controller::listing::Begun;
 use jackin_controller::live_output::LiveOutputs;
 use jackin_controller::reconcile::assess_checkouts;
 use tokio::sync::{Notify, watch};
 
 use crate::ops::launch;
+use crate::ops::watch::as_listed;
 
 /// The least time between two looks, whatever asks for them (a burst of
 /// engine events is one look).
@@ -28,7 +30,8 @@ const STATS_EVERY_LOOKS: u32 = 5;
 /// Checkouts assessed at once (each runs git).
 const ASSESS_CONCURRENCY: usize = 4;
 
-/// What the screen shows: the instances and what the last look found.
+/// What the screen shows: the instances (as `get` shows them: marked where
+/// their engines list something else now) and what the last look found.
 #[derive(Default)]
 pub struct Picture {
     pub objects: Vec<Instance>,
@@ -62,8 +65,12 @@ pub async fn keep_picture(
             jackin_files::offload::blocking(move || store.list_instances()).await
         };
         let objects = listed.map(|l| l.instances).unwrap_or_default();
+        // As `get` shows them: an engine that does not answer marks its
+        // instances, which its rows show.
+        let (objects, listing) = as_listed(&reconciler, objects, true, Begun::default()).await;
         let stats = round.is_multiple_of(STATS_EVERY_LOOKS);
-        looks = attention::look(&reconciler, &objects, stats, &looks, Some(&live)).await;
+        looks = attention::look_listed(&reconciler, &objects, stats, &looks, &listing, Some(&live))
+            .await;
         if stats {
             work = assess(&store, &objects).await;
         }

@@ -13,7 +13,7 @@ use jackin_controller::live_output::LiveOutputs;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::state::Shown;
+use super::state::{PHASE_CELL, Shown};
 use crate::output;
 
 /// The screen of `row`'s running container, as lines to draw; a line that
@@ -28,8 +28,7 @@ pub fn screen_of(live: &LiveOutputs, row: Option<&Shown>, colour: bool) -> Vec<L
         Some(_) => vec![Line::raw(" its screen is blank so far")],
         None => vec![Line::raw(format!(
             " {} has no running container to preview (phase {})",
-            row.name,
-            row.phase.map_or("-".into(), |p| p.to_string())
+            row.name, row.cells[PHASE_CELL]
         ))],
     }
 }

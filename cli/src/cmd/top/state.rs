@@ -58,6 +58,9 @@ pub struct Shown {
     pub cells: [String; 10],
     pub attention: Option<Attention>,
     pub phase: Option<InstancePhase>,
+    /// `Running`, with no running container to be seen now: the PHASE cell
+    /// says why (`EngineUnreachable`, `ContainerMissing`…), as `get` does.
+    pub not_running: bool,
     /// Its running container's id, as the last look found it.
     pub container: Option<String>,
     created: Option<Timestamp>,
@@ -87,6 +90,7 @@ fn shown(obj: &Instance, picture: &Picture, now: Timestamp) -> Shown {
     let name = obj.metadata.name.clone();
     let look = picture.looks.get(&name).cloned().unwrap_or_default();
     let used = last_used(obj);
+    let status = obj.status_or_default();
     let cells = [
         name.clone(),
         format!(
@@ -95,7 +99,7 @@ fn shown(obj: &Instance, picture: &Picture, now: Timestamp) -> Shown {
             obj.spec.role.name,
             obj.spec.agent
         ),
-        obj.phase().map_or("-".into(), |p| p.to_string()),
+        output::phase_shown(&status),
         look.attention.map_or("-".into(), |a| a.to_string()),
         picture
             .work
@@ -116,6 +120,7 @@ fn shown(obj: &Instance, picture: &Picture, now: Timestamp) -> Shown {
         cells,
         attention: look.attention,
         phase: obj.phase(),
+        not_running: output::not_running(&status).is_some(),
         container: look.container.clone(),
         created: obj.metadata.creation_timestamp,
         used,
