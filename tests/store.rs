@@ -225,10 +225,11 @@ fn bad_input_is_located_and_writes_nothing() {
     assert!(fresh.snapshot().is_empty(), "{:?}", fresh.snapshot().keys());
 }
 
-/// Three typos in two documents (an unknown field and a bad enum value in
-/// one, a bad name in the other) are all reported by one run of each
-/// command that reads manifests, each at its place (a misspelled field with
-/// the name it was likely meant to be), and nothing is written.
+/// Four typos in two documents (an unknown field, a bad enum value and an
+/// agent that is nowhere in one, a bad name in the other) are all reported
+/// by one run of each command that reads manifests, each at its place (a
+/// misspelled name with the one it was likely meant to be), whatever the
+/// stage that finds it, and nothing is written.
 #[test]
 fn every_typo_of_a_manifest_is_reported_in_one_run() {
     let home = Home::new();
@@ -236,7 +237,7 @@ fn every_typo_of_a_manifest_is_reported_in_one_run() {
     home.ok(&["apply", "--no-wait", good.to_str().unwrap()]);
     let typos = instance_yaml("beta").replace(
         "  agent: shell\n",
-        "  agent: shell\n  agnet: codex\n  phase: Paused\n",
+        "  agent: shel\n  agnet: codex\n  phase: Paused\n",
     );
     let text = format!("{typos}---\n{}", instance_yaml("../gamma"));
     let file = home.write_input("typos.yaml", &text);
@@ -247,6 +248,8 @@ fn every_typo_of_a_manifest_is_reported_in_one_run() {
         "typos.yaml:15:9: field `metadata.name`: invalid name \"../gamma\"",
         // The closest expected name, for a typo.
         "sidecars; did you mean `agent`?",
+        // What only the store can say, in the same run.
+        "instance/beta: no agent is named \"shel\"; did you mean \"shell\"?",
     ];
     let before = home.snapshot();
     for args in [

@@ -127,6 +127,7 @@ impl std::error::Error for ManifestError {}
 /// fixes a file in one round. On any error no object is returned.
 pub fn parse(source: &str, text: &str) -> Result<Vec<Object>, Vec<ManifestError>> {
     parse_as(source, text, Author::Operator, |_| Err::<(), ()>(()))
+        .whole()
         .map(|read| read.into_iter().filter_map(Parsed::object).collect())
 }
 
@@ -159,6 +160,38 @@ pub fn parse_unless<K, D>(
     text: &str,
     known: impl FnMut(&str) -> Result<K, D>,
 ) -> Result<Vec<Parsed<K, D>>, Vec<ManifestError>> {
+    parse_as(source, text, Author::Operator, known).whole()
+}
+
+/// What [`parse_unless_partly`] read of a stream with errors or without.
+#[derive(Debug)]
+pub struct Partly<K, D> {
+    /// The documents read whole, as [`parse_unless`] gives them.
+    pub parsed: Vec<Parsed<K, D>>,
+    /// Every error of every document.
+    pub errors: Vec<ManifestError>,
+    /// The objects of documents with errors, read without the fields at
+    /// fault, for the checks that find the rest of their errors (an agent
+    /// or a workspace named that is nowhere): never to be applied.
+    pub faulty: Vec<Object>,
+}
+
+impl<K, D> Partly<K, D> {
+    fn whole(self) -> Result<Vec<Parsed<K, D>>, Vec<ManifestError>> {
+        match self.errors.is_empty() {
+            true => Ok(self.parsed),
+            false => Err(self.errors),
+        }
+    }
+}
+
+/// As [`parse_unless`], but what could be read is returned beside the
+/// errors, so that a caller checks it too and one run says every error.
+pub fn parse_unless_partly<K, D>(
+    source: &str,
+    text: &str,
+    known: impl FnMut(&str) -> Result<K, D>,
+) -> Partly<K, D> {
     parse_as(source, text, Author::Operator, known)
 }
 
@@ -166,6 +199,7 @@ pub fn parse_unless<K, D>(
 /// but the reserved names jackin set on it are its own.
 pub fn parse_stored(source: &str, text: &str) -> Result<Vec<Object>, Vec<ManifestError>> {
     parse_as(source, text, Author::Jackin, |_| Err::<(), ()>(()))
+        .whole()
         .map(|read| read.into_iter().filter_map(Parsed::object).collect())
 }
 
@@ -174,9 +208,10 @@ fn parse_as<K, D>(
     text: &str,
     author: Author,
     mut known: impl FnMut(&str) -> Result<K, D>,
-) -> Result<Vec<Parsed<K, D>>, Vec<ManifestError>> {
+) -> Partly<K, D> {
     let mut objects = Vec::new();
     let mut errors = Vec::new();
+    let mut faulty = Vec::new();
     for doc in split_documents(text) {
         let said = match known(&doc.text) {
             Ok(known) => {
@@ -205,7 +240,10 @@ fn parse_as<K, D>(
             match parse_document(source, &doc, author) {
                 Ok(Some(obj)) => objects.push(Parsed::Read(obj, Some(said))),
                 Ok(None) => {}
-                Err(mut errs) => errors.append(&mut errs),
+                Err(mut faults) => {
+                    errors.append(&mut faults.errors);
+                    faulty.extend(faults.partial);
+                }
             }
             continue;
         };
@@ -216,7 +254,7 @@ fn parse_as<K, D>(
             match parse_document(source, item, author) {
                 Ok(Some(obj)) => objects.push(Parsed::Read(obj, None)),
                 Ok(None) => {}
-                Err(errs) => errors.extend(errs.into_iter().map(|mut e| {
+                Err(faults) => errors.extend(faults.errors.into_iter().map(|mut e| {
                     e.line = doc.first_line;
                     e.column = 1;
                     e.field = Some(match e.field {
@@ -228,10 +266,26 @@ fn parse_as<K, D>(
             }
         }
     }
-    if errors.is_empty() {
-        Ok(objects)
-    } else {
-        Err(errors)
+    Partly {
+        parsed: objects,
+        errors,
+        faulty,
+    }
+}
+
+/// A document's errors, and its object read without the fields at fault
+/// when it could be read at all.
+struct Faults {
+    errors: Vec<ManifestError>,
+    partial: Option<Object>,
+}
+
+impl From<Vec<ManifestError>> for Faults {
+    fn from(errors: Vec<ManifestError>) -> Self {
+        Self {
+            errors,
+            partial: None,
+        }
     }
 }
 
@@ -507,11 +561,7 @@ struct TypeMeta {
     kind: Option<Spanned<String>>,
 }
 
-fn parse_document(
-    source: &str,
-    doc: &Document,
-    author: Author,
-) -> Result<Option<Object>, Vec<ManifestError>> {
+fn parse_document(source: &str, doc: &Document, author: Author) -> Result<Option<Object>, Faults> {
     let at_doc = |message: String| ManifestError {
         source: source.to_owned(),
         line: doc.first_line,
@@ -525,9 +575,8 @@ fn parse_document(
         return Ok(None);
     };
     let Some(kind) = type_meta.kind else {
-        return Err(vec![at_doc(
-            "missing field `kind`: expected Instance, Workspace or Agent".into(),
-        )]);
+        let missing = "missing field `kind`: expected Instance, Workspace or Agent";
+        return Err(vec![at_doc(missing.into())].into());
     };
     let read = match kind.value.as_str() {
         Instance::KIND => typed_all(source, doc, |obj: Instance| {
@@ -549,7 +598,8 @@ fn parse_document(
                 column: kind.referenced.column() as usize,
                 field: Some("kind".into()),
                 message: format!("unknown kind {other:?}: expected Instance, Workspace or Agent"),
-            }]);
+            }]
+            .into());
         }
     };
     let Read {
@@ -558,7 +608,7 @@ fn parse_document(
         removed,
     } = read;
     let Some((object, result)) = object else {
-        return Err(errors);
+        return Err(errors.into());
     };
     let names = match author {
         Author::Operator => validate::operator_input(object.metadata(), object.engine()),
@@ -578,7 +628,10 @@ fn parse_document(
     }
     // In the file's order, whichever pass found them.
     errors.sort_by_key(|e| (e.line, e.column));
-    Err(errors)
+    Err(Faults {
+        errors,
+        partial: Some(object),
+    })
 }
 
 /// What reading a document into its type gave: the object and its
@@ -961,6 +1014,25 @@ impl<'de> Deserialize<'de> for Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Beside the errors, what could be read: the good documents whole,
+    /// and a faulty one without its fields at fault, for the checks that
+    /// find the rest of its errors.
+    #[test]
+    fn a_stream_with_errors_still_gives_what_could_be_read() {
+        let good = "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {name: good}\n\
+                    spec: {role: {name: r}, image: i, agent: cluade}\n";
+        let bad = good
+            .replace("name: good", "name: bad")
+            .replace("image: i", "image: i, phase: Runing");
+        let text = format!("{good}---\n{bad}");
+        let read = parse_unless_partly("f.yaml", &text, |_| Err::<(), ()>(()));
+        assert_eq!(read.errors.len(), 1, "{:?}", read.errors);
+        assert_eq!(read.parsed.len(), 1);
+        let faulty: Vec<&str> = read.faulty.iter().map(Object::name).collect();
+        assert_eq!(faulty, ["bad"]);
+        assert!(parse_unless("f.yaml", &text, |_| Err::<(), ()>(())).is_err());
+    }
 
     /// Splitting costs one pass: the documents together are no larger than
     /// the stream (plus a marker line each), however many there are.

@@ -596,6 +596,29 @@ impl Store {
         self.check_against(&self.index()?, objects)
     }
 
+    /// What [`Store::check`] refuses of `inputs` that hold errors of their
+    /// own: the documents that read, and those with errors read without
+    /// the fields at fault, so that one run says every error of a file,
+    /// whatever its stage (an agent named that is nowhere, beside a
+    /// misspelled field). Writes nothing.
+    pub fn refusals_despite_errors(&self, inputs: &[Input]) -> Result<Vec<String>, SourceError> {
+        let mut objects = Vec::new();
+        for input in inputs {
+            let read =
+                manifest::parse_unless_partly(&input.name, &input.text, |_| Err::<(), ()>(()));
+            objects.extend(read.parsed.into_iter().filter_map(|p| match p {
+                Parsed::Read(obj, _) => Some(obj),
+                Parsed::Known(()) => None,
+            }));
+            objects.extend(read.faulty);
+        }
+        match self.check(&objects) {
+            Ok(()) => Ok(Vec::new()),
+            Err(SourceError::Invalid(Invalid(refusals))) => Ok(refusals),
+            Err(e) => Err(e),
+        }
+    }
+
     /// As [`Store::check`], with the index already read.
     fn check_against(&self, index: &Index, objects: &[Object]) -> Result<(), SourceError> {
         let mut refusals = Vec::new();

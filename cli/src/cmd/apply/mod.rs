@@ -47,7 +47,13 @@ pub async fn run(
         (None, false) => jackin_files::layout::Layout::from_env().ok(),
         _ => None,
     };
-    let read = source::parse_unless_applied(&inputs, skip_from.as_ref())?;
+    let read = match source::parse_unless_applied(&inputs, skip_from.as_ref()) {
+        Ok(read) => read,
+        Err(invalid) => {
+            let store = crate::context::open_store().ok();
+            return Err(every_error(invalid, &inputs, store.as_ref()));
+        }
+    };
     let has_instances = args.prune
         || !read.unchanged.is_empty()
         || read
@@ -342,7 +348,10 @@ impl std::error::Error for Differs {}
 pub fn diff(store: &Store, args: &DiffArgs) -> Result<()> {
     let paths: Vec<PathBuf> = args.files.iter().chain(&args.paths).cloned().collect();
     let inputs = read_inputs(&paths)?;
-    let read = source::parse_each(&inputs)?;
+    let read = match source::parse_each(&inputs) {
+        Ok(read) => read,
+        Err(invalid) => return Err(every_error(invalid, &inputs, Some(store))),
+    };
     let source = source_of(&paths, args.prune)?;
     let objects = objects_to_apply(store, read, source.as_ref())?;
     let mut out = String::new();
@@ -364,6 +373,16 @@ pub fn diff(store: &Store, args: &DiffArgs) -> Result<()> {
         true => Err(Differs.into()),
         false => Ok(()),
     }
+}
+
+/// The input's own errors, and what the store would refuse of what could
+/// be read of it despite them (see [`Store::refusals_despite_errors`]):
+/// every error in one run. A store that cannot be opened leaves the
+/// input's own errors to say.
+fn every_error(mut invalid: Invalid, inputs: &[Input], store: Option<&Store>) -> anyhow::Error {
+    let refusals = store.and_then(|store| store.refusals_despite_errors(inputs).ok());
+    invalid.0.extend(refusals.unwrap_or_default());
+    invalid.into()
 }
 
 /// Invalid input, for `main` to print a line per problem.
