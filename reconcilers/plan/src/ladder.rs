@@ -307,11 +307,20 @@ fn without_sequences(text: &str) -> String {
             }
         };
         match introducer {
+            // A move of the cursor to the right stands for the blanks it
+            // skips: agents that draw a line word by word (claude) move
+            // over the spaces instead of printing them.
             Some('[') => {
+                let mut parameters = String::new();
                 for c in chars.by_ref() {
                     if ('@'..='~').contains(&c) {
+                        if c == 'C' {
+                            let n = parameters.parse().unwrap_or(1).clamp(1, MAX_ERROR_CHARS);
+                            out.extend(std::iter::repeat_n(' ', n));
+                        }
                         break;
                     }
+                    parameters.push(c);
                 }
             }
             Some(']' | 'P' | '_' | '^') => {
@@ -725,6 +734,21 @@ mod tests {
         assert_eq!(told("cannot resume 6f1c", None), FallbackEnding::Crashed);
     }
 
+    /// An agent that moves the cursor over the blanks between its words
+    /// (claude) keeps its spaces, so that its line is read, and told, as
+    /// it showed (issue 55: `ClaudeCodemightnotbeavailable…`).
+    #[test]
+    fn a_cursor_moved_over_blanks_keeps_the_spaces() {
+        let drawn = "\x1b[31mNo\x1b[1Cconversation\x1b[Cfound\x1b[1Cwith\x1b[1Csession\x1b[1CID:\
+                     \x1b[1C6f1c\x1b[39m\r\n";
+        let line = last_line(drawn.as_bytes());
+        assert_eq!(line, "No conversation found with session ID: 6f1c");
+        assert_eq!(told(&line, Some("6f1c")), FallbackEnding::Refused);
+        // A count is spaces too, within the line's length.
+        assert_eq!(last_line(b"a\x1b[3Cb"), "a   b");
+        assert!(last_line(b"a\x1b[99999Cb").len() <= MAX_ERROR_CHARS);
+    }
+
     #[test]
     fn the_last_line_is_the_last_drawn_and_only_what_shows() {
         let terminal = "Welcome\r\n\x1b[2K\x1b[1G\x1b[31mNo conversation found\x1b[39m with \
@@ -936,7 +960,9 @@ mod properties {
     /// to BEL or `ESC \`), character sets (`ESC ( B`), two-byte escapes.
     fn sequence() -> impl Strategy<Value = String> {
         prop_oneof![
-            "(\u{1b}\\[|\u{9b})[0-9;?<=>]{0,8}[ -/]{0,2}[@-~]",
+            // Any final byte but `C`, a move over blanks, which stands for
+            // them (a_cursor_moved_over_blanks_keeps_the_spaces).
+            "(\u{1b}\\[|\u{9b})[0-9;?<=>]{0,8}[ -/]{0,2}[@-BD-~]",
             "\u{1b}[\\]P_^][ -~]{0,20}(\u{7}|\u{1b}\\\\)",
             "\u{1b}[ -/]{1,2}[0-~]",
             "\u{1b}[0-9=>78DEHMZc]",
