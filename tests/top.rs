@@ -544,6 +544,20 @@ fn the_preview_shows_the_agents_screen_and_the_diff_its_unfinished_work() {
     assert_eq!(obj["status"]["phase"], "Running", "{obj}");
     assert_ne!(obj["spec"]["desiredPhase"], "Purged", "{obj}");
     assert!(checkout.join("README").exists());
+    // `get -o wide`: the WORK column, from the assessment the keep
+    // recorded, as top shows it.
+    wait_row(&term, "worker", "2 files dirty");
+    home.ok(&["set-phase", "worker", "kept"]);
+    let wide = home.ok(&["get", "worker", "-o", "wide"]);
+    let lines: Vec<Vec<char>> = wide.lines().map(|l| l.chars().collect()).collect();
+    assert_eq!(lines.len(), 2, "{wide}");
+    let header: String = lines[0].iter().collect();
+    let at = header
+        .find(" WORK ")
+        .unwrap_or_else(|| panic!("no WORK:\n{wide}"))
+        + 1;
+    let work: String = lines[1][at..].iter().collect();
+    assert!(work.starts_with("2 files dirty "), "{wide}");
 }
 
 /// Under `NO_COLOR` no colour is drawn; the header counts in words that

@@ -17,8 +17,8 @@ use jackin_controller::live_output::LiveOutputs;
 use jackin_controller::reconcile::assess_checkouts;
 use tokio::sync::{Notify, watch};
 
-use crate::ops::launch;
 use crate::ops::watch::as_listed;
+use crate::output;
 
 /// The least time between two looks, whatever asks for them (a burst of
 /// engine events is one look).
@@ -118,7 +118,10 @@ async fn assess(store: &Store, objects: &[Instance]) -> HashMap<String, String> 
             let mounts = assess_checkouts(store.layout(), container).await.ok()?;
             let mut assessed = obj;
             assessed.status.get_or_insert_default().mounts = mounts;
-            Some((assessed.metadata.name.clone(), launch::summary(&assessed)))
+            Some((
+                assessed.metadata.name.clone(),
+                output::work_summary(&assessed),
+            ))
         })
         .buffer_unordered(ASSESS_CONCURRENCY)
         .filter_map(|found| async move { found })
