@@ -595,6 +595,15 @@ fn no_color_a_shell_and_the_question_before_a_purge() {
     term.type_until("echo shell-$((40+2))", "shell-42");
     term.type_line("exit");
     term.wait_for("the shell in solo ended", 1);
+    // The next key clears the footer's message: `s` sorts by name, and the
+    // frame that says so no longer says what the shell did.
+    term.keys(&["s"]);
+    term.wait_for("sorted by name", 1);
+    assert!(
+        !term.screen().contains("the shell in solo ended"),
+        "{}",
+        term.screen()
+    );
     // p: what goes; n cancels, then Esc does.
     for cancel in ["n", "Escape"] {
         term.keys(&["p"]);

@@ -157,7 +157,7 @@ pub struct Overview {
     pub view: View,
     /// The preview pane (`Tab`) is open below the table.
     pub preview: bool,
-    /// A line for the footer: what the last action did.
+    /// A line for the footer: what the last action did, until the next key.
     pub message: String,
     /// Colours are drawn (`NO_COLOR` is not set).
     pub colour: bool,
