@@ -15,6 +15,7 @@ use jackin_controller::engines::Engines;
 use jackin_controller::listing::Begun;
 use jackin_controller::live_output::LiveOutputs;
 use jackin_controller::reconcile::assess_checkouts;
+use jiff::Timestamp;
 use tokio::sync::{Notify, watch};
 
 use crate::ops::watch::as_listed;
@@ -38,6 +39,9 @@ pub struct Picture {
     pub looks: HashMap<String, Look>,
     /// The unfinished work of each instance with isolated checkouts.
     pub work: HashMap<String, String>,
+    /// When an operator was last attached to each instance that had one:
+    /// now while one is (see `session::last_attached`).
+    pub attached: HashMap<String, Timestamp>,
 }
 
 /// Keeps the picture current until the task is aborted. `live` holds each
@@ -81,6 +85,7 @@ pub async fn keep_picture(
             .count();
         let every = attention::look_every(running);
         let picture = Picture {
+            attached: last_attached(&store, &objects),
             objects,
             looks: looks.clone(),
             work: work.clone(),
@@ -99,6 +104,19 @@ pub async fn keep_picture(
             }
         }
     }
+}
+
+/// When an operator was last attached to each of `objects`, for those one
+/// ever was.
+fn last_attached(store: &Store, objects: &[Instance]) -> HashMap<String, Timestamp> {
+    objects
+        .iter()
+        .filter_map(|obj| {
+            let unit = obj.container_name()?;
+            let at = jackin_act::session::last_attached(store.layout(), unit)?;
+            Some((obj.metadata.name.clone(), at))
+        })
+        .collect()
 }
 
 /// The unfinished work in each instance's isolated checkouts, assessed now,
