@@ -10,13 +10,13 @@ use support::{Home, instance_yaml};
 
 const JACKIN: &str = env!("CARGO_BIN_EXE_jackin");
 
-/// A home with instances `alpha-one` and `alpha-two` and workspace
-/// `fleet`, recorded without converging (no engine is needed to list
-/// names).
+/// A home with instances `alpha-one` and `alpha-two` (role `tester`) and
+/// workspace `fleet` (role `architect`), recorded without converging (no
+/// engine is needed to list names).
 fn home_with_names() -> Home {
     let home = Home::new();
-    let workspace =
-        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: fleet}\nspec: {}\n";
+    let workspace = "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: fleet}\nspec:\n  \
+         roles: [{name: architect, image: busybox}]\n";
     home.record(
         "names",
         &format!(
@@ -94,6 +94,15 @@ fn bash_completes_instance_workspace_and_agent_names() {
             .filter(|w| !w.starts_with('-'))
             .collect::<Vec<_>>(),
         ["fleet"]
+    );
+    // Roles: the workspace's and the instances', once each.
+    assert_eq!(
+        bash_completes(&home, &["launch", "-w", "fleet", "-r", ""]),
+        ["architect", "tester"]
+    );
+    assert_eq!(
+        bash_completes(&home, &["launch", "--role", "t"]),
+        ["tester"]
     );
     // Flags are still clap's.
     assert_eq!(bash_completes(&home, &["attach", "--no-w"]), ["--no-wait"]);

@@ -27,11 +27,16 @@ fn workspace(home: &Home) {
 
 /// An instance of the workspace running `script`.
 fn agent(home: &Home, name: &str, script: &str) {
+    agent_of_role(home, name, "tester", script);
+}
+
+/// An instance of the workspace and `role` running `script`.
+fn agent_of_role(home: &Home, name: &str, role: &str, script: &str) {
     home.apply(
         name,
         &format!(
             "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: {name}}}\nspec:\n  \
-             workspace: desk\n  role: {{name: tester}}\n  agent: shell\n  image: {}\n  \
+             workspace: desk\n  role: {{name: {role}}}\n  agent: shell\n  image: {}\n  \
              command: [sh, -c, {}]\n",
             busybox_image(),
             serde_json::to_string(script).unwrap()
@@ -144,6 +149,68 @@ fn the_overview_shows_attention_filters_keeps_and_attaches() {
     assert!(!term.rang());
     agent(&home, "late", "echo 'Shall I go on?'; sleep 3600");
     eventually(Duration::from_secs(90), "the bell for late", || term.rang());
+}
+
+/// Where `name`'s row is among the rows on the screen.
+fn place(screen: &str, name: &str) -> Option<usize> {
+    let wanted = row(screen, name)?;
+    screen.lines().position(|l| l == wanted)
+}
+
+/// The columns use the screen's width: at 170 a long workspace/role/agent
+/// shows whole, at 80 it is cut as before. USED moves while an operator is
+/// attached: sorted by last use, the older instance comes first once it is
+/// attached to (in another terminal), and stays first when they leave.
+#[test]
+fn columns_fit_the_screen_and_used_moves_while_attached() {
+    ensure_busybox();
+    let home = Home::new();
+    workspace(&home);
+    // zeta is made first: by its age alone, alpha was used last (and a
+    // tie keeps alpha first too, by name).
+    let role = "the-architect-of-long-names";
+    let echo = "echo ready; while read l; do echo \"got $l\"; done; sleep 3600";
+    agent_of_role(&home, "zeta", role, echo);
+    agent(&home, "alpha", "echo hello; sleep 3600");
+    let term = Terminal::start_as(&home, "top", "xterm");
+    term.resize(170, 40);
+    term.wait_for("ATTENTION", 1);
+    let whole = format!("desk/{role}/shell");
+    wait_row(&term, "zeta", &whole);
+    wait_row(&term, "alpha", "desk/tester/shell");
+    // s four times: attention, name, age, cpu, last use.
+    term.keys(&["s", "s", "s", "s"]);
+    term.wait_for("sorted by last use", 1);
+    let screen = term.screen();
+    assert!(place(&screen, "alpha") < place(&screen, "zeta"), "{screen}");
+    // Attached in another terminal, and talking: zeta was used last.
+    let attach = Terminal::start_as(&home, "attach zeta", "xterm");
+    attach.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    attach.type_until("hello", "got hello");
+    eventually(Duration::from_secs(60), "zeta sorted first", || {
+        let screen = term.screen();
+        place(&screen, "zeta").is_some() && place(&screen, "zeta") < place(&screen, "alpha")
+    });
+    // Detached: a look that knows it (nobody to answer, then quiet) still
+    // sorts zeta first.
+    attach.keys(&["C-p", "C-q"]);
+    attach.wait_for("detached;", 1);
+    wait_row(&term, "zeta", "needs you");
+    let screen = term.screen();
+    assert!(place(&screen, "zeta") < place(&screen, "alpha"), "{screen}");
+    // At 80 columns the column is cut, as ever, and the row still fits.
+    term.resize(80, 24);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !row(&term.screen(), "zeta")
+        .is_some_and(|r| r.contains("desk/the") && !r.contains(&whole))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "not cut at 80:\n{}",
+            term.screen()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
 
 #[test]
@@ -544,6 +611,20 @@ fn the_preview_shows_the_agents_screen_and_the_diff_its_unfinished_work() {
     assert_eq!(obj["status"]["phase"], "Running", "{obj}");
     assert_ne!(obj["spec"]["desiredPhase"], "Purged", "{obj}");
     assert!(checkout.join("README").exists());
+    // `get -o wide`: the WORK column, from the assessment the keep
+    // recorded, as top shows it.
+    wait_row(&term, "worker", "2 files dirty");
+    home.ok(&["set-phase", "worker", "kept"]);
+    let wide = home.ok(&["get", "worker", "-o", "wide"]);
+    let lines: Vec<Vec<char>> = wide.lines().map(|l| l.chars().collect()).collect();
+    assert_eq!(lines.len(), 2, "{wide}");
+    let header: String = lines[0].iter().collect();
+    let at = header
+        .find(" WORK ")
+        .unwrap_or_else(|| panic!("no WORK:\n{wide}"))
+        + 1;
+    let work: String = lines[1][at..].iter().collect();
+    assert!(work.starts_with("2 files dirty "), "{wide}");
 }
 
 /// Under `NO_COLOR` no colour is drawn; the header counts in words that
@@ -581,6 +662,15 @@ fn no_color_a_shell_and_the_question_before_a_purge() {
     term.type_until("echo shell-$((40+2))", "shell-42");
     term.type_line("exit");
     term.wait_for("the shell in solo ended", 1);
+    // The next key clears the footer's message: `s` sorts by name, and the
+    // frame that says so no longer says what the shell did.
+    term.keys(&["s"]);
+    term.wait_for("sorted by name", 1);
+    assert!(
+        !term.screen().contains("the shell in solo ended"),
+        "{}",
+        term.screen()
+    );
     // p: what goes; n cancels, then Esc does.
     for cancel in ["n", "Escape"] {
         term.keys(&["p"]);

@@ -1,5 +1,5 @@
 //! Shell completion: clap's generated script for the commands and flags,
-//! and, added to it, the names of what exists (instances, workspaces,
+//! and, added to it, the names of what exists (instances, workspaces, roles,
 //! agents, saved discards), which a generated script cannot know.
 //!
 //! The names come from the home at the moment of completion: each shell's
@@ -26,6 +26,9 @@ pub enum Names {
     Instances,
     Workspaces,
     Agents,
+    /// The roles: the workspaces' `spec.roles` and the instances'
+    /// `spec.role.name`.
+    Roles,
     Providers,
     Discarded,
 }
@@ -89,6 +92,7 @@ fn list(store: &Store, names: Names) -> Result<Vec<String>> {
             .into_iter()
             .map(|(agent, _)| agent.metadata.name)
             .collect(),
+        Names::Roles => roles(store)?,
         Names::Providers => crate::provider_output::names(store)?,
         Names::Discarded => jackin_checkouts::discard::list(store.layout())
             .0
@@ -96,6 +100,19 @@ fn list(store: &Store, names: Names) -> Result<Vec<String>> {
             .map(|save| save.name)
             .collect(),
     })
+}
+
+/// The role names `launch -r` takes: each workspace's `spec.roles` and
+/// each instance's `spec.role.name`, once each, in order.
+fn roles(store: &Store) -> Result<Vec<String>> {
+    let mut roles = std::collections::BTreeSet::new();
+    for ws in store.list_workspaces()? {
+        roles.extend(ws.spec.roles.into_iter().map(|role| role.name));
+    }
+    for obj in store.list_instances()?.instances {
+        roles.insert(obj.spec.role.name);
+    }
+    Ok(roles.into_iter().collect())
 }
 
 /// What the word after `words` (the command line after `jackin`, up to
@@ -167,6 +184,7 @@ fn positionals<'a>(sub: &clap::Command, rest: &'a [String]) -> Vec<&'a str> {
 fn flag_names(verb: &str, flag: &str) -> Option<Names> {
     match (verb, flag) {
         ("launch", "-w" | "--workspace") => Some(Names::Workspaces),
+        ("launch", "-r" | "--role") => Some(Names::Roles),
         ("launch", "-a" | "--agent") => Some(Names::Agents),
         _ => None,
     }
@@ -216,7 +234,8 @@ mod tests {
         assert_eq!(after("attach --timeout"), None);
         assert_eq!(after("launch -w"), Some(Names::Workspaces));
         assert_eq!(after("launch -r x --agent"), Some(Names::Agents));
-        assert_eq!(after("launch -r"), None);
+        assert_eq!(after("launch -r"), Some(Names::Roles));
+        assert_eq!(after("launch --role x -a y"), None);
         assert_eq!(after("describe workspace"), Some(Names::Workspaces));
         assert_eq!(after("describe agent"), Some(Names::Agents));
         assert_eq!(after("describe provider"), Some(Names::Providers));

@@ -148,6 +148,7 @@ pub fn instance_table_in(
             "READY",
             "SESSION",
             "IDLE-CLEANUP",
+            "WORK",
         ]);
         if attention.is_some() {
             header.push("ATTENTION");
@@ -186,6 +187,12 @@ pub fn instance_table_in(
                             .and_then(|i| i.last_run)
                             .map(|at| format!("{} ago", age(Some(at), now))),
                     ),
+                    // Only an instance with isolated checkouts has work
+                    // of its own.
+                    match status.mounts.is_empty() {
+                        true => "-".to_owned(),
+                        false => work_summary(obj),
+                    },
                 ]);
                 if let Some(looks) = attention {
                     row.push(or_dash(
@@ -605,6 +612,37 @@ fn mount_lines(mounts: &[jackin_api::instance::MountSpec]) -> String {
         let _ = writeln!(out, "  {src} -> {dst} ({}{ro})", m.isolation.as_str());
     }
     out
+}
+
+/// "clean", or what unfinished work the checkouts hold, as their
+/// assessment in the status (or a newer one put there) says: the WORK
+/// column of `top` and `get -o wide`, and screen C.
+pub fn work_summary(obj: &Instance) -> String {
+    let mounts = obj
+        .status
+        .as_ref()
+        .map(|s| s.mounts.as_slice())
+        .unwrap_or_default();
+    let unfinished: Vec<_> = mounts
+        .iter()
+        .filter(|m| jackin_checkouts::assess::has_unfinished_work(m))
+        .collect();
+    if unfinished.is_empty() {
+        return "clean".into();
+    }
+    let files: usize = unfinished.iter().map(|m| dirty_file_count(m)).sum();
+    let branches: usize = unfinished.iter().map(|m| m.unpushed_branches.len()).sum();
+    let mut parts = Vec::new();
+    if files > 0 {
+        parts.push(format!("{files} {} dirty", plural(files, "file", "files")));
+    }
+    if branches > 0 {
+        parts.push(format!(
+            "{branches} {} unpushed",
+            plural(branches, "branch", "branches")
+        ));
+    }
+    parts.join(" · ")
 }
 
 /// How many files a mount's evidence counts, those past the listed ones

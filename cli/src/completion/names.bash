@@ -1,5 +1,5 @@
 
-# jackin: the names of what exists (instances, workspaces, agents, saved
+# jackin: the names of what exists (instances, workspaces, roles, agents, saved
 # discards), from the home at the moment of completion, beside the flags
 # above. `jackin __complete-names` decides what the word names.
 _jackin_with_names() {

@@ -341,6 +341,11 @@ pub async fn run(
         if running(&engine, &container).await? {
             eprintln!("attached to instance/{name} ({container}); Ctrl-P Ctrl-Q detaches");
             attach_once(&engine, store.layout(), &container, keyboard).await?;
+            // When the operator was last here: `top`'s USED (see
+            // `session::last_attached`); not kept costs only that.
+            if let Err(e) = attached.touch() {
+                tracing::debug!("the attached lock keeps no time of this attach: {e}");
+            }
             if running(&engine, &container).await? {
                 eprintln!("\ndetached; `jackin attach {name}` reconnects");
                 return Ok(());

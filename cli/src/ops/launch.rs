@@ -23,7 +23,6 @@ use jackin_api::names::annotation;
 use jackin_api::suggest::closest;
 use jackin_api::workspace::ExitPolicy;
 use jackin_api::{Instance, Object};
-use jackin_checkouts::assess::has_unfinished_work;
 use jackin_checkouts::isolation::IsolationError;
 use jackin_controller::Store;
 use jackin_controller::engines::Engines;
@@ -67,35 +66,6 @@ async fn restorable(store: &Store, args: &LaunchArgs) -> Result<Vec<Resumable>> 
     Ok(found)
 }
 
-/// "clean", or what unfinished work the checkouts hold.
-pub fn summary(obj: &Instance) -> String {
-    let mounts = obj
-        .status
-        .as_ref()
-        .map(|s| s.mounts.as_slice())
-        .unwrap_or_default();
-    let unfinished: Vec<_> = mounts.iter().filter(|m| has_unfinished_work(m)).collect();
-    if unfinished.is_empty() {
-        return "clean".into();
-    }
-    let files: usize = unfinished.iter().map(|m| output::dirty_file_count(m)).sum();
-    let branches: usize = unfinished.iter().map(|m| m.unpushed_branches.len()).sum();
-    let mut parts = Vec::new();
-    if files > 0 {
-        parts.push(format!(
-            "{files} {} dirty",
-            output::plural(files, "file", "files")
-        ));
-    }
-    if branches > 0 {
-        parts.push(format!(
-            "{branches} {} unpushed",
-            output::plural(branches, "branch", "branches")
-        ));
-    }
-    parts.join(" · ")
-}
-
 /// Whether resuming the session brings its agent's conversation back.
 fn conversation(obj: &Instance) -> &'static str {
     let strategy = obj
@@ -128,7 +98,7 @@ async fn choose(
         // A diverged host repository is the conflict it is, not the
         // agent's branches "unpushed" to a repository they never left.
         let state = match conflicts.is_empty() {
-            true => summary(obj),
+            true => output::work_summary(obj),
             false => "conflict: host repo diverged, resuming would fail".to_owned(),
         };
         choices.push((

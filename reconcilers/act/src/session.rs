@@ -116,6 +116,19 @@ pub fn attached(layout: &Layout, container: &str) -> bool {
     jackin_files::fsutil::FileLock::is_held(&layout.attached_lock_file(container)).unwrap_or(false)
 }
 
+/// When an operator was last attached to the unit: now while one is, else
+/// when the last one left (`jackin attach` touches the attached lock as it
+/// returns; the lock file is made at the first attach). `None` when nobody
+/// ever attached.
+pub fn last_attached(layout: &Layout, container: &str) -> Option<Timestamp> {
+    if attached(layout, container) {
+        return Some(Timestamp::now());
+    }
+    let path = layout.attached_lock_file(container);
+    let modified = std::fs::symlink_metadata(path).ok()?.modified().ok()?;
+    Timestamp::try_from(modified).ok()
+}
+
 /// The terminal size a start gives the agent when no operator has attached
 /// yet: the engine's API (1.41) cannot set one at creation, and until it is
 /// set the terminal is 0×0, at which a full-screen agent draws nothing.

@@ -459,7 +459,7 @@ pub fn remove_if_exists(path: &Path) -> io::Result<()> {
 /// when dropped.
 #[derive(Debug)]
 pub struct FileLock {
-    _file: File,
+    file: File,
 }
 
 fn not_a_lock() -> io::Error {
@@ -494,6 +494,13 @@ impl FileLock {
         Ok(file)
     }
 
+    /// Sets the lock file's modification time to now, with the lock held:
+    /// the file keeps when its holder last did what the lock guards (for
+    /// the attached lock, when an operator was last attached).
+    pub fn touch(&self) -> io::Result<()> {
+        self.file.set_modified(std::time::SystemTime::now())
+    }
+
     /// Creates the lock file (0600) without taking the lock.
     pub fn create(path: &Path) -> io::Result<()> {
         Self::open(path).map(drop)
@@ -503,7 +510,7 @@ impl FileLock {
     pub fn acquire(path: &Path) -> io::Result<Self> {
         let file = Self::open(path)?;
         file.lock()?;
-        Ok(Self { _file: file })
+        Ok(Self { file })
     }
 
     /// Waits for the lock shared: any number of holders may share it, and
@@ -511,7 +518,7 @@ impl FileLock {
     pub fn acquire_shared(path: &Path) -> io::Result<Self> {
         let file = Self::open(path)?;
         file.lock_shared()?;
-        Ok(Self { _file: file })
+        Ok(Self { file })
     }
 
     /// Whether some process holds the lock on `path` now. Asks for a shared
@@ -575,7 +582,7 @@ impl FileLock {
     pub fn try_acquire(path: &Path) -> io::Result<Option<Self>> {
         let file = Self::open(path)?;
         match file.try_lock() {
-            Ok(()) => Ok(Some(Self { _file: file })),
+            Ok(()) => Ok(Some(Self { file })),
             Err(fs::TryLockError::WouldBlock) => Ok(None),
             Err(fs::TryLockError::Error(e)) => Err(e),
         }

@@ -164,30 +164,69 @@ fn draw_table(frame: &mut ratatui::Frame, area: Rect, state: &Overview) {
         };
         Row::new(cells).style(style)
     });
-    // A phase's width, or a reason's when one is shown (`EngineUnreachable`).
-    let phase_width = state
-        .rows
-        .iter()
-        .map(|row| row.cells[PHASE_CELL].chars().count())
-        .fold(9, usize::max);
-    let widths = [
-        Constraint::Max(24),
-        Constraint::Max(24),
-        Constraint::Length(u16::try_from(phase_width).unwrap_or(u16::MAX)),
-        Constraint::Length(9),
-        Constraint::Max(20),
-        Constraint::Length(5),
-        Constraint::Length(6),
-        Constraint::Length(4),
-        Constraint::Length(4),
-        Constraint::Min(10),
-    ];
+    let widths = widths(state, area.width);
     let table = Table::new(rows, widths)
         .header(header)
         .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
         .highlight_symbol("▸ ");
     let mut table_state = TableState::default().with_selected(state.index());
     frame.render_stateful_widget(table, area, &mut table_state);
+}
+
+/// The columns that are cut at a width of their own on a narrow screen,
+/// with it, in the order a wider screen gives them room back: the
+/// workspace/role/agent, the name, the work.
+const CUT: [(usize, usize); 3] = [(1, 24), (0, 24), (4, 20)];
+
+/// The columns' widths on a screen `width` wide: as on an 80-column one
+/// (the name and the workspace/role/agent 24 at most, the work 20), and
+/// what room is left beyond the last line's least (10) goes to the cut
+/// columns whose text is longer, so a wide screen shows them whole.
+fn widths(state: &Overview, width: u16) -> [Constraint; 10] {
+    let widest = |cell: usize| {
+        state
+            .rows
+            .iter()
+            .map(|row| row.cells[cell].chars().count())
+            .fold(HEADER[cell].chars().count(), usize::max)
+    };
+    // A phase's width, or a reason's when one is shown (`EngineUnreachable`).
+    let phase_width = widest(PHASE_CELL).max(9);
+    let mut shown = [0; 10];
+    for (cell, at_most) in CUT {
+        shown[cell] = at_most;
+    }
+    let [attention, cpu, mem, age, used, last_line] = [9, 5, 6, 4, 4, 10];
+    // The selection mark (2) and a space between each two columns (9).
+    let taken = shown.iter().sum::<usize>()
+        + phase_width
+        + attention
+        + cpu
+        + mem
+        + age
+        + used
+        + last_line
+        + 2
+        + 9;
+    let mut room = usize::from(width).saturating_sub(taken);
+    for (cell, at_most) in CUT {
+        let more = widest(cell).saturating_sub(at_most).min(room);
+        shown[cell] += more;
+        room -= more;
+    }
+    let length = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+    [
+        Constraint::Max(length(shown[0])),
+        Constraint::Max(length(shown[1])),
+        Constraint::Length(length(phase_width)),
+        Constraint::Length(length(attention)),
+        Constraint::Max(length(shown[4])),
+        Constraint::Length(length(cpu)),
+        Constraint::Length(length(mem)),
+        Constraint::Length(length(age)),
+        Constraint::Length(length(used)),
+        Constraint::Min(length(last_line)),
+    ]
 }
 
 /// The preview pane: a title line, then the bottom of the agent's screen

@@ -1,6 +1,7 @@
-//! The footer: what the last action did first, then the keys that fit, the
-//! most needed first; a hint that does not fit is dropped whole (and every
-//! hint after it), and only a message wider than the screen is cut.
+//! The footer: what the last action did first (until the next key), then
+//! the keys that fit, the most needed first; a hint that does not fit is
+//! dropped whole (and every hint after it), and only a message wider than
+//! the screen is cut.
 
 use super::state::{Overview, View};
 use crate::output;

@@ -41,6 +41,9 @@ pub enum Step {
 }
 
 pub async fn on_key(state: &mut Overview, key: Key, store: &Store) -> Result<Option<Step>> {
+    // A key moves on from the last action: its message goes (a key that
+    // has something to say says it anew).
+    state.message.clear();
     if let View::Pager { lines, top, .. } = &mut state.view {
         return Ok(match pager_key(key, lines.len(), top) {
             Paging::Stay => None,

@@ -15,10 +15,11 @@ use jackin_controller::engines::Engines;
 use jackin_controller::listing::Begun;
 use jackin_controller::live_output::LiveOutputs;
 use jackin_controller::reconcile::assess_checkouts;
+use jiff::Timestamp;
 use tokio::sync::{Notify, watch};
 
-use crate::ops::launch;
 use crate::ops::watch::as_listed;
+use crate::output;
 
 /// The least time between two looks, whatever asks for them (a burst of
 /// engine events is one look).
@@ -38,6 +39,9 @@ pub struct Picture {
     pub looks: HashMap<String, Look>,
     /// The unfinished work of each instance with isolated checkouts.
     pub work: HashMap<String, String>,
+    /// When an operator was last attached to each instance that had one:
+    /// now while one is (see `session::last_attached`).
+    pub attached: HashMap<String, Timestamp>,
 }
 
 /// Keeps the picture current until the task is aborted. `live` holds each
@@ -81,6 +85,7 @@ pub async fn keep_picture(
             .count();
         let every = attention::look_every(running);
         let picture = Picture {
+            attached: last_attached(&store, &objects),
             objects,
             looks: looks.clone(),
             work: work.clone(),
@@ -101,6 +106,19 @@ pub async fn keep_picture(
     }
 }
 
+/// When an operator was last attached to each of `objects`, for those one
+/// ever was.
+fn last_attached(store: &Store, objects: &[Instance]) -> HashMap<String, Timestamp> {
+    objects
+        .iter()
+        .filter_map(|obj| {
+            let unit = obj.container_name()?;
+            let at = jackin_act::session::last_attached(store.layout(), unit)?;
+            Some((obj.metadata.name.clone(), at))
+        })
+        .collect()
+}
+
 /// The unfinished work in each instance's isolated checkouts, assessed now,
 /// for those that have any.
 async fn assess(store: &Store, objects: &[Instance]) -> HashMap<String, String> {
@@ -118,7 +136,10 @@ async fn assess(store: &Store, objects: &[Instance]) -> HashMap<String, String> 
             let mounts = assess_checkouts(store.layout(), container).await.ok()?;
             let mut assessed = obj;
             assessed.status.get_or_insert_default().mounts = mounts;
-            Some((assessed.metadata.name.clone(), launch::summary(&assessed)))
+            Some((
+                assessed.metadata.name.clone(),
+                output::work_summary(&assessed),
+            ))
         })
         .buffer_unordered(ASSESS_CONCURRENCY)
         .filter_map(|found| async move { found })

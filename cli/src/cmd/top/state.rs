@@ -89,7 +89,8 @@ pub const ATTENTION_CELL: usize = 3;
 fn shown(obj: &Instance, picture: &Picture, now: Timestamp) -> Shown {
     let name = obj.metadata.name.clone();
     let look = picture.looks.get(&name).cloned().unwrap_or_default();
-    let used = last_used(obj);
+    // In use while an operator is attached, and until they leave.
+    let used = last_used(obj).max(picture.attached.get(&name).copied());
     let status = obj.status_or_default();
     let cells = [
         name.clone(),
@@ -157,7 +158,7 @@ pub struct Overview {
     pub view: View,
     /// The preview pane (`Tab`) is open below the table.
     pub preview: bool,
-    /// A line for the footer: what the last action did.
+    /// A line for the footer: what the last action did, until the next key.
     pub message: String,
     /// Colours are drawn (`NO_COLOR` is not set).
     pub colour: bool,
