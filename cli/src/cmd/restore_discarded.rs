@@ -34,8 +34,9 @@ pub fn restore(store: &Store, arg: &str, to: Option<&Path>, mount: Option<&str>)
 /// the saved spec, its agent's saved state in the new unit's home and its
 /// conversation's record, so that its first start resumes the
 /// conversation. Saved checkout work comes back as branches in the host
-/// repositories, as without `--session`. The new session then runs, as
-/// after `apply` (unless `--no-wait`: a running controller starts it).
+/// repositories, as without `--session`; the save is marked restored. The
+/// new session then runs, as after `apply` (unless `--no-wait`: a running
+/// controller starts it).
 pub async fn restore_session(
     store: Store,
     arg: &str,
@@ -110,10 +111,18 @@ fn make_session_again(store: &Store, name: &str, new_name: Option<&str>) -> Resu
          conversation's record; its first start resumes the conversation",
         save.name
     );
+    let mut lines = Vec::new();
     if !save.checkouts.is_empty() {
-        for line in discard::restore(layout, &save.name, None, None)? {
-            println!("{}", output::terminal_safe(&line));
-        }
+        lines.extend(discard::restore(layout, &save.name, None, None)?);
+    }
+    let into = discard::RestoredInto::Session {
+        instance: name.to_owned(),
+    };
+    if let Err(e) = discard::mark_restored(layout, &save.name, into) {
+        lines.push(format!("warning: the save was not marked restored: {e}"));
+    }
+    for line in lines {
+        println!("{}", output::terminal_safe(&line));
     }
     Ok(name.to_owned())
 }

@@ -76,7 +76,8 @@ mod tests;
 
 pub use error::DiscardError;
 pub use index::{
-    Save, SavedCheckout, SavedRef, expired, expires_at, find, list, remove, save_dir, save_name,
+    Restored, RestoredInto, Save, SavedCheckout, SavedRef, expired, expires_at, find, list,
+    mark_restored, remove, save_dir, save_name,
 };
 pub use restore::restore;
 pub use save::{Saved, save_before_discard, save_session, save_where};

@@ -10,7 +10,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::error::{DiscardError, NEUTRAL_ATTRIBUTES, first_line, io_at};
-use super::index::{SavedCheckout, find, listed, save_dir};
+use super::index::{RestoredInto, SavedCheckout, find, listed, mark_restored, save_dir};
 use crate::git::{self, GitError};
 use crate::isolation;
 use jackin_files::fsutil::{
@@ -21,8 +21,8 @@ use jackin_files::layout::{Layout, cap};
 /// Brings back the save `name` (or the one save of the instance `name`):
 /// with `to`, as a new checkout directory there; without, as branches in
 /// each checkout's host repository under `jackin/restored/<save>/`.
-/// `mount` picks one checkout by its destination. Returns what was done,
-/// line by line.
+/// `mount` picks one checkout by its destination. The save is marked
+/// restored. Returns what was done, line by line.
 pub fn restore(
     layout: &Layout,
     name: &str,
@@ -59,6 +59,12 @@ pub fn restore(
         )));
     }
     let mut lines = Vec::new();
+    let into = match to {
+        Some(to) => RestoredInto::Directory {
+            path: to.display().to_string(),
+        },
+        None => RestoredInto::Branches,
+    };
     match to {
         Some(_) if chosen.len() > 1 => {
             return Err(DiscardError::Refused(format!(
@@ -75,6 +81,9 @@ pub fn restore(
                 lines.extend(restore_into_host(&dir, &save.name, checkout, several)?);
             }
         }
+    }
+    if let Err(e) = mark_restored(layout, &save.name, into) {
+        lines.push(format!("warning: the save was not marked restored: {e}"));
     }
     Ok(lines)
 }
