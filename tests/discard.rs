@@ -551,6 +551,81 @@ fn a_worktrees_discarded_work_is_saved_with_the_agents_commit() {
     assert_eq!(pins(), "", "its pin went with it");
 }
 
+/// Issue 55: `restore-discarded NAME --session` brings the saved checkout
+/// back where the agent left it: in the new session's own clone, made
+/// before its container first starts (files, staged state, branches,
+/// stash, `HEAD`), and as branches in the host repository as before; the
+/// save is listed as restored.
+#[test]
+fn restore_session_puts_the_saved_work_in_the_new_sessions_checkout() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    crate::saved_sessions::notes_agent(&home);
+    let name = support::unique("resumed");
+    let yaml = format!(
+        "{}  mounts: [{{src: {}, dst: /workspace/app, isolation: clone}}]\n",
+        crate::saved_sessions::notes_instance(&name, None),
+        host.path().display()
+    );
+    home.apply(&format!("{name}.yaml"), &yaml);
+    let feature = leave_work(&home, &name);
+    let out = home.jackin(&["delete", &name, "--force"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let all = saves(&home);
+    assert!(all[0]["session"].is_object(), "{all:#?}");
+    let save = all[0]["name"].as_str().unwrap().to_owned();
+    let table = home.ok(&["get", "discarded"]);
+    assert!(!table.contains("instance/"), "untouched yet: {table}");
+
+    let again = support::unique("again");
+    let out = home.ok(&["restore-discarded", &save, "--session", "--name", &again]);
+    assert!(out.contains(&format!("instance/{again} created")), "{out}");
+    let checkout = home.checkout(&again);
+    assert!(checkout.starts_with(home.unit(&again)), "{checkout:?}");
+    assert_eq!(git(&checkout, &["rev-parse", "HEAD"]), feature);
+    assert_eq!(
+        git(&checkout, &["symbolic-ref", "--short", "HEAD"]),
+        "feature"
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("README")).unwrap(),
+        "host\nmodified\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("new.txt")).unwrap(),
+        "new\n"
+    );
+    let status = git(&checkout, &["status", "--porcelain"]);
+    assert_eq!(status, "M README\n?? new.txt", "{status}");
+    let stash = git(&checkout, &["stash", "list"]);
+    assert!(stash.contains("an idea"), "{stash}");
+    // The agent sees its files where it left them.
+    docker(&[
+        "exec",
+        &home.container(&again),
+        "test",
+        "-f",
+        "/workspace/app/new.txt",
+    ]);
+    // The branches in the host repository, as without --session.
+    let restored = format!("refs/heads/jackin/restored/{save}/feature");
+    assert_eq!(git(&host.path(), &["rev-parse", &restored]), feature);
+    // Listed as restored, into the new session.
+    let table = home.ok(&["get", "discarded"]);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(&save) && l.contains(" /workspace/app "))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(row.ends_with(&format!("instance/{again}")), "{table}");
+    let all = saves(&home);
+    let listed = all.iter().find(|s| s["name"] == save.as_str()).unwrap();
+    assert_eq!(listed["restored"]["into"], "session", "{listed:#}");
+    assert_eq!(listed["restored"]["instance"], again.as_str(), "{listed:#}");
+    let out = home.jackin(&["delete", &again, "--force"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+}
+
 /// A hostile checkout: its `.git` config names a filter and an fsmonitor
 /// program, its attributes ask for the filter, and among its untracked
 /// files are a FIFO and a link to a file of the operator's. The save runs

@@ -78,14 +78,14 @@ fn r7_codex_ctrl_c_under_ask_saves_the_conversation_and_restore_session_resumes_
 
 /// An agent entry whose state is `.notes/` and whose login file is
 /// `.notes/login.json`, run as `sleep` in busybox.
-fn notes_agent(home: &Home) {
+pub(crate) fn notes_agent(home: &Home) {
     let agent = "apiVersion: jackin.dev/v1alpha1\nkind: Agent\nmetadata: {name: notes}\nspec:\n  \
                  launch: [sleep, '3600']\n  stateEnv: {name: NOTES_HOME, path: .notes}\n  \
                  credentials:\n    files: [{src: .notes-login.json, dst: .notes/login.json}]\n";
     home.apply("agent-notes.yaml", agent);
 }
 
-fn notes_instance(name: &str, workspace: Option<&str>) -> String {
+pub(crate) fn notes_instance(name: &str, workspace: Option<&str>) -> String {
     let workspace = workspace
         .map(|w| format!("  workspace: {w}\n"))
         .unwrap_or_default();

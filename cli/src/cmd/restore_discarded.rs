@@ -33,9 +33,11 @@ pub fn restore(store: &Store, arg: &str, to: Option<&Path>, mount: Option<&str>)
 /// session made again, as a new instance (named NEW, else as it was) with
 /// the saved spec, its agent's saved state in the new unit's home and its
 /// conversation's record, so that its first start resumes the
-/// conversation. Saved checkout work comes back as branches in the host
-/// repositories, as without `--session`. The new session then runs, as
-/// after `apply` (unless `--no-wait`: a running controller starts it).
+/// conversation. Saved checkout work comes back into the new unit's own
+/// checkouts (a clone the spec mounts, made before its container first
+/// starts) and as branches in the host repositories, as without
+/// `--session`; the save is marked restored. The new session then runs,
+/// as after `apply` (unless `--no-wait`: a running controller starts it).
 pub async fn restore_session(
     store: Store,
     arg: &str,
@@ -94,11 +96,16 @@ fn make_session_again(store: &Store, name: &str, new_name: Option<&str>) -> Resu
     });
     let dir = discard::save_dir(layout, &save.name);
     let mut restored = 0;
+    let mut checkouts = Vec::new();
     let created = store.create_instance_with(&obj, |obj, container| {
         obj.status.get_or_insert_default().conversation = conversation;
         let home = layout.unit_home_dir(container);
         restored =
             saved_session::restore_into(&dir, &home).map_err(|e| StoreError::io(&home, e))?;
+        // The saved checkouts' work in the new unit's own checkouts, made
+        // now: no container binds them yet.
+        checkouts = discard::restore_into_unit(layout, &save.name, container, &obj.spec.mounts)
+            .map_err(|e| StoreError::io(&dir, std::io::Error::other(e.to_string())))?;
         Ok(())
     })?;
     if !created {
@@ -110,10 +117,18 @@ fn make_session_again(store: &Store, name: &str, new_name: Option<&str>) -> Resu
          conversation's record; its first start resumes the conversation",
         save.name
     );
+    let mut lines = checkouts;
     if !save.checkouts.is_empty() {
-        for line in discard::restore(layout, &save.name, None, None)? {
-            println!("{}", output::terminal_safe(&line));
-        }
+        lines.extend(discard::restore(layout, &save.name, None, None)?);
+    }
+    let into = discard::RestoredInto::Session {
+        instance: name.to_owned(),
+    };
+    if let Err(e) = discard::mark_restored(layout, &save.name, into) {
+        lines.push(format!("warning: the save was not marked restored: {e}"));
+    }
+    for line in lines {
+        println!("{}", output::terminal_safe(&line));
     }
     Ok(name.to_owned())
 }

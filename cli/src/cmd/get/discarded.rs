@@ -69,6 +69,7 @@ pub fn text(store: &Store, name: Option<&str>, format: Format) -> Result<String>
 fn discarded_table(listed: &[Listed<'_>], wide: bool, now: Timestamp) -> String {
     let mut header = vec![
         "NAME", "INSTANCE", "HOLDS", "SAVED", "FILES", "BRANCHES", "STASH", "SIZE", "EXPIRES",
+        "RESTORED",
     ];
     if wide {
         header.extend(["DELETED", "TAGS", "NOT-SAVED", "REPOSITORY"]);
@@ -92,6 +93,7 @@ fn discarded_table(listed: &[Listed<'_>], wide: bool, now: Timestamp) -> String 
                 "-".into(),
                 output::bytes_in_words(files.bytes),
                 in_words(entry.expires_at, now),
+                restored_word(save),
             ];
             if wide {
                 row.extend([
@@ -115,6 +117,7 @@ fn discarded_table(listed: &[Listed<'_>], wide: bool, now: Timestamp) -> String 
                 checkout.stash.len().to_string(),
                 output::bytes_in_words(files.bytes),
                 in_words(entry.expires_at, now),
+                restored_word(save),
             ];
             if wide {
                 row.extend([
@@ -128,6 +131,14 @@ fn discarded_table(listed: &[Listed<'_>], wide: bool, now: Timestamp) -> String 
         }
     }
     output::table(&header, &rows)
+}
+
+/// Where the save was brought back to (`branches`, `directory`,
+/// `instance/NAME`), or `-` while it is untouched.
+fn restored_word(save: &Save) -> String {
+    save.restored
+        .as_ref()
+        .map_or_else(|| "-".into(), |r| r.into.word())
 }
 
 /// `in 6d`, or `due` once past (the next sweep removes it).

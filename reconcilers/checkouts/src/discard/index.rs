@@ -39,6 +39,42 @@ pub struct Save {
     /// conversation's record and files (see [`crate::saved_session`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SavedSession>,
+    /// The last time `restore-discarded` brought it back, and where to:
+    /// none while it is untouched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored: Option<Restored>,
+}
+
+/// A save brought back: when, and where to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Restored {
+    pub at: Timestamp,
+    #[serde(flatten)]
+    pub into: RestoredInto,
+}
+
+/// Where a save was brought back to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "into", rename_all = "camelCase")]
+pub enum RestoredInto {
+    /// Branches under `jackin/restored/<save>/` in the host repositories.
+    Branches,
+    /// A new checkout directory (`--to`).
+    Directory { path: String },
+    /// A new session (`--session`): its instance, and its checkouts.
+    Session { instance: String },
+}
+
+impl RestoredInto {
+    /// In one word, for a table: `branches`, `directory`, `instance/NAME`.
+    pub fn word(&self) -> String {
+        match self {
+            Self::Branches => "branches".into(),
+            Self::Directory { .. } => "directory".into(),
+            Self::Session { instance } => format!("instance/{instance}"),
+        }
+    }
 }
 
 /// What was saved of one checkout.
@@ -231,6 +267,7 @@ pub(super) fn loaded<'a>(
                 .expect("now is a valid time"),
             checkouts: Vec::new(),
             session: None,
+            restored: None,
         });
         *save = Some(begun);
     }
@@ -257,6 +294,19 @@ pub(super) fn write_save(dir: &Path, save: &Save) -> Result<(), DiscardError> {
     let mut bytes = serde_json::to_vec_pretty(save).expect("a save serializes");
     bytes.push(b'\n');
     write_atomic(&path, &bytes).map_err(io_at(&path))
+}
+
+/// Records that the save `name` was brought back `into`, now.
+pub fn mark_restored(layout: &Layout, name: &str, into: RestoredInto) -> Result<(), DiscardError> {
+    let dir = save_dir(layout, name);
+    let Some(mut save) = read_save(&dir)? else {
+        return Err(DiscardError::Refused(format!("{name}: its record is gone")));
+    };
+    save.restored = Some(Restored {
+        at: Timestamp::from_second(Timestamp::now().as_second()).expect("now is a valid time"),
+        into,
+    });
+    write_save(&dir, &save)
 }
 
 /// The saves under this home, oldest first, and a line for each directory

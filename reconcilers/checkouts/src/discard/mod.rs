@@ -39,9 +39,11 @@
 //!
 //! [`restore`] brings a save back: into the host repository as branches
 //! under `jackin/restored/<save>/`, or as a new checkout directory that is
-//! the discarded one again (files, staged state, branches, stash, `HEAD`).
-//! It never writes into an existing directory, and the saved objects reach
-//! a repository only through a confined `git index-pack --strict`.
+//! the discarded one again (files, staged state, branches, stash, `HEAD`),
+//! or ([`restore_into_unit`]) in a session made again, in its unit's clone
+//! checkouts. It never writes into a directory it did not make just then,
+//! and the saved objects reach a repository only through a confined `git
+//! index-pack --strict`.
 //!
 //! The parts, each with one job:
 //! - `index`: the saves as records on disk: [`Save`] and what it says of
@@ -76,7 +78,8 @@ mod tests;
 
 pub use error::DiscardError;
 pub use index::{
-    Save, SavedCheckout, SavedRef, expired, expires_at, find, list, remove, save_dir, save_name,
+    Restored, RestoredInto, Save, SavedCheckout, SavedRef, expired, expires_at, find, list,
+    mark_restored, remove, save_dir, save_name,
 };
-pub use restore::restore;
+pub use restore::{restore, restore_into_unit};
 pub use save::{Saved, save_before_discard, save_session, save_where};

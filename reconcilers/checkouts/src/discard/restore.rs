@@ -1,8 +1,9 @@
 //! Restoring: a save brought back, into its host repository as branches
 //! under `jackin/restored/<save>/`, or as a new checkout directory that is
-//! the discarded one again. It never writes into an existing directory,
-//! and the saved objects reach a repository only through a confined `git
-//! index-pack --strict`.
+//! the discarded one again (a new one of its own, or a new unit's clone
+//! checkout made just then). It never writes into a directory it did not
+//! make just then, and the saved objects reach a repository only through
+//! a confined `git index-pack --strict`.
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Read, Write};
@@ -10,9 +11,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::error::{DiscardError, NEUTRAL_ATTRIBUTES, first_line, io_at};
-use super::index::{SavedCheckout, find, listed, save_dir};
+use super::index::{RestoredInto, SavedCheckout, find, listed, mark_restored, save_dir};
 use crate::git::{self, GitError};
 use crate::isolation;
+use jackin_api::instance::{Isolation, MountSpec};
 use jackin_files::fsutil::{
     Links, ensure_real_dir_below, open_regular_file, remove_if_exists, write_atomic,
 };
@@ -21,8 +23,8 @@ use jackin_files::layout::{Layout, cap};
 /// Brings back the save `name` (or the one save of the instance `name`):
 /// with `to`, as a new checkout directory there; without, as branches in
 /// each checkout's host repository under `jackin/restored/<save>/`.
-/// `mount` picks one checkout by its destination. Returns what was done,
-/// line by line.
+/// `mount` picks one checkout by its destination. The save is marked
+/// restored. Returns what was done, line by line.
 pub fn restore(
     layout: &Layout,
     name: &str,
@@ -59,6 +61,12 @@ pub fn restore(
         )));
     }
     let mut lines = Vec::new();
+    let into = match to {
+        Some(to) => RestoredInto::Directory {
+            path: to.display().to_string(),
+        },
+        None => RestoredInto::Branches,
+    };
     match to {
         Some(_) if chosen.len() > 1 => {
             return Err(DiscardError::Refused(format!(
@@ -75,6 +83,63 @@ pub fn restore(
                 lines.extend(restore_into_host(&dir, &save.name, checkout, several)?);
             }
         }
+    }
+    if let Err(e) = mark_restored(layout, &save.name, into) {
+        lines.push(format!("warning: the save was not marked restored: {e}"));
+    }
+    Ok(lines)
+}
+
+/// The save `name`'s clone checkouts brought back into the unit
+/// `container`'s own checkouts, for a session made again whose spec mounts
+/// them (`mounts`): each checkout is made now, as a start makes it, and
+/// the saved work is rebuilt in it as `--to` rebuilds it, before any
+/// container binds it. Refuses a unit that has a checkout there already:
+/// nothing the agent or the operator made is written over. A worktree's
+/// work stays in the host repository's branches only. Returns what was
+/// done, line by line.
+pub fn restore_into_unit(
+    layout: &Layout,
+    name: &str,
+    container: &str,
+    mounts: &[MountSpec],
+) -> Result<Vec<String>, DiscardError> {
+    let save = find(layout, name)?;
+    let dir = save_dir(layout, &save.name);
+    let mut lines = Vec::new();
+    for checkout in &save.checkouts {
+        let mount = mounts
+            .iter()
+            .find(|m| m.dst == checkout.dst && m.isolation == Isolation::Clone);
+        let Some(mount) = mount.filter(|_| checkout.isolation == Isolation::Clone) else {
+            lines.push(format!(
+                "{}: not restored into the new session's checkout (it is not a clone its \
+                 spec mounts there); its work is in the host repository's branches",
+                checkout.dst
+            ));
+            continue;
+        };
+        let records = isolation::read_records(layout, container)?;
+        if let Some(record) = records.iter().find(|r| r.dst == checkout.dst) {
+            return Err(DiscardError::Refused(format!(
+                "{}: the unit has a checkout there already ({}): the saved work is never \
+                 restored over it",
+                checkout.dst, record.path
+            )));
+        }
+        // The saved repository, as the save names it (a spec's `~/` is
+        // expanded there).
+        let mount = MountSpec {
+            src: checkout.src.clone(),
+            ..mount.clone()
+        };
+        isolation::prepare(layout, container, std::slice::from_ref(&mount))?;
+        let records = isolation::read_records(layout, container)?;
+        let record = records
+            .iter()
+            .find(|r| r.dst == checkout.dst)
+            .expect("prepare recorded the checkout it made");
+        lines.extend(rebuild_in_clone(&dir, checkout, Path::new(&record.path))?);
     }
     Ok(lines)
 }

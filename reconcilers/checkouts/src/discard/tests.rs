@@ -496,3 +496,49 @@ fn a_checkout_git_cannot_read_is_saved_whole_without_history() {
         "idea"
     );
 }
+
+/// A session made again: the clone's work comes back in the new unit's
+/// own checkout, made just then; a unit that has a checkout there already
+/// is refused and its files stay as they are. A restore marks the save.
+#[test]
+fn a_clones_work_comes_back_in_a_new_units_checkout_never_over_one() {
+    let f = Fixture::new(Isolation::Clone);
+    let feature = leave_every_kind_of_work(&f.checkout());
+    save_before_discard(&f.layout, UNIT, "inst").unwrap();
+    isolation::remove_all(&f.layout, UNIT).unwrap();
+    let mount = MountSpec {
+        src: f.host.to_str().unwrap().to_owned(),
+        dst: "/workspace/app".into(),
+        readonly: false,
+        isolation: Isolation::Clone,
+    };
+    let unit = "jk-def456-again";
+    let mounts = std::slice::from_ref(&mount);
+    let lines = restore_into_unit(&f.layout, "inst", unit, mounts).unwrap();
+    assert!(lines[0].contains("restored into"), "{lines:?}");
+    let record = isolation::read_records(&f.layout, unit).unwrap().remove(0);
+    let c = PathBuf::from(&record.path);
+    assert_eq!(git(&c, &["rev-parse", "HEAD"]), feature);
+    assert_eq!(git(&c, &["symbolic-ref", "HEAD"]), "refs/heads/feature");
+    let status = git(&c, &["status", "--porcelain", "--ignored"]);
+    assert!(status.contains("M a.txt"), "{status}");
+    assert!(status.contains("A  staged.txt"), "{status}");
+    assert!(status.contains("?? new.txt"), "{status}");
+    assert!(git(&c, &["stash", "list"]).contains("an idea"));
+    // The checkout's own again: never restored over.
+    std::fs::write(c.join("new.txt"), "the agent's\n").unwrap();
+    let err = restore_into_unit(&f.layout, "inst", unit, mounts).unwrap_err();
+    assert!(err.to_string().contains("never"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(c.join("new.txt")).unwrap(),
+        "the agent's\n"
+    );
+    // Listed as restored once brought back.
+    assert!(find(&f.layout, "inst").unwrap().restored.is_none());
+    let into = RestoredInto::Session {
+        instance: "again".into(),
+    };
+    mark_restored(&f.layout, "inst-abc123", into.clone()).unwrap();
+    let save = find(&f.layout, "inst").unwrap();
+    assert_eq!(save.restored.map(|r| r.into), Some(into));
+}
