@@ -665,7 +665,6 @@ pub fn name_lines<'a>(kind: &str, names: impl Iterator<Item = &'a String>) -> St
     names.map(|name| format!("{kind}/{name}\n")).collect()
 }
 
-/// `word` or its plural, as `count` asks.
 /// A size in words: `512B`, `12KiB`, `40MiB`, `3GiB`.
 pub fn bytes_in_words(bytes: u64) -> String {
     match bytes {
@@ -676,6 +675,7 @@ pub fn bytes_in_words(bytes: u64) -> String {
     }
 }
 
+/// `word` or its plural, as `count` asks.
 pub fn plural(count: usize, one: &'static str, many: &'static str) -> &'static str {
     if count == 1 { one } else { many }
 }
