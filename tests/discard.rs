@@ -362,7 +362,22 @@ fn an_acknowledged_set_phase_purged_saves_the_work_first() {
     let out = home.jackin(&["set-phase", "acked", "purged"]);
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert_reported(&stderr_of(&out));
-    assert_saved_and_restored(&home, &host, "acked", &feature);
+    let save = assert_saved_and_restored(&home, &host, "acked", &feature);
+
+    // `prune --discarded` removes every save now (its dry run first,
+    // which changes nothing), saying what each held.
+    let dry = home.ok(&["prune", "--discarded", "--dry-run"]);
+    assert!(
+        dry.contains(&format!("would remove discarded/{save}: ")),
+        "{dry}"
+    );
+    assert_eq!(saves(&home).len(), 1);
+    let out = home.ok(&["prune", "--discarded"]);
+    assert!(
+        out.contains(&format!("removed discarded/{save}: ")),
+        "{out}"
+    );
+    assert!(saves(&home).is_empty(), "{out}");
 }
 
 /// `delete --force`.

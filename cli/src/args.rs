@@ -135,6 +135,11 @@ pub enum Command {
         /// Also remove images jackin built that no instance pins.
         #[arg(long)]
         images: bool,
+        /// Also remove every save of discarded work now (`jackin get
+        /// discarded` lists them), with the pins they hold in the host
+        /// repositories, rather than when each expires.
+        #[arg(long)]
+        discarded: bool,
         /// Also purge the sessions that ended Crashed or Failed longer ago
         /// than this (`7d`, `12h`), as `set-phase purged` does: unfinished
         /// work in their checkouts is shown and asked about, and saved.

@@ -15,8 +15,8 @@ use jackin_controller::StoreError;
 use crate::args::UsageError;
 use crate::args::{SelectArgs, WaitArgs};
 use crate::context::{check_name, open_store, open_store_to_change};
+use crate::ops::discarded;
 use crate::ops::set_phases::{PhaseChange, set_phases};
-use crate::output;
 use crate::select::Targets;
 use crate::terminal::Keyboard;
 
@@ -140,7 +140,7 @@ fn discarded(names: &[&str], dry_run: bool) -> Result<()> {
         found.push(discard::find(layout, name)?);
     }
     for save in found {
-        let what = saved_what(&save);
+        let what = discarded::saved_what(&save);
         if dry_run {
             println!("discarded/{} would be deleted (dry run): {what}", save.name);
             continue;
@@ -149,23 +149,6 @@ fn discarded(names: &[&str], dry_run: bool) -> Result<()> {
         println!("discarded/{} deleted: {what}", save.name);
     }
     Ok(())
-}
-
-/// What a save holds, in a few words.
-fn saved_what(save: &discard::Save) -> String {
-    let mut parts: Vec<String> = save
-        .checkouts
-        .iter()
-        .map(|c| format!("{}: {}", c.dst, c.summary()))
-        .collect();
-    if let Some(session) = &save.session {
-        let path = session.path.as_deref().unwrap_or("no state path");
-        parts.push(format!("the conversation ({path})"));
-    }
-    match parts.is_empty() {
-        true => "nothing but its record".to_owned(),
-        false => output::terminal_safe(&parts.join("; ")),
-    }
 }
 
 /// `jackin delete workspace NAME`: its instances stay, and fall back to

@@ -87,9 +87,17 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Prune {
             dry_run,
             images,
+            discarded,
             failed_after,
             force,
-        } => prune::run(dry_run, images, failed_after, force).await,
+        } => {
+            let also = prune::Also {
+                images,
+                discarded,
+                failed_after,
+            };
+            prune::run(dry_run, also, force).await
+        }
         Command::RestoreDiscarded {
             name,
             session: true,

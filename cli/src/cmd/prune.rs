@@ -1,40 +1,54 @@
 //! `jackin prune`: the sweeps, now; with `--failed-after AGE`, also the
-//! sessions that ended Crashed or Failed longer ago than AGE. An engine it
-//! could not ask is an error, once the rest is pruned.
+//! sessions that ended Crashed or Failed longer ago than AGE; with
+//! `--discarded`, every save of discarded work. An engine it could not ask
+//! is an error, once the rest is pruned.
 
 use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use jackin_api::{DesiredPhase, Instance};
+use jackin_checkouts::discard;
 use jackin_controller::{failed_sessions, keep_cap, sweep};
 use jiff::Timestamp;
 
 use crate::args::WaitArgs;
 use crate::context::{connect, converge_and_report, open_store};
+use crate::ops::discarded;
 use crate::ops::set_phases::{PhaseChange, set_phases};
 use crate::output;
 use crate::terminal::Keyboard;
 
-pub async fn run(
-    dry_run: bool,
-    images: bool,
-    failed_after: Option<Duration>,
-    force: bool,
-) -> Result<()> {
+/// What a prune removes besides what the sweeps find.
+pub struct Also {
+    /// Images jackin built that no instance pins.
+    pub images: bool,
+    /// Every save of discarded work, now.
+    pub discarded: bool,
+    /// The sessions that ended Crashed or Failed longer ago than this.
+    pub failed_after: Option<Duration>,
+}
+
+pub async fn run(dry_run: bool, also: Also, force: bool) -> Result<()> {
     let store = open_store()?;
     let engine = connect().await?;
+    let images = also.images;
     let findings = sweep::sweep(&store, &engine, sweep::Options { dry_run, images }).await?;
     // Said last, after all that could be done: a command that could not
     // ask an engine fails, as `logs` and `exec` do (issue 53, N9).
     let not_swept = sweep::not_swept(&findings);
-    let failed = match failed_after {
+    let failed = match also.failed_after {
         Some(age) => failed_before(&store.list_instances()?.instances, age)?,
         None => Vec::new(),
     };
-    if findings.is_empty() && failed.is_empty() {
+    let saves = match also.discarded {
+        true => discard::list(store.layout()).0,
+        false => Vec::new(),
+    };
+    if findings.is_empty() && failed.is_empty() && saves.is_empty() {
         println!("nothing to prune");
     }
+    remove_saves(&store, &saves, dry_run)?;
     let capped: Vec<keep_cap::Capped> = findings
         .iter()
         .filter_map(|f| match f {
@@ -78,6 +92,25 @@ pub async fn run(
         purge_failed(store, failed, force, &wait).await?;
     }
     not_swept.map_or(Ok(()), |e| Err(e.into()))
+}
+
+/// Removes the saves `--discarded` found (`delete discarded/NAME` for
+/// each), each said with what it held.
+fn remove_saves(
+    store: &jackin_controller::Store,
+    saves: &[discard::Save],
+    dry_run: bool,
+) -> Result<()> {
+    for save in saves {
+        let what = discarded::saved_what(save);
+        if dry_run {
+            println!("would remove discarded/{}: {what}", save.name);
+            continue;
+        }
+        discard::remove(store.layout(), &save.name)?;
+        println!("removed discarded/{}: {what}", save.name);
+    }
+    Ok(())
 }
 
 /// Purges the sessions `--failed-after` found.

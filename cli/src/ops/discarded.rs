@@ -51,3 +51,20 @@ pub fn count_of(store: &Store, name: &str) -> usize {
         .filter(|s| s.instance == name)
         .count()
 }
+
+/// What a save holds, in a few words.
+pub fn saved_what(save: &discard::Save) -> String {
+    let mut parts: Vec<String> = save
+        .checkouts
+        .iter()
+        .map(|c| format!("{}: {}", c.dst, c.summary()))
+        .collect();
+    if let Some(session) = &save.session {
+        let path = session.path.as_deref().unwrap_or("no state path");
+        parts.push(format!("the conversation ({path})"));
+    }
+    match parts.is_empty() {
+        true => "nothing but its record".to_owned(),
+        false => crate::output::terminal_safe(&parts.join("; ")),
+    }
+}
