@@ -496,23 +496,30 @@ fn ctrl_c_at_the_launch_screen_cancels_and_exits_130() {
     let yaml = instance_yaml_with("idle", "  workspace: desk\n  command: [sleep, \"600\"]\n");
     home.apply("idle", &yaml);
     home.ok(&["set-phase", "idle", "kept"]);
-    let term = Terminal::start_as(
-        &home,
-        "launch -w desk -r tester -a shell; echo exit=$?",
-        "xterm-256color",
-    );
-    term.wait_for("▸ Start new session", 1);
-    term.keys(&["C-c"]);
-    term.wait_for("exit=130", 1);
-    let screen = term.screen();
-    assert!(
-        screen.contains("cancelled: nothing was launched"),
-        "{screen}"
-    );
-    assert!(!screen.contains("error"), "{screen}");
-    assert_eq!(home.object("idle")["status"]["phase"], "Kept");
-    let names = home.ok(&["get", "-o", "name"]);
-    assert_eq!(names.trim(), "instance/idle", "nothing new: {names}");
+    // The rich screen, and the plain one a dumb terminal gets, where the
+    // terminal turns Ctrl-C into an interrupt.
+    for (term_kind, asked) in [
+        ("xterm-256color", "▸ Start new session"),
+        ("dumb", "Choice [1]:"),
+    ] {
+        let term = Terminal::start_as(
+            &home,
+            "launch -w desk -r tester -a shell; echo exit=$?",
+            term_kind,
+        );
+        term.wait_for(asked, 1);
+        term.keys(&["C-c"]);
+        term.wait_for("exit=130", 1);
+        let screen = term.screen();
+        assert!(
+            screen.contains("cancelled: nothing was launched"),
+            "{term_kind}: {screen}"
+        );
+        assert!(!screen.contains("error"), "{term_kind}: {screen}");
+        assert_eq!(home.object("idle")["status"]["phase"], "Kept");
+        let names = home.ok(&["get", "-o", "name"]);
+        assert_eq!(names.trim(), "instance/idle", "nothing new: {names}");
+    }
 }
 
 /// An instance running `script` (as `sh -c`) on an isolated worktree of a
@@ -671,6 +678,43 @@ fn no_at_the_discard_prompt_changes_nothing() {
     );
     assert!(after["metadata"]["annotations"].is_null(), "{after}");
     assert!(Path::new(&checkout).join("draft.md").exists());
+}
+
+/// Issue 55: Ctrl-C at a yes/no question cancels it, says so and exits 130
+/// (as an interrupt does), with the instance as it was.
+#[test]
+fn ctrl_c_at_the_discard_question_cancels_it() {
+    ensure_busybox();
+    let home = Home::new();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = support::host_repo(dir.path());
+    let spec = format!(
+        "  mounts: [{{src: {}, dst: /w, isolation: clone}}]\n",
+        repo.display()
+    );
+    home.apply("keepme", &instance_yaml_with("keepme", &spec));
+    let checkout = home.checkout("keepme");
+    std::fs::write(checkout.join("draft.md"), "work").unwrap();
+    let before = home.object("keepme");
+
+    let terminal = Terminal::start(&home, "delete keepme; echo exit=$?");
+    terminal.wait_for("[y/N]", 1);
+    terminal.keys(&["C-c"]);
+    terminal.wait_for("exit=130", 1);
+    let screen = terminal.screen();
+    assert!(
+        screen.contains("cancelled: instance/keepme is unchanged"),
+        "{screen}"
+    );
+    assert!(!screen.contains("error"), "{screen}");
+    let after = home.object("keepme");
+    assert_eq!(after["spec"]["phase"], "Running");
+    assert_eq!(
+        after["metadata"]["generation"],
+        before["metadata"]["generation"]
+    );
+    assert!(after["metadata"]["annotations"].is_null(), "{after}");
+    assert!(checkout.join("draft.md").exists());
 }
 
 /// A new session's name is shown before anything is created; a name taken

@@ -15,6 +15,8 @@ pub struct Keyboard {
     /// The input reached its end: the terminal closed (a hangup) or
     /// Ctrl-D on an empty line. Nothing more will be typed.
     ended: bool,
+    /// The operator pressed Ctrl-C at the last question asked.
+    interrupted: bool,
 }
 
 impl Keyboard {
@@ -38,7 +40,14 @@ impl Keyboard {
             chunks,
             pending: Vec::new(),
             ended: false,
+            interrupted: false,
         }
+    }
+
+    /// Whether the last [`Keyboard::line`] ended in Ctrl-C: the operator
+    /// cancelled the question, which is not an answer.
+    pub fn interrupted(&self) -> bool {
+        self.interrupted
     }
 
     /// Whether the input has ended, so that nobody can answer a question
@@ -63,9 +72,12 @@ impl Keyboard {
         self.receive().await
     }
 
-    /// The next line typed (without its end), or `None` at end of input.
+    /// The next line typed (without its end), or `None` at end of input or
+    /// at Ctrl-C ([`Keyboard::interrupted`] says which).
     pub async fn line(&mut self) -> Option<String> {
         let _turn = crate::deadline::operators_turn();
+        let mut interrupts = interrupts::watch();
+        self.interrupted = false;
         loop {
             if let Some(end) = self.pending.iter().position(|b| *b == b'\n' || *b == b'\r') {
                 // "\r\n" ends one line, not two.
@@ -78,9 +90,81 @@ impl Keyboard {
                 let line: Vec<u8> = self.pending.drain(..=take).collect();
                 return Some(String::from_utf8_lossy(&line[..end]).trim().to_owned());
             }
-            let chunk = self.receive().await?;
-            self.pending.extend(chunk);
+            tokio::select! {
+                chunk = self.receive() => self.pending.extend(chunk?),
+                () = interrupts::next(&mut interrupts) => {
+                    // What was typed before the Ctrl-C is no answer, and
+                    // what jackin prints next starts on a line of its own.
+                    self.pending.clear();
+                    self.interrupted = true;
+                    eprintln!();
+                    return None;
+                }
+            }
         }
+    }
+}
+
+/// Ctrl-C at a question. A terminal in its usual (cooked) mode turns Ctrl-C
+/// into `SIGINT`, which would end jackin mid-sentence; while a question
+/// waits, the signal cancels the question instead. The handler, once
+/// installed, stays for the rest of the run (tokio's are never removed), so
+/// outside a question it does what the default would: the run ends, with
+/// the status of an interrupt.
+mod interrupts {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::sync::watch;
+
+    /// Each `SIGINT` taken, counted; `None` where no handler could be made.
+    static COUNT: OnceLock<Option<watch::Receiver<u64>>> = OnceLock::new();
+    /// Questions waiting for an answer now.
+    static ASKING: AtomicUsize = AtomicUsize::new(0);
+
+    /// A question waiting: while it lives, `SIGINT` is its to take.
+    pub struct Asking(Option<watch::Receiver<u64>>);
+
+    impl Drop for Asking {
+        fn drop(&mut self) {
+            ASKING.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    pub fn watch() -> Asking {
+        let count = COUNT.get_or_init(install).clone();
+        ASKING.fetch_add(1, Ordering::SeqCst);
+        Asking(count.map(|mut rx| {
+            rx.mark_unchanged();
+            rx
+        }))
+    }
+
+    /// Resolves at the next `SIGINT` (never without a handler).
+    pub async fn next(asking: &mut Asking) {
+        let taken = match &mut asking.0 {
+            Some(rx) => rx.changed().await.is_ok(),
+            None => false,
+        };
+        if !taken {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    fn install() -> Option<watch::Receiver<u64>> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut signals = signal(SignalKind::interrupt()).ok()?;
+        let (tx, rx) = watch::channel(0u64);
+        tokio::spawn(async move {
+            while signals.recv().await.is_some() {
+                if ASKING.load(Ordering::SeqCst) == 0 {
+                    // 128 + SIGINT, as the default handler's end reads.
+                    std::process::exit(130);
+                }
+                tx.send_modify(|n| *n += 1);
+            }
+        });
+        Some(rx)
     }
 }
 

@@ -189,8 +189,11 @@ async fn acknowledge_discard(
          discarded`, `jackin restore-discarded {name}`). [y/N] ",
         crate::ops::discarded::retention_of(store)
     );
-    let answer = keyboard.line().await.unwrap_or_default();
-    if !matches!(answer.trim(), "y" | "Y" | "yes") {
+    let answer = keyboard.line().await;
+    if keyboard.interrupted() {
+        return Err(Cancelled(format!("instance/{name} is unchanged")).into());
+    }
+    if !matches!(answer.unwrap_or_default().trim(), "y" | "Y" | "yes") {
         // The operator said no: nothing changes, not even the desired phase.
         return Err(NotPurged(name.clone()).into());
     }
