@@ -196,6 +196,61 @@ fn r8_claude_exited_before_any_message_runs_on_under_a_new_recorded_id() {
     assert_eq!(resumed["id"], new_id.as_str(), "{resumed}");
 }
 
+/// Issue 55: the start after one that left no conversation asks claude to
+/// resume an id it never created. claude says so, naming the session ("No
+/// conversation found with session ID …"), and that is told as its refusal
+/// of the conversation, with the line as it showed; the next rung makes the
+/// conversation under the same id. (A start that fails before claude looks
+/// at the id, as its onboarding's network check did, is a crash, and told
+/// as one.)
+#[test]
+fn a_resume_of_an_id_claude_never_created_is_told_as_its_refusal() {
+    let session = AgentSession::new(Cli::Claude, Login::Sync, "never", "  workspace: keeps\n");
+    session.home.apply(
+        "keeps",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: keeps}\nspec:\n  \
+         exitPolicy: keep\n",
+    );
+    session.apply("");
+    let name = session.name.as_str();
+    let conversation = || session.home.object(name)["status"]["conversation"].clone();
+    let term = session.first_attach();
+    let id = conversation()["id"].as_str().unwrap().to_owned();
+    // An exit before any message: claude 2.1.332 leaves no transcript.
+    term.type_message(session.cli.exit_command());
+    support::eventually(PATIENCE, "the session is kept", || {
+        session.pass();
+        session.home.object(name)["status"]["phase"] == "Kept"
+    });
+    drop(term);
+
+    let term = session.attach();
+    term.wait_long("Enter resume · Esc back");
+    term.keys(&["Enter"]);
+    session.settle_at_prompt(&term);
+    term.detach();
+    drop(term);
+    session.pass();
+    let now = conversation();
+    assert_eq!(now["id"], id.as_str(), "{now}");
+    assert_eq!(now["lastStart"], "minted", "{now}");
+    assert_eq!(now["lastFallback"]["rung"], "resumed-by-id", "{now}");
+    assert_eq!(now["lastFallback"]["ended"], "refused", "{now}");
+    let error = now["lastFallback"]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(&format!("No conversation found with session ID: {id}")),
+        "{now}"
+    );
+    let described = session.ok(&["describe", name]);
+    assert!(
+        described.contains(&format!(
+            "starting the agent resumed-by-id exited 1 at once: No conversation found with \
+             session ID: {id} (refused: the agent named the conversation)"
+        )),
+        "{described}"
+    );
+}
+
 /// Leaves claude's transcript of `id` as one it refuses both to resume
 /// ("No conversation found") and to mint again ("already in use"), as R8
 /// found after an `/exit` before any message: claude 2.1.332 here writes no

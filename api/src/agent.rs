@@ -623,17 +623,37 @@ fn builtin_settings(agent: &str) -> Vec<AgentSetting> {
             // security, docs.claude.com/en/docs/claude-code/security,
             // "Trust verification"). Claude Code runs no sandbox of
             // its own by default: nothing to set for it.
-            vec![setting(
-                "trust",
-                ".claude.json",
-                SettingFormat::Json,
-                &[
-                    "projects",
-                    WORKING_DIR_PLACEHOLDER,
-                    "hasTrustDialogAccepted",
-                ],
-                true.into(),
-            )]
+            //
+            // Its first-run onboarding (theme, sign-in method, notes)
+            // opens every new unit whose `.claude.json` lacks
+            // `hasCompletedOnboarding`, logged in or not
+            // (anthropics/claude-code#4714), and checks that it reaches
+            // Anthropic's servers first: a session sent to another
+            // endpoint (a provider, `ANTHROPIC_BASE_URL`) stops there at
+            // "Unable to connect to Anthropic services". The providers'
+            // own guides for Claude Code set the key by hand; a login
+            // still comes from the login forwarded, a key variable
+            // (which claude asks about once), or `/login`.
+            vec![
+                setting(
+                    "trust",
+                    ".claude.json",
+                    SettingFormat::Json,
+                    &[
+                        "projects",
+                        WORKING_DIR_PLACEHOLDER,
+                        "hasTrustDialogAccepted",
+                    ],
+                    true.into(),
+                ),
+                setting(
+                    "onboarding",
+                    ".claude.json",
+                    SettingFormat::Json,
+                    &["hasCompletedOnboarding"],
+                    true.into(),
+                ),
+            ]
         }
         "codex" => {
             // Both in $CODEX_HOME/config.toml (Codex config basics and

@@ -74,6 +74,33 @@ fn a_json_key_is_set_and_the_rest_of_the_file_kept() {
     );
 }
 
+/// Issue 55: claude's onboarding is marked done beside the account keys a
+/// login forwarded, which stay as they were; without a forwarded file the
+/// key is the file's only one.
+#[test]
+fn claudes_onboarding_is_marked_done_and_the_forwarded_account_kept() {
+    let onboarding = builtin("claude", "onboarding");
+    let home = tempfile::tempdir().unwrap();
+    let at = target(home.path(), ".claude");
+    assert_eq!(apply(&at, &onboarding), Ok(true));
+    let written: Value = serde_json::from_str(&read(home.path(), ".claude/.claude.json")).unwrap();
+    assert_eq!(written, serde_json::json!({"hasCompletedOnboarding": true}));
+
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    std::fs::write(
+        home.path().join(".claude/.claude.json"),
+        r#"{"oauthAccount": {"emailAddress": "op@example.com"}, "userID": "u"}"#,
+    )
+    .unwrap();
+    let at = target(home.path(), ".claude");
+    assert_eq!(apply(&at, &onboarding), Ok(true));
+    let written: Value = serde_json::from_str(&read(home.path(), ".claude/.claude.json")).unwrap();
+    assert_eq!(written["hasCompletedOnboarding"], true);
+    assert_eq!(written["oauthAccount"]["emailAddress"], "op@example.com");
+    assert_eq!(written["userID"], "u");
+}
+
 /// codex's config.toml keeps its comments and order; the trust lands in a
 /// `[projects."<dir>"]` table as codex writes it, and a value already set
 /// keeps its line's comment.
