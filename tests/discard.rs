@@ -641,6 +641,100 @@ fn restore_session_puts_the_saved_work_in_the_new_sessions_checkout() {
     assert!(out.status.success(), "{}", stderr_of(&out));
 }
 
+/// Issue 55: the same with `isolation: worktree`, as the README's example
+/// mounts: the new session's own worktree is made on the saved base (the
+/// host's branch moved on between the delete and the restore), with the
+/// files, the staged state and the agent's commit on the new unit's
+/// branch; the container sees the files, that branch is published into
+/// the host (the publication accepts it: it is work on its base), and the
+/// host's files and refs hold nothing else of the agent's.
+#[test]
+fn restore_session_puts_a_worktrees_saved_work_in_the_new_sessions_worktree() {
+    ensure_busybox();
+    let home = Home::new();
+    let host = HostRepo::new();
+    crate::saved_sessions::notes_agent(&home);
+    let name = support::unique("treed");
+    let yaml = format!(
+        "{}  mounts: [{{src: {}, dst: /workspace/app, isolation: worktree}}]\n",
+        crate::saved_sessions::notes_instance(&name, None),
+        host.path().display()
+    );
+    home.apply(&format!("{name}.yaml"), &yaml);
+    let checkout = home.checkout(&name);
+    work_in(
+        &checkout,
+        "echo f > feature.txt && git add feature.txt && git commit --quiet -m 'agent work' && \
+         echo staged > staged.txt && git add staged.txt",
+    );
+    let commit = git(&checkout, &["rev-parse", "HEAD"]);
+    docker(&[
+        "exec",
+        &home.container(&name),
+        "sh",
+        "-c",
+        "echo modified >> /workspace/app/README && echo new > /workspace/app/new.txt",
+    ]);
+    let out = home.jackin(&["delete", &name, "--force"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let save = saves(&home)[0]["name"].as_str().unwrap().to_owned();
+    // The operator's branch moves on before the restore.
+    let repo = host.path();
+    std::fs::write(repo.join("later.txt"), "the operator's\n").unwrap();
+    git(&repo, &["add", "later.txt"]);
+    git(&repo, &["commit", "--quiet", "-m", "later"]);
+    let main = git(&repo, &["rev-parse", "main"]);
+
+    let again = support::unique("again");
+    let out = home.ok(&["restore-discarded", &save, "--session", "--name", &again]);
+    assert!(out.contains("/workspace/app: restored into"), "{out}");
+    let checkout = home.checkout(&again);
+    assert!(checkout.starts_with(home.unit(&again)), "{checkout:?}");
+    let scratch = format!("jackin/scratch/{}", home.container(&again));
+    assert_eq!(git(&checkout, &["rev-parse", "HEAD"]), commit);
+    assert_eq!(
+        git(&checkout, &["symbolic-ref", "--short", "HEAD"]),
+        scratch
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("README")).unwrap(),
+        "host\nmodified\n"
+    );
+    let status = git(&checkout, &["status", "--porcelain"]);
+    assert_eq!(status, "M README\nA  staged.txt\n?? new.txt", "{status}");
+    assert!(
+        !checkout.join("later.txt").exists(),
+        "not on the saved base"
+    );
+    // The agent sees its files where it left them.
+    for file in ["new.txt", "staged.txt", "feature.txt"] {
+        docker(&[
+            "exec",
+            &home.container(&again),
+            "test",
+            "-f",
+            &format!("/workspace/app/{file}"),
+        ]);
+    }
+    // Its start published the agent's commit as the new unit's branch.
+    assert_eq!(git(&repo, &["rev-parse", &scratch]), commit);
+    // The host's files are the operator's, and its refs the operator's
+    // and jackin's own.
+    assert_eq!(git(&repo, &["rev-parse", "HEAD"]), main);
+    assert_eq!(git(&repo, &["status", "--porcelain", "--ignored"]), "");
+    let refs = git(&repo, &["for-each-ref", "--format=%(refname)"]);
+    for name in refs.lines() {
+        assert!(
+            name == "refs/heads/main"
+                || name.starts_with("refs/heads/jackin/")
+                || name.starts_with("refs/jackin/"),
+            "{refs}"
+        );
+    }
+    let out = home.jackin(&["delete", &again, "--force"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+}
+
 /// A hostile checkout: its `.git` config names a filter and an fsmonitor
 /// program, its attributes ask for the filter, and among its untracked
 /// files are a FIFO and a link to a file of the operator's. The save runs

@@ -34,9 +34,10 @@ pub fn restore(store: &Store, arg: &str, to: Option<&Path>, mount: Option<&str>)
 /// the saved spec, its agent's saved state in the new unit's home and its
 /// conversation's record, so that its first start resumes the
 /// conversation. Saved checkout work comes back into the new unit's own
-/// checkouts (a clone the spec mounts, made before its container first
-/// starts) and as branches in the host repositories, as without
-/// `--session`; the save is marked restored. The new session then runs,
+/// checkouts (a clone or worktree the spec mounts at the same place, made
+/// before its container first starts; a worktree on the saved base) and as
+/// branches in the host repositories, as without `--session`; the save is
+/// marked restored. The new session then runs,
 /// as after `apply` (unless `--no-wait`: a running controller starts it).
 pub async fn restore_session(
     store: Store,

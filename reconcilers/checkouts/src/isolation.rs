@@ -97,20 +97,49 @@ pub fn prepare(
                 records[at].moved_from = None;
                 write_records(layout, container, &records)?;
             }
-            // A clone is nothing without its directory: a new one, recorded
-            // before anything is made, so that a failure or a crash half-way
-            // leaves a record a purge can clean up from.
+            // A clone is nothing without its directory: a new one, from the
+            // host's `HEAD`.
             _ => {
-                let record = plan_record(layout, container, mount)?;
-                records.retain(|r| r.dst != mount.dst);
-                records.push(record);
-                write_records(layout, container, &records)?;
-                let last = records.len() - 1;
-                make_checkout(&records[last])?;
+                let base = head_commit(&mount.src, &mount.dst)?;
+                let record = plan_record(layout, container, mount, base)?;
+                record_and_make(layout, container, &mut records, record)?;
             }
         }
     }
     Ok(moved)
+}
+
+/// Makes the checkout of `mount` for the unit `container`, which has none
+/// there, from the host's commit `base` rather than its `HEAD`: a
+/// discarded checkout made again on the base its saved work builds on (the
+/// host's branch may have moved on since, and a worktree publishes only
+/// work on its base), which the host must hold. Recorded first, as
+/// [`prepare`] records a new checkout. Returns the record.
+pub fn prepare_at_base(
+    layout: &Layout,
+    container: &str,
+    mount: &MountSpec,
+    base: &str,
+) -> Result<IsolationRecord, IsolationError> {
+    let mut records = read_records(layout, container)?;
+    let record = plan_record(layout, container, mount, base.to_owned())?;
+    record_and_make(layout, container, &mut records, record.clone())?;
+    Ok(record)
+}
+
+/// Records a new checkout among the unit's `records`, then makes it:
+/// recorded before anything is made, so that a failure or a crash half-way
+/// leaves a record a purge can clean up from.
+fn record_and_make(
+    layout: &Layout,
+    container: &str,
+    records: &mut Vec<IsolationRecord>,
+    record: IsolationRecord,
+) -> Result<(), IsolationError> {
+    records.retain(|r| r.dst != record.dst);
+    records.push(record);
+    write_records(layout, container, records)?;
+    make_checkout(&records[records.len() - 1])
 }
 
 /// Refuses two `worktree` mounts of one repository (by its git directory,
@@ -265,14 +294,15 @@ fn verify(record: &IsolationRecord) -> Result<(), IsolationError> {
     }
 }
 
-/// Where and from what a mount's checkout is made; nothing is made yet.
+/// Where a mount's checkout is made, from the host's commit `base`;
+/// nothing is made yet.
 fn plan_record(
     layout: &Layout,
     container: &str,
     mount: &MountSpec,
+    base: String,
 ) -> Result<IsolationRecord, IsolationError> {
     let src = mount.src.as_str();
-    let base = head_commit(src, &mount.dst)?;
     let worktree = mount.isolation == Isolation::Worktree;
     let path = checkout_path(layout, container, mount.isolation, &mount.dst);
     let parent = path.parent().expect("a checkout has a parent");

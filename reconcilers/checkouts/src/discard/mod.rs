@@ -41,7 +41,7 @@
 //! under `jackin/restored/<save>/`, or as a new checkout directory that is
 //! the discarded one again (files, staged state, branches, stash, `HEAD`),
 //! or ([`restore_into_unit`]) in a session made again, in its unit's clone
-//! checkouts. It never writes into a directory it did not make just then,
+//! and worktree checkouts. It never writes into a directory it did not make just then,
 //! and the saved objects reach a repository only through a confined `git
 //! index-pack --strict`.
 //!

@@ -1,9 +1,10 @@
 //! Restoring: a save brought back, into its host repository as branches
 //! under `jackin/restored/<save>/`, or as a new checkout directory that is
-//! the discarded one again (a new one of its own, or a new unit's clone
-//! checkout made just then). It never writes into a directory it did not
-//! make just then, and the saved objects reach a repository only through
-//! a confined `git index-pack --strict`.
+//! the discarded one again (a new one of its own, or a new unit's clone or
+//! worktree checkout made just then; a worktree's objects land in the
+//! unit's own repository, never the host's). It never writes into a
+//! directory it did not make just then, and the saved objects reach a
+//! repository only through a confined `git index-pack --strict`.
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Read, Write};
@@ -11,9 +12,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::error::{DiscardError, NEUTRAL_ATTRIBUTES, first_line, io_at};
-use super::index::{RestoredInto, SavedCheckout, find, listed, mark_restored, save_dir};
+use super::index::{RestoredInto, Save, SavedCheckout, find, listed, mark_restored, save_dir};
+use crate::checkout::{SCRATCH_PREFIX, path_str};
 use crate::git::{self, GitError};
-use crate::isolation;
+use crate::{isolation, worktree};
 use jackin_api::instance::{Isolation, MountSpec};
 use jackin_files::fsutil::{
     Links, ensure_real_dir_below, open_regular_file, remove_if_exists, write_atomic,
@@ -90,14 +92,14 @@ pub fn restore(
     Ok(lines)
 }
 
-/// The save `name`'s clone checkouts brought back into the unit
-/// `container`'s own checkouts, for a session made again whose spec mounts
-/// them (`mounts`): each checkout is made now, as a start makes it, and
-/// the saved work is rebuilt in it as `--to` rebuilds it, before any
-/// container binds it. Refuses a unit that has a checkout there already:
-/// nothing the agent or the operator made is written over. A worktree's
-/// work stays in the host repository's branches only. Returns what was
-/// done, line by line.
+/// The save `name`'s checkouts brought back into the unit `container`'s
+/// own checkouts, for a session made again whose spec mounts them
+/// (`mounts`) at the same place with the same isolation: each checkout is
+/// made now, as a start makes it (a worktree on the saved base, not the
+/// host's `HEAD`), and the saved work is rebuilt in it as `--to` rebuilds
+/// it, before any container binds it. Refuses a unit that has a checkout
+/// there already: nothing the agent or the operator made is written over.
+/// Returns what was done, line by line.
 pub fn restore_into_unit(
     layout: &Layout,
     name: &str,
@@ -108,14 +110,17 @@ pub fn restore_into_unit(
     let dir = save_dir(layout, &save.name);
     let mut lines = Vec::new();
     for checkout in &save.checkouts {
-        let mount = mounts
-            .iter()
-            .find(|m| m.dst == checkout.dst && m.isolation == Isolation::Clone);
-        let Some(mount) = mount.filter(|_| checkout.isolation == Isolation::Clone) else {
+        let mount = mounts.iter().find(|m| {
+            m.dst == checkout.dst
+                && m.isolation == checkout.isolation
+                && m.isolation != Isolation::Shared
+        });
+        let Some(mount) = mount else {
             lines.push(format!(
-                "{}: not restored into the new session's checkout (it is not a clone its \
-                 spec mounts there); its work is in the host repository's branches",
-                checkout.dst
+                "{}: not restored into the new session's checkout (its spec mounts no {} \
+                 there); its work is in the host repository's branches",
+                checkout.dst,
+                checkout.isolation.as_str()
             ));
             continue;
         };
@@ -133,25 +138,106 @@ pub fn restore_into_unit(
             src: checkout.src.clone(),
             ..mount.clone()
         };
+        if checkout.isolation == Isolation::Worktree {
+            lines.extend(restore_into_worktree(
+                layout, &dir, &save, checkout, container, &mount,
+            )?);
+            continue;
+        }
         isolation::prepare(layout, container, std::slice::from_ref(&mount))?;
         let records = isolation::read_records(layout, container)?;
         let record = records
             .iter()
             .find(|r| r.dst == checkout.dst)
             .expect("prepare recorded the checkout it made");
-        lines.extend(rebuild_in_clone(&dir, checkout, Path::new(&record.path))?);
+        let target = RestoredCheckout::clone_at(Path::new(&record.path))?;
+        lines.extend(rebuild(&dir, checkout, &target)?);
     }
     Ok(lines)
 }
 
+/// A saved worktree's work in the unit `container`'s own worktree,
+/// made now on the saved base (which the save pins in the host
+/// repository): the saved objects land in the unit's repository, never in
+/// the host's, and the branch the agent was on, the old unit's scratch
+/// branch, is the new unit's, which jackin publishes as it publishes any.
+/// What a failure half-way leaves is removed with jackin's refs for it.
+fn restore_into_worktree(
+    layout: &Layout,
+    save_dir: &Path,
+    save: &Save,
+    checkout: &SavedCheckout,
+    container: &str,
+    mount: &MountSpec,
+) -> Result<Vec<String>, DiscardError> {
+    let base = checkout.base_commit.as_str();
+    if !worktree::host_has_commit(&checkout.src, base)? {
+        return Ok(vec![format!(
+            "{}: not restored into the new session's checkout: the host repository {} no \
+             longer holds the base commit {base} its saved work builds on",
+            checkout.dst, checkout.src
+        )]);
+    }
+    let made = isolation::prepare_at_base(layout, container, mount, base)
+        .map_err(DiscardError::from)
+        .and_then(|record| {
+            let old = format!("{SCRATCH_PREFIX}{}", save.unit);
+            let new = record.scratch_branch.clone().unwrap_or_default();
+            let target = RestoredCheckout::worktree(&record)?;
+            let mut lines = rebuild(save_dir, &onto_branch(checkout, &old, &new), &target)?;
+            let mut made_on = format!("  made on the saved base {base}");
+            let had_old = checkout.head_branch.as_deref() == Some(old.as_str())
+                || checkout.branches.iter().any(|b| b.name == old);
+            if had_old {
+                made_on.push_str(&format!(
+                    "; {old}'s commits are on {new}, published as the new session's branch"
+                ));
+            }
+            lines.push(made_on);
+            Ok(lines)
+        });
+    if made.is_err() {
+        // The checkout made just now, and jackin's refs for it: nothing
+        // of the operator's, nor of the agent's but the save's copy.
+        let removed = isolation::remove_where(layout, container, |r| r.dst == checkout.dst);
+        if let Err(e) = removed {
+            tracing::warn!(
+                "{}: the checkout made for the restore stays: {e}",
+                checkout.dst
+            );
+        }
+    }
+    made
+}
+
+/// The saved checkout with the branch `old` named `new`: where it was
+/// `HEAD`'s branch, or a saved branch.
+fn onto_branch(checkout: &SavedCheckout, old: &str, new: &str) -> SavedCheckout {
+    let rename = |name: &mut String| {
+        if name == old {
+            *name = new.to_owned();
+        }
+    };
+    let mut renamed = checkout.clone();
+    if let Some(branch) = renamed.head_branch.as_mut() {
+        rename(branch);
+    }
+    for branch in &mut renamed.branches {
+        rename(&mut branch.name);
+    }
+    renamed
+}
+
 /// Lands a save's objects in a repository (`repo`, whose objects are
 /// `objects`): the pack of its bundle, checked by a confined `git
-/// index-pack --strict` that may write only `objects`.
+/// index-pack --strict` that may write only `objects`, and read besides
+/// the repository only `reads` (what it borrows).
 fn land_objects(
     bundle: &Path,
     repo: &str,
     objects: &Path,
     scratch: &Path,
+    reads: &[PathBuf],
 ) -> Result<(), DiscardError> {
     let opened = open_regular_file(bundle, Links::Refuse).map_err(io_at(bundle))?;
     let mut reader = io::BufReader::new(opened);
@@ -182,7 +268,6 @@ fn land_objects(
         .map_err(io_at(&pack))?;
     io::copy(&mut reader, &mut out).map_err(io_at(&pack))?;
     out.flush().map_err(io_at(&pack))?;
-    let reads = crate::checkout::host_reads(repo);
     let reads: Vec<&Path> = reads.iter().map(PathBuf::as_path).collect();
     let landed = git::run_untrusted_fed(
         repo,
@@ -237,7 +322,8 @@ fn restore_into_dir(
         &checkout.src,
         to_str,
     ])?;
-    let made = rebuild_in_clone(save_dir, checkout, to);
+    let made =
+        RestoredCheckout::clone_at(to).and_then(|target| rebuild(save_dir, checkout, &target));
     if made.is_err() {
         // The directory is the clone made just now, and nothing else.
         let _ = remove_if_exists(to);
@@ -245,78 +331,125 @@ fn restore_into_dir(
     made
 }
 
-/// A clone of the host repository, made just now for a restore: every git
-/// in it is confined to writing it.
-struct RestoredClone {
+/// A checkout made just now for a restore, and its repository: every git
+/// over them is confined to writing them.
+struct RestoredCheckout {
+    /// Where git runs: the clone, or the worktree's repository.
     dir: PathBuf,
+    /// The repository: the clone's `.git`, or the worktree's own.
+    git_dir: PathBuf,
+    /// The checkout's files.
+    work_tree: PathBuf,
+    /// What git reads besides them: the host's objects a worktree borrows.
+    reads: Vec<PathBuf>,
+    /// jackin's files for the restore, inside the repository.
     work: tempfile::TempDir,
 }
 
-impl RestoredClone {
+impl RestoredCheckout {
+    /// A clone at `to`, with its `.git` inside.
+    fn clone_at(to: &Path) -> Result<Self, DiscardError> {
+        let dir = std::fs::canonicalize(to).map_err(io_at(to))?;
+        let git_dir = dir.join(".git");
+        Ok(Self {
+            reads: crate::checkout::host_reads(path_str(&dir)),
+            work: work_dir_in(&git_dir)?,
+            work_tree: dir.clone(),
+            git_dir,
+            dir,
+        })
+    }
+
+    /// A worktree that `record` describes, with its repository beside it
+    /// and the host's objects that repository borrows.
+    fn worktree(record: &isolation::IsolationRecord) -> Result<Self, DiscardError> {
+        let git_dir = PathBuf::from(record.git_place());
+        Ok(Self {
+            reads: worktree::objects_reads(record)?,
+            work: work_dir_in(&git_dir)?,
+            work_tree: PathBuf::from(&record.path),
+            dir: git_dir.clone(),
+            git_dir,
+        })
+    }
+
     fn git(&self, args: &[&str]) -> Result<String, GitError> {
-        git::run_untrusted_writing(self.dir_str(), args, &[], &[&self.dir])
-            .map(|out| String::from_utf8_lossy(&out).into_owned())
+        self.git_fed_maybe(args, None)
     }
 
     fn git_fed(&self, args: &[&str], input: &Path) -> Result<String, GitError> {
-        git::run_untrusted_fed(self.dir_str(), args, &[], &[&self.dir], Some(input))
+        self.git_fed_maybe(args, Some(input))
+    }
+
+    fn git_fed_maybe(&self, args: &[&str], input: Option<&Path>) -> Result<String, GitError> {
+        let git_dir = format!("--git-dir={}", self.git_dir.display());
+        let work_tree = format!("--work-tree={}", self.work_tree.display());
+        let mut argv = vec![git_dir.as_str(), work_tree.as_str()];
+        argv.extend_from_slice(args);
+        let reads: Vec<&Path> = self.reads.iter().map(PathBuf::as_path).collect();
+        let writes = [self.git_dir.as_path(), self.work_tree.as_path()];
+        git::run_untrusted_fed(self.dir_str(), &argv, &reads, &writes, input)
             .map(|out| String::from_utf8_lossy(&out).into_owned())
     }
 
     fn dir_str(&self) -> &str {
-        self.dir.to_str().expect("it was UTF-8")
+        path_str(&self.dir)
     }
 }
 
-/// Makes the clone at `to` the discarded checkout: the saved objects, its
-/// refs, stash and `HEAD`, then its files and index.
-fn rebuild_in_clone(
+/// A directory of jackin's for a restore's files, in the repository
+/// `git_dir` made just now.
+fn work_dir_in(git_dir: &Path) -> Result<tempfile::TempDir, DiscardError> {
+    tempfile::Builder::new()
+        .prefix("jackin-restore-")
+        .tempdir_in(git_dir)
+        .map_err(io_at(git_dir))
+}
+
+/// Makes the checkout made just now (`target`) the discarded one: the
+/// saved objects, its refs, stash and `HEAD`, then its files and index.
+fn rebuild(
     save_dir: &Path,
     checkout: &SavedCheckout,
-    to: &Path,
+    target: &RestoredCheckout,
 ) -> Result<Vec<String>, DiscardError> {
-    let dir = std::fs::canonicalize(to).map_err(io_at(to))?;
-    let work = tempfile::Builder::new()
-        .prefix("jackin-restore-")
-        .tempdir_in(dir.join(".git"))
-        .map_err(io_at(&dir))?;
-    let clone = RestoredClone { dir, work };
     if let Some(bundle) = &checkout.bundle {
         land_objects(
             &save_dir.join(bundle),
-            clone.dir_str(),
-            &clone.dir,
-            clone.work.path(),
+            target.dir_str(),
+            &target.git_dir.join("objects"),
+            target.work.path(),
+            &target.reads,
         )?;
     }
-    restore_refs(&clone, checkout)?;
+    restore_refs(target, checkout)?;
     for entry in checkout.stash.iter().rev() {
-        clone.git(&["stash", "store", "-q", "-m", &entry.name, &entry.commit])?;
+        target.git(&["stash", "store", "-q", "-m", &entry.name, &entry.commit])?;
     }
     match (&checkout.head_branch, &checkout.head) {
         (Some(branch), _) => {
-            clone.git(&["symbolic-ref", "HEAD", &format!("refs/heads/{branch}")])?;
+            target.git(&["symbolic-ref", "HEAD", &format!("refs/heads/{branch}")])?;
         }
         (None, Some(head)) => {
-            clone.git(&["update-ref", "--no-deref", "HEAD", head])?;
+            target.git(&["update-ref", "--no-deref", "HEAD", head])?;
         }
         (None, None) => {}
     }
     // The files as they were, byte for byte: no filter or conversion
     // the tree's attributes name, then the index as it was staged.
-    let attributes = clone.dir.join(".git/info/attributes");
+    let attributes = target.git_dir.join("info/attributes");
     write_atomic(&attributes, NEUTRAL_ATTRIBUTES.as_bytes()).map_err(io_at(&attributes))?;
     if let Some(files) = checkout.work.as_ref().or(checkout.head.as_ref()) {
-        clone.git(&["read-tree", "--reset", "-u", files])?;
+        target.git(&["read-tree", "--reset", "-u", files])?;
     }
     if let Some(staged) = checkout.index.as_ref().or(checkout.head.as_ref()) {
-        clone.git(&["read-tree", staged])?;
+        target.git(&["read-tree", staged])?;
     }
     remove_if_exists(&attributes).map_err(io_at(&attributes))?;
     let mut lines = vec![format!(
         "{}: restored into {} from {}",
         checkout.dst,
-        clone.dir.display(),
+        target.work_tree.display(),
         checkout.src
     )];
     lines.push(format!("  {}", checkout.summary()));
@@ -326,10 +459,11 @@ fn rebuild_in_clone(
     Ok(lines)
 }
 
-/// The checkout's branches, tags and other refs in the clone, and the
-/// branch `HEAD` was on where it was (the clone's branch of that name is
-/// the host's, which may have moved on since), in one update.
-fn restore_refs(clone: &RestoredClone, checkout: &SavedCheckout) -> Result<(), DiscardError> {
+/// The checkout's branches, tags and other refs in the checkout made just
+/// now, and the branch `HEAD` was on where it was (a clone's branch of that
+/// name is the host's, and a worktree's scratch branch its base, either of
+/// which may have moved on since), in one update.
+fn restore_refs(target: &RestoredCheckout, checkout: &SavedCheckout) -> Result<(), DiscardError> {
     let mut refs: BTreeMap<String, &str> = BTreeMap::default();
     if let (Some(branch), Some(head)) = (&checkout.head_branch, &checkout.head) {
         refs.insert(format!("refs/heads/{branch}"), head);
@@ -353,9 +487,9 @@ fn restore_refs(clone: &RestoredClone, checkout: &SavedCheckout) -> Result<(), D
         updates.extend_from_slice(commit.as_bytes());
         updates.extend_from_slice(b"\0\0");
     }
-    let input = clone.work.path().join("updates");
+    let input = target.work.path().join("updates");
     write_atomic(&input, &updates).map_err(io_at(&input))?;
-    clone.git_fed(
+    target.git_fed(
         &["update-ref", "-m", "jackin: restored", "-z", "--stdin"],
         &input,
     )?;
@@ -413,7 +547,8 @@ fn restore_into_host(
             .prefix(".work-restore-")
             .tempdir_in(save_dir)
             .map_err(io_at(save_dir))?;
-        land_objects(&save_dir.join(bundle), src, &objects, work.path())?;
+        let reads = crate::checkout::host_reads(src);
+        land_objects(&save_dir.join(bundle), src, &objects, work.path(), &reads)?;
     }
     let mut lines = vec![format!("{}: restored into {src}", checkout.dst)];
     for (full, commit, what) in &wanted {

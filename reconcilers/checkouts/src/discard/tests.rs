@@ -542,3 +542,79 @@ fn a_clones_work_comes_back_in_a_new_units_checkout_never_over_one() {
     let save = find(&f.layout, "inst").unwrap();
     assert_eq!(save.restored.map(|r| r.into), Some(into));
 }
+
+/// A session made again with a worktree: the saved work comes back in the
+/// new unit's own worktree, made on the saved base although the host's
+/// branch moved on since, with the agent's commits on the new unit's
+/// scratch branch (which then publishes), and its objects in the unit's
+/// repository only. A unit that has a checkout there already is refused.
+#[test]
+fn a_worktrees_work_comes_back_in_a_new_units_worktree_on_its_base() {
+    let f = Fixture::new(Isolation::Worktree);
+    let c = f.checkout();
+    let base = f.record.base_commit.clone();
+    std::fs::write(c.join("a.txt"), "stashed\n").unwrap();
+    git(&c, &["stash", "push", "--quiet", "-m", "an idea"]);
+    std::fs::write(c.join("feature.txt"), "feature\n").unwrap();
+    git(&c, &["add", "feature.txt"]);
+    git(&c, &["commit", "--quiet", "-m", "the agent's work"]);
+    let commit = git(&c, &["rev-parse", "HEAD"]);
+    git(&c, &["tag", "v1"]);
+    std::fs::write(c.join("a.txt"), "modified\n").unwrap();
+    std::fs::write(c.join("staged.txt"), "staged\n").unwrap();
+    git(&c, &["add", "staged.txt"]);
+    std::fs::write(c.join("new.txt"), "untracked\n").unwrap();
+    // As a removal does: published first, then saved and removed.
+    isolation::publish(&f.record).unwrap();
+    let saved = save_before_discard(&f.layout, UNIT, "inst").unwrap();
+    let work = saved.checkouts[0]
+        .work
+        .clone()
+        .expect("the files were saved");
+    isolation::remove_all(&f.layout, UNIT).unwrap();
+    // The operator's branch moves on meanwhile.
+    std::fs::write(f.host.join("later.txt"), "the operator's\n").unwrap();
+    git(&f.host, &["add", "later.txt"]);
+    git(&f.host, &["commit", "--quiet", "-m", "later"]);
+
+    let mount = MountSpec {
+        src: f.host.to_str().unwrap().to_owned(),
+        dst: "/workspace/app".into(),
+        readonly: false,
+        isolation: Isolation::Worktree,
+    };
+    let unit = "jk-def456-again";
+    let mounts = std::slice::from_ref(&mount);
+    let lines = restore_into_unit(&f.layout, "inst", unit, mounts).unwrap();
+    assert!(
+        lines[0].starts_with("/workspace/app: restored into"),
+        "{lines:?}"
+    );
+    let record = isolation::read_records(&f.layout, unit).unwrap().remove(0);
+    assert_eq!(record.base_commit, base, "made on the saved base");
+    let c = PathBuf::from(&record.path);
+    assert_eq!(git(&c, &["rev-parse", "HEAD"]), commit);
+    let scratch = format!("refs/heads/jackin/scratch/{unit}");
+    assert_eq!(git(&c, &["symbolic-ref", "HEAD"]), scratch);
+    let status = git(&c, &["status", "--porcelain"]);
+    assert_eq!(status, "M a.txt\nA  staged.txt\n?? new.txt", "{status}");
+    assert!(!c.join("later.txt").exists(), "the host's later commit");
+    assert!(git(&c, &["stash", "list"]).contains("an idea"));
+    assert_eq!(git(&c, &["rev-parse", "v1"]), commit);
+    // The saved objects are the unit's; the host has none of them.
+    let host = f.host.to_str().unwrap();
+    assert!(git::run(&["-C", host, "cat-file", "-e", &work]).is_err());
+    assert_eq!(git(&f.host, &["status", "--porcelain"]), "");
+    // Published as any worktree's branch: work on its base.
+    isolation::publish(&record).unwrap();
+    assert_eq!(git(&f.host, &["rev-parse", &scratch]), commit);
+
+    // The checkout's own again: never restored over.
+    std::fs::write(c.join("new.txt"), "the agent's\n").unwrap();
+    let err = restore_into_unit(&f.layout, "inst", unit, mounts).unwrap_err();
+    assert!(err.to_string().contains("never"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(c.join("new.txt")).unwrap(),
+        "the agent's\n"
+    );
+}
