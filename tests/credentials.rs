@@ -493,6 +493,31 @@ fn codex_starts_logged_in_under_token() {
     docker(&["stop", "-t", "2", &home.container("codex")]);
     // The events are in JACKIN_HOME, and `describe` shows them.
     nowhere("after a stop", true);
+    // Made again from its save, it starts as a resume does (issue 55):
+    // not from a shell without the key, and then nothing is made.
+    home.ok(&["delete", "codex", "--force"]);
+    let restore = |key: Option<&str>| {
+        let mut command = home.command(&["restore-discarded", "codex", "--session"]);
+        match key {
+            Some(key) => command.env("OPENAI_API_KEY", key),
+            None => command.env_remove("OPENAI_API_KEY"),
+        };
+        command.output().unwrap()
+    };
+    let out = restore(None);
+    let said = stderr(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("logs in by token") && said.contains("OPENAI_API_KEY"),
+        "{said}"
+    );
+    assert!(
+        !home.jackin(&["get", "codex"]).status.success(),
+        "nothing was made"
+    );
+    let out = restore(Some(&marker));
+    assert!(out.status.success(), "{}", stderr(&out));
+    wait_for_login(&home, "codex", "codex logged-in file auth.json");
 }
 
 #[test]

@@ -10,7 +10,8 @@ use jackin_api::instance::Conversation;
 use jackin_api::{DesiredPhase, Instance, ObjectMeta};
 use jackin_checkouts::discard;
 use jackin_checkouts::saved_session;
-use jackin_controller::{Store, StoreError};
+use jackin_controller::engines::Engines;
+use jackin_controller::{Reconciler, Store, StoreError};
 
 use crate::args::{UsageError, WaitArgs};
 use crate::output;
@@ -52,7 +53,7 @@ pub async fn restore_session(
         true => None,
         false => Some(crate::context::connect().await?),
     };
-    let name = make_session_again(&store, name, new_name)?;
+    let name = make_session_again(&store, name, new_name, engines.is_some())?;
     if let Some(engines) = engines {
         let names = [name.clone()];
         crate::context::converge_and_report(store, engines, &names, wait, verbose).await?;
@@ -62,8 +63,15 @@ pub async fn restore_session(
 }
 
 /// The instance of the save `name` made again (named `new_name`, else as
-/// it was), with its conversation; returns its name.
-fn make_session_again(store: &Store, name: &str, new_name: Option<&str>) -> Result<String> {
+/// it was), with its conversation; returns its name. `starts_here`: this
+/// command starts it, so a login it takes by token must be in this
+/// command's environment, or nothing is made.
+fn make_session_again(
+    store: &Store,
+    name: &str,
+    new_name: Option<&str>,
+    starts_here: bool,
+) -> Result<String> {
     let layout = store.layout();
     let save = discard::find(layout, name)?;
     let Some(session) = save.session.clone() else {
@@ -88,6 +96,9 @@ fn make_session_again(store: &Store, name: &str, new_name: Option<&str>) -> Resu
         spec,
         status: None,
     };
+    if starts_here {
+        check_logins(store, &obj)?;
+    }
     // The record of starts goes on; what was read of the old unit's start
     // report does not apply to the new unit's.
     let conversation = session.conversation.clone().map(|c| Conversation {
@@ -132,6 +143,21 @@ fn make_session_again(store: &Store, name: &str, new_name: Option<&str>) -> Resu
         println!("{}", output::terminal_safe(&line));
     }
     Ok(name.to_owned())
+}
+
+/// Refuses to make `obj` again when the start this command makes would
+/// find a token login missing from its environment (see
+/// [`crate::ops::logins`]), before anything is written.
+fn check_logins(store: &Store, obj: &Instance) -> Result<()> {
+    let reconciler = Reconciler::new(store.clone(), Engines::new(None));
+    // The recipe as it would be pinned: the container's name only names
+    // its network, nothing its logins depend on.
+    let mut probe = obj.clone();
+    probe.status.get_or_insert_default().container_name = Some(obj.metadata.name.clone());
+    match reconciler.wanted_recipe(&probe)? {
+        Some(recipe) => crate::ops::logins::check_token_keys_of(obj, &recipe),
+        None => Ok(()),
+    }
 }
 
 /// The save's (or instance's) name in `arg`: `discarded/NAME`,

@@ -8,6 +8,7 @@ use anyhow::{Result, bail};
 use jackin_act::credentials;
 use jackin_api::Instance;
 use jackin_api::credentials::{AuthForward, PinnedCredentials};
+use jackin_api::instance::Recipe;
 use jackin_plan::recipe::runs_agent_program;
 
 /// Refuses to resume `obj` from here when a token its start needs is not
@@ -15,9 +16,15 @@ use jackin_plan::recipe::runs_agent_program;
 /// command that is not the agent's own program (it needs no login of the
 /// agent's), pass.
 pub fn check_token_keys(obj: &Instance) -> Result<()> {
-    let Some(recipe) = obj.recipe() else {
-        return Ok(());
-    };
+    match obj.recipe() {
+        Some(recipe) => check_token_keys_of(obj, recipe),
+        None => Ok(()),
+    }
+}
+
+/// As [`check_token_keys`], for a session about to start from `recipe`
+/// (one not pinned yet: a session made again from a save).
+pub fn check_token_keys_of(obj: &Instance, recipe: &Recipe) -> Result<()> {
     let Some(pinned) = &recipe.credentials else {
         return Ok(());
     };
@@ -52,7 +59,7 @@ pub fn check_token_keys(obj: &Instance) -> Result<()> {
         .map_or_else(String::new, |had| format!(" (its last start had {had})"));
     bail!(
         "instance/{} logs in by token (authForward: token), from the environment of whoever \
-         starts it, and this one lacks it: {}{had}; it was not resumed, so that its agent does \
+         starts it, and this one lacks it: {}{had}; nothing was started, so that its agent does \
          not start logged out\nhint: resume it from a shell that has the variable, as the one \
          it was launched from had; or set authForward: sync",
         obj.metadata.name,

@@ -128,6 +128,9 @@ pub fn forward_files(
 ) -> Result<FilesOutcome, CredentialError> {
     let mut out = FilesOutcome::default();
     for (set, file) in forwarded_files(pinned, &mut out.missing) {
+        if absent_extra(file, pinned.mode, host) {
+            continue;
+        }
         match forward_one(set, file, pinned.mode, host, home)? {
             Ok(line) => out.files.push(line),
             Err(line) => out.missing.push(line),
@@ -142,6 +145,9 @@ pub fn forward_files(
 pub fn logins_on_host(pinned: &PinnedCredentials, host: Result<&Path, &str>) -> FilesOutcome {
     let mut out = FilesOutcome::default();
     for (set, file) in forwarded_files(pinned, &mut out.missing) {
+        if absent_extra(file, pinned.mode, host) {
+            continue;
+        }
         match read_login(set, file, pinned.mode, host) {
             Ok(_) => out
                 .files
@@ -150,6 +156,20 @@ pub fn logins_on_host(pinned: &PinnedCredentials, host: Result<&Path, &str>) -> 
         }
     }
     out
+}
+
+/// Whether `file` is a file that holds no login (account metadata), which
+/// goes under `token` beside the login variables when the host has it, and
+/// the host does not: nothing is missing then, the login being the
+/// variable's (claude's `~/.claude.json` of someone who never ran claude on
+/// this host).
+fn absent_extra(file: &CredentialFile, mode: AuthForward, host: Result<&Path, &str>) -> bool {
+    mode == AuthForward::Token
+        && !file.secret
+        && host.is_ok_and(|host| {
+            std::fs::symlink_metadata(host.join(&file.src))
+                .is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
+        })
 }
 
 /// The files of every set that `pinned.mode` forwards; a set that cannot
@@ -652,6 +672,25 @@ pub(crate) mod tests {
             out.missing[0].contains("is not an absolute path"),
             "{out:?}"
         );
+    }
+
+    /// Issue 55: under `token` the login is the variable; account metadata
+    /// the host does not have is nothing missing (someone who never ran
+    /// claude here), while one it has and cannot read still is.
+    #[test]
+    fn under_token_absent_account_metadata_is_no_missing_login() {
+        let h = homes();
+        let token = pinned(AuthForward::Token, vec![claude()]);
+        let out = forward_files(&token, Ok(&h.host), &h.unit).unwrap();
+        assert_eq!(out.missing, Vec::<String>::new());
+        assert_eq!(out.files, Vec::<String>::new());
+        assert_eq!(
+            logins_on_host(&token, Ok(&h.host)).missing,
+            Vec::<String>::new()
+        );
+        fs::write(h.host.join(".claude.json"), "not json").unwrap();
+        let out = forward_files(&token, Ok(&h.host), &h.unit).unwrap();
+        assert!(out.missing[0].contains("is not a JSON object"), "{out:?}");
     }
 
     #[test]
