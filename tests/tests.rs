@@ -39,6 +39,7 @@ mod idle;
 mod image;
 mod isolation;
 mod metrics;
+mod ports;
 mod publication;
 mod replay;
 mod reserved;

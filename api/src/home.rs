@@ -5,6 +5,7 @@
 //!   base: 10.213.0.0/16   # private IPv4 space jackin's networks come from
 //!   size: 28              # the prefix length of each instance's subnet
 //! discardRetention: 7d    # how long the work of a discarded checkout is kept
+//! portPool: {from: 40000, to: 40999}   # the host ports published ports get
 //! runLogs:
 //!   keep: 200             # the newest run logs kept under data/diagnostics/runs/
 //!   retention: 14d        # and none older than this
@@ -38,6 +39,17 @@ pub struct HomeConfig {
     /// How many diagnostics run logs are kept, and for how long.
     #[serde(default, skip_serializing_if = "RunLogs::is_default")]
     pub run_logs: RunLogs,
+    /// The host ports published ports are given from; 40000 to 40999 when
+    /// omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_pool: Option<crate::ports::PortPool>,
+}
+
+impl HomeConfig {
+    /// The host ports published ports are given from.
+    pub fn port_pool(&self) -> crate::ports::PortPool {
+        self.port_pool.clone().unwrap_or_default()
+    }
 }
 
 /// The bounds of `data/diagnostics/runs/`: the sweeps remove the run logs
@@ -297,6 +309,10 @@ pub fn parse(source: &str, text: &str) -> Result<HomeConfig, String> {
         .address_pool
         .pool()
         .map_err(|e| format!("{source}: addressPool: {e}"))?;
+    config
+        .port_pool()
+        .check()
+        .map_err(|e| format!("{source}: {e}"))?;
     if let Some(text) = &config.discard_retention {
         retention(text).map_err(|e| format!("{source}: discardRetention: {e}"))?;
     }

@@ -313,6 +313,11 @@ pub struct InstanceSpec {
     pub env: Vec<EnvVar>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sidecars: Vec<Sidecar>,
+    /// Ports of the agent's container published on the host, each on a
+    /// host port of the instance's own from the home's pool; an entry
+    /// replaces the workspace's of the same name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<crate::ports::PortSpec>,
 }
 
 impl Default for InstanceSpec {
@@ -336,6 +341,7 @@ impl Default for InstanceSpec {
             mounts: Vec::new(),
             env: Vec::new(),
             sidecars: Vec::new(),
+            ports: Vec::new(),
         }
     }
 }
@@ -552,6 +558,10 @@ pub struct InstanceStatus {
     /// The last rollout request handled: rolled out, or refused and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutRecord>,
+    /// The host port each of the recipe's ports was given, chosen once
+    /// and kept until the purge.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<crate::ports::PublishedPort>,
 }
 
 /// A rollout request as the loop handled it. A request is handled once:
@@ -1005,6 +1015,10 @@ pub struct Recipe {
     pub network: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sidecars: Vec<Sidecar>,
+    /// The ports published on the host (the workspace's and the
+    /// instance's); the host port each was given is in the status.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<crate::ports::PortSpec>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
     /// The spec generation the recipe was pinned from.

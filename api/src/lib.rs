@@ -17,6 +17,7 @@ pub mod manifest;
 pub mod meta;
 pub mod names;
 pub mod operator_config;
+pub mod ports;
 pub mod provider;
 pub mod redact;
 pub mod role;

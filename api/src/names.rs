@@ -202,6 +202,8 @@ pub mod reason {
     /// The agent's install block failed to build on the role image.
     pub const AGENT_INSTALL_FAILED: &str = "AgentInstallFailed";
     pub const ADDRESS_POOL_EXHAUSTED: &str = "AddressPoolExhausted";
+    /// No host port of the home's port pool is free for a published port.
+    pub const PORT_POOL_EXHAUSTED: &str = "PortPoolExhausted";
     /// The engine does not see the unit's files on the controller's
     /// machine: a session runs only on an engine that shares them.
     pub const UNIT_NOT_ON_ENGINE: &str = "UnitNotOnEngine";

@@ -659,6 +659,7 @@ pub fn instance(obj: &Instance) -> Result<(), Vec<FieldError>> {
     }
     mounts(&mut errors, "spec.mounts", &spec.mounts);
     env(&mut errors, "spec.env", &spec.env);
+    ports(&mut errors, "spec.ports", &spec.ports);
     let mut sidecar_names = HashSet::new();
     for (i, sidecar) in spec.sidecars.iter().enumerate() {
         let at = format!("spec.sidecars[{i}]");
@@ -1124,6 +1125,7 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     api_version(&mut errors, &obj.api_version);
     metadata(&mut errors, &obj.metadata);
     mounts(&mut errors, "spec.mounts", &obj.spec.mounts);
+    ports(&mut errors, "spec.ports", &obj.spec.ports);
     roles(&mut errors, &obj.spec.roles);
     if let Some(engine) = &obj.spec.engine {
         errors.check("spec.engine", engine_ref(engine));
@@ -1146,6 +1148,13 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
         notify_command(&mut errors, notify);
     }
     errors.into_result()
+}
+
+/// Published ports: see [`crate::ports::problems`].
+fn ports(errors: &mut Errors, at: &str, ports: &[crate::ports::PortSpec]) {
+    for (field, problem) in crate::ports::problems(ports, at) {
+        errors.push(field, problem);
+    }
 }
 
 /// A workspace's roles: unique names, each built from a source or run

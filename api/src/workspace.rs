@@ -151,6 +151,11 @@ pub struct WorkspaceSpec {
     /// (on when omitted; `false` lets the conversation go with the unit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub save_conversations: Option<bool>,
+    /// Ports of each session's container published on the host, each on
+    /// a host port of the session's own (an instance's entry of the same
+    /// name replaces one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<crate::ports::PortSpec>,
 }
 
 impl WorkspaceSpec {

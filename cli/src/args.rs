@@ -201,6 +201,14 @@ pub enum Command {
     Top(TopArgs),
     /// Print what the agent printed, from its container's log.
     Logs(LogsArgs),
+    /// Print where the instance's published ports are reached: each as
+    /// `NAME http://ADDRESS:PORT`, or with PORT that port's URL alone.
+    Port {
+        /// The instance (`NAME` or `instance/NAME`).
+        name: String,
+        /// One of its ports, by name (`web`).
+        port: Option<String>,
+    },
     /// Run a command in an instance's container, as the agent's user.
     Exec(ExecArgs),
     /// Print a shell completion script: the commands and flags, and the

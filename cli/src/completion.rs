@@ -201,7 +201,7 @@ fn positional_names(verb: &str, before: &[&str]) -> Option<Names> {
         _ => None,
     };
     match (verb, before) {
-        ("attach" | "logs" | "exec", []) => Some(Names::Instances),
+        ("attach" | "logs" | "exec" | "port", []) => Some(Names::Instances),
         // Any number of names (set-phase's last word is the phase).
         ("set-phase" | "rollout", _) => Some(Names::Instances),
         ("restore-discarded", []) => Some(Names::Discarded),

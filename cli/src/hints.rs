@@ -180,7 +180,10 @@ fn act(e: &ActError) -> Option<String> {
         ),
         ActError::Addresses(AddressError::Engine(e)) => engine(e),
         // The message says how to widen the pool, or which setting is wrong.
-        ActError::Addresses(_) | ActError::Io { .. } | ActError::State(_) => None,
+        ActError::Addresses(_)
+        | ActError::PortsExhausted { .. }
+        | ActError::Io { .. }
+        | ActError::State(_) => None,
     }
 }
 

@@ -149,6 +149,7 @@ pub fn instance_table_in(
             "SESSION",
             "IDLE-CLEANUP",
             "WORK",
+            "PORTS",
         ]);
         if attention.is_some() {
             header.push("ATTENTION");
@@ -193,6 +194,7 @@ pub fn instance_table_in(
                         true => "-".to_owned(),
                         false => work_summary(obj),
                     },
+                    ports_shown(&status.ports),
                 ]);
                 if let Some(looks) = attention {
                     row.push(or_dash(
@@ -206,6 +208,18 @@ pub fn instance_table_in(
         })
         .collect();
     table_in(widths, &header, &rows)
+}
+
+/// The PORTS cell: each published port as `web=127.0.0.1:40013`.
+pub fn ports_shown(ports: &[jackin_api::ports::PublishedPort]) -> String {
+    match ports.is_empty() {
+        true => "-".to_owned(),
+        false => ports
+            .iter()
+            .map(|p| format!("{}={}", p.name, p.endpoint()))
+            .collect::<Vec<_>>()
+            .join(","),
+    }
 }
 
 /// The PHASE cell: the phase, but for a `Running` one whose container is

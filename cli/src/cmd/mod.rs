@@ -14,6 +14,7 @@ pub mod exec;
 pub mod get;
 pub mod launch;
 pub mod logs;
+pub mod port;
 pub mod prune;
 pub mod restore_discarded;
 pub mod rollout;
@@ -116,6 +117,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Doctor { output } => doctor::run(output).await,
         Command::Top(args) => Box::pin(top::run(&args)).await,
         Command::Logs(args) => logs::run(&args).await,
+        Command::Port { name, port } => port::run(&name, port.as_deref()),
         Command::Exec(args) => exec::run(&args).await,
         Command::Completions { shell } => completion::print_script(shell),
         Command::CompleteNames { words } => completion::print_names(&words),

@@ -19,6 +19,7 @@ use std::path::Path;
 use jackin_api::agent::{StateKind, Strategy};
 use jackin_api::instance::Instance;
 use jackin_api::names::{label, reason};
+use jackin_api::ports::PublishedPort;
 
 use super::context::{
     AGENT_HOME, Context, DIND_CLIENT_CERTS, Report, STATE_DIR, STOP_GRACE_SECS, recipe_of,
@@ -37,6 +38,7 @@ use jackin_checkouts::isolation;
 use jackin_engine::EngineError;
 use jackin_engine::models::{
     ContainerCreateBody, EndpointSettings, HostConfig, Mount, MountType, NetworkingConfig,
+    PortBinding, PortMap,
 };
 use jackin_engine::restricted;
 use jackin_files::fsutil;
@@ -348,6 +350,9 @@ pub(super) async fn create_and_record(
     obj: &mut Instance,
     container: &str,
 ) -> Result<(), ActError> {
+    // The host ports first: the container publishes the ones kept.
+    let on_this_host = ctx.engine.endpoint().starts_with("unix://");
+    crate::ports::assign(ctx.layout, obj, on_this_host)?;
     let (env, env_missing) = create_container(ctx, obj, container).await?;
     let mode = recipe_of(obj).credentials.as_ref().map(|c| c.mode);
     if let Some(mode) = mode {
@@ -356,6 +361,22 @@ pub(super) async fn create_and_record(
         record.env_missing = env_missing;
     }
     Ok(())
+}
+
+/// Each published port on the host address and port it was given.
+fn port_bindings(published: &[PublishedPort]) -> Option<PortMap> {
+    (!published.is_empty()).then(|| {
+        published
+            .iter()
+            .map(|p| {
+                let binding = PortBinding {
+                    host_ip: Some(p.address.clone()),
+                    host_port: Some(p.host_port.to_string()),
+                };
+                (format!("{}/tcp", p.port), Some(vec![binding]))
+            })
+            .collect()
+    })
 }
 
 /// What the agent's container binds: the unit's home, state and `bin/`,
@@ -518,7 +539,18 @@ async fn create_container(
     let recipe = recipe_of(obj);
     let mounts = agent_mounts(ctx, obj, container).await?;
     let (env, credential_names, credential_missing) = agent_env(ctx, obj, container).await?;
+    let published = obj
+        .status
+        .as_ref()
+        .map(|s| s.ports.as_slice())
+        .unwrap_or_default();
     let body = ContainerCreateBody {
+        exposed_ports: (!published.is_empty()).then(|| {
+            published
+                .iter()
+                .map(|p| format!("{}/tcp", p.port))
+                .collect()
+        }),
         image: Some(recipe.image_id.clone()),
         entrypoint: Some(vec!["/bin/sh".into(), marker::ENTRY_PATH.into()]),
         cmd: Some(recipe.command.clone()),
@@ -537,6 +569,7 @@ async fn create_container(
             mounts: Some(mounts),
             // Where a token login step keeps its login: not in the unit.
             tmpfs: token_login::tmpfs(recipe.credentials.as_ref()),
+            port_bindings: port_bindings(published),
             ..restricted::agent(recipe)
         }),
         ..Default::default()

@@ -89,6 +89,14 @@ pub enum ActError {
          nothing was started"
     )]
     UnitNotOnEngine { engine: String, why: String },
+    /// Every host port of the home's pool is given to another session, or
+    /// used by a program of this host.
+    #[error(
+        "no free host port is left in jackin's port pool {from} to {to} for the port {port}: \
+         widen it in config.yaml (for example `portPool: {{from: 40000, to: 41999}}`), or purge \
+         sessions you no longer need"
+    )]
+    PortsExhausted { port: String, from: u16, to: u16 },
     /// The owner of the state directory could not record a change.
     #[error(transparent)]
     State(Box<dyn std::error::Error + Send + Sync>),
@@ -119,6 +127,8 @@ impl ActError {
             // The engine's machine stays what it is until the operator
             // picks another engine.
             | Self::UnitNotOnEngine { .. }
+            // The pool stays full until the operator widens it or purges.
+            | Self::PortsExhausted { .. }
             // A save that failed needs the operator to look (the error
             // says what to do); retrying would fail the same way.
             | Self::Discard(_) => true,
@@ -164,6 +174,7 @@ impl ActError {
             Self::ForeignVolume(_) => reason::ENGINE_ERROR,
             Self::UnitNotOnEngine { .. } => reason::UNIT_NOT_ON_ENGINE,
             Self::Addresses(AddressError::Exhausted { .. }) => reason::ADDRESS_POOL_EXHAUSTED,
+            Self::PortsExhausted { .. } => reason::PORT_POOL_EXHAUSTED,
             Self::Addresses(AddressError::Config(_)) => reason::INVALID_CONFIG,
             Self::Addresses(AddressError::Engine(e)) => match e {
                 e if e.is_unreachable() => reason::ENGINE_UNREACHABLE,

@@ -46,6 +46,7 @@ pub mod image;
 pub mod observe;
 pub mod operator_config;
 mod pin;
+pub mod ports;
 pub mod provider;
 pub mod resume;
 pub mod screen;
@@ -144,7 +145,11 @@ pub async fn act(
             edge::set_phase(obj, step);
             Ok(())
         }
-        Step::FinishPurge => ctx.state.finish_purge(obj).map_err(ActError::State),
+        // The host ports go first: the status that names them goes next.
+        Step::FinishPurge => {
+            ports::release_all(ctx.layout, obj)?;
+            ctx.state.finish_purge(obj).map_err(ActError::State)
+        }
         Step::RecordSession(outcome) => edge::record(ctx, obj, unit, outcome, progress).await,
         Step::NoteMalformedMarker(why) => {
             edge::note_malformed_marker(obj, why, progress);

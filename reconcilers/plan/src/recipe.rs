@@ -208,6 +208,10 @@ pub fn wanted(
         env: spec.env.clone(),
         network: container.to_owned(),
         sidecars,
+        ports: jackin_api::ports::merged(
+            workspace.map(|w| w.ports.as_slice()).unwrap_or_default(),
+            &spec.ports,
+        ),
         labels: owner_labels(&obj.metadata.name, uid, home_id)
             .into_iter()
             .collect(),
@@ -399,6 +403,9 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     }
     if wanted.sidecars != pinned.sidecars {
         fields.push("sidecars");
+    }
+    if wanted.ports != pinned.ports {
+        fields.push("ports");
     }
     // The role's part moves only with its commit (role.source above).
     if workspace_security(wanted) != workspace_security(pinned) {

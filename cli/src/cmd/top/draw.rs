@@ -239,9 +239,13 @@ fn draw_preview(
 ) {
     let [title, text] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
     let name = state.selected.as_deref().unwrap_or("-");
+    let ports = match state.selected_row().map(|row| row.ports.as_str()) {
+        None | Some("-") => String::new(),
+        Some(ports) => format!(" (ports {ports})"),
+    };
     frame.render_widget(
         Paragraph::new(Span::styled(
-            format!(" preview of {name}: its screen, live (Tab closes)"),
+            format!(" preview of {name}{ports}: its screen, live (Tab closes)"),
             Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
         )),
         title,

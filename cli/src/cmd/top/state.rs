@@ -63,6 +63,8 @@ pub struct Shown {
     pub not_running: bool,
     /// Its running container's id, as the last look found it.
     pub container: Option<String>,
+    /// Its published ports, as `get -o wide` shows them (`-`: none).
+    pub ports: String,
     created: Option<Timestamp>,
     used: Option<Timestamp>,
     cpu: f64,
@@ -123,6 +125,7 @@ fn shown(obj: &Instance, picture: &Picture, now: Timestamp) -> Shown {
         phase: obj.phase(),
         not_running: output::not_running(&status).is_some(),
         container: look.container.clone(),
+        ports: output::terminal_safe(&output::ports_shown(&status.ports)),
         created: obj.metadata.creation_timestamp,
         used,
         cpu: look.cpu_share.unwrap_or(0.0),
