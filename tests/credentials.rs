@@ -493,8 +493,13 @@ fn codex_starts_logged_in_under_token() {
     docker(&["stop", "-t", "2", &home.container("codex")]);
     // The events are in JACKIN_HOME, and `describe` shows them.
     nowhere("after a stop", true);
-    // Made again from its save, it starts as a resume does (issue 55):
-    // not from a shell without the key, and then nothing is made.
+    made_again_only_with_the_key(&home, &marker);
+}
+
+/// A session under `token` made again from its save starts as a resume
+/// does (issue 55): not from a shell without the key, and then nothing is
+/// made; with it, it logs in.
+fn made_again_only_with_the_key(home: &Home, marker: &str) {
     home.ok(&["delete", "codex", "--force"]);
     let restore = |key: Option<&str>| {
         let mut command = home.command(&["restore-discarded", "codex", "--session"]);
@@ -515,9 +520,9 @@ fn codex_starts_logged_in_under_token() {
         !home.jackin(&["get", "codex"]).status.success(),
         "nothing was made"
     );
-    let out = restore(Some(&marker));
+    let out = restore(Some(marker));
     assert!(out.status.success(), "{}", stderr(&out));
-    wait_for_login(&home, "codex", "codex logged-in file auth.json");
+    wait_for_login(home, "codex", "codex logged-in file auth.json");
 }
 
 #[test]

@@ -604,57 +604,15 @@ pub fn builtin() -> Vec<Agent> {
 /// The settings the built-in entry `agent` sets in its files before every
 /// start (see [`AgentSpec::settings`]), each from the vendor's own docs.
 fn builtin_settings(agent: &str) -> Vec<AgentSetting> {
-    let setting =
-        |name: &str, file: &str, format, key: &[&str], value: serde_json::Value| AgentSetting {
-            name: name.into(),
-            file: file.into(),
-            format,
-            key: key.iter().map(|k| (*k).to_owned()).collect(),
-            value: SettingValue(value),
-        };
+    let setting: MakeSetting = |name, file, format, key, value| AgentSetting {
+        name: name.into(),
+        file: file.into(),
+        format,
+        key: key.iter().map(|k| (*k).to_owned()).collect(),
+        value: SettingValue(value),
+    };
     match agent {
-        "claude" => {
-            // The trust question ("Quick safety check: Is this a
-            // project you created or one you trust?") comes before the
-            // prompt in every new directory, and blocks a restore
-            // nobody attached to (R1, R2). The answer is kept per
-            // directory in `.claude.json` (under CLAUDE_CONFIG_DIR),
-            // `projects[<dir>].hasTrustDialogAccepted` (Claude Code
-            // security, docs.claude.com/en/docs/claude-code/security,
-            // "Trust verification"). Claude Code runs no sandbox of
-            // its own by default: nothing to set for it.
-            //
-            // Its first-run onboarding (theme, sign-in method, notes)
-            // opens every new unit whose `.claude.json` lacks
-            // `hasCompletedOnboarding`, logged in or not
-            // (anthropics/claude-code#4714), and checks that it reaches
-            // Anthropic's servers first: a session sent to another
-            // endpoint (a provider, `ANTHROPIC_BASE_URL`) stops there at
-            // "Unable to connect to Anthropic services". The providers'
-            // own guides for Claude Code set the key by hand; a login
-            // still comes from the login forwarded, a key variable
-            // (which claude asks about once), or `/login`.
-            vec![
-                setting(
-                    "trust",
-                    ".claude.json",
-                    SettingFormat::Json,
-                    &[
-                        "projects",
-                        WORKING_DIR_PLACEHOLDER,
-                        "hasTrustDialogAccepted",
-                    ],
-                    true.into(),
-                ),
-                setting(
-                    "onboarding",
-                    ".claude.json",
-                    SettingFormat::Json,
-                    &["hasCompletedOnboarding"],
-                    true.into(),
-                ),
-            ]
-        }
+        "claude" => claude_settings(setting),
         "codex" => {
             // Both in $CODEX_HOME/config.toml (Codex config basics and
             // reference, developers.openai.com/codex/config-basic):
@@ -707,6 +665,53 @@ fn builtin_settings(agent: &str) -> Vec<AgentSetting> {
         // aider neither: no settings.
         _ => Vec::new(),
     }
+}
+
+/// What an [`AgentSetting`] is made from: name, file, format, key, value.
+type MakeSetting = fn(&str, &str, SettingFormat, &[&str], serde_json::Value) -> AgentSetting;
+
+/// claude's built-in settings (see [`builtin_settings`]).
+fn claude_settings(setting: MakeSetting) -> Vec<AgentSetting> {
+    // The trust question ("Quick safety check: Is this a
+    // project you created or one you trust?") comes before the
+    // prompt in every new directory, and blocks a restore
+    // nobody attached to (R1, R2). The answer is kept per
+    // directory in `.claude.json` (under CLAUDE_CONFIG_DIR),
+    // `projects[<dir>].hasTrustDialogAccepted` (Claude Code
+    // security, docs.claude.com/en/docs/claude-code/security,
+    // "Trust verification"). Claude Code runs no sandbox of
+    // its own by default: nothing to set for it.
+    //
+    // Its first-run onboarding (theme, sign-in method, notes)
+    // opens every new unit whose `.claude.json` lacks
+    // `hasCompletedOnboarding`, logged in or not
+    // (anthropics/claude-code#4714), and checks that it reaches
+    // Anthropic's servers first: a session sent to another
+    // endpoint (a provider, `ANTHROPIC_BASE_URL`) stops there at
+    // "Unable to connect to Anthropic services". The providers'
+    // own guides for Claude Code set the key by hand; a login
+    // still comes from the login forwarded, a key variable
+    // (which claude asks about once), or `/login`.
+    vec![
+        setting(
+            "trust",
+            ".claude.json",
+            SettingFormat::Json,
+            &[
+                "projects",
+                WORKING_DIR_PLACEHOLDER,
+                "hasTrustDialogAccepted",
+            ],
+            true.into(),
+        ),
+        setting(
+            "onboarding",
+            ".claude.json",
+            SettingFormat::Json,
+            &["hasCompletedOnboarding"],
+            true.into(),
+        ),
+    ]
 }
 
 /// What a conversation id must look like to an agent.

@@ -77,7 +77,7 @@ pub async fn act(store: &Store, action: Action, keyboard: &mut Keyboard) -> Resu
             purge(store, &name, &wait, keyboard).await
         }
         Action::Shell(name) => shell(&name, keyboard).await,
-        Action::Launch => launch(store, wait, keyboard).await,
+        Action::Launch => Box::pin(launch(store, wait, keyboard)).await,
     }
 }
 

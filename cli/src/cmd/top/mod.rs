@@ -116,7 +116,7 @@ async fn overview(
         if let Some(action) = action {
             // The command runs on the normal screen, as it would alone.
             drop(surface.take());
-            let done = actions::act(&store, action, &mut keyboard).await;
+            let done = Box::pin(actions::act(&store, action, &mut keyboard)).await;
             if let Err(e) = &done {
                 eprintln!(
                     "error: {}\nPress Enter to return to the overview.",
