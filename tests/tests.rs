@@ -48,6 +48,7 @@ mod rollout;
 mod saved_sessions;
 mod scale;
 mod session;
+mod setup;
 mod soak;
 mod ssh_engine;
 mod store;

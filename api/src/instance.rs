@@ -562,6 +562,9 @@ pub struct InstanceStatus {
     /// and kept until the purge.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<crate::ports::PublishedPort>,
+    /// What the session's setup did, as last reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<crate::setup::SetupStatus>,
 }
 
 /// A rollout request as the loop handled it. A request is handled once:
@@ -1019,6 +1022,9 @@ pub struct Recipe {
     /// instance's); the host port each was given is in the status.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<crate::ports::PortSpec>,
+    /// The workspace's setup, run once per session before the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<crate::setup::PinnedSetup>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
     /// The spec generation the recipe was pinned from.

@@ -23,6 +23,7 @@ pub mod redact;
 pub mod role;
 pub mod security;
 pub mod selector;
+pub mod setup;
 pub mod storage;
 pub mod suggest;
 pub mod validate;

@@ -126,6 +126,8 @@ pub mod annotation {
     /// running`, `attach`, `launch`), like `kubectl rollout restart`: a
     /// settlement older than it no longer stands.
     pub const RESUME: &str = "jackin.dev/resume";
+    /// The session's setup is not run (`launch --skip-setup`).
+    pub const SKIP_SETUP: &str = "jackin.dev/skip-setup";
     /// The time the operator last asked to move the session onto the
     /// current spec (`jackin rollout`), as `kubectl rollout restart` stamps
     /// `restartedAt`: a value the loop has not handled is a request.
@@ -169,6 +171,8 @@ pub mod condition {
     pub const IDLE_RESTART: &str = "IdleRestart";
     /// How the last rollout request went (rolled out, refused, failed).
     pub const ROLLOUT: &str = "Rollout";
+    /// Whether the workspace's setup ran as it should (`SetupFailed`).
+    pub const SETUP: &str = "Setup";
 }
 
 /// Condition reasons.
@@ -204,6 +208,10 @@ pub mod reason {
     pub const ADDRESS_POOL_EXHAUSTED: &str = "AddressPoolExhausted";
     /// No host port of the home's port pool is free for a published port.
     pub const PORT_POOL_EXHAUSTED: &str = "PortPoolExhausted";
+    /// The setup exited non-zero or ran past its timeout; the session runs.
+    pub const SETUP_FAILED: &str = "SetupFailed";
+    /// The setup ran and exited 0, or the operator skipped it.
+    pub const SETUP_DONE: &str = "SetupDone";
     /// The engine does not see the unit's files on the controller's
     /// machine: a session runs only on an engine that shares them.
     pub const UNIT_NOT_ON_ENGINE: &str = "UnitNotOnEngine";

@@ -995,6 +995,9 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
     metadata(&mut errors, &obj.metadata);
     mounts(&mut errors, "spec.mounts", &obj.spec.mounts);
     ports(&mut errors, "spec.ports", &obj.spec.ports);
+    if let Some(setup) = &obj.spec.setup {
+        setup_command(&mut errors, setup);
+    }
     roles(&mut errors, &obj.spec.roles);
     if let Some(engine) = &obj.spec.engine {
         errors.check("spec.engine", engine_ref(engine));
@@ -1017,6 +1020,20 @@ pub fn workspace(obj: &Workspace) -> Result<(), Vec<FieldError>> {
         notify_command(&mut errors, notify);
     }
     errors.into_result()
+}
+
+/// The setup: a program to run, and a duration.
+fn setup_command(errors: &mut Errors, setup: &crate::setup::SetupSpec) {
+    if setup.command.first().is_none_or(String::is_empty) {
+        errors.push(
+            "spec.setup.command",
+            "expected an argv whose first element names the program ([npm, ci])",
+        );
+    }
+    plan_args(errors, "spec.setup.command", &setup.command);
+    if let Some(timeout) = &setup.timeout {
+        errors.check("spec.setup.timeout", duration(timeout).map(drop));
+    }
 }
 
 /// Published ports: see [`crate::ports::problems`].

@@ -156,6 +156,10 @@ pub struct WorkspaceSpec {
     /// name replaces one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<crate::ports::PortSpec>,
+    /// A command each session runs once, at its first start, before the
+    /// agent (see [`crate::setup`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<crate::setup::SetupSpec>,
 }
 
 impl WorkspaceSpec {

@@ -382,6 +382,10 @@ pub struct LaunchArgs {
     /// Clean this session up when it ends, whatever the workspace's policy.
     #[arg(long)]
     pub clean: bool,
+    /// A new session does not run the workspace's setup (recorded as
+    /// skipped); a resumed one ran it already.
+    #[arg(long)]
+    pub skip_setup: bool,
     #[command(flatten)]
     pub wait: WaitArgs,
 }

@@ -317,6 +317,7 @@ impl Reconciler {
         };
         for _ in 0..MAX_ROUNDS {
             self.observe_conversation(engine, guard).await;
+            self.observe_setup(guard).await;
             let observed = Some((engine, observation.as_ref()));
             let view = self.look(&guard.obj, observed, &parts, true).await?;
             guard.obj.status.get_or_insert_default().mounts = view.mounts.clone();
@@ -1007,6 +1008,7 @@ pub fn already_converged(
     }
     if resume::report_unseen(layout, &row.container_name, row.report_modified.as_deref())
         || ladder::report_due(row.start_settles_at, Timestamp::now())
+        || jackin_act::session::setup_reported(layout, &row.container_name)
     {
         return None;
     }

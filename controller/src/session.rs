@@ -3,8 +3,8 @@
 //! container, whether an operator is attached), read only. What follows
 //! from it is decided in `jackin_plan::ending` and carried out by `act`.
 //! Also the operator's answers at the end of a session (keep, clean up,
-//! resume), the idle hooks' restart, and the conversation the entry
-//! wrapper reports.
+//! resume), the idle hooks' restart, and what the entry wrapper reports:
+//! the conversation, and the workspace's setup.
 
 use jackin_act::observe::Observation;
 use jackin_act::resume;
@@ -12,7 +12,9 @@ use jackin_act::session;
 use jackin_api::DesiredPhase;
 use jackin_api::agent::Strategy;
 use jackin_api::instance::{FallbackEnding, FallbackRecord, InstancePhase, SettledBy};
-use jackin_api::names::reason;
+use jackin_api::meta::{ConditionStatus, set_condition};
+use jackin_api::names::{condition, reason};
+use jackin_api::setup::SetupOutcome;
 use jackin_engine::Engine;
 use jackin_plan::decide;
 use jackin_plan::ladder;
@@ -78,6 +80,53 @@ impl Reconciler {
                 .any(|step| matches!(step, Step::RemoveContainer { .. }));
         }
         Ok(restart)
+    }
+
+    /// Takes in what the entry wrapper reported of the session's setup:
+    /// `status.setup`, the `Setup` condition (`SetupFailed` names the log
+    /// and the end of the output is kept there), an event. The session
+    /// runs whatever the setup did.
+    pub(crate) async fn observe_setup(&self, guard: &mut InstanceGuard) {
+        let (layout, container) = (self.layout().clone(), guard.container.clone());
+        let taken = jackin_files::offload::blocking(move || {
+            session::take_setup_result(&layout, &container)
+        })
+        .await;
+        let Some(setup) = taken else {
+            return;
+        };
+        let log = session::setup_log_file(self.layout(), &guard.container);
+        let code = setup
+            .exit_code
+            .map_or_else(String::new, |c| format!(" (exit {c})"));
+        let (status, why, message) = match setup.outcome {
+            SetupOutcome::Done | SetupOutcome::Skipped => (
+                ConditionStatus::True,
+                reason::SETUP_DONE,
+                format!("the setup {}{code}", setup.outcome.as_str()),
+            ),
+            SetupOutcome::Failed | SetupOutcome::TimedOut => (
+                ConditionStatus::False,
+                reason::SETUP_FAILED,
+                format!(
+                    "the setup {}{code}; the agent runs without it; its output ends in {} \
+                     (`jackin describe` shows its last lines)",
+                    setup.outcome.as_str(),
+                    log.display()
+                ),
+            ),
+        };
+        events::record(self.layout(), &guard.container, why, &message);
+        let status_now = guard.obj.status.get_or_insert_default();
+        set_condition(
+            &mut status_now.conditions,
+            condition::SETUP,
+            status,
+            why,
+            &message,
+            Timestamp::now(),
+        );
+        status_now.setup = Some(setup);
     }
 
     /// Folds what the entry wrapper reported of the agent's last start into

@@ -3,11 +3,37 @@
 //! describe NAME` prints it; `jackin top`'s `d` pages through it.
 
 use anyhow::Result;
+use jackin_act::session;
+use jackin_api::setup::{SetupOutcome, SetupStatus};
 use jackin_controller::reconcile::assess_checkouts;
+use jackin_files::layout::Layout;
 use jiff::Timestamp;
 
 use crate::ops::discarded::count_of;
 use crate::output;
+
+/// How many of the setup's last lines `describe` shows when it failed.
+const SETUP_LINES_SHOWN: usize = 5;
+
+/// The `Setup:` line, and when the setup failed, the end of its output
+/// (as jackin kept it; the agent's text, escaped).
+fn setup_lines(layout: &Layout, container: &str, setup: &SetupStatus) -> String {
+    let code = setup
+        .exit_code
+        .map_or_else(String::new, |c| format!(" (exit {c})"));
+    let mut text = format!("Setup:            {}{code}\n", setup.outcome.as_str());
+    if matches!(setup.outcome, SetupOutcome::Failed | SetupOutcome::TimedOut) {
+        let log = session::setup_log_file(layout, container);
+        let kept = std::fs::read(&log).unwrap_or_default();
+        let kept = String::from_utf8_lossy(&kept);
+        let lines: Vec<&str> = kept.lines().collect();
+        text.push_str(&format!("  its output ends ({}):\n", log.display()));
+        for line in &lines[lines.len().saturating_sub(SETUP_LINES_SHOWN)..] {
+            text.push_str(&format!("  | {}\n", output::terminal_safe(line)));
+        }
+    }
+    text
+}
 
 /// What `describe NAME` prints of an instance.
 pub async fn instance_text(store: &jackin_controller::Store, name: &str) -> Result<String> {
@@ -32,6 +58,12 @@ pub async fn instance_text(store: &jackin_controller::Store, name: &str) -> Resu
         .map(|c| jackin_controller::events::read(store.layout(), &c))
         .unwrap_or_default();
     let mut text = output::describe::instance(&obj, &events, Timestamp::now());
+    if let (Some(setup), Some(container)) = (
+        obj.status.as_ref().and_then(|s| s.setup.as_ref()),
+        obj.container_name(),
+    ) {
+        text.push_str(&setup_lines(store.layout(), container, setup));
+    }
     // Earlier instances of this name whose discarded work is still saved.
     let saves = count_of(store, name);
     if saves > 0 {

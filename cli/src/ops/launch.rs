@@ -295,11 +295,15 @@ pub async fn run(
                     policy.as_str().to_owned(),
                 );
             }
+            if args.skip_setup {
+                let annotations = &mut session.instance.metadata.annotations;
+                annotations.insert(annotation::SKIP_SETUP.to_owned(), "true".to_owned());
+            }
             create(&store, session, chosen.as_deref(), trio(args))?
         }
     };
     if let Some(policy) = policy_override(args) {
         store.set_annotation(&name, annotation::EXIT_POLICY, Some(policy.as_str()))?;
     }
-    attach::run(store, engines, &name, &args.wait, keyboard, true).await
+    Box::pin(attach::run(store, engines, &name, &args.wait, keyboard, true)).await
 }

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use jackin_api::agent::{StateKind, Strategy};
 use jackin_api::instance::Instance;
-use jackin_api::names::{label, reason};
+use jackin_api::names::{annotation, label, reason};
 use jackin_api::ports::PublishedPort;
 
 use super::context::{
@@ -288,7 +288,15 @@ async fn write_start_plan(
     }
     let (writing, unit) = (layout.clone(), container.to_owned());
     let credentials = status.recipe.as_ref().and_then(|r| r.credentials.clone());
+    let setup = status.recipe.as_ref().and_then(|r| r.setup.clone());
+    let skip_setup = obj
+        .metadata
+        .annotations
+        .contains_key(annotation::SKIP_SETUP);
     blocking(move || {
+        // The wrapper runs the workspace's setup once, before the agent.
+        session::write_setup(&writing, &unit, setup.as_ref(), skip_setup)
+            .map_err(io(&session::setup_file(&writing, &unit)))?;
         // The last start's report, taken in above, goes: a report found
         // from now on is this start's.
         resume::forget_report(&writing, &unit)

@@ -85,6 +85,65 @@ if [ -r "$logins" ]; then
     login_step "$l_i"
   done
 fi
+# The workspace's setup (/jackin/bin/setup, read-only to the agent; one
+# argv element a line, read with `read -r`, never evaluated), once per
+# setup: at the first start that has it, before the agent, in the working
+# directory, as the agent's user. Its output goes to $state/setup.log, how
+# it ended to $state/setup.result for jackin to take in, and its digest to
+# $state/setup.done, so that no restart (a restore of any tier, a resume)
+# runs it again, while a rollout that changes it does. Past its timeout it
+# is stopped; either way the agent starts. A stop during it leaves it
+# undone, to run at the next start.
+setup=/jackin/bin/setup
+run_setup() {
+  s_digest= s_timeout=600 s_skip= s_code=
+  set --
+  while IFS= read -r s_line; do
+    case $s_line in
+      "digest "*) s_digest=${s_line#digest } ;;
+      "timeout "*) s_timeout=${s_line#timeout } ;;
+      skip) s_skip=1 ;;
+      "arg "*) set -- "$@" "${s_line#arg }" ;;
+    esac
+  done < "$setup"
+  case $s_timeout in ''|*[!0-9]*) s_timeout=600 ;; esac
+  [ -n "$s_digest" ] && [ $# -gt 0 ] || return 0
+  [ "$(cat "$state/setup.done" 2>/dev/null)" != "$s_digest" ] || return 0
+  if [ -n "$s_skip" ]; then
+    s_outcome=skipped
+  else
+    echo "jackin: setting the session up: $* (output in /jackin/state/setup.log)"
+    rm -f "$state/.setup.timedout"
+    "$@" > "$state/setup.log" 2>&1 < /dev/null &
+    s_pid=$!
+    ( trap - TERM; sleep "$s_timeout"; : > "$state/.setup.timedout"
+      kill -TERM "$s_pid" 2>/dev/null; sleep 5; kill -KILL "$s_pid" 2>/dev/null ) &
+    s_watch=$!
+    # A stop interrupts the wait: the setup is then stopped too.
+    wait "$s_pid"
+    s_code=$?
+    while [ -n "$stopped" ] && kill -0 "$s_pid" 2>/dev/null; do
+      kill -TERM "$s_pid" 2>/dev/null; sleep 1
+    done
+    kill "$s_watch" 2>/dev/null
+    [ -z "$stopped" ] || return 0
+    if [ -e "$state/.setup.timedout" ]; then
+      s_outcome=timed-out s_code=
+    elif [ "$s_code" -eq 0 ]; then
+      s_outcome=done
+    else
+      s_outcome=failed
+    fi
+    rm -f "$state/.setup.timedout"
+    echo "jackin: the setup ended: $s_outcome${s_code:+ (exit $s_code)}"
+  fi
+  printf 'digest %s\noutcome %s\n' "$s_digest" "$s_outcome" > "$state/setup.result"
+  [ -z "$s_code" ] || printf 'code %s\n' "$s_code" >> "$state/setup.result"
+  printf '%s\n' "$s_digest" > "$state/setup.done"
+}
+if [ -r "$setup" ] && [ -z "$stopped" ]; then
+  run_setup
+fi
 code=
 if [ -r "$plan" ]; then
   grace=$(sed -n 's/^grace \([0-9][0-9]*\)$/\1/p' "$plan")

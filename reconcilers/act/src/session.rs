@@ -2,7 +2,8 @@
 //! runner it installs into `bin/`, the completion marker it reads from
 //! `state/` (what the marker means is `jackin_plan::marker`'s), the
 //! attached lock, the remembered terminal size, and the artifacts collected
-//! when a session ends.
+//! when a session ends; the workspace's setup as the wrapper runs it
+//! ([`write_setup`]) and its report ([`take_setup_result`]).
 //!
 //! The marker is read (off the runtime, as a file the agent can write) at every
 //! look at a container that is not running; the engine is asked (one inspect)
@@ -25,7 +26,10 @@
 
 use std::path::PathBuf;
 
-use jackin_files::fsutil::{ensure_private_dir, read_untrusted, remove_if_exists, write_atomic};
+use jackin_api::setup::{PinnedSetup, SetupOutcome, SetupStatus};
+use jackin_files::fsutil::{
+    Links, ensure_private_dir, open_regular_file, read_untrusted, remove_if_exists, write_atomic,
+};
 use jackin_files::layout::Layout;
 use jackin_plan::marker;
 use jackin_plan::marker::MarkerState;
@@ -234,5 +238,176 @@ mod tests {
             std::fs::write(layout.terminal_size_file(unit), bad).unwrap();
             assert_eq!(terminal_size(&layout, unit), DEFAULT_TERMINAL, "{bad:?}");
         }
+    }
+}
+
+/// The setup the wrapper runs before the agent, in the unit (mounted
+/// read-only at `/jackin/bin/setup`).
+pub fn setup_file(layout: &Layout, container: &str) -> PathBuf {
+    layout.unit_bin_dir(container).join("setup")
+}
+
+/// What the wrapper reports of the setup it ran, in `state/`.
+fn setup_result_file(layout: &Layout, container: &str) -> PathBuf {
+    layout.unit_state_dir(container).join("setup.result")
+}
+
+/// The setup's output as the wrapper wrote it, in `state/`.
+fn setup_output_file(layout: &Layout, container: &str) -> PathBuf {
+    layout.unit_state_dir(container).join("setup.log")
+}
+
+/// The end of the setup's output, kept by jackin beside the object.
+pub fn setup_log_file(layout: &Layout, container: &str) -> PathBuf {
+    layout.unit_meta_dir(container).join("setup.log")
+}
+
+/// The most of the setup's output kept: its end.
+const SETUP_LOG_KEPT: u64 = 64 * 1024;
+
+/// Writes the setup the wrapper runs before the agent at this start, as it
+/// reads it: the digest that says whether it ran already (the wrapper runs
+/// it once per digest), the timeout, `skip` when the operator skipped it,
+/// and one argv element a line, never evaluated. No setup: no file.
+pub fn write_setup(
+    layout: &Layout,
+    container: &str,
+    setup: Option<&PinnedSetup>,
+    skip: bool,
+) -> std::io::Result<()> {
+    let path = setup_file(layout, container);
+    let Some(setup) = setup else {
+        return remove_if_exists(&path);
+    };
+    let mut text = format!(
+        "digest {}\ntimeout {}\n",
+        setup.digest, setup.timeout_seconds
+    );
+    if skip {
+        text.push_str("skip\n");
+    }
+    for arg in &setup.command {
+        text.push_str(&format!("arg {arg}\n"));
+    }
+    write_atomic(&path, text.as_bytes())
+}
+
+/// Whether the wrapper reported a setup jackin has not taken in (a `stat`,
+/// for the no-op fast path).
+pub fn setup_reported(layout: &Layout, container: &str) -> bool {
+    std::fs::symlink_metadata(setup_result_file(layout, container)).is_ok()
+}
+
+/// The setup's result the wrapper reported and jackin has not taken in
+/// yet, taken in now: parsed (the agent can write `state/`: a file that
+/// does not parse reports nothing), the end of its output kept in
+/// `.jackin/setup.log`, and the report removed, so that the next report is
+/// a new run's. Blocking: call it off the runtime.
+pub fn take_setup_result(layout: &Layout, container: &str) -> Option<SetupStatus> {
+    let path = setup_result_file(layout, container);
+    if !setup_reported(layout, container) {
+        return None;
+    }
+    let parsed = read_untrusted(&path, 1024)
+        .ok()
+        .and_then(|bytes| parse_setup_result(&String::from_utf8_lossy(&bytes)));
+    if parsed.is_some() {
+        let output = setup_output_file(layout, container);
+        let kept = tail_untrusted(&output, SETUP_LOG_KEPT).unwrap_or_default();
+        if let Err(e) = write_atomic(&setup_log_file(layout, container), &kept) {
+            tracing::warn!(container, "the setup's output was not kept: {e}");
+        }
+    }
+    if let Err(e) = remove_if_exists(&path) {
+        tracing::warn!(container, "the setup's report stays: {e}");
+    }
+    parsed
+}
+
+/// A setup report: `digest HEX`, `outcome done|failed|timed-out|skipped`
+/// and, when it exited, `code N`.
+fn parse_setup_result(text: &str) -> Option<SetupStatus> {
+    let (mut digest, mut outcome, mut code) = (None, None, None);
+    for line in text.lines() {
+        match line.split_once(' ') {
+            Some(("digest", d)) if !d.is_empty() && d.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                digest = Some(d.to_owned());
+            }
+            Some(("outcome", "done")) => outcome = Some(SetupOutcome::Done),
+            Some(("outcome", "failed")) => outcome = Some(SetupOutcome::Failed),
+            Some(("outcome", "timed-out")) => outcome = Some(SetupOutcome::TimedOut),
+            Some(("outcome", "skipped")) => outcome = Some(SetupOutcome::Skipped),
+            Some(("code", n)) => code = n.parse().ok(),
+            _ => {}
+        }
+    }
+    Some(SetupStatus {
+        digest: digest?,
+        outcome: outcome?,
+        exit_code: code,
+    })
+}
+
+/// The last `max_bytes` of a file the agent can write: a regular file
+/// only, no link followed.
+fn tail_untrusted(path: &std::path::Path, max_bytes: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = open_regular_file(path, Links::Refuse)?;
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(max_bytes)))?;
+    let mut out = Vec::new();
+    file.take(max_bytes).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod setup_tests {
+    use super::*;
+
+    #[test]
+    fn a_setup_report_parses_only_as_the_wrapper_writes_it() {
+        let done = parse_setup_result("digest 0a1b\noutcome done\ncode 0\n").unwrap();
+        assert_eq!(done.outcome, SetupOutcome::Done);
+        assert_eq!(done.exit_code, Some(0));
+        let timed = parse_setup_result("digest ff\noutcome timed-out\n").unwrap();
+        assert_eq!(
+            (timed.outcome, timed.exit_code),
+            (SetupOutcome::TimedOut, None)
+        );
+        assert!(parse_setup_result("digest x/../y\noutcome done\n").is_none());
+        assert!(parse_setup_result("outcome done\n").is_none());
+        assert!(parse_setup_result("digest ab\noutcome maybe\n").is_none());
+    }
+
+    /// The report is taken in once: the end of the output is kept, and a
+    /// report that is a link is not followed.
+    #[test]
+    fn a_setup_report_is_taken_in_once_with_the_end_of_its_output() {
+        let home = tempfile::tempdir().unwrap();
+        let layout = Layout::new(home.path());
+        let state = layout.unit_state_dir("u");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::create_dir_all(layout.unit_meta_dir("u")).unwrap();
+        let long = format!("{}the end\n", "x".repeat(100_000));
+        std::fs::write(state.join("setup.log"), &long).unwrap();
+        std::fs::write(
+            state.join("setup.result"),
+            "digest 0a\noutcome failed\ncode 3\n",
+        )
+        .unwrap();
+        let taken = take_setup_result(&layout, "u").unwrap();
+        assert_eq!(
+            (taken.outcome, taken.exit_code),
+            (SetupOutcome::Failed, Some(3))
+        );
+        let kept = std::fs::read(setup_log_file(&layout, "u")).unwrap();
+        assert_eq!(kept.len() as u64, SETUP_LOG_KEPT);
+        assert!(kept.ends_with(b"the end\n"));
+        assert!(take_setup_result(&layout, "u").is_none(), "taken once");
+        let secret = home.path().join("secret");
+        std::fs::write(&secret, "digest 0a\noutcome done\n").unwrap();
+        std::os::unix::fs::symlink(&secret, state.join("setup.result")).unwrap();
+        assert!(take_setup_result(&layout, "u").is_none());
+        assert!(secret.exists(), "the link goes, not what it names");
     }
 }

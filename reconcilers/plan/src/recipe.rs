@@ -33,6 +33,7 @@ use jackin_api::operator_config::OperatorConfigMode;
 use jackin_api::provider::{self, AgentProvider};
 use jackin_api::role::RoleConfig;
 use jackin_api::security::{PinnedSecurity, SecuritySpec};
+use jackin_api::setup::{DEFAULT_TIMEOUT, PinnedSetup, SetupSpec};
 use jackin_api::workspace::WorkspaceSpec;
 
 /// An instance picks a provider its agent's entry does not define.
@@ -212,6 +213,7 @@ pub fn wanted(
             workspace.map(|w| w.ports.as_slice()).unwrap_or_default(),
             &spec.ports,
         ),
+        setup: workspace.and_then(|w| w.setup.as_ref()).map(pinned_setup),
         labels: owner_labels(&obj.metadata.name, uid, home_id)
             .into_iter()
             .collect(),
@@ -231,6 +233,22 @@ pub fn wanted(
         replaces: None,
         // Proven through the engine before the first container is made.
         storage: None,
+    }
+}
+
+/// The setup as the recipe pins it: its timeout in seconds (a value that
+/// does not parse was refused at apply; the default stands in), and the
+/// digest that tells it from another.
+fn pinned_setup(setup: &SetupSpec) -> PinnedSetup {
+    let timeout = setup.timeout.as_deref().unwrap_or(DEFAULT_TIMEOUT);
+    let timeout_seconds = jackin_api::validate::duration(timeout)
+        .or_else(|_| jackin_api::validate::duration(DEFAULT_TIMEOUT))
+        .map_or(600, |d| d.as_secs());
+    let what = serde_json::json!({"command": setup.command, "timeout": timeout_seconds});
+    PinnedSetup {
+        command: setup.command.clone(),
+        timeout_seconds,
+        digest: crate::digest::sha256_hex(what.to_string().as_bytes(), 8),
     }
 }
 
@@ -406,6 +424,9 @@ pub fn drift(pinned: &Recipe, wanted: &Recipe) -> Vec<&'static str> {
     }
     if wanted.ports != pinned.ports {
         fields.push("ports");
+    }
+    if wanted.setup != pinned.setup {
+        fields.push("setup (the workspace's)");
     }
     // The role's part moves only with its commit (role.source above).
     if workspace_security(wanted) != workspace_security(pinned) {

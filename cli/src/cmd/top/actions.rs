@@ -147,6 +147,7 @@ async fn launch(store: &Store, wait: WaitArgs, keyboard: &mut Keyboard) -> Resul
         name: None,
         keep: false,
         clean: false,
+        skip_setup: false,
         wait,
     };
     launch::run(store.clone(), connect().await?, &args, keyboard).await?;
