@@ -64,11 +64,47 @@ impl PublishedPort {
         }
     }
 
+    /// Where the operator reaches it when the engine runs on `engine_host`
+    /// (another machine, see [`engine_host`]): on every address there,
+    /// `HOST:40013`; on one of its own (its loopback), `127.0.0.1:40013@HOST`,
+    /// reached from here through an SSH tunnel. On this machine, as
+    /// [`PublishedPort::endpoint`].
+    pub fn reached(&self, engine_host: Option<&str>) -> String {
+        let everywhere = self
+            .address
+            .parse::<IpAddr>()
+            .is_ok_and(|a| a.is_unspecified());
+        match engine_host {
+            None => self.endpoint(),
+            Some(host) if everywhere => format!("{host}:{}", self.host_port),
+            Some(host) => format!("{}@{host}", self.endpoint()),
+        }
+    }
+
     /// Whether it still publishes what `spec` asks for, so that its host
     /// port is kept.
     pub fn serves(&self, spec: &PortSpec) -> bool {
         self.name == spec.name && self.port == spec.port && self.address == spec.address()
     }
+}
+
+/// The machine an engine named by its address runs on, when that is not
+/// this one: `tcp://HOST:PORT` and `ssh://[USER@]HOST[:PORT]` give `HOST`;
+/// a socket, a loopback address or a docker context name (not resolved
+/// here) give none.
+pub fn engine_host(engine: Option<&str>) -> Option<&str> {
+    let engine = engine?;
+    let rest = engine
+        .strip_prefix("tcp://")
+        .or_else(|| engine.strip_prefix("ssh://"))?;
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    let rest = rest.trim_end_matches('/');
+    let host = match rest.strip_prefix('[') {
+        Some(v6) => &rest[..v6.find(']')? + 2],
+        None => rest.split(':').next()?,
+    };
+    let here = matches!(host, "" | "localhost" | "127.0.0.1" | "[::1]");
+    (!here).then_some(host)
 }
 
 /// The host ports published ports are given from (`config.yaml`'s
@@ -270,6 +306,32 @@ mod tests {
         assert_eq!(pool.count(), 1000);
         assert_eq!(pool.nth(0), 40000);
         assert_eq!(pool.nth(1001), 40001);
+    }
+
+    #[test]
+    fn a_remote_engines_port_is_reached_on_its_machine() {
+        assert_eq!(engine_host(Some("tcp://build-box:2376")), Some("build-box"));
+        assert_eq!(engine_host(Some("ssh://me@10.0.0.5:22")), Some("10.0.0.5"));
+        assert_eq!(
+            engine_host(Some("tcp://[fd00::5]:2376/")),
+            Some("[fd00::5]")
+        );
+        assert_eq!(engine_host(Some("tcp://127.0.0.1:2375")), None);
+        assert_eq!(engine_host(Some("unix:///run/docker.sock")), None);
+        assert_eq!(engine_host(Some("build-box")), None);
+        assert_eq!(engine_host(None), None);
+        let port = |address: &str| PublishedPort {
+            name: "web".into(),
+            port: 3000,
+            address: address.into(),
+            host_port: 40013,
+        };
+        assert_eq!(port("0.0.0.0").reached(Some("box")), "box:40013");
+        assert_eq!(
+            port("127.0.0.1").reached(Some("box")),
+            "127.0.0.1:40013@box"
+        );
+        assert_eq!(port("127.0.0.1").reached(None), "127.0.0.1:40013");
     }
 
     #[test]

@@ -194,7 +194,7 @@ pub fn instance_table_in(
                         true => "-".to_owned(),
                         false => work_summary(obj),
                     },
-                    ports_shown(&status.ports),
+                    ports_shown(obj),
                 ]);
                 if let Some(looks) = attention {
                     row.push(or_dash(
@@ -210,16 +210,21 @@ pub fn instance_table_in(
     table_in(widths, &header, &rows)
 }
 
-/// The PORTS cell: each published port as `web=127.0.0.1:40013`.
-pub fn ports_shown(ports: &[jackin_api::ports::PublishedPort]) -> String {
-    match ports.is_empty() {
-        true => "-".to_owned(),
-        false => ports
-            .iter()
-            .map(|p| format!("{}={}", p.name, p.endpoint()))
-            .collect::<Vec<_>>()
-            .join(","),
+/// The PORTS cell: each published port where it is reached,
+/// `web=127.0.0.1:40013` (on an engine of another machine, that machine's:
+/// see [`jackin_api::ports::PublishedPort::reached`]).
+pub fn ports_shown(obj: &Instance) -> String {
+    let status = obj.status_or_default();
+    if status.ports.is_empty() {
+        return "-".to_owned();
     }
+    let host = jackin_api::ports::engine_host(obj.recipe().and_then(|r| r.engine.as_deref()));
+    status
+        .ports
+        .iter()
+        .map(|p| format!("{}={}", p.name, p.reached(host)))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The PHASE cell: the phase, but for a `Running` one whose container is

@@ -1,9 +1,13 @@
 //! `jackin port NAME [PORT]`: where the operator reaches the ports an
 //! instance publishes, as its status keeps them (`docker port` for a
 //! session): each as `web http://127.0.0.1:40013`, or one port's address
-//! alone. Reads the store only: no engine call.
+//! alone; on an engine of another machine, that machine's address, or for
+//! its loopback the tunnel that reaches it. Reads the store only: no
+//! engine call.
 
 use anyhow::{Result, bail};
+
+use jackin_api::ports::{PublishedPort, engine_host};
 
 use crate::context::open_store;
 use crate::output;
@@ -21,15 +25,16 @@ pub fn run(name: &str, port: Option<&str>) -> Result<()> {
         };
         bail!("instance/{name} {why}");
     }
+    let host = engine_host(obj.recipe().and_then(|r| r.engine.as_deref()));
     let Some(port) = port else {
         for p in &published {
-            println!("{} {}", output::terminal_safe(&p.name), url(&p.endpoint()));
+            println!("{} {}", output::terminal_safe(&p.name), url(p, host));
         }
         return Ok(());
     };
     match published.iter().find(|p| p.name == port) {
         Some(p) => {
-            println!("{}", url(&p.endpoint()));
+            println!("{}", url(p, host));
             Ok(())
         }
         None => {
@@ -43,7 +48,16 @@ pub fn run(name: &str, port: Option<&str>) -> Result<()> {
     }
 }
 
-/// The address as a URL a browser takes (the usual case: a dev server).
-fn url(endpoint: &str) -> String {
-    format!("http://{endpoint}")
+/// Where a browser reaches `port` (the usual case: a dev server): on the
+/// engine's machine `host` when it publishes there on every address; for
+/// its loopback there, through the tunnel the note names.
+fn url(port: &PublishedPort, host: Option<&str>) -> String {
+    let reached = port.reached(host);
+    match reached.split_once('@') {
+        Some((here, host)) => output::terminal_safe(&format!(
+            "http://{here} (on {host}: `ssh -L {hp}:{here} {host}` reaches it from here)",
+            hp = port.host_port
+        )),
+        None => output::terminal_safe(&format!("http://{reached}")),
+    }
 }

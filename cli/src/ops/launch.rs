@@ -305,5 +305,8 @@ pub async fn run(
     if let Some(policy) = policy_override(args) {
         store.set_annotation(&name, annotation::EXIT_POLICY, Some(policy.as_str()))?;
     }
-    Box::pin(attach::run(store, engines, &name, &args.wait, keyboard, true)).await
+    Box::pin(attach::run(
+        store, engines, &name, &args.wait, keyboard, true,
+    ))
+    .await
 }

@@ -68,7 +68,7 @@ fn identity(out: &mut String, obj: &Instance, status: &InstanceStatus, now: Time
     field(out, "Annotations", pairs(&obj.metadata.annotations));
     field(out, "Engine", engine_shown(obj));
     if !status.ports.is_empty() {
-        field(out, "Ports", super::ports_shown(&status.ports));
+        field(out, "Ports", super::ports_shown(obj));
     }
     field(out, "Desired phase", obj.spec.phase.to_string());
     if let Some(settled) = obj.settlement() {

@@ -125,7 +125,7 @@ fn shown(obj: &Instance, picture: &Picture, now: Timestamp) -> Shown {
         phase: obj.phase(),
         not_running: output::not_running(&status).is_some(),
         container: look.container.clone(),
-        ports: output::terminal_safe(&output::ports_shown(&status.ports)),
+        ports: output::terminal_safe(&output::ports_shown(obj)),
         created: obj.metadata.creation_timestamp,
         used,
         cpu: look.cpu_share.unwrap_or(0.0),
