@@ -124,7 +124,10 @@ fn included_files_reach_a_new_checkout_and_count_as_work_only_once_changed() {
     assert!(dry.contains("blocked: unfinished work"), "{dry}");
     let describe = home.ok(&["describe", "inc"]);
     assert!(describe.contains("!! .env"), "{describe}");
-    assert!(describe.contains("uncommitted   1 file\n"), "only .env: {describe}");
+    assert!(
+        describe.contains("uncommitted   1 file\n"),
+        "only .env: {describe}"
+    );
     let blocked = home.jackin(&["delete", "inc"]);
     assert!(
         !blocked.status.success(),

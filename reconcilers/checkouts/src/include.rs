@@ -43,25 +43,41 @@ pub struct Included {
 }
 
 impl Included {
-    /// One line for the operator: what was copied and what left out.
+    /// One line for the operator: what was copied and what left out (the
+    /// first [`MAX_LISTED`] of each named, the rest counted).
     pub fn summary(&self, dst: &str) -> Option<String> {
         if self.copied.is_empty() && self.left_out.is_empty() {
             return None;
         }
-        let copied: Vec<&str> = self.copied.keys().map(String::as_str).collect();
+        let count = self.copied.len();
         let mut line = format!(
-            "{dst}: {} untracked {} copied into the new checkout from its source",
-            copied.len(),
-            if copied.len() == 1 { "file" } else { "files" },
+            "{dst}: {count} untracked {} copied into the new checkout from its source",
+            if count == 1 { "file" } else { "files" },
         );
-        if !copied.is_empty() {
-            line.push_str(&format!(" ({})", copied.join(", ")));
+        if count > 0 {
+            line.push_str(&format!(" ({})", listed(self.copied.keys(), ", ")));
         }
         if !self.left_out.is_empty() {
-            line.push_str(&format!("; left out: {}", self.left_out.join("; ")));
+            line.push_str(&format!(
+                "; left out: {}",
+                listed(self.left_out.iter(), "; ")
+            ));
         }
         Some(line)
     }
+}
+
+/// How many names of each kind a summary lists.
+const MAX_LISTED: usize = 20;
+
+fn listed<'a>(names: impl ExactSizeIterator<Item = &'a String>, separator: &str) -> String {
+    let total = names.len();
+    let mut shown: Vec<&str> = names.take(MAX_LISTED).map(String::as_str).collect();
+    let more = format!("and {} more", total.saturating_sub(MAX_LISTED));
+    if total > MAX_LISTED {
+        shown.push(&more);
+    }
+    shown.join(separator)
 }
 
 /// Copies into `checkout` (made just now, before any agent ran) the files
@@ -100,6 +116,9 @@ pub fn copy_into(src: &str, checkout: &Path, patterns: &[String]) -> Included {
             Err(why) => included.left_out.push(format!("{path}: {why}")),
         }
     }
+    // A name two patterns met is told once.
+    let mut seen = BTreeSet::new();
+    included.left_out.retain(|line| seen.insert(line.clone()));
     included
 }
 
@@ -508,6 +527,42 @@ mod tests {
             // The host's own stays as it was.
             let host_env = dir.path().join("host/.env");
             assert_eq!(std::fs::read_to_string(host_env).unwrap(), "TOKEN=1\n");
+        }
+    }
+
+    /// A session made again from a save: its new checkout gets the
+    /// included files afresh, and the changed one the save holds comes
+    /// back over its fresh copy, still unfinished work; the unchanged one,
+    /// never saved, is there as the source has it.
+    #[test]
+    fn a_restored_session_gets_its_included_files_and_its_changed_one_back() {
+        for isolation in [Isolation::Clone, Isolation::Worktree] {
+            let dir = tempfile::tempdir().unwrap();
+            let (layout, record) = prepared(dir.path(), isolation);
+            let checkout = PathBuf::from(&record.path);
+            std::fs::write(checkout.join(".env"), "TOKEN=agent\n").unwrap();
+            isolation::publish(&record).unwrap();
+            discard::save_before_discard(&layout, "jk-1-t", "t").unwrap();
+            isolation::remove_all(&layout, "jk-1-t").unwrap();
+
+            let mount = MountSpec {
+                src: record.src.clone(),
+                dst: record.dst.clone(),
+                isolation,
+                include: vec![".env".into(), "secrets/*".into()],
+                ..Default::default()
+            };
+            let lines = discard::restore_into_unit(&layout, "t", "jk-2-u", &[mount]).unwrap();
+            let told = lines.join("\n");
+            assert!(told.contains("2 untracked files copied"), "{told}");
+            let again = isolation::read_records(&layout, "jk-2-u")
+                .unwrap()
+                .remove(0);
+            let read = |path: &str| std::fs::read_to_string(Path::new(&again.path).join(path));
+            assert_eq!(read(".env").unwrap(), "TOKEN=agent\n", "{isolation:?}");
+            assert_eq!(read("secrets/a").unwrap(), "a\n", "{isolation:?}");
+            let assessment = assess::assess(&again);
+            assert_eq!(assessment.dirty_files, ["!! .env"], "{isolation:?}");
         }
     }
 }
