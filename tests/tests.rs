@@ -37,6 +37,7 @@ mod gitops;
 mod hostile;
 mod idle;
 mod image;
+mod include;
 mod isolation;
 mod metrics;
 mod ports;

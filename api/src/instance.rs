@@ -426,6 +426,10 @@ pub struct MountSpec {
     pub readonly: bool,
     #[serde(default)]
     pub isolation: Isolation,
+    /// Untracked files of the source (patterns relative to it, `*` and `?`
+    /// within a segment) copied once into each new isolated checkout.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
 }
 
 /// A Docker daemon sidecar for the agent: TLS certificates in a volume the
@@ -1175,6 +1179,12 @@ pub struct MountStatus {
     /// checkout. Not jackin's to remove: the operator deletes it by hand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_entry: Option<String>,
+    /// The untracked files the mount's `include` copied in when the
+    /// checkout was made (the first few), and what it left out, with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub included: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_included: Vec<String>,
 }
 
 #[cfg(test)]

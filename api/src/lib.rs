@@ -12,6 +12,7 @@ pub mod env;
 pub mod fit;
 pub mod home;
 pub mod identity;
+pub mod include;
 pub mod instance;
 pub mod manifest;
 pub mod meta;

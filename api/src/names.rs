@@ -245,6 +245,9 @@ pub mod reason {
     /// repository at a session's end (the message says why); the agent's
     /// work stays in the unit.
     pub const PUBLICATION_REFUSED: &str = "PublicationRefused";
+    /// A new isolated checkout got untracked files of its source (a
+    /// mount's `include`); the message lists them, and what was left out.
+    pub const FILES_INCLUDED: &str = "FilesIncluded";
     /// A directory of the unit that jackin owns (`home/`, `state/`,
     /// `bin/`) was gone at a start and was made again, empty.
     pub const UNIT_DIRECTORY_MADE: &str = "UnitDirectoryMade";

@@ -387,6 +387,9 @@ fn mounts(errors: &mut Errors, base: &str, mounts: &[MountSpec]) {
     for (i, mount) in mounts.iter().enumerate() {
         let at = format!("{base}[{i}]");
         errors.check(&format!("{at}.src"), mount_source(&mount.src));
+        for (path, message) in crate::include::mount_errors(&at, mount) {
+            errors.push(path, message);
+        }
         match mount_destination(&mount.dst) {
             Err(message) => errors.push(format!("{at}.dst"), message),
             Ok(normalized) => {

@@ -609,6 +609,18 @@ pub fn mounts_evidence(mounts: &[MountStatus]) -> String {
                 let _ = writeln!(out, "      {}", terminal_safe(b));
             }
         }
+        if !m.included.is_empty() {
+            let files: Vec<String> = m.included.iter().map(|f| terminal_safe(f)).collect();
+            let _ = writeln!(
+                out,
+                "    included      {} (copied from the source when the checkout was made; \
+                 unchanged, they are not unfinished work)",
+                files.join(", ")
+            );
+        }
+        for left in &m.not_included {
+            let _ = writeln!(out, "    not included  {}", terminal_safe(left));
+        }
         if let Some(entry) = &m.left_entry {
             let entry = terminal_safe(entry);
             let _ = writeln!(

@@ -24,7 +24,20 @@ pub(super) async fn prepare(
 ) -> Result<(), ActError> {
     let mounts = recipe_of(obj).mounts.clone();
     let (layout, unit) = (ctx.layout.clone(), container.to_owned());
-    let moved = blocking(move || isolation::prepare(&layout, &unit, &mounts)).await?;
+    // What was prepared is told now, and not kept across the awaits below.
+    let moved = {
+        let prepared = blocking(move || isolation::prepare(&layout, &unit, &mounts)).await?;
+        for (dst, included) in &prepared.included {
+            if let Some(line) = included.summary(dst) {
+                progress(Report::Note {
+                    stage: None,
+                    reason: reason::FILES_INCLUDED,
+                    message: &line,
+                });
+            }
+        }
+        prepared.moved
+    };
     if moved && ctx.engine.inspect_container(container).await?.is_some() {
         // A stopped container of the unit binds the earlier form's
         // git directory and entry, which are gone: it is made anew

@@ -240,11 +240,16 @@ fn assess_files(
             "--ignore-submodules=none",
         ],
     )?;
-    let ignored = ignored
-        .split('\0')
-        .filter(|e| e.starts_with("!! "))
-        .map(str::to_owned)
-        .collect::<Vec<_>>();
+    // The files `include` copied in and the agent left as they were are
+    // the operator's, not work (see `crate::include`).
+    let unchanged = crate::include::unchanged(Path::new(dir), &record.included);
+    let mut ignored_entries = Vec::new();
+    for entry in ignored.split('\0').filter(|e| e.starts_with("!! ")) {
+        if !only_unchanged_included(at, &entry[3..], &unchanged)? {
+            ignored_entries.push(entry.to_owned());
+        }
+    }
+    let ignored = ignored_entries;
     // The index can tell status not to look at a file (assume-unchanged,
     // skip-worktree): the agent writes the index, so such a file counts as
     // unfinished work, whatever is in it.
@@ -272,6 +277,12 @@ fn assess_files(
         if entry.starts_with('R') || entry.starts_with('C') {
             entries.next();
         }
+        if entry
+            .strip_prefix("?? ")
+            .is_some_and(|p| unchanged.contains(p))
+        {
+            continue;
+        }
         assessment.dirty_files.push(entry.to_owned());
         let file = Path::new(dir).join(entry.get(3..).unwrap_or_default());
         assessment
@@ -286,6 +297,42 @@ fn assess_files(
         assessment.dirty_files.push(entry);
     }
     Ok(())
+}
+
+/// Whether the ignored `path` git status lists (a directory whole, with a
+/// trailing `/`) is only included files the agent left unchanged: a file
+/// among `unchanged`, or a directory whose every ignored file is.
+fn only_unchanged_included(
+    at: &InRepo,
+    path: &str,
+    unchanged: &BTreeSet<String>,
+) -> Result<bool, String> {
+    let Some(dir) = path.strip_suffix('/') else {
+        return Ok(unchanged.contains(path));
+    };
+    if !unchanged.iter().any(|u| u.starts_with(path)) {
+        return Ok(false);
+    }
+    // The directory's files one by one; its name passed back to git as
+    // itself from the top of the tree, never as a pattern.
+    let spec = format!(":(top,literal){dir}");
+    let listed = git_in(
+        at,
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--ignored=traditional",
+            "--untracked-files=all",
+            "--ignore-submodules=none",
+            "--",
+            &spec,
+        ],
+    )?;
+    Ok(listed
+        .split('\0')
+        .filter_map(|e| e.strip_prefix("!! "))
+        .all(|file| unchanged.contains(file)))
 }
 
 /// The checkout's local branches that are not safe (see the module's
@@ -601,6 +648,18 @@ pub fn mount_status(record: &IsolationRecord, assessment: &Assessment) -> MountS
         unpushed_branches,
         digest,
         left_entry: record.left_entry.clone(),
+        included: record
+            .included
+            .keys()
+            .take(MAX_LISTED_FILES)
+            .cloned()
+            .collect(),
+        not_included: record
+            .not_included
+            .iter()
+            .take(MAX_LISTED_FILES)
+            .cloned()
+            .collect(),
     }
 }
 
@@ -672,6 +731,7 @@ mod tests {
                 dst: "/workspace/app".into(),
                 readonly: false,
                 isolation,
+                include: Vec::new(),
             };
             isolation::prepare(&layout, "jk-1-t", &[mount]).unwrap();
             let record = isolation::read_records(&layout, "jk-1-t")
@@ -858,6 +918,7 @@ mod tests {
             dst: "/workspace/app".into(),
             readonly: false,
             isolation: Isolation::Worktree,
+            include: Vec::new(),
         };
         isolation::prepare(&layout, "jk-2-u", &[mount]).unwrap();
         let other = isolation::read_records(&layout, "jk-2-u")

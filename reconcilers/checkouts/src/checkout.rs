@@ -60,6 +60,14 @@ pub struct IsolationRecord {
     /// operator's to delete (`describe` and the sweep say so).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_entry: Option<String>,
+    /// The untracked files the mount's `include` copied in when the
+    /// checkout was made, by path relative to it, with the SHA-256 of each
+    /// copy: one still so is no unfinished work (see [`crate::include`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub included: BTreeMap<String, String>,
+    /// What the `include` named that was left out then, each `path: why`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_included: Vec<String>,
     /// Where the record put the checkout when that is not where the layout
     /// puts it now: the home was moved. Not stored.
     #[serde(skip)]

@@ -30,6 +30,7 @@ use crate::checkout::{
     SCRATCH_PREFIX, checkout_path, common_dir, in_host, io, path_str, write_records,
 };
 use crate::git::{self, GitError};
+use crate::include::{self, Included};
 use crate::legacy_worktree;
 use crate::worktree;
 use jackin_files::fsutil::{ensure_private_dir, remove_if_exists};
@@ -45,18 +46,28 @@ fn head_commit(repo: &str, dst: &str) -> Result<String, IsolationError> {
         })
 }
 
+/// What [`prepare`] did that the operator is told of.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    /// A worktree of an earlier jackin moved to a repository of its own (a
+    /// container made before binds what is gone).
+    pub moved: bool,
+    /// For each checkout made just now, by its destination: the untracked
+    /// files its mount's `include` brought in, and what it left out.
+    pub included: Vec<(String, Included)>,
+}
+
 /// Makes (or finds) the checkout of every isolated mount; `shared` mounts
 /// are not touched. A kept checkout is verified against its host repository
 /// (and a worktree's pin and repository refreshed) before it is reused; a
 /// worktree an earlier jackin made moves to a repository of its own first.
-/// Returns whether a worktree of an earlier jackin moved to a repository of
-/// its own (a container made before binds what is gone).
+/// A checkout made now gets the untracked files its mount includes.
 pub fn prepare(
     layout: &Layout,
     container: &str,
     mounts: &[MountSpec],
-) -> Result<bool, IsolationError> {
-    let mut moved = false;
+) -> Result<Prepared, IsolationError> {
+    let mut prepared = Prepared::default();
     // Checked when the files are applied; here again for the mounts a
     // workspace and an instance give together.
     if let Some((_, _, why)) = jackin_api::validate::shared_over_isolated(mounts) {
@@ -71,7 +82,7 @@ pub fn prepare(
         }
         match existing {
             Some(at) if records[at].is_legacy_worktree() => {
-                moved = true;
+                prepared.moved = true;
                 legacy_worktree::migrate(&mut records[at])?;
                 legacy_worktree::clear_entry(&mut records[at])?;
                 records[at].moved_from = None;
@@ -96,17 +107,20 @@ pub fn prepare(
                 worktree::make(&records[at])?;
                 records[at].moved_from = None;
                 write_records(layout, container, &records)?;
+                let included = include_files(layout, container, &mut records, at, mount)?;
+                prepared.included.extend(included);
             }
             // A clone is nothing without its directory: a new one, from the
             // host's `HEAD`.
             _ => {
                 let base = head_commit(&mount.src, &mount.dst)?;
                 let record = plan_record(layout, container, mount, base)?;
-                record_and_make(layout, container, &mut records, record)?;
+                let included = record_and_make(layout, container, &mut records, record, mount)?;
+                prepared.included.extend(included);
             }
         }
     }
-    Ok(moved)
+    Ok(prepared)
 }
 
 /// Makes the checkout of `mount` for the unit `container`, which has none
@@ -123,23 +137,49 @@ pub fn prepare_at_base(
 ) -> Result<IsolationRecord, IsolationError> {
     let mut records = read_records(layout, container)?;
     let record = plan_record(layout, container, mount, base.to_owned())?;
-    record_and_make(layout, container, &mut records, record.clone())?;
-    Ok(record)
+    record_and_make(layout, container, &mut records, record, mount)?;
+    Ok(records[records.len() - 1].clone())
 }
 
-/// Records a new checkout among the unit's `records`, then makes it:
-/// recorded before anything is made, so that a failure or a crash half-way
-/// leaves a record a purge can clean up from.
+/// Records a new checkout among the unit's `records`, then makes it and
+/// copies in the untracked files `mount` includes: recorded before
+/// anything is made, so that a failure or a crash half-way leaves a record
+/// a purge can clean up from (and files copied before their digests were
+/// recorded count as work, never as the operator's).
 fn record_and_make(
     layout: &Layout,
     container: &str,
     records: &mut Vec<IsolationRecord>,
     record: IsolationRecord,
-) -> Result<(), IsolationError> {
+    mount: &MountSpec,
+) -> Result<Option<(String, Included)>, IsolationError> {
     records.retain(|r| r.dst != record.dst);
     records.push(record);
     write_records(layout, container, records)?;
-    make_checkout(&records[records.len() - 1])
+    let at = records.len() - 1;
+    make_checkout(&records[at])?;
+    include_files(layout, container, records, at, mount)
+}
+
+/// Copies into the checkout `records[at]`, made just now before any agent
+/// ran, the untracked files of its source that `mount` and the source's
+/// `.worktreeinclude` name, and records their digests (see
+/// [`crate::include`]). Returns what was copied and left out, if anything.
+fn include_files(
+    layout: &Layout,
+    container: &str,
+    records: &mut [IsolationRecord],
+    at: usize,
+    mount: &MountSpec,
+) -> Result<Option<(String, Included)>, IsolationError> {
+    let record = &mut records[at];
+    let included = include::copy_into(&record.src, Path::new(&record.path), &mount.include);
+    record.included = included.copied.clone();
+    record.not_included = included.left_out.clone();
+    let told = included.summary(&record.dst).is_some();
+    let dst = record.dst.clone();
+    write_records(layout, container, records)?;
+    Ok(told.then_some((dst, included)))
 }
 
 /// Refuses two `worktree` mounts of one repository (by its git directory,
@@ -323,6 +363,8 @@ fn plan_record(
         admin_dir: None,
         base_pin: worktree.then(|| format!("{}{container}", worktree::BASE_PIN_PREFIX)),
         left_entry: None,
+        included: BTreeMap::new(),
+        not_included: Vec::new(),
         moved_from: None,
     })
 }
@@ -425,6 +467,7 @@ pub(crate) mod tests {
             dst: "/workspace/app".into(),
             readonly: false,
             isolation: Isolation::Worktree,
+            include: Vec::new(),
         }
     }
 

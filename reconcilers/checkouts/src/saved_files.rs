@@ -85,6 +85,9 @@ pub(crate) struct Collector {
     skipped_listed: Vec<String>,
     /// Paths never taken, nor anything below them: a login's files.
     left_out: Vec<String>,
+    /// The files a checkout's `include` copied in, with the digest of each
+    /// copy: one still so is the operator's, not work, and is not taken.
+    included: std::collections::BTreeMap<String, String>,
 }
 
 /// Whether git, or `git fsck` on the way back, would refuse `path`: a
@@ -125,6 +128,23 @@ impl Collector {
             left_out: paths,
             ..Self::default()
         }
+    }
+
+    /// A collector that does not take the files `include` copied into a
+    /// checkout (by path, with the digest of each copy) that are as they
+    /// were copied.
+    pub(crate) fn leaving_included(included: std::collections::BTreeMap<String, String>) -> Self {
+        Self {
+            included,
+            ..Self::default()
+        }
+    }
+
+    /// Whether `path` is a file `include` copied in, still as it was.
+    fn is_unchanged_included(&self, tree: &BeneathDir, path: &str) -> bool {
+        self.included.get(path).is_some_and(|digest| {
+            crate::include::digest_of(tree, path).as_deref() == Some(digest.as_str())
+        })
     }
 
     fn is_left_out(&self, path: &str) -> bool {
@@ -208,6 +228,7 @@ impl Collector {
                 }
                 EntryKind::Dir => self.walk_dir(tree, &path, origin, &mut pending),
                 EntryKind::Special => self.skip(&path, "a FIFO, socket or device"),
+                EntryKind::File { .. } if self.is_unchanged_included(tree, &path) => {}
                 EntryKind::File { size, .. } if size > MAX_FILE_BYTES => {
                     self.skip(&path, &format!("larger than {} MiB", MAX_FILE_BYTES >> 20));
                 }

@@ -1453,6 +1453,8 @@ mod tests {
             unpushed_branches: vec![],
             digest: "d1".into(),
             left_entry: None,
+            included: Vec::new(),
+            not_included: Vec::new(),
         }];
         vec![
             (

@@ -100,6 +100,8 @@ mod tests {
             },
             digest: "d".into(),
             left_entry: None,
+            included: Vec::new(),
+            not_included: Vec::new(),
         }
     }
 

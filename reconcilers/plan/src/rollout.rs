@@ -391,6 +391,7 @@ mod tests {
                 dst: "/workspace/app".into(),
                 readonly: false,
                 isolation: Isolation::Worktree,
+                include: Vec::new(),
             }],
             ..Default::default()
         }

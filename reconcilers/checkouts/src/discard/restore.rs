@@ -144,7 +144,9 @@ pub fn restore_into_unit(
             )?);
             continue;
         }
-        isolation::prepare(layout, container, std::slice::from_ref(&mount))?;
+        let prepared = isolation::prepare(layout, container, std::slice::from_ref(&mount))?;
+        let included = prepared.included.iter();
+        lines.extend(included.filter_map(|(dst, files)| files.summary(dst)));
         let records = isolation::read_records(layout, container)?;
         let record = records
             .iter()
@@ -184,7 +186,16 @@ fn restore_into_worktree(
             let old = format!("{SCRATCH_PREFIX}{}", save.unit);
             let new = record.scratch_branch.clone().unwrap_or_default();
             let target = RestoredCheckout::worktree(&record)?;
-            let mut lines = rebuild(save_dir, &onto_branch(checkout, &old, &new), &target)?;
+            let included = crate::include::Included {
+                copied: record.included.clone(),
+                left_out: record.not_included.clone(),
+            };
+            let mut lines: Vec<String> = included.summary(&record.dst).into_iter().collect();
+            lines.extend(rebuild(
+                save_dir,
+                &onto_branch(checkout, &old, &new),
+                &target,
+            )?);
             let mut made_on = format!("  made on the saved base {base}");
             let had_old = checkout.head_branch.as_deref() == Some(old.as_str())
                 || checkout.branches.iter().any(|b| b.name == old);

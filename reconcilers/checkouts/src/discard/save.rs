@@ -151,7 +151,7 @@ fn save_checkout(
     save_dir: &Path,
     instance: &str,
 ) -> Result<SavedCheckout, DiscardError> {
-    let mut collector = Collector::default();
+    let mut collector = Collector::leaving_included(record.included.clone());
     let (state, history) = match read_state(record) {
         Ok(state) => (state, true),
         Err(why) => {

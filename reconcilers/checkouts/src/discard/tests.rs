@@ -57,6 +57,7 @@ impl Fixture {
             dst: "/workspace/app".into(),
             readonly: false,
             isolation,
+            include: Vec::new(),
         };
         isolation::prepare(&layout, UNIT, std::slice::from_ref(&mount)).unwrap();
         let record = isolation::read_records(&layout, UNIT).unwrap().remove(0);
@@ -511,6 +512,7 @@ fn a_clones_work_comes_back_in_a_new_units_checkout_never_over_one() {
         dst: "/workspace/app".into(),
         readonly: false,
         isolation: Isolation::Clone,
+        include: Vec::new(),
     };
     let unit = "jk-def456-again";
     let mounts = std::slice::from_ref(&mount);
@@ -582,6 +584,7 @@ fn a_worktrees_work_comes_back_in_a_new_units_worktree_on_its_base() {
         dst: "/workspace/app".into(),
         readonly: false,
         isolation: Isolation::Worktree,
+        include: Vec::new(),
     };
     let unit = "jk-def456-again";
     let mounts = std::slice::from_ref(&mount);
