@@ -647,43 +647,25 @@ fn ctrl_c_that_the_agent_survives_does_not_make_its_exit_a_stop() {
 
 #[test]
 fn no_at_the_discard_prompt_changes_nothing() {
-    ensure_busybox();
-    let home = Home::new();
-    let dir = tempfile::tempdir().unwrap();
-    let repo = support::host_repo(dir.path());
-    let spec = format!(
-        "  mounts: [{{src: {}, dst: /w, isolation: clone}}]\n",
-        repo.display()
-    );
-    home.apply("keepme", &instance_yaml_with("keepme", &spec));
-    let checkout = home.object("keepme")["status"]["mounts"][0]["path"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    std::fs::write(Path::new(&checkout).join("draft.md"), "work").unwrap();
-    let before = home.object("keepme");
-
-    let terminal = Terminal::start(&home, "delete keepme");
-    terminal.wait_for("Discard this work and purge?", 1);
-    // The question says what is kept, and for how long.
-    terminal.wait_for("It is saved first and kept for 7 days", 1);
-    terminal.wait_for("[y/N]", 1);
-    terminal.type_line("n");
-    terminal.wait_for("is unchanged", 1);
-    let after = home.object("keepme");
-    assert_eq!(after["spec"]["phase"], "Running");
-    assert_eq!(
-        after["metadata"]["generation"],
-        before["metadata"]["generation"]
-    );
-    assert!(after["metadata"]["annotations"].is_null(), "{after}");
-    assert!(Path::new(&checkout).join("draft.md").exists());
+    answered_at_the_discard_question(&["n", "Enter"], "is unchanged");
 }
 
 /// Issue 55: Ctrl-C at a yes/no question cancels it, says so and exits 130
 /// (as an interrupt does), with the instance as it was.
 #[test]
 fn ctrl_c_at_the_discard_question_cancels_it() {
+    let screen = answered_at_the_discard_question(&["C-c"], "exit=130");
+    assert!(
+        screen.contains("cancelled: instance/keepme is unchanged"),
+        "{screen}"
+    );
+    assert!(!screen.contains("error"), "{screen}");
+}
+
+/// `delete` on a terminal of an instance whose clone holds a draft: the
+/// purge question says what is kept and for how long, `keys` answer it,
+/// and once `said` shows, the instance is as it was. Returns the screen.
+fn answered_at_the_discard_question(keys: &[&str], said: &str) -> String {
     ensure_busybox();
     let home = Home::new();
     let dir = tempfile::tempdir().unwrap();
@@ -698,15 +680,11 @@ fn ctrl_c_at_the_discard_question_cancels_it() {
     let before = home.object("keepme");
 
     let terminal = Terminal::start(&home, "delete keepme; echo exit=$?");
+    terminal.wait_for("Discard this work and purge?", 1);
+    terminal.wait_for("It is saved first and kept for 7 days", 1);
     terminal.wait_for("[y/N]", 1);
-    terminal.keys(&["C-c"]);
-    terminal.wait_for("exit=130", 1);
-    let screen = terminal.screen();
-    assert!(
-        screen.contains("cancelled: instance/keepme is unchanged"),
-        "{screen}"
-    );
-    assert!(!screen.contains("error"), "{screen}");
+    terminal.keys(keys);
+    terminal.wait_for(said, 1);
     let after = home.object("keepme");
     assert_eq!(after["spec"]["phase"], "Running");
     assert_eq!(
@@ -715,6 +693,7 @@ fn ctrl_c_at_the_discard_question_cancels_it() {
     );
     assert!(after["metadata"]["annotations"].is_null(), "{after}");
     assert!(checkout.join("draft.md").exists());
+    terminal.screen()
 }
 
 /// A new session's name is shown before anything is created; a name taken

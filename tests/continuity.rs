@@ -130,23 +130,9 @@ fn aider_keeps_its_conversation_when_kept_then_resumed() {
 /// started a new conversation under an id jackin did not know.
 #[test]
 fn r8_claude_exited_before_any_message_runs_on_under_a_new_recorded_id() {
-    let session = AgentSession::new(Cli::Claude, Login::Sync, "r8", "  workspace: keeps\n");
-    session.home.apply(
-        "keeps",
-        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: keeps}\nspec:\n  \
-         exitPolicy: keep\n",
-    );
-    session.apply("");
+    let (session, first_id) = claude_kept_after_an_exit_before_any_message("r8");
     let name = session.name.as_str();
     let conversation = || session.home.object(name)["status"]["conversation"].clone();
-    let term = session.first_attach();
-    let first_id = conversation()["id"].as_str().unwrap().to_owned();
-    term.type_message(session.cli.exit_command());
-    support::eventually(PATIENCE, "the session is kept", || {
-        session.pass();
-        session.home.object(name)["status"]["phase"] == "Kept"
-    });
-    drop(term);
     leave_a_transcript_claude_refuses(&session, &first_id);
 
     let term = session.attach();
@@ -205,24 +191,9 @@ fn r8_claude_exited_before_any_message_runs_on_under_a_new_recorded_id() {
 /// as one.)
 #[test]
 fn a_resume_of_an_id_claude_never_created_is_told_as_its_refusal() {
-    let session = AgentSession::new(Cli::Claude, Login::Sync, "never", "  workspace: keeps\n");
-    session.home.apply(
-        "keeps",
-        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: keeps}\nspec:\n  \
-         exitPolicy: keep\n",
-    );
-    session.apply("");
+    let (session, id) = claude_kept_after_an_exit_before_any_message("never");
     let name = session.name.as_str();
     let conversation = || session.home.object(name)["status"]["conversation"].clone();
-    let term = session.first_attach();
-    let id = conversation()["id"].as_str().unwrap().to_owned();
-    // An exit before any message: claude 2.1.332 leaves no transcript.
-    term.type_message(session.cli.exit_command());
-    support::eventually(PATIENCE, "the session is kept", || {
-        session.pass();
-        session.home.object(name)["status"]["phase"] == "Kept"
-    });
-    drop(term);
 
     let term = session.attach();
     term.wait_long("Enter resume · Esc back");
@@ -249,6 +220,32 @@ fn a_resume_of_an_id_claude_never_created_is_told_as_its_refusal() {
         )),
         "{described}"
     );
+}
+
+/// A claude session of a workspace that keeps ended sessions, attached,
+/// ended with its exit command before any message (claude 2.1.332 then
+/// leaves no transcript), and kept; with its conversation's id.
+fn claude_kept_after_an_exit_before_any_message(prefix: &str) -> (AgentSession, String) {
+    let session = AgentSession::new(Cli::Claude, Login::Sync, prefix, "  workspace: keeps\n");
+    session.home.apply(
+        "keeps",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: keeps}\nspec:\n  \
+         exitPolicy: keep\n",
+    );
+    session.apply("");
+    let name = session.name.clone();
+    let term = session.first_attach();
+    let id = session.home.object(&name)["status"]["conversation"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    term.type_message(session.cli.exit_command());
+    support::eventually(PATIENCE, "the session is kept", || {
+        session.pass();
+        session.home.object(&name)["status"]["phase"] == "Kept"
+    });
+    drop(term);
+    (session, id)
 }
 
 /// Leaves claude's transcript of `id` as one it refuses both to resume

@@ -569,8 +569,10 @@ fn a_missing_login_is_said_with_a_hint_and_the_agent_does_not_start_logged_in() 
     );
     wait_for_login(&home, "codex", "codex not-logged-in");
 
-    // Logged in, but the account file is missing: claude stops at its
-    // first-run onboarding, and the launch said why.
+    // Logged in, but the account file is missing: the launch says so, and
+    // claude starts all the same, its first-run onboarding marked done by
+    // jackin's `onboarding` setting (issue 55; before it, claude stopped
+    // there).
     write_host(
         &home,
         ".claude/.credentials.json",
@@ -587,7 +589,7 @@ fn a_missing_login_is_said_with_a_hint_and_the_agent_does_not_start_logged_in() 
         "{}",
         stderr(&out)
     );
-    wait_for_login(&home, "onboard", "claude onboarding file .credentials.json");
+    wait_for_login(&home, "onboard", "claude logged-in file .credentials.json");
     // A token mode with no variable set says what to export.
     home.apply("ws", &workspace_yaml("tok", "{authForward: token}"));
     let out = apply_with(

@@ -49,18 +49,22 @@ fn tree_of(dir: &Path) -> Vec<(PathBuf, u64)> {
     found
 }
 
+/// A scratch directory for the host repository (busybox's image built).
+fn scratch() -> tempfile::TempDir {
+    ensure_busybox();
+    tempfile::Builder::new()
+        .prefix("jackin-include-")
+        .tempdir()
+        .unwrap()
+}
+
 fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]
 fn included_files_reach_a_new_checkout_and_count_as_work_only_once_changed() {
-    ensure_busybox();
-    let home = Home::new();
-    let dir = tempfile::Builder::new()
-        .prefix("jackin-include-")
-        .tempdir()
-        .unwrap();
+    let (home, dir) = (Home::new(), scratch());
     let host = host_repo(dir.path());
     let host_before = tree_of(&host);
     let ws = format!(
@@ -152,12 +156,7 @@ fn included_files_reach_a_new_checkout_and_count_as_work_only_once_changed() {
 /// without a question or a save, on a run with no terminal.
 #[test]
 fn an_untouched_included_file_does_not_block_a_delete() {
-    ensure_busybox();
-    let home = Home::new();
-    let dir = tempfile::Builder::new()
-        .prefix("jackin-include-")
-        .tempdir()
-        .unwrap();
+    let (home, dir) = (Home::new(), scratch());
     let host = host_repo(dir.path());
     let spec = format!(
         "  command: [sleep, \"3600\"]\n  mounts: [{{src: {}, dst: /workspace/app, isolation: \

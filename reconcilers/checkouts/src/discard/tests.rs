@@ -52,13 +52,7 @@ impl Fixture {
         git(&host, &["add", "."]);
         git(&host, &["commit", "--quiet", "-m", "base"]);
         let layout = Layout::new(dir.path().join("home"));
-        let mount = MountSpec {
-            src: host.to_str().unwrap().to_owned(),
-            dst: "/workspace/app".into(),
-            readonly: false,
-            isolation,
-            include: Vec::new(),
-        };
+        let mount = mount_of(&host, isolation);
         isolation::prepare(&layout, UNIT, std::slice::from_ref(&mount)).unwrap();
         let record = isolation::read_records(&layout, UNIT).unwrap().remove(0);
         Self {
@@ -71,6 +65,35 @@ impl Fixture {
 
     fn checkout(&self) -> PathBuf {
         PathBuf::from(&self.record.path)
+    }
+
+    /// The mount of the host repository a new unit's spec would have.
+    fn mount(&self, isolation: Isolation) -> MountSpec {
+        mount_of(&self.host, isolation)
+    }
+}
+
+/// A unit's checkout `c` of the save `inst`, the agent's own once it
+/// wrote in it: a second restore into the unit is refused, and the file it
+/// wrote stays as it is.
+fn never_restored_over(layout: &Layout, unit: &str, mounts: &[MountSpec], c: &std::path::Path) {
+    std::fs::write(c.join("new.txt"), "the agent's\n").unwrap();
+    let err = restore_into_unit(layout, "inst", unit, mounts).unwrap_err();
+    assert!(err.to_string().contains("never"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(c.join("new.txt")).unwrap(),
+        "the agent's\n"
+    );
+}
+
+/// The host repository `host` mounted at `/workspace/app` as `isolation`.
+fn mount_of(host: &std::path::Path, isolation: Isolation) -> MountSpec {
+    MountSpec {
+        src: host.to_str().unwrap().to_owned(),
+        dst: "/workspace/app".into(),
+        readonly: false,
+        isolation,
+        include: Vec::new(),
     }
 }
 
@@ -507,13 +530,7 @@ fn a_clones_work_comes_back_in_a_new_units_checkout_never_over_one() {
     let feature = leave_every_kind_of_work(&f.checkout());
     save_before_discard(&f.layout, UNIT, "inst").unwrap();
     isolation::remove_all(&f.layout, UNIT).unwrap();
-    let mount = MountSpec {
-        src: f.host.to_str().unwrap().to_owned(),
-        dst: "/workspace/app".into(),
-        readonly: false,
-        isolation: Isolation::Clone,
-        include: Vec::new(),
-    };
+    let mount = f.mount(Isolation::Clone);
     let unit = "jk-def456-again";
     let mounts = std::slice::from_ref(&mount);
     let lines = restore_into_unit(&f.layout, "inst", unit, mounts).unwrap();
@@ -527,14 +544,7 @@ fn a_clones_work_comes_back_in_a_new_units_checkout_never_over_one() {
     assert!(status.contains("A  staged.txt"), "{status}");
     assert!(status.contains("?? new.txt"), "{status}");
     assert!(git(&c, &["stash", "list"]).contains("an idea"));
-    // The checkout's own again: never restored over.
-    std::fs::write(c.join("new.txt"), "the agent's\n").unwrap();
-    let err = restore_into_unit(&f.layout, "inst", unit, mounts).unwrap_err();
-    assert!(err.to_string().contains("never"), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(c.join("new.txt")).unwrap(),
-        "the agent's\n"
-    );
+    never_restored_over(&f.layout, unit, mounts, &c);
     // Listed as restored once brought back.
     assert!(find(&f.layout, "inst").unwrap().restored.is_none());
     let into = RestoredInto::Session {
@@ -579,13 +589,7 @@ fn a_worktrees_work_comes_back_in_a_new_units_worktree_on_its_base() {
     git(&f.host, &["add", "later.txt"]);
     git(&f.host, &["commit", "--quiet", "-m", "later"]);
 
-    let mount = MountSpec {
-        src: f.host.to_str().unwrap().to_owned(),
-        dst: "/workspace/app".into(),
-        readonly: false,
-        isolation: Isolation::Worktree,
-        include: Vec::new(),
-    };
+    let mount = f.mount(Isolation::Worktree);
     let unit = "jk-def456-again";
     let mounts = std::slice::from_ref(&mount);
     let lines = restore_into_unit(&f.layout, "inst", unit, mounts).unwrap();
@@ -612,12 +616,5 @@ fn a_worktrees_work_comes_back_in_a_new_units_worktree_on_its_base() {
     isolation::publish(&record).unwrap();
     assert_eq!(git(&f.host, &["rev-parse", &scratch]), commit);
 
-    // The checkout's own again: never restored over.
-    std::fs::write(c.join("new.txt"), "the agent's\n").unwrap();
-    let err = restore_into_unit(&f.layout, "inst", unit, mounts).unwrap_err();
-    assert!(err.to_string().contains("never"), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(c.join("new.txt")).unwrap(),
-        "the agent's\n"
-    );
+    never_restored_over(&f.layout, unit, mounts, &c);
 }
