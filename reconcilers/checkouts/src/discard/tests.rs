@@ -76,7 +76,7 @@ impl Fixture {
 /// A unit's checkout `c` of the save `inst`, the agent's own once it
 /// wrote in it: a second restore into the unit is refused, and the file it
 /// wrote stays as it is.
-fn never_restored_over(layout: &Layout, unit: &str, mounts: &[MountSpec], c: &std::path::Path) {
+fn never_restored_over(layout: &Layout, unit: &str, mounts: &[MountSpec], c: &Path) {
     std::fs::write(c.join("new.txt"), "the agent's\n").unwrap();
     let err = restore_into_unit(layout, "inst", unit, mounts).unwrap_err();
     assert!(err.to_string().contains("never"), "{err}");
@@ -87,7 +87,7 @@ fn never_restored_over(layout: &Layout, unit: &str, mounts: &[MountSpec], c: &st
 }
 
 /// The host repository `host` mounted at `/workspace/app` as `isolation`.
-fn mount_of(host: &std::path::Path, isolation: Isolation) -> MountSpec {
+fn mount_of(host: &Path, isolation: Isolation) -> MountSpec {
     MountSpec {
         src: host.to_str().unwrap().to_owned(),
         dst: "/workspace/app".into(),
