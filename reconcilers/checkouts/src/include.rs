@@ -44,7 +44,7 @@ pub struct Included {
 
 impl Included {
     /// One line for the operator: what was copied and what left out (the
-    /// first [`MAX_LISTED`] of each named, the rest counted).
+    /// first `MAX_LISTED` of each named, the rest counted).
     pub fn summary(&self, dst: &str) -> Option<String> {
         if self.copied.is_empty() && self.left_out.is_empty() {
             return None;

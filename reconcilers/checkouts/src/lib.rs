@@ -2,7 +2,7 @@
 //! agent writes runs confined ([`sandbox`]) through one argv-only wrapper
 //! ([`git`]); a unit's checkouts are made and repaired by [`checkout`],
 //! [`isolation`] and [`worktree`] (with [`gitdir`] and the older layout in
-//! [`legacy_worktree`]), and get the untracked files [`include`] names;
+//! [`legacy_worktree`]), and get the untracked files [`include`](mod@include) names;
 //! [`assess`] says what a checkout holds that would be lost, [`work_diff`]
 //! shows it, and [`discard`] saves it before a checkout goes
 //! ([`saved_files`], [`saved_session`]).
