@@ -296,6 +296,9 @@ pub fn last_line(output: &[u8]) -> String {
 /// and any other two-byte escape.
 fn without_sequences(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    // The column the cursor is at, counted in characters from the line's
+    // start: where a move to a column lands.
+    let mut column = 0usize;
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         let introducer = match c {
@@ -303,21 +306,27 @@ fn without_sequences(text: &str) -> String {
             '\u{9b}' => Some('['),
             c => {
                 out.push(c);
+                column += 1;
                 continue;
             }
         };
         match introducer {
             // A move of the cursor to the right stands for the blanks it
-            // skips: agents that draw a line word by word (claude) move
-            // over the spaces instead of printing them.
+            // skips: agents that draw a line word by word move over the
+            // spaces instead of printing them, by a count (`CSI n C`) or
+            // to a column (`CSI n G`, `CSI n \``: claude 2.1.332).
             Some('[') => {
                 let mut parameters = String::new();
                 for c in chars.by_ref() {
                     if ('@'..='~').contains(&c) {
-                        if c == 'C' {
-                            let n = parameters.parse().unwrap_or(1).clamp(1, MAX_ERROR_CHARS);
-                            out.extend(std::iter::repeat_n(' ', n));
-                        }
+                        let n = parameters.parse().unwrap_or(1).clamp(1, MAX_ERROR_CHARS);
+                        let blanks = match c {
+                            'C' => n,
+                            'G' | '`' => (n - 1).saturating_sub(column),
+                            _ => 0,
+                        };
+                        out.extend(std::iter::repeat_n(' ', blanks));
+                        column += blanks;
                         break;
                     }
                     parameters.push(c);
@@ -747,6 +756,14 @@ mod tests {
         // A count is spaces too, within the line's length.
         assert_eq!(last_line(b"a\x1b[3Cb"), "a   b");
         assert!(last_line(b"a\x1b[99999Cb").len() <= MAX_ERROR_CHARS);
+        // A move to a column (claude 2.1.332 draws each word at its
+        // column), as the terminal shows it; one back leaves no blank.
+        let drawn = "\x1b[2GNo\x1b[5Gconversation\x1b[18Gfound\x1b[24Gwith\x1b[29Gsession\
+                     \x1b[37GID:\x1b[41G6f1c\r\r\n";
+        let line = last_line(drawn.as_bytes());
+        assert_eq!(line, "No conversation found with session ID: 6f1c");
+        assert_eq!(last_line(b"abc\x1b[2Gd"), "abcd");
+        assert!(last_line(b"a\x1b[99999Gb").len() <= MAX_ERROR_CHARS);
     }
 
     #[test]
