@@ -247,7 +247,7 @@ fn every_typo_of_a_manifest_is_reported_in_one_run() {
         "typos.yaml:9:10: field `spec.phase`: unknown variant `Paused`",
         "typos.yaml:15:9: field `metadata.name`: invalid name \"../gamma\"",
         // The closest expected name, for a typo.
-        "sidecars; did you mean `agent`?",
+        "sidecars, ports; did you mean `agent`?",
         // What only the store can say, in the same run.
         "instance/beta: no agent is named \"shel\"; did you mean \"shell\"?",
     ];
