@@ -61,6 +61,7 @@
 use jackin_api::agent::{Strategy, at_least, fill};
 use jackin_api::instance::{Conversation, FallbackEnding, PinnedAgent, Recipe, StartKind};
 use jiff::Timestamp;
+use unicode_width::UnicodeWidthChar;
 
 /// Seconds within which a rung that exits non-zero counts as not having
 /// started (an unknown id, no conversation to continue), not as a session
@@ -296,8 +297,9 @@ pub fn last_line(output: &[u8]) -> String {
 /// and any other two-byte escape.
 fn without_sequences(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    // The column the cursor is at, counted in characters from the line's
-    // start: where a move to a column lands.
+    // The column the cursor is at, counted as the terminal does from the
+    // line's start (a wide character takes two): where a move to a column
+    // lands.
     let mut column = 0usize;
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -306,7 +308,7 @@ fn without_sequences(text: &str) -> String {
             '\u{9b}' => Some('['),
             c => {
                 out.push(c);
-                column += 1;
+                column += c.width().unwrap_or(0);
                 continue;
             }
         };
@@ -763,6 +765,10 @@ mod tests {
         let line = last_line(drawn.as_bytes());
         assert_eq!(line, "No conversation found with session ID: 6f1c");
         assert_eq!(last_line(b"abc\x1b[2Gd"), "abcd");
+        // A wide character takes two columns: a move to the one after it
+        // skips nothing (found by sequences_go_whole_and_the_text_stays).
+        assert_eq!(last_line("漢\x1b[3G0à".as_bytes()), "漢0à");
+        assert_eq!(last_line("漢\x1b[5Gx".as_bytes()), "漢  x");
         assert!(last_line(b"a\x1b[99999Gb").len() <= MAX_ERROR_CHARS);
     }
 
@@ -977,9 +983,9 @@ mod properties {
     /// to BEL or `ESC \`), character sets (`ESC ( B`), two-byte escapes.
     fn sequence() -> impl Strategy<Value = String> {
         prop_oneof![
-            // Any final byte but `C`, a move over blanks, which stands for
-            // them (a_cursor_moved_over_blanks_keeps_the_spaces).
-            "(\u{1b}\\[|\u{9b})[0-9;?<=>]{0,8}[ -/]{0,2}[@-BD-~]",
+            // Any final byte but the moves over blanks, which stand for
+            // them: `C`, `G` and `` ` `` (a_cursor_moved_over_blanks_keeps_the_spaces).
+            "(\u{1b}\\[|\u{9b})[0-9;?<=>]{0,8}[ -/]{0,2}[@-BD-FH-_a-~]",
             "\u{1b}[\\]P_^][ -~]{0,20}(\u{7}|\u{1b}\\\\)",
             "\u{1b}[ -/]{1,2}[0-~]",
             "\u{1b}[0-9=>78DEHMZc]",
