@@ -214,6 +214,7 @@ fn dind_is_wired_kept_across_tiers_and_purged_with_the_instance() {
         "DOCKER_HOST=tcp://dind:2376",
         "DOCKER_TLS_VERIFY=1",
         "DOCKER_CERT_PATH=/certs/client",
+        "JACKIN_DIND_HOSTNAME=dind",
     ] {
         assert!(env.lines().any(|l| l == line), "no {line} in:\n{env}");
     }
@@ -275,11 +276,18 @@ fn dind_is_wired_kept_across_tiers_and_purged_with_the_instance() {
         assert!(in_container(&home, "docker", "nslookup dind").1, "{what}");
     }
 
-    // Kept keeps the volume; a purge removes it.
+    // Kept frees the certificates volume (it holds nothing of the
+    // session); a resume makes it again, and the daemon's new
+    // certificates reach the agent; a purge removes it.
+    let volumes = || docker(&["volume", "ls", "-q", "--filter", &format!("name={volume}")]);
     home.ok(&["set-phase", "docker", "kept"]);
-    assert_eq!(
-        docker(&["volume", "ls", "-q", "--filter", &format!("name={volume}")]),
-        volume
+    assert_eq!(volumes(), "");
+    home.ok(&["set-phase", "docker", "running"]);
+    assert_eq!(volumes(), volume);
+    eventually(
+        Duration::from_secs(30),
+        "the client certificates reach the resumed agent",
+        || in_container(&home, "docker", "cat /certs/client/cert.pem").0 == "stand-in cert\n",
     );
     home.ok(&["delete", "docker"]);
     assert_eq!(

@@ -510,6 +510,9 @@ async fn agent_env(
             ("DOCKER_HOST", format!("tcp://{}:2376", recipe::DIND)),
             ("DOCKER_TLS_VERIFY", "1".to_owned()),
             ("DOCKER_CERT_PATH", DIND_CLIENT_CERTS.to_owned()),
+            // Where a port that a container run through the daemon
+            // publishes is reached: the daemon's host, not localhost.
+            ("JACKIN_DIND_HOSTNAME", recipe::DIND.to_owned()),
         ] {
             if !recipe.env.iter().any(|v| v.name == name) {
                 env.push(format!("{name}={value}"));

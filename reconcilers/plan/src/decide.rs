@@ -242,7 +242,7 @@ fn decide_phase(obj: &Instance, view: &InstanceView, ended: Option<i64>) -> Plan
     match obj.desired_phase() {
         DesiredPhase::Running => running(obj, view, ended),
         DesiredPhase::Kept => Plan {
-            steps: teardown(view, true),
+            steps: kept_teardown(obj, view),
             tier: None,
             target: InstancePhase::Kept,
             blocked: None,
@@ -696,6 +696,26 @@ fn teardown(view: &InstanceView, graceful: bool) -> Vec<Step> {
     if let Some(id) = &view.network {
         steps.push(Step::RemoveNetwork { id: id.clone() });
     }
+    steps
+}
+
+/// What a keep takes from the engine: the session's objects, and the
+/// Docker daemon's certificates volume, which holds nothing of the session
+/// (the daemon makes its certificates anew when it starts, and a resume
+/// makes the volume again); the instance's other volumes stay.
+fn kept_teardown(obj: &Instance, view: &InstanceView) -> Vec<Step> {
+    let mut steps = teardown(view, true);
+    let certs = obj
+        .recipe()
+        .and_then(|r| r.dind.as_ref())
+        .map(|d| &d.certs_volume);
+    steps.extend(
+        view.volumes
+            .iter()
+            .filter(|v| Some(*v) == certs)
+            .cloned()
+            .map(Step::RemoveVolume),
+    );
     steps
 }
 
@@ -1356,6 +1376,32 @@ mod tests {
             assert_eq!(plan.steps, steps, "{observed:?}");
             assert_eq!(plan.target, InstancePhase::Kept);
         }
+    }
+
+    /// A keep frees the Docker daemon's certificates volume (a resume makes
+    /// it again), and only that of the instance's volumes.
+    #[test]
+    fn kept_frees_the_dind_certificates_volume_only() {
+        let mut obj = instance(DesiredPhase::Kept, true, InstancePhase::Running);
+        let recipe = obj.status.as_mut().unwrap().recipe.as_mut().unwrap();
+        recipe.dind = Some(jackin_api::instance::PinnedDind {
+            certs_volume: "jk-1-a-dind-certs".into(),
+        });
+        let mut observed = view(Some(false), true, true);
+        observed.volumes = vec!["jk-1-a-dind-certs".into(), "jk-1-a-cache".into()];
+        assert_eq!(
+            ladder(&obj, &observed).steps,
+            [
+                remove(),
+                remove_network(),
+                RemoveVolume("jk-1-a-dind-certs".into())
+            ]
+        );
+        // Gone already: nothing more to do.
+        observed.container = None;
+        observed.network = None;
+        observed.volumes.remove(0);
+        assert_eq!(ladder(&obj, &observed).steps, []);
     }
 
     #[test]
