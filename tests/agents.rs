@@ -316,6 +316,31 @@ fn an_applied_agent_overrides_the_builtin_and_a_command_still_wins() {
     assert!(home.wait_for_starts("fresh", 2)[1].starts_with("claude new "));
 }
 
+/// A workspace's `resumeConversations: false` starts every agent of its
+/// sessions anew at every start, whatever the instance says (issue 57,
+/// AR-14: the seed's master switch); a session outside it still resumes.
+#[test]
+fn a_workspace_can_turn_conversation_resume_off() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::with_fake_agents();
+    home.apply(
+        "quiet.yaml",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: quiet}\n\
+         spec: {resumeConversations: false}\n",
+    );
+    let yaml = role.agent_instance_yaml("anew", "claude", "  workspace: quiet\n  resume: true\n");
+    home.apply("anew.yaml", &yaml);
+    assert!(home.wait_for_starts("anew", 1)[0].starts_with("claude new "));
+    assert_eq!(home.conversation("anew")["strategy"], "none");
+    docker(&["stop", "-t", "2", &home.container("anew")]);
+    home.one_pass();
+    assert!(home.wait_for_starts("anew", 2)[1].starts_with("claude new "));
+    let resumed = role.agent_instance_yaml("resumed", "claude", "");
+    home.apply("resumed.yaml", &resumed);
+    assert!(home.wait_for_starts("resumed", 1)[0].starts_with("claude minted "));
+}
+
 #[test]
 fn an_id_with_shell_metacharacters_reaches_the_agent_as_one_argument() {
     ensure_busybox();

@@ -151,6 +151,12 @@ pub struct WorkspaceSpec {
     /// (on when omitted; `false` lets the conversation go with the unit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub save_conversations: Option<bool>,
+    /// Whether the workspace's sessions resume their agent's conversation
+    /// at each start (on when omitted). `false` starts every agent anew, at
+    /// every restore, whatever an instance's own `resume` says: a switch
+    /// for the whole workspace, as the seed's master switch is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_conversations: Option<bool>,
     /// Ports of each session's container published on the host, each on
     /// a host port of the session's own (an instance's entry of the same
     /// name replaces one).
@@ -166,6 +172,11 @@ impl WorkspaceSpec {
     /// Whether a removal saves the session's conversation first.
     pub fn saves_conversations(&self) -> bool {
         self.save_conversations != Some(false)
+    }
+
+    /// Whether its sessions may resume their conversations.
+    pub fn resumes_conversations(&self) -> bool {
+        self.resume_conversations != Some(false)
     }
 
     /// Whether the workspace turned off the agent setting `name`.

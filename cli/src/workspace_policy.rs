@@ -51,6 +51,10 @@ pub fn fields(spec: &WorkspaceSpec) -> Vec<(&'static str, String)> {
             "Save convs.",
             spec.save_conversations.map(|yes| yes.to_string()),
         ),
+        (
+            "Resume convs.",
+            spec.resume_conversations.map(|yes| yes.to_string()),
+        ),
     ];
     fields.extend(
         defaults

@@ -108,6 +108,7 @@ pub fn runs_agent_program(command: &[String], launch: &[String]) -> bool {
 /// another program.
 fn pin_agent(
     spec: &InstanceSpec,
+    workspace: Option<&WorkspaceSpec>,
     entry: Option<&ResolvedAgent>,
     provider: Option<&AgentProvider>,
 ) -> (Vec<String>, Option<PinnedAgent>) {
@@ -124,7 +125,9 @@ fn pin_agent(
     if resumable && let Some(provider) = provider {
         command.extend(provider.args.iter().cloned());
     }
-    let strategy = match spec.resume && resumable {
+    // The workspace's switch turns resume off for all its sessions.
+    let resume = spec.resume && workspace.is_none_or(WorkspaceSpec::resumes_conversations);
+    let strategy = match resume && resumable {
         true => entry.spec.strategy(),
         false => Strategy::None,
     };
@@ -167,7 +170,7 @@ pub fn wanted(
     // it (`wanted_provider`).
     let provider = wanted_provider(obj, workspace, agent).ok().flatten();
     let credentials = wanted_credentials(obj, workspace, agent, provider.as_ref());
-    let (command, agent) = pin_agent(spec, agent, provider.as_ref());
+    let (command, agent) = pin_agent(spec, workspace, agent, provider.as_ref());
     let provider = provider.map(Box::new);
     // A Docker daemon of the agent's own: the sidecar `dind`, and a volume
     // for the client certificates it shares with the agent.
@@ -689,13 +692,13 @@ mod tests {
         };
         let zai = provider::builtin_for("opencode").remove(1);
         let spec = InstanceSpec::default();
-        let (command, _) = pin_agent(&spec, Some(&entry), Some(&zai));
+        let (command, _) = pin_agent(&spec, None, Some(&entry), Some(&zai));
         assert_eq!(command, ["opencode", "-m", "zai-coding-plan/glm-4.6"]);
         let other = InstanceSpec {
             command: Some(vec!["sh".into()]),
             ..Default::default()
         };
-        assert_eq!(pin_agent(&other, Some(&entry), Some(&zai)).0, ["sh"]);
+        assert_eq!(pin_agent(&other, None, Some(&entry), Some(&zai)).0, ["sh"]);
     }
 
     /// The workspace's `operatorConfig` is pinned: turning it on or off is
