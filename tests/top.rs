@@ -690,3 +690,40 @@ fn no_color_a_shell_and_the_question_before_a_purge() {
         !home.jackin(&["get", "solo"]).status.success()
     });
 }
+
+/// The launch picker (`n`) marks with ↻ the agents whose conversation a
+/// session resumes at its every start, and not in a workspace that turned
+/// resume off (issue 57, AR-16).
+#[test]
+fn the_launch_picker_marks_the_agents_that_resume() {
+    ensure_busybox();
+    let home = Home::new();
+    for (name, extra) in [("desk", ""), ("anew", "  resumeConversations: false\n")] {
+        home.apply(
+            name,
+            &format!(
+                "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\n\
+                 spec:\n  roles: [{{name: tester, image: {}}}]\n{extra}",
+                busybox_image()
+            ),
+        );
+    }
+    let term = Terminal::start_as(&home, "top", "xterm");
+    term.resize(200, 50);
+    term.wait_for("ATTENTION", 1);
+    term.keys(&["n"]);
+    term.wait_for("resumes its conversation at every start", 1);
+    let screen = term.screen();
+    let line = |role: &str, ws: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(role) && l.contains(&format!("workspace {ws}")))
+            .map(str::to_owned)
+    };
+    assert!(line("tester (claude ↻)", "desk").is_some(), "{screen}");
+    assert!(line("tester (codex ↻)", "desk").is_some(), "{screen}");
+    assert!(line("tester (claude)", "anew").is_some(), "{screen}");
+    assert!(line("tester (shell)", "desk").is_some(), "{screen}");
+    assert!(!screen.contains("shell ↻"), "{screen}");
+    term.keys(&["Escape"]);
+}

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 use futures::StreamExt;
 use jackin_api::DesiredPhase;
+use jackin_api::agent::Strategy;
 use jackin_controller::Store;
 use jackin_engine::LogsRequest;
 
@@ -158,21 +159,27 @@ async fn launch(store: &Store, wait: WaitArgs, keyboard: &mut Keyboard) -> Resul
 }
 
 /// The launch picker: every (workspace, role, agent) a workspace declares
-/// a role for, with every agent.
+/// a role for, with every agent; ↻ marks the agents whose conversation a
+/// session of that workspace resumes at its every start (the seed's
+/// picker), as the entry's resume arguments and the workspace's
+/// `resumeConversations` say.
 async fn pick_trio(
     store: &Store,
     keyboard: &mut Keyboard,
 ) -> Result<Option<(String, String, String)>> {
-    let agents: Vec<String> = store
+    let agents: Vec<(String, bool)> = store
         .agents()?
         .into_iter()
-        .map(|(agent, _)| agent.metadata.name)
+        .map(|(agent, _)| (agent.metadata.name, agent.spec.strategy() != Strategy::None))
         .collect();
     let mut trios = Vec::new();
+    let mut marks = Vec::new();
     for ws in store.list_workspaces()? {
         for role in &ws.spec.roles {
-            for agent in &agents {
+            for (agent, resumable) in &agents {
                 trios.push((ws.metadata.name.clone(), role.name.clone(), agent.clone()));
+                let resumes = *resumable && ws.spec.resumes_conversations();
+                marks.push(if resumes { " ↻" } else { "" });
             }
         }
     }
@@ -184,12 +191,16 @@ async fn pick_trio(
     }
     let screen = Screen {
         label: "launch".into(),
-        context: vec!["A workspace's role, run by an agent.".into()],
+        context: vec![
+            "A workspace's role, run by an agent (↻: it resumes its conversation at every start)."
+                .into(),
+        ],
         choices: trios
             .iter()
-            .map(|(ws, role, agent)| {
+            .zip(marks)
+            .map(|((ws, role, agent), mark)| {
                 (
-                    output::terminal_safe(&format!("{role} ({agent})")),
+                    output::terminal_safe(&format!("{role} ({agent}{mark})")),
                     output::terminal_safe(&format!("workspace {ws}")),
                 )
             })
