@@ -83,8 +83,9 @@ pub(crate) struct Collector {
     bytes: u64,
     skipped: usize,
     skipped_listed: Vec<String>,
-    /// Paths never taken, nor anything below them: a login's files.
-    left_out: Vec<String>,
+    /// Paths never taken, nor anything below them (a login's files, the
+    /// operator's own setup), each with why, in words.
+    left_out: Vec<(String, &'static str)>,
     /// The files a checkout's `include` copied in, with the digest of each
     /// copy: one still so is the operator's, not work, and is not taken.
     included: std::collections::BTreeMap<String, String>,
@@ -122,8 +123,8 @@ fn names_a_git_dir(part: &str) -> bool {
 impl Collector {
     /// A collector that never takes `paths` (relative to the tree it
     /// walks), nor anything below them, and lists each it meets as left
-    /// out: the files that hold a login.
-    pub(crate) fn leaving_out(paths: Vec<String>) -> Self {
+    /// out, with its reason: the files that hold a login.
+    pub(crate) fn leaving_out(paths: Vec<(String, &'static str)>) -> Self {
         Self {
             left_out: paths,
             ..Self::default()
@@ -147,12 +148,14 @@ impl Collector {
         })
     }
 
-    fn is_left_out(&self, path: &str) -> bool {
-        self.left_out.iter().any(|out| {
-            path == out
-                || path
-                    .strip_prefix(out.as_str())
-                    .is_some_and(|rest| rest.starts_with('/'))
+    /// Why `path` is never taken, when it is one of the left out or below
+    /// one.
+    fn left_out_for(&self, path: &str) -> Option<&'static str> {
+        self.left_out.iter().find_map(|(out, why)| {
+            let below = path
+                .strip_prefix(out.as_str())
+                .is_some_and(|rest| rest.starts_with('/'));
+            (path == out || below).then_some(*why)
         })
     }
 
@@ -262,8 +265,8 @@ impl Collector {
             self.skip(path, "a name that is not UTF-8");
             return None;
         }
-        if self.is_left_out(path) {
-            self.skip(path, "it holds a login, which a save never keeps");
+        if let Some(why) = self.left_out_for(path) {
+            self.skip(path, &format!("{why}, which a save never keeps"));
             return None;
         }
         let kind = if path.is_empty() {

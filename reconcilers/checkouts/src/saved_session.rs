@@ -99,12 +99,15 @@ pub fn conversation_path(recipe: &Recipe) -> Option<String> {
     (!path.is_empty() && path != ".").then(|| path.to_owned())
 }
 
-/// The files that hold a login, relative to the agent's home: every
-/// credential file of the pinned sets and of the agent's own entry, which a
-/// login inside the session writes too; and every place of the operator's
-/// own setup (`operatorConfig`), which is treated as a login: it may hold
-/// secrets, and it is copied again at the next start.
-fn login_files(recipe: &Recipe) -> Vec<String> {
+/// What a conversation's save leaves out, relative to the agent's home,
+/// each with why: every credential file of the pinned sets and of the
+/// agent's own entry, which a login inside the session writes too; and
+/// every place of the operator's own setup (`operatorConfig`): it may hold
+/// secrets, and it is copied in again at the next start. A path that is
+/// both is told as a login.
+fn left_out_files(recipe: &Recipe) -> Vec<(String, &'static str)> {
+    const LOGIN: &str = "it holds a login";
+    const SETUP: &str = "it is the operator's own agent setup, copied in again at each start";
     let pinned = recipe
         .credentials
         .iter()
@@ -119,15 +122,16 @@ fn login_files(recipe: &Recipe) -> Vec<String> {
         .agent
         .iter()
         .flat_map(|a| a.spec.operator_config.iter())
-        .map(|entry| entry.dst.as_str());
-    let mut paths: Vec<String> = pinned
+        .map(|entry| (entry.dst.as_str(), SETUP));
+    let mut paths: Vec<(String, &'static str)> = pinned
         .chain(own)
-        .map(|file| file.dst.as_str())
+        .map(|file| (file.dst.as_str(), LOGIN))
         .chain(operator_config)
-        .map(|dst| dst.trim_start_matches("./").to_owned())
+        .map(|(dst, why)| (dst.trim_start_matches("./").to_owned(), why))
         .collect();
-    paths.sort();
-    paths.dedup();
+    // A login first, so that the one kept of a path named twice is it.
+    paths.sort_by(|a, b| a.0.cmp(&b.0).then((a.1 != LOGIN).cmp(&(b.1 != LOGIN))));
+    paths.dedup_by(|later, earlier| later.0 == earlier.0);
     paths
 }
 
@@ -176,7 +180,7 @@ pub fn save(
         .map_err(|e| not_saved(format!("{}: {e}", save_dir.display())))?;
     let staging = work.path().join(CONVERSATION_DIR);
     ensure_private_dir(&staging).map_err(|e| not_saved(format!("{}: {e}", staging.display())))?;
-    let mut collector = Collector::leaving_out(login_files(recipe));
+    let mut collector = Collector::leaving_out(left_out_files(recipe));
     collector
         .take(&tree, &staging, &path, Origin::Untracked)
         .map_err(|e: StagingError| not_saved(e.to_string()))?;
@@ -231,4 +235,44 @@ pub fn restore_into(save_dir: &Path, home: &Path) -> io::Result<usize> {
         }
     }
     Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jackin_api::agent::Strategy;
+    use jackin_api::instance::PinnedAgent;
+
+    /// A save told `.claude/settings.json`, the operator's own setup, as "a
+    /// login" (issue 57): each left-out path now says which it is.
+    #[test]
+    fn left_out_files_say_whether_a_login_or_the_operators_setup() {
+        let claude = jackin_api::agent::builtin()
+            .into_iter()
+            .find(|a| a.metadata.name == "claude")
+            .unwrap();
+        let recipe = Recipe {
+            agent: Some(PinnedAgent {
+                name: "claude".into(),
+                source: "builtin".into(),
+                spec: claude.spec,
+                strategy: Strategy::Id,
+                version: None,
+            }),
+            ..Recipe::default()
+        };
+        let left_out = left_out_files(&recipe);
+        let why = |path: &str| {
+            left_out
+                .iter()
+                .find(|(p, _)| p == path)
+                .map(|(_, why)| *why)
+                .unwrap_or_else(|| panic!("{path} is not left out: {left_out:?}"))
+        };
+        assert!(why(".claude/settings.json").contains("operator's own agent setup"));
+        assert_eq!(why(".claude/.credentials.json"), "it holds a login");
+        let mut paths: Vec<_> = left_out.iter().map(|(p, _)| p).collect();
+        paths.dedup();
+        assert_eq!(paths.len(), left_out.len(), "each path once");
+    }
 }
