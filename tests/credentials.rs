@@ -540,17 +540,20 @@ fn a_missing_login_is_said_with_a_hint_and_the_agent_does_not_start_logged_in() 
     let said = stderr(&out);
     assert!(
         said.contains(
-            "instance/bare: [credentials] claude: ~/.claude/.credentials.json not found on the \
-             host — run `claude` once on the host to log in, or set authForward: token with \
-             CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_API_KEY"
+            "instance/bare: [credentials] claude: ~/.claude/.credentials.json and \
+             ~/.claude.json not found on the host — run `claude` once on the host to log in, or \
+             set authForward: token with CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_API_KEY"
         ),
         "{said}"
     );
+    // One line for the set, so one event: each file was one (issue 57).
+    assert_eq!(said.matches("not found on the host").count(), 1, "{said}");
     wait_for_login(&home, "bare", "claude not-logged-in");
     let described = home.ok(&["describe", "bare"]);
     assert!(
-        described.contains("missing: claude: ~/.claude/.credentials.json not found on the host")
-            && described.contains("CredentialsMissing"),
+        described.contains(
+            "missing: claude: ~/.claude/.credentials.json and ~/.claude.json not found on the host"
+        ) && described.matches("CredentialsMissing").count() == 1,
         "{described}"
     );
     let out = apply_with(

@@ -127,16 +127,79 @@ pub fn forward_files(
     home: &Path,
 ) -> Result<FilesOutcome, CredentialError> {
     let mut out = FilesOutcome::default();
-    for (set, file) in forwarded_files(pinned, &mut out.missing) {
+    let files = forwarded_files(pinned, &mut out.missing);
+    let mut missing = MissingLines::after(std::mem::take(&mut out.missing));
+    for (set, file) in files {
         if absent_extra(file, pinned.mode, host) {
             continue;
         }
         match forward_one(set, file, pinned.mode, host, home)? {
             Ok(line) => out.files.push(line),
-            Err(line) => out.missing.push(line),
+            Err(unread) => missing.push(set, pinned.mode, unread),
         }
     }
+    out.missing = missing.finish();
     Ok(out)
+}
+
+/// Why a login file was not forwarded.
+enum Unread {
+    /// The host has no such file (`~/SRC`, as shown).
+    Absent(String),
+    /// Another reason, and what to do, as one line.
+    Told(String),
+}
+
+/// The lines of what was not forwarded, in order: the files of a set the
+/// host has none of in one line, with the set's hint once (a start used to
+/// report each of claude's two files as its own event, with the same
+/// hint), every other reason in its own.
+struct MissingLines {
+    lines: Vec<String>,
+    /// Per set with files absent: the line it takes, the files, the hint.
+    absent: Vec<(usize, String, Vec<String>, String)>,
+}
+
+impl MissingLines {
+    /// After `lines` already told.
+    fn after(lines: Vec<String>) -> Self {
+        Self {
+            lines,
+            absent: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, set: &CredentialSet, mode: AuthForward, unread: Unread) {
+        let shown = match unread {
+            Unread::Told(line) => return self.lines.push(line),
+            Unread::Absent(shown) => shown,
+        };
+        match self
+            .absent
+            .iter_mut()
+            .find(|(_, name, ..)| *name == set.name)
+        {
+            Some((_, _, files, _)) => files.push(shown),
+            None => {
+                self.lines.push(String::new());
+                let at = self.lines.len() - 1;
+                let hint = file_hint(set, mode);
+                self.absent.push((at, set.name.clone(), vec![shown], hint));
+            }
+        }
+    }
+
+    fn finish(mut self) -> Vec<String> {
+        for (at, set, files, hint) in self.absent {
+            let (last, rest) = files.split_last().expect("a set is listed with a file");
+            let files = match rest.is_empty() {
+                true => last.clone(),
+                false => format!("{} and {last}", rest.join(", ")),
+            };
+            self.lines[at] = format!("{set}: {files} not found on the host — {hint}");
+        }
+        self.lines
+    }
 }
 
 /// What a start would find on `host` of the files `pinned.mode` forwards,
@@ -144,7 +207,9 @@ pub fn forward_files(
 /// and each missing with what to do, as the start would say it.
 pub fn logins_on_host(pinned: &PinnedCredentials, host: Result<&Path, &str>) -> FilesOutcome {
     let mut out = FilesOutcome::default();
-    for (set, file) in forwarded_files(pinned, &mut out.missing) {
+    let files = forwarded_files(pinned, &mut out.missing);
+    let mut missing = MissingLines::after(std::mem::take(&mut out.missing));
+    for (set, file) in files {
         if absent_extra(file, pinned.mode, host) {
             continue;
         }
@@ -152,9 +217,10 @@ pub fn logins_on_host(pinned: &PinnedCredentials, host: Result<&Path, &str>) -> 
             Ok(_) => out
                 .files
                 .push(format!("{}: ~/{} found", set.name, file.src)),
-            Err(line) => out.missing.push(line),
+            Err(unread) => missing.push(set, pinned.mode, unread),
         }
     }
+    out.missing = missing.finish();
     out
 }
 
@@ -212,43 +278,40 @@ fn forwarded_files<'a>(
 }
 
 /// A login file of `set` read from `host`, with where it is; `Err(why
-/// not, and what to do)`.
+/// not)`.
 fn read_login(
     set: &CredentialSet,
     file: &CredentialFile,
     mode: AuthForward,
     host: Result<&Path, &str>,
-) -> Result<(PathBuf, Vec<u8>), String> {
+) -> Result<(PathBuf, Vec<u8>), Unread> {
     let shown = format!("~/{}", file.src);
-    let host = host.map_err(|why| format!("{}: {shown} cannot be read: {why}", set.name))?;
+    let host =
+        host.map_err(|why| Unread::Told(format!("{}: {shown} cannot be read: {why}", set.name)))?;
     let source = host.join(&file.src);
     match read_regular(&source, MAX_FILE_BYTES) {
         Ok(bytes) => Ok((source, bytes)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(format!(
-            "{}: {shown} not found on the host — {}",
-            set.name,
-            file_hint(set, mode)
-        )),
-        Err(e) => Err(format!(
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Unread::Absent(shown)),
+        Err(e) => Err(Unread::Told(format!(
             "{}: {shown} on the host cannot be read: {e} — {}",
             set.name,
             file_hint(set, mode)
-        )),
+        ))),
     }
 }
 
-/// One file: `Ok(what was forwarded)`, `Err(why not, and what to do)`.
+/// One file: `Ok(what was forwarded)`, `Err(why not)`.
 fn forward_one(
     set: &CredentialSet,
     file: &CredentialFile,
     mode: AuthForward,
     host: Result<&Path, &str>,
     home: &Path,
-) -> Result<Result<String, String>, CredentialError> {
+) -> Result<Result<String, Unread>, CredentialError> {
     let shown = format!("~/{}", file.src);
     let (source, bytes) = match read_login(set, file, mode, host) {
         Ok(read) => read,
-        Err(line) => return Ok(Err(line)),
+        Err(unread) => return Ok(Err(unread)),
     };
     let refused = |at: PathBuf, error: io::Error| CredentialError::Refused {
         set: set.name.clone(),
@@ -267,7 +330,10 @@ fn forward_one(
         let merged = merge_keys(set, file, &bytes, &target).map_err(|e| refused(target, e))?;
         return Ok(match merged {
             Ok(keys) => Ok(format!("{}: {arrow} (keys {})", set.name, keys.join(", "))),
-            Err(why) => Err(format!("{}: {shown} on the host {why}", set.name)),
+            Err(why) => Err(Unread::Told(format!(
+                "{}: {shown} on the host {why}",
+                set.name
+            ))),
         });
     }
     // A session's copy that holds the host's bytes is neither newer nor
@@ -628,11 +694,15 @@ pub(crate) mod tests {
         )
         .unwrap();
         assert_eq!(out.files, Vec::<String>::new());
+        // Both of the set's files in one line, its hint once (a start
+        // reported each as its own event).
         assert_eq!(
-            out.missing[0],
-            "claude: ~/.claude/.credentials.json not found on the host — run `claude` once on \
-             the host to log in, or set authForward: token with CLAUDE_CODE_OAUTH_TOKEN or \
-             ANTHROPIC_API_KEY"
+            out.missing,
+            [
+                "claude: ~/.claude/.credentials.json and ~/.claude.json not found on the host — run \
+              `claude` once on the host to log in, or set authForward: token with \
+              CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_API_KEY"
+            ]
         );
         // A FIFO in the login's place is refused at once, never waited on.
         let fifo = h.host.join(".claude/.credentials.json");
