@@ -17,5 +17,6 @@ pub async fn start(name: &str, wait: &WaitArgs) -> Result<()> {
     let name = instance_name(name)?;
     let (store, engines) = (open_store_to_change()?, connect().await?);
     sweep_files_quietly(&store)?;
-    attach::run(store, engines, name, wait, &mut Keyboard::start(), false).await
+    let keyboard = &mut Keyboard::start();
+    attach::run(store, engines, name, wait, keyboard, false, None).await
 }
