@@ -313,7 +313,8 @@ fn launch_offers_resume_or_new_and_resume_reuses_the_identity() {
 
     // Screen C: start new first, with the name it would get, then the kept
     // session; resume it.
-    let term = Terminal::start(&home, launch);
+    // (--keep counts for one launch's session: this resume says it again.)
+    let term = Terminal::start(&home, &format!("{launch} --keep"));
     term.wait_for("Choice [1]:", 1);
     let screen = term.screen();
     assert!(
@@ -347,6 +348,63 @@ fn launch_offers_resume_or_new_and_resume_reuses_the_identity() {
     term.wait_for("cleaned up", 1);
     assert!(!home.jackin(&["get", "tester-1"]).status.success());
     assert_eq!(home.object("first")["status"]["phase"], "Kept");
+}
+
+/// `launch --keep` counts for the session that launch starts or resumes,
+/// never for a later one (SK-P5): a later `launch` that resumes it, or an
+/// `attach`, without the flag, leaves its end to the workspace's policy
+/// (here `clean`), whether that launch's session was settled (kept) or
+/// ended unsettled (a crash).
+#[test]
+fn launch_keep_counts_for_that_launchs_session_only() {
+    ensure_busybox();
+    let home = Home::new();
+    let workspace = format!(
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {{name: tidy}}\nspec:\n  \
+         exitPolicy: clean\n  roles: [{{name: tester, image: {}}}]\n",
+        support::busybox_image()
+    );
+    home.apply("ws-tidy", &workspace);
+    let agent =
+        "  command: [sh, -c, \"echo ready; read line; [ $line = crash ] && exit 3; exit 0\"]\n";
+    let launch = "launch -w tidy -r tester -a shell";
+    for (name, ending) in [("first", "Kept"), ("second", "Crashed")] {
+        let template = home.write_input(&format!("{name}.yaml"), &instance_yaml_with(name, agent));
+        let term = Terminal::start(
+            &home,
+            &format!(
+                "{launch} --keep --name {name} --from {}",
+                template.display()
+            ),
+        );
+        term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+        let line = if ending == "Crashed" { "crash" } else { "done" };
+        term.type_until(line, &format!("instance/{name} ended: {ending}"));
+        drop(term);
+        assert_eq!(home.object(name)["status"]["phase"], ending);
+    }
+
+    // A launch that resumes the kept session, without --keep.
+    let term = Terminal::start(&home, launch);
+    term.wait_for("Choice [1]:", 1);
+    assert!(term.screen().contains("Resume first"), "{}", term.screen());
+    let pick = if term.screen().contains("2) Resume first") {
+        "2"
+    } else {
+        "3"
+    };
+    term.type_line(pick);
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_until("done", "instance/first ended cleanly and was cleaned up");
+    drop(term);
+    assert!(!home.jackin(&["get", "first"]).status.success());
+
+    // An attach that resumes the crashed one.
+    let term = Terminal::start(&home, "attach second");
+    term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+    term.type_until("done", "instance/second ended cleanly and was cleaned up");
+    drop(term);
+    assert!(!home.jackin(&["get", "second"]).status.success());
 }
 
 #[test]

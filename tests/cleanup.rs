@@ -5,9 +5,10 @@
 use std::path::Path;
 use std::process::Command;
 
+use support::terminal::Terminal;
 use support::{
-    Home, RoleRepo, busybox_image, docker, engine_objects, ensure_busybox, instance_yaml,
-    instance_yaml_with, sidecar_line, unique,
+    Home, RoleRepo, applied_workspace, busybox_image, docker, engine_objects, ensure_busybox,
+    instance_yaml, instance_yaml_with, sidecar_line, unique,
 };
 
 fn uid(home: &Home, name: &str) -> String {
@@ -281,6 +282,31 @@ fn orphan_locks_are_removed_unless_held() {
     assert!(!orphan.exists(), "{out}");
     assert!(held.exists(), "a held lock was removed: {out}");
     drop(holder);
+}
+
+/// `launch` and `attach` run the quick sweep first, as `apply` does
+/// (SK-GC5): an orphan lock is gone before the session is attached.
+#[test]
+fn launch_and_attach_sweep_orphan_locks_first() {
+    ensure_busybox();
+    let home = Home::new();
+    applied_workspace(&home, "desk");
+    let data = home.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let orphan = data.join("jk-00000000-gone.lock");
+    let agent = "  command: [sh, -c, \"echo ready; read line; exit 0\"]\n";
+    let template = home.write_input("swept.yaml", &instance_yaml_with("swept", agent));
+    let launch = format!(
+        "launch -w desk -r tester -a shell --keep --from {}",
+        template.display()
+    );
+    for command in [launch.as_str(), "attach swept"] {
+        std::fs::write(&orphan, "").unwrap();
+        let term = Terminal::start(&home, command);
+        term.wait_for("Ctrl-P Ctrl-Q detaches", 1);
+        assert!(!orphan.exists(), "{command}: {}", term.screen());
+        term.type_until("done", "instance/swept ended");
+    }
 }
 
 #[test]

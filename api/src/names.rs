@@ -120,8 +120,13 @@ pub mod annotation {
     /// the gate again.
     pub const ACKNOWLEDGE_DISCARD: &str = "jackin.dev/acknowledge-discard";
     /// Overrides the workspace's exit policy for one instance (`keep`,
-    /// `clean`, `ask`), as `jackin launch --keep` / `--clean` set it.
+    /// `clean`, `ask`) for good: the operator sets it in the manifest.
     pub const EXIT_POLICY: &str = "jackin.dev/exit-policy";
+    /// The exit policy `jackin launch --keep` / `--clean` chose for the
+    /// session that launch starts or resumes, as `POLICY@TIME` (when it was
+    /// asked): see `Instance::launch_exit_policy`. jackin's own: a manifest
+    /// may not set it.
+    pub const LAUNCH_EXIT_POLICY: &str = "jackin.dev/launch-exit-policy";
     /// The time the operator last asked to resume the instance (`set-phase
     /// running`, `attach`, `launch`), like `kubectl rollout restart`: a
     /// settlement older than it no longer stands.

@@ -6,8 +6,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::credentials::{AuthForward, CredentialSet};
-use crate::instance::MountSpec;
+use crate::instance::{Instance, MountSpec};
 use crate::meta::ObjectMeta;
+use crate::names::annotation;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -44,6 +45,45 @@ impl ExitPolicy {
             Self::Keep => "keep",
             Self::Clean => "clean",
         }
+    }
+
+    /// The value of the annotation `jackin.dev/launch-exit-policy` for a
+    /// launch that asks for this policy at `at` (see [`ExitPolicy::launched`]).
+    pub fn for_launch_at(self, at: jiff::Timestamp) -> String {
+        format!("{}@{at}", self.as_str())
+    }
+
+    /// The exit policy `obj`'s own annotations set, before its workspace's:
+    /// a launch's for the session it started ([`ExitPolicy::launched`]),
+    /// else the operator's lasting `jackin.dev/exit-policy`.
+    pub fn overridden(obj: &Instance) -> Option<Self> {
+        let lasting = obj
+            .metadata
+            .annotations
+            .get(annotation::EXIT_POLICY)
+            .and_then(|word| word.parse().ok());
+        Self::launched(obj).or(lasting)
+    }
+
+    /// The exit policy `jackin launch --keep` / `--clean` chose (annotation
+    /// `jackin.dev/launch-exit-policy`, `POLICY@TIME`), while it is still
+    /// that launch's session: it no longer counts once a settlement is
+    /// recorded at or after its time (that session ended and was settled,
+    /// whoever settled it, so any later session is another one), and the
+    /// next resume without the flag removes it (for a session that ended
+    /// unsettled, `Crashed`, and is resumed).
+    pub fn launched(obj: &Instance) -> Option<Self> {
+        let value = obj
+            .metadata
+            .annotations
+            .get(annotation::LAUNCH_EXIT_POLICY)?;
+        let (policy, at) = value.split_once('@')?;
+        let at: jiff::Timestamp = at.parse().ok()?;
+        let settled = obj.status.as_ref().and_then(|s| s.settled.as_ref());
+        if settled.is_some_and(|settled| settled.at >= at) {
+            return None;
+        }
+        policy.parse().ok()
     }
 }
 
@@ -306,7 +346,40 @@ impl KeepPolicy {
 
 #[cfg(test)]
 mod tests {
+    use jiff::Timestamp;
+
     use super::ExitPolicy;
+    use crate::instance::{Instance, SettledBy};
+    use crate::names::annotation;
+
+    /// A launch's `--keep` counts for its session only: a settlement at or
+    /// after it ends it, and the instance's lasting annotation (or, with
+    /// none, the workspace's policy) governs the next session.
+    #[test]
+    fn a_launchs_exit_policy_ends_with_the_settlement_of_its_session() {
+        let t = |s: i64| Timestamp::from_second(1_800_000_000 + s).unwrap();
+        let mut obj: Instance = serde_json::from_value(serde_json::json!({
+            "apiVersion": crate::API_VERSION,
+            "kind": "Instance",
+            "metadata": {"name": "a", "annotations": {annotation::EXIT_POLICY: "ask"}},
+            "spec": {"role": {"name": "r"}, "agent": "claude", "image": "i"},
+        }))
+        .unwrap();
+        assert_eq!(ExitPolicy::overridden(&obj), Some(ExitPolicy::Ask));
+        // An earlier session's settlement does not end it.
+        obj.settle(crate::DesiredPhase::Kept, SettledBy::ExitPolicy, None, t(1));
+        obj.metadata.annotations.insert(
+            annotation::LAUNCH_EXIT_POLICY.to_owned(),
+            ExitPolicy::Keep.for_launch_at(t(2)),
+        );
+        assert_eq!(ExitPolicy::launched(&obj), Some(ExitPolicy::Keep));
+        assert_eq!(ExitPolicy::overridden(&obj), Some(ExitPolicy::Keep));
+        obj.settle(crate::DesiredPhase::Kept, SettledBy::ExitPolicy, None, t(3));
+        assert_eq!(ExitPolicy::launched(&obj), None);
+        assert_eq!(ExitPolicy::overridden(&obj), Some(ExitPolicy::Ask));
+        obj.metadata.annotations.remove(annotation::EXIT_POLICY);
+        assert_eq!(ExitPolicy::overridden(&obj), None);
+    }
 
     #[test]
     fn an_exit_policy_reads_back_what_it_writes_and_the_discard_alias() {

@@ -376,10 +376,12 @@ pub struct LaunchArgs {
     /// instance has), without offering a session to resume.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
-    /// Keep this session when it ends, whatever the workspace's policy.
+    /// Keep this session when it ends, whatever the workspace's policy (this
+    /// launch's session only: a later resume follows the policy again).
     #[arg(long, conflicts_with = "clean")]
     pub keep: bool,
-    /// Clean this session up when it ends, whatever the workspace's policy.
+    /// Clean this session up when it ends, whatever the workspace's policy
+    /// (this launch's session only).
     #[arg(long)]
     pub clean: bool,
     /// A new session does not run the workspace's setup (recorded as

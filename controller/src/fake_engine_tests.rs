@@ -580,7 +580,7 @@ async fn a_resume_after_a_settlement_starts_a_new_session() {
     w.reconcile("a").await;
     // A resume request is later than the settlement, by the clock.
     tokio::time::sleep(Duration::from_millis(5)).await;
-    session::resume(&w.store, "a").unwrap();
+    session::resume(&w.store, "a", None).unwrap();
     assert_eq!(w.obj("a").desired_phase(), DesiredPhase::Running);
     let outcome = w.reconcile("a").await;
     assert!(
@@ -1862,7 +1862,7 @@ async fn f7_a_start_the_engine_keeps_refusing_ends_failed_after_bounded_attempts
 
     // The operator resumes it, with the cause fixed: it runs.
     w.fake.refuse_starts(None);
-    session::resume(&w.store, "a").unwrap();
+    session::resume(&w.store, "a", None).unwrap();
     assert!(matches!(
         w.reconcile("a").await,
         Outcome::Converged {

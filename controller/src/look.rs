@@ -16,7 +16,6 @@
 use jackin_act::observe::Observation;
 use jackin_act::session;
 use jackin_api::instance::Instance;
-use jackin_api::names::annotation;
 use jackin_api::workspace::{ExitPolicy, WorkspaceSpec};
 use jackin_engine::Engine;
 use jackin_plan::ending;
@@ -208,15 +207,10 @@ fn pending_rollout(
     )
 }
 
-/// The exit policy in force: the instance's override, else its
-/// workspace's, else `ask`.
+/// The exit policy in force: the instance's override (a launch's for its
+/// session, else the operator's), else its workspace's, else `ask`.
 fn exit_policy(obj: &Instance, workspace: Option<&WorkspaceSpec>) -> ExitPolicy {
-    let overridden = obj
-        .metadata
-        .annotations
-        .get(annotation::EXIT_POLICY)
-        .and_then(|word| word.parse::<ExitPolicy>().ok());
-    overridden
+    ExitPolicy::overridden(obj)
         .or(workspace.map(|w| w.exit_policy))
         .unwrap_or_default()
 }

@@ -10,11 +10,13 @@ use jackin_act::observe::Observation;
 use jackin_act::resume;
 use jackin_act::session;
 use jackin_api::DesiredPhase;
+use jackin_api::Instance;
 use jackin_api::agent::Strategy;
 use jackin_api::instance::{FallbackEnding, FallbackRecord, InstancePhase, SettledBy};
 use jackin_api::meta::{ConditionStatus, set_condition};
-use jackin_api::names::{condition, reason};
+use jackin_api::names::{annotation, condition, reason};
 use jackin_api::setup::SetupOutcome;
+use jackin_api::workspace::ExitPolicy;
 use jackin_engine::Engine;
 use jackin_plan::decide;
 use jackin_plan::ladder;
@@ -263,6 +265,36 @@ async fn printed_in(engine: &Engine, container: &str, (from, to): (i64, i64)) ->
     }
 }
 
+/// A launch's exit policy is its session's alone (the seed's one-shot
+/// `--keep` / `--clean`): `policy` is recorded with the time, for the session
+/// this resume starts, or joins when it runs; without one, a resume that
+/// starts a session anew (the last one ended, or was settled to) removes an
+/// earlier launch's. A settlement after it ends it too
+/// ([`ExitPolicy::launched`]), so neither a session settled by the loop nor
+/// one ended unsettled and resumed later inherits it.
+fn record_launch_policy(
+    store: &Store,
+    current: &Instance,
+    policy: Option<ExitPolicy>,
+) -> Result<ApplyOutcome, StoreError> {
+    let anew = current.desired_phase() != DesiredPhase::Running
+        || !matches!(
+            current.phase(),
+            None | Some(InstancePhase::Pending | InstancePhase::Launching | InstancePhase::Running)
+        );
+    let recorded = current
+        .metadata
+        .annotations
+        .contains_key(annotation::LAUNCH_EXIT_POLICY);
+    let value = match policy {
+        Some(policy) => Some(policy.for_launch_at(Timestamp::now())),
+        None if anew && recorded => None,
+        None => return Ok(ApplyOutcome::Unchanged),
+    };
+    let name = &current.metadata.name;
+    store.set_annotation(name, annotation::LAUNCH_EXIT_POLICY, value.as_deref())
+}
+
 /// `status.session.reason` of a session the kernel's OOM killer ended.
 pub use jackin_plan::ending::REASON_OOM;
 
@@ -270,10 +302,22 @@ pub use jackin_plan::ending::REASON_OOM;
 /// resumes): the desired phase becomes `Running`, a settlement of the last
 /// session stops standing (a resume request, never a rewrite of what jackin
 /// decided), and a session the agent ended has its marker set aside, so the
-/// loop starts it again instead of leaving it ended.
-pub fn resume(store: &Store, name: &str) -> Result<ApplyOutcome, StoreError> {
+/// loop starts it again instead of leaving it ended. `launch_policy`: the
+/// exit policy a launch's `--keep` / `--clean` chose for this session: it
+/// counts for the session this resume starts or joins, and a resume without
+/// one that starts a session anew removes an earlier launch's.
+pub fn resume(
+    store: &Store,
+    name: &str,
+    launch_policy: Option<ExitPolicy>,
+) -> Result<ApplyOutcome, StoreError> {
     let current = store.get_instance(name)?;
+    // Before the phase: a loop that starts the session already knows it.
+    let recorded = record_launch_policy(store, &current, launch_policy)?;
     let mut outcome = store.set_phase(name, DesiredPhase::Running)?;
+    if recorded != ApplyOutcome::Unchanged {
+        outcome = recorded;
+    }
     // A settlement no longer stands, and failures no longer count (the
     // loop tries again one that it gave up on).
     if current.settlement().is_some() || current.failures().is_some() {

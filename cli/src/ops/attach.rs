@@ -31,7 +31,7 @@ use futures::StreamExt;
 use jackin_api::instance::InstancePhase;
 use jackin_api::meta::find_condition;
 use jackin_api::names::{condition, reason};
-use jackin_api::{DesiredPhase, Instance};
+use jackin_api::{DesiredPhase, ExitPolicy, Instance};
 use jackin_checkouts::assess::acknowledgement_digest;
 use jackin_controller::engines::Engines;
 use jackin_controller::{Reconciler, Store, StoreError, live_output, session};
@@ -294,6 +294,8 @@ pub fn resumes(obj: &Instance) -> bool {
 
 /// Attaches to `name`, resuming it first when it is kept or ended (after
 /// Screen D, unless `verified` says the caller showed it already).
+/// `launch_policy`: a launch's `--keep` / `--clean`, for the session it
+/// resumes or joins (`session::resume`).
 pub async fn run(
     store: Store,
     engines: Engines,
@@ -301,6 +303,7 @@ pub async fn run(
     wait: &WaitArgs,
     keyboard: &mut Keyboard,
     verified: bool,
+    mut launch_policy: Option<ExitPolicy>,
 ) -> Result<()> {
     let current = store.get_instance(name)?;
     if resumes(&current) {
@@ -325,7 +328,9 @@ pub async fn run(
     let mut resume = true;
     loop {
         if resume {
-            session::resume(&store, name)?;
+            // Only the session the launch resumed: one started again after
+            // "Return to agent" is another.
+            session::resume(&store, name, launch_policy.take())?;
             converge_quietly(&store, &engines, name, wait).await?;
         }
         // The engine and the container it runs on, as the converge left

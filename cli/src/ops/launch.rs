@@ -166,7 +166,7 @@ fn read_template(path: &Path) -> Result<Instance> {
     }
 }
 
-/// The exit policy `--keep` / `--clean` ask for.
+/// The exit policy `--keep` / `--clean` ask for, for this launch's session.
 fn policy_override(args: &LaunchArgs) -> Option<ExitPolicy> {
     match (args.keep, args.clean) {
         (true, _) => Some(ExitPolicy::Keep),
@@ -291,8 +291,8 @@ pub async fn run(
             // so a loop that starts it first already knows it.
             if let Some(policy) = policy_override(args) {
                 session.instance.metadata.annotations.insert(
-                    annotation::EXIT_POLICY.to_owned(),
-                    policy.as_str().to_owned(),
+                    annotation::LAUNCH_EXIT_POLICY.to_owned(),
+                    policy.for_launch_at(Timestamp::now()),
                 );
             }
             if args.skip_setup {
@@ -302,11 +302,11 @@ pub async fn run(
             create(&store, session, chosen.as_deref(), trio(args))?
         }
     };
-    if let Some(policy) = policy_override(args) {
-        store.set_annotation(&name, annotation::EXIT_POLICY, Some(policy.as_str()))?;
-    }
+    // For this launch's session only: the resume records it (see
+    // `session::resume`).
+    let policy = policy_override(args);
     Box::pin(attach::run(
-        store, engines, &name, &args.wait, keyboard, true,
+        store, engines, &name, &args.wait, keyboard, true, policy,
     ))
     .await
 }

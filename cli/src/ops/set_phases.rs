@@ -108,7 +108,7 @@ pub async fn set_phases(change: PhaseChange<'_>) -> Result<()> {
             }
         }
         let outcome = match phase {
-            DesiredPhase::Running => jackin_controller::session::resume(&store, name)?,
+            DesiredPhase::Running => jackin_controller::session::resume(&store, name, None)?,
             _ => store.set_phase(name, phase)?,
         };
         println!(

@@ -60,6 +60,7 @@ pub async fn act(store: &Store, action: Action, keyboard: &mut Keyboard) -> Resu
                 &wait,
                 keyboard,
                 false,
+                None,
             )
             .await?;
             Ok(format!("detached from {name}"))
