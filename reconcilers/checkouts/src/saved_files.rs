@@ -85,6 +85,8 @@ pub(crate) struct Collector {
     skipped_listed: Vec<String>,
     /// Paths never taken, nor anything below them: a login's files.
     left_out: Vec<String>,
+    /// How many of the skipped were a login's.
+    logins: usize,
     /// The files a checkout's `include` copied in, with the digest of each
     /// copy: one still so is the operator's, not work, and is not taken.
     included: std::collections::BTreeMap<String, String>,
@@ -154,6 +156,12 @@ impl Collector {
                     .strip_prefix(out.as_str())
                     .is_some_and(|rest| rest.starts_with('/'))
         })
+    }
+
+    /// Whether nothing was met that a save would keep, or would tell of:
+    /// no file taken, and none skipped but a login's (which no save keeps).
+    pub(crate) fn holds_nothing(&self) -> bool {
+        self.saved.is_empty() && self.skipped == self.logins
     }
 
     pub(crate) fn skip(&mut self, path: &str, why: &str) {
@@ -263,6 +271,7 @@ impl Collector {
             return None;
         }
         if self.is_left_out(path) {
+            self.logins += 1;
             self.skip(path, "it holds a login, which a save never keeps");
             return None;
         }
