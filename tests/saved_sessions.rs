@@ -190,6 +190,40 @@ fn a_removed_units_state_is_saved_by_the_checkout_rules_and_holds_no_login() {
     home.ok(&["set-phase", &again, "purged"]);
 }
 
+/// Issue 57: a session whose agent left nothing in its state path (an empty
+/// directory and a login's file, as one that never started has), with no
+/// unfinished work, leaves no save to be listed for the retention. One
+/// with a conversation is still saved (above), and so is one whose
+/// checkouts hold work (`discard::restore_session_puts_the_saved_work_in_the_new_sessions_checkout`).
+#[test]
+fn a_session_that_left_nothing_leaves_no_save() {
+    ensure_busybox();
+    let home = Home::new();
+    notes_agent(&home);
+    let name = unique("untouched");
+    home.apply(&format!("{name}.yaml"), &notes_instance(&name, None));
+    let unit = home.unit(&name);
+    let notes = unit.join("home/.notes");
+    std::fs::create_dir_all(notes.join("chats")).unwrap();
+    std::fs::write(notes.join("login.json"), "a login").unwrap();
+
+    let out = home.jackin(&["set-phase", &name, "purged"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(!unit.exists(), "the unit stayed: {said}");
+    assert!(!said.contains("saved the conversation"), "{said}");
+    let saves: Vec<_> = std::fs::read_dir(discarded(&home))
+        .map(|dir| dir.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(saves.is_empty(), "{saves:?}");
+    let listed = home.ok(&["get", "discarded"]);
+    assert!(!listed.contains(&name), "{listed}");
+}
+
 /// `saveConversations: false`: a workspace's removed sessions leave no
 /// save of their conversation.
 #[test]

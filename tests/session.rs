@@ -329,37 +329,95 @@ fn a_malformed_marker_is_reported_and_the_engine_code_used() {
     );
 }
 
-#[test]
-fn artifacts_survive_a_purge() {
-    ensure_busybox();
-    let home = Home::new();
+/// Runs a session of `name` that leaves a report in `state/artifacts/`
+/// and exits 0; returns where the report's collection went.
+fn collect_a_report(home: &Home, name: &str) -> PathBuf {
     launch(
-        &home,
-        "reporter",
+        home,
+        name,
         &format!(
             "mkdir -p /jackin/state/artifacts && echo findings > /jackin/state/artifacts/report.txt; {WAIT_THEN_EXIT} 0"
         ),
     );
-    let container = home.container("reporter");
-    std::fs::write(state_dir(&home, "reporter").join("go"), "").unwrap();
+    let container = home.container(name);
+    std::fs::write(state_dir(home, name).join("go"), "").unwrap();
     eventually(Duration::from_secs(60), "the agent to exit", || {
         !running(&container)
     });
     // A clean exit under the default policy (ask, nothing unfinished)
     // purges the instance; what the agent left is kept outside the unit.
     home.ok(&["controller", "--once"]);
-    assert!(!home.jackin(&["get", "reporter"]).status.success());
-    let root = home.path().join("artifacts/reporter");
-    let runs: Vec<_> = std::fs::read_dir(&root)
+    assert!(!home.jackin(&["get", name]).status.success());
+    assert!(!home.path().join("data").join(&container).exists());
+    let runs: Vec<_> = std::fs::read_dir(home.path().join("artifacts").join(name))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(runs.len(), 1, "{runs:?}");
+    runs[0].clone()
+}
+
+#[test]
+fn artifacts_survive_a_purge() {
+    ensure_busybox();
+    let home = Home::new();
+    let run = collect_a_report(&home, "reporter");
     assert_eq!(
-        std::fs::read_to_string(runs[0].join("report.txt")).unwrap(),
+        std::fs::read_to_string(run.join("report.txt")).unwrap(),
         "findings\n"
     );
-    assert!(!home.path().join("data").join(&container).exists());
+}
+
+/// IT-26: collected artifacts are kept for the home's `artifactRetention`,
+/// then swept as discarded work is: a collection older than it goes (by
+/// when its session finished, which its name says), a younger one stays,
+/// and an instance's directory goes with its last collection.
+#[test]
+fn collected_artifacts_go_once_the_artifact_retention_passes() {
+    ensure_busybox();
+    let home = Home::new();
+    let young = collect_a_report(&home, "recent");
+    let artifacts = home.path().join("artifacts");
+    // Collections of sessions that finished in 2020, made as jackin makes
+    // them (the directories themselves are new).
+    let old = artifacts.join("recent/2020-01-01T00-00-00Z");
+    let gone = artifacts.join("long-gone/2020-01-02T03-04-05-678Z");
+    for dir in [&old, &gone] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("report.txt"), "old findings\n").unwrap();
+    }
+    std::fs::write(home.path().join("config.yaml"), "artifactRetention: 30d\n").unwrap();
+
+    let dry = home.ok(&["prune", "--dry-run"]);
+    for expired in [
+        "artifacts/recent/2020-01-01T00-00-00Z",
+        "artifacts/long-gone/2020-01-02T03-04-05-678Z",
+    ] {
+        assert!(
+            dry.contains(&format!("would remove the artifacts {expired} ")),
+            "{dry}"
+        );
+    }
+    assert!(dry.contains("(artifactRetention)"), "{dry}");
+    assert!(old.exists() && gone.exists(), "a dry run removes nothing");
+
+    let pruned = home.ok(&["prune"]);
+    assert!(
+        pruned.contains("removed the artifacts artifacts/recent/2020-01-01T00-00-00Z"),
+        "{pruned}"
+    );
+    assert!(!old.exists() && !gone.exists(), "{pruned}");
+    assert!(
+        !artifacts.join("long-gone").exists(),
+        "its last collection went"
+    );
+    assert_eq!(
+        std::fs::read_to_string(young.join("report.txt")).unwrap(),
+        "findings\n",
+        "a collection younger than the retention stays"
+    );
+    let again = home.ok(&["prune", "--dry-run"]);
+    assert!(!again.contains("artifacts/"), "{again}");
 }
 
 /// An agent that, like many real ones, traps SIGTERM and exits 0. It notes

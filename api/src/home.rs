@@ -5,6 +5,7 @@
 //!   base: 10.213.0.0/16   # private IPv4 space jackin's networks come from
 //!   size: 28              # the prefix length of each instance's subnet
 //! discardRetention: 7d    # how long the work of a discarded checkout is kept
+//! artifactRetention: 7d   # how long a session's collected artifacts are kept
 //! portPool: {from: 40000, to: 40999}   # the host ports published ports get
 //! runLogs:
 //!   keep: 200             # the newest run logs kept under data/diagnostics/runs/
@@ -36,6 +37,11 @@ pub struct HomeConfig {
     /// (at least a second, at most 3650 days). Default 7 days.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discard_retention: Option<String>,
+    /// How long what a session left in `state/artifacts/`, collected under
+    /// `artifacts/` when it ended, stays there before the sweeps remove it;
+    /// written as `discardRetention` is. Default 7 days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_retention: Option<String>,
     /// How many diagnostics run logs are kept, and for how long.
     #[serde(default, skip_serializing_if = "RunLogs::is_default")]
     pub run_logs: RunLogs,
@@ -89,16 +95,17 @@ impl RunLogs {
     /// How long they are kept. A value that does not parse was refused by
     /// [`parse`]; it reads as the default here.
     pub fn retention(&self) -> std::time::Duration {
-        self.retention
-            .as_deref()
-            .and_then(|text| retention(text).ok())
-            .unwrap_or(DEFAULT_RUN_LOG_RETENTION)
+        retention_or(self.retention.as_deref(), DEFAULT_RUN_LOG_RETENTION)
     }
 }
 
 /// How long discarded work is kept when `config.yaml` does not say.
 pub const DEFAULT_DISCARD_RETENTION: std::time::Duration =
     std::time::Duration::from_secs(7 * 24 * 3600);
+
+/// How long collected artifacts are kept when `config.yaml` does not say:
+/// as long as discarded work.
+pub const DEFAULT_ARTIFACT_RETENTION: std::time::Duration = DEFAULT_DISCARD_RETENTION;
 
 /// The longest retention a home may set: ten years.
 const MAX_RETENTION_SECS: u64 = 3650 * 24 * 3600;
@@ -107,11 +114,24 @@ impl HomeConfig {
     /// How long discarded work is kept. A value that does not parse was
     /// refused by [`parse`]; it reads as the default here.
     pub fn discard_retention(&self) -> std::time::Duration {
-        self.discard_retention
-            .as_deref()
-            .and_then(|text| retention(text).ok())
-            .unwrap_or(DEFAULT_DISCARD_RETENTION)
+        retention_or(self.discard_retention.as_deref(), DEFAULT_DISCARD_RETENTION)
     }
+
+    /// How long collected artifacts are kept, read as
+    /// [`HomeConfig::discard_retention`] is.
+    pub fn artifact_retention(&self) -> std::time::Duration {
+        retention_or(
+            self.artifact_retention.as_deref(),
+            DEFAULT_ARTIFACT_RETENTION,
+        )
+    }
+}
+
+/// A retention as written, or `default` when it is not: a value that does
+/// not parse was refused by [`parse`].
+fn retention_or(text: Option<&str>, default: std::time::Duration) -> std::time::Duration {
+    text.and_then(|text| retention(text).ok())
+        .unwrap_or(default)
 }
 
 /// A retention: whole days (`7d`, `30 days`), or a duration as every other
@@ -316,6 +336,9 @@ pub fn parse(source: &str, text: &str) -> Result<HomeConfig, String> {
     if let Some(text) = &config.discard_retention {
         retention(text).map_err(|e| format!("{source}: discardRetention: {e}"))?;
     }
+    if let Some(text) = &config.artifact_retention {
+        retention(text).map_err(|e| format!("{source}: artifactRetention: {e}"))?;
+    }
     if let Some(text) = &config.run_logs.retention {
         retention(text).map_err(|e| format!("{source}: runLogs.retention: {e}"))?;
     }
@@ -426,6 +449,22 @@ mod tests {
         assert_eq!(config.discard_retention(), days(2));
         let err = parse("config.yaml", "discardRetention: forever\n").unwrap_err();
         assert!(err.contains("discardRetention"), "{err}");
+    }
+
+    #[test]
+    fn an_artifact_retention_is_read_and_checked_as_a_discard_retention_is() {
+        let days = |n: u64| std::time::Duration::from_secs(n * 24 * 3600);
+        assert_eq!(HomeConfig::default().artifact_retention(), days(7));
+        let config = parse("c", "artifactRetention: 3d\ndiscardRetention: 2d\n").unwrap();
+        assert_eq!(config.artifact_retention(), days(3));
+        assert_eq!(config.discard_retention(), days(2));
+        let err = parse("config.yaml", "artifactRetention: forever\n").unwrap_err();
+        assert!(
+            err.contains("config.yaml: artifactRetention") && err.contains("not a retention"),
+            "{err}"
+        );
+        let err = parse("config.yaml", "artifactRetention: 0s\n").unwrap_err();
+        assert!(err.contains("artifactRetention"), "{err}");
     }
 
     #[test]

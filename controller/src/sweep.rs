@@ -29,7 +29,8 @@
 //!   instance's unit was moved aside is reported and kept);
 //! - a workspace's `keep.max` bounds its kept instances per (role, agent);
 //! - the saved work of discarded checkouts (`discarded/`) goes once the
-//!   home's `discardRetention` has passed;
+//!   home's `discardRetention` has passed, and collected artifacts
+//!   (`artifacts/`) once its `artifactRetention` has;
 //! - with `images`, images jackin built that no recipe references are removed.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -38,7 +39,9 @@ use std::path::{Path, PathBuf};
 
 use jackin_act::ActError;
 use jackin_act::observe::container_name;
+use jackin_act::session::{self, Collection};
 use jackin_api::ConditionStatus;
+use jackin_api::home::HomeConfig;
 use jackin_api::meta::{find_condition, set_condition};
 use jackin_api::names::{condition, label, reason};
 use jackin_api::validate;
@@ -131,6 +134,11 @@ pub enum Finding {
         saved_at: Timestamp,
         retention: String,
     },
+    /// A session's collected artifacts, past the home's retention: removed.
+    ArtifactsRemoved {
+        collection: Collection,
+        retention: String,
+    },
 }
 
 impl Finding {
@@ -145,7 +153,8 @@ impl Finding {
             | Finding::QuarantineRemoved { .. }
             | Finding::EngineObjectRemoved { .. }
             | Finding::ImageRemoved { .. }
-            | Finding::DiscardedRemoved { .. } => ("removed", "would remove"),
+            | Finding::DiscardedRemoved { .. }
+            | Finding::ArtifactsRemoved { .. } => ("removed", "would remove"),
             Finding::RowCorrected { .. } => ("corrected", "would correct"),
             Finding::VolumeKept { .. } => ("kept", "would keep"),
             Finding::KeepCap(capped) => return capped.describe(dry_run),
@@ -215,6 +224,14 @@ impl Finding {
             } => format!(
                 "{verb} the saved work discarded/{name} (saved {saved_at}): past the retention \
                  of {retention} (discardRetention)"
+            ),
+            Finding::ArtifactsRemoved {
+                collection,
+                retention,
+            } => format!(
+                "{verb} the artifacts artifacts/{}/{} (collected {}): past the retention of \
+                 {retention} (artifactRetention)",
+                collection.instance, collection.name, collection.collected_at
             ),
         }
     }
@@ -530,6 +547,19 @@ fn execute_on_disk(store: &Store, finding: &Finding) -> Result<bool, StoreError>
                 ),
             })
         }
+        Finding::ArtifactsRemoved { collection, .. } => {
+            // Still past the retention as the home says now.
+            let still = artifact_retention(layout).is_some_and(|(retention, _)| {
+                session::expired_artifacts(layout, retention, Timestamp::now()).contains(collection)
+            });
+            if !still {
+                return Ok(false);
+            }
+            let dir = layout
+                .artifacts_dir(&collection.instance)
+                .join(&collection.name);
+            session::remove_artifacts(layout, collection).map_err(|e| StoreError::io(&dir, e))
+        }
         Finding::VolumeKept { .. } | Finding::EngineNotSwept { .. } => Ok(true),
         Finding::EngineObjectRemoved { .. } | Finding::ImageRemoved { .. } => {
             unreachable!("engine findings are executed against the engine")
@@ -541,6 +571,7 @@ fn execute_on_disk(store: &Store, finding: &Finding) -> Result<bool, StoreError>
 pub fn plan_files(store: &Store, depth: Depth) -> Result<Vec<Finding>, StoreError> {
     let layout = store.layout();
     let mut findings = plan_discarded(layout);
+    findings.extend(plan_artifacts(layout));
     let data = layout.data_dir();
     let entries = match fs::read_dir(&data) {
         Ok(entries) => entries,
@@ -757,22 +788,58 @@ fn why_missing(store: &Store, name: &str) -> Result<&'static str, StoreError> {
     })
 }
 
-/// The home's retention of discarded work, and how `config.yaml` wrote it;
-/// `None` (nothing is removed) when the file cannot be read.
-fn discard_retention(layout: &Layout) -> Option<(std::time::Duration, String)> {
+/// A retention the home sets, read by `of` from `config.yaml` with how the
+/// file wrote it (`None`: the default); `None` (nothing is removed) when
+/// the file cannot be read, and all of `what` is kept.
+fn home_retention(
+    layout: &Layout,
+    what: &str,
+    of: fn(&HomeConfig) -> (std::time::Duration, Option<String>),
+) -> Option<(std::time::Duration, String)> {
     match jackin_engine::addresses::read_config(layout.root()) {
         Ok(config) => {
-            let retention = config.discard_retention();
-            let written = config
-                .discard_retention
-                .unwrap_or_else(|| "7d (the default)".into());
-            Some((retention, written))
+            let (retention, written) = of(&config);
+            Some((
+                retention,
+                written.unwrap_or_else(|| "7d (the default)".into()),
+            ))
         }
         Err(e) => {
-            tracing::warn!("keeping all saved discarded work: {e}");
+            tracing::warn!("keeping all {what}: {e}");
             None
         }
     }
+}
+
+/// The home's retention of discarded work (`discardRetention`).
+fn discard_retention(layout: &Layout) -> Option<(std::time::Duration, String)> {
+    home_retention(layout, "saved discarded work", |config| {
+        (config.discard_retention(), config.discard_retention.clone())
+    })
+}
+
+/// The home's retention of collected artifacts (`artifactRetention`).
+fn artifact_retention(layout: &Layout) -> Option<(std::time::Duration, String)> {
+    home_retention(layout, "collected artifacts", |config| {
+        (
+            config.artifact_retention(),
+            config.artifact_retention.clone(),
+        )
+    })
+}
+
+/// Collected artifacts past the home's retention.
+fn plan_artifacts(layout: &Layout) -> Vec<Finding> {
+    let Some((retention, written)) = artifact_retention(layout) else {
+        return Vec::new();
+    };
+    session::expired_artifacts(layout, retention, Timestamp::now())
+        .into_iter()
+        .map(|collection| Finding::ArtifactsRemoved {
+            collection,
+            retention: written.clone(),
+        })
+        .collect()
 }
 
 /// Saved discarded work past the home's retention.

@@ -210,20 +210,148 @@ pub fn collect_artifacts(
     if !has_any {
         return Ok(None);
     }
-    let stamp: String = finished_at
+    let to = layout
+        .artifacts_dir(instance)
+        .join(collection_name(finished_at));
+    let parent = to.parent().expect("artifacts have a parent");
+    ensure_private_dir(parent)?;
+    remove_if_exists(&to)?;
+    if let Err(e) = std::fs::rename(&from, &to) {
+        // The sweeps remove an instance's directory once its last
+        // collection expired: one removed since it was made is made again.
+        if e.kind() != std::io::ErrorKind::NotFound || parent.exists() {
+            return Err(e);
+        }
+        ensure_private_dir(parent)?;
+        std::fs::rename(&from, &to)?;
+    }
+    Ok(Some(to))
+}
+
+/// The name of a session's collection: when the session finished, in RFC
+/// 3339, with every character but a letter or a digit made `-`.
+fn collection_name(finished_at: &str) -> String {
+    finished_at
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let to = layout.artifacts_dir(instance).join(stamp);
-    ensure_private_dir(to.parent().expect("artifacts have a parent"))?;
-    remove_if_exists(&to)?;
-    std::fs::rename(&from, &to)?;
-    Ok(Some(to))
+        .collect()
+}
+
+/// When the session of the collection `name` finished, read back from the
+/// name ([`collection_name`]); none for a name jackin did not give.
+fn collected_at(name: &str) -> Option<Timestamp> {
+    let (date, time) = name.split_once('T')?;
+    let mut parts = time.splitn(4, '-');
+    let (hour, minute, second) = (parts.next()?, parts.next()?, parts.next()?);
+    let text = match parts.next() {
+        Some(fraction) => format!("{date}T{hour}:{minute}:{second}.{fraction}"),
+        None => format!("{date}T{hour}:{minute}:{second}"),
+    };
+    text.parse().ok()
+}
+
+/// A session's collected artifacts: `artifacts/<instance>/<name>/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collection {
+    pub instance: String,
+    pub name: String,
+    /// When its session finished (by its name; else the directory's time).
+    pub collected_at: Timestamp,
+}
+
+/// Whether `name` may be a directory of `artifacts/`: no `.`, `/` or
+/// anything else that could climb out of it.
+fn plain_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// The real directories of `dir` with plain names, and their metadata.
+fn plain_dirs(dir: &std::path::Path) -> Vec<(String, std::fs::Metadata)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let meta = std::fs::symlink_metadata(entry.path()).ok()?;
+            (plain_name(&name) && meta.is_dir()).then_some((name, meta))
+        })
+        .collect()
+}
+
+/// The collections past `retention` at `now`, oldest first: what the
+/// sweeps remove.
+pub fn expired_artifacts(
+    layout: &Layout,
+    retention: std::time::Duration,
+    now: Timestamp,
+) -> Vec<Collection> {
+    let mut out = Vec::new();
+    for (instance, _) in plain_dirs(&layout.artifacts_root()) {
+        for (name, meta) in plain_dirs(&layout.artifacts_dir(&instance)) {
+            // A directory jackin did not name goes by its own age.
+            let at = collected_at(&name).unwrap_or_else(|| {
+                meta.modified()
+                    .ok()
+                    .and_then(|t| Timestamp::try_from(t).ok())
+                    .unwrap_or(now)
+            });
+            if jackin_checkouts::discard::expires_at(at, retention) <= now {
+                out.push(Collection {
+                    instance: instance.clone(),
+                    name,
+                    collected_at: at,
+                });
+            }
+        }
+    }
+    out.sort_by_key(|c| c.collected_at);
+    out
+}
+
+/// Removes a collection (a sweep's finding), and its instance's directory
+/// once nothing else is in it; whether the collection was there.
+pub fn remove_artifacts(layout: &Layout, collection: &Collection) -> std::io::Result<bool> {
+    if !plain_name(&collection.instance) || !plain_name(&collection.name) {
+        return Err(std::io::Error::other(format!(
+            "artifacts/{}/{} is not the name of a collection",
+            collection.instance, collection.name
+        )));
+    }
+    let parent = layout.artifacts_dir(&collection.instance);
+    let dir = parent.join(&collection.name);
+    let there = std::fs::symlink_metadata(&dir).is_ok();
+    remove_if_exists(&dir)?;
+    match std::fs::remove_dir(&parent) {
+        Err(e)
+            if !matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::DirectoryNotEmpty
+            ) =>
+        {
+            Err(e)
+        }
+        _ => Ok(there),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_collections_time_is_read_back_from_its_name() {
+        for finished in ["2026-12-08T00:20:08Z", "2026-12-08T00:20:08.123456789Z"] {
+            let at: Timestamp = finished.parse().unwrap();
+            let name = collection_name(&at.to_string());
+            assert!(plain_name(&name), "{name}");
+            assert_eq!(collected_at(&name), Some(at), "{name}");
+        }
+        for other in ["notes", "2026-12-08", "2026-12-08Tsoon", ""] {
+            assert_eq!(collected_at(other), None, "{other:?}");
+        }
+    }
 
     #[test]
     fn a_start_uses_the_size_the_operator_last_attached_with_else_the_default() {

@@ -86,6 +86,8 @@ pub(crate) struct Collector {
     /// Paths never taken, nor anything below them (a login's files, the
     /// operator's own setup), each with why, in words.
     left_out: Vec<(String, &'static str)>,
+    /// How many of the skipped were left out (a login's, the setup's).
+    logins: usize,
     /// The files a checkout's `include` copied in, with the digest of each
     /// copy: one still so is the operator's, not work, and is not taken.
     included: std::collections::BTreeMap<String, String>,
@@ -157,6 +159,12 @@ impl Collector {
                 .is_some_and(|rest| rest.starts_with('/'));
             (path == out || below).then_some(*why)
         })
+    }
+
+    /// Whether nothing was met that a save would keep, or would tell of:
+    /// no file taken, and none skipped but a login's (which no save keeps).
+    pub(crate) fn holds_nothing(&self) -> bool {
+        self.saved.is_empty() && self.skipped == self.logins
     }
 
     pub(crate) fn skip(&mut self, path: &str, why: &str) {
@@ -266,6 +274,7 @@ impl Collector {
             return None;
         }
         if let Some(why) = self.left_out_for(path) {
+            self.logins += 1;
             self.skip(path, &format!("{why}, which a save never keeps"));
             return None;
         }

@@ -7,7 +7,10 @@
 //! any saved work and kept as long (see [`crate::discard`]). With it the
 //! save keeps the instance's spec and its `status.conversation` (the id,
 //! the history of starts), from which `jackin restore-discarded NAME
-//! --session` makes the session again.
+//! --session` makes the session again. A state path that holds nothing a
+//! save would keep (no file, or only a login's: an agent that never
+//! started), in a unit whose checkouts hold no unfinished work, makes no
+//! save: clean means nothing would be lost.
 //!
 //! The files are taken as a checkout's are ([`crate::saved_files`]): no
 //! link followed, a link saved as a link, no FIFO or device opened, the
@@ -139,12 +142,16 @@ fn left_out_files(recipe: &Recipe) -> Vec<(String, &'static str)> {
 /// unit's save, made if need be): its state path's files under
 /// [`CONVERSATION_DIR`], replacing what an earlier attempt saved. Returns
 /// the record's part; none for a unit whose pinned agent keeps no state
-/// (or that never pinned one).
+/// (or that never pinned one). None too, with nothing made, for a state
+/// path that holds nothing a save would keep (no file, or only a login's:
+/// an agent that never started) unless `keep_empty` says the save is kept
+/// all the same.
 pub fn save(
     layout: &Layout,
     container: &str,
     obj: &Instance,
     save_dir: &Path,
+    keep_empty: impl FnOnce() -> bool,
 ) -> Result<Option<SavedSession>, NotSaved> {
     // A unit that never pinned an agent keeping state (the `shell` agent)
     // has no conversation to save.
@@ -168,25 +175,55 @@ pub fn save(
     ensure_private_dir(save_dir).map_err(|e| not_saved(format!("{}: {e}", save_dir.display())))?;
     let to = save_dir.join(CONVERSATION_DIR);
     remove_if_exists(&to).map_err(|e| not_saved(format!("{}: {e}", to.display())))?;
-    let tree = match BeneathDir::open(&home) {
-        Ok(tree) => tree,
+    let collected = match BeneathDir::open(&home) {
+        Ok(tree) => Some(collect(&tree, recipe, &path, save_dir).map_err(not_saved)?),
         // A unit whose home never was made holds no conversation.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Some(session)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(not_saved(e.to_string())),
     };
+    if collected.as_ref().is_none_or(|(_, c)| c.holds_nothing()) && !keep_empty() {
+        drop(collected);
+        // What this attempt made goes; a directory that holds anything
+        // else stays.
+        return match std::fs::remove_dir(save_dir) {
+            Err(e)
+                if !matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::DirectoryNotEmpty
+                ) =>
+            {
+                Err(not_saved(format!("{}: {e}", save_dir.display())))
+            }
+            _ => Ok(None),
+        };
+    }
+    if let Some((work, collector)) = collected {
+        let staging = work.path().join(CONVERSATION_DIR);
+        std::fs::rename(&staging, &to).map_err(|e| not_saved(format!("{}: {e}", to.display())))?;
+        session.files = collector.finish();
+    }
+    Ok(Some(session))
+}
+
+/// Copies the files of the state `path` in the agent's home `tree`, but a
+/// login's, into a work directory in `save_dir` (its [`CONVERSATION_DIR`]).
+fn collect(
+    tree: &BeneathDir,
+    recipe: &Recipe,
+    path: &str,
+    save_dir: &Path,
+) -> Result<(tempfile::TempDir, Collector), String> {
     let work = tempfile::Builder::new()
         .prefix(".work-")
         .tempdir_in(save_dir)
-        .map_err(|e| not_saved(format!("{}: {e}", save_dir.display())))?;
+        .map_err(|e| format!("{}: {e}", save_dir.display()))?;
     let staging = work.path().join(CONVERSATION_DIR);
-    ensure_private_dir(&staging).map_err(|e| not_saved(format!("{}: {e}", staging.display())))?;
+    ensure_private_dir(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
     let mut collector = Collector::leaving_out(left_out_files(recipe));
     collector
-        .take(&tree, &staging, &path, Origin::Untracked)
-        .map_err(|e: StagingError| not_saved(e.to_string()))?;
-    std::fs::rename(&staging, &to).map_err(|e| not_saved(format!("{}: {e}", to.display())))?;
-    session.files = collector.finish();
-    Ok(Some(session))
+        .take(tree, &staging, path, Origin::Untracked)
+        .map_err(|e: StagingError| e.to_string())?;
+    Ok((work, collector))
 }
 
 /// Puts a save's conversation files into the home of a new unit (made if

@@ -30,7 +30,8 @@
 //!   sources/<id>.json              what each source last applied, or why not
 //!   probes.json                    what probes found in which image id (a cache)
 //!   artifacts/<instance>/<finished-at>/   a session's state/artifacts/, moved out when it
-//!                                  ended, so that a purge does not take it
+//!                                  ended, so that a purge does not take it, until the
+//!                                  retention passes
 //!   discarded/<instance>-<unit id>/   the unfinished work of discarded checkouts
 //!                                  (record.json, one git bundle per checkout), until the
 //!                                  retention passes
@@ -248,7 +249,12 @@ impl Layout {
     /// Where a session's `state/artifacts/` is moved when it ended, out of
     /// reach of a purge: `artifacts/<instance>/<finished-at>/`.
     pub fn artifacts_dir(&self, instance: &str) -> PathBuf {
-        self.root.join("artifacts").join(instance)
+        self.artifacts_root().join(instance)
+    }
+
+    /// Where every instance's collected artifacts are.
+    pub fn artifacts_root(&self) -> PathBuf {
+        self.root.join("artifacts")
     }
 
     pub fn unit_lock_file(&self, container: &str) -> PathBuf {

@@ -274,7 +274,7 @@ pub(super) fn loaded<'a>(
     Ok(save.as_mut().expect("set just now"))
 }
 
-fn read_save(dir: &Path) -> Result<Option<Save>, DiscardError> {
+pub(super) fn read_save(dir: &Path) -> Result<Option<Save>, DiscardError> {
     let path = dir.join(RECORD_FILE);
     match read_untrusted(&path, cap::DISCARD_RECORD) {
         Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {

@@ -13,7 +13,9 @@ use super::collect::{
     GitState, MAX_REFS, changed_paths, drop_refused_entries, host_refs, read_state,
 };
 use super::error::{DiscardError, first_line, io_at};
-use super::index::{Save, SavedCheckout, SavedRef, loaded, save_dir, save_name, write_save};
+use super::index::{
+    Save, SavedCheckout, SavedRef, loaded, read_save, save_dir, save_name, write_save,
+};
 use super::pins::pin_base_for_save;
 use super::scratch::Scratch;
 use crate::assess;
@@ -103,7 +105,9 @@ pub fn save_where(
 /// Saves the conversation of `obj`'s unit `container` before the unit is
 /// removed, into the unit's save (beside any saved work). Returns what was
 /// saved, in words for the event; none for a unit that never ran an
-/// agent. A failure means the unit must stay.
+/// agent, or whose agent left nothing (no file in its state path, no
+/// unfinished work in its checkouts, no earlier save): an empty save would
+/// only be listed for the retention. A failure means the unit must stay.
 pub fn save_session(
     layout: &Layout,
     container: &str,
@@ -112,7 +116,12 @@ pub fn save_session(
     let instance = &obj.metadata.name;
     let name = save_name(instance, container);
     let dir = save_dir(layout, &name);
-    let Some(session) = saved_session::save(layout, container, obj, &dir)
+    // Clean must mean nothing would be lost: a save that holds something
+    // already, or that the checkouts' work is saved into next, keeps the
+    // session (its spec is what `restore-discarded --session` makes again).
+    let keep_empty =
+        || !matches!(read_save(&dir), Ok(None)) || holds_unfinished_work(layout, container);
+    let Some(session) = saved_session::save(layout, container, obj, &dir, keep_empty)
         .map_err(|e| DiscardError::Refused(e.to_string()))?
     else {
         return Ok(None);
@@ -127,6 +136,14 @@ pub fn save_session(
     record.session = Some(session);
     write_save(&dir, record)?;
     Ok(Some(told))
+}
+
+/// Whether any isolated checkout of the unit holds unfinished work, or may:
+/// one that cannot be read or assessed counts as holding some.
+fn holds_unfinished_work(layout: &Layout, container: &str) -> bool {
+    isolation::read_records(layout, container).map_or(true, |records| {
+        records.iter().any(|r| !assess::assess(r).is_safe())
+    })
 }
 
 /// Removes what an attempt that was killed left in a save's directory.
