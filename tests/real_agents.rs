@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use support::real_agent::{AgentSession, Cli, Login, PATIENCE};
 use support::terminal::Terminal;
-use support::{assert_never_shown, files_holding};
+use support::{assert_never_shown, eventually, files_holding};
 
 /// Logged in by the operator's login files (`sync`): the model gets the
 /// login, and its value is nowhere under `JACKIN_HOME` but in the unit's
@@ -511,4 +511,59 @@ fn readme_offline_twin() -> String {
         .and_then(|(_, rest)| rest.split_once("\n```"))
         .map(|(block, _)| block.to_owned())
         .expect("the README's offline twin block")
+}
+
+/// The real claude reports its own state through jackin's hooks (issue
+/// 54): unattended at its first prompt, a one-shot `get -o wide` (no
+/// controller, no watcher) says `needs you` as soon as claude's
+/// SessionStart hook ran, though the workspace's screen judgement would
+/// wait an hour, and `describe` names the report; after a reply, detached,
+/// its Stop hook says the same.
+#[test]
+fn claude_reports_it_needs_you_through_its_hooks_with_no_watcher() {
+    let session = AgentSession::new(Cli::Claude, Login::Sync, "hooks", "  workspace: desk\n");
+    session.home.apply(
+        "desk",
+        "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: desk}\nspec:\n  \
+         needsYouAfter: 1h\n",
+    );
+    session.apply("");
+    let home = &session.home;
+    let row = || {
+        let wide = home.ok(&["get", &session.name, "-o", "wide"]);
+        wide.lines().nth(1).unwrap_or_default().to_owned()
+    };
+    let started = Instant::now();
+    eventually(
+        Duration::from_secs(120),
+        "claude's report makes it need you",
+        || row().ends_with(" needs you"),
+    );
+    // How soon, for the closing note: the bar is 10 s, never asserted.
+    eprintln!("needs you after {:?} of polling", started.elapsed());
+    let described = home.ok(&["describe", &session.name]);
+    assert!(
+        described.contains("needs you (from the agent's own report: needs-input)"),
+        "{described}"
+    );
+    let settings =
+        std::fs::read_to_string(home.unit(&session.name).join("home/.claude/settings.json"))
+            .unwrap();
+    assert!(
+        settings.contains("/jackin/bin/report turn-done"),
+        "{settings}"
+    );
+
+    let term = session.first_attach();
+    session.say(&term, "report-when-done");
+    term.detach();
+    eventually(
+        Duration::from_secs(120),
+        "the turn's end is reported",
+        || {
+            home.ok(&["describe", &session.name])
+                .contains("needs you (from the agent's own report: turn-done)")
+        },
+    );
+    assert!(row().ends_with(" needs you"));
 }

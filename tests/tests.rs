@@ -43,6 +43,7 @@ mod metrics;
 mod ports;
 mod publication;
 mod replay;
+mod reports;
 mod reserved;
 mod restricted;
 mod rollout;

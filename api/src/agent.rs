@@ -12,7 +12,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::agent_settings::{AgentSetting, SettingFormat, SettingValue, WORKING_DIR_PLACEHOLDER};
+use crate::agent_settings::{
+    AgentSetting, SettingFormat, SettingMerge, SettingValue, WORKING_DIR_PLACEHOLDER,
+};
 use crate::credentials::{CredentialFile, Credentials, LoginStep, host_env, same_place};
 use crate::meta::{API_VERSION, ObjectMeta};
 use crate::operator_config::{self, ConfigEntry};
@@ -610,6 +612,7 @@ fn builtin_settings(agent: &str) -> Vec<AgentSetting> {
         format,
         key: key.iter().map(|k| (*k).to_owned()).collect(),
         value: SettingValue(value),
+        merge: SettingMerge::Set,
     };
     match agent {
         "claude" => claude_settings(setting),
@@ -712,6 +715,52 @@ fn claude_settings(setting: MakeSetting) -> Vec<AgentSetting> {
             true.into(),
         ),
     ]
+    .into_iter()
+    .chain(claude_report_hooks(setting))
+    .collect()
+}
+
+/// claude's hooks that run jackin's report program, so that attention
+/// follows what claude says it does (issue 54): each event's hook list in
+/// `settings.json` gets jackin's entry beside the operator's own (Claude
+/// Code hooks reference, docs.claude.com/en/docs/claude-code/hooks:
+/// SessionStart when a session starts or resumes, UserPromptSubmit when a
+/// prompt is sent, Stop when a turn ends, Notification for a permission
+/// question, `permission_prompt`, and for a prompt idle for 60 s,
+/// `idle_prompt`, SessionEnd when it ends). The command is jackin's own
+/// words, never the agent's: the program takes a state word and nothing
+/// else. Turned off, all of them, by the setting name `reports`.
+fn claude_report_hooks(setting: MakeSetting) -> Vec<AgentSetting> {
+    let hook = |matcher: Option<&str>, state: &str| {
+        let mut entry = serde_json::json!({"hooks": [{
+            "type": "command",
+            "command": format!("/bin/sh {} {state}", crate::names::REPORT_PROGRAM),
+        }]});
+        if let Some(matcher) = matcher {
+            entry["matcher"] = matcher.into();
+        }
+        entry
+    };
+    let hooks = serde_json::json!({
+        "SessionStart": [hook(None, "needs-input")],
+        "UserPromptSubmit": [hook(None, "working")],
+        "Stop": [hook(None, "turn-done")],
+        "Notification": [
+            hook(Some("permission_prompt"), "needs-permission"),
+            hook(Some("idle_prompt"), "needs-input"),
+        ],
+        "SessionEnd": [hook(None, "ended")],
+    });
+    vec![AgentSetting {
+        merge: SettingMerge::Append,
+        ..setting(
+            "reports",
+            "settings.json",
+            SettingFormat::Json,
+            &["hooks"],
+            hooks,
+        )
+    }]
 }
 
 /// What a conversation id must look like to an agent.
@@ -852,6 +901,7 @@ impl Retention {
             format: SettingFormat::Json,
             key: setting.key.split('.').map(str::to_owned).collect(),
             value: SettingValue(setting.format.value(KEPT_RETENTION_DAYS)),
+            merge: SettingMerge::Set,
         })
     }
 }

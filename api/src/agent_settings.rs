@@ -36,6 +36,31 @@ pub struct AgentSetting {
     pub key: Vec<String>,
     /// The value set (a boolean, number, string, list or map).
     pub value: SettingValue,
+    /// How the value goes in: `set` (the default) replaces what is there;
+    /// `append` adds each item of a list value that the list there lacks,
+    /// and of a map value, so for each of its keys, beside what the agent
+    /// or the operator put there (claude's `hooks`, a list per event).
+    /// JSON files only.
+    #[serde(default, skip_serializing_if = "SettingMerge::is_set")]
+    pub merge: SettingMerge,
+}
+
+/// How a setting's value goes into its file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SettingMerge {
+    /// The value replaces what is at the key.
+    #[default]
+    Set,
+    /// Each item of a list is added to the list there, once; a map's
+    /// keys each so.
+    Append,
+}
+
+impl SettingMerge {
+    pub fn is_set(&self) -> bool {
+        *self == Self::Set
+    }
 }
 
 /// How a settings file is written.
@@ -164,6 +189,9 @@ pub fn problems(settings: &[AgentSetting], at: &str, taken: &[&str]) -> Vec<(Str
         if holds_null(&setting.value.0) {
             problem("value", "expected a value: null sets nothing");
         }
+        if setting.merge == SettingMerge::Append && setting.format != SettingFormat::Json {
+            problem("merge", "expected set: only a JSON setting appends");
+        }
     }
     out
 }
@@ -245,6 +273,7 @@ mod tests {
             format: SettingFormat::Toml,
             key: key(&["sandbox_mode"]),
             value: SettingValue("x".into()),
+            merge: SettingMerge::Set,
         };
         let bad = AgentSetting {
             name: "retention".into(),
@@ -252,6 +281,7 @@ mod tests {
             format: SettingFormat::Toml,
             key: key(&["projects", ""]),
             value: SettingValue(serde_json::json!({"a": null})),
+            merge: SettingMerge::Set,
         };
         let fields: Vec<String> =
             problems(&[good.clone(), good, bad], "spec.settings", &["retention"])
@@ -282,6 +312,7 @@ mod tests {
                 "hasTrustDialogAccepted",
             ]),
             value: SettingValue(true.into()),
+            merge: SettingMerge::Set,
         };
         let resolved = setting.resolved_key(Some("/work/a.b")).unwrap();
         assert_eq!(

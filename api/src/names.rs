@@ -48,6 +48,11 @@ pub mod label {
 /// meaning in any release without meeting an operator's value there.
 pub const PREFIX: &str = "jackin.dev";
 
+/// Where jackin's report program is in every session's container (its
+/// `bin/`, read-only): an agent's hooks run it with a state word, and
+/// attention reads what it wrote (`jackin_plan::attention`).
+pub const REPORT_PROGRAM: &str = "/jackin/bin/report";
+
 /// The labels that mark an engine object as owned by one instance of one home.
 pub fn owner_labels(
     instance: &str,

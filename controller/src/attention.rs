@@ -25,7 +25,7 @@ use jackin_api::workspace::WorkspaceSpec;
 use jackin_engine::Engine;
 use jackin_engine::EngineError;
 use jackin_engine::Usage;
-use jackin_plan::attention::{self, Attention, Observed};
+use jackin_plan::attention::{self, Attention, Observed, Source};
 use jackin_plan::idle::{self, Sample, Window};
 use jiff::Timestamp;
 
@@ -73,6 +73,8 @@ pub struct Look {
     /// Whether its CPU, writes or traffic moved between the last two
     /// samples.
     pub moved: bool,
+    /// What decided its attention: the agent's report, or its screen.
+    pub source: Option<Source>,
 }
 
 impl Look {
@@ -167,9 +169,17 @@ pub async fn look_listed(
                                 attached,
                                 last_output: look.last_output,
                                 moved: look.moved,
+                                report: (!unit.is_empty())
+                                    .then(|| jackin_act::session::agent_report(layout, &unit))
+                                    .flatten(),
                             };
-                            look.attention =
-                                attention::decide(&observed, Timestamp::now(), threshold);
+                            let decided = attention::decide_with_source(
+                                &observed,
+                                Timestamp::now(),
+                                threshold,
+                            );
+                            look.attention = decided.map(|(attention, _)| attention);
+                            look.source = decided.map(|(_, source)| source);
                             look
                         })
                         .unwrap_or_default()

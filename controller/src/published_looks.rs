@@ -197,14 +197,20 @@ pub fn looks_of(
             attached,
             last_output: seen.last_output,
             moved: seen.moved,
+            report: (!unit.is_empty())
+                .then(|| jackin_act::session::agent_report(layout, unit))
+                .flatten(),
         };
         let workspace = obj
             .spec
             .workspace
             .as_deref()
             .and_then(|w| workspaces.get(w));
+        let threshold = attention::needs_you_after(workspace);
+        let decided = attention::decide_with_source(&observed, now, threshold);
         let look = Look {
-            attention: attention::decide(&observed, now, attention::needs_you_after(workspace)),
+            attention: decided.map(|(attention, _)| attention),
+            source: decided.map(|(_, source)| source),
             last_output: seen.last_output,
             last_line: seen.last_line.clone().into_bytes(),
             container: Some(seen.container.clone()),

@@ -2,11 +2,18 @@
 //! now, its recent events, and the saves of its discarded work. `jackin
 //! describe NAME` prints it; `jackin top`'s `d` pages through it.
 
+use std::collections::HashMap;
+
 use anyhow::Result;
 use jackin_act::session;
+use jackin_api::Instance;
+use jackin_api::instance::InstancePhase;
 use jackin_api::setup::{SetupOutcome, SetupStatus};
+use jackin_controller::attention;
 use jackin_controller::reconcile::assess_checkouts;
+use jackin_controller::{Reconciler, Store};
 use jackin_files::layout::Layout;
+use jackin_plan::attention::Source;
 use jiff::Timestamp;
 
 use crate::ops::discarded::count_of;
@@ -35,8 +42,32 @@ fn setup_lines(layout: &Layout, container: &str, setup: &SetupStatus) -> String 
     text
 }
 
+/// The `Attention:` line of a running instance: what it asks of its
+/// operator now, as a one-shot `get -o wide` sees it, and what decided it
+/// (the agent's own report, or its screen). An engine that does not answer
+/// costs only the line.
+async fn attention_line(store: &Store, obj: &Instance) -> Option<String> {
+    if obj.phase() != Some(InstancePhase::Running) {
+        return None;
+    }
+    let engines = crate::context::connect().await.ok()?;
+    let reconciler = Reconciler::new(store.clone(), engines);
+    let objects = std::slice::from_ref(obj);
+    let looks = attention::look(&reconciler, objects, false, &HashMap::new(), None).await;
+    let look = looks.get(&obj.metadata.name)?;
+    let why = match look.source? {
+        Source::Report(reported) => format!("the agent's own report: {}", reported.as_str()),
+        Source::Screen => "its screen: output, CPU and writes against the threshold".to_owned(),
+        Source::Phase => "its phase".to_owned(),
+    };
+    Some(format!(
+        "{:<18}{} (from {why})\n",
+        "Attention:", look.attention?
+    ))
+}
+
 /// What `describe NAME` prints of an instance.
-pub async fn instance_text(store: &jackin_controller::Store, name: &str) -> Result<String> {
+pub async fn instance_text(store: &Store, name: &str) -> Result<String> {
     let mut obj = match store.get_instance(name) {
         Ok(obj) => obj,
         // Gone, but what it discarded is saved: say where it is.
@@ -58,6 +89,9 @@ pub async fn instance_text(store: &jackin_controller::Store, name: &str) -> Resu
         .map(|c| jackin_controller::events::read(store.layout(), &c))
         .unwrap_or_default();
     let mut text = output::describe::instance(&obj, &events, Timestamp::now());
+    if let Some(line) = attention_line(store, &obj).await {
+        text.push_str(&line);
+    }
     if let (Some(setup), Some(container)) = (
         obj.status.as_ref().and_then(|s| s.setup.as_ref()),
         obj.container_name(),

@@ -15,7 +15,9 @@
 use std::path::Path;
 
 use jackin_api::agent::StateKind;
-use jackin_api::agent_settings::{AgentSetting, AppliedSetting, SettingFormat, SettingOutcome};
+use jackin_api::agent_settings::{
+    AgentSetting, AppliedSetting, SettingFormat, SettingMerge, SettingOutcome,
+};
 use jackin_api::instance::Instance;
 use jackin_api::redact::json_error;
 use jackin_api::workspace::WorkspaceSpec;
@@ -156,7 +158,10 @@ pub fn apply(target: &Target<'_>, setting: &AgentSetting) -> Result<bool, String
     };
     let value = &setting.value.0;
     let written = match setting.format {
-        SettingFormat::Json => set_json(existing.as_deref(), &key, value),
+        SettingFormat::Json => set_json(existing.as_deref(), &key, value, setting.merge),
+        SettingFormat::Toml if !setting.merge.is_set() => {
+            Err("only a JSON setting appends to a list".to_owned())
+        }
         SettingFormat::Toml => set_toml(existing.as_deref(), &key, value),
     }
     .map_err(left)?;
@@ -168,11 +173,13 @@ pub fn apply(target: &Target<'_>, setting: &AgentSetting) -> Result<bool, String
 }
 
 /// The JSON file `existing` (none: an empty object) with `key` set to
-/// `value`; `None` when it says so already.
+/// `value` (or, to `append`, the list there with each item of `value` it
+/// lacks added); `None` when it says so already.
 fn set_json(
     existing: Option<&[u8]>,
     key: &[String],
     value: &Value,
+    merge: SettingMerge,
 ) -> Result<Option<Vec<u8>>, String> {
     let mut document = match existing {
         Some(bytes) => serde_json::from_slice::<Value>(bytes)
@@ -198,13 +205,47 @@ fn set_json(
             AgentSetting::shown_key(parents)
         ));
     };
-    if map.get(last) == Some(value) {
+    let value = match (merge, map.get(last)) {
+        (SettingMerge::Set, _) | (SettingMerge::Append, None) => value.clone(),
+        (SettingMerge::Append, Some(found)) => appended(found, value).ok_or_else(|| {
+            format!(
+                "{} does not hold lists where the setting adds to them",
+                AgentSetting::shown_key(key)
+            )
+        })?,
+    };
+    if map.get(last) == Some(&value) {
         return Ok(None);
     }
-    map.insert(last.clone(), value.clone());
+    map.insert(last.clone(), value);
     let mut bytes = serde_json::to_vec_pretty(&document).expect("JSON serializes");
     bytes.push(b'\n');
     Ok(Some(bytes))
+}
+
+/// `found` with what `added` holds added: each item of a list that the list
+/// found lacks, and in a map, so for each of its keys (a key found
+/// nowhere takes the value whole). `None` where the two differ in kind.
+fn appended(found: &Value, added: &Value) -> Option<Value> {
+    match (found, added) {
+        (Value::Array(found), Value::Array(added)) => {
+            let mut list = found.clone();
+            list.extend(added.iter().filter(|item| !found.contains(item)).cloned());
+            Some(Value::Array(list))
+        }
+        (Value::Object(found), Value::Object(added)) => {
+            let mut map = found.clone();
+            for (key, value) in added {
+                let merged = match found.get(key) {
+                    Some(there) => appended(there, value)?,
+                    None => value.clone(),
+                };
+                map.insert(key.clone(), merged);
+            }
+            Some(Value::Object(map))
+        }
+        _ => None,
+    }
 }
 
 /// The TOML file `existing` (none: an empty document) with `key` set to

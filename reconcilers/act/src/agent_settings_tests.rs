@@ -1,6 +1,6 @@
 use super::*;
 use jackin_api::agent::{RetentionFormat, RetentionSetting};
-use jackin_api::agent_settings::SettingValue;
+use jackin_api::agent_settings::{SettingMerge, SettingValue};
 
 fn setting(file: &str, format: SettingFormat, key: &[&str], value: Value) -> AgentSetting {
     AgentSetting {
@@ -9,6 +9,7 @@ fn setting(file: &str, format: SettingFormat, key: &[&str], value: Value) -> Age
         format,
         key: key.iter().map(|k| (*k).to_owned()).collect(),
         value: SettingValue(value),
+        merge: SettingMerge::Set,
     }
 }
 
@@ -243,5 +244,49 @@ fn every_setting_is_accounted_for() {
             .unwrap()
             .contains("working directory is not known"),
         "{applied:?}"
+    );
+}
+
+/// Issue 54: claude's report hooks go beside the operator's own hooks of
+/// the same event, once however often a start sets them; a `hooks` that is
+/// not lists is left alone with the reason.
+#[test]
+fn report_hooks_are_added_beside_the_operators_own_once() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    let own = serde_json::json!({"hooks": [{"type": "command", "command": "notify-send done"}]});
+    std::fs::write(
+        home.path().join(".claude/settings.json"),
+        serde_json::json!({"hooks": {"Stop": [own], "PreToolUse": []}, "model": "x"}).to_string(),
+    )
+    .unwrap();
+    let reports = builtin("claude", "reports");
+    let at = target(home.path(), ".claude");
+    assert_eq!(apply(&at, &reports), Ok(true));
+    let written: Value = serde_json::from_str(&read(home.path(), ".claude/settings.json")).unwrap();
+    let stop = written["hooks"]["Stop"].as_array().unwrap();
+    assert_eq!(stop.len(), 2, "{written}");
+    assert_eq!(stop[0], own);
+    assert_eq!(
+        stop[1]["hooks"][0]["command"],
+        "/bin/sh /jackin/bin/report turn-done"
+    );
+    let notification = written["hooks"]["Notification"].as_array().unwrap();
+    let matchers: Vec<&Value> = notification.iter().map(|h| &h["matcher"]).collect();
+    assert_eq!(matchers, ["permission_prompt", "idle_prompt"]);
+    assert_eq!(written["hooks"]["PreToolUse"], serde_json::json!([]));
+    assert_eq!(written["model"], "x");
+    assert_eq!(apply(&at, &reports), Ok(false), "once: nothing added again");
+
+    std::fs::write(
+        home.path().join(".claude/settings.json"),
+        r#"{"hooks": {"Stop": "not a list"}}"#,
+    )
+    .unwrap();
+    let refused = apply(&at, &reports).unwrap_err();
+    assert!(refused.contains("does not hold lists"), "{refused}");
+    assert_eq!(
+        read(home.path(), ".claude/settings.json"),
+        r#"{"hooks": {"Stop": "not a list"}}"#
     );
 }

@@ -141,6 +141,9 @@ run_setup() {
   [ -z "$s_code" ] || printf 'code %s\n' "$s_code" >> "$state/setup.result"
   printf '%s\n' "$s_digest" > "$state/setup.done"
 }
+# The agent's report of its state (/jackin/bin/report) is of one run: an
+# old one would speak for an agent that has not said anything yet.
+rm -f "$state/report" 2>/dev/null
 if [ -r "$setup" ] && [ -z "$stopped" ]; then
   run_setup
 fi

@@ -31,6 +31,7 @@ use jackin_files::fsutil::{
     Links, ensure_private_dir, open_regular_file, read_untrusted, remove_if_exists, write_atomic,
 };
 use jackin_files::layout::Layout;
+use jackin_plan::attention;
 use jackin_plan::marker;
 use jackin_plan::marker::MarkerState;
 use jiff::Timestamp;
@@ -46,14 +47,19 @@ pub fn entry_file(layout: &Layout, container: &str) -> PathBuf {
 /// The idle-hook runner, as shipped with this version of jackin.
 pub const HOOK_SCRIPT: &str = include_str!("hook.sh");
 
-/// Writes the wrapper and the idle-hook runner into the unit's `bin/`
-/// unless they are already there, as they are; returns the wrapper's path.
+/// The report program an agent's hooks run, as shipped with this version.
+pub const REPORT_SCRIPT: &str = include_str!("report.sh");
+
+/// Writes the wrapper, the idle-hook runner and the report program into
+/// the unit's `bin/` unless they are already there, as they are; returns
+/// the wrapper's path.
 pub fn install_entry(layout: &Layout, container: &str) -> std::io::Result<PathBuf> {
     let path = entry_file(layout, container);
     let dir = path.parent().expect("the entry has a parent");
     for (file, script) in [
         (path.clone(), ENTRY_SCRIPT),
         (dir.join("hook"), HOOK_SCRIPT),
+        (dir.join("report"), REPORT_SCRIPT),
     ] {
         // Read as any file of the unit is (a longer one is not the script).
         let found = read_untrusted(&file, script.len() as u64).ok();
@@ -148,6 +154,20 @@ pub fn terminal_size(layout: &Layout, container: &str) -> (u16, u16) {
         .and_then(|bytes| parse_size(std::str::from_utf8(&bytes).ok()?))
         .unwrap_or(DEFAULT_TERMINAL)
 }
+
+/// The agent's report of its state in this container's run (its hooks run
+/// [`REPORT_SCRIPT`]), if it made one. The agent can write the file: it is
+/// read as every file of `state/` is (no link followed, nothing but a
+/// regular file opened, a few bytes at most), and only the program's own
+/// form is taken.
+pub fn agent_report(layout: &Layout, container: &str) -> Option<attention::Report> {
+    let path = layout.unit_state_dir(container).join(REPORT_FILE);
+    let bytes = read_untrusted(&path, attention::MAX_REPORT_BYTES).ok()?;
+    attention::parse_report(&bytes)
+}
+
+/// The report's file in the unit's `state/`, as [`REPORT_SCRIPT`] names it.
+const REPORT_FILE: &str = "report";
 
 /// Remembers the size an operator attached with, for the unit's next starts.
 pub fn remember_terminal_size(

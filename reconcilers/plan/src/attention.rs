@@ -10,6 +10,14 @@
 //! nobody attached, `needs you`: the usual sign of an agent that asked a
 //! question and waits for the answer. Quiet with a terminal attached (the
 //! operator is there), or quiet without ever having printed, it is `idle`.
+//!
+//! An agent that reports its own state (claude's hooks run jackin's
+//! `report` program, which writes one word and a time into the unit's
+//! state) is judged by that report first: it says at once what a screen
+//! says only after the threshold, and tells a question from a quiet build.
+//! A report goes with the container's start (the entry wrapper removes it),
+//! and output well after it hands the judgement back to the screen: an
+//! agent that did not report its latest turn is not held to an old word.
 
 use std::time::Duration;
 
@@ -63,6 +71,87 @@ impl std::fmt::Display for Attention {
     }
 }
 
+/// What an agent reported of itself, by jackin's `report` program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reported {
+    /// A turn is under way (a prompt was submitted).
+    Working,
+    /// It waits at its prompt.
+    NeedsInput,
+    /// It asks to be allowed a tool call.
+    NeedsPermission,
+    /// A turn ended: the answer is there, and the prompt waits.
+    TurnDone,
+    /// Its session ended (the container may still be closing).
+    Ended,
+}
+
+impl Reported {
+    /// The word the report is written with.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::NeedsInput => "needs-input",
+            Self::NeedsPermission => "needs-permission",
+            Self::TurnDone => "turn-done",
+            Self::Ended => "ended",
+        }
+    }
+
+    fn from_word(word: &str) -> Option<Self> {
+        [
+            Self::Working,
+            Self::NeedsInput,
+            Self::NeedsPermission,
+            Self::TurnDone,
+            Self::Ended,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == word)
+    }
+}
+
+/// A report and when it was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    pub state: Reported,
+    pub at: Timestamp,
+}
+
+/// The most a report file holds: one word, a space, seconds, a newline.
+pub const MAX_REPORT_BYTES: u64 = 64;
+
+/// Output this long after a report is the agent finishing what the report
+/// announced (claude draws its prompt after its Stop hook); later output
+/// is news the report does not cover.
+pub const REPORT_GRACE: Duration = Duration::from_secs(5);
+
+/// Reads a report as the `report` program writes it (`WORD SECONDS\n`).
+/// The agent can write the file: anything else is no report.
+pub fn parse_report(bytes: &[u8]) -> Option<Report> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let (word, seconds) = text.strip_suffix('\n')?.split_once(' ')?;
+    if seconds.is_empty() || !seconds.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let at = Timestamp::from_second(seconds.parse().ok()?).ok()?;
+    Some(Report {
+        state: Reported::from_word(word)?,
+        at,
+    })
+}
+
+/// What decided an instance's attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Its phase alone: it does not run.
+    Phase,
+    /// The agent's own report.
+    Report(Reported),
+    /// Its screen: output, counters and the threshold.
+    Screen,
+}
+
 /// One look at an instance.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Observed {
@@ -76,31 +165,69 @@ pub struct Observed {
     /// ([`crate::idle::Seen::active`] of what [`crate::idle::moved`]
     /// found); `false` at a first look, which has nothing to compare.
     pub moved: bool,
+    /// The agent's report of its state in this container's run, if any.
+    pub report: Option<Report>,
 }
 
 /// What `observed` asks of the operator at `now`, given the workspace's
 /// threshold. `None` while jackin itself is bringing the instance up or
 /// down (`Pending`, `Launching`, `Purging`, or no phase yet).
 pub fn decide(observed: &Observed, now: Timestamp, needs_you_after: Duration) -> Option<Attention> {
-    match observed.phase? {
-        InstancePhase::Running => {}
-        InstancePhase::Kept => return Some(Attention::Kept),
-        InstancePhase::Exited => return Some(Attention::Ended),
-        InstancePhase::Crashed | InstancePhase::Failed => return Some(Attention::Failed),
+    decide_with_source(observed, now, needs_you_after).map(|(attention, _)| attention)
+}
+
+/// [`decide`], with what decided it.
+pub fn decide_with_source(
+    observed: &Observed,
+    now: Timestamp,
+    needs_you_after: Duration,
+) -> Option<(Attention, Source)> {
+    let by_phase = match observed.phase? {
+        InstancePhase::Running => None,
+        InstancePhase::Kept => Some(Attention::Kept),
+        InstancePhase::Exited => Some(Attention::Ended),
+        InstancePhase::Crashed | InstancePhase::Failed => Some(Attention::Failed),
         InstancePhase::Pending | InstancePhase::Launching | InstancePhase::Purging => return None,
+    };
+    if let Some(attention) = by_phase {
+        return Some((attention, Source::Phase));
     }
+    if let Some(report) = observed
+        .report
+        .filter(|r| still_holds(r, observed.last_output))
+    {
+        let attention = match report.state {
+            Reported::Working => Attention::Working,
+            Reported::Ended => Attention::Idle,
+            _ if observed.attached => Attention::Idle,
+            _ => Attention::NeedsYou,
+        };
+        return Some((attention, Source::Report(report.state)));
+    }
+    Some((by_screen(observed, now, needs_you_after), Source::Screen))
+}
+
+/// Whether a report still says what the agent does: no output came well
+/// after it.
+fn still_holds(report: &Report, last_output: Option<Timestamp>) -> bool {
+    let grace = jiff::SignedDuration::try_from(REPORT_GRACE).unwrap_or_default();
+    last_output.is_none_or(|printed| printed <= report.at + grace)
+}
+
+/// The screen's judgement of a running agent: output, counters, threshold.
+fn by_screen(observed: &Observed, now: Timestamp, needs_you_after: Duration) -> Attention {
     if observed.moved {
-        return Some(Attention::Working);
+        return Attention::Working;
     }
     let Some(printed) = observed.last_output else {
-        return Some(Attention::Idle);
+        return Attention::Idle;
     };
     let quiet = Duration::try_from(now.duration_since(printed)).unwrap_or_default();
-    Some(match quiet <= needs_you_after {
+    match quiet <= needs_you_after {
         true => Attention::Working,
         false if observed.attached => Attention::Idle,
         false => Attention::NeedsYou,
-    })
+    }
 }
 
 /// The workspace's threshold (`spec.needsYouAfter`), 30 s without one.
@@ -139,6 +266,89 @@ mod tests {
             attached,
             last_output: last_output.map(at),
             moved,
+            report: None,
+        }
+    }
+
+    /// A report wins over the screen while no output came well after it;
+    /// the operator attached makes a waiting agent idle, as on the screen.
+    #[test]
+    fn a_fresh_report_decides_and_later_output_hands_back_to_the_screen() {
+        use Attention::*;
+        use Reported as R;
+        let now = at(100);
+        let reported = |state, when, attached, printed: Option<i64>, moved| Observed {
+            report: Some(Report {
+                state,
+                at: at(when),
+            }),
+            ..running(attached, printed, moved)
+        };
+        let by = Source::Report;
+        for (observed, expected) in [
+            // At its prompt a second ago: needs you at once, however busy.
+            (
+                reported(R::NeedsInput, 99, false, None, true),
+                (NeedsYou, by(R::NeedsInput)),
+            ),
+            (
+                reported(R::TurnDone, 90, false, Some(93), true),
+                (NeedsYou, by(R::TurnDone)),
+            ),
+            (
+                reported(R::NeedsPermission, 90, true, None, false),
+                (Idle, by(R::NeedsPermission)),
+            ),
+            // A turn under way though quiet for longer than the threshold.
+            (
+                reported(R::Working, 10, false, Some(10), false),
+                (Working, by(R::Working)),
+            ),
+            // Output well after the report: the screen decides.
+            (
+                reported(R::TurnDone, 50, false, Some(90), false),
+                (Working, Source::Screen),
+            ),
+            (
+                reported(R::Working, 10, false, Some(60), false),
+                (NeedsYou, Source::Screen),
+            ),
+        ] {
+            let decided = decide_with_source(&observed, now, THRESHOLD);
+            assert_eq!(decided, Some(expected), "{observed:?}");
+        }
+        // Not running: the phase, whatever was reported.
+        let kept = Observed {
+            phase: Some(InstancePhase::Kept),
+            ..reported(R::Working, 99, false, None, false)
+        };
+        let decided = decide_with_source(&kept, now, THRESHOLD);
+        assert_eq!(decided, Some((Kept, Source::Phase)));
+    }
+
+    /// The report file is the agent's to write: only the program's own
+    /// form reads as a report.
+    #[test]
+    fn only_a_report_as_the_program_writes_it_is_read() {
+        assert_eq!(
+            parse_report(b"needs-permission 1700000000\n"),
+            Some(Report {
+                state: Reported::NeedsPermission,
+                at: at(0)
+            })
+        );
+        for bad in [
+            &b"needs-permission 1700000000"[..],
+            b"NEEDS-INPUT 1700000000\n",
+            b"working  1700000000\n",
+            b"working +1700000000\n",
+            b"working 1700000000 extra\n",
+            b"\x1b[31mworking 1700000000\n",
+            b"working 99999999999999999999\n",
+            b"\xff\xfe 1\n",
+            b"",
+        ] {
+            assert_eq!(parse_report(bad), None, "{bad:?}");
         }
     }
 
