@@ -22,6 +22,9 @@ use super::{
 /// The events shown, the latest.
 const EVENTS_SHOWN: usize = 15;
 
+/// The earlier sessions' endings shown, the latest.
+const ENDINGS_SHOWN: usize = 5;
+
 /// The human view of one instance: identity, what is asked, what is seen.
 pub fn instance(obj: &Instance, events: &[Event], now: Timestamp) -> String {
     let status = obj.status_or_default();
@@ -269,6 +272,36 @@ fn what_is_kept(out: &mut String, obj: &Instance, status: &InstanceStatus, now: 
         if let Some(reason) = &session.reason {
             let _ = writeln!(out, "{:<18}{reason}", "  reason:");
         }
+    }
+    endings(out, &obj.metadata.name, status, now);
+}
+
+/// The sessions' endings before the last, newest first: whether the
+/// instance keeps ending the same way.
+fn endings(out: &mut String, name: &str, status: &InstanceStatus, now: Timestamp) {
+    let earlier = status.session_endings.len().saturating_sub(1);
+    if earlier == 0 {
+        return;
+    }
+    out.push_str("Earlier sessions:\n");
+    let shown = status.session_endings[..earlier]
+        .iter()
+        .rev()
+        .take(ENDINGS_SHOWN);
+    for ending in shown {
+        let _ = writeln!(
+            out,
+            "  {} ago  {}",
+            age(Some(ending.at), now),
+            session_summary(&ending.outcome(), None)
+        );
+    }
+    if earlier > ENDINGS_SHOWN {
+        let _ = writeln!(
+            out,
+            "  … {} more in status.sessionEndings (`jackin get {name} -o yaml`)",
+            earlier - ENDINGS_SHOWN,
+        );
     }
 }
 
