@@ -57,7 +57,13 @@ pub async fn instance_text(store: &jackin_controller::Store, name: &str) -> Resu
     let events = container
         .map(|c| jackin_controller::events::read(store.layout(), &c))
         .unwrap_or_default();
-    let mut text = output::describe::instance(&obj, &events, Timestamp::now());
+    // When its row last changed: the index keeps it, not the object.
+    let updated = store
+        .rows()?
+        .into_iter()
+        .find(|row| row.name == name)
+        .and_then(|row| row.updated_at);
+    let mut text = output::describe::instance(&obj, updated, &events, Timestamp::now());
     if let (Some(setup), Some(container)) = (
         obj.status.as_ref().and_then(|s| s.setup.as_ref()),
         obj.container_name(),

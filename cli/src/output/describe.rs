@@ -26,10 +26,16 @@ const EVENTS_SHOWN: usize = 15;
 const ENDINGS_SHOWN: usize = 5;
 
 /// The human view of one instance: identity, what is asked, what is seen.
-pub fn instance(obj: &Instance, events: &[Event], now: Timestamp) -> String {
+/// `updated`: when its index row last changed, if the row says.
+pub fn instance(
+    obj: &Instance,
+    updated: Option<Timestamp>,
+    events: &[Event],
+    now: Timestamp,
+) -> String {
     let status = obj.status_or_default();
     let mut out = String::new();
-    identity(&mut out, obj, &status, now);
+    identity(&mut out, obj, &status, updated, now);
     what_runs(&mut out, obj, &status, now);
     what_it_is_given(&mut out, obj, &status);
     what_is_kept(&mut out, obj, &status, now);
@@ -43,12 +49,22 @@ fn field(out: &mut String, key: &str, value: String) {
     let _ = writeln!(out, "{:<18}{value}", format!("{key}:"));
 }
 
-/// Name, ids, labels, the engine, and the phases asked and seen.
-fn identity(out: &mut String, obj: &Instance, status: &InstanceStatus, now: Timestamp) {
+/// Name, ids, when it was made and last changed, labels, the engine, and
+/// the phases asked and seen.
+fn identity(
+    out: &mut String,
+    obj: &Instance,
+    status: &InstanceStatus,
+    updated: Option<Timestamp>,
+    now: Timestamp,
+) {
     field(out, "Name", obj.metadata.name.clone());
     field(out, "UID", or_dash(obj.metadata.uid.as_ref()));
     field(out, "Container", or_dash(status.container_name.as_ref()));
     field(out, "Created", created(&obj.metadata, now));
+    if let Some(at) = updated {
+        field(out, "Updated", format!("{at} ({} ago)", age(Some(at), now)));
+    }
     field(
         out,
         "Generation",
