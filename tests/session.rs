@@ -78,6 +78,49 @@ fn a_normal_exit_is_recorded_from_the_marker_and_not_restarted() {
     assert!(running(&container));
 }
 
+/// SK-S4: each ending stays in `status.sessionEndings`, oldest first, and
+/// `describe` shows the earlier ones under the last.
+#[test]
+fn each_ending_of_a_resumed_session_is_kept_in_order() {
+    ensure_busybox();
+    let home = Home::new();
+    // Exits with the code the host writes into `state/go`.
+    let script =
+        "while [ ! -f /jackin/state/go ]; do sleep 0.2; done; exit $(cat /jackin/state/go)";
+    launch(&home, "twice", script);
+    let container = home.container("twice");
+    for code in ["3", "4"] {
+        std::fs::write(state_dir(&home, "twice").join("go"), code).unwrap();
+        eventually(Duration::from_secs(60), "the agent to exit", || {
+            !running(&container)
+        });
+        home.ok(&["controller", "--once"]);
+        std::fs::remove_file(state_dir(&home, "twice").join("go")).unwrap();
+        if code == "3" {
+            home.ok(&["set-phase", "twice", "running"]);
+            assert!(running(&container));
+        }
+    }
+    let endings = home.object("twice")["status"]["sessionEndings"].clone();
+    let codes: Vec<_> = endings
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["exitCode"].clone())
+        .collect();
+    assert_eq!(codes, [3, 4], "{endings}");
+    let at = |i: usize| -> jiff::Timestamp { endings[i]["at"].as_str().unwrap().parse().unwrap() };
+    assert!(at(0) <= at(1), "{endings}");
+    assert_eq!(endings[1]["source"], "marker");
+    assert_eq!(session(&home, "twice")["exitCode"], 4);
+    let describe = home.ok(&["describe", "twice"]);
+    let earlier = describe
+        .split("Earlier sessions:")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(earlier.contains("exit 3 (marker)"), "{describe}");
+}
+
 #[test]
 fn a_restarted_controller_records_an_exit_that_happens_later() {
     ensure_busybox();

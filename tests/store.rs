@@ -367,13 +367,76 @@ fn a_deleted_index_is_rebuilt_from_the_units() {
     // Rebuilt as it was, but for the records of the documents applied,
     // which only the apply knew: without them the next apply reads every
     // document once.
+    // When each row last changed is taken from its object's last write.
     let mut expected: serde_json::Value = serde_json::from_slice(&original).unwrap();
     for row in expected["instances"].as_array_mut().unwrap() {
         assert!(row.as_object_mut().unwrap().remove("applied").is_some());
+        assert!(row.as_object_mut().unwrap().remove("updatedAt").is_some());
     }
-    let rebuilt: serde_json::Value =
+    let mut rebuilt: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    for row in rebuilt["instances"].as_array_mut().unwrap() {
+        assert!(row.as_object_mut().unwrap().remove("updatedAt").is_some());
+    }
     assert_eq!(rebuilt, expected);
+}
+
+/// Each row's `updatedAt` in the index file, by name.
+fn updated_at(home: &Home) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let index = std::fs::read(home.path().join("data/instances.json")).unwrap();
+    let index: serde_json::Value = serde_json::from_slice(&index).unwrap();
+    index["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["name"].as_str().unwrap().to_owned(),
+                row["updatedAt"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// SK-S1: an index row says when it last changed. A change to one
+/// instance moves its row's `updatedAt` (and `describe` shows it), the
+/// other's stays; an index written before rows had one still loads, and
+/// the rows gain one at their next change.
+#[test]
+fn a_change_moves_its_rows_updated_at_and_an_older_index_loads() {
+    let home = applied_home(&["one", "two"]);
+    let before = updated_at(&home);
+    assert!(before.values().all(|at| at.is_string()), "{before:?}");
+
+    let changed = instance_yaml("one").replace("metadata:\n", "metadata:\n  labels: {team: a}\n");
+    home.record("one", &changed);
+    let after = updated_at(&home);
+    assert_ne!(after["one"], before["one"]);
+    assert_eq!(after["two"], before["two"]);
+    let at = after["one"].as_str().unwrap();
+    let describe = home.ok(&["describe", "one"]);
+    assert!(
+        describe.contains(&format!("Updated:          {at} (")),
+        "{describe}"
+    );
+
+    // As an older jackin wrote it: no `updatedAt` in any row.
+    let path = home.path().join("data/instances.json");
+    let mut index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for row in index["instances"].as_array_mut().unwrap() {
+        row.as_object_mut().unwrap().remove("updatedAt");
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&index).unwrap()).unwrap();
+    assert_eq!(listed_names(&home), ["one", "two"]);
+    assert!(!home.ok(&["describe", "two"]).contains("Updated:"));
+    home.record(
+        "two",
+        &instance_yaml("two").replace("metadata:\n", "metadata:\n  labels: {team: b}\n"),
+    );
+    let again = updated_at(&home);
+    assert!(again["two"].is_string(), "{again:?}");
+    assert!(again["one"].is_null(), "{again:?}");
 }
 
 #[test]

@@ -524,6 +524,11 @@ pub struct InstanceStatus {
     pub restore: Option<RestoreRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionOutcome>,
+    /// The latest sessions' endings, oldest first: `session` is the last of
+    /// them. Kept to [`SESSION_ENDINGS_KEPT`] (see
+    /// [`InstanceStatus::record_ending`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub session_endings: Vec<SessionEnding>,
     /// When jackin asked the engine to stop the running session (a keep, a
     /// rollout's replacement, the idle hooks' restart). A session that ends
     /// after it was stopped by jackin, whatever the agent's exit code (codex
@@ -1156,6 +1161,68 @@ pub struct SessionOutcome {
     pub stopped_by_jackin: bool,
 }
 
+/// How many session endings the status keeps. Enough to show a pattern
+/// (the same crash at each resume, the idle hooks' restarts over a day)
+/// without the status, which every change rewrites whole and `get -o
+/// yaml` prints, growing with the instance's age: about 3 KB at most.
+pub const SESSION_ENDINGS_KEPT: usize = 20;
+
+/// One session's ending, as [`InstanceStatus::session_endings`] keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionEnding {
+    /// When the session ended; when that is unknown (its container was
+    /// removed without a marker), when jackin recorded the ending.
+    #[schemars(with = "String")]
+    pub at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    pub source: OutcomeSource,
+    /// As [`SessionOutcome::reason`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped_by_jackin: bool,
+}
+
+impl SessionEnding {
+    /// The ending of `outcome`, recorded at `now`.
+    pub fn of(outcome: &SessionOutcome, now: Timestamp) -> Self {
+        Self {
+            at: outcome.finished_at.unwrap_or(now),
+            exit_code: outcome.exit_code,
+            source: outcome.source,
+            reason: outcome.reason.clone(),
+            stopped_by_jackin: outcome.stopped_by_jackin,
+        }
+    }
+
+    /// The ending as an outcome, for what words an outcome.
+    pub fn outcome(&self) -> SessionOutcome {
+        SessionOutcome {
+            exit_code: self.exit_code,
+            finished_at: Some(self.at),
+            source: self.source,
+            reason: self.reason.clone(),
+            stopped_by_jackin: self.stopped_by_jackin,
+        }
+    }
+}
+
+impl InstanceStatus {
+    /// Records `outcome` as the last session's, and adds it to the
+    /// endings kept, the oldest beyond [`SESSION_ENDINGS_KEPT`] dropped.
+    pub fn record_ending(&mut self, outcome: &SessionOutcome, now: Timestamp) {
+        self.session_endings.push(SessionEnding::of(outcome, now));
+        let over = self
+            .session_endings
+            .len()
+            .saturating_sub(SESSION_ENDINGS_KEPT);
+        self.session_endings.drain(..over);
+        self.session = Some(outcome.clone());
+    }
+}
+
 /// The git assessment of one isolated mount.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -1201,6 +1268,50 @@ mod tests {
         .unwrap();
         obj.metadata.generation = Some(generation);
         obj
+    }
+
+    /// SK-S4: each ending is added after the ones before it, the last is
+    /// also `session`, and past the bound the oldest go first. An ending
+    /// with no time of its own is kept at the time it was recorded.
+    #[test]
+    fn session_endings_are_kept_in_order_and_bounded() {
+        let t = |s: i64| Timestamp::from_second(1_800_000_000 + s).unwrap();
+        let ended = |code: i64, at: Option<Timestamp>| SessionOutcome {
+            exit_code: Some(code),
+            finished_at: at,
+            source: OutcomeSource::Marker,
+            reason: Some("exited".into()),
+            stopped_by_jackin: false,
+        };
+        let mut status = InstanceStatus::default();
+        status.record_ending(&ended(3, Some(t(1))), t(2));
+        status.record_ending(&ended(4, None), t(5));
+        let codes = |s: &InstanceStatus| -> Vec<i64> {
+            s.session_endings
+                .iter()
+                .filter_map(|e| e.exit_code)
+                .collect()
+        };
+        assert_eq!(codes(&status), [3, 4]);
+        assert_eq!(status.session_endings[0].at, t(1));
+        assert_eq!(status.session_endings[1].at, t(5), "recorded at");
+        assert_eq!(status.session, Some(ended(4, None)));
+
+        for code in 5..(5 + SESSION_ENDINGS_KEPT as i64) {
+            status.record_ending(&ended(code, Some(t(code))), t(code));
+        }
+        let kept = codes(&status);
+        assert_eq!(kept.len(), SESSION_ENDINGS_KEPT);
+        let newest = 4 + SESSION_ENDINGS_KEPT as i64;
+        assert_eq!(
+            kept.first(),
+            Some(&(newest - SESSION_ENDINGS_KEPT as i64 + 1))
+        );
+        assert_eq!(kept.last(), Some(&newest));
+        assert_eq!(
+            status.session_endings[0].outcome().exit_code,
+            kept.first().copied()
+        );
     }
 
     /// F7: failures that retrying cannot fix count up to the limit, then the

@@ -91,6 +91,11 @@ pub struct IndexRow {
     /// status) left it: see [`AppliedDocument`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub applied: Option<AppliedDocument>,
+    /// When what the row says of the instance last changed (see
+    /// [`IndexRow::described`]), set by [`Index::upsert`]. Absent from a
+    /// row an older jackin wrote, until its next change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<Timestamp>,
 }
 
 /// A document an apply wrote an object from, and the object file as it was
@@ -187,7 +192,25 @@ impl IndexRow {
                 .map(|d| d.certs_volume.clone())
                 .collect(),
             applied: None,
+            updated_at: None,
         })
+    }
+
+    /// What the row says of the instance: its identity, what it runs, the
+    /// phases asked and seen, the operator's parts (the fingerprint) and
+    /// the pinned recipe's objects. Not the loop's bookkeeping (the
+    /// converged flag, the start report, the applied document), which
+    /// moves without the instance changing: its change does not move
+    /// [`IndexRow::updated_at`].
+    fn described(&self) -> Self {
+        Self {
+            converged: false,
+            report_modified: None,
+            start_settles_at: None,
+            applied: None,
+            updated_at: None,
+            ..self.clone()
+        }
     }
 }
 
@@ -270,18 +293,29 @@ impl Index {
             .map(|i| &self.instances[i])
     }
 
-    /// Inserts or replaces the row for `row.name`; returns whether it changed.
-    pub fn upsert(&mut self, row: IndexRow) -> bool {
+    /// Inserts or replaces the row for `row.name`; returns whether it
+    /// changed. Its `updated_at` moves to now when what it says of the
+    /// instance changed, or it is new (unless it comes with one); else it
+    /// stays.
+    pub fn upsert(&mut self, mut row: IndexRow) -> bool {
         match self
             .instances
             .binary_search_by(|r| r.name.as_str().cmp(&row.name))
         {
-            Ok(i) if self.instances[i] == row => false,
             Ok(i) => {
+                let old = &self.instances[i];
+                row.updated_at = match old.described() == row.described() {
+                    true => old.updated_at,
+                    false => Some(Timestamp::now()),
+                };
+                if *old == row {
+                    return false;
+                }
                 self.instances[i] = row;
                 true
             }
             Err(i) => {
+                row.updated_at.get_or_insert_with(Timestamp::now);
                 self.instances.insert(i, row);
                 true
             }
@@ -304,6 +338,7 @@ impl Index {
             old.applied != row.applied
                 && IndexRow {
                     applied: old.applied.clone(),
+                    updated_at: old.updated_at,
                     ..row.clone()
                 } == *old
         });
@@ -413,7 +448,13 @@ impl Index {
             }
             match crate::unit_object::read_object(layout, &container) {
                 Ok(Some(obj)) => {
-                    if let Some(row) = IndexRow::of(&obj) {
+                    if let Some(mut row) = IndexRow::of(&obj) {
+                        // The object's last write is the closest to when
+                        // the lost row last changed.
+                        row.updated_at = fs::metadata(layout.object_file(&container))
+                            .and_then(|m| m.modified())
+                            .ok()
+                            .and_then(|at| Timestamp::try_from(at).ok());
                         index.upsert(row);
                         units += 1;
                     }
@@ -456,5 +497,100 @@ impl Index {
                 ))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, phase: InstancePhase) -> IndexRow {
+        IndexRow {
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            container_name: format!("jk-{name}"),
+            workspace: None,
+            role: "r".into(),
+            agent: "claude".into(),
+            desired: DesiredPhase::Running,
+            phase: Some(phase),
+            engine: None,
+            fingerprint: "f".into(),
+            converged: false,
+            sidecars: Vec::new(),
+            volumes: Vec::new(),
+            report_modified: None,
+            start_settles_at: None,
+            applied: None,
+            updated_at: None,
+        }
+    }
+
+    /// SK-S1: a change to one row moves its `updatedAt` and leaves the
+    /// other's; the same row again, or a change of the loop's bookkeeping
+    /// alone, keeps it.
+    #[test]
+    fn a_change_moves_only_its_rows_updated_at() {
+        let before = Timestamp::from_second(1_700_000_000).unwrap();
+        let mut index = Index::default();
+        for name in ["a", "b"] {
+            let mut new = row(name, InstancePhase::Running);
+            new.updated_at = Some(before);
+            assert!(index.upsert(new));
+        }
+        let at = |index: &Index, name: &str| index.find(name).unwrap().updated_at;
+        assert_eq!(
+            at(&index, "a"),
+            Some(before),
+            "a new row keeps the time it came with"
+        );
+
+        assert!(!index.upsert(row("a", InstancePhase::Running)), "unchanged");
+        let mut bookkeeping = row("a", InstancePhase::Running);
+        bookkeeping.converged = true;
+        assert!(index.upsert(bookkeeping), "the row is written");
+        assert_eq!(at(&index, "a"), Some(before), "bookkeeping is no change");
+
+        assert!(index.upsert(row("a", InstancePhase::Kept)));
+        let moved = at(&index, "a").expect("a changed row has the time");
+        assert!(moved > before);
+        assert_eq!(
+            at(&index, "b"),
+            Some(before),
+            "the other row keeps its time"
+        );
+
+        let mut fresh = Index::default();
+        fresh.upsert(row("c", InstancePhase::Pending));
+        assert!(
+            at(&fresh, "c").is_some(),
+            "a new row without a time gets one"
+        );
+    }
+
+    /// An index written before rows had `updatedAt` still loads, its rows
+    /// without one; the next change of a row gives it one.
+    #[test]
+    fn an_index_without_updated_at_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let old = serde_json::json!({
+            "version": 2,
+            "revision": 7,
+            "instances": [{
+                "name": "a", "uid": "u", "containerName": "jk-a", "role": "r",
+                "agent": "claude", "desired": "Running", "phase": "Running",
+                "fingerprint": "f"
+            }]
+        });
+        fs::create_dir_all(layout.index_file().parent().unwrap()).unwrap();
+        fs::write(layout.index_file(), old.to_string()).unwrap();
+        let mut index = Index::read(&layout).unwrap().unwrap().unwrap();
+        assert_eq!(index.find("a").unwrap().updated_at, None);
+
+        assert!(index.upsert(row("a", InstancePhase::Kept)));
+        index.write(&layout).unwrap();
+        let again = Index::read(&layout).unwrap().unwrap().unwrap();
+        assert!(again.find("a").unwrap().updated_at.is_some());
     }
 }

@@ -88,7 +88,13 @@ pub async fn instance_text(store: &Store, name: &str) -> Result<String> {
     let events = container
         .map(|c| jackin_controller::events::read(store.layout(), &c))
         .unwrap_or_default();
-    let mut text = output::describe::instance(&obj, &events, Timestamp::now());
+    // When its row last changed: the index keeps it, not the object.
+    let updated = store
+        .rows()?
+        .into_iter()
+        .find(|row| row.name == name)
+        .and_then(|row| row.updated_at);
+    let mut text = output::describe::instance(&obj, updated, &events, Timestamp::now());
     if let Some(line) = attention_line(store, &obj).await {
         text.push_str(&line);
     }

@@ -22,11 +22,20 @@ use super::{
 /// The events shown, the latest.
 const EVENTS_SHOWN: usize = 15;
 
+/// The earlier sessions' endings shown, the latest.
+const ENDINGS_SHOWN: usize = 5;
+
 /// The human view of one instance: identity, what is asked, what is seen.
-pub fn instance(obj: &Instance, events: &[Event], now: Timestamp) -> String {
+/// `updated`: when its index row last changed, if the row says.
+pub fn instance(
+    obj: &Instance,
+    updated: Option<Timestamp>,
+    events: &[Event],
+    now: Timestamp,
+) -> String {
     let status = obj.status_or_default();
     let mut out = String::new();
-    identity(&mut out, obj, &status, now);
+    identity(&mut out, obj, &status, updated, now);
     what_runs(&mut out, obj, &status, now);
     what_it_is_given(&mut out, obj, &status);
     what_is_kept(&mut out, obj, &status, now);
@@ -40,12 +49,22 @@ fn field(out: &mut String, key: &str, value: String) {
     let _ = writeln!(out, "{:<18}{value}", format!("{key}:"));
 }
 
-/// Name, ids, labels, the engine, and the phases asked and seen.
-fn identity(out: &mut String, obj: &Instance, status: &InstanceStatus, now: Timestamp) {
+/// Name, ids, when it was made and last changed, labels, the engine, and
+/// the phases asked and seen.
+fn identity(
+    out: &mut String,
+    obj: &Instance,
+    status: &InstanceStatus,
+    updated: Option<Timestamp>,
+    now: Timestamp,
+) {
     field(out, "Name", obj.metadata.name.clone());
     field(out, "UID", or_dash(obj.metadata.uid.as_ref()));
     field(out, "Container", or_dash(status.container_name.as_ref()));
     field(out, "Created", created(&obj.metadata, now));
+    if let Some(at) = updated {
+        field(out, "Updated", format!("{at} ({} ago)", age(Some(at), now)));
+    }
     field(
         out,
         "Generation",
@@ -269,6 +288,36 @@ fn what_is_kept(out: &mut String, obj: &Instance, status: &InstanceStatus, now: 
         if let Some(reason) = &session.reason {
             let _ = writeln!(out, "{:<18}{reason}", "  reason:");
         }
+    }
+    endings(out, &obj.metadata.name, status, now);
+}
+
+/// The sessions' endings before the last, newest first: whether the
+/// instance keeps ending the same way.
+fn endings(out: &mut String, name: &str, status: &InstanceStatus, now: Timestamp) {
+    let earlier = status.session_endings.len().saturating_sub(1);
+    if earlier == 0 {
+        return;
+    }
+    out.push_str("Earlier sessions:\n");
+    let shown = status.session_endings[..earlier]
+        .iter()
+        .rev()
+        .take(ENDINGS_SHOWN);
+    for ending in shown {
+        let _ = writeln!(
+            out,
+            "  {} ago  {}",
+            age(Some(ending.at), now),
+            session_summary(&ending.outcome(), None)
+        );
+    }
+    if earlier > ENDINGS_SHOWN {
+        let _ = writeln!(
+            out,
+            "  … {} more in status.sessionEndings (`jackin get {name} -o yaml`)",
+            earlier - ENDINGS_SHOWN,
+        );
     }
 }
 

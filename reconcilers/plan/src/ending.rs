@@ -235,7 +235,8 @@ fn malformed_message(why: &str) -> String {
 }
 
 /// What `step` changes in the status, if it is a step of the session edge
-/// (others change nothing here). `now` stamps conditions and settlements.
+/// (others change nothing here). `now` stamps conditions and settlements,
+/// and an ending that left no time of its own.
 pub fn apply(obj: &mut Instance, step: &Step, mounts: &[MountStatus], now: Timestamp) {
     let status = obj.status.get_or_insert_default();
     match step {
@@ -269,7 +270,7 @@ pub fn apply(obj: &mut Instance, step: &Step, mounts: &[MountStatus], now: Times
                     );
                 }
             }
-            status.session = Some(outcome.clone());
+            status.record_ending(outcome, now);
             // Its ending is recorded: a stop asked before it says nothing
             // of the next session.
             status.stop_requested_at = None;
