@@ -672,6 +672,18 @@ fn the_end_of_input_at_the_question_is_left_to_the_policy() {
     term.wait_for("instance/unanswered ended: Kept", 1);
     let obj = home.object("unanswered");
     assert_eq!(obj["status"]["phase"], "Kept");
+    // It says where the work is and what to do with it (A-FN7); the
+    // screen's lines joined, as a long line wraps.
+    let said = term.screen().replace('\n', "");
+    let checkout = obj["status"]["mounts"][0]["path"].as_str().unwrap();
+    for what in [
+        checkout,
+        "`jackin attach unanswered` returns to it",
+        "`jackin describe unanswered` (or the checkout) shows the work",
+        "`jackin set-phase unanswered purged` discards it",
+    ] {
+        assert!(said.contains(what), "{what:?} in:\n{said}");
+    }
     let reason = condition(&obj, "ExitPolicy").map(|c| c["reason"].clone());
     assert_eq!(reason, Some(serde_json::json!("NonInteractive")));
     assert_eq!(

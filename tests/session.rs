@@ -216,6 +216,43 @@ fn ask_with_unfinished_work_and_nobody_to_ask_keeps_it() {
     );
 }
 
+/// A-FN7: kept because nobody was attached to ask, the session is not
+/// left to be found: the command that settled it (here the controller's
+/// pass) and the event name each checkout's path on the host, what it
+/// holds, and the commands to return to it, inspect it and discard it.
+#[test]
+fn a_session_kept_unasked_says_where_its_work_is_and_what_to_do() {
+    ensure_busybox();
+    let home = Home::new();
+    let repo = support::RoleRepo::new("host-work");
+    launch_in(&home, "unasked", "asked", Some(repo.path()));
+    let checkout = home.object("unasked")["status"]["mounts"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(std::path::Path::new(&checkout).join("draft.md"), "x").unwrap();
+    let container = home.container("unasked");
+    std::fs::write(state_dir(&home, "unasked").join("go"), "").unwrap();
+    eventually(Duration::from_secs(60), "the agent to exit", || {
+        !running(&container)
+    });
+    let pass = home.jackin(&["controller", "--once"]);
+    assert!(pass.status.success());
+    let said = String::from_utf8_lossy(&pass.stderr).into_owned();
+    assert_eq!(home.object("unasked")["status"]["phase"], "Kept");
+    let described = home.ok(&["describe", "unasked"]);
+    for text in [&said, &described] {
+        for what in [
+            format!("{checkout} (/workspace/app: 1 changed files)"),
+            "`jackin attach unasked` returns to it".to_owned(),
+            "`jackin describe unasked` (or the checkout) shows the work".to_owned(),
+            "`jackin set-phase unasked purged` discards it".to_owned(),
+        ] {
+            assert!(text.contains(&what), "{what:?} in:\n{text}");
+        }
+    }
+}
+
 #[test]
 fn an_exit_while_no_jackin_runs_is_recorded_from_the_marker_after_removal() {
     ensure_busybox();
