@@ -672,6 +672,18 @@ fn the_end_of_input_at_the_question_is_left_to_the_policy() {
     term.wait_for("instance/unanswered ended: Kept", 1);
     let obj = home.object("unanswered");
     assert_eq!(obj["status"]["phase"], "Kept");
+    // It says where the work is and what to do with it (A-FN7); the
+    // screen's lines joined, as a long line wraps.
+    let said = term.screen().replace('\n', "");
+    let checkout = obj["status"]["mounts"][0]["path"].as_str().unwrap();
+    for what in [
+        checkout,
+        "`jackin attach unanswered` returns to it",
+        "`jackin describe unanswered` (or the checkout) shows the work",
+        "`jackin set-phase unanswered purged` discards it",
+    ] {
+        assert!(said.contains(what), "{what:?} in:\n{said}");
+    }
     let reason = condition(&obj, "ExitPolicy").map(|c| c["reason"].clone());
     assert_eq!(reason, Some(serde_json::json!("NonInteractive")));
     assert_eq!(
@@ -1058,7 +1070,54 @@ fn several_instances_converging_show_a_live_line_each() {
         );
     }
     // Every live line was cleared: no spinner is left on the screen.
-    assert!(!screen.contains('⠋') && !screen.contains('⠙'), "{screen}");
+    assert!(!screen.contains(SPINNER), "{screen}");
+}
+
+/// The glyphs of a live line's spinner.
+const SPINNER: &[char] = &['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// Log lines written while a step runs (`-vv`: the engine's debug lines,
+/// as a warning would be) go above the live line, which they pushed aside:
+/// the step's line was left on the screen with its spinner.
+#[test]
+fn a_log_line_during_a_step_leaves_no_spinner_behind() {
+    ensure_busybox();
+    let home = Home::new();
+    let file = home.write_input(
+        "logged.yaml",
+        &instance_yaml_with("logged", "  command: [sleep, \"3600\"]\n"),
+    );
+    let apply = format!("-vv apply {}", file.display());
+    let term = Terminal::start_as(&home, &apply, "xterm-256color");
+    term.wait_for("instance/logged Running", 1);
+    let screen = term.screen();
+    assert!(screen.contains("DEBUG network created"), "{screen}");
+    assert!(
+        screen.contains("✓ instance/logged: [network] creating the network"),
+        "{screen}"
+    );
+    assert!(!screen.contains(SPINNER), "{screen}");
+}
+
+/// A step whose reconcile failed is not marked done.
+#[test]
+fn a_failed_step_is_marked_as_such() {
+    let home = Home::new();
+    let yaml = support::instance_yaml("missing")
+        .replace(support::busybox_image(), "jackin-test/none:missing");
+    let file = home.write_input("missing.yaml", &yaml);
+    let apply = format!("apply {}", file.display());
+    let term = Terminal::start_as(&home, &apply, "xterm-256color");
+    term.wait_for("did not converge", 1);
+    let screen = term.screen();
+    assert!(
+        screen.contains("✗ instance/missing: [role] pinning the launch recipe"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains('✓') && !screen.contains(SPINNER),
+        "{screen}"
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Session outcomes against the real engine: the completion marker, the
 //! engine's exit state, unknown outcomes, restart recovery and artifacts.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -151,7 +151,7 @@ fn workspace(home: &Home, name: &str, policy: &str) {
 
 /// An instance in workspace `ws` whose agent waits for `go` then exits 0,
 /// with an optional isolated mount of `repo`.
-fn launch_in(home: &Home, name: &str, ws: &str, repo: Option<&std::path::Path>) {
+fn launch_in(home: &Home, name: &str, ws: &str, repo: Option<&Path>) {
     let mut spec = format!(
         "  workspace: {ws}\n  command: [sh, -c, {}]\n",
         serde_json::to_string(&format!("{WAIT_THEN_EXIT} 0")).unwrap()
@@ -165,14 +165,29 @@ fn launch_in(home: &Home, name: &str, ws: &str, repo: Option<&std::path::Path>) 
     home.apply(name, &instance_yaml_with(name, &spec));
 }
 
-/// Lets the agent of `name` exit 0, then runs one controller pass.
-fn exit_and_pass(home: &Home, name: &str) {
+/// Lets the agent of `name` exit 0, then runs one controller pass; what
+/// the pass said (its standard error).
+fn exit_and_pass(home: &Home, name: &str) -> String {
     let container = home.container(name);
     std::fs::write(state_dir(home, name).join("go"), "").unwrap();
     eventually(Duration::from_secs(60), "the agent to exit", || {
         !running(&container)
     });
-    home.ok(&["controller", "--once"]);
+    let pass = home.jackin(&["controller", "--once"]);
+    assert!(pass.status.success(), "{pass:?}");
+    String::from_utf8_lossy(&pass.stderr).into_owned()
+}
+
+/// Launches `name` in workspace `ws` with a worktree of `repo`, and leaves
+/// a new file in its checkout: unfinished work. The checkout's host path.
+fn launch_with_unfinished_work(home: &Home, name: &str, ws: &str, repo: &Path) -> String {
+    launch_in(home, name, ws, Some(repo));
+    let checkout = home.object(name)["status"]["mounts"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(Path::new(&checkout).join("draft.md"), "x").unwrap();
+    checkout
 }
 
 #[test]
@@ -196,12 +211,7 @@ fn the_clean_policy_discards_unfinished_work_and_keep_keeps() {
     let home = Home::new();
     let repo = support::RoleRepo::new("host-work");
     workspace(&home, "tidy", "clean");
-    launch_in(&home, "discarded", "tidy", Some(repo.path()));
-    let checkout = home.object("discarded")["status"]["mounts"][0]["path"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    std::fs::write(std::path::Path::new(&checkout).join("draft.md"), "x").unwrap();
+    let checkout = launch_with_unfinished_work(&home, "discarded", "tidy", repo.path());
     exit_and_pass(&home, "discarded");
     let left = home.jackin(&["describe", "discarded"]);
     assert!(
@@ -209,7 +219,7 @@ fn the_clean_policy_discards_unfinished_work_and_keep_keeps() {
         "{}",
         String::from_utf8_lossy(&left.stdout)
     );
-    assert!(!std::path::Path::new(&checkout).exists());
+    assert!(!Path::new(&checkout).exists());
 
     workspace(&home, "hoard", "keep");
     launch_in(&home, "hoarded", "hoard", None);
@@ -233,18 +243,13 @@ fn ask_with_unfinished_work_and_nobody_to_ask_keeps_it() {
     ensure_busybox();
     let home = Home::new();
     let repo = support::RoleRepo::new("host-work");
-    launch_in(&home, "unfinished", "asked", Some(repo.path()));
-    let checkout = home.object("unfinished")["status"]["mounts"][0]["path"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    std::fs::write(std::path::Path::new(&checkout).join("draft.md"), "x").unwrap();
+    let checkout = launch_with_unfinished_work(&home, "unfinished", "asked", repo.path());
     exit_and_pass(&home, "unfinished");
     let obj = home.object("unfinished");
     assert_eq!(obj["status"]["phase"], "Kept");
     let reason = condition(&obj, "ExitPolicy").map(|c| c["reason"].clone());
     assert_eq!(reason, Some(serde_json::json!("NonInteractive")));
-    assert!(std::path::Path::new(&checkout).join("draft.md").exists());
+    assert!(Path::new(&checkout).join("draft.md").exists());
     // The event says it in words, not in Rust's debug text.
     let described = home.ok(&["describe", "unfinished"]);
     assert!(
@@ -257,6 +262,31 @@ fn ask_with_unfinished_work_and_nobody_to_ask_keeps_it() {
         !described.contains("Keep {") && !described.contains("non_interactive"),
         "{described}"
     );
+}
+
+/// A-FN7: kept because nobody was attached to ask, the session is not
+/// left to be found: the command that settled it (here the controller's
+/// pass) and the event name each checkout's path on the host, what it
+/// holds, and the commands to return to it, inspect it and discard it.
+#[test]
+fn a_session_kept_unasked_says_where_its_work_is_and_what_to_do() {
+    ensure_busybox();
+    let home = Home::new();
+    let repo = support::RoleRepo::new("host-work");
+    let checkout = launch_with_unfinished_work(&home, "unasked", "asked", repo.path());
+    let said = exit_and_pass(&home, "unasked");
+    assert_eq!(home.object("unasked")["status"]["phase"], "Kept");
+    let described = home.ok(&["describe", "unasked"]);
+    for text in [&said, &described] {
+        for what in [
+            format!("{checkout} (/workspace/app: 1 changed files)"),
+            "`jackin attach unasked` returns to it".to_owned(),
+            "`jackin describe unasked` (or the checkout) shows the work".to_owned(),
+            "`jackin set-phase unasked purged` discards it".to_owned(),
+        ] {
+            assert!(text.contains(&what), "{what:?} in:\n{text}");
+        }
+    }
 }
 
 #[test]
@@ -512,7 +542,7 @@ fn docker_stop_of_an_agent_that_exits_0_restores_it_even_under_clean() {
         .as_str()
         .unwrap()
         .to_owned();
-    let draft = std::path::Path::new(&checkout).join("draft.md");
+    let draft = Path::new(&checkout).join("draft.md");
     std::fs::write(&draft, "unfinished").unwrap();
     docker(&["stop", "-t", "5", &container]);
     home.ok(&["controller", "--once"]);

@@ -10,7 +10,8 @@ use clap::CommandFactory;
 use jackin_api::validate;
 use jackin_controller::engines::Engines;
 use jackin_controller::{
-    DryRun, IndexRepair, Outcome, Reconciler, Store, converge, keep_cap, run_logs, sweep,
+    DryRun, IndexRepair, Outcome, ReconcileError, Reconciler, Store, converge, keep_cap, run_logs,
+    sweep,
 };
 use jackin_engine::Engine;
 use jackin_files::layout::Layout;
@@ -93,7 +94,7 @@ pub fn init_logging(verbose: u8, format: LogFormat, traces: bool, run: &Run) {
     };
     use std::io::IsTerminal;
     let stderr = fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(|| progress::LogWriter)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false);
     let stderr = match format {
@@ -192,7 +193,7 @@ pub async fn converge_quietly(
     let names = [name.to_owned()];
     let converging = converge::converge(&reconciler, &names, wait.timeout, wait.concurrency);
     let results = crate::deadline::bounded(async { Ok(converging.await) }).await;
-    reporter.finish();
+    reporter.finish(|name| failed(&results, name));
     let results = results?;
     for (name, result) in results {
         run_logs::reconciled(&name, &result, reporter.stepped(&name));
@@ -204,6 +205,16 @@ pub async fn converge_quietly(
         }
     }
     Ok(())
+}
+
+/// Whether the reconcile of `name` failed, or did not finish (the command's
+/// deadline passed).
+fn failed(results: &Result<Vec<(String, Result<Outcome, ReconcileError>)>>, name: &str) -> bool {
+    results.as_ref().map_or(true, |results| {
+        results
+            .iter()
+            .any(|(n, result)| n == name && result.is_err())
+    })
 }
 
 /// Converges `names` unless told not to wait, reporting progress and results.
@@ -222,7 +233,7 @@ pub async fn converge_and_report(
     reconciler.progress = reporter.sink();
     let converging = converge::converge(&reconciler, names, wait.timeout, wait.concurrency);
     let results = crate::deadline::bounded(async { Ok(converging.await) }).await;
-    reporter.finish();
+    reporter.finish(|name| failed(&results, name));
     let results = results?;
     let mut failed = 0;
     for (name, result) in results {

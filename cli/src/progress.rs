@@ -1,7 +1,9 @@
 //! Progress of long steps on stderr. On a terminal, a live line per
 //! instance converging (indicatif's `MultiProgress`: a spinner, the step,
 //! and the latest build output while it runs), each finished step left
-//! above as a line with a check mark; otherwise one plain line per step.
+//! above as a line with a check mark (a cross when its reconcile failed);
+//! otherwise one plain line per step. Log lines on stderr go above the live
+//! lines (`LogWriter`).
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -71,15 +73,17 @@ impl Live {
         }
     }
 
-    /// Every last step is done: printed, and the live lines gone.
-    fn finish(&self) {
+    /// Every last step is over: printed, done or (where `failed` says so)
+    /// not, and the live lines gone.
+    fn finish(&self, failed: &dyn Fn(&str) -> bool) {
         let mut lines = self.lines.lock().expect("progress lock");
         let mut done: Vec<_> = lines.drain().collect();
         done.sort_by(|a, b| a.0.cmp(&b.0));
-        for (_, Line { bar, shown, notes }) in done {
+        for (name, Line { bar, shown, notes }) in done {
             bar.finish_and_clear();
             if !shown.is_empty() {
-                let _ = self.multi.println(format!("✓ {shown}"));
+                let mark = if failed(&name) { '✗' } else { '✓' };
+                let _ = self.multi.println(format!("{mark} {shown}"));
             }
             for note in notes {
                 let _ = self.multi.println(note);
@@ -104,8 +108,10 @@ impl Reporter {
         let tty =
             std::io::stderr().is_terminal() && std::env::var("TERM").map_or(true, |t| t != "dumb");
         let live = tty.then(|| {
+            let multi = MultiProgress::new();
+            *SHOWING.lock().expect("never poisoned") = Some(multi.clone());
             Arc::new(Live {
-                multi: MultiProgress::new(),
+                multi,
                 lines: Mutex::default(),
             })
         });
@@ -168,10 +174,36 @@ impl Reporter {
         })
     }
 
-    /// Completes the live lines; call before printing results.
-    pub fn finish(&self) {
+    /// Completes the live lines, marking the last step of each instance
+    /// for which `failed` holds as not done; call before printing results.
+    pub fn finish(&self, failed: impl Fn(&str) -> bool) {
         if let Some(live) = &self.live {
-            live.finish();
+            live.finish(&failed);
+            *SHOWING.lock().expect("never poisoned") = None;
         }
+    }
+}
+
+/// The live lines on the terminal now, if any.
+static SHOWING: Mutex<Option<MultiProgress>> = Mutex::new(None);
+
+/// Standard error for log lines (`-v`, and warnings): while live lines
+/// show, each write goes above them. Written under them, a log line moved
+/// the cursor the display counts on, and the step's line, spinner and all,
+/// stayed on the screen once the step was done.
+pub struct LogWriter;
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let showing = SHOWING.lock().ok().and_then(|s| s.clone());
+        match showing {
+            Some(multi) => multi.suspend(|| std::io::stderr().write_all(buf))?,
+            None => std::io::stderr().write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
     }
 }

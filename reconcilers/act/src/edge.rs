@@ -139,10 +139,23 @@ pub(super) fn settle(
         .map(|s| s.mounts.clone())
         .unwrap_or_default();
     ending::apply(obj, step, &mounts, jiff::Timestamp::now());
-    progress(Report::Event {
-        reason: condition::EXIT_POLICY,
-        message: &format!("exit policy {}: {action}", policy.as_str()),
-    });
+    let reason = condition::EXIT_POLICY;
+    match action {
+        // Nobody was there to be asked: the command that settled it says
+        // where the work is and what to do with it (a note), not only the
+        // event log.
+        ExitAction::Keep {
+            non_interactive: true,
+        } => progress(Report::Note {
+            stage: None,
+            reason,
+            message: &ending::kept_unasked(&obj.metadata.name, policy, &mounts),
+        }),
+        _ => progress(Report::Event {
+            reason,
+            message: &format!("exit policy {}: {action}", policy.as_str()),
+        }),
+    }
 }
 
 /// Sets the handled marker aside.

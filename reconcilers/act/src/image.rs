@@ -254,58 +254,23 @@ pub async fn build_role(
     pinned: Option<(&str, Option<&str>)>,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<BuiltImage, RecipeError> {
-    let repo = source.git.clone();
-    let mirror = {
-        let repo = repo.clone();
-        jackin_files::offload::blocking(move || Mirror::clone(&repo)).await?
+    // git and the mirror's temporary directory block: on the blocking
+    // pool, a clone of a large role (or a slow remote) stalls no other
+    // instance's reconcile, nor the engine calls beside it.
+    let RoleTree {
+        commit,
+        dockerfile,
+        config,
+        mut context,
+    } = {
+        let repo = source.git.clone();
+        let git_ref = source.git_ref.clone();
+        let pinned = pinned.map(|(commit, _)| commit.to_owned());
+        jackin_files::offload::blocking(move || {
+            read_role_tree(&repo, git_ref.as_deref(), pinned.as_deref())
+        })
+        .await?
     };
-    let commit = match pinned {
-        Some((commit, _)) => mirror
-            .resolve(commit)?
-            .filter(|c| c == commit)
-            .ok_or_else(|| RecipeError::CommitUnavailable {
-                source_repo: repo.clone(),
-                commit: commit.to_owned(),
-            })?,
-        None => {
-            let git_ref = source.git_ref.as_deref().unwrap_or("HEAD");
-            mirror
-                .resolve(git_ref)?
-                .ok_or_else(|| RecipeError::RefNotFound {
-                    source_repo: repo.clone(),
-                    git_ref: git_ref.to_owned(),
-                })?
-        }
-    };
-    let dockerfile = mirror
-        .show(&commit, "Dockerfile")
-        .map_err(|_| RecipeError::NoDockerfile {
-            source_repo: repo.clone(),
-            commit: commit.clone(),
-        })?;
-    let dockerfile = String::from_utf8_lossy(&dockerfile).into_owned();
-    let config = match mirror.show(&commit, ROLE_CONFIG_FILE) {
-        Ok(text) if text.len() > MAX_ROLE_CONFIG_BYTES => {
-            return Err(RecipeError::RoleConfig(format!(
-                "{ROLE_CONFIG_FILE} is larger than {MAX_ROLE_CONFIG_BYTES} bytes"
-            )));
-        }
-        Ok(text) => role::parse(
-            &format!("{repo} at {commit}: {ROLE_CONFIG_FILE}"),
-            &String::from_utf8_lossy(&text),
-        )
-        .map_err(RecipeError::RoleConfig)?,
-        // A role without settings is the common case.
-        Err(GitError::Failed { stderr, .. })
-            if stderr.contains("does not exist")
-                || stderr.contains("exists on disk, but not in") =>
-        {
-            RoleConfig::default()
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let mut context = mirror.archive(&commit)?;
-    drop(mirror);
 
     let recorded_base = pinned.and_then(|(_, base)| base);
     let base_ref = final_base(&dockerfile);
@@ -339,6 +304,78 @@ pub async fn build_role(
         commit,
         base,
         config,
+    })
+}
+
+/// What a role's repository holds at the commit a build uses.
+struct RoleTree {
+    commit: String,
+    dockerfile: String,
+    config: RoleConfig,
+    /// The commit's tree, as a tar archive: the build context.
+    context: Vec<u8>,
+}
+
+/// Mirrors `repo` and reads the commit a build uses from it: `pinned` as
+/// it is, or else what `git_ref` (HEAD when unset) resolves to. Only git
+/// and the filesystem, all of it blocking: run it off the async runtime.
+fn read_role_tree(
+    repo: &str,
+    git_ref: Option<&str>,
+    pinned: Option<&str>,
+) -> Result<RoleTree, RecipeError> {
+    let mirror = Mirror::clone(repo)?;
+    let commit = match pinned {
+        Some(commit) => mirror
+            .resolve(commit)?
+            .filter(|c| c == commit)
+            .ok_or_else(|| RecipeError::CommitUnavailable {
+                source_repo: repo.to_owned(),
+                commit: commit.to_owned(),
+            })?,
+        None => {
+            let git_ref = git_ref.unwrap_or("HEAD");
+            mirror
+                .resolve(git_ref)?
+                .ok_or_else(|| RecipeError::RefNotFound {
+                    source_repo: repo.to_owned(),
+                    git_ref: git_ref.to_owned(),
+                })?
+        }
+    };
+    let dockerfile = mirror
+        .show(&commit, "Dockerfile")
+        .map_err(|_| RecipeError::NoDockerfile {
+            source_repo: repo.to_owned(),
+            commit: commit.clone(),
+        })?;
+    let dockerfile = String::from_utf8_lossy(&dockerfile).into_owned();
+    let config = match mirror.show(&commit, ROLE_CONFIG_FILE) {
+        Ok(text) if text.len() > MAX_ROLE_CONFIG_BYTES => {
+            return Err(RecipeError::RoleConfig(format!(
+                "{ROLE_CONFIG_FILE} is larger than {MAX_ROLE_CONFIG_BYTES} bytes"
+            )));
+        }
+        Ok(text) => role::parse(
+            &format!("{repo} at {commit}: {ROLE_CONFIG_FILE}"),
+            &String::from_utf8_lossy(&text),
+        )
+        .map_err(RecipeError::RoleConfig)?,
+        // A role without settings is the common case.
+        Err(GitError::Failed { stderr, .. })
+            if stderr.contains("does not exist")
+                || stderr.contains("exists on disk, but not in") =>
+        {
+            RoleConfig::default()
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let context = mirror.archive(&commit)?;
+    Ok(RoleTree {
+        commit,
+        dockerfile,
+        config,
+        context,
     })
 }
 

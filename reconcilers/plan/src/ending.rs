@@ -29,7 +29,7 @@ use crate::marker::{Marker, MarkerState};
 use crate::plan::Step;
 use crate::policy::{self, ExitAction};
 use crate::view::SessionSeen;
-use crate::view::acknowledgement_digest;
+use crate::view::{acknowledgement_digest, work_summary};
 
 /// `status.session.reason` of a session the kernel's OOM killer ended.
 pub const REASON_OOM: &str = "oom";
@@ -331,15 +331,36 @@ fn apply_exit_action(
             condition::EXIT_POLICY,
             ConditionStatus::True,
             reason::NON_INTERACTIVE,
-            &format!(
-                "exit policy {}: the isolated checkouts hold unfinished work and nobody was \
-                 attached to ask, so the instance is kept",
-                policy.as_str()
-            ),
+            &kept_unasked(&obj.metadata.name, policy, mounts),
             now,
         );
     }
     obj.settle(phase, SettledBy::ExitPolicy, acknowledged, now);
+}
+
+/// What jackin says of a session kept because nobody was attached to
+/// answer the exit policy's question (the condition, the event, and so the
+/// line of the command that settled it): where each isolated checkout is
+/// on the host and what it holds, and how to return to the session,
+/// inspect the work or discard it. One line.
+pub fn kept_unasked(name: &str, policy: ExitPolicy, mounts: &[MountStatus]) -> String {
+    let checkouts = mounts
+        .iter()
+        .map(|m| match work_summary(m) {
+            work if work.is_empty() => format!("{} ({}: nothing unfinished)", m.path, m.dst),
+            work => format!("{} ({}: {work})", m.path, m.dst),
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    format!(
+        "exit policy {}: {}; kept with its isolated checkouts, on the host at {checkouts}. \
+         `jackin attach {name}` returns to it, `jackin describe {name}` (or the checkout) \
+         shows the work, `jackin set-phase {name} purged` discards it",
+        policy.as_str(),
+        ExitAction::Keep {
+            non_interactive: true
+        },
+    )
 }
 
 #[cfg(test)]
@@ -431,5 +452,37 @@ mod tests {
         let status = obj.status.unwrap();
         assert_eq!(status.stop_requested_at, None);
         assert!(status.session.unwrap().stopped_by_jackin);
+    }
+
+    /// A-FN7: each checkout's path and what it holds, and the three ways
+    /// on, by the instance's name.
+    #[test]
+    fn a_session_kept_unasked_names_its_checkouts_and_the_ways_on() {
+        let mount = |path: &str, dirty: bool| MountStatus {
+            dst: "/w".into(),
+            path: path.into(),
+            dirty_files: if dirty { vec!["?? a".into()] } else { vec![] },
+            ..Default::default()
+        };
+        let said = kept_unasked(
+            "n",
+            ExitPolicy::Ask,
+            &[mount("/a", true), mount("/b", false)],
+        );
+        assert!(
+            said.starts_with("exit policy ask: keep the session"),
+            "{said}"
+        );
+        assert!(
+            said.contains("/a (/w: 1 changed files); /b (/w: nothing unfinished)"),
+            "{said}"
+        );
+        for command in [
+            "jackin attach n",
+            "jackin describe n",
+            "jackin set-phase n purged",
+        ] {
+            assert!(said.contains(&format!("`{command}`")), "{said}");
+        }
     }
 }

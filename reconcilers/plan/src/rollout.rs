@@ -42,7 +42,7 @@ use jackin_api::names::annotation;
 
 use crate::digest::sha256_hex;
 use crate::recipe;
-use crate::view::{Rollout, has_unfinished_work};
+use crate::view::{Rollout, has_unfinished_work, work_summary};
 
 /// What a rollout is decided from.
 #[derive(Debug, Clone, Copy)]
@@ -255,20 +255,6 @@ pub fn retires_checkouts(recipe: &Recipe, mounts: &[MountStatus]) -> bool {
 
 fn engine_name(engine: Option<&str>) -> &str {
     engine.unwrap_or("the default engine")
-}
-
-fn work_summary(status: &MountStatus) -> String {
-    let mut parts = Vec::new();
-    if !status.dirty_files.is_empty() {
-        parts.push(format!("{} changed files", status.dirty_files.len()));
-    }
-    if !status.unpushed_branches.is_empty() {
-        parts.push(format!(
-            "unpushed commits on {}",
-            status.unpushed_branches.join(", ")
-        ));
-    }
-    parts.join(", ")
 }
 
 /// The lines of a rollout's dry run: each recipe field the rollout would

@@ -112,6 +112,22 @@ pub fn has_unfinished_work(status: &MountStatus) -> bool {
     !status.dirty_files.is_empty() || !status.unpushed_branches.is_empty()
 }
 
+/// The unfinished work a mount status shows, in words ("2 changed files,
+/// unpushed commits on b (1 ahead)"); empty when there is none.
+pub fn work_summary(status: &MountStatus) -> String {
+    let mut parts = Vec::new();
+    if !status.dirty_files.is_empty() {
+        parts.push(format!("{} changed files", status.dirty_files.len()));
+    }
+    if !status.unpushed_branches.is_empty() {
+        parts.push(format!(
+            "unpushed commits on {}",
+            status.unpushed_branches.join(", ")
+        ));
+    }
+    parts.join(", ")
+}
+
 /// The digest an acknowledgement must quote: of every mount's evidence.
 /// `None` when no mount has unfinished work (nothing to acknowledge).
 pub fn acknowledgement_digest(mounts: &[MountStatus]) -> Option<String> {
