@@ -513,15 +513,15 @@ fn readme_offline_twin() -> String {
         .expect("the README's offline twin block")
 }
 
-/// The real claude reports its own state through jackin's hooks (issue
-/// 54): unattended at its first prompt, a one-shot `get -o wide` (no
-/// controller, no watcher) says `needs you` as soon as claude's
-/// SessionStart hook ran, though the workspace's screen judgement would
-/// wait an hour, and `describe` names the report; after a reply, detached,
-/// its Stop hook says the same.
-#[test]
-fn claude_reports_it_needs_you_through_its_hooks_with_no_watcher() {
-    let session = AgentSession::new(Cli::Claude, Login::Sync, "hooks", "  workspace: desk\n");
+/// The real agents report their own state through jackin's report
+/// program (issue 54): unattended at its first prompt, a one-shot `get -o
+/// wide` (no controller, no watcher) says `needs you` at once, though the
+/// workspace's screen judgement would wait an hour, and `describe` names
+/// the report (claude's SessionStart hook; codex's start, whose composer
+/// reports nothing); after a reply, detached, the turn's end says the same
+/// (claude's Stop hook, codex's `notify`).
+fn reports_it_needs_you_with_no_watcher(cli: Cli) {
+    let session = AgentSession::new(cli, Login::Sync, "hooks", "  workspace: desk\n");
     session.home.apply(
         "desk",
         "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: desk}\nspec:\n  \
@@ -534,24 +534,25 @@ fn claude_reports_it_needs_you_through_its_hooks_with_no_watcher() {
         wide.lines().nth(1).unwrap_or_default().to_owned()
     };
     let started = Instant::now();
+    let reported = |word: &str| {
+        home.ok(&["describe", &session.name])
+            .contains(&format!("needs you (from the agent's own report: {word})"))
+    };
     eventually(
         Duration::from_secs(120),
-        "claude's report makes it need you",
+        "the report makes it need you",
         || row().ends_with(" needs you"),
     );
     // How soon, for the closing note: the bar is 10 s, never asserted.
-    eprintln!("needs you after {:?} of polling", started.elapsed());
-    let described = home.ok(&["describe", &session.name]);
-    assert!(
-        described.contains("needs you (from the agent's own report: needs-input)"),
-        "{described}"
+    eprintln!(
+        "{} needs you after {:?} of polling",
+        cli.name(),
+        started.elapsed()
     );
-    let settings =
-        std::fs::read_to_string(home.unit(&session.name).join("home/.claude/settings.json"))
-            .unwrap();
     assert!(
-        settings.contains("/jackin/bin/report turn-done"),
-        "{settings}"
+        reported("needs-input"),
+        "{}",
+        home.ok(&["describe", &session.name])
     );
 
     let term = session.first_attach();
@@ -560,10 +561,17 @@ fn claude_reports_it_needs_you_through_its_hooks_with_no_watcher() {
     eventually(
         Duration::from_secs(120),
         "the turn's end is reported",
-        || {
-            home.ok(&["describe", &session.name])
-                .contains("needs you (from the agent's own report: turn-done)")
-        },
+        || reported("turn-done"),
     );
     assert!(row().ends_with(" needs you"));
+}
+
+#[test]
+fn claude_reports_it_needs_you_through_its_hooks_with_no_watcher() {
+    reports_it_needs_you_with_no_watcher(Cli::Claude);
+}
+
+#[test]
+fn codex_reports_it_needs_you_through_its_start_and_notify_with_no_watcher() {
+    reports_it_needs_you_with_no_watcher(Cli::Codex);
 }

@@ -139,3 +139,29 @@ fn a_hostile_report_changes_nothing() {
     assert!(!said.lines().any(|l| l == "report"), "{said}");
     assert!(!report.exists());
 }
+
+/// codex's one `notify` program is jackin's report program, which runs the
+/// operator's own after `--` with codex's argument, once the report is
+/// written; with nothing of the operator's, only the report.
+#[test]
+fn the_report_program_runs_the_operators_notify_after_it() {
+    ensure_busybox();
+    let home = Home::new();
+    patient_workspace(&home);
+    agent(&home, "chain", "echo ready; exec sleep 3600");
+    eventually(Duration::from_secs(60), "it runs", || {
+        attention_line(&home, "chain").contains("from its screen")
+    });
+    let ran = docker(&[
+        "exec",
+        &home.container("chain"),
+        "sh",
+        "-c",
+        "/bin/sh /jackin/bin/report turn-done -- sh -c 'printf %s \"$1\" > $HOME/chained' sh \
+         '{\"type\":\"agent-turn-complete\"}' </dev/null; cat $HOME/chained; echo; \
+         /bin/sh /jackin/bin/report working -- '{\"only\":\"codex\"}' </dev/null; echo code-$?",
+    ]);
+    assert_eq!(ran, "{\"type\":\"agent-turn-complete\"}\ncode-0", "{ran}");
+    let report = std::fs::read_to_string(home.unit("chain").join("state/report")).unwrap();
+    assert!(report.starts_with("working "), "{report}");
+}

@@ -99,6 +99,12 @@ pub struct AgentSpec {
     /// (`jackin rollout --new-conversation`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub conversations_by_directory: bool,
+    /// Whether the agent opens on a prompt that waits for input and
+    /// reports nothing there (codex's composer): each start then stands
+    /// for its `needs-input` report, until the agent reports or prints
+    /// well after it (see `jackin_plan::attention`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub first_prompt_waits: bool,
     /// Dockerfile instructions that install the agent (`RUN npm install -g
     /// …`). When the role image lacks the agent's program, jackin builds a
     /// derived image, the role image with these on top (run as root), once
@@ -279,6 +285,8 @@ pub fn builtin() -> Vec<Agent> {
                 // the transcript under projects/<cwd>/ only (as `--continue`
                 // does): from another directory the id is unknown.
                 conversations_by_directory: true,
+                // Its SessionStart hook reports it waits (settings `reports`).
+                first_prompt_waits: false,
                 // Claude Code's npm package (docs.claude.com/en/docs/claude-code/setup);
                 // the role image needs Node.js 18 or later.
                 install: args(&["RUN npm install -g @anthropic-ai/claude-code"]),
@@ -376,6 +384,8 @@ pub fn builtin() -> Vec<Agent> {
                 // running Codex CLI").
                 install: args(&["RUN npm install -g @openai/codex"]),
                 settings: builtin_settings("codex"),
+                // It opens on its composer, and reports nothing there.
+                first_prompt_waits: true,
                 operator_config: operator_config::builtin("codex"),
                 ..Default::default()
             },
@@ -397,6 +407,7 @@ pub fn builtin() -> Vec<Agent> {
                 // directory>/chats/ (geminicli.com/docs/cli/session-management):
                 // by id or latest, only the directory's own are found.
                 conversations_by_directory: true,
+                first_prompt_waits: false,
                 // The npm package (github.com/google-gemini/gemini-cli,
                 // "Quick Install"); Node.js 20 or later.
                 install: args(&["RUN npm install -g @google/gemini-cli"]),
@@ -645,6 +656,26 @@ fn builtin_settings(agent: &str) -> Vec<AgentSetting> {
                     &["sandbox_mode"],
                     "danger-full-access".into(),
                 ),
+                // codex runs one `notify` program after each turn, with
+                // the event's JSON as its last argument (codex config
+                // reference, `notify`; 0.147.0 tells agent-turn-complete
+                // only): jackin's report program goes first in the argv
+                // and runs the operator's own after `--`, if there is one.
+                AgentSetting {
+                    merge: SettingMerge::Prepend,
+                    ..setting(
+                        "reports",
+                        "config.toml",
+                        SettingFormat::Toml,
+                        &["notify"],
+                        serde_json::json!([
+                            "/bin/sh",
+                            crate::names::REPORT_PROGRAM,
+                            "turn-done",
+                            "--"
+                        ]),
+                    )
+                },
             ]
         }
         "gemini" => {

@@ -39,8 +39,9 @@ pub struct AgentSetting {
     /// How the value goes in: `set` (the default) replaces what is there;
     /// `append` adds each item of a list value that the list there lacks,
     /// and of a map value, so for each of its keys, beside what the agent
-    /// or the operator put there (claude's `hooks`, a list per event).
-    /// JSON files only.
+    /// or the operator put there (claude's `hooks`, a list per event);
+    /// `prepend` puts a list value before the list there, once (codex's
+    /// `notify` argv: jackin's program first, which runs the operator's).
     #[serde(default, skip_serializing_if = "SettingMerge::is_set")]
     pub merge: SettingMerge,
 }
@@ -55,6 +56,8 @@ pub enum SettingMerge {
     /// Each item of a list is added to the list there, once; a map's
     /// keys each so.
     Append,
+    /// The list goes before the list there, unless that begins with it.
+    Prepend,
 }
 
 impl SettingMerge {
@@ -189,8 +192,9 @@ pub fn problems(settings: &[AgentSetting], at: &str, taken: &[&str]) -> Vec<(Str
         if holds_null(&setting.value.0) {
             problem("value", "expected a value: null sets nothing");
         }
-        if setting.merge == SettingMerge::Append && setting.format != SettingFormat::Json {
-            problem("merge", "expected set: only a JSON setting appends");
+        let list = matches!(setting.value.0, serde_json::Value::Array(_));
+        if setting.merge == SettingMerge::Prepend && !list {
+            problem("merge", "expected a list value to prepend");
         }
     }
     out

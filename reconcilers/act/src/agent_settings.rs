@@ -159,10 +159,7 @@ pub fn apply(target: &Target<'_>, setting: &AgentSetting) -> Result<bool, String
     let value = &setting.value.0;
     let written = match setting.format {
         SettingFormat::Json => set_json(existing.as_deref(), &key, value, setting.merge),
-        SettingFormat::Toml if !setting.merge.is_set() => {
-            Err("only a JSON setting appends to a list".to_owned())
-        }
-        SettingFormat::Toml => set_toml(existing.as_deref(), &key, value),
+        SettingFormat::Toml => set_toml(existing.as_deref(), &key, value, setting.merge),
     }
     .map_err(left)?;
     let Some(bytes) = written else {
@@ -205,22 +202,48 @@ fn set_json(
             AgentSetting::shown_key(parents)
         ));
     };
-    let value = match (merge, map.get(last)) {
-        (SettingMerge::Set, _) | (SettingMerge::Append, None) => value.clone(),
-        (SettingMerge::Append, Some(found)) => appended(found, value).ok_or_else(|| {
-            format!(
-                "{} does not hold lists where the setting adds to them",
-                AgentSetting::shown_key(key)
-            )
-        })?,
-    };
-    if map.get(last) == Some(&value) {
+    let Some(value) = merged(merge, map.get(last), value, key)? else {
         return Ok(None);
-    }
+    };
     map.insert(last.clone(), value);
     let mut bytes = serde_json::to_vec_pretty(&document).expect("JSON serializes");
     bytes.push(b'\n');
     Ok(Some(bytes))
+}
+
+/// What `merge` makes of `value` over `found`, what the key holds now:
+/// `None` when that is what it holds already.
+fn merged(
+    merge: SettingMerge,
+    found: Option<&Value>,
+    value: &Value,
+    key: &[String],
+) -> Result<Option<Value>, String> {
+    let shown = || AgentSetting::shown_key(key);
+    let new = match (merge, found) {
+        (SettingMerge::Set, _) | (_, None) => value.clone(),
+        (SettingMerge::Append, Some(found)) => appended(found, value).ok_or_else(|| {
+            format!(
+                "{} does not hold lists where the setting adds to them",
+                shown()
+            )
+        })?,
+        (SettingMerge::Prepend, Some(found)) => prepended(found, value)
+            .ok_or_else(|| format!("{} is not a list to put the setting's before", shown()))?,
+    };
+    Ok((found != Some(&new)).then_some(new))
+}
+
+/// The list `value` followed by the list `found`, unless `found` begins
+/// with it already (then `found` as it is). `None` when either is no list.
+fn prepended(found: &Value, value: &Value) -> Option<Value> {
+    let (Value::Array(found), Value::Array(first)) = (found, value) else {
+        return None;
+    };
+    if found.starts_with(first) {
+        return Some(Value::Array(found.clone()));
+    }
+    Some(Value::Array(first.iter().chain(found).cloned().collect()))
 }
 
 /// `found` with what `added` holds added: each item of a list that the list
@@ -256,13 +279,13 @@ fn set_toml(
     existing: Option<&[u8]>,
     key: &[String],
     value: &Value,
+    merge: SettingMerge,
 ) -> Result<Option<Vec<u8>>, String> {
     let text = std::str::from_utf8(existing.unwrap_or_default())
         .map_err(|_| "is not UTF-8 text, so not TOML".to_owned())?;
     let mut document: toml_edit::DocumentMut = text
         .parse()
         .map_err(|e: toml_edit::TomlError| format!("is not TOML ({})", e.message()))?;
-    let wanted = toml_value(value)?;
     let (last, parents) = key.split_last().expect("a key has a part");
     let mut at: &mut dyn toml_edit::TableLike = document.as_table_mut();
     let mut inline = false;
@@ -283,12 +306,18 @@ fn set_toml(
     }
     match at.get_mut(last) {
         Some(toml_edit::Item::Value(current)) => {
-            if same_toml(current, value) {
+            // A value TOML has and JSON has not (a date) is replaced by a
+            // set, and is no list to merge with.
+            let found = json_of(current);
+            let Some(new) = (match (merge, found) {
+                (SettingMerge::Set, None) => Some(value.clone()),
+                (_, found) => merged(merge, found.as_ref(), value, key)?,
+            }) else {
                 return Ok(None);
-            }
+            };
             // The line's own comment stays beside the new value.
             let decor = current.decor().clone();
-            *current = wanted;
+            *current = toml_value(&new)?;
             *current.decor_mut() = decor;
         }
         Some(_) => {
@@ -298,16 +327,10 @@ fn set_toml(
             ));
         }
         None => {
-            at.insert(last, toml_edit::Item::Value(wanted));
+            at.insert(last, toml_edit::Item::Value(toml_value(value)?));
         }
     }
     Ok(Some(document.to_string().into_bytes()))
-}
-
-/// Whether a TOML value says `value`, whatever its formatting (a literal
-/// or a basic string, a comment).
-fn same_toml(current: &toml_edit::Value, value: &Value) -> bool {
-    json_of(current).as_ref() == Some(value)
 }
 
 /// A TOML value as JSON; `None` for a date, which no setting sets.

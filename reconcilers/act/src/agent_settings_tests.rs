@@ -290,3 +290,45 @@ fn report_hooks_are_added_beside_the_operators_own_once() {
         r#"{"hooks": {"Stop": "not a list"}}"#
     );
 }
+
+/// Issue 54: codex's one `notify` program becomes jackin's report program,
+/// which runs the operator's own after `--`: put before it once, set where
+/// there is none, and a `notify` that is not a list is left alone.
+#[test]
+fn the_report_program_goes_before_the_operators_notify_once() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".codex")).unwrap();
+    let config = home.path().join(".codex/config.toml");
+    std::fs::write(
+        &config,
+        "# mine\nnotify = [\"notify-send\", \"done\"] # ping me\n",
+    )
+    .unwrap();
+    let reports = builtin("codex", "reports");
+    let at = target(home.path(), ".codex");
+    assert_eq!(apply(&at, &reports), Ok(true));
+    let written = read(home.path(), ".codex/config.toml");
+    assert!(
+        written.contains(
+            "notify = [\"/bin/sh\", \"/jackin/bin/report\", \"turn-done\", \"--\", \"notify-send\", \
+             \"done\"] # ping me"
+        ),
+        "{written}"
+    );
+    assert!(written.starts_with("# mine\n"), "{written}");
+    assert_eq!(apply(&at, &reports), Ok(false), "once");
+    std::fs::write(&config, "model = \"m\"\n").unwrap();
+    assert_eq!(apply(&at, &reports), Ok(true));
+    let written = read(home.path(), ".codex/config.toml");
+    assert!(
+        written.contains("notify = [\"/bin/sh\", \"/jackin/bin/report\", \"turn-done\", \"--\"]"),
+        "{written}"
+    );
+    std::fs::write(&config, "notify = \"mine\"\n").unwrap();
+    let refused = apply(&at, &reports).unwrap_err();
+    assert!(refused.contains("is not a list"), "{refused}");
+    assert_eq!(
+        read(home.path(), ".codex/config.toml"),
+        "notify = \"mine\"\n"
+    );
+}

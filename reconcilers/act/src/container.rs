@@ -287,6 +287,12 @@ async fn write_start_plan(
         ladder::note_start(conversation, &rungs, now);
     }
     let (writing, unit) = (layout.clone(), container.to_owned());
+    // Only the agent's own program opens on its prompt.
+    let waits = status.recipe.as_ref().is_some_and(|r| {
+        r.agent.as_ref().is_some_and(|a| {
+            a.spec.first_prompt_waits && recipe::runs_agent_program(&r.command, &a.spec.launch)
+        })
+    });
     let credentials = status.recipe.as_ref().and_then(|r| r.credentials.clone());
     let setup = status.recipe.as_ref().and_then(|r| r.setup.clone());
     let skip_setup = obj
@@ -304,7 +310,8 @@ async fn write_start_plan(
         // The wrapper runs the token login steps before the plan's rungs.
         token_login::write_before_start(&writing, &unit, credentials.as_ref(), AGENT_HOME)
             .map_err(io(&token_login::login_file(&writing, &unit)))?;
-        resume::write_plan(&writing, &unit, &rungs).map_err(io(&resume::plan_file(&writing, &unit)))
+        resume::write_plan(&writing, &unit, &rungs, waits)
+            .map_err(io(&resume::plan_file(&writing, &unit)))
     })
     .await?;
     Ok(())

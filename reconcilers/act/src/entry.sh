@@ -152,6 +152,9 @@ if [ -r "$plan" ]; then
   grace=$(sed -n 's/^grace \([0-9][0-9]*\)$/\1/p' "$plan")
   grace=${grace:-15}
   rungs=$(grep -c '^rung ' "$plan")
+  # An agent whose first prompt waits and reports nothing: each start
+  # stands for its report that it waits (the report program's own words).
+  waits=$(grep -c '^waits$' "$plan")
   # One way to start needs no report: jackin knew it when it started.
   [ "$rungs" -gt 1 ] || report=/dev/null
   stamp="$(date +%s)-$(cat /proc/sys/kernel/random/uuid 2>/dev/null || echo $$)"
@@ -176,6 +179,7 @@ if [ -r "$plan" ]; then
     settles=$((t0 + grace))
     [ "$i" -lt "$rungs" ] || settles=$t0
     printf 'try %s %s\n' "$kind" "$settles" >> "$report"
+    [ "$waits" -eq 0 ] || /bin/sh /jackin/bin/report needs-input < /dev/null
     if [ "$i" -eq "$rungs" ]; then
       "$@"
       code=$?

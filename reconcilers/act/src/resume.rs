@@ -72,8 +72,12 @@ pub fn write_plan(
     layout: &Layout,
     container: &str,
     rungs: &[(StartKind, Vec<String>)],
+    waits: bool,
 ) -> std::io::Result<()> {
-    write_atomic(&plan_file(layout, container), render_plan(rungs).as_bytes())
+    write_atomic(
+        &plan_file(layout, container),
+        render_plan(rungs, waits).as_bytes(),
+    )
 }
 
 /// The largest report read; a start writes a few hundred bytes.

@@ -156,14 +156,19 @@ pub fn skipped_rungs(agent: &PinnedAgent) -> Vec<(StartKind, String)> {
     .collect()
 }
 
-/// The plan as the wrapper reads it: `grace N`, then per rung a `rung KIND`
-/// line followed by one `arg VALUE` line per argv element. Validation keeps
-/// line breaks out of every element, so each line is one element, read
-/// with `read -r` and never evaluated by a shell.
-pub fn render_plan(rungs: &[(StartKind, Vec<String>)]) -> String {
+/// The plan as the wrapper reads it: `grace N`, `waits` when the agent's
+/// first prompt waits unreported (the wrapper reports `needs-input` as it
+/// starts each rung), then per rung a `rung KIND` line followed by one
+/// `arg VALUE` line per argv element. Validation keeps line breaks out of
+/// every element, so each line is one element, read with `read -r` and
+/// never evaluated by a shell.
+pub fn render_plan(rungs: &[(StartKind, Vec<String>)], waits: bool) -> String {
     let mut out = format!(
         "# written by jackin before each start; read by the entry wrapper\ngrace {GRACE_SECS}\n"
     );
+    if waits {
+        out.push_str("waits\n");
+    }
     for (kind, argv) in rungs {
         out.push_str(&format!("rung {kind}\n"));
         for arg in argv {
@@ -669,7 +674,7 @@ mod tests {
     fn an_id_with_shell_metacharacters_is_one_plan_line() {
         let r = recipe("claude", Strategy::Id);
         let id = "a b;$(touch /x)'\"`*";
-        let plan = render_plan(&ladder(&r, Some(&conversation(Some(id), None))));
+        let plan = render_plan(&ladder(&r, Some(&conversation(Some(id), None))), false);
         assert!(
             plan.contains(&format!("\narg --session-id\narg {id}\n")),
             "{plan}"
