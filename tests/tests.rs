@@ -45,6 +45,7 @@ mod publication;
 mod replay;
 mod reserved;
 mod restricted;
+mod roles;
 mod rollout;
 mod saved_sessions;
 mod scale;

@@ -4,9 +4,11 @@
 //! wants and how two recipes differ is `jackin_plan::recipe`'s; this module
 //! asks git and the engine, and every way that can fail is a [`RecipeError`].
 //!
-//! A first launch resolves the role's ref to a commit in a bare mirror of the
-//! repository, archives that commit's tree as the build context, and records
-//! the image its Dockerfile's final `FROM` names, with its id. A tier-3 rebuild
+//! A first launch resolves the role's ref to a commit in the role source's
+//! checkout in the `roles/` cache (cloned once, fetched at each build; when
+//! the source cannot be reached, the checkout serves as it is), archives
+//! that commit's tree as the build context, and records the image its
+//! Dockerfile's final `FROM` names, with its id. A tier-3 rebuild
 //! archives the pinned commit, never the ref's head, and rewrites the final
 //! `FROM` to the recorded base id while that image is still there, so a moved
 //! base tag does not change the session either.
@@ -17,7 +19,7 @@ use std::io::Read;
 use jackin_api::instance::RoleSource;
 use jackin_api::names::label;
 use jackin_api::role::{self, ROLE_CONFIG_FILE, RoleConfig};
-use jackin_checkouts::git::{GitError, Mirror};
+use jackin_checkouts::git::{GitError, RoleCheckout};
 use jackin_engine::{Engine, EngineError};
 use jackin_plan::recipe::{RoleWideningRefused, UnknownProvider};
 
@@ -92,6 +94,15 @@ pub struct BuiltImage {
     pub base: Option<String>,
     /// The role's settings at the commit (its `jackin.role.yaml`).
     pub config: RoleConfig,
+    /// Why the source could not be fetched, when the build used the
+    /// `roles/` cache's checkout as it was.
+    pub unreachable: Option<String>,
+}
+
+/// The name of a role source's checkout in the `roles/` cache: a digest of
+/// its URL, so one source has one checkout whichever roles name it.
+pub fn role_checkout_key(git: &str) -> String {
+    jackin_plan::digest::sha256_hex(git.as_bytes(), 8)
 }
 
 /// The largest `jackin.role.yaml` read.
@@ -243,48 +254,66 @@ pub async fn derive_agent_image(
     })
 }
 
-/// Builds the role's image. A first launch resolves `source.ref` (the
-/// repository's HEAD when unset); a tier-3 rebuild passes the pinned commit
-/// and base, which are used as they are, never re-resolved.
-pub async fn build_role(
-    engine: &Engine,
-    home_id: &str,
-    role: &str,
+/// What a build reads of the role's checkout, at the commit it pins.
+struct RoleTree {
+    commit: String,
+    dockerfile: String,
+    config: RoleConfig,
+    context: Vec<u8>,
+    /// Why the source could not be fetched, when the cached checkout had
+    /// what the build needed all the same.
+    unreachable: Option<String>,
+}
+
+/// Reads the role at the commit to build, in its checkout at `dir` (the
+/// `roles/` cache): a first launch fetches and resolves `source.ref`; a
+/// rebuild fetches only when the pinned commit is not there yet. When the
+/// source cannot be read, the checkout's own refs and commits serve.
+fn read_role(
+    dir: &std::path::Path,
     source: &RoleSource,
-    pinned: Option<(&str, Option<&str>)>,
-    progress: &mut (dyn FnMut(&str) + Send),
-) -> Result<BuiltImage, RecipeError> {
-    let repo = source.git.clone();
-    let mirror = {
-        let repo = repo.clone();
-        jackin_files::offload::blocking(move || Mirror::clone(&repo)).await?
+    pinned: Option<&str>,
+) -> Result<RoleTree, RecipeError> {
+    let repo = &source.git;
+    let checkout = RoleCheckout::open(dir, repo)?;
+    let present = |c: &str| checkout.resolve(Some(c)).map(|r| r.as_deref() == Some(c));
+    let fetched = match pinned {
+        _ if checkout.cloned => Ok(()),
+        Some(commit) if present(commit)? => Ok(()),
+        _ => checkout.fetch(source.git_ref.is_none()),
     };
-    let commit = match pinned {
-        Some((commit, _)) => mirror
-            .resolve(commit)?
-            .filter(|c| c == commit)
-            .ok_or_else(|| RecipeError::CommitUnavailable {
-                source_repo: repo.clone(),
-                commit: commit.to_owned(),
-            })?,
-        None => {
-            let git_ref = source.git_ref.as_deref().unwrap_or("HEAD");
-            mirror
-                .resolve(git_ref)?
-                .ok_or_else(|| RecipeError::RefNotFound {
+    let commit =
+        match pinned {
+            Some(commit) => checkout
+                .resolve(Some(commit))?
+                .filter(|c| c == commit)
+                .ok_or_else(|| RecipeError::CommitUnavailable {
                     source_repo: repo.clone(),
-                    git_ref: git_ref.to_owned(),
-                })?
-        }
+                    commit: commit.to_owned(),
+                }),
+            None => checkout.resolve(source.git_ref.as_deref())?.ok_or_else(|| {
+                RecipeError::RefNotFound {
+                    source_repo: repo.clone(),
+                    git_ref: source.git_ref.clone().unwrap_or_else(|| "HEAD".into()),
+                }
+            }),
+        };
+    // The cache lacks what the build needs: the source's own error says why.
+    let (commit, unreachable) = match (commit, fetched) {
+        (Ok(commit), fetched) => (commit, fetched.err().map(|e| e.to_string())),
+        (Err(_), Err(e)) => return Err(e.into()),
+        (Err(e), Ok(())) => return Err(e),
     };
-    let dockerfile = mirror
-        .show(&commit, "Dockerfile")
-        .map_err(|_| RecipeError::NoDockerfile {
-            source_repo: repo.clone(),
-            commit: commit.clone(),
-        })?;
+    checkout.check_out(&commit)?;
+    let dockerfile =
+        checkout
+            .show(&commit, "Dockerfile")
+            .map_err(|_| RecipeError::NoDockerfile {
+                source_repo: repo.clone(),
+                commit: commit.clone(),
+            })?;
     let dockerfile = String::from_utf8_lossy(&dockerfile).into_owned();
-    let config = match mirror.show(&commit, ROLE_CONFIG_FILE) {
+    let config = match checkout.show(&commit, ROLE_CONFIG_FILE) {
         Ok(text) if text.len() > MAX_ROLE_CONFIG_BYTES => {
             return Err(RecipeError::RoleConfig(format!(
                 "{ROLE_CONFIG_FILE} is larger than {MAX_ROLE_CONFIG_BYTES} bytes"
@@ -304,8 +333,45 @@ pub async fn build_role(
         }
         Err(e) => return Err(e.into()),
     };
-    let mut context = mirror.archive(&commit)?;
-    drop(mirror);
+    let context = checkout.archive(&commit)?;
+    Ok(RoleTree {
+        commit,
+        dockerfile,
+        config,
+        context,
+        unreachable,
+    })
+}
+
+/// Builds the role's image from its checkout in the `roles/` cache (at
+/// `roles`, the cache's directory of this source). A first launch resolves
+/// `source.ref` (the repository's HEAD when unset); a tier-3 rebuild passes
+/// the pinned commit and base, which are used as they are, never re-resolved.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "each is one fact of the build; a struct would only rename them"
+)]
+pub async fn build_role(
+    engine: &Engine,
+    home_id: &str,
+    checkout_dir: &std::path::Path,
+    role: &str,
+    source: &RoleSource,
+    pinned: Option<(&str, Option<&str>)>,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<BuiltImage, RecipeError> {
+    let tree = {
+        let (dir, source) = (checkout_dir.to_owned(), source.clone());
+        let commit = pinned.map(|(c, _)| c.to_owned());
+        jackin_files::offload::blocking(move || read_role(&dir, &source, commit.as_deref())).await?
+    };
+    let RoleTree {
+        commit,
+        dockerfile,
+        config,
+        mut context,
+        unreachable,
+    } = tree;
 
     let recorded_base = pinned.and_then(|(_, base)| base);
     let base_ref = final_base(&dockerfile);
@@ -339,6 +405,7 @@ pub async fn build_role(
         commit,
         base,
         config,
+        unreachable,
     })
 }
 

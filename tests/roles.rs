@@ -1,0 +1,102 @@
+//! Roles as a library: the `roles/` cache under `JACKIN_HOME` holds one
+//! checkout per role source, cloned once, fetched when the ref moves,
+//! refused when someone changed it, and built from when the source cannot
+//! be reached.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+use support::{Home, RoleRepo, ensure_busybox};
+
+/// The one checkout in the home's `roles/` cache.
+fn the_checkout(home: &Home) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(home.path().join("roles"))
+        .expect("the roles/ cache")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs.into_iter().next().unwrap()
+}
+
+fn role_commit(home: &Home, name: &str) -> String {
+    home.object(name)["status"]["recipe"]["roleCommit"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A second build of the source reuses its checkout (the same directory,
+/// never cloned again) and fetches the ref that moved meanwhile; the work
+/// tree is left at the commit built.
+#[test]
+fn the_cache_is_cloned_once_and_follows_the_ref() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::new("first");
+    home.apply("a", &role.instance_yaml("a"));
+    let checkout = the_checkout(&home);
+    let inode = std::fs::metadata(&checkout).unwrap().ino();
+    let moved = role.commit_marker("second");
+    home.apply("b", &role.instance_yaml("b"));
+    assert_eq!(role_commit(&home, "b"), moved);
+    assert_eq!(the_checkout(&home), checkout);
+    assert_eq!(
+        std::fs::metadata(&checkout).unwrap().ino(),
+        inode,
+        "the checkout was cloned again"
+    );
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("marker")).unwrap(),
+        "second"
+    );
+}
+
+/// A checkout someone edited is refused, naming it and what to do; the
+/// edit is left as it was.
+#[test]
+fn a_changed_checkout_is_refused() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::new("edited");
+    home.apply("a", &role.instance_yaml("a"));
+    let checkout = the_checkout(&home);
+    std::fs::write(checkout.join("marker"), "edited by hand").unwrap();
+    let input = home.write_input("b.yaml", &role.instance_yaml("b"));
+    let err = home.fails(&["apply", "--timeout", "2m", input.to_str().unwrap()]);
+    assert!(
+        err.contains(&format!(
+            "the role's cached checkout {} has changes jackin did not make",
+            checkout.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("git -C"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(checkout.join("marker")).unwrap(),
+        "edited by hand"
+    );
+}
+
+/// The source gone: the role is built from the cached checkout at the
+/// commit it last had, and the event says so.
+#[test]
+fn a_source_that_cannot_be_reached_is_built_from_the_cache() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::new("gone");
+    home.apply("a", &role.instance_yaml("a"));
+    let commit = role_commit(&home, "a");
+    std::fs::remove_dir_all(role.path().join(".git")).unwrap();
+    home.apply("b", &role.instance_yaml("b"));
+    assert_eq!(role_commit(&home, "b"), commit);
+    let events = std::fs::read_to_string(home.unit("b").join(".jackin/events.jsonl")).unwrap();
+    assert!(
+        events.contains("RoleSourceUnreachable")
+            && events.contains(&format!(
+                "could not be reached; built from the cached checkout {} at {commit}",
+                the_checkout(&home).display()
+            )),
+        "{events}"
+    );
+}
