@@ -5,6 +5,7 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
+use std::process::Command;
 
 use support::{Home, RoleRepo, ensure_busybox};
 
@@ -99,4 +100,27 @@ fn a_source_that_cannot_be_reached_is_built_from_the_cache() {
             )),
         "{events}"
     );
+}
+
+/// The manifest names the Dockerfile's path: the role builds from it, with
+/// the repository's root as the context, and none at the root.
+#[test]
+fn the_manifest_names_the_dockerfile() {
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::new("elsewhere");
+    std::fs::create_dir(role.path().join("docker")).unwrap();
+    role.git(&["mv", "Dockerfile", "docker/Dockerfile"]);
+    std::fs::write(
+        role.path().join("jackin.role.yaml"),
+        "dockerfile: docker/Dockerfile\n",
+    )
+    .unwrap();
+    role.commit_marker("moved");
+    home.apply("a", &role.instance_yaml("a"));
+    let out = Command::new("docker")
+        .args(["exec", &home.container("a"), "cat", "/marker"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "moved");
 }

@@ -273,6 +273,37 @@ fn parse_as<K, D>(
     }
 }
 
+/// Reads `text` as one document of `T` that is not an object (a role's
+/// `jackin.role.yaml`): every error is placed as an object's are, with its
+/// line, column and field, the type's own ones and then `check`'s. A
+/// document of nothing (or only comments) is `T`'s default.
+pub fn parse_plain<T>(
+    source: &str,
+    text: &str,
+    check: impl FnOnce(&T) -> Result<(), Vec<FieldError>>,
+) -> Result<T, Vec<ManifestError>>
+where
+    T: for<'de> Deserialize<'de> + Default,
+{
+    let doc = Document {
+        text: text.to_owned(),
+        first_line: 1,
+        line_offset: 0,
+    };
+    let value = match typed::<Option<serde_json::Value>>(source, &doc)? {
+        None => T::default(),
+        Some(_) => {
+            let read = typed_all::<T, T>(source, &doc, |t| t);
+            match read.object {
+                Some(value) if read.errors.is_empty() => value,
+                _ => return Err(read.errors),
+            }
+        }
+    };
+    check(&value).map_err(|errors| locate(source, &doc, errors))?;
+    Ok(value)
+}
+
 /// A document's errors, and its object read without the fields at fault
 /// when it could be read at all.
 struct Faults {

@@ -49,8 +49,15 @@ pub enum RecipeError {
     RoleWideningRefused(Box<RoleWideningRefused>),
     #[error("the role's settings are not valid: {0}")]
     RoleConfig(String),
-    #[error("{source_repo} has no Dockerfile at {commit}")]
-    NoDockerfile { source_repo: String, commit: String },
+    #[error(
+        "{source_repo} has no {path} at {commit}: commit one there, or name the Dockerfile's \
+         path in its jackin.role.yaml (`dockerfile:`)"
+    )]
+    NoDockerfile {
+        source_repo: String,
+        commit: String,
+        path: String,
+    },
     #[error(transparent)]
     Git(#[from] GitError),
     #[error(transparent)]
@@ -164,14 +171,17 @@ pub fn pin_final_base(dockerfile: &str, image: &str) -> String {
     out
 }
 
-/// A tar archive with the file at `path` replaced by `contents`.
+/// A tar archive with the file at `path` replaced by `contents`, or
+/// added when it has none.
 fn replace_in_tar(archive: &[u8], path: &str, contents: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut input = tar::Archive::new(archive);
     let mut output = tar::Builder::new(Vec::new());
+    let mut found = false;
     for entry in input.entries()? {
         let mut entry = entry?;
         let mut header = entry.header().clone();
         if entry.path()?.to_str() == Some(path) {
+            found = true;
             header.set_size(contents.len() as u64);
             header.set_cksum();
             output.append(&header, contents)?;
@@ -180,6 +190,13 @@ fn replace_in_tar(archive: &[u8], path: &str, contents: &[u8]) -> std::io::Resul
             entry.read_to_end(&mut data)?;
             output.append(&header, data.as_slice())?;
         }
+    }
+    if !found {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(contents.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        output.append_data(&mut header, path, contents)?;
     }
     output.into_inner()
 }
@@ -305,14 +322,6 @@ fn read_role(
         (Err(e), Ok(())) => return Err(e),
     };
     checkout.check_out(&commit)?;
-    let dockerfile =
-        checkout
-            .show(&commit, "Dockerfile")
-            .map_err(|_| RecipeError::NoDockerfile {
-                source_repo: repo.clone(),
-                commit: commit.clone(),
-            })?;
-    let dockerfile = String::from_utf8_lossy(&dockerfile).into_owned();
     let config = match checkout.show(&commit, ROLE_CONFIG_FILE) {
         Ok(text) if text.len() > MAX_ROLE_CONFIG_BYTES => {
             return Err(RecipeError::RoleConfig(format!(
@@ -333,7 +342,21 @@ fn read_role(
         }
         Err(e) => return Err(e.into()),
     };
-    let context = checkout.archive(&commit)?;
+    let path = config.dockerfile();
+    let dockerfile = checkout
+        .show(&commit, path)
+        .map_err(|_| RecipeError::NoDockerfile {
+            source_repo: repo.clone(),
+            commit: commit.clone(),
+            path: path.to_owned(),
+        })?;
+    let mut context = checkout.archive(&commit)?;
+    // The engine builds the context's `Dockerfile`: the one the manifest
+    // names takes its place.
+    if path != role::DEFAULT_DOCKERFILE {
+        context = replace_in_tar(&context, role::DEFAULT_DOCKERFILE, &dockerfile)?;
+    }
+    let dockerfile = String::from_utf8_lossy(&dockerfile).into_owned();
     Ok(RoleTree {
         commit,
         dockerfile,
@@ -437,8 +460,22 @@ mod tests {
         );
     }
 
-    /// A changed mode or set is drift, said once; a session pinned before
-    /// the hand-off existed reports none for it.
+    /// The manifest's Dockerfile becomes the context's when the
+    /// repository has none at its root.
+    #[test]
+    fn a_missing_tar_entry_is_added() {
+        let archive = tar::Builder::new(Vec::new()).into_inner().unwrap();
+        let added = replace_in_tar(&archive, "Dockerfile", b"FROM b\n").unwrap();
+        let mut entries = tar::Archive::new(added.as_slice());
+        let mut entry = entries.entries().unwrap().next().unwrap().unwrap();
+        let mut text = String::new();
+        entry.read_to_string(&mut text).unwrap();
+        assert_eq!(
+            (entry.path().unwrap().to_str(), text.as_str()),
+            (Some("Dockerfile"), "FROM b\n")
+        );
+    }
+
     #[test]
     fn tar_entries_are_replaced() {
         let mut builder = tar::Builder::new(Vec::new());
