@@ -124,3 +124,62 @@ fn the_manifest_names_the_dockerfile() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "moved");
 }
+
+/// `role validate` reports every fault of the manifest and the Dockerfile
+/// with its file, line and column, and exits 1.
+#[test]
+fn validate_places_each_error() {
+    let home = Home::new();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("jackin.role.yaml"),
+        "agents:\n  - Claude\nenvv: []\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("Dockerfile"), "FROM busybox\nFRM x\n").unwrap();
+    let err = home.fails(&["role", "validate", dir.path().to_str().unwrap()]);
+    let manifest = dir.path().join("jackin.role.yaml");
+    assert!(
+        err.contains(&format!(
+            "{}:2:5: field `agents[0]`: invalid name",
+            manifest.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{}:3:1: field `envv`: unknown field",
+            manifest.display()
+        )),
+        "{err}"
+    );
+    std::fs::write(&manifest, "dockerfile: Dockerfile\n").unwrap();
+    let err = home.fails(&["role", "validate", dir.path().to_str().unwrap()]);
+    assert!(
+        err.contains(&format!(
+            "{}:2:1: unknown instruction \"FRM\"",
+            dir.path().join("Dockerfile").display()
+        )),
+        "{err}"
+    );
+}
+
+/// `role init` writes a starter role that `role validate` passes, and
+/// overwrites nothing the second time.
+#[test]
+fn init_writes_a_role_that_validates() {
+    let home = Home::new();
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("starter");
+    let dir = dir.to_str().unwrap();
+    home.ok(&["role", "init", dir]);
+    let out = home.ok(&["role", "validate", dir]);
+    assert!(out.contains("valid"), "{out}");
+    let manifest = std::fs::read_to_string(parent.path().join("starter/jackin.role.yaml")).unwrap();
+    let err = home.fails(&["role", "init", dir]);
+    assert!(err.contains("exists"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(parent.path().join("starter/jackin.role.yaml")).unwrap(),
+        manifest
+    );
+}

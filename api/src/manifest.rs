@@ -275,7 +275,7 @@ fn parse_as<K, D>(
 
 /// Reads `text` as one document of `T` that is not an object (a role's
 /// `jackin.role.yaml`): every error is placed as an object's are, with its
-/// line, column and field, the type's own ones and then `check`'s. A
+/// line, column and field, the type's own ones and `check`'s. A
 /// document of nothing (or only comments) is `T`'s default.
 pub fn parse_plain<T>(
     source: &str,
@@ -290,18 +290,27 @@ where
         first_line: 1,
         line_offset: 0,
     };
-    let value = match typed::<Option<serde_json::Value>>(source, &doc)? {
-        None => T::default(),
-        Some(_) => {
-            let read = typed_all::<T, T>(source, &doc, |t| t);
-            match read.object {
-                Some(value) if read.errors.is_empty() => value,
-                _ => return Err(read.errors),
-            }
-        }
+    if typed::<Option<serde_json::Value>>(source, &doc)?.is_none() {
+        return Ok(T::default());
+    }
+    let read = typed_all::<T, T>(source, &doc, |t| t);
+    let mut errors = read.errors;
+    // Read without the fields at fault, the rest is checked too: one round
+    // fixes the file. A rule that a removed field breaks is its own error.
+    let Some(value) = read.object else {
+        return Err(errors);
     };
-    check(&value).map_err(|errors| locate(source, &doc, errors))?;
-    Ok(value)
+    if let Err(faults) = check(&value) {
+        let kept = faults
+            .into_iter()
+            .filter(|e| !read.removed.iter().any(|r| within(&e.path, r)))
+            .collect();
+        errors.extend(locate(source, &doc, kept));
+    }
+    match errors.is_empty() {
+        true => Ok(value),
+        false => Err(errors),
+    }
 }
 
 /// A document's errors, and its object read without the fields at fault

@@ -152,6 +152,103 @@ pub fn parse(source: &str, text: &str) -> Result<RoleConfig, String> {
     })
 }
 
+/// The instructions a Dockerfile may hold.
+const INSTRUCTIONS: [&str; 18] = [
+    "ADD",
+    "ARG",
+    "CMD",
+    "COPY",
+    "ENTRYPOINT",
+    "ENV",
+    "EXPOSE",
+    "FROM",
+    "HEALTHCHECK",
+    "LABEL",
+    "MAINTAINER",
+    "ONBUILD",
+    "RUN",
+    "SHELL",
+    "STOPSIGNAL",
+    "USER",
+    "VOLUME",
+    "WORKDIR",
+];
+
+/// Checks a role's Dockerfile as far as it can be without building it:
+/// every instruction is one Docker knows, the first is `FROM` (or `ARG`
+/// before it), and there is a `FROM`. Each error names `source`, the line
+/// and the column. Continued lines and heredocs are passed over.
+pub fn check_dockerfile(source: &str, text: &str) -> Vec<ManifestError> {
+    let error = |line: usize, column: usize, message: String| ManifestError {
+        source: source.to_owned(),
+        line,
+        column,
+        field: None,
+        message,
+    };
+    let mut errors = Vec::new();
+    let mut seen_from = false;
+    let mut continued = false;
+    let mut heredoc: Option<String> = None;
+    for (i, line) in text.lines().enumerate() {
+        let number = i + 1;
+        if let Some(end) = &heredoc {
+            if line.trim() == end {
+                heredoc = None;
+            }
+            continue;
+        }
+        let trimmed = line.trim_start();
+        let was_continued = std::mem::replace(&mut continued, line.trim_end().ends_with('\\'));
+        if was_continued || trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        heredoc = heredoc_end(trimmed);
+        let word = trimmed.split_whitespace().next().unwrap_or_default();
+        let column = line.len() - trimmed.len() + 1;
+        let upper = word.to_ascii_uppercase();
+        if !INSTRUCTIONS.contains(&upper.as_str()) {
+            errors.push(error(
+                number,
+                column,
+                format!(
+                    "unknown instruction {word:?}: expected one of {}",
+                    INSTRUCTIONS.join(", ")
+                ),
+            ));
+        } else if !seen_from && upper != "FROM" && upper != "ARG" {
+            errors.push(error(
+                number,
+                column,
+                format!("{upper} before any FROM: a Dockerfile starts with FROM IMAGE (ARG may come first)"),
+            ));
+            seen_from = true;
+        }
+        seen_from |= upper == "FROM";
+    }
+    if !seen_from {
+        errors.push(error(
+            1,
+            1,
+            "no FROM instruction: a Dockerfile starts with FROM IMAGE".into(),
+        ));
+    }
+    errors
+}
+
+/// The word that ends a heredoc the instruction starts (`<<EOF`, `<<-EOF`,
+/// `<<"EOF"`), if it starts one.
+fn heredoc_end(instruction: &str) -> Option<String> {
+    let (_, rest) = instruction.split_once("<<")?;
+    let rest = rest.strip_prefix('-').unwrap_or(rest);
+    let word: String = rest
+        .trim_start_matches(['"', '\''])
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    (!word.is_empty()).then_some(word)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,7 +321,36 @@ mod tests {
             at("jackin.role.yaml:7:11: field `env[2].name`: "),
             "{placed:?}"
         );
+        // A field of the wrong shape, and a bad value beside it.
+        let err = parse("m", "env: x\nagents: [A]\n").unwrap_err();
+        assert!(err.contains("m:1:6: field `env`: "), "{err}");
+        assert!(err.contains("m:2:10: field `agents[0]`: "), "{err}");
         let err = parse("m", "agents: claude\n").unwrap_err();
         assert!(err.starts_with("m:1:9: field `agents`: "), "{err}");
+    }
+
+    #[test]
+    fn a_dockerfile_is_checked_at_each_line() {
+        let good = "# a role\nARG V=1\nFROM busybox:${V}\nRUN echo a \\\n    b\nRUN <<EOF\nnot an instruction\nEOF\nCMD [x]\n";
+        assert_eq!(check_dockerfile("D", good), []);
+        let bad = "RUN x\nFROM a\n  CP x y\n";
+        let placed: Vec<String> = check_dockerfile("D", bad)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(placed.len(), 2, "{placed:?}");
+        assert!(
+            placed[0].starts_with("D:1:1: RUN before any FROM"),
+            "{placed:?}"
+        );
+        assert!(
+            placed[1].starts_with("D:3:3: unknown instruction \"CP\""),
+            "{placed:?}"
+        );
+        let none = check_dockerfile("D", "# empty\n");
+        assert!(
+            none[0].to_string().starts_with("D:1:1: no FROM"),
+            "{none:?}"
+        );
     }
 }
