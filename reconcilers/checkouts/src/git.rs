@@ -789,4 +789,69 @@ mod tests {
         };
         assert!(!network.is_permanent());
     }
+
+    /// A role without a ref follows the source's HEAD, branches and moved
+    /// tags are followed, and a checkout someone changed is refused with
+    /// its path, whatever the change.
+    #[test]
+    fn a_role_checkout_follows_the_source_and_refuses_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source");
+        let source_str = source.to_str().unwrap();
+        run(&["init", "--quiet", "--initial-branch=main", source_str]).unwrap();
+        let commit = |text: &str| {
+            std::fs::write(source.join("Dockerfile"), text).unwrap();
+            test_git(source_str, &["add", "."]);
+            test_git(source_str, &["commit", "--quiet", "-m", text]);
+            String::from_utf8(run(&["-C", source_str, "rev-parse", "HEAD"]).unwrap())
+                .unwrap()
+                .trim()
+                .to_owned()
+        };
+        let first = commit("FROM a\n");
+        test_git(source_str, &["tag", "v1"]);
+        let cached = dir.path().join("roles/key");
+        let checkout = RoleCheckout::open(&cached, source_str).unwrap();
+        assert!(checkout.cloned);
+        assert_eq!(checkout.resolve(Some("v1")).unwrap(), Some(first.clone()));
+        drop(checkout);
+
+        let second = commit("FROM b\n");
+        test_git(source_str, &["tag", "--force", "v1"]);
+        let checkout = RoleCheckout::open(&cached, source_str).unwrap();
+        assert!(!checkout.cloned);
+        checkout.fetch(true).unwrap();
+        assert_eq!(checkout.resolve(None).unwrap(), Some(second.clone()));
+        assert_eq!(
+            checkout.resolve(Some("main")).unwrap(),
+            Some(second.clone())
+        );
+        assert_eq!(checkout.resolve(Some("v1")).unwrap(), Some(second.clone()));
+        assert_eq!(checkout.resolve(Some("nothing")).unwrap(), None);
+        checkout.check_out(&first).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(cached.join("Dockerfile")).unwrap(),
+            "FROM a\n"
+        );
+        drop(checkout);
+
+        for change in ["Dockerfile", "new-file"] {
+            std::fs::write(cached.join(change), "edited").unwrap();
+            let refused = RoleCheckout::open(&cached, source_str).err().unwrap();
+            assert!(
+                matches!(refused, GitError::CacheChanged { .. }),
+                "{refused}"
+            );
+            assert!(
+                refused.to_string().contains(cached.to_str().unwrap()),
+                "{refused}"
+            );
+            test_git(
+                cached.to_str().unwrap(),
+                &["checkout", "--quiet", "--", "."],
+            );
+            test_git(cached.to_str().unwrap(), &["clean", "--quiet", "-fd"]);
+        }
+        assert!(RoleCheckout::open(&cached, source_str).is_ok());
+    }
 }
