@@ -294,9 +294,11 @@ fn read_role(
     let repo = &source.git;
     let checkout = RoleCheckout::open(dir, repo)?;
     let present = |c: &str| checkout.resolve(Some(c)).map(|r| r.as_deref() == Some(c));
+    // Fetched even when just cloned: a clone makes a branch of the source's
+    // HEAD alone, and the others are named as the source names them only
+    // once fetched.
     let fetched = match pinned {
-        _ if checkout.cloned => Ok(()),
-        Some(commit) if present(commit)? => Ok(()),
+        Some(commit) if !checkout.cloned && present(commit)? => Ok(()),
         _ => checkout.fetch(source.git_ref.is_none()),
     };
     let commit =
@@ -514,5 +516,43 @@ mod tests {
             known: "anthropic".into(),
         };
         assert!(RecipeError::from(unknown).is_permanent());
+    }
+
+    /// A first build of a role without a ref builds the source's HEAD, and
+    /// one at another branch that branch: both from a fresh clone.
+    #[test]
+    fn a_fresh_checkout_resolves_head_and_every_branch() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source");
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&source)
+                .args(["-c", "user.email=t@jackin.dev", "-c", "user.name=t"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        std::fs::create_dir(&source).unwrap();
+        git(&["init", "--quiet", "--initial-branch=main"]);
+        std::fs::write(source.join("Dockerfile"), "FROM a\n").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "--quiet", "-m", "a"]);
+        let head = git(&["rev-parse", "HEAD"]);
+        git(&["checkout", "--quiet", "-b", "feature"]);
+        std::fs::write(source.join("Dockerfile"), "FROM b\n").unwrap();
+        git(&["commit", "--quiet", "-am", "b"]);
+        let feature = git(&["rev-parse", "HEAD"]);
+        git(&["checkout", "--quiet", "main"]);
+        for (n, git_ref, want) in [(1, None, &head), (2, Some("feature"), &feature)] {
+            let role = RoleSource {
+                git: source.display().to_string(),
+                git_ref: git_ref.map(str::to_owned),
+            };
+            let tree = read_role(&dir.path().join(format!("roles/{n}")), &role, None).unwrap();
+            assert_eq!((&tree.commit, tree.unreachable), (want, None));
+        }
     }
 }
