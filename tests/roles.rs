@@ -183,3 +183,29 @@ fn init_writes_a_role_that_validates() {
         manifest
     );
 }
+
+/// The operator's own git hooks (a global `core.hooksPath`) never run at a
+/// build's checkout of a role: the cache's checkout is jackin's.
+#[test]
+fn the_operators_hooks_do_not_run_at_a_roles_checkout() {
+    use std::os::unix::fs::PermissionsExt;
+    ensure_busybox();
+    let home = Home::new();
+    let role = RoleRepo::new("hooks");
+    let hooks = tempfile::tempdir().unwrap();
+    let ran = hooks.path().join("ran");
+    let hook = hooks.path().join("post-checkout");
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch '{}'\n", ran.display())).unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = hooks.path().join("gitconfig");
+    std::fs::write(
+        &config,
+        format!("[core]\n\thooksPath = {}\n", hooks.path().display()),
+    )
+    .unwrap();
+    home.set_env("GIT_CONFIG_GLOBAL", config.as_os_str());
+    home.apply("a", &role.instance_yaml("a"));
+    role.commit_marker("second");
+    home.apply("b", &role.instance_yaml("b"));
+    assert!(!ran.exists(), "the operator's post-checkout hook ran");
+}

@@ -389,6 +389,10 @@ pub struct RoleCheckout {
     pub cloned: bool,
 }
 
+/// No hook of the operator's (a global `core.hooksPath`) runs at each
+/// build's checkout of a role: the checkout is jackin's.
+const NO_HOOKS: &str = "core.hooksPath=/dev/null";
+
 /// The ref the source's `HEAD` is fetched into: what a role without a
 /// `ref` builds.
 const SOURCE_HEAD: &str = "refs/jackin/source-head";
@@ -414,9 +418,20 @@ impl RoleCheckout {
             let target = partial.to_str().expect("JACKIN_HOME paths are UTF-8");
             // No hard links into the source's objects: the cache stands on
             // its own, whatever happens to the operator's repository.
-            run(&["clone", "--quiet", "--no-hardlinks", "--", source, target])?;
+            run(&[
+                "-c",
+                NO_HOOKS,
+                "clone",
+                "--quiet",
+                "--no-hardlinks",
+                "--",
+                source,
+                target,
+            ])?;
             // Detached, so that every branch can be fetched over.
-            run(&["-C", target, "checkout", "--quiet", "--detach"])?;
+            run(&[
+                "-c", NO_HOOKS, "-C", target, "checkout", "--quiet", "--detach",
+            ])?;
             std::fs::rename(&partial, dir).map_err(cache)?;
         }
         let checkout = Self {
@@ -499,7 +514,10 @@ impl RoleCheckout {
     /// Leaves the work tree at `commit` (a full id `resolve` gave).
     pub fn check_out(&self, commit: &str) -> Result<(), GitError> {
         let dir = self.dir_arg();
-        run(&["-C", dir, "checkout", "--quiet", "--detach", commit, "--"]).map(drop)
+        run(&[
+            "-c", NO_HOOKS, "-C", dir, "checkout", "--quiet", "--detach", commit, "--",
+        ])
+        .map(drop)
     }
 
     /// The tree of `commit` as a tar archive: a build context.
