@@ -113,6 +113,9 @@ fn tier_3_rebuilds_the_pinned_commit_not_the_new_head() {
     assert_eq!(restore_tier(&home, "builder"), Some(3));
 }
 
+/// A pinned commit gone from the source is rebuilt from the `roles/`
+/// cache's checkout; gone from both, the instance fails, and nothing of it
+/// is deleted.
 #[test]
 fn a_vanished_pinned_commit_fails_without_deleting_anything() {
     ensure_busybox();
@@ -122,6 +125,7 @@ fn a_vanished_pinned_commit_fails_without_deleting_anything() {
     home.apply("l.yaml", &yaml);
     let container = home.container("lost");
     let recipe = home.object("lost")["status"]["recipe"].clone();
+    let pinned = recipe["roleCommit"].clone();
 
     // Rewrite history so the pinned commit no longer exists anywhere.
     repo.git(&["checkout", "--quiet", "--orphan", "rewritten"]);
@@ -133,7 +137,17 @@ fn a_vanished_pinned_commit_fails_without_deleting_anything() {
     docker(&["rm", "-f", &container]);
     docker(&["rmi", "-f", recipe["imageId"].as_str().unwrap()]);
 
+    // The role's checkout in the roles/ cache still holds the commit: the
+    // session comes back as it was, built from it.
     let path = home.write_input("l.yaml", &yaml);
+    home.ok(&["apply", path.to_str().unwrap()]);
+    let recipe = home.object("lost")["status"]["recipe"].clone();
+    assert_eq!(recipe["roleCommit"], pinned);
+
+    // Gone from the cache too: nothing to rebuild from.
+    std::fs::remove_dir_all(home.path().join("roles")).unwrap();
+    docker(&["rm", "-f", &container]);
+    docker(&["rmi", "-f", recipe["imageId"].as_str().unwrap()]);
     let stderr = home.fails(&["apply", path.to_str().unwrap()]);
     assert!(stderr.contains("can no longer be found"), "{stderr}");
     let obj = home.object("lost");

@@ -46,6 +46,7 @@ mod replay;
 mod reports;
 mod reserved;
 mod restricted;
+mod roles;
 mod rollout;
 mod saved_sessions;
 mod scale;

@@ -273,6 +273,46 @@ fn parse_as<K, D>(
     }
 }
 
+/// Reads `text` as one document of `T` that is not an object (a role's
+/// `jackin.role.yaml`): every error is placed as an object's are, with its
+/// line, column and field, the type's own ones and `check`'s. A
+/// document of nothing (or only comments) is `T`'s default.
+pub fn parse_plain<T>(
+    source: &str,
+    text: &str,
+    check: impl FnOnce(&T) -> Result<(), Vec<FieldError>>,
+) -> Result<T, Vec<ManifestError>>
+where
+    T: for<'de> Deserialize<'de> + Default,
+{
+    let doc = Document {
+        text: text.to_owned(),
+        first_line: 1,
+        line_offset: 0,
+    };
+    if typed::<Option<serde_json::Value>>(source, &doc)?.is_none() {
+        return Ok(T::default());
+    }
+    let read = typed_all::<T, T>(source, &doc, |t| t);
+    let mut errors = read.errors;
+    // Read without the fields at fault, the rest is checked too: one round
+    // fixes the file. A rule that a removed field breaks is its own error.
+    let Some(value) = read.object else {
+        return Err(errors);
+    };
+    if let Err(faults) = check(&value) {
+        let kept = faults
+            .into_iter()
+            .filter(|e| !read.removed.iter().any(|r| within(&e.path, r)))
+            .collect();
+        errors.extend(locate(source, &doc, kept));
+    }
+    match errors.is_empty() {
+        true => Ok(value),
+        false => Err(errors),
+    }
+}
+
 /// A document's errors, and its object read without the fields at fault
 /// when it could be read at all.
 struct Faults {

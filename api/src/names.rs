@@ -266,6 +266,9 @@ pub mod reason {
     /// The conversation's id could neither be resumed nor started again:
     /// the agent runs a new conversation under a new id jackin minted.
     pub const CONVERSATION_RENEWED: &str = "ConversationRenewed";
+    /// A role's git source could not be reached: its image was built from
+    /// the `roles/` cache's checkout (the message names the commit).
+    pub const ROLE_SOURCE_UNREACHABLE: &str = "RoleSourceUnreachable";
     /// The agent was installed into a derived image (or one was found).
     pub const AGENT_INSTALL: &str = "AgentInstall";
     /// The provider a session was sent to, and its key's reference.

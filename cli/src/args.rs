@@ -211,6 +211,12 @@ pub enum Command {
     },
     /// Run a command in an instance's container, as the agent's user.
     Exec(ExecArgs),
+    /// Author a role repository: check one (`role validate DIR`) or write
+    /// a starter one (`role init DIR`).
+    Role {
+        #[command(subcommand)]
+        command: RoleCommand,
+    },
     /// Print a shell completion script: the commands and flags, and the
     /// names of instances, workspaces, agents and saved discards as they
     /// are when a word is completed.
@@ -335,6 +341,25 @@ impl Command {
             _ => None,
         }
     }
+}
+
+/// What `jackin role` does.
+#[derive(Debug, Subcommand)]
+pub enum RoleCommand {
+    /// Check DIR's jackin.role.yaml and the Dockerfile it names as `apply`
+    /// checks a document: every error with its file, line and column.
+    /// Reads only; exits 1 when there is any.
+    Validate {
+        /// The role repository's work tree.
+        dir: PathBuf,
+    },
+    /// Write a starter role into DIR (made when missing): a Dockerfile and
+    /// a jackin.role.yaml that `role validate` passes. Nothing is
+    /// overwritten.
+    Init {
+        /// Where the role goes.
+        dir: PathBuf,
+    },
 }
 
 /// How a one-shot command waits for the convergence it asked for.

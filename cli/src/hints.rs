@@ -375,7 +375,8 @@ fn git(e: &GitError) -> Option<String> {
              keeps git from finishing"
                 .into(),
         ),
-        GitError::Failed { .. } => None,
+        // Their messages say what to do.
+        GitError::Failed { .. } | GitError::CacheChanged { .. } | GitError::Cache { .. } => None,
     }
 }
 

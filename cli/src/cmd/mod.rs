@@ -17,6 +17,7 @@ pub mod logs;
 pub mod port;
 pub mod prune;
 pub mod restore_discarded;
+pub mod role;
 pub mod rollout;
 pub mod set_phase;
 pub mod top;
@@ -119,6 +120,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Logs(args) => logs::run(&args).await,
         Command::Port { name, port } => port::run(&name, port.as_deref()),
         Command::Exec(args) => exec::run(&args).await,
+        Command::Role { command } => role::run(command),
         Command::Completions { shell } => completion::print_script(shell),
         Command::CompleteNames { words } => completion::print_names(&words),
     }

@@ -4,9 +4,11 @@
 //! wants and how two recipes differ is `jackin_plan::recipe`'s; this module
 //! asks git and the engine, and every way that can fail is a [`RecipeError`].
 //!
-//! A first launch resolves the role's ref to a commit in a bare mirror of the
-//! repository, archives that commit's tree as the build context, and records
-//! the image its Dockerfile's final `FROM` names, with its id. A tier-3 rebuild
+//! A first launch resolves the role's ref to a commit in the role source's
+//! checkout in the `roles/` cache (cloned once, fetched at each build; when
+//! the source cannot be reached, the checkout serves as it is), archives
+//! that commit's tree as the build context, and records the image its
+//! Dockerfile's final `FROM` names, with its id. A tier-3 rebuild
 //! archives the pinned commit, never the ref's head, and rewrites the final
 //! `FROM` to the recorded base id while that image is still there, so a moved
 //! base tag does not change the session either.
@@ -17,7 +19,7 @@ use std::io::Read;
 use jackin_api::instance::RoleSource;
 use jackin_api::names::label;
 use jackin_api::role::{self, ROLE_CONFIG_FILE, RoleConfig};
-use jackin_checkouts::git::{GitError, Mirror};
+use jackin_checkouts::git::{GitError, RoleCheckout};
 use jackin_engine::{Engine, EngineError};
 use jackin_plan::recipe::{RoleWideningRefused, UnknownProvider};
 
@@ -47,8 +49,15 @@ pub enum RecipeError {
     RoleWideningRefused(Box<RoleWideningRefused>),
     #[error("the role's settings are not valid: {0}")]
     RoleConfig(String),
-    #[error("{source_repo} has no Dockerfile at {commit}")]
-    NoDockerfile { source_repo: String, commit: String },
+    #[error(
+        "{source_repo} has no {path} at {commit}: commit one there, or name the Dockerfile's \
+         path in its jackin.role.yaml (`dockerfile:`)"
+    )]
+    NoDockerfile {
+        source_repo: String,
+        commit: String,
+        path: String,
+    },
     #[error(transparent)]
     Git(#[from] GitError),
     #[error(transparent)]
@@ -92,6 +101,15 @@ pub struct BuiltImage {
     pub base: Option<String>,
     /// The role's settings at the commit (its `jackin.role.yaml`).
     pub config: RoleConfig,
+    /// Why the source could not be fetched, when the build used the
+    /// `roles/` cache's checkout as it was.
+    pub unreachable: Option<String>,
+}
+
+/// The name of a role source's checkout in the `roles/` cache: a digest of
+/// its URL, so one source has one checkout whichever roles name it.
+pub fn role_checkout_key(git: &str) -> String {
+    jackin_plan::digest::sha256_hex(git.as_bytes(), 8)
 }
 
 /// The largest `jackin.role.yaml` read.
@@ -153,14 +171,17 @@ pub fn pin_final_base(dockerfile: &str, image: &str) -> String {
     out
 }
 
-/// A tar archive with the file at `path` replaced by `contents`.
+/// A tar archive with the file at `path` replaced by `contents`, or
+/// added when it has none.
 fn replace_in_tar(archive: &[u8], path: &str, contents: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut input = tar::Archive::new(archive);
     let mut output = tar::Builder::new(Vec::new());
+    let mut found = false;
     for entry in input.entries()? {
         let mut entry = entry?;
         let mut header = entry.header().clone();
         if entry.path()?.to_str() == Some(path) {
+            found = true;
             header.set_size(contents.len() as u64);
             header.set_cksum();
             output.append(&header, contents)?;
@@ -169,6 +190,13 @@ fn replace_in_tar(archive: &[u8], path: &str, contents: &[u8]) -> std::io::Resul
             entry.read_to_end(&mut data)?;
             output.append(&header, data.as_slice())?;
         }
+    }
+    if !found {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(contents.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        output.append_data(&mut header, path, contents)?;
     }
     output.into_inner()
 }
@@ -243,34 +271,132 @@ pub async fn derive_agent_image(
     })
 }
 
-/// Builds the role's image. A first launch resolves `source.ref` (the
-/// repository's HEAD when unset); a tier-3 rebuild passes the pinned commit
-/// and base, which are used as they are, never re-resolved.
+/// What a build reads of the role's checkout, at the commit it pins.
+struct RoleTree {
+    commit: String,
+    dockerfile: String,
+    config: RoleConfig,
+    context: Vec<u8>,
+    /// Why the source could not be fetched, when the cached checkout had
+    /// what the build needed all the same.
+    unreachable: Option<String>,
+}
+
+/// Reads the role at the commit to build, in its checkout at `dir` (the
+/// `roles/` cache): a first launch fetches and resolves `source.ref`; a
+/// rebuild fetches only when the pinned commit is not there yet. When the
+/// source cannot be read, the checkout's own refs and commits serve.
+fn read_role(
+    dir: &std::path::Path,
+    source: &RoleSource,
+    pinned: Option<&str>,
+) -> Result<RoleTree, RecipeError> {
+    let repo = &source.git;
+    let checkout = RoleCheckout::open(dir, repo)?;
+    let present = |c: &str| checkout.resolve(Some(c)).map(|r| r.as_deref() == Some(c));
+    // Fetched even when just cloned: a clone makes a branch of the source's
+    // HEAD alone, and the others are named as the source names them only
+    // once fetched.
+    let fetched = match pinned {
+        Some(commit) if !checkout.cloned && present(commit)? => Ok(()),
+        _ => checkout.fetch(source.git_ref.is_none()),
+    };
+    let commit =
+        match pinned {
+            Some(commit) => checkout
+                .resolve(Some(commit))?
+                .filter(|c| c == commit)
+                .ok_or_else(|| RecipeError::CommitUnavailable {
+                    source_repo: repo.clone(),
+                    commit: commit.to_owned(),
+                }),
+            None => checkout.resolve(source.git_ref.as_deref())?.ok_or_else(|| {
+                RecipeError::RefNotFound {
+                    source_repo: repo.clone(),
+                    git_ref: source.git_ref.clone().unwrap_or_else(|| "HEAD".into()),
+                }
+            }),
+        };
+    // The cache lacks what the build needs: the source's own error says why.
+    let (commit, unreachable) = match (commit, fetched) {
+        (Ok(commit), fetched) => (commit, fetched.err().map(|e| e.to_string())),
+        (Err(_), Err(e)) => return Err(e.into()),
+        (Err(e), Ok(())) => return Err(e),
+    };
+    checkout.check_out(&commit)?;
+    let config = match checkout.show(&commit, ROLE_CONFIG_FILE) {
+        Ok(text) if text.len() > MAX_ROLE_CONFIG_BYTES => {
+            return Err(RecipeError::RoleConfig(format!(
+                "{ROLE_CONFIG_FILE} is larger than {MAX_ROLE_CONFIG_BYTES} bytes"
+            )));
+        }
+        Ok(text) => role::parse(
+            &format!("{repo} at {commit}: {ROLE_CONFIG_FILE}"),
+            &String::from_utf8_lossy(&text),
+        )
+        .map_err(RecipeError::RoleConfig)?,
+        // A role without settings is the common case.
+        Err(GitError::Failed { stderr, .. })
+            if stderr.contains("does not exist")
+                || stderr.contains("exists on disk, but not in") =>
+        {
+            RoleConfig::default()
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let path = config.dockerfile();
+    let dockerfile = checkout
+        .show(&commit, path)
+        .map_err(|_| RecipeError::NoDockerfile {
+            source_repo: repo.clone(),
+            commit: commit.clone(),
+            path: path.to_owned(),
+        })?;
+    let mut context = checkout.archive(&commit)?;
+    // The engine builds the context's `Dockerfile`: the one the manifest
+    // names takes its place.
+    if path != role::DEFAULT_DOCKERFILE {
+        context = replace_in_tar(&context, role::DEFAULT_DOCKERFILE, &dockerfile)?;
+    }
+    let dockerfile = String::from_utf8_lossy(&dockerfile).into_owned();
+    Ok(RoleTree {
+        commit,
+        dockerfile,
+        config,
+        context,
+        unreachable,
+    })
+}
+
+/// Builds the role's image from its checkout in the `roles/` cache (at
+/// `roles`, the cache's directory of this source). A first launch resolves
+/// `source.ref` (the repository's HEAD when unset); a tier-3 rebuild passes
+/// the pinned commit and base, which are used as they are, never re-resolved.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "each is one fact of the build; a struct would only rename them"
+)]
 pub async fn build_role(
     engine: &Engine,
     home_id: &str,
+    checkout_dir: &std::path::Path,
     role: &str,
     source: &RoleSource,
     pinned: Option<(&str, Option<&str>)>,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<BuiltImage, RecipeError> {
-    // git and the mirror's temporary directory block: on the blocking
-    // pool, a clone of a large role (or a slow remote) stalls no other
-    // instance's reconcile, nor the engine calls beside it.
+    let tree = {
+        let (dir, source) = (checkout_dir.to_owned(), source.clone());
+        let commit = pinned.map(|(c, _)| c.to_owned());
+        jackin_files::offload::blocking(move || read_role(&dir, &source, commit.as_deref())).await?
+    };
     let RoleTree {
         commit,
         dockerfile,
         config,
         mut context,
-    } = {
-        let repo = source.git.clone();
-        let git_ref = source.git_ref.clone();
-        let pinned = pinned.map(|(commit, _)| commit.to_owned());
-        jackin_files::offload::blocking(move || {
-            read_role_tree(&repo, git_ref.as_deref(), pinned.as_deref())
-        })
-        .await?
-    };
+        unreachable,
+    } = tree;
 
     let recorded_base = pinned.and_then(|(_, base)| base);
     let base_ref = final_base(&dockerfile);
@@ -304,78 +430,7 @@ pub async fn build_role(
         commit,
         base,
         config,
-    })
-}
-
-/// What a role's repository holds at the commit a build uses.
-struct RoleTree {
-    commit: String,
-    dockerfile: String,
-    config: RoleConfig,
-    /// The commit's tree, as a tar archive: the build context.
-    context: Vec<u8>,
-}
-
-/// Mirrors `repo` and reads the commit a build uses from it: `pinned` as
-/// it is, or else what `git_ref` (HEAD when unset) resolves to. Only git
-/// and the filesystem, all of it blocking: run it off the async runtime.
-fn read_role_tree(
-    repo: &str,
-    git_ref: Option<&str>,
-    pinned: Option<&str>,
-) -> Result<RoleTree, RecipeError> {
-    let mirror = Mirror::clone(repo)?;
-    let commit = match pinned {
-        Some(commit) => mirror
-            .resolve(commit)?
-            .filter(|c| c == commit)
-            .ok_or_else(|| RecipeError::CommitUnavailable {
-                source_repo: repo.to_owned(),
-                commit: commit.to_owned(),
-            })?,
-        None => {
-            let git_ref = git_ref.unwrap_or("HEAD");
-            mirror
-                .resolve(git_ref)?
-                .ok_or_else(|| RecipeError::RefNotFound {
-                    source_repo: repo.to_owned(),
-                    git_ref: git_ref.to_owned(),
-                })?
-        }
-    };
-    let dockerfile = mirror
-        .show(&commit, "Dockerfile")
-        .map_err(|_| RecipeError::NoDockerfile {
-            source_repo: repo.to_owned(),
-            commit: commit.clone(),
-        })?;
-    let dockerfile = String::from_utf8_lossy(&dockerfile).into_owned();
-    let config = match mirror.show(&commit, ROLE_CONFIG_FILE) {
-        Ok(text) if text.len() > MAX_ROLE_CONFIG_BYTES => {
-            return Err(RecipeError::RoleConfig(format!(
-                "{ROLE_CONFIG_FILE} is larger than {MAX_ROLE_CONFIG_BYTES} bytes"
-            )));
-        }
-        Ok(text) => role::parse(
-            &format!("{repo} at {commit}: {ROLE_CONFIG_FILE}"),
-            &String::from_utf8_lossy(&text),
-        )
-        .map_err(RecipeError::RoleConfig)?,
-        // A role without settings is the common case.
-        Err(GitError::Failed { stderr, .. })
-            if stderr.contains("does not exist")
-                || stderr.contains("exists on disk, but not in") =>
-        {
-            RoleConfig::default()
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let context = mirror.archive(&commit)?;
-    Ok(RoleTree {
-        commit,
-        dockerfile,
-        config,
-        context,
+        unreachable,
     })
 }
 
@@ -407,8 +462,22 @@ mod tests {
         );
     }
 
-    /// A changed mode or set is drift, said once; a session pinned before
-    /// the hand-off existed reports none for it.
+    /// The manifest's Dockerfile becomes the context's when the
+    /// repository has none at its root.
+    #[test]
+    fn a_missing_tar_entry_is_added() {
+        let archive = tar::Builder::new(Vec::new()).into_inner().unwrap();
+        let added = replace_in_tar(&archive, "Dockerfile", b"FROM b\n").unwrap();
+        let mut entries = tar::Archive::new(added.as_slice());
+        let mut entry = entries.entries().unwrap().next().unwrap().unwrap();
+        let mut text = String::new();
+        entry.read_to_string(&mut text).unwrap();
+        assert_eq!(
+            (entry.path().unwrap().to_str(), text.as_str()),
+            (Some("Dockerfile"), "FROM b\n")
+        );
+    }
+
     #[test]
     fn tar_entries_are_replaced() {
         let mut builder = tar::Builder::new(Vec::new());
@@ -447,5 +516,43 @@ mod tests {
             known: "anthropic".into(),
         };
         assert!(RecipeError::from(unknown).is_permanent());
+    }
+
+    /// A first build of a role without a ref builds the source's HEAD, and
+    /// one at another branch that branch: both from a fresh clone.
+    #[test]
+    fn a_fresh_checkout_resolves_head_and_every_branch() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source");
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&source)
+                .args(["-c", "user.email=t@jackin.dev", "-c", "user.name=t"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        std::fs::create_dir(&source).unwrap();
+        git(&["init", "--quiet", "--initial-branch=main"]);
+        std::fs::write(source.join("Dockerfile"), "FROM a\n").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "--quiet", "-m", "a"]);
+        let head = git(&["rev-parse", "HEAD"]);
+        git(&["checkout", "--quiet", "-b", "feature"]);
+        std::fs::write(source.join("Dockerfile"), "FROM b\n").unwrap();
+        git(&["commit", "--quiet", "-am", "b"]);
+        let feature = git(&["rev-parse", "HEAD"]);
+        git(&["checkout", "--quiet", "main"]);
+        for (n, git_ref, want) in [(1, None, &head), (2, Some("feature"), &feature)] {
+            let role = RoleSource {
+                git: source.display().to_string(),
+                git_ref: git_ref.map(str::to_owned),
+            };
+            let tree = read_role(&dir.path().join(format!("roles/{n}")), &role, None).unwrap();
+            assert_eq!((&tree.commit, tree.unreachable), (want, None));
+        }
     }
 }

@@ -564,9 +564,13 @@ async fn build_role(
     progress: &mut (dyn FnMut(Report<'_>) + Send),
 ) -> Result<image::BuiltImage, ActError> {
     let mut log = BuildLog::new(&ctx.layout.unit_meta_dir(container), "role-build.log");
+    let checkout = ctx
+        .layout
+        .role_checkout_dir(&image::role_checkout_key(&source.git));
     let built = image::build_role(
         ctx.engine,
         &ctx.home_id,
+        &checkout,
         role,
         source,
         pinned,
@@ -579,6 +583,19 @@ async fn build_role(
     match built {
         Ok(built) => {
             log.succeeded();
+            if let Some(why) = &built.unreachable {
+                progress(Report::Note {
+                    stage: None,
+                    reason: reason::ROLE_SOURCE_UNREACHABLE,
+                    message: &format!(
+                        "the source {} could not be reached; built from the cached checkout \
+                         {} at {} ({why})",
+                        source.git,
+                        checkout.display(),
+                        built.commit
+                    ),
+                });
+            }
             Ok(built)
         }
         // Before the build ran (a ref that names nothing, no Dockerfile)

@@ -3,14 +3,14 @@
 //!
 //! Two ways to run it:
 //! - [`run`], for repositories the operator controls (a mount's host
-//!   repository, a role mirror), with paths and refs from jackin's records;
+//!   repository, a role's cached checkout), with paths and refs from jackin's records;
 //! - [`run_untrusted`], for any tree the agent can write: it runs confined
 //!   (see [`crate::sandbox`]), bounded in time and output, and with the
 //!   settings that name programs turned off besides.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -29,6 +29,23 @@ pub enum GitError {
     TimedOut { args: String, limit: Duration },
     #[error("git {args} printed more than {} MiB and was stopped", MAX_UNTRUSTED_OUTPUT >> 20)]
     TooMuchOutput { args: String },
+    #[error(
+        "the role's cached checkout {} has changes jackin did not make ({changes}): keep them \
+         elsewhere if they matter, then discard them (`git -C {0} reset --hard && git -C {0} \
+         clean -fd`) or remove the directory, which the next build clones again",
+        .path.display()
+    )]
+    CacheChanged { path: PathBuf, changes: String },
+    #[error(
+        "cannot use the role's cached checkout {}: {error}; check that jackin may write there, \
+         or remove it and the next build clones it again",
+        .path.display()
+    )]
+    Cache {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
 }
 
 impl GitError {
@@ -47,7 +64,8 @@ impl GitError {
         ];
         match self {
             Self::Spawn(_) | Self::TimedOut { .. } => false,
-            Self::Confine(_) | Self::TooMuchOutput { .. } => true,
+            Self::Confine(_) | Self::TooMuchOutput { .. } | Self::CacheChanged { .. } => true,
+            Self::Cache { .. } => false,
             Self::Failed { stderr, .. } => PERMANENT.iter().any(|p| stderr.contains(p)),
         }
     }
@@ -356,49 +374,158 @@ fn run_bounded(
     }
 }
 
-/// A bare mirror of a role repository in a temporary directory, removed on drop.
-pub struct Mirror {
-    dir: tempfile::TempDir,
+/// A role source's checkout in the `roles/` cache under `JACKIN_HOME`:
+/// cloned the first time a build asks for the source, fetched at later
+/// ones, and read at the commit the build pins. Its branches and tags
+/// mirror the source's, and its work tree is left at the commit last
+/// built, so the operator can look at what the image was built from.
+///
+/// Held under the lock beside it (`DIR.lock`) for as long as the value
+/// lives: two builds of one source take turns.
+pub struct RoleCheckout {
+    dir: PathBuf,
+    _lock: jackin_files::fsutil::FileLock,
+    /// Whether this opening cloned it (else it was there already).
+    pub cloned: bool,
 }
 
-impl Mirror {
-    /// Mirrors `source` (a URL or a local path): every branch and tag.
-    pub fn clone(source: &str) -> Result<Self, GitError> {
-        let dir = tempfile::Builder::new()
-            .prefix("jackin-role-")
-            .tempdir()
-            .map_err(GitError::Spawn)?;
-        let target = dir.path().join("repo.git");
-        let target = target.to_str().expect("temporary paths are UTF-8");
-        run(&["clone", "--quiet", "--mirror", "--", source, target])?;
-        Ok(Self { dir })
+/// No hook of the operator's (a global `core.hooksPath`) runs at each
+/// build's checkout of a role: the checkout is jackin's.
+const NO_HOOKS: &str = "core.hooksPath=/dev/null";
+
+/// The ref the source's `HEAD` is fetched into: what a role without a
+/// `ref` builds.
+const SOURCE_HEAD: &str = "refs/jackin/source-head";
+
+impl RoleCheckout {
+    /// The checkout of `source` at `dir`, cloned when it is not there yet.
+    /// A checkout someone changed (an edit, a new file) is refused: a
+    /// build would silently not include the change, and a fetch or checkout
+    /// could lose it.
+    pub fn open(dir: &Path, source: &str) -> Result<Self, GitError> {
+        let cache = |error| GitError::Cache {
+            path: dir.to_owned(),
+            error,
+        };
+        let lock =
+            jackin_files::fsutil::FileLock::acquire(&dir.with_extension("lock")).map_err(cache)?;
+        let cloned = !dir.exists();
+        if cloned {
+            // Cloned aside and moved in whole: an interrupted clone never
+            // looks like a checkout.
+            let partial = dir.with_extension("partial");
+            jackin_files::fsutil::remove_if_exists(&partial).map_err(cache)?;
+            let target = partial.to_str().expect("JACKIN_HOME paths are UTF-8");
+            // No hard links into the source's objects: the cache stands on
+            // its own, whatever happens to the operator's repository.
+            run(&[
+                "-c",
+                NO_HOOKS,
+                "clone",
+                "--quiet",
+                "--no-hardlinks",
+                "--",
+                source,
+                target,
+            ])?;
+            // Detached, so that every branch can be fetched over.
+            run(&[
+                "-c", NO_HOOKS, "-C", target, "checkout", "--quiet", "--detach",
+            ])?;
+            std::fs::rename(&partial, dir).map_err(cache)?;
+        }
+        let checkout = Self {
+            dir: dir.to_owned(),
+            _lock: lock,
+            cloned,
+        };
+        checkout.refuse_if_changed()?;
+        Ok(checkout)
     }
 
-    fn git_dir(&self) -> String {
-        format!("--git-dir={}", self.dir.path().join("repo.git").display())
+    fn dir_arg(&self) -> &str {
+        self.dir.to_str().expect("JACKIN_HOME paths are UTF-8")
     }
 
-    /// The commit `rev` names, or `None` when it names nothing.
-    pub fn resolve(&self, rev: &str) -> Result<Option<String>, GitError> {
-        let spec = format!("{rev}^{{commit}}");
-        match run(&[
-            &self.git_dir(),
+    fn refuse_if_changed(&self) -> Result<(), GitError> {
+        let status = run(&[
+            "-C",
+            self.dir_arg(),
+            "status",
+            "--porcelain",
+            "--untracked-files=all",
+        ])?;
+        if status.is_empty() {
+            return Ok(());
+        }
+        Err(GitError::CacheChanged {
+            path: self.dir.clone(),
+            changes: String::from_utf8_lossy(&status)
+                .lines()
+                .take(5)
+                .collect::<Vec<_>>()
+                .join("; "),
+        })
+    }
+
+    /// Brings the source's branches and tags (moved ones too) and, with
+    /// `head`, its `HEAD`. An error is the source's: it could not be read.
+    pub fn fetch(&self, head: bool) -> Result<(), GitError> {
+        let mut args = vec![
+            "-C",
+            self.dir_arg(),
+            "fetch",
+            "--quiet",
+            "--prune",
+            "--force",
+            "--",
+            "origin",
+            "+refs/heads/*:refs/heads/*",
+            "+refs/tags/*:refs/tags/*",
+        ];
+        let head_spec = format!("+HEAD:{SOURCE_HEAD}");
+        if head {
+            args.push(&head_spec);
+        }
+        run(&args).map(drop)
+    }
+
+    /// The commit `rev` names, or `None` when it names nothing; `None`
+    /// for `rev` is the source's `HEAD`.
+    pub fn resolve(&self, rev: Option<&str>) -> Result<Option<String>, GitError> {
+        let spec = format!("{}^{{commit}}", rev.unwrap_or(SOURCE_HEAD));
+        let dir = self.dir_arg();
+        let args = [
+            "-C",
+            dir,
             "rev-parse",
             "--verify",
             "--quiet",
             "--end-of-options",
             &spec,
-        ]) {
+        ];
+        match run(&args) {
             Ok(out) => Ok(Some(String::from_utf8_lossy(&out).trim().to_owned())),
             Err(GitError::Failed { .. }) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
+    /// Leaves the work tree at `commit` (a full id `resolve` gave).
+    pub fn check_out(&self, commit: &str) -> Result<(), GitError> {
+        let dir = self.dir_arg();
+        run(&[
+            "-c", NO_HOOKS, "-C", dir, "checkout", "--quiet", "--detach", commit, "--",
+        ])
+        .map(drop)
+    }
+
     /// The tree of `commit` as a tar archive: a build context.
     pub fn archive(&self, commit: &str) -> Result<Vec<u8>, GitError> {
+        let dir = self.dir_arg();
         run(&[
-            &self.git_dir(),
+            "-C",
+            dir,
             "archive",
             "--format=tar",
             "--end-of-options",
@@ -408,12 +535,8 @@ impl Mirror {
 
     /// The contents of `path` at `commit`.
     pub fn show(&self, commit: &str, path: &str) -> Result<Vec<u8>, GitError> {
-        run(&[
-            &self.git_dir(),
-            "show",
-            "--end-of-options",
-            &format!("{commit}:{path}"),
-        ])
+        let spec = format!("{commit}:{path}");
+        run(&["-C", self.dir_arg(), "show", "--end-of-options", &spec])
     }
 }
 
@@ -672,14 +795,81 @@ mod tests {
 
     #[test]
     fn a_repository_that_is_not_there_is_a_permanent_failure() {
-        let missing = Mirror::clone("/nonexistent/role/repository").err().unwrap();
+        let roles = tempfile::tempdir().unwrap();
+        let open = |source| RoleCheckout::open(&roles.path().join("role"), source);
+        let missing = open("/nonexistent/role/repository").err().unwrap();
         assert!(missing.is_permanent(), "{missing}");
-        let refused = Mirror::clone("ext::sh -c true").err().unwrap();
+        let refused = open("ext::sh -c true").err().unwrap();
         assert!(refused.is_permanent(), "{refused}");
         let network = GitError::Failed {
             args: "clone".into(),
             stderr: "fatal: unable to access: Could not resolve host: example.org".into(),
         };
         assert!(!network.is_permanent());
+    }
+
+    /// A role without a ref follows the source's HEAD, branches and moved
+    /// tags are followed, and a checkout someone changed is refused with
+    /// its path, whatever the change.
+    #[test]
+    fn a_role_checkout_follows_the_source_and_refuses_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source");
+        let source_str = source.to_str().unwrap();
+        run(&["init", "--quiet", "--initial-branch=main", source_str]).unwrap();
+        let commit = |text: &str| {
+            std::fs::write(source.join("Dockerfile"), text).unwrap();
+            test_git(source_str, &["add", "."]);
+            test_git(source_str, &["commit", "--quiet", "-m", text]);
+            String::from_utf8(run(&["-C", source_str, "rev-parse", "HEAD"]).unwrap())
+                .unwrap()
+                .trim()
+                .to_owned()
+        };
+        let first = commit("FROM a\n");
+        test_git(source_str, &["tag", "v1"]);
+        let cached = dir.path().join("roles/key");
+        let checkout = RoleCheckout::open(&cached, source_str).unwrap();
+        assert!(checkout.cloned);
+        assert_eq!(checkout.resolve(Some("v1")).unwrap(), Some(first.clone()));
+        drop(checkout);
+
+        let second = commit("FROM b\n");
+        test_git(source_str, &["tag", "--force", "v1"]);
+        let checkout = RoleCheckout::open(&cached, source_str).unwrap();
+        assert!(!checkout.cloned);
+        checkout.fetch(true).unwrap();
+        assert_eq!(checkout.resolve(None).unwrap(), Some(second.clone()));
+        assert_eq!(
+            checkout.resolve(Some("main")).unwrap(),
+            Some(second.clone())
+        );
+        assert_eq!(checkout.resolve(Some("v1")).unwrap(), Some(second.clone()));
+        assert_eq!(checkout.resolve(Some("nothing")).unwrap(), None);
+        checkout.check_out(&first).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(cached.join("Dockerfile")).unwrap(),
+            "FROM a\n"
+        );
+        drop(checkout);
+
+        for change in ["Dockerfile", "new-file"] {
+            std::fs::write(cached.join(change), "edited").unwrap();
+            let refused = RoleCheckout::open(&cached, source_str).err().unwrap();
+            assert!(
+                matches!(refused, GitError::CacheChanged { .. }),
+                "{refused}"
+            );
+            assert!(
+                refused.to_string().contains(cached.to_str().unwrap()),
+                "{refused}"
+            );
+            test_git(
+                cached.to_str().unwrap(),
+                &["checkout", "--quiet", "--", "."],
+            );
+            test_git(cached.to_str().unwrap(), &["clean", "--quiet", "-fd"]);
+        }
+        assert!(RoleCheckout::open(&cached, source_str).is_ok());
     }
 }

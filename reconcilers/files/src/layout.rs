@@ -28,6 +28,9 @@
 //!   workspaces/<name>.yaml  .lock  Workspace policies, as applied
 //!   agents/<name>.yaml  .lock      Agent entries, as applied (built-ins are not stored)
 //!   sources/<id>.json              what each source last applied, or why not
+//!   roles/<digest>/  <digest>.lock  a role source's checkout (the digest is its URL's),
+//!                                  cloned once, fetched at each build, left at the commit
+//!                                  last built; the lock is held while a build reads it
 //!   probes.json                    what probes found in which image id (a cache)
 //!   artifacts/<instance>/<finished-at>/   a session's state/artifacts/, moved out when it
 //!                                  ended, so that a purge does not take it, until the
@@ -309,6 +312,12 @@ impl Layout {
 
     pub fn object_of_kind_file(&self, plural: &str, name: &str) -> PathBuf {
         self.objects_dir(plural).join(format!("{name}.yaml"))
+    }
+
+    /// The checkout of the role source whose URL's digest is `digest`
+    /// (hex), in the `roles/` cache.
+    pub fn role_checkout_dir(&self, digest: &str) -> PathBuf {
+        self.root.join("roles").join(digest)
     }
 
     /// What probes found in images (see [`crate::probes`]).
