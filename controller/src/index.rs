@@ -92,7 +92,7 @@ pub struct IndexRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub applied: Option<AppliedDocument>,
     /// When what the row says of the instance last changed (see
-    /// [`IndexRow::described`]), set by [`Index::upsert`]. Absent from a
+    /// `IndexRow::described`), set by [`Index::upsert`]. Absent from a
     /// row an older jackin wrote, until its next change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<Timestamp>,
