@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use support::{Home, busybox_image, docker, ensure_busybox, eventually};
+use super::top::agent;
+use support::{Home, docker, ensure_busybox, eventually};
 
 /// A workspace whose screen judgement would wait an hour: whatever says
 /// `needs you` sooner is the report.
@@ -15,19 +16,6 @@ fn patient_workspace(home: &Home) {
         "desk",
         "apiVersion: jackin.dev/v1alpha1\nkind: Workspace\nmetadata: {name: desk}\nspec:\n  \
          needsYouAfter: 1h\n",
-    );
-}
-
-fn agent(home: &Home, name: &str, script: &str) {
-    home.apply(
-        name,
-        &format!(
-            "apiVersion: jackin.dev/v1alpha1\nkind: Instance\nmetadata: {{name: {name}}}\nspec:\n  \
-             workspace: desk\n  role: {{name: tester}}\n  agent: shell\n  image: {}\n  \
-             command: [sh, -c, {}]\n",
-            busybox_image(),
-            serde_json::to_string(script).unwrap()
-        ),
     );
 }
 

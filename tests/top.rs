@@ -25,8 +25,8 @@ fn workspace(home: &Home) {
     );
 }
 
-/// An instance of the workspace running `script`.
-fn agent(home: &Home, name: &str, script: &str) {
+/// An instance of the workspace (`desk`) running `script`.
+pub(crate) fn agent(home: &Home, name: &str, script: &str) {
     agent_of_role(home, name, "tester", script);
 }
 

@@ -393,6 +393,10 @@ pub struct RoleCheckout {
 /// build's checkout of a role: the checkout is jackin's.
 const NO_HOOKS: &str = "core.hooksPath=/dev/null";
 
+/// A role's tree is often a third party's: its `.gitmodules` is never
+/// followed, whatever the operator's global `submodule.recurse` says.
+const NO_SUBMODULES: &str = "submodule.recurse=false";
+
 /// The ref the source's `HEAD` is fetched into: what a role without a
 /// `ref` builds.
 const SOURCE_HEAD: &str = "refs/jackin/source-head";
@@ -421,6 +425,8 @@ impl RoleCheckout {
             run(&[
                 "-c",
                 NO_HOOKS,
+                "-c",
+                NO_SUBMODULES,
                 "clone",
                 "--quiet",
                 "--no-hardlinks",
@@ -430,7 +436,15 @@ impl RoleCheckout {
             ])?;
             // Detached, so that every branch can be fetched over.
             run(&[
-                "-c", NO_HOOKS, "-C", target, "checkout", "--quiet", "--detach",
+                "-c",
+                NO_HOOKS,
+                "-c",
+                NO_SUBMODULES,
+                "-C",
+                target,
+                "checkout",
+                "--quiet",
+                "--detach",
             ])?;
             std::fs::rename(&partial, dir).map_err(cache)?;
         }
@@ -472,10 +486,13 @@ impl RoleCheckout {
     /// `head`, its `HEAD`. An error is the source's: it could not be read.
     pub fn fetch(&self, head: bool) -> Result<(), GitError> {
         let mut args = vec![
+            "-c",
+            NO_SUBMODULES,
             "-C",
             self.dir_arg(),
             "fetch",
             "--quiet",
+            "--recurse-submodules=no",
             "--prune",
             "--force",
             "--",
@@ -515,7 +532,17 @@ impl RoleCheckout {
     pub fn check_out(&self, commit: &str) -> Result<(), GitError> {
         let dir = self.dir_arg();
         run(&[
-            "-c", NO_HOOKS, "-C", dir, "checkout", "--quiet", "--detach", commit, "--",
+            "-c",
+            NO_HOOKS,
+            "-c",
+            NO_SUBMODULES,
+            "-C",
+            dir,
+            "checkout",
+            "--quiet",
+            "--detach",
+            commit,
+            "--",
         ])
         .map(drop)
     }
